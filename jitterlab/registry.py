@@ -1,0 +1,62 @@
+"""Explicit registries of plug-ins, keyed by the names users type in campaigns."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from jitterlab.errors import UserError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    name: str
+    help: str
+    obj: T
+
+
+class Registry(Generic[T]):
+    """Name -> plug-in. A duplicate name is a bug (ValueError); an unknown name is a UserError."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry[T]] = {}
+
+    def add(self, name: str, help: str, obj: T) -> T:
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is registered twice")
+        self._entries[name] = Entry(name, help, obj)
+        return obj
+
+    def register(self, name: str, help: str) -> Callable[[T], T]:
+        """Decorator form of add()."""
+
+        def decorate(obj: T) -> T:
+            return self.add(name, help, obj)
+
+        return decorate
+
+    def get(self, name: str, where: str) -> T:
+        """Look up `name`; an unknown one raises UserError naming `where` and the closest name."""
+        try:
+            return self._entries[name].obj
+        except KeyError:
+            raise UserError(f"{where}: {self.unknown(name)}") from None
+
+    def unknown(self, name: str) -> str:
+        close = difflib.get_close_matches(str(name), list(self._entries), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"unknown {self.kind} {name!r}; {hint}known: {', '.join(sorted(self._entries))}"
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        return iter(sorted(self._entries.values(), key=lambda e: e.name))
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)

@@ -1,0 +1,47 @@
+"""Durations: TOML strings like "10s", "500ms", "50us" <-> integer nanoseconds."""
+
+from __future__ import annotations
+
+import re
+
+from jitterlab.errors import UserError
+
+_NS_PER_UNIT = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "min": 60_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|min|m|h)\s*$")
+
+
+def parse_duration_ns(text: object, where: str) -> int:
+    """Parse "10s", "500ms", "50us", "1.5ms" into nanoseconds; `where` names the key for errors."""
+    if not isinstance(text, str):
+        raise UserError(
+            f"{where}: expected a duration string like \"10ms\" or \"50us\", got {text!r}; "
+            "write the unit (ns, us, ms, s, min, h) after the number, in quotes"
+        )
+    match = _DURATION.match(text)
+    if not match:
+        raise UserError(
+            f"{where}: cannot read duration {text!r}; write a number and a unit "
+            "(ns, us, ms, s, min, h), e.g. \"100ms\" or \"50us\""
+        )
+    number, unit = match.groups()
+    value_ns = round(float(number) * _NS_PER_UNIT[unit])
+    if value_ns <= 0:
+        raise UserError(f"{where}: duration {text!r} must be greater than zero")
+    return value_ns
+
+
+def format_ns(value_ns: float) -> str:
+    """The shortest readable form: 100000000 -> "100ms", 50000 -> "50us", 1500000 -> "1.5ms"."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(value_ns) >= scale:
+            return f"{value_ns / scale:.6g}{unit}"
+    return f"{value_ns:.6g}ns"
