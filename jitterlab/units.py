@@ -23,14 +23,14 @@ def parse_duration_ns(text: object, where: str) -> int:
     """Parse "10s", "500ms", "50us", "1.5ms" into nanoseconds; `where` names the key for errors."""
     if not isinstance(text, str):
         raise UserError(
-            f"{where}: expected a duration string like \"10ms\" or \"50us\", got {text!r}; "
+            f'{where}: expected a duration string like "10ms" or "50us", got {text!r}; '
             "write the unit (ns, us, ms, s, min, h) after the number, in quotes"
         )
     match = _DURATION.match(text)
     if not match:
         raise UserError(
             f"{where}: cannot read duration {text!r}; write a number and a unit "
-            "(ns, us, ms, s, min, h), e.g. \"100ms\" or \"50us\""
+            '(ns, us, ms, s, min, h), e.g. "100ms" or "50us"'
         )
     number, unit = match.groups()
     value_ns = round(float(number) * _NS_PER_UNIT[unit])

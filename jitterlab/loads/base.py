@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from jitterlab.errors import UserError
 from jitterlab.records import Metric
 from jitterlab.registry import Registry
 from jitterlab.targets.base import Target
@@ -40,12 +42,21 @@ class Load(Protocol):
         ...
 
 
+def no_options(options: dict, where: str) -> dict:
+    """The validator of a load that takes no options."""
+    for key in options:
+        raise UserError(f"{where}: this load takes no options, got {key!r}; remove it")
+    return {}
+
+
 @dataclass(frozen=True)
 class LoadSpec:
-    """A registered load: a factory and the tools it needs on the target (tool -> Debian package)."""
+    """A registered load: a factory, the tools it needs on the target (tool -> Debian package),
+    and `validate(options, where) -> options with defaults`, raising UserError naming `where`."""
 
     factory: type
     tools: dict[str, str]
+    validate: Callable[[dict, str], dict] = no_options
 
 
 LOADS: Registry[LoadSpec] = Registry("load")

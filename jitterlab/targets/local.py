@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -14,10 +15,50 @@ from jitterlab.targets.base import CommandTimeout, Completed
 
 
 def _kill_group(pgid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a process of the group still runs (zombies do not count: they are dead,
+    and where PID 1 does not reap orphans they stay forever, so killpg(pgid, 0) would lie)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
         pass
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _stop_group(pgid: int, popen: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM the group; SIGKILL whatever of it still runs after grace_s, leader or not."""
+    _kill_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while popen.poll() is None or _group_alive(pgid):
+        if time.monotonic() >= deadline:
+            _kill_group(pgid, signal.SIGKILL)
+            popen.wait()
+            _await_group_gone(pgid)
+            return
+        time.sleep(0.01)
+
+
+def _await_group_gone(pgid: int, timeout_s: float = 5.0) -> None:
+    """SIGKILL is delivered at once but dying takes a moment; return when it is done."""
+    deadline = time.monotonic() + timeout_s
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 class LocalProcess:
@@ -54,15 +95,9 @@ class LocalProcess:
             _kill_group(self.pid, signum)
 
     def stop(self, grace_s: float = 2.0) -> int:
-        if self._popen.poll() is None:
-            _kill_group(self.pid, signal.SIGTERM)
-            try:
-                self._popen.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(self.pid, signal.SIGKILL)
-                self._popen.wait()
-        # the leader may be gone while children it left in the group still run
-        _kill_group(self.pid, signal.SIGKILL)
+        # Children that outlive the leader get the same grace: they may be writing results.
+        if self._popen.poll() is None or _group_alive(self.pid):
+            _stop_group(self.pid, self._popen, grace_s)
         self._on_exit(self)
         return self._popen.returncode
 
@@ -90,20 +125,32 @@ class LocalTarget:
             )
         except FileNotFoundError:
             return Completed(tuple(argv), 127, "", f"{argv[0]}: command not found")
-        except PermissionError as exc:
+        except OSError as exc:  # not executable, exec format error, ...: what a shell says too
             return Completed(tuple(argv), 126, "", f"{argv[0]}: {exc.strerror}")
         try:
             out, err = popen.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(popen.pid, signal.SIGKILL)
-            popen.communicate()
+            try:  # bounded: a process that left the group may still hold the pipes
+                popen.communicate(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                popen.kill()
+                popen.wait()
+            _await_group_gone(popen.pid)
             raise CommandTimeout(f"{' '.join(argv)} ran past its {timeout_s:g}s timeout") from None
         except BaseException:
             _kill_group(popen.pid, signal.SIGKILL)
             popen.wait()
             raise
+        # a finished command leaves nothing behind (e.g. `sh -c 'daemon >/dev/null &'`)
+        if _group_alive(popen.pid):
+            _kill_group(popen.pid, signal.SIGKILL)
+            _await_group_gone(popen.pid)
         return Completed(
-            tuple(argv), popen.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+            tuple(argv),
+            popen.returncode,
+            out.decode(errors="replace"),
+            err.decode(errors="replace"),
         )
 
     def spawn(self, argv: list[str], log_path: str | None = None) -> LocalProcess:
@@ -124,6 +171,9 @@ class LocalTarget:
             shutil.copyfile(local, remote)
 
     def get(self, remote: str, local: Path) -> None:
+        if Path(remote).is_dir():
+            shutil.copytree(remote, local, dirs_exist_ok=True)
+            return
         Path(local).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(remote, local)
 

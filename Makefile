@@ -1,0 +1,35 @@
+# `make demo`: set everything up and run the quickstart campaign on this machine.
+# `make test`: set everything up and run the test suite (what CI runs).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
+RESULTS ?= results
+
+.PHONY: demo test setup deps bench clean
+
+setup: deps $(STAMP)
+
+deps:
+	@scripts/install-deps
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+demo: setup
+	$(VENV)/bin/jitterlab run examples/quickstart.toml --results $(RESULTS)
+
+test: setup
+	$(VENV)/bin/ruff check jitterlab tests bench
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: setup
+	$(PY) bench/analysis.py
+	$(PY) bench/storage.py
+	$(PY) bench/probe_resolution.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
+	$(MAKE) -C jitterlab/programs/c clean

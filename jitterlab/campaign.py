@@ -1,0 +1,334 @@
+"""Campaign files: TOML -> validated Campaign -> the cells of its matrix.
+
+Every error names the file, the key and the fix, and is raised before anything runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jitterlab import plugins
+from jitterlab.errors import UserError
+from jitterlab.registry import Registry
+from jitterlab.units import format_ns, parse_duration_ns
+
+_CAMPAIGN_KEYS = {
+    "name": 'a short name, e.g. "quickstart"',
+    "description": "free text",
+    "repetitions": "runs per cell, e.g. 3",
+    "duration": 'time per run, e.g. "5s"',
+    "warmup": 'time dropped at the start of each run, e.g. "50ms"',
+    "load_warmup": 'time a load runs before the measurement starts, e.g. "300ms"',
+    "blind_threshold": 'gap between two observer polls that counts as blind, e.g. "5us"',
+    "run_timeout": "extra time a run may take beyond its duration before it is killed",
+    "on_missing_rt": '"error" (default) or "fallback" when SCHED_FIFO is not permitted',
+    "labels": "a table of strings attached to every run",
+}
+_TOP_KEYS = {"campaign", "target", "matrix", "exclude", "loads"}
+_TARGET_KEYS = {"name", "kind", "workdir"}
+# matrix keys of the squarewave benchmark and the registry that validates their values
+_AXES = ("benchmark", "impl", "period", "load", "probe", "pin")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    name: str
+    kind: str
+    options: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix. `period_ns` is 0 for benchmarks without a period."""
+
+    target: str
+    benchmark: str
+    impl: str
+    load: str
+    period_ns: int
+    probe: str
+    pin: str
+
+    @property
+    def key(self) -> str:
+        """Stable text identity, used to find committed runs on --resume."""
+        return (
+            f"target={self.target} benchmark={self.benchmark} impl={self.impl} load={self.load} "
+            f"period={self.period_ns}ns probe={self.probe} pin={self.pin}"
+        )
+
+    def label(self) -> str:
+        return f"{self.impl} {format_ns(self.period_ns)} {self.load} ({self.probe})"
+
+
+@dataclass(frozen=True)
+class Campaign:
+    path: Path
+    name: str
+    description: str
+    repetitions: int
+    duration_ns: int
+    warmup_ns: int
+    load_warmup_ns: int
+    blind_threshold_ns: int
+    run_timeout_ns: int
+    on_missing_rt: str
+    labels: Mapping[str, str]
+    targets: tuple[TargetSpec, ...]
+    cells: tuple[Cell, ...]
+    load_options: Mapping[str, Mapping[str, object]]
+    source: str
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of everything that changes what a run measures; resume refuses a mismatch."""
+        settings = {
+            "repetitions": self.repetitions,
+            "duration_ns": self.duration_ns,
+            "warmup_ns": self.warmup_ns,
+            "load_warmup_ns": self.load_warmup_ns,
+            "blind_threshold_ns": self.blind_threshold_ns,
+            "on_missing_rt": self.on_missing_rt,
+            "labels": dict(self.labels),
+            "load_options": {k: dict(v) for k, v in self.load_options.items()},
+        }
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+    def runs(self) -> list[tuple[Cell, int]]:
+        """(cell, repetition) in execution order: repetitions interleaved so drift spreads evenly."""
+        return [(c, r) for r in range(self.repetitions) for c in self.cells]
+
+
+def load_campaign(path: Path) -> Campaign:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such campaign file; see examples/ for ones to start from") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read campaign file: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    return parse_campaign(data, path, text)
+
+
+def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> Campaign:
+    where = str(path)
+    _no_unknown(data, _TOP_KEYS, where, "")
+    section = _table(data, "campaign", where, required=True)
+    _no_unknown(section, set(_CAMPAIGN_KEYS), where, "campaign.")
+    name = section.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise UserError(f'{where}: campaign.name: give the campaign a name, e.g. name = "quickstart"')
+    repetitions = section.get("repetitions", 3)
+    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
+        raise UserError(f"{where}: campaign.repetitions: expected a whole number >= 1, got {repetitions!r}")
+
+    def duration(key: str, default: str) -> int:
+        return parse_duration_ns(section.get(key, default), f"{where}: campaign.{key}")
+
+    on_missing_rt = section.get("on_missing_rt", "error")
+    if on_missing_rt not in ("error", "fallback"):
+        raise UserError(
+            f'{where}: campaign.on_missing_rt: expected "error" or "fallback", got {on_missing_rt!r}'
+        )
+    labels = _table(section, "labels", where, prefix="campaign.")
+    for key, value in labels.items():
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise UserError(f'{where}: campaign.labels.{key}: labels are strings, e.g. {key} = "1.10"')
+    blind_threshold_ns = duration("blind_threshold", "5us")
+    targets = _targets(data, where)
+    load_options = _load_options(data, where)
+    cells = _cells(data, where, targets, blind_threshold_ns)
+    return Campaign(
+        path=path,
+        name=name.strip(),
+        description=str(section.get("description", "")),
+        repetitions=repetitions,
+        duration_ns=duration("duration", "5s"),
+        warmup_ns=duration("warmup", "50ms"),
+        load_warmup_ns=duration("load_warmup", "300ms"),
+        blind_threshold_ns=blind_threshold_ns,
+        run_timeout_ns=duration("run_timeout", "20s"),
+        on_missing_rt=on_missing_rt,
+        labels={str(k): str(v) for k, v in labels.items()},
+        targets=targets,
+        cells=cells,
+        load_options=load_options,
+        source=source,
+    )
+
+
+def _table(
+    data: Mapping[str, object], key: str, where: str, *, required: bool = False, prefix: str = ""
+) -> Mapping[str, object]:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise UserError(f"{where}: missing [{prefix}{key}] table; see examples/quickstart.toml")
+        return {}
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: {prefix}{key}: expected a table, e.g. [{prefix}{key}]")
+    return value
+
+
+def _no_unknown(table: Mapping[str, object], known: set[str], where: str, prefix: str) -> None:
+    import difflib
+
+    for key in table:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UserError(f"{where}: {prefix}{key}: unknown key; {hint}known: {', '.join(sorted(known))}")
+
+
+def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
+    raw = data.get("target", [{"name": "local", "kind": "local"}])
+    if not isinstance(raw, list) or not raw:
+        raise UserError(f"{where}: target: expected one or more [[target]] tables")
+    specs: list[TargetSpec] = []
+    for i, entry in enumerate(raw):
+        key = f"target[{i}]"
+        if not isinstance(entry, dict):
+            raise UserError(f"{where}: {key}: expected a [[target]] table")
+        _no_unknown(entry, _TARGET_KEYS, where, f"{key}.")
+        kind = entry.get("kind", "local")
+        plugins.TARGETS.get(kind, f"{where}: {key}.kind")
+        name = entry.get("name", kind)
+        if not isinstance(name, str) or not name or any(c in name for c in "/ \n\t"):
+            raise UserError(f"{where}: {key}.name: a target name is one word without '/', got {name!r}")
+        if any(s.name == name for s in specs):
+            raise UserError(f"{where}: {key}.name: target name {name!r} is used twice; names must differ")
+        options = {k: v for k, v in entry.items() if k not in ("name", "kind")}
+        specs.append(TargetSpec(name=name, kind=kind, options=options))
+    return tuple(specs)
+
+
+def _load_options(data: Mapping[str, object], where: str) -> dict[str, dict[str, object]]:
+    section = _table(data, "loads", where)
+    result: dict[str, dict[str, object]] = {}
+    for name, options in section.items():
+        spec = plugins.LOADS.get(name, f"{where}: loads.{name}")
+        if not isinstance(options, dict):
+            raise UserError(f"{where}: loads.{name}: expected a table of options, e.g. [loads.{name}]")
+        result[name] = dict(spec.validate(options, f"{where}: loads.{name}"))
+    return result
+
+
+def _axis(matrix: Mapping[str, object], key: str, where: str) -> list[object]:
+    value = matrix.get(key)
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise UserError(f"{where}: matrix.{key}: the list is empty; give at least one value")
+    return values
+
+
+def _check_names(values: list[object], registry: Registry, where: str, key: str) -> list[str]:
+    for value in values:
+        if not isinstance(value, str):
+            raise UserError(f"{where}: matrix.{key}: expected names (strings), got {value!r}")
+        for part in value.split("+") if key == "load" else [value]:
+            registry.get(part, f"{where}: matrix.{key}")
+    return [str(v) for v in values]
+
+
+def _cells(
+    data: Mapping[str, object], where: str, targets: tuple[TargetSpec, ...], blind_threshold_ns: int
+) -> tuple[Cell, ...]:
+    matrix = _table(data, "matrix", where, required=True)
+    _no_unknown(matrix, set(_AXES), where, "matrix.")
+    defaults = {"benchmark": "squarewave", "load": "idle", "probe": "vpin", "pin": "vpin"}
+    axes: dict[str, list] = {}
+    for key in _AXES:
+        if key not in matrix and key in defaults:
+            axes[key] = [defaults[key]]
+        elif key not in matrix:
+            raise UserError(f"{where}: matrix.{key}: missing; e.g. {_EXAMPLES[key]}")
+        else:
+            axes[key] = _axis(matrix, key, where)
+    registries = {
+        "benchmark": plugins.BENCHMARKS,
+        "impl": plugins.IMPLS,
+        "load": plugins.LOADS,
+        "probe": plugins.PROBES,
+        "pin": plugins.PINS,
+    }
+    for key, registry in registries.items():
+        axes[key] = _check_names(axes[key], registry, where, key)
+    axes["period"] = [parse_duration_ns(p, f"{where}: matrix.period") for p in axes["period"]]
+    for key, values in axes.items():
+        if len(set(values)) != len(values):
+            raise UserError(f"{where}: matrix.{key}: a value is listed twice")
+    excludes = _excludes(data, where)
+    for period_ns in axes["period"]:
+        if "vpin" in axes["probe"] and period_ns < 2 * blind_threshold_ns:
+            raise UserError(
+                f"{where}: matrix.period: {format_ns(period_ns)} is too short for the vpin probe: a pulse "
+                "could hide in a gap shorter than campaign.blind_threshold "
+                f"({format_ns(blind_threshold_ns)}); "
+                f"use a period >= {format_ns(2 * blind_threshold_ns)} or lower blind_threshold"
+            )
+    cells = []
+    for target, bench, impl, period_ns, load, probe, pin in itertools.product(
+        targets,
+        *(axes[k] for k in _AXES[:1]),
+        axes["impl"],
+        axes["period"],
+        axes["load"],
+        axes["probe"],
+        axes["pin"],
+    ):
+        cell = Cell(target.name, bench, impl, load, period_ns, probe, pin)
+        if not any(_matches(cell, rule) for rule in excludes):
+            cells.append(cell)
+    if not cells:
+        raise UserError(f"{where}: exclude: every cell of the matrix is excluded; nothing to run")
+    return tuple(cells)
+
+
+_EXAMPLES = {
+    "impl": 'impl = ["python", "c-fifo"]',
+    "period": 'period = ["10ms", "1ms"]',
+}
+
+
+def _excludes(data: Mapping[str, object], where: str) -> list[dict[str, object]]:
+    raw = data.get("exclude", [])
+    if not isinstance(raw, list):
+        raise UserError(f"{where}: exclude: expected [[exclude]] tables")
+    rules = []
+    for i, rule in enumerate(raw):
+        key = f"exclude[{i}]"
+        if not isinstance(rule, dict) or not rule:
+            raise UserError(f"{where}: {key}: expected a non-empty [[exclude]] table of axis = value")
+        _no_unknown(rule, set(_AXES) | {"target"}, where, f"{key}.")
+        parsed: dict[str, object] = {}
+        for axis, value in rule.items():
+            values = value if isinstance(value, list) else [value]
+            if axis == "period":
+                parsed[axis] = {parse_duration_ns(v, f"{where}: {key}.period") for v in values}
+            else:
+                parsed[axis] = {str(v) for v in values}
+        rules.append(parsed)
+    return rules
+
+
+def _matches(cell: Cell, rule: Mapping[str, object]) -> bool:
+    value_of = {
+        "period": cell.period_ns,
+        "target": cell.target,
+        "benchmark": cell.benchmark,
+        "impl": cell.impl,
+        "load": cell.load,
+        "probe": cell.probe,
+        "pin": cell.pin,
+    }
+    return all(value_of[axis] in allowed for axis, allowed in rule.items())  # type: ignore[operator]

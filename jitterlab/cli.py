@@ -1,0 +1,281 @@
+"""The command line: parse, then read like the pipeline. UserError is caught once, here."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from jitterlab import __version__
+from jitterlab.errors import UserError
+
+EXIT_OK, EXIT_RUNS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_RESULTS = Path("results")
+
+_DESCRIPTION = """\
+Measure how precisely Linux programs keep time on a machine.
+
+A campaign file (TOML) describes a matrix: targets x benchmark x programming model (impl)
+x load x period x probe, with repetitions. `jitterlab run` measures every cell, stores raw
+edges and metrics in a results directory, and prints the max relative period error per
+impl x load x period. Start from examples/quickstart.toml.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too, but with a usage dump
+        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="jitterlab", description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"jitterlab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    run = sub.add_parser(
+        "run",
+        help="measure every cell of a campaign",
+        description="Measure every cell of a campaign and store the results. "
+        "Each run is committed whole or not at all; after a crash or Ctrl-C, "
+        "--resume continues where it stopped.",
+    )
+    run.add_argument("campaign", type=Path, metavar="CAMPAIGN", help="campaign file (TOML)")
+    _results_option(run)
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest run of this campaign in DIR, skipping committed runs",
+    )
+    run.add_argument(
+        "--retry-failed", action="store_true", help="with --resume: measure failed/timed-out runs again"
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the expanded matrix and the estimated time; measure nothing",
+    )
+    run.set_defaults(func=cmd_run)
+
+    lst = sub.add_parser(
+        "list",
+        help="list benchmarks, impls, pins, probes, loads and targets",
+        description="Every registry of plug-ins, with one line of help each.",
+    )
+    lst.set_defaults(func=cmd_list)
+
+    show = sub.add_parser(
+        "show",
+        help="show stored runs, or one run in detail",
+        description="Without RUN_ID: the runs of the latest campaign (or "
+        "--campaign NAME) with status and headline metric, and the summary. "
+        "With RUN_ID (a prefix is enough): every metric, warning and the sysinfo.",
+    )
+    show.add_argument("run_id", nargs="?", metavar="RUN_ID", help="run id or a unique prefix")
+    _results_option(show)
+    show.add_argument("--campaign", metavar="NAME", help="campaign name (default: the latest)")
+    show.set_defaults(func=cmd_show)
+    return parser
+
+
+def _results_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        metavar="DIR",
+        help=f"results directory (default: ./{DEFAULT_RESULTS})",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    console = Console(stderr=True)
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UserError as exc:
+        console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from jitterlab.plugins import ALL
+
+    out = Console()
+    for kind, registry in ALL.items():
+        table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
+        for entry in registry:
+            table.add_row(f"[bold]{entry.name}[/]", entry.help)
+        out.print(table)
+        out.print()
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from jitterlab.campaign import load_campaign
+    from jitterlab.report.terminal import summary_table
+    from jitterlab.runner import Runner, estimate_s, open_targets
+    from jitterlab.store.catalog import Store
+    from jitterlab.units import format_ns
+
+    out = Console()
+    campaign = load_campaign(args.campaign)
+    if args.retry_failed and not args.resume:
+        raise UserError("--retry-failed: only with --resume (it re-measures runs of an earlier run)")
+    if args.dry_run:
+        return _dry_run(out, campaign, estimate_s)
+    sessions = open_targets(campaign)
+    store = Store(args.results)
+    try:
+        runner = Runner(campaign, store, resume=args.resume, retry_failed=args.retry_failed)
+        campaign_id = runner.campaign_id()
+        todo, skipped = runner.pending(campaign_id)
+        total_s = estimate_s(campaign, todo)
+        out.print(
+            f"[bold]{campaign.name}[/]: {len(todo)} runs to measure"
+            + (f", {skipped} already committed" if skipped else "")
+            + f", about {format_ns(total_s * 1e9)} on {len(sessions)} target(s)"
+        )
+        for session in sessions:
+            for w in session.warnings:
+                out.print(f"[yellow]warning[/] ({session.spec.name}): {w.message} — {w.remedy}")
+        with _progress(out) as progress, _sigterm_as_interrupt():
+            tasks = {
+                s.spec.name: progress.add_task(
+                    s.spec.name,
+                    total=max(estimate_s(campaign, [x for x in todo if x[0].target == s.spec.name]), 1e-9),
+                )
+                for s in sessions
+            }
+
+            def report(target: str, what: str | None, seconds: float) -> None:
+                if what is None:
+                    progress.advance(tasks[target], seconds)
+                else:
+                    progress.update(tasks[target], description=f"{target}: {what}")
+
+            runner.progress = report
+            outcome = runner.execute(sessions, campaign_id)
+        runs = store.runs(campaign_id)
+        if runs:
+            out.print(summary_table(runs, f"{campaign.name}: max relative period error"))
+        failed = [r for r in runs if r.status != "ok"]
+        for r in failed[:10]:
+            out.print(f"[red]{r.status}[/] {r.id} {r.impl} {format_ns(r.period_ns)} {r.load}: {r.error}")
+        if len(failed) > 10:
+            out.print(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})")
+        out.print(
+            f"results: {store.root / 'results.sqlite'} (raw series in {store.raw_dir}/); "
+            f"details: jitterlab show --results {args.results}"
+        )
+        if outcome.interrupted:
+            out.print(
+                f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
+                f"jitterlab run {args.campaign} --results {args.results} --resume"
+            )
+            return EXIT_INTERRUPTED
+        return EXIT_RUNS_FAILED if failed else EXIT_OK
+    finally:
+        for session in sessions:
+            session.target.close()
+        store.close()
+
+
+def _dry_run(out: Console, campaign, estimate_s) -> int:
+    from jitterlab.units import format_ns
+
+    table = Table(
+        title=f"{campaign.name}: {len(campaign.cells)} cells x {campaign.repetitions} "
+        f"repetitions of {format_ns(campaign.duration_ns)}"
+    )
+    for name in ("target", "benchmark", "impl", "period", "load", "probe", "pin"):
+        table.add_column(name)
+    for c in campaign.cells:
+        table.add_row(c.target, c.benchmark, c.impl, format_ns(c.period_ns), c.load, c.probe, c.pin)
+    out.print(table)
+    total = estimate_s(campaign, campaign.runs())
+    out.print(
+        f"{len(campaign.runs())} runs, estimated {format_ns(total * 1e9)} "
+        "(plus building the programs once per target)"
+    )
+    return EXIT_OK
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+class _sigterm_as_interrupt:
+    """SIGTERM stops a campaign like Ctrl-C: processes stopped, committed runs kept."""
+
+    def __enter__(self) -> None:
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from jitterlab.report.terminal import run_detail, runs_table, summary_table
+    from jitterlab.store.catalog import Store
+
+    out = Console()
+    store = Store(args.results, create=False)
+    try:
+        if args.run_id:
+            matches = store.runs(run_id=args.run_id)
+            if len(matches) != 1:
+                raise UserError(
+                    f"RUN_ID {args.run_id!r}: "
+                    + (
+                        "no such run in " + str(store.root)
+                        if not matches
+                        else f"matches {len(matches)} runs; give more characters"
+                    )
+                )
+            run = matches[0]
+            for part in run_detail(
+                run,
+                store.warnings(run.campaign_id, run.id),
+                store.sysinfo(run.sysinfo_id) if run.sysinfo_id else {},
+            ):
+                out.print(part)
+            return EXIT_OK
+        campaign = store.latest_campaign(args.campaign)
+        if campaign is None:
+            known = ", ".join(sorted({c["name"] for c in store.campaigns()})) or "none"
+            raise UserError(f"--campaign {args.campaign!r}: not in {store.root}; campaigns there: {known}")
+        runs = store.runs(campaign["id"])
+        out.print(runs_table(runs))
+        if runs:
+            out.print(summary_table(runs, f"{campaign['name']}: max relative period error"))
+        for run_id, w in store.warnings(campaign["id"]):
+            if run_id is None:
+                out.print(f"[yellow]warning[/]: {w.message} — {w.remedy}")
+        return EXIT_OK
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

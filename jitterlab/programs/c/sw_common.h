@@ -1,0 +1,277 @@
+/* Shared by the C square-wave programs and the observer: flags, clock,
+ * signals, prefaulting and the self-log. Everything is static inline so a
+ * program that does not use a helper gets no unused-function warning. */
+#ifndef JITTERLAB_SW_COMMON_H
+#define JITTERLAB_SW_COMMON_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SW_USAGE                                                                      \
+    "usage: %s --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] "    \
+    "[--allow-no-rt]\n"
+
+/* 16 M edges * 8 bytes = 128 MiB: a sane ceiling for a buffer we prefault. */
+#define SW_MAX_LOGGED_EDGES (16u * 1024u * 1024u)
+
+static volatile sig_atomic_t sw_stop_requested = 0;
+
+static void sw_on_stop_signal(int signum)
+{
+    (void)signum;
+    sw_stop_requested = 1;
+}
+
+/* No SA_RESTART: a sleep or poll must return early when we are told to stop. */
+static inline void sw_install_stop_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sw_on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    /* If the runner dies (even by SIGKILL), stop like on SIGTERM instead of running on. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1)
+        sw_stop_requested = 1;
+}
+
+static inline int64_t sw_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline struct timespec sw_timespec(int64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000LL),
+                          .tv_nsec = (long)(ns % 1000000000LL)};
+    return ts;
+}
+
+/* Parse a non-negative decimal integer that fills the whole string. */
+static inline int sw_parse_i64(const char *s, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 0)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* Touch every page now so the measured loop never takes a page fault. */
+static inline void sw_prefault(void *buf, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        page = 4096;
+    volatile unsigned char *p = buf;
+    for (size_t i = 0; i < len; i += (size_t)page)
+        p[i] = 1;
+    if (len > 0)
+        p[len - 1] = 1;
+    memset(buf, 0, len);
+}
+
+/* A setup step failed: say which and why, exit 1. */
+static inline void sw_die(const char *prog, const char *what, const char *path)
+{
+    fprintf(stderr, "%s: %s %s: %s\n", prog, what, path ? path : "", strerror(errno));
+    exit(1);
+}
+
+/* Map byte 0 of the pin file; never truncate it (an observer has it mapped). */
+static inline volatile unsigned char *sw_map_pin(const char *prog, const char *path, int writable)
+{
+    int fd = open(path, writable ? O_RDWR : O_RDONLY);
+    if (fd < 0)
+        sw_die(prog, "cannot open pin", path);
+    void *p = mmap(NULL, 1, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        sw_die(prog, "cannot mmap pin", path);
+    close(fd);
+    return (volatile unsigned char *)p;
+}
+
+struct sw_args {
+    int64_t period_ns;
+    int64_t duration_ns;
+    const char *pin;
+    const char *log;
+    int prio;
+    int allow_no_rt;
+};
+
+static inline void sw_usage_exit(const char *prog, const char *why)
+{
+    fprintf(stderr, "%s: %s\n" SW_USAGE, prog, why, prog);
+    exit(2);
+}
+
+/* The flags every square-wave implementation accepts; exits 2 on bad input. */
+static inline struct sw_args sw_parse_args(int argc, char **argv, const char *prog)
+{
+    struct sw_args a = {.period_ns = -1, .duration_ns = -1, .prio = 80};
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (strcmp(flag, "--allow-no-rt") == 0) {
+            a.allow_no_rt = 1;
+            continue;
+        }
+        if (i + 1 >= argc)
+            sw_usage_exit(prog, "missing value or unknown flag");
+        const char *val = argv[++i];
+        int64_t n = 0;
+        if (strcmp(flag, "--pin") == 0) {
+            a.pin = val;
+        } else if (strcmp(flag, "--log") == 0) {
+            a.log = val;
+        } else if (strcmp(flag, "--period-ns") == 0 && sw_parse_i64(val, &n) == 0) {
+            a.period_ns = n;
+        } else if (strcmp(flag, "--duration-ns") == 0 && sw_parse_i64(val, &n) == 0) {
+            a.duration_ns = n;
+        } else if (strcmp(flag, "--prio") == 0 && sw_parse_i64(val, &n) == 0 && n >= 1 &&
+                   n <= 99) {
+            a.prio = (int)n;
+        } else {
+            fprintf(stderr, "%s: bad flag or value: %s %s\n" SW_USAGE, prog, flag, val, prog);
+            exit(2);
+        }
+    }
+    if (a.period_ns < 2)
+        sw_usage_exit(prog, "--period-ns is required and must be >= 2");
+    if (a.duration_ns < 0)
+        sw_usage_exit(prog, "--duration-ns is required");
+    if (a.pin == NULL || a.log == NULL)
+        sw_usage_exit(prog, "--pin and --log are required");
+    return a;
+}
+
+/* Edges are stored as timestamps only: levels alternate 1,0,1,... by construction. */
+struct sw_log {
+    int64_t *t_ns;
+    size_t cap;
+    size_t n;
+    uint64_t dropped;
+};
+
+static inline int sw_log_init(struct sw_log *log, const struct sw_args *a)
+{
+    uint64_t want = (uint64_t)(a->duration_ns / (a->period_ns / 2)) + 4;
+    if (want > SW_MAX_LOGGED_EDGES)
+        want = SW_MAX_LOGGED_EDGES;
+    log->cap = (size_t)want;
+    log->n = 0;
+    log->dropped = 0;
+    log->t_ns = malloc(log->cap * sizeof *log->t_ns);
+    if (log->t_ns == NULL)
+        return -1;
+    sw_prefault(log->t_ns, log->cap * sizeof *log->t_ns);
+    return 0;
+}
+
+static inline void sw_log_add(struct sw_log *log, int64_t t_ns)
+{
+    if (log->n < log->cap)
+        log->t_ns[log->n++] = t_ns;
+    else
+        log->dropped++;
+}
+
+/* Written to a temp name and renamed, so a reader never sees half a log. */
+static inline int sw_log_write(const struct sw_log *log, const char *path, const char *impl)
+{
+    size_t len = strlen(path) + 32;
+    char *tmp = malloc(len);
+    if (tmp == NULL)
+        return -1;
+    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        fprintf(stderr, "%s: cannot write log %s: %s\n", impl, tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    fprintf(f, "# jitterlab-edges v1 clock=monotonic impl=%s\n", impl);
+    for (size_t i = 0; i < log->n; i++)
+        fprintf(f, "%lld %d\n", (long long)log->t_ns[i], (i % 2 == 0) ? 1 : 0);
+    if (log->dropped > 0)
+        fprintf(f, "# dropped=%llu\n", (unsigned long long)log->dropped);
+    fprintf(f, "# end edges=%zu\n", log->n);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        fprintf(stderr, "%s: cannot write log %s: %s\n", impl, path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+enum sw_sleep_mode { SW_SLEEP_RELATIVE, SW_SLEEP_ABSOLUTE };
+
+/* Sleep one half period: relative to now, or until *deadline (then advance it).
+ * Returns nonzero if we were told to stop. */
+static inline int sw_sleep_half(enum sw_sleep_mode mode, int64_t half_ns, int64_t *deadline)
+{
+    if (mode == SW_SLEEP_ABSOLUTE) {
+        *deadline += half_ns;
+        struct timespec ts = sw_timespec(*deadline);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            if (sw_stop_requested)
+                break;
+    } else {
+        struct timespec req = sw_timespec(half_ns);
+        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &req, &req) == EINTR)
+            if (sw_stop_requested)
+                break;
+    }
+    return sw_stop_requested;
+}
+
+/* The square wave: first edge '1' now, toggle every half period until the
+ * duration is over (or a stop signal), then leave the pin at '0'. Every edge
+ * is timestamped right after its write completed. */
+static inline void sw_run(const struct sw_args *a, struct sw_log *log,
+                          void (*set_pin)(int level), enum sw_sleep_mode mode)
+{
+    const int64_t half_ns = a->period_ns / 2;
+    const int64_t start = sw_now_ns();
+    int64_t deadline = start;
+    int level = 1;
+    int done = 0;
+    for (;;) {
+        set_pin(level);
+        sw_log_add(log, sw_now_ns());
+        if (done)
+            return; /* that was the final falling edge */
+        if (sw_sleep_half(mode, half_ns, &deadline))
+            break;
+        int64_t elapsed = (mode == SW_SLEEP_ABSOLUTE ? deadline : sw_now_ns()) - start;
+        done = elapsed >= a->duration_ns;
+        level ^= 1;
+        if (done && level == 1)
+            return; /* the pin is already at '0' */
+    }
+    if (level == 1) {
+        set_pin(0);
+        sw_log_add(log, sw_now_ns());
+    }
+}
+
+#endif

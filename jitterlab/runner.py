@@ -1,0 +1,381 @@
+"""Executes the cells of a campaign on its targets: preflight, loads, benchmark, commit, resume."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jitterlab import plugins, sysinfo
+from jitterlab.benchmarks.base import Measurement, Placement, RunContext
+from jitterlab.campaign import Campaign, Cell, TargetSpec
+from jitterlab.deploy import deploy
+from jitterlab.errors import RunFailed, UserError
+from jitterlab.loads.base import LoadContext
+from jitterlab.records import Metric, Warning_
+from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.raw import write_raw
+from jitterlab.targets.base import CommandTimeout, Target
+
+
+@dataclass
+class TargetSession:
+    """A target opened for a campaign, with what preflight learned about it."""
+
+    spec: TargetSpec
+    target: Target
+    info: dict
+    placement: Placement
+    rt_permitted: bool
+    bindir: str = ""
+    sysinfo_id: int | None = None
+    warnings: list[Warning_] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    campaign_id: int
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    interrupted: bool = False
+
+
+# progress callback: (target name, description of the run starting or None when one ends, seconds)
+Progress = Callable[[str, str | None, float], None]
+
+
+def estimate_s(campaign: Campaign, cells: list[tuple[Cell, int]]) -> float:
+    return sum(
+        plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").estimate_s(campaign, c) for c, _ in cells
+    )
+
+
+def open_targets(campaign: Campaign) -> list[TargetSession]:
+    """Connect to every target, read its sysinfo, check tools and permissions. Raises UserError."""
+    sessions: list[TargetSession] = []
+    try:
+        for spec in campaign.targets:
+            factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
+            target = factory(spec.name, spec.options)
+            sessions.append(_preflight(campaign, spec, target))
+    except BaseException:
+        for session in sessions:
+            session.target.close()
+        raise
+    return sessions
+
+
+def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSession:
+    cells = [c for c in campaign.cells if c.target == spec.name]
+    info = sysinfo.snapshot(target)
+    needs: dict[str, tuple[str, set[str]]] = {}
+    for cell in cells:
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        for tool, package in bench.tools(cell).items():
+            needs.setdefault(tool, (package, set()))[1].add(f"impl {cell.impl}")
+        for load in cell.load.split("+"):
+            for tool, package in plugins.LOADS.get(load, "matrix.load").tools.items():
+                needs.setdefault(tool, (package, set()))[1].add(f"load {load}")
+    missing = _missing_tools(target, sorted(needs))
+    if missing:
+        what = "; ".join(
+            f"{t} (apt install {needs[t][0]}; needed by {', '.join(sorted(needs[t][1]))})" for t in missing
+        )
+        raise UserError(f"target {spec.name!r}: missing tools: {what}")
+    realtime = sorted({c.impl for c in cells if plugins.IMPLS.get(c.impl, "matrix.impl").realtime})
+    rt_permitted = bool(info.get("rt_permission"))
+    if realtime and not rt_permitted and campaign.on_missing_rt == "error":
+        raise UserError(
+            f"{campaign.path}: target {spec.name!r} does not permit SCHED_FIFO, which impl "
+            f"{', '.join(realtime)} needs; run as root or grant CAP_SYS_NICE (or an rtprio limit), "
+            'or set campaign.on_missing_rt = "fallback" to run it as SCHED_OTHER, marked in each run'
+        )
+    n_cpus = int(info.get("n_cpus") or 1)
+    warnings = list(sysinfo.checks(info))
+    if any(c.probe == "vpin" for c in cells) and n_cpus > 1:
+        placement = Placement(program_cpus=tuple(range(n_cpus - 1)), probe_cpu=n_cpus - 1)
+        if any(c.load != "idle" for c in cells):
+            warnings.append(
+                Warning_(
+                    f"loads run on all CPUs, so they share CPU {n_cpus - 1} with the vpin probe",
+                    "isolate a CPU for the probe (isolcpus=) on boards where it matters",
+                )
+            )
+    else:
+        placement = Placement(program_cpus=None, probe_cpu=None)
+        if any(c.probe == "vpin" for c in cells):
+            warnings.append(
+                Warning_(
+                    "one CPU only: the vpin probe shares it with the program and is "
+                    "blind whenever the program runs",
+                    'use probe = "self"',
+                )
+            )
+    return TargetSession(spec, target, info, placement, rt_permitted, warnings=warnings)
+
+
+def _missing_tools(target: Target, tools: list[str]) -> list[str]:
+    if not tools:
+        return []
+    script = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
+    done = target.run(["sh", "-c", script, "sh", *tools], timeout_s=30)
+    return done.stdout.split()
+
+
+class Runner:
+    def __init__(
+        self,
+        campaign: Campaign,
+        store: Store,
+        *,
+        resume: bool = False,
+        retry_failed: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.campaign = campaign
+        self.store = store
+        self.resume = resume
+        self.retry_failed = retry_failed
+        self.progress = progress or (lambda target, what, seconds: None)
+        self.stop_event = threading.Event()
+
+    def campaign_id(self) -> int:
+        c = self.campaign
+        if self.resume:
+            previous = self.store.latest_campaign(c.name)
+            if previous is not None:
+                if previous["fingerprint"] != c.fingerprint:
+                    raise UserError(
+                        f"{c.path}: --resume: campaign {c.name!r} in {self.store.root} was run with "
+                        "other settings (duration, warmup, labels, repetitions or load options "
+                        "changed); run without --resume to start it afresh, or restore the old file"
+                    )
+                return int(previous["id"])
+        return self.store.new_campaign(c.name, c.fingerprint, str(c.path), c.source, dict(c.labels))
+
+    def pending(self, campaign_id: int) -> tuple[list[tuple[Cell, int]], int]:
+        committed = self.store.committed(campaign_id)
+        todo, skipped = [], 0
+        for cell, rep in self.campaign.runs():
+            status = committed.get((cell.key, rep))
+            if status is None or (self.retry_failed and status != "ok"):
+                todo.append((cell, rep))
+            else:
+                skipped += 1
+        return todo, skipped
+
+    def execute(self, sessions: list[TargetSession], campaign_id: int) -> Outcome:
+        todo, skipped = self.pending(campaign_id)
+        outcome = Outcome(campaign_id, skipped=skipped)
+        lock = threading.Lock()
+        errors: list[BaseException] = []
+
+        def worker(session: TargetSession) -> None:
+            try:
+                self._prepare(session, campaign_id)
+                for cell, rep in (x for x in todo if x[0].target == session.spec.name):
+                    if self.stop_event.is_set():
+                        return
+                    status = self._one_run(session, campaign_id, cell, rep)
+                    if status is None:
+                        return
+                    with lock:
+                        outcome.done += 1
+                        outcome.failed += status != "ok"
+            except BaseException as exc:
+                if not self.stop_event.is_set():
+                    errors.append(exc)
+                self.stop_event.set()
+
+        threads = [
+            threading.Thread(target=worker, args=(s,), name=f"target-{s.spec.name}", daemon=True)
+            for s in sessions
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            while any(t.is_alive() for t in threads):
+                for thread in threads:
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            self.stop_event.set()
+            for session in sessions:
+                session.target.close()  # kills what runs; the interrupted run is not committed
+            for thread in threads:
+                thread.join(30)
+        if errors:
+            raise errors[0]
+        return outcome
+
+    def _prepare(self, session: TargetSession, campaign_id: int) -> None:
+        session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)
+        self.store.add_warnings(campaign_id, session.warnings, target=session.spec.name)
+        session.bindir = deploy(session.target)
+
+    def _one_run(self, session: TargetSession, campaign_id: int, cell: Cell, rep: int) -> str | None:
+        """Measure and commit one run; None when interrupted (nothing is committed then)."""
+        target, campaign = session.target, self.campaign
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        estimate = bench.estimate_s(campaign, cell)
+        self.progress(session.spec.name, f"{cell.label()} #{rep + 1}", estimate)
+        run_id = uuid.uuid4().hex[:12]
+        scratch = f"{target.workdir}/runs/{run_id}"
+        local_dir = Path(tempfile.mkdtemp(prefix=f"jitterlab-{run_id}-"))
+        started_ns, t0 = time.time_ns(), time.monotonic()
+        loads: list = []
+        measurement, status, error = None, "ok", None
+        load_metrics: list[Metric] = []
+        try:
+            target.run(["mkdir", "-p", scratch])
+            loads = self._start_loads(cell, target, scratch)
+            ctx = RunContext(
+                target,
+                campaign,
+                cell,
+                rep,
+                scratch,
+                local_dir,
+                session.bindir,
+                session.placement,
+                session.rt_permitted,
+            )
+            measurement = bench.execute(ctx)
+            for name, load in loads:
+                self._check_load(name, load, "during")
+            load_metrics = self._stop_loads(loads)
+            loads = []
+        except RunFailed as exc:
+            status, error = exc.status, exc.reason
+        except CommandTimeout as exc:
+            status, error = "timeout", str(exc)
+        except Exception:
+            if self.stop_event.is_set():
+                return None
+            raise  # a bug in jitterlab: keep its traceback
+        finally:
+            for _, load in loads:
+                with contextlib.suppress(Exception):
+                    load.stop()
+            with contextlib.suppress(Exception):
+                target.run(["rm", "-rf", scratch])
+            self.progress(session.spec.name, None, estimate)
+        if self.stop_event.is_set():
+            shutil.rmtree(local_dir, ignore_errors=True)
+            return None
+        try:
+            self._commit(
+                session,
+                campaign_id,
+                cell,
+                rep,
+                run_id,
+                started_ns,
+                time.monotonic() - t0,
+                status,
+                error,
+                measurement,
+                load_metrics,
+            )
+        finally:
+            shutil.rmtree(local_dir, ignore_errors=True)
+        return status
+
+    def _start_loads(self, cell: Cell, target: Target, scratch: str) -> list:
+        parts = cell.load.split("+")
+        started = []
+        for name in parts:
+            spec = plugins.LOADS.get(name, "matrix.load")
+            load = spec.factory()
+            options = dict(self.campaign.load_options.get(name, {}))
+            load.start(LoadContext(target, f"{scratch}/load-{name}", None, options))
+            started.append((name, load))
+        if cell.load != "idle":
+            time.sleep(self.campaign.load_warmup_ns / 1e9)
+            for name, load in started:
+                self._check_load(name, load, "before")
+        return started
+
+    @staticmethod
+    def _check_load(name: str, load, when: str) -> None:
+        try:
+            load.check()
+        except RunFailed as exc:
+            raise RunFailed(
+                f"load {name} was not running {when} the measurement: {exc.reason}", status="failed"
+            ) from None
+
+    @staticmethod
+    def _stop_loads(loads: list) -> list[Metric]:
+        metrics: list[Metric] = []
+        for name, load in loads:
+            for m in load.stop():
+                metrics.append(
+                    Metric(m.name if len(loads) == 1 else f"{m.name}_{name}", m.value, m.unit, m.probe)
+                )
+        return metrics
+
+    def _commit(
+        self,
+        session: TargetSession,
+        campaign_id: int,
+        cell: Cell,
+        rep: int,
+        run_id: str,
+        started_ns: int,
+        wall_s: float,
+        status: str,
+        error: str | None,
+        measurement: Measurement | None,
+        load_metrics: list[Metric],
+    ) -> None:
+        raw_path = raw_sha = None
+        metrics: dict[tuple[str, str], Metric] = {}
+        warnings: list[Warning_] = []
+        if measurement is not None and status == "ok":
+            if measurement.series:
+                raw_path = f"raw/{run_id}.parquet"
+                raw_sha = write_raw(self.store.root / raw_path, measurement.series)
+            for m in [*measurement.metrics, *load_metrics]:
+                metrics[(m.probe, m.name)] = m
+            warnings = measurement.warnings
+        params = {
+            "duration_ns": self.campaign.duration_ns,
+            "warmup_ns": self.campaign.warmup_ns,
+            "blind_threshold_ns": self.campaign.blind_threshold_ns,
+            "probe_cpu": session.placement.probe_cpu,
+            "program_cpus": session.placement.program_cpus,
+            "rt_permitted": session.rt_permitted,
+            "load_options": {k: dict(v) for k, v in self.campaign.load_options.items()},
+        }
+        record = RunRecord(
+            id=run_id,
+            campaign_id=campaign_id,
+            cell_key=cell.key,
+            repetition=rep,
+            target=cell.target,
+            benchmark=cell.benchmark,
+            impl=cell.impl,
+            load=cell.load,
+            period_ns=cell.period_ns,
+            probe=cell.probe,
+            pin=cell.pin,
+            params=params,
+            labels=dict(self.campaign.labels),
+            status=status,
+            error=error,
+            started_ns=started_ns,
+            wall_s=wall_s,
+            raw_path=raw_path,
+            raw_sha256=raw_sha,
+            sysinfo_id=session.sysinfo_id,
+            metrics=metrics,
+        )
+        self.store.commit_run(record, warnings)

@@ -1,0 +1,303 @@
+"""The idle and cpu loads: registration, options, metrics, and that nothing is left running."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+import jitterlab.loads  # noqa: F401  (registers the built-in loads)
+from jitterlab.errors import RunFailed, UserError
+from jitterlab.loads import cpu, idle
+from jitterlab.loads.base import LOADS, LoadContext
+from jitterlab.targets.base import Completed
+from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+from jitterlab.targets.local import LocalTarget
+
+needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="no stress-ng")
+
+
+def live_group(pgid: int) -> list[str]:
+    """comm of every live (non-zombie) process in a process group."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            head, _, tail = Path(f"/proc/{name}/stat").read_text().rpartition(")")
+        except OSError:
+            continue
+        fields = tail.split()
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            found.append(head.split("(", 1)[1])
+    return found
+
+
+def proc_stat_text(uptime_s: float, ctxt: int, cpu_ticks: dict[str, list[int]]) -> str:
+    cpus = "".join(f"{k} {' '.join(map(str, v))}\n" for k, v in cpu_ticks.items())
+    return f"{uptime_s} 1.0\n0.75 0.5 0.25 1/100 42\n{cpus}intr 1 2\nctxt {ctxt}\nbtime 1\n"
+
+
+def test_registry_knows_both_loads_and_their_tools():
+    assert {"idle", "cpu"} <= set(LOADS.names())
+    assert LOADS.get("cpu", "test").tools == {"stress-ng": "stress-ng"}
+    assert LOADS.get("idle", "test").tools == {}
+    assert LOADS.get("cpu", "test").factory is cpu.CpuLoad
+    assert LOADS.get("cpu", "test").validate is cpu.validate_options
+    assert LOADS.get("idle", "test").validate is idle.validate_options
+
+
+# --- options -----------------------------------------------------------------------------
+
+
+def test_cpu_options_get_defaults():
+    assert cpu.validate_options({}, "c.toml:loads.cpu") == {
+        "workers": None,
+        "cpu_load": 100,
+        "method": "all",
+    }
+    opts = cpu.validate_options({"workers": 3, "cpu_load": 40, "method": "matrixprod"}, "w")
+    assert opts == {"workers": 3, "cpu_load": 40, "method": "matrixprod"}
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (
+            {"wrokers": 2},
+            "c.toml:loads.cpu: unknown option 'wrokers' for load 'cpu'; did you mean 'workers'?",
+        ),
+        ({"workers": 0}, "option 'workers' must be a whole number > 0"),
+        ({"workers": -1}, "option 'workers'"),
+        ({"workers": True}, "option 'workers'"),
+        ({"workers": 1.5}, "option 'workers'"),
+        ({"cpu_load": 0}, "option 'cpu_load' must be a percentage from 1 to 100, got 0"),
+        ({"cpu_load": 101}, "option 'cpu_load' must be a percentage from 1 to 100, got 101"),
+        ({"cpu_load": "50"}, "option 'cpu_load'"),
+        ({"method": "--all"}, "option 'method'"),
+    ],
+)
+def test_cpu_option_errors_name_where_and_key(options, expected):
+    with pytest.raises(UserError) as err:
+        cpu.validate_options(options, "c.toml:loads.cpu")
+    assert str(err.value).startswith("c.toml:loads.cpu: ")
+    assert expected in str(err.value)
+
+
+def test_idle_takes_no_options():
+    assert idle.validate_options({}, "w") == {}
+    with pytest.raises(UserError, match=r"^c.toml:loads.idle: .*'workers'"):
+        idle.validate_options({"workers": 1}, "c.toml:loads.idle")
+
+
+# --- idle ----------------------------------------------------------------------------------
+
+
+def test_idle_measures_the_local_machine(tmp_path):
+    load = idle.IdleLoad()
+    load.start(LoadContext(LocalTarget(workdir=str(tmp_path)), str(tmp_path)))
+    load.check()
+    time.sleep(0.05)  # /proc/uptime has 10 ms resolution
+    metrics = {m.name: m for m in load.stop()}
+    assert set(metrics) == {"load_loadavg_1m", "load_ctxt_switches_per_s", "load_cpu_busy_fraction"}
+    assert 0.0 <= metrics["load_cpu_busy_fraction"].value <= 1.0
+    assert metrics["load_ctxt_switches_per_s"].value >= 0
+
+
+def test_idle_metrics_are_computed_from_proc_deltas():
+    samples = iter(
+        [
+            # user nice system idle iowait irq softirq steal guest guest_nice
+            proc_stat_text(
+                100.0,
+                5000,
+                {
+                    "cpu": [10, 0, 10, 80, 0, 0, 0, 0, 0, 0],
+                    "cpu0": [5, 0, 5, 40, 0, 0, 0, 0, 0, 0],
+                    "cpu1": [5, 0, 5, 40, 0, 0, 0, 0, 0, 0],
+                },
+            ),
+            proc_stat_text(
+                102.0,
+                6000,
+                {
+                    "cpu": [60, 0, 20, 100, 10, 5, 5, 0, 0, 0],
+                    "cpu0": [50, 0, 10, 40, 0, 0, 0, 0, 0, 0],
+                    "cpu1": [10, 0, 10, 60, 10, 5, 5, 0, 0, 0],
+                },
+            ),
+        ]
+    )
+    target = FakeTarget()
+    target.respond(
+        ["cat", "/proc/uptime"], response=lambda argv: Completed(tuple(argv), 0, next(samples), "")
+    )
+    load = idle.IdleLoad()
+    load.start(LoadContext(target, target.workdir, cpus=(0,)))
+    metrics = {m.name: m.value for m in load.stop()}
+    assert metrics == {
+        "load_loadavg_1m": 0.75,
+        "load_ctxt_switches_per_s": 500.0,
+        "load_cpu_busy_fraction": 50 / 50,  # cpu0: 50 busy ticks of 50
+    }
+
+
+def test_idle_fails_clearly_when_proc_is_unreadable():
+    target = FakeTarget()  # no canned answer: rc 127
+    with pytest.raises(RunFailed, match="could not read /proc"):
+        idle.IdleLoad().start(LoadContext(target, target.workdir))
+
+
+# --- cpu on the real machine ------------------------------------------------------------------
+
+
+@needs_stress_ng
+def test_cpu_load_runs_reports_and_leaves_nothing(tmp_path):
+    target = LocalTarget(workdir=str(tmp_path))
+    load = cpu.CpuLoad()
+    load.start(LoadContext(target, str(tmp_path), cpus=(0,), options={"cpu_load": 50}))
+    (proc,) = target._live
+    assert proc.argv[proc.argv.index("taskset") :][:3] == ("taskset", "-c", "0")
+    assert "stress-ng-cpu" in live_group(proc.pid) or "stress-ng" in live_group(proc.pid)
+    load.check()
+    time.sleep(0.7)
+    load.check()
+    metrics = {m.name: m for m in load.stop()}
+    assert metrics["load_bogo_ops_per_s"].value > 0
+    assert metrics["load_bogo_ops_per_s"].unit == "bogo-ops/s"
+    assert metrics["load_workers"].value == 1
+    assert "load_cpu_busy_fraction" in metrics
+    assert live_group(proc.pid) == []
+    assert proc.poll() is not None and target.live_pids() == []
+    assert load.stop() == list(metrics.values())  # a second stop changes nothing
+
+
+@needs_stress_ng
+def test_cpu_load_killed_from_outside_fails_check_and_stop(tmp_path):
+    target = LocalTarget(workdir=str(tmp_path))
+    load = cpu.CpuLoad()
+    load.start(LoadContext(target, str(tmp_path), options={"workers": 1, "cpu_load": 20}))
+    (proc,) = target._live
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    with pytest.raises(RunFailed, match=r"stress-ng is no longer running \(killed by SIGKILL\)"):
+        load.check()
+    with pytest.raises(RunFailed, match="could not read stress-ng's achieved bogo-ops"):
+        load.stop()
+    assert live_group(proc.pid) == []
+
+
+def test_cpu_load_that_cannot_start_says_why(tmp_path):
+    target = FakeTarget(workdir=str(tmp_path), fallback_local=True)
+    target.respond(["cat", "/proc/uptime"], proc_stat_text(1.0, 1, {"cpu": [1] * 10}))
+    target.behave(["sh"], FakeBehaviour(rc=127, duration_s=0.0, log="sh: stress-ng: not found\n"))
+    with pytest.raises(RunFailed, match=r"exit status 127.*stress-ng: not found"):
+        cpu.CpuLoad().start(LoadContext(target, str(tmp_path), options={"workers": 1}))
+
+
+# --- cpu on a fake target: exact argv, signals and parsing --------------------------------------
+
+
+def fake_group(state: str = "R", ticks: int = 0, workers: int = 2):
+    lines = ["4242", f"4242 (stress-ng) S 1 4242 4242 0 -1 0 0 0 0 0 {ticks} 0 0 0"]
+    lines += [
+        f"{4243 + i} (stress-ng-cpu) {state} 4242 4242 4242 0 -1 0 0 0 0 0 {ticks} 0 0 0"
+        for i in range(workers)
+    ]
+    lines.append("77 (bash) S 1 77 77 0 -1 0 0 0 0 0 999 0 0 0")  # not ours
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def fake(tmp_path):
+    target = FakeTarget(workdir=str(tmp_path), fallback_local=True)
+    target.respond(["cat", "/proc/uptime"], proc_stat_text(1.0, 1, {"cpu": [1] * 10}))
+    target.respond(["sh", "-c", cpu._GROUP], fake_group())
+    yaml = (
+        "metrics:\n    - stressor: cpu\n      bogo-ops: 2469\n"
+        "      bogo-ops-per-second-usr-sys-time: 617.25\n"
+        "      bogo-ops-per-second-real-time: 1234.5\n"
+    )
+    target.behave(["sh"], FakeBehaviour(files={f"{tmp_path}/stress-ng.yaml": yaml}))
+    return target
+
+
+def test_cpu_load_argv_signal_and_metrics_on_a_fake_target(fake, tmp_path):
+    load = cpu.CpuLoad()
+    load.start(LoadContext(fake, str(tmp_path), cpus=(1, 2), options={"cpu_load": 30}))
+    (proc,) = fake.processes
+    assert proc.argv == (
+        "sh",
+        "-c",
+        cpu._LAUNCH,
+        f"{tmp_path}/stress-ng.pid",
+        "taskset",
+        "-c",
+        "1,2",
+        "stress-ng",
+        "--cpu",
+        "2",
+        "--cpu-method",
+        "all",
+        "--cpu-load",
+        "30",
+        "--metrics-brief",
+        "--yaml",
+        f"{tmp_path}/stress-ng.yaml",
+    )
+    load.check()
+    metrics = {m.name: (m.value, m.unit) for m in load.stop()}
+    assert proc.signals == [signal.SIGINT]
+    assert metrics["load_bogo_ops_per_s"] == (1234.5, "bogo-ops/s")
+    assert metrics["load_workers"] == (2.0, "workers")
+
+
+def test_cpu_workers_default_to_the_targets_cpus(fake, tmp_path):
+    fake.respond(["getconf", "_NPROCESSORS_ONLN"], "2\n")
+    load = cpu.CpuLoad()
+    load.start(LoadContext(fake, str(tmp_path)))
+    assert "taskset" not in fake.processes[0].argv
+    assert load.workers == 2
+
+
+def test_cpu_check_catches_stopped_and_missing_workers(fake, tmp_path):
+    load = cpu.CpuLoad()
+    load.start(LoadContext(fake, str(tmp_path), options={"workers": 2}))
+    fake.respond(["sh", "-c", cpu._GROUP], fake_group(state="T"))
+    with pytest.raises(RunFailed, match="2 stress-ng workers are stopped"):
+        load.check()
+    fake.respond(["sh", "-c", cpu._GROUP], fake_group(workers=1))
+    with pytest.raises(RunFailed, match="only 1 of 2 stress-ng workers are running"):
+        load.check()
+
+
+def test_cpu_check_catches_workers_that_burn_no_cpu(fake, tmp_path, monkeypatch):
+    clock = [1000.0]
+    fake_time = types.SimpleNamespace(monotonic=lambda: clock[0], sleep=lambda s: None)
+    monkeypatch.setattr(cpu, "time", fake_time)
+    load = cpu.CpuLoad()
+    load.start(LoadContext(fake, str(tmp_path), options={"workers": 2}))
+    clock[0] += 5.0
+    fake.respond(["sh", "-c", cpu._GROUP], fake_group(ticks=400))
+    load.check()  # 2 workers x 5 s: CPU time advanced
+    clock[0] += 5.0
+    with pytest.raises(RunFailed, match=r"used no CPU time in the last 5\.0s"):
+        load.check()
+
+
+def test_bogo_ops_come_from_yaml_else_from_the_log():
+    yaml = "metrics:\n - stressor: cpu\n   bogo-ops-per-second-real-time: 10.5\n"
+    assert cpu.parse_bogo_ops_per_s(yaml) == 10.5
+    log = (
+        "stress-ng: metrc: [4318] stressor       bogo ops real time  usr time  sys time   "
+        "bogo ops/s     bogo ops/s\n"
+        "stress-ng: metrc: [4318] cpu                3548      1.20      2.38      0.00      "
+        "2964.59        1486.24\n"
+    )
+    assert cpu.parse_bogo_ops_per_s("", log) == 2964.59
+    assert cpu.parse_bogo_ops_per_s("", "stress-ng: info: nothing") is None

@@ -1,0 +1,157 @@
+"""LocalTarget: output capture, exit codes, timeouts and that no process outlives its stop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from jitterlab.targets.base import CommandTimeout, Process, Target
+from jitterlab.targets.local import LocalTarget
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, read from /proc."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            pids.append(int(name))
+    return pids
+
+
+def wait_for_file(path: Path, timeout_s: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.fixture
+def target(tmp_path):
+    t = LocalTarget(workdir=str(tmp_path / "work"))
+    yield t
+    t.close()
+
+
+def test_is_a_target(target):
+    assert isinstance(target, Target)
+    assert Path(target.workdir).is_dir()
+
+
+def test_run_captures_rc_stdout_stderr(target):
+    done = target.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (done.rc, done.stdout, done.stderr, done.ok) == (3, "out\n", "err\n", False)
+    assert done.argv == ("sh", "-c", "echo out; echo err >&2; exit 3")
+    assert target.run(["true"]).ok
+
+
+def test_run_missing_command_is_127(target):
+    done = target.run(["/nonexistent/jitterlab-no-such-tool", "x"])
+    assert done.rc == 127
+    assert "not found" in done.stderr
+
+
+def test_run_not_executable_is_126(target, tmp_path):
+    script = tmp_path / "plain.txt"
+    script.write_text("echo hi\n")
+    assert target.run([str(script)]).rc == 126
+
+
+def test_run_timeout_kills_the_whole_group(target, tmp_path):
+    pidfile = tmp_path / "pid"
+    with pytest.raises(CommandTimeout):
+        target.run(["sh", "-c", 'echo $$ > "$0"; sleep 100 & sleep 100', str(pidfile)], 0.5)
+    pgid = int(pidfile.read_text())
+    assert group_members(pgid) == []
+
+
+def test_run_leaves_no_background_child(target, tmp_path):
+    pidfile = tmp_path / "pid"
+    done = target.run(["sh", "-c", 'echo $$ > "$0"; sleep 100 >/dev/null 2>&1 &', str(pidfile)])
+    assert done.ok
+    assert group_members(int(pidfile.read_text())) == []
+
+
+def test_spawn_stop_kills_children_and_is_idempotent(target, tmp_path):
+    log = tmp_path / "log"
+    proc = target.spawn(["sh", "-c", "echo started; sleep 100 & sleep 100"], log_path=str(log))
+    assert isinstance(proc, Process)
+    wait_for_file(log)
+    assert len(group_members(proc.pid)) >= 2  # sh and its sleeps
+    assert proc.poll() is None
+    rc = proc.stop(grace_s=1.0)
+    assert rc == -signal.SIGTERM
+    assert group_members(proc.pid) == []
+    assert proc.stop() == rc
+    assert proc.poll() == rc
+    assert target.live_pids() == []
+
+
+def test_stop_waits_for_children_that_outlive_the_leader(target, tmp_path):
+    # the child needs a moment after SIGTERM to write its result; the leader exits at once
+    done = tmp_path / "done"
+    child = 'trap "sleep 0.3; echo ok > $0; exit 0" TERM; while :; do sleep 0.01; done'
+    script = f"sh -c '{child}' \"$0\" & wait"
+    proc = target.spawn(["sh", "-c", script, str(done)])
+    deadline = time.monotonic() + 10
+    while len(group_members(proc.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.stop(grace_s=5.0)
+    assert done.read_text() == "ok\n"
+    assert group_members(proc.pid) == []
+
+
+def test_ignoring_sigterm_gets_sigkill_after_grace(target, tmp_path):
+    ready = tmp_path / "ready"
+    proc = target.spawn(["sh", "-c", 'trap "" TERM; echo 1 > "$0"; sleep 100', str(ready)])
+    wait_for_file(ready)
+    rc = proc.stop(grace_s=0.2)
+    assert rc == -signal.SIGKILL
+    assert group_members(proc.pid) == []
+
+
+def test_signal_and_wait(target):
+    proc = target.spawn(["sleep", "100"])
+    with pytest.raises(CommandTimeout):
+        proc.wait(0.05)
+    proc.signal(signal.SIGINT)
+    assert proc.wait(10) == -signal.SIGINT
+    proc.signal(signal.SIGINT)  # exited: a no-op
+    proc.stop()
+
+
+def test_close_stops_every_live_process(tmp_path):
+    target = LocalTarget(workdir=str(tmp_path))
+    procs = [target.spawn(["sh", "-c", "sleep 100 & sleep 100"]) for _ in range(2)]
+    assert sorted(target.live_pids()) == sorted(p.pid for p in procs)
+    target.close()
+    assert all(p.poll() is not None for p in procs)
+    assert all(group_members(p.pid) == [] for p in procs)
+    assert target.live_pids() == []
+
+
+def test_put_get_file_and_tree(target, tmp_path):
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_text("a")
+    (src / "sub" / "b.bin").write_bytes(b"\0\1")
+    remote = f"{target.workdir}/deep/tree"
+    target.put(src, remote)
+    target.put(src / "a.txt", f"{target.workdir}/new/dir/a.txt")
+    assert target.run(["cat", f"{remote}/sub/b.bin"]).stdout == "\0\1"
+    back = tmp_path / "back"
+    target.get(f"{target.workdir}/new/dir/a.txt", back / "one" / "a.txt")
+    target.get(remote, back / "tree")
+    assert (back / "one" / "a.txt").read_text() == "a"
+    assert (back / "tree" / "sub" / "b.bin").read_bytes() == b"\0\1"

@@ -1,0 +1,135 @@
+"""Campaign parsing: what the matrix expands to, and every bad input named by file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jitterlab.campaign import load_campaign
+from jitterlab.errors import UserError
+
+GOOD = """
+[campaign]
+name = "t"
+repetitions = 2
+duration = "1s"
+[campaign.labels]
+image = "1.10"
+[[target]]
+name = "local"
+kind = "local"
+[matrix]
+benchmark = "squarewave"
+impl = ["bash", "c-fifo"]
+period = ["10ms", "100us"]
+load = ["idle", "cpu"]
+probe = ["vpin", "self"]
+pin = "vpin"
+[[exclude]]
+impl = "bash"
+period = "100us"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_matrix_expands_with_excludes(tmp_path):
+    campaign = load_campaign(write(tmp_path, GOOD))
+    # 2 impls x 2 periods x 2 loads x 2 probes = 16, minus bash@100us (2 loads x 2 probes)
+    assert len(campaign.cells) == 12
+    assert not any(c.impl == "bash" and c.period_ns == 100_000 for c in campaign.cells)
+    assert len(campaign.runs()) == 24
+    assert campaign.duration_ns == 1_000_000_000
+    assert campaign.labels == {"image": "1.10"}
+    assert len({c.key for c in campaign.cells}) == 12
+
+
+def test_runs_interleave_repetitions(tmp_path):
+    campaign = load_campaign(write(tmp_path, GOOD))
+    runs = campaign.runs()
+    assert [r for _, r in runs[:12]] == [0] * 12
+    assert runs[0][0] == runs[12][0]
+
+
+def test_fingerprint_changes_with_settings(tmp_path):
+    a = load_campaign(write(tmp_path, GOOD))
+    b = load_campaign(write(tmp_path, GOOD.replace('duration = "1s"', 'duration = "2s"')))
+    assert a.fingerprint != b.fingerprint
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            ('name = "t"', 'name = "t"\nrepetition = 3'),
+            "campaign.repetition: unknown key; did you mean 'repetitions'",
+        ),
+        (
+            ('impl = ["bash", "c-fifo"]', 'impl = ["bahs"]'),
+            "matrix.impl: unknown impl 'bahs'; did you mean 'bash'",
+        ),
+        (
+            ('load = ["idle", "cpu"]', 'load = ["idle", "cpuu"]'),
+            "matrix.load: unknown load 'cpuu'; did you mean 'cpu'",
+        ),
+        (
+            ('probe = ["vpin", "self"]', 'probe = "slef"'),
+            "matrix.probe: unknown probe 'slef'; did you mean 'self'",
+        ),
+        (('duration = "1s"', 'duration = "1 sec"'), "campaign.duration: cannot read duration '1 sec'"),
+        (('duration = "1s"', "duration = 1"), "campaign.duration: expected a duration string"),
+        (
+            ('period = ["10ms", "100us"]', 'period = ["10ms", "4us"]'),
+            "matrix.period: 4us is too short for the vpin probe",
+        ),
+        (("repetitions = 2", "repetitions = 0"), "campaign.repetitions: expected a whole number >= 1"),
+        (('kind = "local"', 'kind = "lokal"'), "target[0].kind: unknown target kind 'lokal'"),
+        (
+            ('[[exclude]]\nimpl = "bash"', '[[exclude]]\nimpl = "bash"\nspeed = 1'),
+            "exclude[0].speed: unknown key",
+        ),
+        (('pin = "vpin"', 'pin = "vpin"\ncolour = 1'), "matrix.colour: unknown key"),
+        (
+            ('period = ["10ms", "100us"]', 'period = ["10ms", "10ms"]'),
+            "matrix.period: a value is listed twice",
+        ),
+        (('period = ["10ms", "100us"]', "period = []"), "matrix.period: the list is empty"),
+    ],
+)
+def test_bad_input_names_file_and_key(tmp_path, change, expected):
+    old, new = change
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(UserError) as info:
+        load_campaign(path)
+    message = str(info.value)
+    assert message.startswith(str(path))
+    assert expected in message
+
+
+def test_malformed_toml(tmp_path):
+    with pytest.raises(UserError, match="not valid TOML"):
+        load_campaign(write(tmp_path, "[campaign\nname="))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(UserError, match="no such campaign file"):
+        load_campaign(tmp_path / "nope.toml")
+
+
+def test_everything_excluded(tmp_path):
+    text = GOOD + '[[exclude]]\nload = ["idle", "cpu"]\n'
+    with pytest.raises(UserError, match="every cell of the matrix is excluded"):
+        load_campaign(write(tmp_path, text))
+
+
+def test_examples_parse():
+    root = Path(__file__).parent.parent / "examples"
+    for path in sorted(root.glob("*.toml")):
+        campaign = load_campaign(path)
+        assert campaign.cells, path

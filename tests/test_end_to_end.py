@@ -1,0 +1,203 @@
+"""The whole pipeline on this machine with the real programs: run, store, resume, cleanup.
+
+Timing is never asserted: these machines are noisy. Structure, bookkeeping and cleanup are.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jitterlab.cli import main
+from jitterlab.store.catalog import Store
+from jitterlab.store.raw import read_raw
+
+pytestmark = pytest.mark.slow
+
+IMPLS = ["bash", "python", "node", "c-file", "c-mmap", "c-fifo"]
+
+
+def campaign(
+    tmp_path: Path,
+    *,
+    impls=("c-mmap",),
+    load="idle",
+    reps=1,
+    duration="1s",
+    period="10ms",
+    probe='"vpin"',
+    extra="",
+) -> Path:
+    workdir = tmp_path / "target"
+    text = f"""
+[campaign]
+name = "e2e"
+repetitions = {reps}
+duration = "{duration}"
+warmup = "20ms"
+load_warmup = "100ms"
+run_timeout = "5s"
+{extra}
+[campaign.labels]
+image = "test"
+[[target]]
+name = "local"
+kind = "local"
+workdir = "{workdir}"
+[matrix]
+impl = {list(impls)!r}
+period = ["{period}"]
+load = ["{load}"]
+probe = {probe}
+""".replace("'", '"')
+    path = tmp_path / "e2e.toml"
+    path.write_text(text)
+    return path
+
+
+def our_processes(marker: str) -> list[str]:
+    """Command lines of live processes that mention `marker` (our workdir) or are stress-ng."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (marker in cmdline or cmdline.startswith("stress-ng")):
+            found.append(cmdline)
+    return found
+
+
+def test_every_impl_end_to_end(tmp_path):
+    if not subprocess.run(["sh", "-c", "command -v node"], capture_output=True).stdout:
+        pytest.skip("node is not installed (apt install nodejs); make test installs it")
+    results = tmp_path / "results"
+    rc = main(["run", str(campaign(tmp_path, impls=IMPLS, duration="1s")), "--results", str(results)])
+    store = Store(results, create=False)
+    runs = store.runs()
+    assert sorted(r.impl for r in runs) == sorted(IMPLS)
+    for run in runs:
+        assert run.status == "ok", (run.impl, run.error)
+        for probe in ("vpin", "self"):
+            assert run.metric("max_rel_period_error", probe) is not None, (run.impl, probe)
+            assert run.metric("n_periods", probe) > 0
+        series = read_raw(results / run.raw_path, expected_sha256=run.raw_sha256)
+        assert {"vpin", "self"} <= set(series)
+        assert run.sysinfo_id is not None and store.sysinfo(run.sysinfo_id)["kernel_release"]
+    assert rc == 0
+    assert our_processes(str(tmp_path)) == []
+
+
+def test_self_probe_runs_without_observer(tmp_path):
+    results = tmp_path / "results"
+    assert (
+        main(["run", str(campaign(tmp_path, probe='"self"', duration="300ms")), "--results", str(results)])
+        == 0
+    )
+    [run] = Store(results).runs()
+    assert run.status == "ok"
+    assert run.metric("max_rel_period_error", "vpin") is None
+    assert set(read_raw(results / run.raw_path)) == {"self"}
+
+
+def test_cpu_load_is_measured_and_stopped(tmp_path):
+    results = tmp_path / "results"
+    assert (
+        main(["run", str(campaign(tmp_path, load="cpu", duration="500ms")), "--results", str(results)]) == 0
+    )
+    [run] = Store(results).runs()
+    assert run.status == "ok", run.error
+    assert run.metric("load_bogo_ops_per_s", "") > 0
+    assert our_processes(str(tmp_path)) == []
+
+
+def test_a_run_past_its_timeout_fails_and_the_campaign_goes_on(tmp_path):
+    path = campaign(tmp_path, impls=("python", "c-mmap"), duration="300ms", extra="").with_suffix(".toml")
+    path.write_text(path.read_text().replace('run_timeout = "5s"', 'run_timeout = "1ns"'))
+    results = tmp_path / "results"
+    assert main(["run", str(path), "--results", str(results)]) == 1
+    runs = Store(results).runs()
+    assert len(runs) == 2
+    assert {r.status for r in runs} == {"timeout"}
+    assert all("killed" in r.error for r in runs)
+    assert our_processes(str(tmp_path)) == []
+
+
+def _runner(path: Path, results: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "jitterlab", "run", str(path), "--results", str(results), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _committed(results: Path) -> int:
+    try:
+        db = sqlite3.connect(results / "results.sqlite")
+        try:
+            return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+
+
+def _wait_for_commits(results: Path, n: int, proc: subprocess.Popen, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _committed(results) < n:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "no run committed in time"
+        time.sleep(0.05)
+
+
+def _wait_gone(marker: str, timeout_s: float = 15) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while (left := our_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path):
+    path = campaign(tmp_path, reps=5, duration="300ms")
+    results = tmp_path / "results"
+    proc = _runner(path, results)
+    _wait_for_commits(results, 2, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _wait_gone(str(tmp_path)) == []  # the programs die with their parent
+    before = _committed(results)
+    assert 2 <= before < 5
+    rc = main(["run", str(path), "--results", str(results), "--resume"])
+    assert rc == 0
+    runs = Store(results).runs()
+    assert sorted(r.repetition for r in runs) == [0, 1, 2, 3, 4]
+    assert len({r.raw_path for r in runs}) == 5
+    for run in runs:
+        assert (results / run.raw_path).exists()
+    leftovers = {p.name for p in (results / "raw").iterdir()} - {Path(r.raw_path).name for r in runs}
+    assert all(".tmp" not in name for name in leftovers)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_everything_and_keeps_committed_runs(tmp_path, signum):
+    path = campaign(tmp_path, reps=20, load="cpu", duration="400ms")
+    results = tmp_path / "results"
+    proc = _runner(path, results)
+    _wait_for_commits(results, 1, proc)
+    time.sleep(0.3)  # mid-run: load, observer and program are up
+    proc.send_signal(signum)
+    assert proc.wait(30) == 130, proc.stderr.read().decode()
+    assert _wait_gone(str(tmp_path), timeout_s=5) == []
+    committed = _committed(results)
+    assert 1 <= committed < 20
+    assert all(r.status == "ok" for r in Store(results).runs())

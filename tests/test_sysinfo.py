@@ -1,0 +1,271 @@
+"""sysinfo: one script, parsed into a snapshot; checks turn it into warnings with remedies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jitterlab import sysinfo
+from jitterlab.records import Warning_
+from jitterlab.targets.fake import FakeTarget
+from jitterlab.targets.local import LocalTarget
+
+KEYS = {
+    "kernel_release",
+    "kernel_version",
+    "machine",
+    "preemption",
+    "cmdline",
+    "cpu_model",
+    "n_cpus",
+    "cpus_online",
+    "cpus",
+    "isolcpus",
+    "nohz_full",
+    "rt_runtime_us",
+    "rt_period_us",
+    "clocksource",
+    "clocksources_available",
+    "loadavg",
+    "uptime_s",
+    "hostname",
+    "os_name",
+    "virtualization",
+    "container",
+    "rt_permission",
+}
+
+
+def script_output(**sections: str) -> str:
+    return "".join(f"\n@@jitterlab-section {name}\n{text}\n" for name, text in sections.items())
+
+
+# A Raspberry-Pi-like RT board, as the script would print it.
+PI = script_output(
+    kernel_release="6.6.20-rt25-v8+",
+    kernel_version="#1 SMP PREEMPT_RT Mon Mar 4 2024",
+    machine="aarch64",
+    hostname="pi4",
+    os_release='NAME="Debian"\nPRETTY_NAME="Raspbian GNU/Linux 12 (bookworm)"\nID=raspbian',
+    cmdline="console=ttyS0 isolcpus=2-3 nohz_full=2-3",
+    cpuinfo="processor\t: 0\nprocessor\t: 1\nprocessor\t: 2\nprocessor\t: 3\n"
+    "CPU implementer\t: 0x41\nCPU part\t: 0xd08\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4",
+    hypervisor_flag="",
+    online="0-3",
+    isolated="2-3",
+    nohz_full="2-3",
+    cpufreq="0 ondemand 600000\n1 ondemand 1500000\n2 performance 1500000\n3 performance -",
+    realtime="1",
+    preempt_debugfs="",
+    preempt_config="CONFIG_PREEMPT_RT=y",
+    rt_runtime_us="-1",
+    rt_period_us="1000000",
+    clocksource="arch_sys_counter",
+    clocksources="arch_sys_counter",
+    loadavg="0.08 0.03 0.01 1/180 1234",
+    uptime="3600.50 14000.00",
+    virt="none",
+    container="none",
+    rt_permission="0",
+)
+
+
+def test_snapshot_of_this_machine_has_every_key_with_sane_types():
+    info = sysinfo.snapshot(LocalTarget())
+    assert set(info) == KEYS
+    json.dumps(info)  # stored as JSON beside every run
+    assert isinstance(info["kernel_release"], str) and info["kernel_release"]
+    assert isinstance(info["machine"], str)
+    assert isinstance(info["n_cpus"], int) and info["n_cpus"] >= 1
+    assert isinstance(info["cpus_online"], list) and all(
+        isinstance(c, int) for c in info["cpus_online"]
+    )
+    assert len(info["loadavg"]) == 3 and all(isinstance(x, float) for x in info["loadavg"])
+    assert isinstance(info["uptime_s"], float) and info["uptime_s"] > 0
+    assert isinstance(info["rt_runtime_us"], int)
+    assert info["isolcpus"] is None or isinstance(info["isolcpus"], list)
+    assert info["rt_permission"] in (True, False, None)
+    assert all(w.remedy for w in sysinfo.checks(info))
+
+
+def test_snapshot_is_one_fixed_command():
+    target = FakeTarget()
+    target.respond(["sh", "-c"], PI)
+    sysinfo.snapshot(target)
+    sysinfo.snapshot(target)
+    assert len(target.calls) == 2 and target.calls[0] == target.calls[1]
+    assert target.calls[0][:2] == ("sh", "-c") and len(target.calls[0]) == 3
+
+
+def test_parse_a_raspberry_pi_with_rt_kernel():
+    target = FakeTarget()
+    target.respond(["sh", "-c"], PI)
+    info = sysinfo.snapshot(target)
+    assert info == {
+        "kernel_release": "6.6.20-rt25-v8+",
+        "kernel_version": "#1 SMP PREEMPT_RT Mon Mar 4 2024",
+        "machine": "aarch64",
+        "preemption": "rt",
+        "cmdline": "console=ttyS0 isolcpus=2-3 nohz_full=2-3",
+        "cpu_model": "Raspberry Pi 4 Model B Rev 1.4",
+        "n_cpus": 4,
+        "cpus_online": [0, 1, 2, 3],
+        "cpus": [
+            {"cpu": 0, "governor": "ondemand", "cur_mhz": 600.0},
+            {"cpu": 1, "governor": "ondemand", "cur_mhz": 1500.0},
+            {"cpu": 2, "governor": "performance", "cur_mhz": 1500.0},
+            {"cpu": 3, "governor": "performance", "cur_mhz": None},
+        ],
+        "isolcpus": [2, 3],
+        "nohz_full": [2, 3],
+        "rt_runtime_us": -1,
+        "rt_period_us": 1000000,
+        "clocksource": "arch_sys_counter",
+        "clocksources_available": ["arch_sys_counter"],
+        "loadavg": [0.08, 0.03, 0.01],
+        "uptime_s": 3600.5,
+        "hostname": "pi4",
+        "os_name": "Raspbian GNU/Linux 12 (bookworm)",
+        "virtualization": "none",
+        "container": "none",
+        "rt_permission": True,
+    }
+    warnings = sysinfo.checks(info)
+    assert [w.message.split(" ")[:3] for w in warnings] == [["CPU", "frequency", "governor"]]
+    assert "CPUs 0-1" in warnings[0].message
+
+
+@pytest.mark.parametrize(
+    "output", ["", "garbage\nwithout sections\n", script_output(machine="x86_64")]
+)
+def test_missing_sections_are_none_never_an_exception(output):
+    target = FakeTarget()
+    target.respond(["sh", "-c"], output, rc=1)
+    info = sysinfo.snapshot(target)
+    assert set(info) == KEYS
+    unknown = {k for k, v in info.items() if v is None}
+    assert unknown >= KEYS - {"machine"}
+    assert sysinfo.checks(info) == []
+
+
+def test_absent_and_empty_isolation_files_differ():
+    absent = sysinfo.parse(script_output(isolated="@@absent", nohz_full="@@absent"))
+    empty = sysinfo.parse(script_output(isolated="", nohz_full="(null)"))
+    assert (absent["isolcpus"], absent["nohz_full"]) == (None, None)
+    assert (empty["isolcpus"], empty["nohz_full"]) == ([], [])
+
+
+def test_frequency_falls_back_to_cpuinfo_mhz():
+    info = sysinfo.parse(
+        script_output(
+            cpuinfo="processor\t: 0\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2445.404\n"
+            "processor\t: 1\nmodel name\t: AMD EPYC\ncpu MHz\t\t: 2300.000",
+            cpufreq="0 - -\n1 - -",
+            hypervisor_flag="yes",
+            machine="x86_64",
+        )
+    )
+    assert info["cpu_model"] == "AMD EPYC" and info["n_cpus"] == 2
+    assert info["cpus"] == [
+        {"cpu": 0, "governor": None, "cur_mhz": 2445.404},
+        {"cpu": 1, "governor": None, "cur_mhz": 2300.0},
+    ]
+    assert info["virtualization"] == "vm"
+
+
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        (
+            {
+                "kernel_version": "#1 SMP PREEMPT_DYNAMIC",
+                "preempt_debugfs": "none voluntary (full) lazy",
+            },
+            "dynamic:full",
+        ),
+        (
+            {"kernel_version": "#1 SMP PREEMPT_DYNAMIC", "cmdline": "quiet preempt=voluntary"},
+            "dynamic:voluntary",
+        ),
+        (
+            {
+                "kernel_version": "#1 SMP PREEMPT_DYNAMIC",
+                "preempt_config": "CONFIG_PREEMPT_NONE=y\nCONFIG_PREEMPT_DYNAMIC=y",
+            },
+            "dynamic:none",
+        ),
+        ({"kernel_version": "#1 SMP PREEMPT_DYNAMIC"}, "dynamic"),
+        ({"kernel_version": "#1 SMP PREEMPT Tue Jan 2"}, "full"),
+        ({"kernel_version": "#1 SMP PREEMPT_RT"}, "rt"),
+        ({"kernel_version": "#1 SMP", "realtime": "1"}, "rt"),
+        ({"kernel_version": "#1 SMP", "preempt_config": "CONFIG_PREEMPT_VOLUNTARY=y"}, "voluntary"),
+        ({"kernel_version": "#1 SMP Debian"}, None),
+    ],
+)
+def test_preemption_model(sections, expected):
+    assert sysinfo.parse(script_output(**sections))["preemption"] == expected
+
+
+GOOD = {
+    "machine": "x86_64",
+    "n_cpus": 4,
+    "cpus": [{"cpu": 0, "governor": "performance", "cur_mhz": 3e3}],
+    "rt_runtime_us": -1,
+    "rt_period_us": 1000000,
+    "rt_permission": True,
+    "virtualization": "none",
+    "isolcpus": [3],
+    "clocksource": "tsc",
+    "clocksources_available": ["tsc", "hpet"],
+    "loadavg": [0.1, 0.1, 0.1],
+}
+
+
+def test_a_well_prepared_machine_has_no_warnings():
+    assert sysinfo.checks(GOOD) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "message", "remedy"),
+    [
+        (
+            {
+                "cpus": [
+                    {"cpu": 0, "governor": "powersave", "cur_mhz": 800.0},
+                    {"cpu": 1, "governor": "performance", "cur_mhz": 3e3},
+                    {"cpu": 2, "governor": "schedutil", "cur_mhz": 800.0},
+                    {"cpu": 3, "governor": "powersave", "cur_mhz": 800.0},
+                ]
+            },
+            "governor is powersave/schedutil on CPUs 0,2-3",
+            "cpupower frequency-set -g performance",
+        ),
+        ({"rt_runtime_us": 950000}, "loses 5% of each period", "sched_rt_runtime_us=-1"),
+        ({"rt_permission": False}, "cannot get SCHED_FIFO", "CAP_SYS_NICE"),
+        ({"virtualization": "kvm"}, "virtualized (kvm)", "bare metal"),
+        ({"isolcpus": []}, "no CPUs are isolated", "isolcpus="),
+        (
+            {"clocksource": "hpet"},
+            "clocksource is hpet, not tsc",
+            "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource",
+        ),
+        (
+            {"machine": "aarch64", "clocksource": "jiffies", "clocksources_available": ["jiffies"]},
+            "not arch_sys_counter",
+            "clocksource=arch_sys_counter",
+        ),
+        ({"loadavg": [3.5, 1.0, 0.5]}, "load average is 3.50 on 4 CPUs", "uptime"),
+    ],
+)
+def test_each_check_warns_with_a_remedy(change, message, remedy):
+    warnings = sysinfo.checks({**GOOD, **change})
+    assert len(warnings) == 1
+    assert isinstance(warnings[0], Warning_)
+    assert message in warnings[0].message
+    assert remedy in warnings[0].remedy
+
+
+def test_unknown_arch_or_unknown_values_do_not_warn():
+    assert sysinfo.checks({**GOOD, "machine": "riscv64", "clocksource": "riscv_clocksource"}) == []
+    assert sysinfo.checks({}) == []

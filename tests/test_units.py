@@ -1,0 +1,35 @@
+import pytest
+
+from jitterlab.errors import UserError
+from jitterlab.units import format_ns, parse_duration_ns
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("10s", 10**10),
+        ("500ms", 5 * 10**8),
+        ("50us", 50_000),
+        ("50µs", 50_000),
+        ("1.5ms", 1_500_000),
+        ("100ns", 100),
+        ("2min", 120 * 10**9),
+        (".5s", 5 * 10**8),
+    ],
+)
+def test_parse(text, ns):
+    assert parse_duration_ns(text, "k") == ns
+
+
+@pytest.mark.parametrize("text", ["10", "ms", "-1s", "0s", "1 sec", "1e3us"])
+def test_parse_rejects(text):
+    with pytest.raises(UserError, match="^k: "):
+        parse_duration_ns(text, "k")
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"),
+    [(100_000_000, "100ms"), (50_000, "50us"), (1_500_000, "1.5ms"), (999, "999ns"), (2_000_000_000, "2s")],
+)
+def test_format(ns, text):
+    assert format_ns(ns) == text
