@@ -63,7 +63,8 @@ probe = {probe}
 
 
 def our_processes(marker: str) -> list[str]:
-    """Command lines of live processes that mention `marker` (our workdir) or are stress-ng."""
+    """Command lines of live processes that mention `marker`: our workdir is in every argv we start
+    (programs, observer, and stress-ng's --yaml path, which its forked workers inherit)."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -73,7 +74,7 @@ def our_processes(marker: str) -> list[str]:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z" and (marker in cmdline or cmdline.startswith("stress-ng")):
+        if state != "Z" and marker in cmdline:
             found.append(cmdline)
     return found
 
