@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.report.terminal import summary_table
     from jitterlab.runner import Runner, estimate_s, open_targets
     from jitterlab.store.catalog import Store
-    from jitterlab.units import format_ns
+    from jitterlab.units import format_duration_s, format_ns
 
     out = Console()
     campaign = load_campaign(args.campaign)
@@ -142,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out.print(
             f"[bold]{campaign.name}[/]: {len(todo)} runs to measure"
             + (f", {skipped} already committed" if skipped else "")
-            + f", about {format_ns(total_s * 1e9)} on {len(sessions)} target(s)"
+            + f", about {format_duration_s(total_s)} on {len(sessions)} target(s)"
         )
         for session in sessions:
             for w in session.warnings:
@@ -190,7 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _dry_run(out: Console, campaign, estimate_s) -> int:
-    from jitterlab.units import format_ns
+    from jitterlab.units import format_duration_s, format_ns
 
     table = Table(
         title=f"{campaign.name}: {len(campaign.cells)} cells x {campaign.repetitions} "
@@ -203,7 +203,7 @@ def _dry_run(out: Console, campaign, estimate_s) -> int:
     out.print(table)
     total = estimate_s(campaign, campaign.runs())
     out.print(
-        f"{len(campaign.runs())} runs, estimated {format_ns(total * 1e9)} "
+        f"{len(campaign.runs())} runs, estimated {format_duration_s(total)} "
         "(plus building the programs once per target)"
     )
     return EXIT_OK

@@ -45,3 +45,15 @@ def format_ns(value_ns: float) -> str:
         if abs(value_ns) >= scale:
             return f"{value_ns / scale:.6g}{unit}"
     return f"{value_ns:.6g}ns"
+
+
+def format_duration_s(seconds: float) -> str:
+    """Wall time for people: 42 -> "42 s", 173 -> "2 min 53 s", 5400 -> "1 h 30 min"."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"

@@ -1,7 +1,7 @@
 import pytest
 
 from jitterlab.errors import UserError
-from jitterlab.units import format_ns, parse_duration_ns
+from jitterlab.units import format_duration_s, format_ns, parse_duration_ns
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,9 @@ def test_parse_rejects(text):
 )
 def test_format(ns, text):
     assert format_ns(ns) == text
+
+
+@pytest.mark.parametrize(("s", "text"), [(42, "42 s"), (173.4, "2 min 53 s"), (120, "2 min"),
+                                         (5400, "1 h 30 min"), (7200, "2 h")])
+def test_format_duration(s, text):
+    assert format_duration_s(s) == text
