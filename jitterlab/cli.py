@@ -147,20 +147,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         for session in sessions:
             for w in session.warnings:
                 out.print(f"[yellow]warning[/] ({session.spec.name}): {w.message} — {w.remedy}")
+        per_target = {s.spec.name: [x for x in todo if x[0].target == s.spec.name] for s in sessions}
         with _progress(out) as progress, _sigterm_as_interrupt():
             tasks = {
-                s.spec.name: progress.add_task(
-                    s.spec.name,
-                    total=max(estimate_s(campaign, [x for x in todo if x[0].target == s.spec.name]), 1e-9),
-                )
-                for s in sessions
+                name: progress.add_task(name, total=max(estimate_s(campaign, runs), 1e-9))
+                for name, runs in per_target.items()
             }
+            started = dict.fromkeys(per_target, 0)
 
             def report(target: str, what: str | None, seconds: float) -> None:
                 if what is None:
                     progress.advance(tasks[target], seconds)
-                else:
-                    progress.update(tasks[target], description=f"{target}: {what}")
+                    return
+                progress.update(tasks[target], description=f"{target}: {what}")
+                started[target] += 1
+                if not out.is_terminal:  # logs get one line per run instead of a live bar
+                    task = progress.tasks[tasks[target]]
+                    eta = task.total - task.completed
+                    out.print(
+                        f"{target}: [{started[target]}/{len(per_target[target])}] {what}, "
+                        f"about {format_duration_s(eta)} left",
+                        highlight=False,
+                    )
 
             runner.progress = report
             outcome = runner.execute(sessions, campaign_id)
@@ -219,6 +227,7 @@ def _progress(console: Console) -> Progress:
         TimeRemainingColumn(),
         console=console,
         transient=False,
+        disable=not console.is_terminal,
     )
 
 

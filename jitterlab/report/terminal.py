@@ -63,8 +63,10 @@ def summary_table(runs: list[RunRecord], title: str) -> Table:
 
 
 def runs_table(runs: list[RunRecord]) -> Table:
+    multi_target = len({r.target for r in runs}) > 1
+    any_error = any(r.error for r in runs)
     table = Table(title=f"{len(runs)} runs")
-    for name, justify in (
+    columns = [
         ("run", "left"),
         ("target", "left"),
         ("impl", "left"),
@@ -76,13 +78,16 @@ def runs_table(runs: list[RunRecord]) -> Table:
         ("max err", "right"),
         ("excluded", "right"),
         ("why", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    ]
+    for name, justify in columns:
+        if (name == "target" and not multi_target) or (name == "why" and not any_error):
+            continue
+        table.add_column(name, justify=justify, no_wrap=name != "why")  # type: ignore[arg-type]
     for r in runs:
         value = r.metric(HEADLINE)
         excluded = r.metric("excluded_periods")
         status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
-        table.add_row(
+        row = [
             r.id,
             r.target,
             r.impl,
@@ -93,8 +98,13 @@ def runs_table(runs: list[RunRecord]) -> Table:
             status,
             percent(value) if value is not None else "",
             f"{excluded:.0f}" if excluded is not None else "",
-            (r.error or "")[:80],
-        )
+            (r.error or "")[:120],
+        ]
+        if not multi_target:
+            row.pop(1)
+        if not any_error:
+            row.pop()
+        table.add_row(*row)
     return table
 
 
