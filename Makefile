@@ -19,7 +19,9 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 demo: setup
-	$(VENV)/bin/jitterlab run examples/quickstart.toml --results $(RESULTS)
+	$(VENV)/bin/jitterlab run examples/quickstart.toml --results $(RESULTS) || test $$? -eq 1
+	$(VENV)/bin/jitterlab report --results $(RESULTS) --campaign quickstart -o $(RESULTS)/report.html
+	@echo "open $(RESULTS)/report.html in a browser"
 
 test: setup
 	$(VENV)/bin/ruff check jitterlab tests bench
@@ -29,6 +31,8 @@ bench: setup
 	$(PY) bench/analysis.py
 	$(PY) bench/storage.py
 	$(PY) bench/probe_resolution.py
+	$(PY) bench/loads.py
+	$(PY) bench/report.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     _results_option(show)
     show.add_argument("--campaign", metavar="NAME", help="campaign name (default: the latest)")
     show.set_defaults(func=cmd_show)
+
+    from jitterlab.report.commands import add_commands
+
+    add_commands(sub)
     return parser
 
 
@@ -171,6 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     )
 
             runner.progress = report
+            runner.notice = lambda target, message: out.print(f"[yellow]{target}[/]: {message}")
             outcome = runner.execute(sessions, campaign_id)
         runs = store.runs(campaign_id)
         if runs:

@@ -21,6 +21,7 @@ from jitterlab.loads.base import LoadContext
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.catalog import RunRecord, Store
 from jitterlab.store.raw import write_raw
+from jitterlab.sweep import sweep
 from jitterlab.targets.base import CommandTimeout, Target
 
 
@@ -83,6 +84,11 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
         for load in cell.load.split("+"):
             for tool, package in plugins.LOADS.get(load, "matrix.load").tools.items():
                 needs.setdefault(tool, (package, set()))[1].add(f"load {load}")
+    for load in sorted({part for cell in cells for part in cell.load.split("+")}):
+        load_spec = plugins.LOADS.get(load, "matrix.load")
+        if load_spec.preflight is not None:
+            options = dict(campaign.load_options.get(load, {}))
+            load_spec.preflight(target, options, f"{campaign.path}: loads.{load}")
     missing = _missing_tools(target, sorted(needs))
     if missing:
         what = "; ".join(
@@ -144,6 +150,7 @@ class Runner:
         self.resume = resume
         self.retry_failed = retry_failed
         self.progress = progress or (lambda target, what, seconds: None)
+        self.notice: Callable[[str, str], None] = lambda target, message: None
         self.stop_event = threading.Event()
 
     def campaign_id(self) -> int:
@@ -216,6 +223,8 @@ class Runner:
         return outcome
 
     def _prepare(self, session: TargetSession, campaign_id: int) -> None:
+        for leftover in sweep(session.target):
+            self.notice(session.spec.name, f"stopped a leftover of an earlier killed run: {leftover}")
         session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)
         self.store.add_warnings(campaign_id, session.warnings, target=session.spec.name)
         session.bindir = deploy(session.target)
@@ -290,12 +299,17 @@ class Runner:
 
     def _start_loads(self, cell: Cell, target: Target, scratch: str) -> list:
         parts = cell.load.split("+")
+        c = self.campaign
+        # the tools bound their own lifetime too, so not even a SIGKILLed runner leaves them forever
+        lifetime_s = (c.load_warmup_ns + c.warmup_ns + c.duration_ns + c.run_timeout_ns) / 1e9 + 30
         started = []
         for name in parts:
             spec = plugins.LOADS.get(name, "matrix.load")
             load = spec.factory()
             options = dict(self.campaign.load_options.get(name, {}))
-            load.start(LoadContext(target, f"{scratch}/load-{name}", None, options))
+            load.start(
+                LoadContext(target, f"{scratch}/load-{name}", None, options, max_duration_s=lifetime_s)
+            )
             started.append((name, load))
         if cell.load != "idle":
             time.sleep(self.campaign.load_warmup_ns / 1e9)

@@ -13,6 +13,7 @@ from jitterlab.probes.logs import read_self_log
 from jitterlab.probes.vpin import Observer
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import EdgeSeries, blind_series
+from jitterlab.sweep import spawn_recorded
 from jitterlab.targets.base import CommandTimeout
 
 _RT_PRIORITY = 80  # below the observer (99), above any load
@@ -125,7 +126,7 @@ class Squarewave:
         if impl.realtime and not ctx.rt_permitted:
             argv.append("--allow-no-rt")
         log = f"{ctx.scratch}/program.log"
-        proc = target.spawn(argv, log_path=log)
+        proc = spawn_recorded(target, argv, log_path=log)
         timeout_s = (campaign.duration_ns + campaign.run_timeout_ns) / 1e9
         try:
             rc = proc.wait(timeout_s)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import json
+import re
+import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jitterlab.errors import UserError
+from jitterlab.errors import RunFailed, UserError
 from jitterlab.records import Metric
 from jitterlab.registry import Registry
-from jitterlab.targets.base import Target
+from jitterlab.sweep import RecordedProcess, spawn_recorded
+from jitterlab.targets.base import CommandTimeout, Target
+
+DEFAULT_MAX_DURATION_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -17,13 +26,16 @@ class LoadContext:
     """Where and how a load runs for one run.
 
     `scratch` is a directory on the target private to this run (logs, temp files);
-    `cpus` is the CPU set the load may use (None: all CPUs).
+    `cpus` is the CPU set the load may use (None: all CPUs);
+    `max_duration_s` bounds the life of the load's tools by themselves, so that nothing runs
+    forever even if jitterlab is SIGKILLed (None: DEFAULT_MAX_DURATION_S).
     """
 
     target: Target
     scratch: str
     cpus: tuple[int, ...] | None = None
     options: dict[str, object] = field(default_factory=dict)
+    max_duration_s: float | None = None
 
 
 class Load(Protocol):
@@ -52,11 +64,204 @@ def no_options(options: dict, where: str) -> dict:
 @dataclass(frozen=True)
 class LoadSpec:
     """A registered load: a factory, the tools it needs on the target (tool -> Debian package),
-    and `validate(options, where) -> options with defaults`, raising UserError naming `where`."""
+    and `validate(options, where) -> options with defaults`, raising UserError naming `where`.
+    `preflight(target, options, where)`, if given, runs once per target before the campaign and
+    raises UserError for what only the target can tell (e.g. a network peer that does not answer).
+    """
 
     factory: type
     tools: dict[str, str]
     validate: Callable[[dict, str], dict] = no_options
+    preflight: Callable[[Target, dict, str], None] | None = None
 
 
 LOADS: Registry[LoadSpec] = Registry("load")
+
+
+# --- helpers shared by the loads: options -------------------------------------------------------
+
+
+def check_keys(options: dict, defaults: dict, load: str, where: str) -> dict:
+    """Refuse unknown option names (suggesting the closest known one); return options + defaults."""
+    for key in options:
+        if key not in defaults:
+            close = difflib.get_close_matches(str(key), list(defaults), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UserError(
+                f"{where}: unknown option {key!r} for load {load!r}; {hint}"
+                f"known: {', '.join(sorted(defaults))}"
+            )
+    return {**defaults, **options}
+
+
+def whole_number(value: object, key: str, where: str, *, minimum: int = 1, extra: str = "") -> int:
+    """An int >= minimum (bools are not numbers here), else a UserError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UserError(
+            f"{where}: option {key!r} must be a whole number >= {minimum}{extra}, got {value!r}"
+        )
+    return value
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(i?B?)\s*$", re.IGNORECASE)
+_SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def byte_size(value: object, key: str, where: str) -> int:
+    """Bytes from an int or a string like "64M", "1G", "512KiB" (binary units), > 0."""
+    match = _SIZE.match(value) if isinstance(value, str) else None
+    if match:
+        value = int(match[1]) * _SIZE_FACTOR[match[2].upper()]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise UserError(
+            f"{where}: option {key!r} must be a size > 0 in bytes, as a number or a string like "
+            f'"64M" or "1G", got {value!r}'
+        )
+    return value
+
+
+def lifetime_s(ctx: LoadContext) -> int:
+    """Whole seconds a tool may live by itself: ctx.max_duration_s or the default, at least 1."""
+    limit = ctx.max_duration_s if ctx.max_duration_s is not None else DEFAULT_MAX_DURATION_S
+    return max(1, int(limit + 0.999))
+
+
+def first_json(text: str) -> dict | None:
+    """The first JSON object in a tool's output (tools print a line or two before it)."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def describe_exit(rc: int | None) -> str:
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit status {rc}"
+
+
+# --- helpers shared by the loads: one supervised tool -------------------------------------------
+
+# Constant script: prints the recorded leader pid, then every /proc/<pid>/stat line.
+GROUP_SCRIPT = 'cat "$0" 2>/dev/null && cat /proc/[0-9]*/stat 2>/dev/null; exit 0'
+_USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
+
+
+@dataclass(frozen=True)
+class ProcGroup:
+    """A tool's process group as /proc shows it."""
+
+    workers: int  # members other than the leader: running or runnable, not stopped, no zombies
+    stopped: int
+    cpu_ticks: int  # user+system of the live members, and of the children they waited for
+
+
+def parse_group(text: str) -> ProcGroup | None:
+    """The group of the leader on the first line of GROUP_SCRIPT's output (None: leader gone)."""
+    lines = text.splitlines()
+    if not lines or not lines[0].strip().isdigit():
+        return None
+    leader = int(lines[0])
+    procs = {}
+    for line in lines[1:]:
+        head, _, tail = line.rpartition(")")
+        fields = tail.split()
+        if len(fields) < 13 or not head.split(" ", 1)[0].isdigit():
+            continue
+        procs[int(head.split(" ", 1)[0])] = fields
+    if leader not in procs or procs[leader][0] in "ZX":
+        return None
+    pgid = procs[leader][2]
+    members = [f for pid, f in procs.items() if f[2] == pgid and pid != leader and f[0] not in "ZX"]
+    ticks = sum(sum(int(v) for v in f[11:15]) for f in [procs[leader], *members])
+    stopped = sum(1 for f in members if f[0] in "Tt")
+    return ProcGroup(len(members) - stopped, stopped, ticks)
+
+
+class Tool:
+    """One long-running tool of a load: recorded for the leftover sweep, in its own process
+    group, pinned to ctx.cpus, output to `<scratch>/<log_name>`. `label` prefixes every error."""
+
+    def __init__(self, ctx: LoadContext, label: str, argv: list[str], log_name: str) -> None:
+        self.target = ctx.target
+        self.label = label
+        self.log = f"{ctx.scratch}/{log_name}"
+        pin = ["taskset", "-c", ",".join(map(str, ctx.cpus))] if ctx.cpus else []
+        self.proc: RecordedProcess = spawn_recorded(ctx.target, [*pin, *argv], log_path=self.log)
+        self._last: tuple[float, int] | None = None
+
+    def group(self) -> ProcGroup | None:
+        return parse_group(self.target.run(["sh", "-c", GROUP_SCRIPT, self.proc.pidfile]).stdout)
+
+    def alive_or_fail(self) -> None:
+        rc = self.proc.poll()
+        if rc is not None:
+            raise RunFailed(f"{self.label} is no longer running ({describe_exit(rc)}); "
+                            f"{self.log_tail()}")
+
+    def await_running(self, workers: int = 0, timeout_s: float = 10.0) -> ProcGroup:
+        """Return once the leader and `workers` more processes of its group run; stop it if not."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                self.alive_or_fail()
+                group = self.group()
+                if group is not None and group.workers >= workers:
+                    self._last = (time.monotonic(), group.cpu_ticks)
+                    return group
+                if time.monotonic() > deadline:
+                    raise RunFailed(f"{self.label} did not start {workers} workers within "
+                                    f"{timeout_s:g}s; {self.log_tail()}")
+                time.sleep(0.02)
+        except BaseException:
+            self.proc.stop()
+            raise
+
+    def check(self, workers: int = 0, idle_after_s: float = 3.0) -> ProcGroup:
+        """Alive, `workers` processes running, none stopped, and CPU time used since the last
+        check when that was more than `idle_after_s` ago (a busy VM may starve it briefly)."""
+        self.alive_or_fail()
+        group = self.group()
+        if group is None:
+            raise RunFailed(f"{self.label}: its process is gone from /proc")
+        if group.stopped:
+            raise RunFailed(f"{self.label}: {group.stopped} of its processes are stopped (SIGSTOP?)")
+        if group.workers < workers:
+            raise RunFailed(f"{self.label}: only {group.workers} of {workers} workers are running")
+        now = time.monotonic()
+        if self._last is not None and now - self._last[0] >= idle_after_s:
+            if group.cpu_ticks <= self._last[1]:
+                raise RunFailed(
+                    f"{self.label} used no CPU time in the last {now - self._last[0]:.1f}s"
+                )
+            self._last = (now, group.cpu_ticks)
+        elif self._last is None:
+            self._last = (now, group.cpu_ticks)
+        return group
+
+    def finish(self, signum: int = signal.SIGINT, timeout_s: float = 10.0) -> int:
+        """Send `signum` (the tool's "finish and report"), wait, then stop the whole group."""
+        try:
+            if self.proc.poll() is None:
+                self.proc.signal(signum)
+                with contextlib.suppress(CommandTimeout):  # then stop() below kills it
+                    self.proc.wait(timeout_s)
+        finally:
+            rc = self.proc.stop()
+        return rc
+
+    def read(self, path: str) -> str:
+        return self.target.run(["cat", path]).stdout
+
+    def log_tail(self) -> str:
+        tail = self.target.run(["tail", "-n", "3", self.log]).stdout.strip()
+        return f"last lines of {self.log}: {tail}" if tail else f"{self.log} is empty"

@@ -7,23 +7,36 @@ stress-ng (0.15) stops cleanly on SIGINT/SIGTERM/SIGALRM and then writes its met
 from __future__ import annotations
 
 import contextlib
-import difflib
 import re
 import signal
 import time
-from dataclasses import dataclass
 
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.loads.base import LOADS, LoadContext, LoadSpec
+from jitterlab.loads.base import (
+    GROUP_SCRIPT,
+    LOADS,
+    LoadContext,
+    LoadSpec,
+    ProcGroup,
+    Tool,
+    check_keys,
+    describe_exit,
+    lifetime_s,
+    parse_group,
+)
 from jitterlab.loads.idle import SystemSample, sample_system, system_metrics
 from jitterlab.records import Metric
+from jitterlab.sweep import LAUNCH
 from jitterlab.targets.base import CommandTimeout, Process
 
 DEFAULTS: dict[str, object] = {"workers": None, "cpu_load": 100, "method": "all"}
 
-# Constant scripts; paths and argv reach them as positional parameters, never as text.
-_LAUNCH = 'echo $$ > "$0" && exec "$@"'
-_GROUP = 'cat "$0" 2>/dev/null && cat /proc/[0-9]*/stat 2>/dev/null; exit 0'
+# the shared constant scripts (memory reuses this load's machinery)
+_LAUNCH = LAUNCH
+_GROUP = GROUP_SCRIPT
+_Group = ProcGroup
+_parse_group = parse_group
+_describe_exit = describe_exit
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
@@ -32,15 +45,7 @@ _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab
 
 def validate_options(options: dict, where: str) -> dict:
     """Check cpu's options; return them with defaults filled in."""
-    for key in options:
-        if key not in DEFAULTS:
-            close = difflib.get_close_matches(str(key), list(DEFAULTS), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise UserError(
-                f"{where}: unknown option {key!r} for load 'cpu'; {hint}"
-                f"known: {', '.join(sorted(DEFAULTS))}"
-            )
-    opts = {**DEFAULTS, **options}
+    opts = check_keys(options, DEFAULTS, "cpu", where)
     workers = opts["workers"]
     if workers is not None and (
         isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0
@@ -63,36 +68,6 @@ def validate_options(options: dict, where: str) -> dict:
     return opts
 
 
-@dataclass(frozen=True)
-class _Group:
-    """The stress-ng process group as /proc shows it."""
-
-    workers: int  # running or runnable, not stopped, not zombies
-    stopped: int
-    cpu_ticks: int  # user+system of leader and workers
-
-
-def _parse_group(text: str) -> _Group | None:
-    lines = text.splitlines()
-    if not lines or not lines[0].strip().isdigit():
-        return None
-    leader = int(lines[0])
-    procs = {}
-    for line in lines[1:]:
-        head, _, tail = line.rpartition(")")
-        fields = tail.split()
-        if len(fields) < 13 or not head.split(" ", 1)[0].isdigit():
-            continue
-        procs[int(head.split(" ", 1)[0])] = fields
-    if leader not in procs or procs[leader][0] in "ZX":
-        return None
-    pgid = procs[leader][2]
-    members = [f for pid, f in procs.items() if f[2] == pgid and pid != leader and f[0] not in "ZX"]
-    ticks = sum(int(f[11]) + int(f[12]) for f in [procs[leader], *members])
-    stopped = sum(1 for f in members if f[0] in "Tt")
-    return _Group(len(members) - stopped, stopped, ticks)
-
-
 def parse_bogo_ops_per_s(yaml_text: str, log_text: str = "") -> float | None:
     """Real-time bogo-ops/s summed over all workers, from stress-ng's --yaml (else its log)."""
     rates = re.findall(r"^\s*bogo-ops-per-second-real-time:\s*([0-9.eE+-]+)\s*$", yaml_text, re.M)
@@ -103,39 +78,41 @@ def parse_bogo_ops_per_s(yaml_text: str, log_text: str = "") -> float | None:
     return sum(float(r) for r in rows) if rows else None
 
 
-def _describe_exit(rc: int) -> str:
-    if rc < 0:
-        try:
-            return f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"killed by signal {-rc}"
-    return f"exit status {rc}"
-
-
 class CpuLoad:
-    """N stress-ng CPU workers (one per CPU of the target or of ctx.cpus by default)."""
+    """N stress-ng CPU workers (one per CPU of the target or of ctx.cpus by default).
+
+    Subclasses change the stressor: `name`, `validate` and `_stressor_argv`.
+    """
+
+    name = "cpu"
 
     def __init__(self) -> None:
         self._ctx: LoadContext | None = None
         self._proc: Process | None = None
         self._result: list[Metric] | None = None
 
-    def start(self, ctx: LoadContext) -> None:
-        opts = validate_options(ctx.options, "load cpu")
-        self._ctx = ctx
-        self.workers = opts["workers"] or (len(ctx.cpus) if ctx.cpus else self._online_cpus())
-        self.log = f"{ctx.scratch}/stress-ng.log"
-        self.yaml = f"{ctx.scratch}/stress-ng.yaml"
-        self.pidfile = f"{ctx.scratch}/stress-ng.pid"
-        ctx.target.run(["mkdir", "-p", ctx.scratch])
-        ctx.target.run(["rm", "-f", self.yaml, self.pidfile])
-        pin = ["taskset", "-c", ",".join(map(str, ctx.cpus))] if ctx.cpus else []
-        stress_ng = ["stress-ng", "--cpu", str(self.workers), "--cpu-method", str(opts["method"])]
-        stress_ng += ["--cpu-load", str(opts["cpu_load"]), "--metrics-brief", "--yaml", self.yaml]
-        argv = ["sh", "-c", _LAUNCH, self.pidfile, *pin, *stress_ng]
+    @staticmethod
+    def validate(options: dict, where: str) -> dict:
+        return validate_options(options, where)
+
+    def _stressor_argv(self, opts: dict) -> list[str]:
         self._cpu_load = int(opts["cpu_load"])
+        return ["--cpu", str(self.workers), "--cpu-method", str(opts["method"]),
+                "--cpu-load", str(opts["cpu_load"])]
+
+    def start(self, ctx: LoadContext) -> None:
+        opts = self.validate(ctx.options, f"load {self.name}")
+        self._ctx = ctx
+        self._cpu_load = 100
+        self.workers = opts["workers"] or (len(ctx.cpus) if ctx.cpus else self._online_cpus())
+        self.yaml = f"{ctx.scratch}/stress-ng.yaml"
+        ctx.target.run(["mkdir", "-p", ctx.scratch])
+        ctx.target.run(["rm", "-f", self.yaml])
+        stress_ng = ["stress-ng", *self._stressor_argv(opts), "--timeout", f"{lifetime_s(ctx)}s"]
+        stress_ng += ["--metrics-brief", "--yaml", self.yaml]
         self._before: SystemSample = sample_system(ctx.target)
-        self._proc = ctx.target.spawn(argv, log_path=self.log)
+        self._tool = Tool(ctx, f"{self.name} load: stress-ng", stress_ng, "stress-ng.log")
+        self._proc, self.pidfile, self.log = self._tool.proc, self._tool.proc.pidfile, self._tool.log
         try:
             group = self._await_workers()
         except BaseException:
@@ -153,7 +130,7 @@ class CpuLoad:
                 return group
             if time.monotonic() > deadline:
                 raise RunFailed(
-                    f"cpu load: stress-ng did not start {self.workers} workers within "
+                    f"{self.name} load: stress-ng did not start {self.workers} workers within "
                     f"{START_TIMEOUT_S:g}s; {self._log_tail()}"
                 )
             time.sleep(0.02)
@@ -163,19 +140,24 @@ class CpuLoad:
         self._alive_or_fail()
         group = self._group()
         if group is None:
-            raise RunFailed("cpu load: stress-ng's process is gone from /proc")
+            raise RunFailed(f"{self.name} load: stress-ng's process is gone from /proc")
         if group.stopped:
-            raise RunFailed(f"cpu load: {group.stopped} stress-ng workers are stopped (SIGSTOP?)")
+            raise RunFailed(
+                f"{self.name} load: {group.stopped} stress-ng workers are stopped (SIGSTOP?)"
+            )
         if group.workers < self.workers:
             raise RunFailed(
-                f"cpu load: only {group.workers} of {self.workers} stress-ng workers are running"
+                f"{self.name} load: only {group.workers} of {self.workers} stress-ng workers "
+                "are running"
             )
         now = time.monotonic()
         then, ticks = self._last
         expected = self.workers * self._cpu_load / 100 * (now - then) * _USER_HZ
         # a worker starved on a busy VM gets little CPU, never none over 20+ expected ticks
         if expected >= 20 and group.cpu_ticks <= ticks:
-            raise RunFailed(f"cpu load: stress-ng used no CPU time in the last {now - then:.1f}s")
+            raise RunFailed(
+                f"{self.name} load: stress-ng used no CPU time in the last {now - then:.1f}s"
+            )
         self._last = (now, group.cpu_ticks)
 
     def stop(self) -> list[Metric]:
@@ -195,7 +177,7 @@ class CpuLoad:
         rate = parse_bogo_ops_per_s(yaml_text, target.run(["cat", self.log]).stdout)
         if rate is None:
             raise RunFailed(
-                f"cpu load: could not read stress-ng's achieved bogo-ops from {self.yaml} "
+                f"{self.name} load: could not read stress-ng's achieved bogo-ops from {self.yaml} "
                 f"(stress-ng {_describe_exit(rc)}); {self._log_tail()}"
             )
         self._result = [
@@ -206,25 +188,23 @@ class CpuLoad:
         return self._result
 
     def _alive_or_fail(self) -> None:
-        rc = self._proc.poll()
-        if rc is not None:
-            raise RunFailed(
-                f"cpu load: stress-ng is no longer running ({_describe_exit(rc)}); "
-                f"{self._log_tail()}"
-            )
+        self._tool.alive_or_fail()
 
     def _group(self) -> _Group | None:
-        return _parse_group(self._ctx.target.run(["sh", "-c", _GROUP, self.pidfile]).stdout)
+        return self._tool.group()
 
     def _online_cpus(self) -> int:
-        done = self._ctx.target.run(["getconf", "_NPROCESSORS_ONLN"])
-        if not done.ok or not done.stdout.strip().isdigit():
-            raise RunFailed(f"cpu load: cannot count the target's CPUs: {done.stderr.strip()}")
-        return int(done.stdout)
+        return online_cpus(self._ctx.target, f"{self.name} load")
 
     def _log_tail(self) -> str:
-        tail = self._ctx.target.run(["tail", "-n", "3", self.log]).stdout.strip()
-        return f"last lines of {self.log}: {tail}" if tail else f"{self.log} is empty"
+        return self._tool.log_tail()
+
+
+def online_cpus(target, label: str) -> int:
+    done = target.run(["getconf", "_NPROCESSORS_ONLN"])
+    if not done.ok or not done.stdout.strip().isdigit():
+        raise RunFailed(f"{label}: cannot count the target's CPUs: {done.stderr.strip()}")
+    return int(done.stdout)
 
 
 LOADS.add(

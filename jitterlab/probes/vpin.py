@@ -7,6 +7,7 @@ from pathlib import Path
 
 from jitterlab.errors import RunFailed
 from jitterlab.probes.logs import ObserverCapture, read_observer
+from jitterlab.sweep import spawn_recorded
 from jitterlab.targets.base import Process, Target
 
 
@@ -57,7 +58,7 @@ class Observer:
         ]
         if cpu is not None:
             argv += ["--cpu", str(cpu)]
-        self._proc = self.target.spawn(argv, log_path=self.log)
+        self._proc = spawn_recorded(self.target, argv, log_path=self.log)
         if not wait_for_path(self.target, self.ready, timeout_s=10.0, alive=self._proc):
             self._proc.stop()
             raise RunFailed(f"vpin observer did not start polling within 10s: {self._tail()}")

@@ -231,11 +231,14 @@ def test_cpu_load_argv_signal_and_metrics_on_a_fake_target(fake, tmp_path):
     load = cpu.CpuLoad()
     load.start(LoadContext(fake, str(tmp_path), cpus=(1, 2), options={"cpu_load": 30}))
     (proc,) = fake.processes
-    assert proc.argv == (
-        "sh",
-        "-c",
-        cpu._LAUNCH,
-        f"{tmp_path}/stress-ng.pid",
+    argv = proc.argv
+    assert argv[:3] == ("sh", "-c", cpu._LAUNCH)
+    pidfile = argv[3]  # the leftover-sweep record: <workdir>/live/<marker>.pid
+    assert pidfile.startswith(f"{fake.workdir}/live/") and pidfile.endswith(".pid")
+    marker = pidfile.rsplit("/", 1)[1].removesuffix(".pid")
+    assert argv[4:] == (
+        "env",
+        f"JITTERLAB_LIVE={marker}",
         "taskset",
         "-c",
         "1,2",
@@ -246,6 +249,8 @@ def test_cpu_load_argv_signal_and_metrics_on_a_fake_target(fake, tmp_path):
         "all",
         "--cpu-load",
         "30",
+        "--timeout",
+        "3600s",
         "--metrics-brief",
         "--yaml",
         f"{tmp_path}/stress-ng.yaml",

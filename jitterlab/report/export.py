@@ -1,0 +1,125 @@
+"""Runs with parameters, labels, a sysinfo summary and metrics as CSV, JSON or Parquet.
+
+CSV and JSON hold one row/object per run; metric columns are `<probe>.<name>` (units in JSON,
+and in `metrics.parquet`). Parquet writes a directory: runs.parquet (wide, as CSV),
+metrics.parquet (long: run_id, probe, name, value, unit) and raw.parquet (every raw series,
+with run_id and series columns).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jitterlab.errors import UserError
+from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.raw import read_raw
+
+FORMATS = ("csv", "json", "parquet")
+SYSINFO_SUMMARY = ("hostname", "kernel_release", "preemption", "cpu_model", "n_cpus",
+                   "clocksource", "virtualization", "rt_permission")
+_FIELDS = ("id", "campaign", "campaign_id", "cell_key", "repetition", "target", "benchmark", "impl",
+           "load", "period_ns", "probe", "pin", "status", "error", "started_ns", "wall_s",
+           "raw_path", "raw_sha256")
+
+
+def _rows(store: Store, runs: list[RunRecord]) -> list[dict]:
+    names = {c["id"]: c["name"] for c in store.campaigns()}
+    cache: dict[int, dict] = {}
+    rows = []
+    for r in runs:
+        row = {f: (names.get(r.campaign_id) if f == "campaign" else getattr(r, f)) for f in _FIELDS}
+        row["params"] = r.params
+        row["labels"] = r.labels
+        if r.sysinfo_id is not None and r.sysinfo_id not in cache:
+            info = store.sysinfo(r.sysinfo_id)
+            cache[r.sysinfo_id] = {k: info.get(k) for k in SYSINFO_SUMMARY}
+        row["sysinfo"] = cache.get(r.sysinfo_id, {})
+        row["metrics"] = {f"{m.probe}.{m.name}" if m.probe else m.name: {"value": m.value, "unit": m.unit}
+                          for m in r.metrics.values()}
+        rows.append(row)
+    return rows
+
+
+def _flat(rows: list[dict]) -> tuple[list[str], list[dict]]:
+    """Wide rows: params/labels/sysinfo as `params.x`, `label.x`, `sysinfo.x`; metrics by name."""
+    flat = []
+    for row in rows:
+        out = {k: v for k, v in row.items() if k not in ("params", "labels", "sysinfo", "metrics")}
+        out.update({f"params.{k}": json.dumps(v) if isinstance(v, dict | list) else v
+                    for k, v in row["params"].items()})
+        out.update({f"label.{k}": v for k, v in row["labels"].items()})
+        out.update({f"sysinfo.{k}": v for k, v in row["sysinfo"].items()})
+        out.update({k: m["value"] for k, m in row["metrics"].items()})
+        flat.append(out)
+    keys = {k for r in flat for k in r} - set(_FIELDS)
+    grouped = [sorted(k for k in keys if k.startswith(p)) for p in ("params.", "label.", "sysinfo.")]
+    rest = sorted(keys - {k for g in grouped for k in g})  # the metrics
+    columns = [*_FIELDS, *(k for g in grouped for k in g), *rest]
+    return columns, flat
+
+
+def export(store: Store, runs: list[RunRecord], fmt: str, out: Path | None) -> str | None:
+    """Write the export to `out` (a file; a directory for parquet); CSV/JSON text when out is None."""
+    if not runs:
+        raise UserError(f"{store.root}: no runs to export; run a campaign or import a capture first")
+    rows = _rows(store, runs)
+    if fmt == "json":
+        text = json.dumps({"format": "jitterlab.export/1", "runs": rows}, indent=1, default=str)
+    elif fmt == "csv":
+        columns, flat = _flat(rows)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(flat)
+        text = buf.getvalue()
+    elif fmt == "parquet":
+        if out is None:
+            raise UserError("--format parquet: give -o DIR (it writes runs, metrics and raw .parquet)")
+        _parquet(store, runs, rows, Path(out))
+        return None
+    else:
+        raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if out is None:
+        return text
+    Path(out).write_text(text, encoding="utf-8")
+    return None
+
+
+def _parquet(store: Store, runs: list[RunRecord], rows: list[dict], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    columns, flat = _flat(rows)
+    table = pa.table({c: pa.array([_scalar(r.get(c)) for r in flat]) for c in columns})
+    pq.write_table(table, out / "runs.parquet", compression="zstd")
+    metrics = [(r.id, m.probe, m.name, m.value, m.unit) for r in runs for m in r.metrics.values()]
+    pq.write_table(pa.table({k: pa.array(list(v), type=t) for k, v, t in zip(
+        ("run_id", "probe", "name", "value", "unit"), zip(*metrics, strict=True) if metrics
+        else ([],) * 5, (pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()),
+        strict=True)}), out / "metrics.parquet", compression="zstd")
+    writer = None
+    schema = pa.schema([("run_id", pa.string()), ("series", pa.string()), ("t_ns", pa.int64()),
+                        ("level", pa.uint8())])
+    try:
+        writer = pq.ParquetWriter(out / "raw.parquet", schema, compression="zstd")
+        for r in runs:
+            if not r.raw_path:
+                continue
+            try:
+                series = read_raw(store.root / r.raw_path, r.raw_sha256)
+            except UserError as exc:
+                raise UserError(f"run {r.id}: {exc}") from None
+            for name, s in series.items():
+                writer.write_table(pa.table({"run_id": [r.id] * len(s), "series": [name] * len(s),
+                                             "t_ns": s.t_ns, "level": s.level}, schema=schema))
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _scalar(value):
+    return json.dumps(value) if isinstance(value, dict | list) else value

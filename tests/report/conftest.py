@@ -1,0 +1,78 @@
+"""A small store built from synthetic edges with known answers: two images of one board."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitterlab.analysis.squarewave import squarewave_metrics
+from jitterlab.analysis.synthetic import square_wave
+from jitterlab.records import Metric, Warning_
+from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.raw import EdgeSeries, blind_series, write_raw
+
+MS = 1_000_000
+IMPLS = {"c-fifo": 2_000, "bash": 30_000}  # jitter sd in ns
+LOADS = ("idle", "cpu")
+PERIODS = (10 * MS, 1 * MS)
+REPS = 4
+N_EDGES = 400
+SYSINFO = {"hostname": "board", "kernel_release": "6.1.0-rt", "preemption": "PREEMPT_RT",
+           "cpu_model": "Cortex-A72", "n_cpus": 4, "cpus": [{"cpu": 0, "governor": "ondemand"}],
+           "clocksource": "arch_sys_counter", "rt_permission": True}
+
+
+def build_store(root, *, images=("1.10", "1.11"), failed=True) -> Store:
+    store = Store(root)
+    for k, image in enumerate(images):
+        cid = store.new_campaign(f"board-{image}", "fp", "c.toml", "", {"image": image})
+        sid = store.add_sysinfo(cid, "board", SYSINFO)
+        store.add_warnings(cid, [Warning_("governor is ondemand on CPU 0",
+                                          "cpupower frequency-set -g performance")], target="board")
+        seed = 0
+        for impl, jitter_ns in IMPLS.items():
+            for load in LOADS:
+                for period_ns in PERIODS:
+                    for rep in range(REPS):
+                        seed += 1
+                        run_id = f"{image.replace('.', '')}{impl[:2]}{load[:2]}{period_ns // MS}{rep}"
+                        if failed and impl == "bash" and load == "cpu" and period_ns == MS and rep == 3:
+                            store.commit_run(_record(cid, sid, run_id, impl, load, period_ns, rep,
+                                                     image, "failed", {}, None, None,
+                                                     "bash: fork failed"))
+                            continue
+                        # image 1.11 doubles the jitter: a known, large difference
+                        j = jitter_ns * (1 + k)
+                        t, lev = square_wave(period_ns, N_EDGES, jitter_ns=j, seed=seed + 100 * k)
+                        self_t, self_l = square_wave(period_ns, N_EDGES, jitter_ns=j / 2, seed=seed + 7)
+                        blind = [(int(t[200]) - 10, int(t[200]) + 10)] if rep == 1 else []
+                        series = {"vpin": EdgeSeries(t, lev), "self": EdgeSeries(self_t, self_l),
+                                  "vpin.blind": blind_series(blind)}
+                        metrics = [*squarewave_metrics(t, lev, period_ns, warmup_ns=0,
+                                                       blind=blind or None, probe="vpin"),
+                                   *squarewave_metrics(self_t, self_l, period_ns, warmup_ns=0,
+                                                       probe="self")]
+                        if load == "cpu":
+                            metrics.append(Metric("load_bogo_ops_per_s", 1000.0 * (1 + k), "bogo-ops/s"))
+                        raw = f"raw/{run_id}.parquet"
+                        sha = write_raw(store.root / raw, series)
+                        store.commit_run(_record(cid, sid, run_id, impl, load, period_ns, rep, image,
+                                                 "ok", {(m.probe, m.name): m for m in metrics},
+                                                 raw, sha, None))
+    return store
+
+
+def _record(cid, sid, run_id, impl, load, period_ns, rep, image, status, metrics, raw, sha, error):
+    return RunRecord(
+        id=run_id, campaign_id=cid, cell_key=f"board/{impl}/{load}/{period_ns}", repetition=rep,
+        target="board", benchmark="squarewave", impl=impl, load=load, period_ns=period_ns,
+        probe="vpin", pin="vpin", params={"duration_ns": N_EDGES // 2 * period_ns, "warmup_ns": 0},
+        labels={"image": image}, status=status, error=error, started_ns=rep, wall_s=1.0,
+        raw_path=raw, raw_sha256=sha, sysinfo_id=sid, metrics=metrics)
+
+
+@pytest.fixture(scope="session")
+def report_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    store = build_store(root)
+    yield store
+    store.close()

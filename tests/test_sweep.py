@@ -1,0 +1,101 @@
+"""The leftover sweep: stops what a killed run recorded, and nothing else."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jitterlab import sweep
+from jitterlab.targets.local import LocalTarget
+
+needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="no stress-ng")
+
+
+def alive(pgid: int) -> bool:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                tail = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(tail[2]) == pgid and tail[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+def orphan_marker() -> str:
+    """A marker as a dead owner (this pid, another start time) would have written it."""
+    return f"{sweep._host()}~{os.getpid()}~1~{secrets.token_hex(8)}"
+
+
+@needs_stress_ng
+def test_a_recorded_leftover_is_stopped_and_named(tmp_path, monkeypatch):
+    target = LocalTarget(workdir=str(tmp_path))
+    monkeypatch.setattr(sweep, "new_marker", orphan_marker)
+    proc = sweep.spawn_recorded(target, ["stress-ng", "--cpu", "1", "--timeout", "60s"])
+    while proc.pgid() is None:
+        time.sleep(0.01)
+    pgid = proc.pgid()
+    stopped = sweep.sweep(target)
+    assert any(f"pid {pgid}: stress-ng --cpu 1" in line for line in stopped), stopped
+    assert not alive(pgid)
+    assert os.listdir(tmp_path / "live") == []
+    assert sweep.sweep(target) == []
+
+
+def test_running_owners_and_unrecorded_processes_are_left_alone(tmp_path):
+    target = LocalTarget(workdir=str(tmp_path))
+    mine = sweep.spawn_recorded(target, ["sleep", "30"])  # owner (this process) is alive
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    fake_marker = orphan_marker()  # carries a marker nobody recorded
+    impostor = subprocess.Popen(["sleep", "30"], start_new_session=True,
+                                env={**os.environ, sweep.MARKER_VAR: fake_marker})
+    try:
+        while mine.pgid() is None:
+            time.sleep(0.01)
+        assert sweep.sweep(target) == []
+        assert mine.poll() is None and stranger.poll() is None and impostor.poll() is None
+    finally:
+        mine.stop()
+        for p in (stranger, impostor):
+            p.kill()
+            p.wait()
+    assert os.listdir(tmp_path / "live") == []
+
+
+_RUNNER = """
+import sys, time
+import jitterlab.loads
+from jitterlab.loads.base import LOADS, LoadContext
+from jitterlab.targets.local import LocalTarget
+target = LocalTarget(workdir=sys.argv[1])
+load = LOADS.get("cpu", "t").factory()
+load.start(LoadContext(target, sys.argv[1] + "/scratch", options={"workers": 1, "cpu_load": 10}))
+print(load.pidfile, flush=True)
+time.sleep(60)
+"""
+
+
+@needs_stress_ng
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
+def test_a_runner_killed_mid_load_leaves_nothing_after_the_sweep(tmp_path, signum):
+    runner = subprocess.Popen([sys.executable, "-c", _RUNNER, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    pidfile = runner.stdout.readline().strip()
+    pgid = int(Path(pidfile).read_text())
+    runner.send_signal(signum)
+    runner.wait(10)
+    if signum == signal.SIGKILL:
+        assert alive(pgid)  # the leftover an earlier killed run would leave
+    stopped = sweep.sweep(LocalTarget(workdir=str(tmp_path)))
+    assert not alive(pgid)
+    assert all("stress-ng" in line for line in stopped)
+    assert os.listdir(tmp_path / "live") == []
