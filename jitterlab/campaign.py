@@ -29,7 +29,9 @@ _CAMPAIGN_KEYS = {
     "run_timeout": "extra time a run may take beyond its duration before it is killed",
     "on_missing_rt": '"error" (default) or "fallback" when SCHED_FIFO is not permitted',
     "labels": "a table of strings attached to every run",
+    "cpus": 'CPU placement: program = "0", probe = "1", load = "0-1" (CPU lists like taskset -c)',
 }
+_CPU_ROLES = ("program", "probe", "load")
 _TOP_KEYS = {"campaign", "target", "matrix", "exclude", "loads"}
 _TARGET_KEYS = {"name", "kind", "workdir"}
 # matrix keys of the squarewave benchmark and the registry that validates their values
@@ -83,6 +85,7 @@ class Campaign:
     targets: tuple[TargetSpec, ...]
     cells: tuple[Cell, ...]
     load_options: Mapping[str, Mapping[str, object]]
+    cpus: Mapping[str, tuple[int, ...]]
     source: str
 
     @property
@@ -97,6 +100,7 @@ class Campaign:
             "on_missing_rt": self.on_missing_rt,
             "labels": dict(self.labels),
             "load_options": {k: dict(v) for k, v in self.load_options.items()},
+            "cpus": {k: list(v) for k, v in self.cpus.items()},
         }
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -163,6 +167,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         targets=targets,
         cells=cells,
         load_options=load_options,
+        cpus=_cpus(section, where),
         source=source,
     )
 
@@ -332,3 +337,27 @@ def _matches(cell: Cell, rule: Mapping[str, object]) -> bool:
         "pin": cell.pin,
     }
     return all(value_of[axis] in allowed for axis, allowed in rule.items())  # type: ignore[operator]
+
+
+def _cpus(section: Mapping[str, object], where: str) -> dict[str, tuple[int, ...]]:
+    """[campaign.cpus]: CPU lists per role, written like taskset -c ("0", "0-2,4") or [0, 1]."""
+    table = _table(section, "cpus", where, prefix="campaign.")
+    _no_unknown(table, set(_CPU_ROLES), where, "campaign.cpus.")
+    result = {}
+    for role, value in table.items():
+        key = f"{where}: campaign.cpus.{role}"
+        items = value if isinstance(value, list) else str(value).split(",")
+        cpus: set[int] = set()
+        for item in items:
+            text = str(item).strip()
+            lo, _, hi = text.partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()) or (hi and int(hi) < int(lo)):
+                raise UserError(
+                    f"{key}: cannot read CPU list {value!r}; write it like taskset -c, "
+                    'e.g. "1" or "0-2,4" or [0, 1]'
+                )
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+        if role == "probe" and len(cpus) != 1:
+            raise UserError(f'{key}: the probe busy-polls one CPU; give exactly one, e.g. probe = "1"')
+        result[role] = tuple(sorted(cpus))
+    return result

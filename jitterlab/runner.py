@@ -105,26 +105,47 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
         )
     n_cpus = int(info.get("n_cpus") or 1)
     warnings = list(sysinfo.checks(info))
-    if any(c.probe == "vpin" for c in cells) and n_cpus > 1:
-        placement = Placement(program_cpus=tuple(range(n_cpus - 1)), probe_cpu=n_cpus - 1)
-        if any(c.load != "idle" for c in cells):
-            warnings.append(
-                Warning_(
-                    f"loads run on all CPUs, so they share CPU {n_cpus - 1} with the vpin probe",
-                    "isolate a CPU for the probe (isolcpus=) on boards where it matters",
-                )
-            )
-    else:
-        placement = Placement(program_cpus=None, probe_cpu=None)
-        if any(c.probe == "vpin" for c in cells):
-            warnings.append(
-                Warning_(
-                    "one CPU only: the vpin probe shares it with the program and is "
-                    "blind whenever the program runs",
-                    'use probe = "self"',
-                )
-            )
+    placement = _placement(campaign, cells, n_cpus, warnings)
     return TargetSession(spec, target, info, placement, rt_permitted, warnings=warnings)
+
+
+def _placement(campaign: Campaign, cells: list[Cell], n_cpus: int, warnings: list[Warning_]) -> Placement:
+    """Where program, probe and loads run: [campaign.cpus], else the probe on the last CPU."""
+    for role, cpus in campaign.cpus.items():
+        if max(cpus) >= n_cpus:
+            raise UserError(
+                f"{campaign.path}: campaign.cpus.{role}: CPU {max(cpus)} does not exist on "
+                f"a target with {n_cpus} CPUs (0-{n_cpus - 1})"
+            )
+    vpin = any(c.probe == "vpin" for c in cells)
+    probe = campaign.cpus.get("probe", (n_cpus - 1,) if vpin and n_cpus > 1 else ())
+    probe_cpu = probe[0] if probe else None
+    default_program = tuple(c for c in range(n_cpus) if c != probe_cpu) or None
+    program = campaign.cpus.get("program", default_program if probe_cpu is not None else None)
+    loads = campaign.cpus.get("load")
+    if vpin and probe_cpu is None:
+        warnings.append(
+            Warning_(
+                "one CPU only: the vpin probe shares it with the program and is "
+                "blind whenever the program runs",
+                'use probe = "self"',
+            )
+        )
+    elif vpin and any(c.load != "idle" for c in cells) and (loads is None or probe_cpu in loads):
+        warnings.append(
+            Warning_(
+                f"loads run on CPU {probe_cpu} too, where the vpin probe polls: it will be blind more often",
+                'keep loads off the probe\'s CPU with [campaign.cpus] load = "..." or isolate it (isolcpus=)',
+            )
+        )
+    if vpin and program and probe_cpu in program:
+        warnings.append(
+            Warning_(
+                f"the program and the vpin probe share CPU {probe_cpu}",
+                "give them different CPUs in [campaign.cpus]",
+            )
+        )
+    return Placement(program_cpus=program, probe_cpu=probe_cpu, load_cpus=loads)
 
 
 def _missing_tools(target: Target, tools: list[str]) -> list[str]:
@@ -244,7 +265,7 @@ class Runner:
         load_metrics: list[Metric] = []
         try:
             target.run(["mkdir", "-p", scratch])
-            loads = self._start_loads(cell, target, scratch)
+            loads = self._start_loads(cell, target, scratch, session.placement)
             ctx = RunContext(
                 target,
                 campaign,
@@ -297,7 +318,7 @@ class Runner:
             shutil.rmtree(local_dir, ignore_errors=True)
         return status
 
-    def _start_loads(self, cell: Cell, target: Target, scratch: str) -> list:
+    def _start_loads(self, cell: Cell, target: Target, scratch: str, placement: Placement) -> list:
         parts = cell.load.split("+")
         c = self.campaign
         # the tools bound their own lifetime too, so not even a SIGKILLed runner leaves them forever
@@ -308,7 +329,9 @@ class Runner:
             load = spec.factory()
             options = dict(self.campaign.load_options.get(name, {}))
             load.start(
-                LoadContext(target, f"{scratch}/load-{name}", None, options, max_duration_s=lifetime_s)
+                LoadContext(
+                    target, f"{scratch}/load-{name}", placement.load_cpus, options, max_duration_s=lifetime_s
+                )
             )
             started.append((name, load))
         if cell.load != "idle":
@@ -366,6 +389,7 @@ class Runner:
             "blind_threshold_ns": self.campaign.blind_threshold_ns,
             "probe_cpu": session.placement.probe_cpu,
             "program_cpus": session.placement.program_cpus,
+            "load_cpus": session.placement.load_cpus,
             "rt_permitted": session.rt_permitted,
             "load_options": {k: dict(v) for k, v in self.campaign.load_options.items()},
         }

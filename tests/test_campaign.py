@@ -133,3 +133,26 @@ def test_examples_parse():
     for path in sorted(root.glob("*.toml")):
         campaign = load_campaign(path)
         assert campaign.cells, path
+
+
+def test_cpu_placement_parses_cpu_lists(tmp_path):
+    text = GOOD.replace(
+        'image = "1.10"', 'image = "1.10"\n[campaign.cpus]\nprogram = "0-1,3"\nprobe = 2\nload = [0, 1]'
+    )
+    campaign = load_campaign(write(tmp_path, text))
+    assert campaign.cpus == {"program": (0, 1, 3), "probe": (2,), "load": (0, 1)}
+
+
+@pytest.mark.parametrize(
+    ("cpus", "expected"),
+    [
+        ('probe = "1-2"', "campaign.cpus.probe: the probe busy-polls one CPU"),
+        ('load = "a"', "campaign.cpus.load: cannot read CPU list 'a'"),
+        ('load = "3-1"', "campaign.cpus.load: cannot read CPU list"),
+        ('progam = "0"', "campaign.cpus.progam: unknown key; did you mean 'program'"),
+    ],
+)
+def test_bad_cpu_placement(tmp_path, cpus, expected):
+    text = GOOD.replace('image = "1.10"', f'image = "1.10"\n[campaign.cpus]\n{cpus}')
+    with pytest.raises(UserError, match=expected):
+        load_campaign(write(tmp_path, text))

@@ -24,7 +24,7 @@ duration = "100ms"
 [[target]]
 name = "local"
 kind = "local"
-workdir = "{tmp_path / 'w'}"
+workdir = "{tmp_path / "w"}"
 [matrix]
 impl = ["{impl}"]
 period = ["10ms"]
@@ -80,3 +80,35 @@ def test_no_rt_permission_does_not_matter_without_c_fifo(tmp_path, monkeypatch):
     _no_rt(monkeypatch)
     [session] = runner.open_targets(load_campaign(campaign_file(tmp_path, "python")))
     session.target.close()
+
+
+def _placement(tmp_path, cpus: str, n_cpus: int, load: str = "cpu"):
+    path = campaign_file(tmp_path, "c-mmap", f"[campaign.cpus]\n{cpus}" if cpus else "")
+    path.write_text(path.read_text().replace('period = ["10ms"]', f'period = ["10ms"]\nload = ["{load}"]'))
+    campaign = load_campaign(path)
+    warnings: list = []
+    placement = runner._placement(campaign, list(campaign.cells), n_cpus, warnings)
+    return placement, [w.message for w in warnings]
+
+
+def test_default_placement_gives_the_probe_the_last_cpu_and_warns_about_loads(tmp_path):
+    placement, warnings = _placement(tmp_path, "", 4)
+    assert (placement.program_cpus, placement.probe_cpu, placement.load_cpus) == ((0, 1, 2), 3, None)
+    assert any("loads run on CPU 3 too" in w for w in warnings)
+
+
+def test_explicit_placement_keeps_loads_off_the_probe(tmp_path):
+    placement, warnings = _placement(tmp_path, 'program = "0"\nprobe = "3"\nload = "1-2"', 4)
+    assert (placement.program_cpus, placement.probe_cpu, placement.load_cpus) == ((0,), 3, (1, 2))
+    assert warnings == []
+
+
+def test_placement_on_a_cpu_the_target_lacks(tmp_path):
+    with pytest.raises(UserError, match="campaign.cpus.probe: CPU 7 does not exist on a target with 2 CPUs"):
+        _placement(tmp_path, 'probe = "7"', 2)
+
+
+def test_one_cpu_warns_that_the_probe_shares_it(tmp_path):
+    placement, warnings = _placement(tmp_path, "", 1, load="idle")
+    assert placement.probe_cpu is None
+    assert any("one CPU only" in w for w in warnings)

@@ -17,10 +17,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Placement:
-    """CPUs for the program under test and for the probe (None: let the scheduler decide)."""
+    """CPUs for the program under test, the probe and the loads (None: let the scheduler decide)."""
 
     program_cpus: tuple[int, ...] | None
     probe_cpu: int | None
+    load_cpus: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
