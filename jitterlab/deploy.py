@@ -9,7 +9,7 @@ from jitterlab.errors import UserError
 from jitterlab.targets.base import Target
 
 PROGRAMS_DIR = Path(__file__).parent / "programs"
-_SOURCE_SUFFIXES = {".c", ".h", ".sh", ".py", ".js", ""}
+_SOURCE_SUFFIXES = {".c", ".h", ".sh", ".py", ".js"}
 
 
 def _sources() -> list[Path]:
@@ -19,7 +19,7 @@ def _sources() -> list[Path]:
         if p.is_file()
         and "__pycache__" not in p.parts
         and p.name != "__init__.py"
-        and (p.suffix in _SOURCE_SUFFIXES and (p.suffix or p.name == "Makefile"))
+        and (p.suffix in _SOURCE_SUFFIXES or p.name == "Makefile")
     )
 
 
