@@ -15,8 +15,8 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.errors import UserError
-from jitterlab.registry import Registry
-from jitterlab.units import format_ns, parse_duration_ns
+from jitterlab.params import ParamValue
+from jitterlab.units import parse_duration_ns
 
 _CAMPAIGN_KEYS = {
     "name": 'a short name, e.g. "quickstart"',
@@ -34,8 +34,6 @@ _CAMPAIGN_KEYS = {
 _CPU_ROLES = ("program", "probe", "load")
 _TOP_KEYS = {"campaign", "target", "matrix", "exclude", "loads"}
 _TARGET_KEYS = {"name", "kind", "workdir"}
-# matrix keys of the squarewave benchmark and the registry that validates their values
-_AXES = ("benchmark", "impl", "period", "load", "probe", "pin")
 
 
 @dataclass(frozen=True)
@@ -47,26 +45,47 @@ class TargetSpec:
 
 @dataclass(frozen=True)
 class Cell:
-    """One point of the matrix. `period_ns` is 0 for benchmarks without a period."""
+    """One point of the matrix: target x benchmark x load x the benchmark's own parameters.
+
+    `params` holds the benchmark's matrix keys with canonical values, in the benchmark's order.
+    """
 
     target: str
     benchmark: str
-    impl: str
     load: str
-    period_ns: int
-    probe: str
-    pin: str
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+    def param(self, name: str, default: ParamValue | None = None) -> ParamValue | None:
+        for key, value in self.params:
+            if key == name:
+                return value
+        return default
+
+    # the squarewave keys, also columns of the store; empty for benchmarks without them
+    @property
+    def impl(self) -> str:
+        return str(self.param("impl", ""))
+
+    @property
+    def period_ns(self) -> int:
+        return int(self.param("period", 0) or 0)
+
+    @property
+    def probe(self) -> str:
+        return str(self.param("probe", ""))
+
+    @property
+    def pin(self) -> str:
+        return str(self.param("pin", ""))
 
     @property
     def key(self) -> str:
         """Stable text identity, used to find committed runs on --resume."""
-        return (
-            f"target={self.target} benchmark={self.benchmark} impl={self.impl} load={self.load} "
-            f"period={self.period_ns}ns probe={self.probe} pin={self.pin}"
-        )
+        values = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"target={self.target} benchmark={self.benchmark} load={self.load} {values}".rstrip()
 
     def label(self) -> str:
-        return f"{self.impl} {format_ns(self.period_ns)} {self.load} ({self.probe})"
+        return plugins.BENCHMARKS.get(self.benchmark, "matrix.benchmark").label(self)
 
 
 @dataclass(frozen=True)
@@ -151,8 +170,8 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
     blind_threshold_ns = duration("blind_threshold", "5us")
     targets = _targets(data, where)
     load_options = _load_options(data, where)
-    cells = _cells(data, where, targets, blind_threshold_ns)
-    return Campaign(
+    cells = _cells(data, where, targets)
+    campaign = Campaign(
         path=path,
         name=name.strip(),
         description=str(section.get("description", "")),
@@ -170,6 +189,9 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         cpus=_cpus(section, where),
         source=source,
     )
+    for cell in campaign.cells:
+        plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark").check(campaign, cell)
+    return campaign
 
 
 def _table(
@@ -228,115 +250,119 @@ def _load_options(data: Mapping[str, object], where: str) -> dict[str, dict[str,
     return result
 
 
-def _axis(matrix: Mapping[str, object], key: str, where: str) -> list[object]:
-    value = matrix.get(key)
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise UserError(f"{where}: matrix.{key}: the list is empty; give at least one value")
-    return values
-
-
-def _check_names(values: list[object], registry: Registry, where: str, key: str) -> list[str]:
-    for value in values:
-        if not isinstance(value, str):
-            raise UserError(f"{where}: matrix.{key}: expected names (strings), got {value!r}")
-        for part in value.split("+") if key == "load" else [value]:
-            registry.get(part, f"{where}: matrix.{key}")
-    return [str(v) for v in values]
+_COMMON = ("benchmark", "load")
 
 
 def _cells(
-    data: Mapping[str, object], where: str, targets: tuple[TargetSpec, ...], blind_threshold_ns: int
+    data: Mapping[str, object], where: str, targets: tuple[TargetSpec, ...]
 ) -> tuple[Cell, ...]:
-    matrix = _table(data, "matrix", where, required=True)
-    _no_unknown(matrix, set(_AXES), where, "matrix.")
-    defaults = {"benchmark": "squarewave", "load": "idle", "probe": "vpin", "pin": "vpin"}
-    axes: dict[str, list] = {}
-    for key in _AXES:
-        if key not in matrix and key in defaults:
-            axes[key] = [defaults[key]]
-        elif key not in matrix:
-            raise UserError(f"{where}: matrix.{key}: missing; e.g. {_EXAMPLES[key]}")
-        else:
-            axes[key] = _axis(matrix, key, where)
-    registries = {
-        "benchmark": plugins.BENCHMARKS,
-        "impl": plugins.IMPLS,
-        "load": plugins.LOADS,
-        "probe": plugins.PROBES,
-        "pin": plugins.PINS,
-    }
-    for key, registry in registries.items():
-        axes[key] = _check_names(axes[key], registry, where, key)
-    axes["period"] = [parse_duration_ns(p, f"{where}: matrix.period") for p in axes["period"]]
-    for key, values in axes.items():
-        if len(set(values)) != len(values):
-            raise UserError(f"{where}: matrix.{key}: a value is listed twice")
-    excludes = _excludes(data, where)
-    for period_ns in axes["period"]:
-        if "vpin" in axes["probe"] and period_ns < 2 * blind_threshold_ns:
-            raise UserError(
-                f"{where}: matrix.period: {format_ns(period_ns)} is too short for the vpin probe: a pulse "
-                "could hide in a gap shorter than campaign.blind_threshold "
-                f"({format_ns(blind_threshold_ns)}); "
-                f"use a period >= {format_ns(2 * blind_threshold_ns)} or lower blind_threshold"
-            )
-    cells = []
-    for target, bench, impl, period_ns, load, probe, pin in itertools.product(
-        targets,
-        *(axes[k] for k in _AXES[:1]),
-        axes["impl"],
-        axes["period"],
-        axes["load"],
-        axes["probe"],
-        axes["pin"],
-    ):
-        cell = Cell(target.name, bench, impl, load, period_ns, probe, pin)
-        if not any(_matches(cell, rule) for rule in excludes):
-            cells.append(cell)
-    if not cells:
+    """[matrix] (one table) or [[matrix]] (several, e.g. one per benchmark) -> cells. Every key is
+    an axis when it holds a list and a fixed value otherwise; keys are the benchmark's params."""
+    raw = data.get("matrix")
+    if raw is None:
+        raise UserError(f"{where}: missing [matrix] table; see examples/quickstart.toml")
+    tables = raw if isinstance(raw, list) else [raw]
+    if not tables or not all(isinstance(t, dict) for t in tables):
+        raise UserError(f"{where}: matrix: expected a [matrix] table or [[matrix]] tables")
+    cells: list[Cell] = []
+    for i, table in enumerate(tables):
+        prefix = "matrix." if not isinstance(raw, list) else f"matrix[{i}]."
+        cells += _matrix_cells(table, f"{where}: {prefix}", targets)
+    excludes = _excludes(data, where, {c.benchmark for c in cells})
+    kept = [c for c in cells if not any(_matches(c, rule) for rule in excludes)]
+    if len(set(kept)) != len(kept):
+        raise UserError(f"{where}: matrix: two [[matrix]] tables give the same cell; remove one of them")
+    if not kept:
         raise UserError(f"{where}: exclude: every cell of the matrix is excluded; nothing to run")
-    return tuple(cells)
+    return tuple(kept)
 
 
-_EXAMPLES = {
-    "impl": 'impl = ["python", "c-fifo"]',
-    "period": 'period = ["10ms", "1ms"]',
-}
+def _values(table: Mapping[str, object], key: str, where: str, default: object = None) -> list[object]:
+    value = table.get(key, default)
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise UserError(f"{where}{key}: the list is empty; give at least one value")
+    return values
 
 
-def _excludes(data: Mapping[str, object], where: str) -> list[dict[str, object]]:
+def _matrix_cells(table: Mapping[str, object], where: str, targets: tuple[TargetSpec, ...]) -> list[Cell]:
+    benchmarks = _values(table, "benchmark", where, "squarewave")
+    loads = _values(table, "load", where, "idle")
+    for name in benchmarks:
+        if not isinstance(name, str):
+            raise UserError(f"{where}benchmark: expected names (strings), got {name!r}")
+        plugins.BENCHMARKS.get(name, f"{where}benchmark")
+    for load in loads:
+        if not isinstance(load, str):
+            raise UserError(f"{where}load: expected names (strings), got {load!r}")
+        for part in load.split("+"):
+            plugins.LOADS.get(part, f"{where}load")
+    for key, values in (("benchmark", benchmarks), ("load", loads)):
+        if len(set(values)) != len(values):  # type: ignore[arg-type]
+            raise UserError(f"{where}{key}: a value is listed twice")
+    cells: list[Cell] = []
+    for name in benchmarks:
+        bench = plugins.BENCHMARKS.get(str(name), f"{where}benchmark")
+        params = {p.name: p for p in bench.params}
+        unknown = [k for k in table if k not in params and k not in _COMMON]
+        if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], [*params, *_COMMON], n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UserError(
+                f"{where}{unknown[0]}: unknown key for benchmark {name!r}; {hint}"
+                f"known: {', '.join([*_COMMON, *params])}"
+            )
+        axes: list[list[tuple[str, ParamValue]]] = []
+        for param in bench.params:
+            if param.name not in table and param.default is None:
+                raise UserError(
+                    f"{where}{param.name}: missing; benchmark {name!r} needs it "
+                    f"({param.help}), e.g. {param.name} = {param.example}"
+                )
+            raw_values = _values(table, param.name, where, param.default)
+            parsed = [param.parse(v, f"{where}{param.name}") for v in raw_values]
+            if len(set(parsed)) != len(parsed):
+                raise UserError(f"{where}{param.name}: a value is listed twice")
+            axes.append([(param.name, v) for v in parsed])
+        for target, load, *values in itertools.product(targets, loads, *axes):
+            cells.append(Cell(target.name, str(name), str(load), tuple(values)))
+    return cells
+
+
+def _excludes(data: Mapping[str, object], where: str, benchmarks: set[str]) -> list[dict[str, set]]:
     raw = data.get("exclude", [])
     if not isinstance(raw, list):
         raise UserError(f"{where}: exclude: expected [[exclude]] tables")
+    params = {
+        p.name: p for name in sorted(benchmarks) for p in plugins.BENCHMARKS.get(name, "benchmark").params
+    }
     rules = []
     for i, rule in enumerate(raw):
         key = f"exclude[{i}]"
         if not isinstance(rule, dict) or not rule:
             raise UserError(f"{where}: {key}: expected a non-empty [[exclude]] table of axis = value")
-        _no_unknown(rule, set(_AXES) | {"target"}, where, f"{key}.")
-        parsed: dict[str, object] = {}
+        _no_unknown(rule, {*params, *_COMMON, "target"}, where, f"{key}.")
+        parsed: dict[str, set] = {}
         for axis, value in rule.items():
             values = value if isinstance(value, list) else [value]
-            if axis == "period":
-                parsed[axis] = {parse_duration_ns(v, f"{where}: {key}.period") for v in values}
+            if axis in params:
+                parsed[axis] = {params[axis].parse(v, f"{where}: {key}.{axis}") for v in values}
             else:
                 parsed[axis] = {str(v) for v in values}
         rules.append(parsed)
     return rules
 
 
-def _matches(cell: Cell, rule: Mapping[str, object]) -> bool:
-    value_of = {
-        "period": cell.period_ns,
-        "target": cell.target,
-        "benchmark": cell.benchmark,
-        "impl": cell.impl,
-        "load": cell.load,
-        "probe": cell.probe,
-        "pin": cell.pin,
-    }
-    return all(value_of[axis] in allowed for axis, allowed in rule.items())  # type: ignore[operator]
+def _matches(cell: Cell, rule: Mapping[str, set]) -> bool:
+    common = {"target": cell.target, "benchmark": cell.benchmark, "load": cell.load}
+    missing = object()
+    for axis, allowed in rule.items():
+        value = common[axis] if axis in common else cell.param(axis, missing)  # type: ignore[arg-type]
+        if value is missing or value not in allowed:
+            return False
+    return True
 
 
 def _cpus(section: Mapping[str, object], where: str) -> dict[str, tuple[int, ...]]:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from jitterlab import __version__
+from jitterlab import __version__, plugins
 from jitterlab.errors import UserError
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -209,10 +209,15 @@ def _dry_run(out: Console, campaign, estimate_s) -> int:
         title=f"{campaign.name}: {len(campaign.cells)} cells x {campaign.repetitions} "
         f"repetitions of {format_ns(campaign.duration_ns)}"
     )
-    for name in ("target", "benchmark", "impl", "period", "load", "probe", "pin"):
+    for name in ("target", "benchmark", "cell", "load", "estimate"):
         table.add_column(name)
     for c in campaign.cells:
-        table.add_row(c.target, c.benchmark, c.impl, format_ns(c.period_ns), c.load, c.probe, c.pin)
+        bench = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
+        shown = {p.name: p.show for p in bench.params}
+        params = " ".join(f"{k}={shown[k](v)}" for k, v in c.params)
+        table.add_row(
+            c.target, c.benchmark, params, c.load, format_duration_s(bench.estimate_s(campaign, c))
+        )
     out.print(table)
     total = estimate_s(campaign, campaign.runs())
     out.print(

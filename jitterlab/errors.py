@@ -13,7 +13,13 @@ class UserError(Exception):
 class RunFailed(Exception):
     """One run could not be measured; the run is stored with this reason and the campaign goes on."""
 
-    def __init__(self, reason: str, status: str = "failed") -> None:
+    def __init__(
+        self, reason: str, status: str = "failed", attachments: dict[str, bytes] | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.status = status  # "failed" | "timeout" | "unmeasurable"
+        # "failed" | "timeout" | "unmeasurable" (ran, but nothing usable was observed)
+        # | "unavailable" (the benchmark cannot run on this target, e.g. no systemd for boot)
+        self.status = status
+        # what the run left that explains the failure (a tool's unparsable output): kept with it
+        self.attachments = dict(attachments or {})

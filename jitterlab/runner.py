@@ -80,7 +80,7 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
     for cell in cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         for tool, package in bench.tools(cell).items():
-            needs.setdefault(tool, (package, set()))[1].add(f"impl {cell.impl}")
+            needs.setdefault(tool, (package, set()))[1].add(_needed_by(cell))
         for load in cell.load.split("+"):
             for tool, package in plugins.LOADS.get(load, "matrix.load").tools.items():
                 needs.setdefault(tool, (package, set()))[1].add(f"load {load}")
@@ -95,11 +95,13 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
             f"{t} (apt install {needs[t][0]}; needed by {', '.join(sorted(needs[t][1]))})" for t in missing
         )
         raise UserError(f"target {spec.name!r}: missing tools: {what}")
-    realtime = sorted({c.impl for c in cells if plugins.IMPLS.get(c.impl, "matrix.impl").realtime})
+    realtime = sorted(
+        {_needed_by(c) for c in cells if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_rt(c)}
+    )
     rt_permitted = bool(info.get("rt_permission"))
     if realtime and not rt_permitted and campaign.on_missing_rt == "error":
         raise UserError(
-            f"{campaign.path}: target {spec.name!r} does not permit SCHED_FIFO, which impl "
+            f"{campaign.path}: target {spec.name!r} does not permit SCHED_FIFO, which "
             f"{', '.join(realtime)} needs; run as root or grant CAP_SYS_NICE (or an rtprio limit), "
             'or set campaign.on_missing_rt = "fallback" to run it as SCHED_OTHER, marked in each run'
         )
@@ -107,6 +109,10 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
     warnings = list(sysinfo.checks(info))
     placement = _placement(campaign, cells, n_cpus, warnings)
     return TargetSession(spec, target, info, placement, rt_permitted, warnings=warnings)
+
+
+def _needed_by(cell: Cell) -> str:
+    return f"impl {cell.impl}" if cell.benchmark == "squarewave" else f"benchmark {cell.benchmark}"
 
 
 def _placement(campaign: Campaign, cells: list[Cell], n_cpus: int, warnings: list[Warning_]) -> Placement:
@@ -262,6 +268,7 @@ class Runner:
         started_ns, t0 = time.time_ns(), time.monotonic()
         loads: list = []
         measurement, status, error = None, "ok", None
+        attachments: dict[str, bytes] = {}
         load_metrics: list[Metric] = []
         try:
             target.run(["mkdir", "-p", scratch])
@@ -283,7 +290,7 @@ class Runner:
             load_metrics = self._stop_loads(loads)
             loads = []
         except RunFailed as exc:
-            status, error = exc.status, exc.reason
+            status, error, attachments = exc.status, exc.reason, exc.attachments
         except CommandTimeout as exc:
             status, error = "timeout", str(exc)
         except Exception:
@@ -313,6 +320,7 @@ class Runner:
                 error,
                 measurement,
                 load_metrics,
+                attachments,
             )
         finally:
             shutil.rmtree(local_dir, ignore_errors=True)
@@ -372,6 +380,7 @@ class Runner:
         error: str | None,
         measurement: Measurement | None,
         load_metrics: list[Metric],
+        attachments: dict[str, bytes],
     ) -> None:
         raw_path = raw_sha = None
         metrics: dict[tuple[str, str], Metric] = {}
@@ -383,7 +392,9 @@ class Runner:
             for m in [*measurement.metrics, *load_metrics]:
                 metrics[(m.probe, m.name)] = m
             warnings = measurement.warnings
+            attachments = {**measurement.attachments, **attachments}
         params = {
+            "cell": dict(cell.params),
             "duration_ns": self.campaign.duration_ns,
             "warmup_ns": self.campaign.warmup_ns,
             "blind_threshold_ns": self.campaign.blind_threshold_ns,
@@ -415,5 +426,6 @@ class Runner:
             raw_sha256=raw_sha,
             sysinfo_id=session.sysinfo_id,
             metrics=metrics,
+            attachments=self.store.write_attachments(run_id, attachments),
         )
         self.store.commit_run(record, warnings)

@@ -51,9 +51,16 @@ def direction(metric: str) -> str:
     return DEFAULT_DIRECTION
 
 
-# run fields that --baseline/--candidate may select on besides labels
+# run fields that --baseline/--candidate may select on besides labels and cell parameters
 _FIELDS = ("target", "benchmark", "impl", "load", "probe", "pin")
-_CELL = ("target", "benchmark", "impl", "load", "period_ns", "probe", "pin")
+# "params": the benchmark's other matrix keys (udp-echo's size and policy, ...) as one text
+_CELL = ("target", "benchmark", "impl", "load", "period_ns", "probe", "pin", "params")
+_COLUMNS = {"impl", "period", "probe", "pin"}  # cell params that are run columns already
+
+
+def _params_text(run: RunRecord, leave_out: tuple[str, ...] = ()) -> str:
+    cell = run.params.get("cell", {})
+    return " ".join(f"{k}={v}" for k, v in cell.items() if k not in _COLUMNS and k not in leave_out)
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class Selector:
             return str(run.labels[self.key]) == self.value
         if self.key in _FIELDS:
             return str(getattr(run, self.key)) == self.value
+        if self.key in run.params.get("cell", {}):
+            return str(run.param(self.key)) == self.value
         return False
 
     def __str__(self) -> str:
@@ -132,7 +141,8 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
     wanted = metrics or known
     # a field that selects the groups must not split the cells, else no cell is common
     cell_fields = tuple(f for f in _CELL if f not in (baseline.key, candidate.key))
-    cells_a, cells_b = _by_cell(group_a, cell_fields), _by_cell(group_b, cell_fields)
+    selected = (baseline.key, candidate.key)
+    cells_a, cells_b = _by_cell(group_a, cell_fields, selected), _by_cell(group_b, cell_fields, selected)
     common = [c for c in cells_a if c in cells_b]
     result = Comparison(baseline, candidate, cell_fields)
     if not common:
@@ -157,19 +167,19 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             b = [r.metrics[(probe, name)].value for r in b_runs if (probe, name) in r.metrics]
             if not a or not b:
                 continue
-            unit = (a_runs[0].metrics.get((probe, name)) or b_runs[0].metrics[(probe, name)]).unit
-            result.rows.append(_row(cell, probe, name, unit, np.asarray(a, float),
-                                    np.asarray(b, float), rng, n_bootstrap))
+            first = a_runs[0].metrics.get((probe, name)) or b_runs[0].metrics[(probe, name)]
+            result.rows.append(_row(cell, probe, name, first.unit, np.asarray(a, float),
+                                    np.asarray(b, float), rng, n_bootstrap, first.direction))
     return result
 
 
 def _row(cell: tuple, probe: str, name: str, unit: str, a: np.ndarray, b: np.ndarray,
-         rng: np.random.Generator, n_bootstrap: int) -> Row:
+         rng: np.random.Generator, n_bootstrap: int, stored_direction: str = "") -> Row:
     med_a, med_b = float(np.median(a)), float(np.median(b))
     ratio = _ratio(med_b, med_a)
     lo, hi = bootstrap_ratio_ci(a, b, rng, n_bootstrap)
     p = mann_whitney_p(a, b)
-    way = direction(name)
+    way = stored_direction or direction(name)
     return Row(cell, probe, name, unit, len(a), len(b), med_a, med_b, ratio,
                (ratio - 1) * 100 if math.isfinite(ratio) else math.nan, lo, hi, p, way,
                verdict(ratio, lo, hi, p, way))
@@ -209,17 +219,20 @@ def verdict(ratio: float, ci_low: float, ci_high: float, p: float, way: str) -> 
     return BETTER if up == (way == "higher") else WORSE
 
 
-def _by_cell(runs: list[RunRecord], fields: tuple[str, ...]) -> dict[tuple, list[RunRecord]]:
+def _by_cell(runs: list[RunRecord], fields: tuple[str, ...],
+             selected: tuple[str, ...] = ()) -> dict[tuple, list[RunRecord]]:
     out: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
-        out[tuple(getattr(r, f) for f in fields)].append(r)
+        key = tuple(_params_text(r, selected) if f == "params" else getattr(r, f) for f in fields)
+        out[key].append(r)
     return dict(out)
 
 
 def _cell_text(fields: tuple[str, ...], cell: tuple) -> str:
     from jitterlab.units import format_ns
 
-    return " ".join(format_ns(v) if f == "period_ns" else str(v) for f, v in zip(fields, cell, strict=True))
+    shown = (format_ns(v) if f == "period_ns" and v else str(v) for f, v in zip(fields, cell, strict=True))
+    return " ".join(text for text in shown if text and text != "0")
 
 
 def cell_text(comparison: Comparison, row: Row) -> str:

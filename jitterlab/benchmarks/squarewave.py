@@ -6,21 +6,47 @@ import contextlib
 from pathlib import Path
 
 from jitterlab.analysis.squarewave import squarewave_metrics
-from jitterlab.benchmarks.base import BENCHMARKS, Measurement, RunContext
+from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.benchmarks.impls import IMPLS
-from jitterlab.errors import RunFailed
+from jitterlab.errors import RunFailed, UserError
+from jitterlab.params import Param, duration, registered
+from jitterlab.pins import PINS
+from jitterlab.probes.base import PROBES
 from jitterlab.probes.logs import read_self_log
 from jitterlab.probes.vpin import Observer
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import EdgeSeries, blind_series
 from jitterlab.sweep import spawn_recorded
 from jitterlab.targets.base import CommandTimeout
+from jitterlab.units import format_ns
 
 _RT_PRIORITY = 80  # below the observer (99), above any load
 _BLIND_WARN_FRACTION = 0.01
 
 
-class Squarewave:
+class Squarewave(BenchmarkBase):
+    params = (
+        Param("impl", "the programming model that makes the wave", registered(IMPLS), '["python", "c-fifo"]'),
+        Param("period", "the wave's nominal period", duration(), '["10ms", "1ms"]', show=format_ns),
+        Param("probe", "how edges are observed", registered(PROBES), '"vpin"', default="vpin"),
+        Param("pin", "where the wave goes", registered(PINS), '"vpin"', default="vpin"),
+    )
+
+    def needs_rt(self, cell) -> bool:
+        return IMPLS.get(cell.impl, "matrix.impl").realtime
+
+    def label(self, cell) -> str:
+        return f"{cell.impl} {format_ns(cell.period_ns)} {cell.load} ({cell.probe})"
+
+    def check(self, campaign, cell) -> None:
+        if cell.probe == "vpin" and cell.period_ns < 2 * campaign.blind_threshold_ns:
+            raise UserError(
+                f"{campaign.path}: matrix.period: {format_ns(cell.period_ns)} is too short for the vpin "
+                "probe: a pulse could hide in a gap shorter than campaign.blind_threshold "
+                f"({format_ns(campaign.blind_threshold_ns)}); "
+                f"use a period >= {format_ns(2 * campaign.blind_threshold_ns)} or lower blind_threshold"
+            )
+
     def tools(self, cell) -> dict[str, str]:
         tools = dict(IMPLS.get(cell.impl, "matrix.impl").tools)
         if cell.impl.startswith("c-") or cell.probe == "vpin":

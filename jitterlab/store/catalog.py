@@ -8,14 +8,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jitterlab import __version__
 from jitterlab.errors import UserError
 from jitterlab.records import Metric, Warning_
+from jitterlab.store.raw import sha256_file, write_atomic
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -50,7 +51,7 @@ CREATE TABLE runs (
     pin TEXT NOT NULL,
     params_json TEXT NOT NULL,
     labels_json TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unmeasurable')),
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unmeasurable', 'unavailable')),
     error TEXT,
     started_ns INTEGER NOT NULL,
     wall_s REAL NOT NULL,
@@ -65,7 +66,16 @@ CREATE TABLE metrics (
     name TEXT NOT NULL,
     value REAL NOT NULL,
     unit TEXT NOT NULL,
+    direction TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, probe, name)
+);
+CREATE TABLE attachments (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    PRIMARY KEY (run_id, name)
 );
 CREATE TABLE warnings (
     id INTEGER PRIMARY KEY,
@@ -104,6 +114,11 @@ class RunRecord:
     raw_sha256: str | None
     sysinfo_id: int | None
     metrics: dict[tuple[str, str], Metric]
+    attachments: dict[str, str] = field(default_factory=dict)  # name -> path in the results dir
+
+    def param(self, name: str, default: object = None) -> object:
+        """A matrix parameter of the run's cell (e.g. "size_bytes" of a udp-echo run)."""
+        return self.params.get("cell", {}).get(name, default)
 
     def metric(self, name: str, probe: str | None = None) -> float | None:
         """A metric of the run's own probe (or of `probe`), None when absent."""
@@ -159,6 +174,27 @@ class Store:
                 f"{db}: written by a newer jitterlab (schema {version}, this one knows "
                 f"{SCHEMA_VERSION}); upgrade jitterlab (pip install -U jitterlab)"
             )
+        if version == 1:
+            self._migrate_1_to_2()
+
+    def _migrate_1_to_2(self) -> None:
+        """Schema 2: run status 'unavailable', metric directions, attachments. Done in place, in
+        one transaction; foreign keys are off while the runs table is rebuilt (SQLite's recipe)."""
+        runs_ddl = _SCHEMA.split("CREATE TABLE runs", 1)[1].split(";", 1)[0]
+        attachments_ddl = _SCHEMA.split("CREATE TABLE attachments", 1)[1].split(";", 1)[0]
+        self._db.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with self._tx():
+                self._db.execute("CREATE TABLE runs_v2" + runs_ddl)
+                self._db.execute("INSERT INTO runs_v2 SELECT * FROM runs")
+                self._db.execute("DROP TABLE runs")
+                self._db.execute("ALTER TABLE runs_v2 RENAME TO runs")
+                self._db.execute("CREATE INDEX runs_campaign ON runs(campaign_id)")
+                self._db.execute("ALTER TABLE metrics ADD COLUMN direction TEXT NOT NULL DEFAULT ''")
+                self._db.execute("CREATE TABLE attachments" + attachments_ddl)
+                self._db.execute("UPDATE schema_version SET version = 2")
+        finally:
+            self._db.execute("PRAGMA foreign_keys=ON")
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
@@ -261,20 +297,27 @@ class Store:
             ).fetchall()
         return {(r[0], r[1]): r[2] for r in rows}
 
+    def write_attachments(self, run_id: str, files: dict[str, bytes]) -> dict[str, str]:
+        """Write a run's attachments durably under attachments/<run_id>/ before the run is
+        committed; returns name -> path relative to the results directory."""
+        paths = {}
+        for name, content in files.items():
+            safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".") or "file"
+            relative = f"attachments/{run_id}/{safe}"
+            write_atomic(self.root / relative, content)
+            paths[name] = relative
+        return paths
+
     def commit_run(self, run: RunRecord, warnings: Sequence[Warning_] = ()) -> None:
-        """Insert a run with its metrics and warnings in one transaction; the raw file is already
-        durable under its final name (see store.raw.write_raw)."""
+        """Insert a run with its metrics, attachments and warnings in one transaction; the raw
+        file and attachments are already durable under their final names."""
         with self._tx():
-            self._db.execute(
-                "DELETE FROM metrics WHERE run_id IN (SELECT id FROM runs WHERE campaign_id = ? "
-                "AND cell_key = ? AND repetition = ?)",
-                (run.campaign_id, run.cell_key, run.repetition),
-            )
-            self._db.execute(
-                "DELETE FROM warnings WHERE run_id IN (SELECT id FROM runs WHERE campaign_id = ? "
-                "AND cell_key = ? AND repetition = ?)",
-                (run.campaign_id, run.cell_key, run.repetition),
-            )
+            for table in ("metrics", "warnings", "attachments"):
+                self._db.execute(
+                    f"DELETE FROM {table} WHERE run_id IN (SELECT id FROM runs WHERE campaign_id = ? "
+                    "AND cell_key = ? AND repetition = ?)",
+                    (run.campaign_id, run.cell_key, run.repetition),
+                )
             self._db.execute(
                 "DELETE FROM runs WHERE campaign_id = ? AND cell_key = ? AND repetition = ?",
                 (run.campaign_id, run.cell_key, run.repetition),
@@ -307,8 +350,15 @@ class Store:
                 ),
             )
             self._db.executemany(
-                "INSERT INTO metrics (run_id, probe, name, value, unit) VALUES (?,?,?,?,?)",
-                [(run.id, m.probe, m.name, m.value, m.unit) for m in run.metrics.values()],
+                "INSERT INTO metrics (run_id, probe, name, value, unit, direction) VALUES (?,?,?,?,?,?)",
+                [(run.id, m.probe, m.name, m.value, m.unit, m.direction) for m in run.metrics.values()],
+            )
+            self._db.executemany(
+                "INSERT INTO attachments (run_id, name, path, sha256, size_bytes) VALUES (?,?,?,?,?)",
+                [
+                    (run.id, name, path, sha256_file(self.root / path), (self.root / path).stat().st_size)
+                    for name, path in run.attachments.items()
+                ],
             )
             self._insert_warnings(run.campaign_id, run.id, run.target, warnings)
 
@@ -328,16 +378,24 @@ class Store:
             columns = [d[0] for d in cur.description]
             rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
             metrics: dict[str, dict] = {r["id"]: {} for r in rows}
+            attachments: dict[str, dict] = {r["id"]: {} for r in rows}
             if rows:
                 marks = ",".join("?" * len(rows))
-                for run_id_, probe, name, value, unit in self._db.execute(
-                    f"SELECT run_id, probe, name, value, unit FROM metrics WHERE run_id IN ({marks})",
-                    [r["id"] for r in rows],
+                ids = [r["id"] for r in rows]
+                for run_id_, probe, name, value, unit, way in self._db.execute(
+                    "SELECT run_id, probe, name, value, unit, direction FROM metrics "
+                    f"WHERE run_id IN ({marks})",
+                    ids,
                 ):
-                    metrics[run_id_][(probe, name)] = Metric(name, value, unit, probe)
+                    metrics[run_id_][(probe, name)] = Metric(name, value, unit, probe, way)
+                for run_id_, name, path in self._db.execute(
+                    f"SELECT run_id, name, path FROM attachments WHERE run_id IN ({marks}) ORDER BY name",
+                    ids,
+                ):
+                    attachments[run_id_][name] = path
         records = []
         for r in rows:
             r["params"] = json.loads(r.pop("params_json"))
             r["labels"] = json.loads(r.pop("labels_json"))
-            records.append(RunRecord(**r, metrics=metrics[r["id"]]))
+            records.append(RunRecord(**r, metrics=metrics[r["id"]], attachments=attachments[r["id"]]))
         return records

@@ -1,7 +1,9 @@
 """Raw edge series of one run in one Parquet file: written atomically, checked by sha256.
 
 Columns: `series` (dictionary-encoded name, e.g. "vpin", "self", "vpin.blind"), `t_ns` int64,
-`level` uint8; rows of one series are contiguous. `t_ns` is DELTA_BINARY_PACKED + zstd:
+`level` uint8; rows of one series are contiguous. A series of samples (round-trip times,
+latencies) keeps its int64 values in `t_ns` with level 0, and its unit in the metadata.
+`t_ns` is DELTA_BINARY_PACKED + zstd:
 a 1 ms wave with a few µs of jitter takes about 2 bytes per edge, close to the entropy of the
 jitter itself (bench/storage.py). Blind intervals are stored as a 0/1 signal
 (`blind_series` / `blind_spans`). The file's schema metadata lists every series and its
@@ -15,9 +17,10 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +29,8 @@ import pyarrow.parquet as pq
 
 from jitterlab.errors import UserError
 
-FORMAT = "jitterlab.raw/1"
+FORMAT = "jitterlab.raw/2"
+_READABLE = ("jitterlab.raw/1", FORMAT)  # /1 had edge series only
 _META_KEY = b"jitterlab.raw"
 _WRITE_OPTIONS = dict(
     compression="zstd",
@@ -59,6 +63,26 @@ class EdgeSeries:
         return len(self.t_ns)
 
 
+@dataclass(frozen=True)
+class Samples:
+    """Integer samples of one quantity (e.g. round-trip times in ns), in the order measured."""
+
+    values: np.ndarray
+    unit: str
+
+    def __post_init__(self) -> None:
+        values = np.asarray(self.values, dtype=np.int64)
+        if values.ndim != 1:
+            raise ValueError(f"samples must be 1-d, got shape {values.shape}")
+        object.__setattr__(self, "values", values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+Series = EdgeSeries | Samples
+
+
 def blind_series(spans: np.ndarray) -> EdgeSeries:
     """Blind [start, end] spans as a 0/1 signal: level 1 at each start, 0 at each end."""
     spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
@@ -82,25 +106,48 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_raw(path: Path, series: Mapping[str, EdgeSeries]) -> str:
+def write_raw(path: Path, series: Mapping[str, Series]) -> str:
     """Write all series to `path` atomically (temp, fsync, rename, fsync dir); returns sha256."""
     path = Path(path)
     names = list(series)
     lengths = [len(series[name]) for name in names]
     indices = np.repeat(np.arange(len(names), dtype=np.int32), lengths)
-    meta = {"format": FORMAT, "series": [[name, n] for name, n in zip(names, lengths, strict=True)]}
+    entries: list[list] = []
+    t_parts, level_parts = [], []
+    for name, n in zip(names, lengths, strict=True):
+        one = series[name]
+        if isinstance(one, Samples):
+            entries.append([name, n, "samples", one.unit])
+            t_parts.append(one.values)
+            level_parts.append(np.zeros(n, dtype=np.uint8))
+        else:
+            entries.append([name, n])
+            t_parts.append(one.t_ns)
+            level_parts.append(one.level)
+    meta = {"format": FORMAT, "series": entries}
     table = pa.table(
         {
             "series": pa.DictionaryArray.from_arrays(indices, pa.array(names, type=pa.string())),
-            "t_ns": _concat([series[name].t_ns for name in names], np.int64),
-            "level": _concat([series[name].level for name in names], np.uint8),
+            "t_ns": _concat(t_parts, np.int64),
+            "level": _concat(level_parts, np.uint8),
         }
     ).replace_schema_metadata({_META_KEY: json.dumps(meta).encode()})
 
+    return write_atomic(path, lambda f: pq.write_table(table, f, **_WRITE_OPTIONS))
+
+
+def write_atomic(path: Path, content: bytes | Callable[[BinaryIO], object]) -> str:
+    """Write bytes (or what `content(file)` writes) to `path` durably: temp file, fsync, rename,
+    fsync of the directory. Returns the sha256 of what was written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         with open(tmp, "wb") as f:
-            pq.write_table(table, f, **_WRITE_OPTIONS)
+            if isinstance(content, bytes):
+                f.write(content)
+            else:
+                content(f)
             f.flush()
             os.fsync(f.fileno())
         digest = sha256_file(tmp)
@@ -113,7 +160,7 @@ def write_raw(path: Path, series: Mapping[str, EdgeSeries]) -> str:
     return digest
 
 
-def read_raw(path: Path, expected_sha256: str | None = None) -> dict[str, EdgeSeries]:
+def read_raw(path: Path, expected_sha256: str | None = None) -> dict[str, Series]:
     """All series of a raw file; UserError if it is missing, damaged or not the expected bytes."""
     path = Path(path)
     remedy = (
@@ -139,8 +186,8 @@ def read_raw(path: Path, expected_sha256: str | None = None) -> dict[str, EdgeSe
         raise UserError(f"{path}: cannot read raw file ({e}); {remedy}") from e
 
 
-def _split(table: pa.Table, meta: dict) -> dict[str, EdgeSeries]:
-    if meta.get("format") != FORMAT:
+def _split(table: pa.Table, meta: dict) -> dict[str, Series]:
+    if meta.get("format") not in _READABLE:
         raise ValueError(f"unknown raw format {meta.get('format')!r}, expected {FORMAT!r}")
     t_ns = table.column("t_ns").to_numpy()
     level = table.column("level").to_numpy()
@@ -148,9 +195,9 @@ def _split(table: pa.Table, meta: dict) -> dict[str, EdgeSeries]:
         raise ValueError(f"column types are t_ns:{t_ns.dtype}, level:{level.dtype}")
     names = table.column("series")
     # rows are contiguous per series in the order of the metadata: check it, then slice
-    out: dict[str, EdgeSeries] = {}
+    out: dict[str, Series] = {}
     start = 0
-    for name, n in meta["series"]:
+    for name, n, *kind in meta["series"]:
         for chunk in names.slice(start, n).chunks:
             if len(chunk) == 0:
                 continue
@@ -158,7 +205,10 @@ def _split(table: pa.Table, meta: dict) -> dict[str, EdgeSeries]:
             lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
             if lo != hi or chunk.dictionary[lo].as_py() != name:
                 raise ValueError(f"rows {start}..{start + n} are not all of series {name!r}")
-        out[name] = EdgeSeries(t_ns[start : start + n], level[start : start + n])
+        if kind and kind[0] == "samples":
+            out[name] = Samples(t_ns[start : start + n], str(kind[1]))
+        else:
+            out[name] = EdgeSeries(t_ns[start : start + n], level[start : start + n])
         start += n
     if start != len(table):
         raise ValueError(f"the file holds {len(table)} rows, its metadata lists {start}")

@@ -1,0 +1,122 @@
+"""Matrix keys a benchmark understands: how a value is read from a campaign, checked and shown.
+
+A benchmark declares its keys as Params; the campaign turns every key of a [matrix] table into
+an axis (a list) or a fixed value, reading each value with the Param's parser so that a bad value
+is a one-line error naming file, key and the fix. Values are stored canonical (int ns for a
+duration, int bytes for a size, str for a name) so cell identities do not depend on spelling.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from jitterlab.errors import UserError
+from jitterlab.registry import Registry
+from jitterlab.units import format_ns, parse_duration_ns
+
+ParamValue = str | int | float | bool
+Parser = Callable[[object, str], ParamValue]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One matrix key. `default` None means the key is required."""
+
+    name: str
+    help: str
+    parse: Parser
+    example: str
+    default: ParamValue | None = None
+    show: Callable[[ParamValue], str] = str
+
+
+def duration(lo_ns: int = 1, hi_ns: int | None = None) -> Parser:
+    def parse(value: object, where: str) -> ParamValue:
+        ns = parse_duration_ns(value, where)
+        _in_range(ns, lo_ns, hi_ns, where, format_ns)
+        return ns
+
+    return parse
+
+
+def integer(lo: int, hi: int | None = None) -> Parser:
+    def parse(value: object, where: str) -> ParamValue:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"{where}: expected a whole number, got {value!r}")
+        _in_range(value, lo, hi, where, str)
+        return value
+
+    return parse
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgKMG]i?[bB]?|[bB])?\s*$")
+_SIZE_FACTOR = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def size(lo: int = 1, hi: int | None = None) -> Parser:
+    """Bytes: 64, "4k", "16MiB", "1G" (binary multiples)."""
+
+    def parse(value: object, where: str) -> ParamValue:
+        match = _SIZE.match(str(value)) if not isinstance(value, bool) else None
+        if match is None:
+            raise UserError(f'{where}: cannot read size {value!r}; write bytes like 64, "4k", "16M"')
+        n = int(match.group(1)) * _SIZE_FACTOR[(match.group(2) or "")[:1].lower()]
+        _in_range(n, lo, hi, where, format_size)
+        return n
+
+    return parse
+
+
+def format_size(n: ParamValue) -> str:
+    n = int(n)
+    for unit, factor in (("G", 1 << 30), ("M", 1 << 20), ("k", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return f"{n}B" if n < 1024 else str(n)
+
+
+def choice(*names: str) -> Parser:
+    def parse(value: object, where: str) -> ParamValue:
+        if value not in names:
+            import difflib
+
+            close = difflib.get_close_matches(str(value), names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UserError(f"{where}: unknown value {value!r}; {hint}known: {', '.join(names)}")
+        return str(value)
+
+    return parse
+
+
+def registered(registry: Registry) -> Parser:
+    def parse(value: object, where: str) -> ParamValue:
+        if not isinstance(value, str):
+            raise UserError(f"{where}: expected a name (a string), got {value!r}")
+        registry.get(value, where)
+        return value
+
+    return parse
+
+
+def boolean(value: object, where: str) -> ParamValue:
+    if not isinstance(value, bool):
+        raise UserError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+def text(value: object, where: str) -> ParamValue:
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _in_range(n: int, lo: int, hi: int | None, where: str, show: Callable[[int], str]) -> None:
+    if n < lo or (hi is not None and n > hi):
+        bound = f"between {show(lo)} and {show(hi)}" if hi is not None else f">= {show(lo)}"
+        raise UserError(f"{where}: {show(n)} is out of range; give a value {bound}")
+
+
+def by_name(params: Sequence[Param]) -> dict[str, Param]:
+    return {p.name: p for p in params}
