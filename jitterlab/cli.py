@@ -125,10 +125,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.campaign import load_campaign
-    from jitterlab.report.terminal import summary_table
+    from jitterlab.report.standard import run_label
+    from jitterlab.report.terminal import summary_tables
     from jitterlab.runner import Runner, estimate_s, open_targets
     from jitterlab.store.catalog import Store
-    from jitterlab.units import format_duration_s, format_ns
+    from jitterlab.units import format_duration_s
 
     out = Console()
     campaign = load_campaign(args.campaign)
@@ -178,11 +179,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             runner.notice = lambda target, message: out.print(f"[yellow]{target}[/]: {message}")
             outcome = runner.execute(sessions, campaign_id)
         runs = store.runs(campaign_id)
-        if runs:
-            out.print(summary_table(runs, f"{campaign.name}: max relative period error"))
+        for table in summary_tables(runs, campaign.name):
+            out.print(table)
         failed = [r for r in runs if r.status != "ok"]
         for r in failed[:10]:
-            out.print(f"[red]{r.status}[/] {r.id} {r.impl} {format_ns(r.period_ns)} {r.load}: {r.error}")
+            out.print(f"[red]{r.status}[/] {r.id} {r.target} {run_label(r)}: {r.error}")
         if len(failed) > 10:
             out.print(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})")
         out.print(
@@ -255,7 +256,7 @@ class _sigterm_as_interrupt:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from jitterlab.report.terminal import run_detail, runs_table, summary_table
+    from jitterlab.report.terminal import run_detail, runs_table, summary_tables
     from jitterlab.store.catalog import Store
 
     out = Console()
@@ -286,8 +287,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             raise UserError(f"--campaign {args.campaign!r}: not in {store.root}; campaigns there: {known}")
         runs = store.runs(campaign["id"])
         out.print(runs_table(runs))
-        if runs:
-            out.print(summary_table(runs, f"{campaign['name']}: max relative period error"))
+        for table in summary_tables(runs, campaign["name"]):
+            out.print(table)
         for run_id, w in store.warnings(campaign["id"]):
             if run_id is None:
                 out.print(f"[yellow]warning[/]: {w.message} — {w.remedy}")

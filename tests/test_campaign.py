@@ -156,3 +156,63 @@ def test_bad_cpu_placement(tmp_path, cpus, expected):
     text = GOOD.replace('image = "1.10"', f'image = "1.10"\n[campaign.cpus]\n{cpus}')
     with pytest.raises(UserError, match=expected):
         load_campaign(write(tmp_path, text))
+
+
+TWO_MATRICES = """
+[campaign]
+name = "t"
+[[matrix]]
+benchmark = "squarewave"
+impl = "c-fifo"
+period = ["10ms", "1ms"]
+[[matrix]]
+benchmark = "squarewave"
+impl = "python"
+period = "10ms"
+probe = "self"
+load = ["idle", "cpu"]
+"""
+
+
+def test_several_matrix_tables_add_up(tmp_path):
+    campaign = load_campaign(write(tmp_path, TWO_MATRICES))
+    assert [(c.impl, c.period_ns, c.load, c.probe) for c in campaign.cells] == [
+        ("c-fifo", 10_000_000, "idle", "vpin"),
+        ("c-fifo", 1_000_000, "idle", "vpin"),
+        ("python", 10_000_000, "idle", "self"),
+        ("python", 10_000_000, "cpu", "self"),
+    ]
+    # params are canonical: the same cell spelled "10ms" or "10000us" has one identity
+    assert campaign.cells[0].param("period") == 10_000_000
+    assert campaign.cells[0].key.startswith("target=local benchmark=squarewave load=idle impl=c-fifo")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (TWO_MATRICES.replace('impl = "python"', 'impl = "c-fifo"').replace('probe = "self"\n', ""),
+         "two [[matrix]] tables give the same cell"),
+        (TWO_MATRICES.replace('impl = "python"', 'imp = "python"'),
+         "matrix[1].imp: unknown key for benchmark 'squarewave'; did you mean 'impl'?"),
+        (TWO_MATRICES.replace('period = "10ms"\nprobe', 'probe'),
+         "matrix[1].period: missing; benchmark 'squarewave' needs it"),
+        (TWO_MATRICES.replace('period = "10ms"\nprobe', 'period = "ten"\nprobe'),
+         "matrix[1].period"),
+        (TWO_MATRICES.replace('benchmark = "squarewave"\nimpl = "python"', 'benchmark = "squarewav"'),
+         "matrix[1].benchmark: unknown benchmark 'squarewav'; did you mean 'squarewave'?"),
+        ('[campaign]\nname = "t"\nmatrix = 3\n', "campaign.matrix: unknown key"),
+        ('[campaign]\nname = "t"\n[[matrix]]\n', "matrix[0].impl: missing"),
+    ],
+)
+def test_bad_matrix_tables(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as info:
+        load_campaign(path)
+    assert str(info.value).startswith(str(path))
+    assert expected in str(info.value)
+
+
+def test_exclude_uses_the_benchmark_parser(tmp_path):
+    text = TWO_MATRICES + '[[exclude]]\nperiod = "1000us"\n'
+    campaign = load_campaign(write(tmp_path, text))
+    assert all(c.period_ns != 1_000_000 for c in campaign.cells)

@@ -13,6 +13,7 @@ import numpy as np
 from jitterlab.errors import RunFailed
 from jitterlab.records import Metric
 
+HISTOGRAM_UNIT = "count per 1us bucket"  # unit of a Samples series that holds histogram counts
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p999": 0.999, "p9999": 0.9999}
 BUCKET_NS = 1000
 
@@ -85,6 +86,14 @@ def histogram(samples_ns: np.ndarray, n_buckets: int) -> tuple[np.ndarray, int]:
     buckets = np.asarray(samples_ns, dtype=np.int64) // BUCKET_NS
     counts = np.bincount(np.clip(buckets, 0, n_buckets), minlength=n_buckets + 1)
     return counts[:n_buckets], int(counts[n_buckets])
+
+
+def histogram_samples(counts: np.ndarray, limit: int = 10_000_000) -> np.ndarray:
+    """The samples (ns, bucket starts) a histogram stands for, for drawing; at most `limit`."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.sum() > limit:
+        counts = np.ceil(counts * (limit / counts.sum())).astype(np.int64)
+    return np.repeat(np.arange(len(counts), dtype=np.int64) * BUCKET_NS, counts)
 
 
 def _metrics(values: dict[str, float], n: int, prefix: str, probe: str) -> list[Metric]:

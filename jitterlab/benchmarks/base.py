@@ -54,6 +54,8 @@ class Measurement:
 class Benchmark(Protocol):
     params: tuple[Param, ...]
     """The matrix keys this benchmark understands besides target, benchmark and load."""
+    headline: tuple[str, ...]
+    """The metrics a summary shows first (the report's tables and bar charts), most important first."""
 
     def tools(self, cell: Cell) -> dict[str, str]:
         """Commands the cell needs on the target -> the Debian package that has them."""
@@ -84,6 +86,7 @@ class BenchmarkBase:
     """Defaults for the optional parts of the Benchmark protocol."""
 
     params: tuple[Param, ...] = ()
+    headline: tuple[str, ...] = ()
 
     def tools(self, cell: Cell) -> dict[str, str]:
         return {}

@@ -32,6 +32,8 @@ class Squarewave(BenchmarkBase):
         Param("pin", "where the wave goes", registered(PINS), '"vpin"', default="vpin"),
     )
 
+    headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
+
     def needs_rt(self, cell) -> bool:
         return IMPLS.get(cell.impl, "matrix.impl").realtime
 

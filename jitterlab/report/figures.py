@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
 from jitterlab.analysis.compare import Comparison, cell_text
+from jitterlab.report.standard import BenchmarkSummary
 from jitterlab.store.catalog import RunRecord
 from jitterlab.store.raw import EdgeSeries
 
@@ -169,6 +170,54 @@ def compare_figure(comparison: Comparison, metrics: list[str] | None = None) -> 
                  "(green better, red worse, blue no significant change)", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+def bars_figure(summary: BenchmarkSummary, metric: str) -> Figure:
+    """One horizontal bar per cell: the median of `metric` over repetitions, whiskers min-max,
+    × for a cell without a value."""
+    cells = summary.cells[:_MAX_BARS * 2]
+    fig = Figure(figsize=(7, 0.8 + 0.32 * max(len(cells), 1)), layout="constrained")
+    ax = fig.subplots()
+    unit = next((c.values[metric].unit for c in cells if metric in c.values), "")
+    scale, shown_unit = (1e3, "µs") if unit == "ns" else (1.0, unit)
+    y = np.arange(len(cells))
+    for i, cell in enumerate(cells):
+        v = cell.values.get(metric)
+        if v is None:
+            ax.plot([0], [i], "x", color="C3", ms=8, mew=2)
+            ax.annotate(f" {cell.status}", (0, i), va="center", fontsize=7, color="C3")
+            continue
+        med, lo, hi = v.median / scale, v.low / scale, v.high / scale
+        ax.barh(i, med, color="C0", alpha=0.8)
+        ax.errorbar(med, i, xerr=[[med - lo], [hi - med]], fmt="none", ecolor="black", lw=1, capsize=3)
+    ax.set_yticks(y, [c.name for c in cells], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{metric} [{shown_unit}]" if shown_unit else metric)
+    ax.set_title(f"{summary.benchmark}: median over repetitions (whiskers: min-max)", fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+def distribution_figure(samples_ns: dict[str, np.ndarray], title: str) -> Figure:
+    """Latency distributions (1 µs bins, log count), one step line per run: OSADL-style."""
+    fig = Figure(figsize=(7, 3.4), layout="constrained")
+    ax = fig.subplots()
+    nonempty = {k: v for k, v in samples_ns.items() if len(v)}
+    if nonempty:
+        hi_us = max(float(np.max(v)) for v in nonempty.values()) / 1e3
+        edges = np.arange(0, np.ceil(hi_us) + 2)
+        if len(edges) > 2001:  # very long tails: coarser bins keep the figure readable
+            edges = np.linspace(0, np.ceil(hi_us) + 1, 2001)
+        for i, (name, values) in enumerate(nonempty.items()):
+            ax.hist(values / 1e3, bins=edges, histtype="step", color=f"C{i % 10}", lw=1.1,
+                    label=f"{name} ({len(values)})")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    ax.set_xlabel("latency [µs]")
+    ax.set_ylabel("samples")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
     return fig
 
 

@@ -14,15 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
+import numpy as np
 
 from jitterlab import __version__
 from jitterlab.analysis.compare import Comparison, cell_text, compare, label_pairs
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope
+from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_samples
 from jitterlab.errors import UserError
 from jitterlab.records import Warning_
 from jitterlab.report import figures
+from jitterlab.report.standard import format_value, run_label, summarize
 from jitterlab.store.catalog import RunRecord, Store
-from jitterlab.store.raw import EdgeSeries, blind_spans, read_raw
+from jitterlab.store.raw import EdgeSeries, Samples, blind_spans, read_raw
 from jitterlab.units import format_ns
 
 HEADLINE = figures.HEADLINE
@@ -106,6 +109,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         "bias": _bias_rows(square),
         "targets": _targets(store, runs),
         "warnings": _warnings(store, chosen, runs),
+        "standard": _standard(store, runs, max_run_figures, emit, report.skipped),
         "comparisons": _comparisons(runs, emit, report.skipped),
         "failed": [{"id": r.id, "cell": _cell_label(r), "status": r.status, "error": r.error or ""}
                    for r in runs if r.status != "ok"],
@@ -137,7 +141,58 @@ def _pct(value: float | None) -> str:
 
 
 def _cell_label(r: RunRecord) -> str:
-    return f"{r.target} {r.impl} {r.load} {format_ns(r.period_ns)} {r.probe}"
+    return f"{r.target} {run_label(r)}"
+
+
+def _standard(store: Store, runs: list[RunRecord], limit: int, emit, skipped: list[str]) -> list[dict]:
+    """A table, a bar chart of the first headline metric and the latency distributions of every
+    benchmark but squarewave."""
+    out = []
+    for bench in summarize(runs):
+        rows = [{"cell": c.name, "status": c.status, "errors": c.errors,
+                 "shown": [_value_text(c.values.get(m)) for m in bench.columns]} for c in bench.cells]
+        bars = None
+        if bench.columns:
+            bars = emit(figures.bars_figure(bench, bench.columns[0]), f"{bench.benchmark}_{bench.columns[0]}")
+        distribution = _distribution(store, bench, limit, emit, skipped)
+        out.append({"benchmark": bench.benchmark, "columns": bench.columns, "rows": rows, "bars": bars,
+                    "distribution": distribution})
+    return out
+
+
+def _value_text(v) -> str:
+    if v is None:
+        return "—"
+    text = format_value(v.median, v.unit)
+    if v.n > 1 and v.high != v.low:
+        text += f" ({format_value(v.low, v.unit)} – {format_value(v.high, v.unit)})"
+    return text
+
+
+def _distribution(store: Store, bench, limit: int, emit, skipped: list[str]) -> str | None:
+    """Latency samples (or 1 µs histograms) of one run per cell, drawn together."""
+    samples: dict[str, np.ndarray] = {}
+    for cell in bench.cells:
+        ok = [r for r in cell.runs if r.status == "ok" and r.raw_path]
+        if not ok:
+            continue
+        if len(samples) >= limit:
+            skipped.append(f"{bench.benchmark}: latency distributions of more than {limit} cells")
+            break
+        run = ok[-1]
+        try:
+            series = read_raw(store.root / run.raw_path, run.raw_sha256)
+        except UserError as exc:
+            skipped.append(f"run {run.id} ({_cell_label(run)}): {exc}")
+            continue
+        parts = [s.values if s.unit == "ns" else histogram_samples(s.values)
+                 for s in series.values() if isinstance(s, Samples) and s.unit in ("ns", HISTOGRAM_UNIT)]
+        if parts:
+            samples[cell.name] = np.concatenate(parts)
+    if not samples:
+        return None
+    title = f"{bench.benchmark}: latency distribution of one run per cell"
+    return emit(figures.distribution_figure(samples, title), f"{bench.benchmark}_distribution")
 
 
 def _cells(runs: list[RunRecord]) -> dict[tuple, list[RunRecord]]:
@@ -294,8 +349,8 @@ def _comparisons(runs: list[RunRecord], emit, skipped: list[str]) -> list[dict]:
         except UserError as exc:
             skipped.append(f"comparison {cand} vs {base}: {exc}")
             continue
-        headline = [r for r in result.rows if r.metric in COMPARE_METRICS
-                    or r.metric.startswith("load_")]
+        wanted = set(COMPARE_METRICS) | {m for b in summarize(runs) for m in b.columns[:2]}
+        headline = [r for r in result.rows if r.metric in wanted or r.metric.startswith("load_")]
         result.rows = headline
         out.append({
             "title": f"{cand} vs {base}",

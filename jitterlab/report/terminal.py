@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from rich.table import Table
 
+from jitterlab.report.standard import format_value, headline_value, run_label, summarize
 from jitterlab.store.catalog import RunRecord
 from jitterlab.units import format_ns
 
@@ -69,43 +70,59 @@ def runs_table(runs: list[RunRecord]) -> Table:
     columns = [
         ("run", "left"),
         ("target", "left"),
-        ("impl", "left"),
-        ("load", "left"),
-        ("period", "right"),
-        ("probe", "left"),
+        ("cell", "left"),
         ("rep", "right"),
         ("status", "left"),
-        ("max err", "right"),
+        ("headline", "right"),
         ("excluded", "right"),
         ("why", "left"),
     ]
+    any_excluded = any(r.metric("excluded_periods") is not None for r in runs)
     for name, justify in columns:
-        if (name == "target" and not multi_target) or (name == "why" and not any_error):
+        if (
+            (name == "target" and not multi_target)
+            or (name == "why" and not any_error)
+            or (name == "excluded" and not any_excluded)
+        ):
             continue
         table.add_column(name, justify=justify, no_wrap=name != "why")  # type: ignore[arg-type]
     for r in runs:
-        value = r.metric(HEADLINE)
         excluded = r.metric("excluded_periods")
         status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
-        row = [
-            r.id,
-            r.target,
-            r.impl,
-            r.load,
-            format_ns(r.period_ns),
-            r.probe,
-            str(r.repetition + 1),
-            status,
-            percent(value) if value is not None else "",
-            f"{excluded:.0f}" if excluded is not None else "",
-            (r.error or "")[:120],
-        ]
-        if not multi_target:
-            row.pop(1)
-        if not any_error:
-            row.pop()
-        table.add_row(*row)
+        value = r.metric(HEADLINE)
+        row = {
+            "run": r.id,
+            "target": r.target,
+            "cell": run_label(r),
+            "rep": str(r.repetition + 1),
+            "status": status,
+            "headline": percent(value) if value is not None else headline_value(r),
+            "excluded": f"{excluded:.0f}" if excluded is not None else "",
+            "why": (r.error or "")[:120],
+        }
+        table.add_row(*(row[c.header] for c in table.columns))  # type: ignore[index]
     return table
+
+
+def summary_tables(runs: list[RunRecord], campaign: str) -> list[Table]:
+    """The squarewave summary (when there are squarewave runs) and one table per other benchmark."""
+    tables = []
+    square = [r for r in runs if r.benchmark == "squarewave"]
+    if square:
+        tables.append(summary_table(square, f"{campaign}: max relative period error"))
+    for bench in summarize(runs):
+        table = Table(title=f"{campaign}: {bench.benchmark}", caption="median over repetitions")
+        for name in ("cell", "runs", *bench.columns):
+            table.add_column(name, justify="left" if name == "cell" else "right")
+        for cell in bench.cells:
+            values = [
+                format_value(v.median, v.unit) if (v := cell.values.get(c)) else "—" for c in bench.columns
+            ]
+            ok = sum(r.status == "ok" for r in cell.runs)
+            runs_text = f"{ok}/{len(cell.runs)}" if ok == len(cell.runs) else f"[red]{cell.status}[/]"
+            table.add_row(cell.name, runs_text, *values)
+        tables.append(table)
+    return tables
 
 
 def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
@@ -119,6 +136,7 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
         ("error", run.error or ""),
         ("labels", ", ".join(f"{k}={v}" for k, v in run.labels.items())),
         ("raw", f"{run.raw_path} (sha256 {run.raw_sha256[:16]}…)" if run.raw_path else ""),
+        ("attachments", ", ".join(run.attachments.values())),
         ("wall time", f"{run.wall_s:.2f} s"),
         ("kernel", f"{sysinfo.get('kernel_release', '?')} {sysinfo.get('preemption', '')}".strip()),
     ):

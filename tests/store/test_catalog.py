@@ -109,3 +109,71 @@ def test_garbage_file_refused(tmp_path):
     (tmp_path / "results.sqlite").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(UserError, match="not a jitterlab results database"):
         Store(tmp_path)
+
+
+def test_directions_attachments_and_unavailable_status(tmp_path):
+    store = Store(tmp_path)
+    cid = store.new_campaign("c", "fp", "c.toml", "", {})
+    run = record(cid)
+    run = RunRecord(
+        **{
+            **run.__dict__,
+            "status": "unavailable",
+            "error": "no systemd",
+            "metrics": {("", "events_per_s"): Metric("events_per_s", 5.0, "1/s", "", "higher")},
+            "attachments": store.write_attachments(run.id, {"tool output.txt": b"garbled\n"}),
+        }
+    )
+    store.commit_run(run)
+    [back] = store.runs(cid)
+    assert back.status == "unavailable"
+    assert back.metrics[("", "events_per_s")].direction == "higher"
+    assert back.attachments == {"tool output.txt": "attachments/r1/tool_output.txt"}
+    assert (tmp_path / back.attachments["tool output.txt"]).read_bytes() == b"garbled\n"
+
+
+def test_schema_1_store_is_migrated_in_place(tmp_path):
+    """A store written by schema 1 (no directions, no attachments, no 'unavailable') opens,
+    keeps its runs and metrics, and accepts the new things."""
+    db = tmp_path / "results.sqlite"
+    con = sqlite3.connect(db)
+    v1 = """
+    CREATE TABLE schema_version (version INTEGER NOT NULL);
+    CREATE TABLE campaigns (id INTEGER PRIMARY KEY, name TEXT NOT NULL, fingerprint TEXT NOT NULL,
+        source_path TEXT NOT NULL, source TEXT NOT NULL, labels_json TEXT NOT NULL,
+        created_ns INTEGER NOT NULL, jitterlab_version TEXT NOT NULL);
+    CREATE TABLE sysinfo (id INTEGER PRIMARY KEY, campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        target TEXT NOT NULL, taken_ns INTEGER NOT NULL, json TEXT NOT NULL);
+    CREATE TABLE runs (id TEXT PRIMARY KEY, campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        cell_key TEXT NOT NULL, repetition INTEGER NOT NULL, target TEXT NOT NULL, benchmark TEXT NOT NULL,
+        impl TEXT NOT NULL, load TEXT NOT NULL, period_ns INTEGER NOT NULL, probe TEXT NOT NULL,
+        pin TEXT NOT NULL, params_json TEXT NOT NULL, labels_json TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unmeasurable')),
+        error TEXT, started_ns INTEGER NOT NULL, wall_s REAL NOT NULL, raw_path TEXT, raw_sha256 TEXT,
+        sysinfo_id INTEGER REFERENCES sysinfo(id), UNIQUE (campaign_id, cell_key, repetition));
+    CREATE TABLE metrics (run_id TEXT NOT NULL REFERENCES runs(id), probe TEXT NOT NULL,
+        name TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL, PRIMARY KEY (run_id, probe, name));
+    CREATE TABLE warnings (id INTEGER PRIMARY KEY, campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        run_id TEXT REFERENCES runs(id), target TEXT, message TEXT NOT NULL, remedy TEXT NOT NULL);
+    CREATE INDEX runs_campaign ON runs(campaign_id);
+    INSERT INTO schema_version VALUES (1);
+    INSERT INTO campaigns VALUES (1, 'old', 'fp', 'c.toml', '', '{}', 1, '0.1');
+    INSERT INTO runs VALUES ('old1', 1, 'k', 0, 'local', 'squarewave', 'c-fifo', 'idle', 1000000,
+        'vpin', 'vpin', '{}', '{}', 'ok', NULL, 1, 0.5, NULL, NULL, NULL);
+    INSERT INTO metrics VALUES ('old1', 'vpin', 'max_rel_period_error', 0.02, 'ratio');
+    INSERT INTO warnings VALUES (1, 1, 'old1', 'local', 'w', 'r');
+    """
+    con.executescript(v1)
+    con.close()
+    store = Store(tmp_path)
+    [old] = store.runs(1)
+    assert old.metric("max_rel_period_error") == 0.02
+    assert old.metrics[("vpin", "max_rel_period_error")].direction == ""  # left to the name table
+    assert store.warnings(1, "old1")[0][1].message == "w"
+    new = RunRecord(**{**record(1, "new1", rep=1).__dict__, "status": "unavailable", "metrics": {}})
+    store.commit_run(new)
+    store.close()
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    con.close()

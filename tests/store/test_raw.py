@@ -117,3 +117,17 @@ def test_write_is_atomic_and_leaves_no_temp_file(tmp_path, series, monkeypatch):
     new = write_raw(path, series)  # replacing an existing file works too
     assert new != old and list(read_raw(path, new)) == list(series)
     assert [p.name for p in tmp_path.iterdir()] == ["3.parquet"]
+
+
+def test_samples_round_trip_beside_edges(tmp_path):
+    from jitterlab.store.raw import Samples
+
+    rtt = np.array([51_000, 48_500, 1_200_000, 50_100], dtype=np.int64)
+    path = tmp_path / "r.parquet"
+    write_raw(path, {"rtt": Samples(rtt, "ns"), "edges": EdgeSeries([1, 2, 3], [1, 0, 1]),
+                     "empty": Samples([], "ns")})
+    back = read_raw(path)
+    assert isinstance(back["rtt"], Samples) and back["rtt"].unit == "ns"
+    assert back["rtt"].values.tolist() == rtt.tolist()
+    assert isinstance(back["edges"], EdgeSeries) and back["edges"].t_ns.tolist() == [1, 2, 3]
+    assert len(back["empty"]) == 0

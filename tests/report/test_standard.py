@@ -1,0 +1,96 @@
+"""Reports of the standard benchmarks from a synthetic store with exactly known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+
+from jitterlab.analysis.compare import Selector, compare
+from jitterlab.analysis.latency import latency_metrics
+from jitterlab.records import Metric
+from jitterlab.report.html import render
+from jitterlab.report.standard import summarize
+from jitterlab.report.terminal import runs_table, summary_tables
+from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.raw import Samples, write_raw
+
+BENCH = "latency-fixture"  # not registered: the summary falls back to the graded metrics
+
+
+def _store(root) -> Store:
+    store = Store(root)
+    cid = store.new_campaign("std", "fp", "c.toml", "", {})
+    for policy, base_us in (("other", 50), ("fifo", 10)):
+        for rep in range(4):
+            rtt = (np.arange(1, 101) + base_us + rep) * 1000  # ns; p50 = (50 + base + rep) us
+            run_id = f"{policy}{rep}"
+            raw = f"raw/{run_id}.parquet"
+            sha = write_raw(store.root / raw, {"rtt": Samples(rtt, "ns")})
+            metrics = [*latency_metrics(rtt, prefix="rtt"), Metric("messages", 100.0, "count", "", "none")]
+            store.commit_run(
+                RunRecord(
+                    id=run_id, campaign_id=cid, cell_key=f"{policy}", repetition=rep, target="local",
+                    benchmark=BENCH, impl="", load="idle", period_ns=0, probe="", pin="",
+                    params={"cell": {"size": 64, "policy": policy}}, labels={}, status="ok", error=None,
+                    started_ns=rep, wall_s=1.0, raw_path=raw, raw_sha256=sha, sysinfo_id=None,
+                    metrics={(m.probe, m.name): m for m in metrics},
+                )
+            )
+    store.commit_run(
+        RunRecord(
+            id="dl0", campaign_id=cid, cell_key="deadline", repetition=0, target="local", benchmark=BENCH,
+            impl="", load="idle", period_ns=0, probe="", pin="",
+            params={"cell": {"size": 64, "policy": "deadline"}}, labels={}, status="failed",
+            error="SCHED_DEADLINE refused by the kernel", started_ns=9, wall_s=1.0, raw_path=None,
+            raw_sha256=None, sysinfo_id=None, metrics={},
+        )
+    )
+    return store
+
+
+def test_summary_medians_and_columns(tmp_path):
+    store = _store(tmp_path)
+    [bench] = summarize(store.runs())
+    assert bench.benchmark == BENCH
+    # graded metrics only ("messages" and "rtt_samples" describe, they do not grade)
+    assert "messages" not in bench.columns and "rtt_samples" not in bench.columns
+    assert "rtt_p50_ns" in bench.columns
+    cells = {c.params: c for c in bench.cells}
+    fifo = cells["policy=fifo size=64"].values["rtt_p50_ns"]
+    # reps 0..3 give p50 = 60, 61, 62, 63 us: median 61.5 us, spread 60-63 us
+    assert (fifo.median, fifo.low, fifo.high, fifo.n) == (61_500, 60_000, 63_000, 4)
+    assert cells["policy=deadline size=64"].values == {}
+    assert cells["policy=deadline size=64"].errors == ["SCHED_DEADLINE refused by the kernel"]
+
+
+def test_terminal_tables(tmp_path):
+    store = _store(tmp_path)
+    console = Console(record=True, width=200)
+    for table in summary_tables(store.runs(), "std"):
+        console.print(table)
+    console.print(runs_table(store.runs()))
+    text = console.export_text()
+    assert f"std: {BENCH}" in text
+    assert "policy=fifo size=64" in text and "61.5us" in text.replace(" ", "")
+    assert "SCHED_DEADLINE refused" in text
+    assert "max relative period error" not in text  # no squarewave runs, no squarewave table
+
+
+def test_html_section_with_figures(tmp_path):
+    store = _store(tmp_path / "s")
+    report = render(store, tmp_path / "r.html", figure_files=False)
+    html = report.path.read_text()
+    assert f'id="bench-{BENCH}"' in html
+    assert f'data-figure="bars" data-benchmark="{BENCH}"' in html
+    assert f'data-figure="distribution" data-benchmark="{BENCH}"' in html
+    assert "policy=other size=64" in html and "SCHED_DEADLINE refused by the kernel" in html
+
+
+def test_compare_by_cell_parameter(tmp_path):
+    store = _store(tmp_path)
+    result = compare(store.runs(), Selector("policy", "other"), Selector("policy", "fifo"))
+    row = next(r for r in result.rows if r.metric == "rtt_p50_ns")
+    # other: p50 = 100..103 us (median 101.5), fifo: 60..63 us (median 61.5); lower is better
+    assert row.median_baseline == 101_500 and row.median_candidate == 61_500
+    assert row.direction == "lower" and row.verdict == "better"
+    assert next(r for r in result.rows if r.metric == "messages").direction == "none"
