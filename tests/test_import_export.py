@@ -139,7 +139,7 @@ def test_export_csv_json_parquet(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert [r["labels"]["image"] for r in doc["runs"]] == ["1.10", "1.11"]
     m = doc["runs"][0]["metrics"]["import.max_rel_period_error"]
-    assert m == {"value": EXPECTED["max_rel_period_error"], "unit": "ratio"}
+    assert m == {"value": EXPECTED["max_rel_period_error"], "unit": "ratio", "direction": "lower"}
     assert run_cli(["export", "--format", "csv", "--results", results, "-o",
                     str(tmp_path / "x.csv")]) == 0
     header, *rows = (tmp_path / "x.csv").read_text().splitlines()

@@ -2,8 +2,10 @@
 
 CSV and JSON hold one row/object per run; metric columns are `<probe>.<name>` (units in JSON,
 and in `metrics.parquet`). Parquet writes a directory: runs.parquet (wide, as CSV),
-metrics.parquet (long: run_id, probe, name, value, unit) and raw.parquet (every raw series,
-with run_id and series columns).
+metrics.parquet (long: run_id, probe, name, value, unit, direction), raw.parquet (every edge
+series, with run_id and series columns) and samples.parquet (every sample series: run_id, series,
+value, unit). The cell's parameters are columns `param.<key>`; metric directions (lower/higher is
+better, or none) are in JSON and metrics.parquet.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from jitterlab.analysis.compare import direction
 from jitterlab.errors import UserError
 from jitterlab.store.catalog import RunRecord, Store
-from jitterlab.store.raw import read_raw
+from jitterlab.store.raw import Samples, read_raw
 
 FORMATS = ("csv", "json", "parquet")
 SYSINFO_SUMMARY = ("hostname", "kernel_release", "preemption", "cpu_model", "n_cpus",
@@ -34,14 +37,18 @@ def _rows(store: Store, runs: list[RunRecord]) -> list[dict]:
     rows = []
     for r in runs:
         row = {f: (names.get(r.campaign_id) if f == "campaign" else getattr(r, f)) for f in _FIELDS}
-        row["params"] = r.params
+        row["cell"] = r.params.get("cell", {})
+        row["params"] = {k: v for k, v in r.params.items() if k != "cell"}
         row["labels"] = r.labels
         if r.sysinfo_id is not None and r.sysinfo_id not in cache:
             info = store.sysinfo(r.sysinfo_id)
             cache[r.sysinfo_id] = {k: info.get(k) for k in SYSINFO_SUMMARY}
         row["sysinfo"] = cache.get(r.sysinfo_id, {})
-        row["metrics"] = {f"{m.probe}.{m.name}" if m.probe else m.name: {"value": m.value, "unit": m.unit}
-                          for m in r.metrics.values()}
+        row["metrics"] = {
+            f"{m.probe}.{m.name}" if m.probe else m.name: {"value": m.value, "unit": m.unit,
+                                                           "direction": m.direction or direction(m.name)}
+            for m in r.metrics.values()
+        }
         rows.append(row)
     return rows
 
@@ -50,7 +57,8 @@ def _flat(rows: list[dict]) -> tuple[list[str], list[dict]]:
     """Wide rows: params/labels/sysinfo as `params.x`, `label.x`, `sysinfo.x`; metrics by name."""
     flat = []
     for row in rows:
-        out = {k: v for k, v in row.items() if k not in ("params", "labels", "sysinfo", "metrics")}
+        out = {k: v for k, v in row.items() if k not in ("cell", "params", "labels", "sysinfo", "metrics")}
+        out.update({f"param.{k}": v for k, v in row["cell"].items()})
         out.update({f"params.{k}": json.dumps(v) if isinstance(v, dict | list) else v
                     for k, v in row["params"].items()})
         out.update({f"label.{k}": v for k, v in row["labels"].items()})
@@ -58,7 +66,8 @@ def _flat(rows: list[dict]) -> tuple[list[str], list[dict]]:
         out.update({k: m["value"] for k, m in row["metrics"].items()})
         flat.append(out)
     keys = {k for r in flat for k in r} - set(_FIELDS)
-    grouped = [sorted(k for k in keys if k.startswith(p)) for p in ("params.", "label.", "sysinfo.")]
+    grouped = [sorted(k for k in keys if k.startswith(p))
+               for p in ("param.", "params.", "label.", "sysinfo.")]
     rest = sorted(keys - {k for g in grouped for k in g})  # the metrics
     columns = [*_FIELDS, *(k for g in grouped for k in g), *rest]
     return columns, flat
@@ -96,16 +105,18 @@ def _parquet(store: Store, runs: list[RunRecord], rows: list[dict], out: Path) -
     columns, flat = _flat(rows)
     table = pa.table({c: pa.array([_scalar(r.get(c)) for r in flat]) for c in columns})
     pq.write_table(table, out / "runs.parquet", compression="zstd")
-    metrics = [(r.id, m.probe, m.name, m.value, m.unit) for r in runs for m in r.metrics.values()]
+    metrics = [(r.id, m.probe, m.name, m.value, m.unit, m.direction or direction(m.name))
+               for r in runs for m in r.metrics.values()]
     pq.write_table(pa.table({k: pa.array(list(v), type=t) for k, v, t in zip(
-        ("run_id", "probe", "name", "value", "unit"), zip(*metrics, strict=True) if metrics
-        else ([],) * 5, (pa.string(), pa.string(), pa.string(), pa.float64(), pa.string()),
+        ("run_id", "probe", "name", "value", "unit", "direction"), zip(*metrics, strict=True) if metrics
+        else ([],) * 6, (pa.string(), pa.string(), pa.string(), pa.float64(), pa.string(), pa.string()),
         strict=True)}), out / "metrics.parquet", compression="zstd")
-    writer = None
-    schema = pa.schema([("run_id", pa.string()), ("series", pa.string()), ("t_ns", pa.int64()),
-                        ("level", pa.uint8())])
-    try:
-        writer = pq.ParquetWriter(out / "raw.parquet", schema, compression="zstd")
+    edges = pa.schema([("run_id", pa.string()), ("series", pa.string()), ("t_ns", pa.int64()),
+                       ("level", pa.uint8())])
+    samples = pa.schema([("run_id", pa.string()), ("series", pa.string()), ("value", pa.int64()),
+                         ("unit", pa.string())])
+    with (pq.ParquetWriter(out / "raw.parquet", edges, compression="zstd") as edge_writer,
+          pq.ParquetWriter(out / "samples.parquet", samples, compression="zstd") as sample_writer):
         for r in runs:
             if not r.raw_path:
                 continue
@@ -114,11 +125,13 @@ def _parquet(store: Store, runs: list[RunRecord], rows: list[dict], out: Path) -
             except UserError as exc:
                 raise UserError(f"run {r.id}: {exc}") from None
             for name, s in series.items():
-                writer.write_table(pa.table({"run_id": [r.id] * len(s), "series": [name] * len(s),
-                                             "t_ns": s.t_ns, "level": s.level}, schema=schema))
-    finally:
-        if writer is not None:
-            writer.close()
+                head = {"run_id": [r.id] * len(s), "series": [name] * len(s)}
+                if isinstance(s, Samples):
+                    sample_writer.write_table(pa.table(
+                        {**head, "value": s.values, "unit": [s.unit] * len(s)}, schema=samples))
+                else:
+                    edge_writer.write_table(pa.table(
+                        {**head, "t_ns": s.t_ns, "level": s.level}, schema=edges))
 
 
 def _scalar(value):

@@ -94,3 +94,24 @@ def test_compare_by_cell_parameter(tmp_path):
     assert row.median_baseline == 101_500 and row.median_candidate == 61_500
     assert row.direction == "lower" and row.verdict == "better"
     assert next(r for r in result.rows if r.metric == "messages").direction == "none"
+
+
+def test_export_has_cell_parameters_directions_and_samples(tmp_path):
+    import csv
+    import io
+    import json
+
+    import pyarrow.parquet as pq
+
+    from jitterlab.report.export import export
+
+    store = _store(tmp_path / "s")
+    runs = store.runs()
+    rows = list(csv.DictReader(io.StringIO(export(store, runs, "csv", None))))
+    assert {r["param.policy"] for r in rows} == {"other", "fifo", "deadline"}
+    doc = json.loads(export(store, runs, "json", None))
+    assert doc["runs"][0]["metrics"]["messages"]["direction"] == "none"
+    export(store, runs, "parquet", tmp_path / "pq")
+    samples = pq.read_table(tmp_path / "pq" / "samples.parquet")
+    assert samples.num_rows == 8 * 100 and set(samples.column("unit").to_pylist()) == {"ns"}
+    assert pq.read_table(tmp_path / "pq" / "raw.parquet").num_rows == 0
