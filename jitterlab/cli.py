@@ -118,6 +118,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
         for entry in registry:
             table.add_row(f"[bold]{entry.name}[/]", entry.help)
+            for param in getattr(entry.obj, "params", ()) if kind == "benchmarks" else ():
+                default = "required" if param.default is None else f"default {param.show(param.default)}"
+                table.add_row("", f"  [cyan]{param.name}[/] — {param.help} ({default}; e.g. {param.example})")
         out.print(table)
         out.print()
     return EXIT_OK

@@ -26,3 +26,12 @@ def test_builtin_registries_have_help():
         assert registry.names(), kind
         for entry in registry:
             assert entry.help.strip(), (kind, entry.name)
+
+
+def test_list_shows_every_benchmark_key(capsys):
+    from jitterlab.cli import main
+
+    assert main(["list"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "squarewave" in out and "period — the wave's nominal period (required" in out
+    assert "probe — how edges are observed (default vpin" in out
