@@ -33,6 +33,8 @@ bench: setup
 	$(PY) bench/probe_resolution.py
 	$(PY) bench/loads.py
 	$(PY) bench/report.py
+	$(PY) bench/parallel.py
+	$(PY) bench/fidelity.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

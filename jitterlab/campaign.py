@@ -16,6 +16,7 @@ from pathlib import Path
 from jitterlab import plugins
 from jitterlab.errors import UserError
 from jitterlab.params import ParamValue
+from jitterlab.targets.registry import check_options as check_target_options
 from jitterlab.units import parse_duration_ns
 
 _CAMPAIGN_KEYS = {
@@ -33,7 +34,8 @@ _CAMPAIGN_KEYS = {
 }
 _CPU_ROLES = ("program", "probe", "load")
 _TOP_KEYS = {"campaign", "target", "matrix", "exclude", "loads"}
-_TARGET_KEYS = {"name", "kind", "workdir"}
+# keys every [[target]] has; the others are options of its kind, checked by the kind's own check
+_TARGET_KEYS = {"name", "kind"}
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,6 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
         key = f"target[{i}]"
         if not isinstance(entry, dict):
             raise UserError(f"{where}: {key}: expected a [[target]] table")
-        _no_unknown(entry, _TARGET_KEYS, where, f"{key}.")
         kind = entry.get("kind", "local")
         plugins.TARGETS.get(kind, f"{where}: {key}.kind")
         name = entry.get("name", kind)
@@ -234,7 +235,8 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
             raise UserError(f"{where}: {key}.name: a target name is one word without '/', got {name!r}")
         if any(s.name == name for s in specs):
             raise UserError(f"{where}: {key}.name: target name {name!r} is used twice; names must differ")
-        options = {k: v for k, v in entry.items() if k not in ("name", "kind")}
+        options = {k: v for k, v in entry.items() if k not in _TARGET_KEYS}
+        check_target_options(kind, options, f"{where}: {key}")
         specs.append(TargetSpec(name=name, kind=kind, options=options))
     return tuple(specs)
 

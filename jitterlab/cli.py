@@ -84,9 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--campaign", metavar="NAME", help="campaign name (default: the latest)")
     show.set_defaults(func=cmd_show)
 
+    from jitterlab.doctor import add_command as add_doctor
     from jitterlab.report.commands import add_commands
 
     add_commands(sub)
+    add_doctor(sub)
     return parser
 
 
@@ -119,11 +121,19 @@ def cmd_list(args: argparse.Namespace) -> int:
         for entry in registry:
             table.add_row(f"[bold]{entry.name}[/]", entry.help)
             for param in getattr(entry.obj, "params", ()) if kind == "benchmarks" else ():
-                default = "required" if param.default is None else f"default {param.show(param.default)}"
+                default = "required" if param.default is None else f"default {_shown_default(param)}"
                 table.add_row("", f"  [cyan]{param.name}[/] — {param.help} ({default}; e.g. {param.example})")
         out.print(table)
         out.print()
     return EXIT_OK
+
+
+def _shown_default(param) -> str:
+    """A Param's default as the user writes it ("1ms"), whatever form the default is given in."""
+    try:
+        return param.show(param.parse(param.default, param.name))
+    except (UserError, TypeError, ValueError):
+        return str(param.default)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -1,8 +1,19 @@
-"""Put the programs on a target and build them there, once per content version."""
+"""Put the programs on a target and build them, once per content version.
+
+The sources travel as one copy of a staged tree (one tar stream over SSH, not a round trip per
+file). They are built on the target with its make and cc, or, when the target has a cross
+compiler configured (`cc = "aarch64-linux-gnu-gcc"` in its [[target]]), built here as static
+programs and sent ready to run. The directory is named by a hash of the sources (and of the
+cross compiler), so an unchanged tree is neither rebuilt nor re-sent.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import shlex
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 from jitterlab.errors import UserError
@@ -10,6 +21,8 @@ from jitterlab.targets.base import Target
 
 PROGRAMS_DIR = Path(__file__).parent / "programs"
 _SOURCE_SUFFIXES = {".c", ".h", ".sh", ".py", ".js"}
+# the marker's content: "native" or "cross <cc>" (tests read it)
+_MARK = 'printf "%s\\n" "$1" > "$0"'
 
 
 def _sources() -> list[Path]:
@@ -23,31 +36,77 @@ def _sources() -> list[Path]:
     )
 
 
-def programs_hash() -> str:
-    """Content hash of the program sources: an unchanged tree is neither re-sent nor rebuilt."""
+def programs_hash(cc: str | None = None) -> str:
+    """Content hash of the program sources, and of the cross compiler when there is one."""
     digest = hashlib.sha256()
     for path in _sources():
         digest.update(str(path.relative_to(PROGRAMS_DIR)).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
+    if cc:
+        digest.update(b"cross-cc\0" + cc.encode())
     return digest.hexdigest()[:12]
 
 
 def deploy(target: Target, timeout_s: float = 300.0) -> str:
-    """Copy and build the programs on `target`; return the remote programs directory."""
-    bindir = f"{target.workdir}/programs-{programs_hash()}"
+    """Copy (and build) the programs on `target`; return the remote programs directory."""
+    cc: str | None = getattr(target, "cross_cc", None)
+    bindir = f"{target.workdir}/programs-{programs_hash(cc)}"
     marker = f"{bindir}/.built"
     if target.run(["test", "-e", marker]).ok:
         return bindir
-    target.run(["mkdir", "-p", bindir])
-    for path in _sources():
-        target.put(path, f"{bindir}/{path.relative_to(PROGRAMS_DIR)}")
-    built = target.run(["make", "-s", "-C", f"{bindir}/c"], timeout_s=timeout_s)
-    if not built.ok:
-        lines = (built.stderr or built.stdout).strip().splitlines()
-        raise UserError(
-            f"target {target.name!r}: building the C programs failed: "
-            f"{lines[-1] if lines else 'make exited ' + str(built.rc)}; "
-            "check that gcc and make work there (apt install gcc make)"
-        )
-    target.run(["touch", marker])
+    with tempfile.TemporaryDirectory(prefix="jitterlab-programs-") as tmp:
+        staging = Path(tmp) / "programs"
+        for path in _sources():
+            dest = staging / path.relative_to(PROGRAMS_DIR)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
+        if cc:
+            _cross_build(target.name, staging / "c", cc, timeout_s)
+        target.run(["rm", "-rf", bindir])  # what an interrupted earlier copy left
+        target.put(staging, bindir)
+    if not cc:
+        built = target.run(["make", "-s", "-C", f"{bindir}/c"], timeout_s=timeout_s)
+        if not built.ok:
+            raise UserError(
+                f"target {target.name!r}: building the C programs failed: {_last(built.stderr, built.stdout)}"
+                f" (make exited {built.rc}); check that gcc and make work there (apt install gcc make), "
+                'or build here: cc = "<cross compiler>" in its [[target]]'
+            )
+    target.run(["sh", "-c", _MARK, marker, f"cross {cc}" if cc else "native"])
     return bindir
+
+
+def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> None:
+    """Build static programs here with the target's cross compiler."""
+    compiler = shlex.split(cc)[0]
+    if shutil.which(compiler) is None:
+        raise UserError(
+            f"target {name!r}: cc = {cc!r}: {compiler} is not installed on this machine; install the "
+            "cross compiler (e.g. apt install gcc-aarch64-linux-gnu) or remove cc to build on the target"
+        )
+    try:
+        built = subprocess.run(
+            ["make", "-s", "-C", str(cdir), f"CC={cc}", "LDFLAGS=-static"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise UserError(f"target {name!r}: cross-compiling needs make here (apt install make)") from None
+    if built.returncode != 0:
+        raise UserError(
+            f"target {name!r}: cross-compiling the C programs with cc = {cc!r} failed: "
+            f"{_last(built.stderr, built.stdout)}; static programs need the target's libc for "
+            "static linking here too (e.g. apt install libc6-dev-arm64-cross)"
+        )
+    for leftover in cdir.glob("*.o"):
+        leftover.unlink()
+
+
+def _last(*texts: str) -> str:
+    for text in texts:
+        lines = text.strip().splitlines()
+        if lines:
+            return lines[-1]
+    return "(no output)"

@@ -23,3 +23,14 @@ class RunFailed(Exception):
         self.status = status
         # what the run left that explains the failure (a tool's unparsable output): kept with it
         self.attachments = dict(attachments or {})
+
+
+class TargetLost(RunFailed):
+    """The target cannot be reached (or the connection dropped): every run on it fails the same way.
+
+    The runner commits this run and the target's remaining runs as failed with the reason, and goes
+    on with the other targets; `run --resume --retry-failed` measures them later.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, status="failed")

@@ -120,3 +120,12 @@ def _in_range(n: int, lo: int, hi: int | None, where: str, show: Callable[[int],
 
 def by_name(params: Sequence[Param]) -> dict[str, Param]:
     return {p.name: p for p in params}
+
+
+def auto(parser: Parser) -> Parser:
+    """The word "auto" (the tool's own choice) or a value `parser` reads."""
+
+    def parse(value: object, where: str) -> ParamValue:
+        return "auto" if value == "auto" else parser(value, where)
+
+    return parse

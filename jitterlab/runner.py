@@ -16,13 +16,14 @@ from jitterlab import plugins, sysinfo
 from jitterlab.benchmarks.base import Measurement, Placement, RunContext
 from jitterlab.campaign import Campaign, Cell, TargetSpec
 from jitterlab.deploy import deploy
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.errors import RunFailed, TargetLost, UserError
 from jitterlab.loads.base import LoadContext
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.catalog import RunRecord, Store
 from jitterlab.store.raw import write_raw
 from jitterlab.sweep import sweep
 from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.unreachable import UnreachableTarget
 
 
 @dataclass
@@ -37,6 +38,7 @@ class TargetSession:
     bindir: str = ""
     sysinfo_id: int | None = None
     warnings: list[Warning_] = field(default_factory=list)
+    lost: str | None = None  # why the target cannot be reached: its remaining runs fail with this
 
 
 @dataclass
@@ -59,18 +61,45 @@ def estimate_s(campaign: Campaign, cells: list[tuple[Cell, int]]) -> float:
 
 
 def open_targets(campaign: Campaign) -> list[TargetSession]:
-    """Connect to every target, read its sysinfo, check tools and permissions. Raises UserError."""
-    sessions: list[TargetSession] = []
-    try:
-        for spec in campaign.targets:
+    """Connect to every target (in parallel), read its sysinfo, check tools and permissions.
+
+    Raises UserError; a target that cannot be reached gets a session with `lost` set instead.
+    """
+    opened: dict[str, TargetSession | BaseException] = {}
+
+    def open_one(spec: TargetSpec) -> None:
+        target = None
+        try:
             factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
             target = factory(spec.name, spec.options)
-            sessions.append(_preflight(campaign, spec, target))
-    except BaseException:
-        for session in sessions:
-            session.target.close()
-        raise
-    return sessions
+            opened[spec.name] = _preflight(campaign, spec, target)
+        except TargetLost as exc:
+            if target is not None:
+                target.close()
+            stand_in = UnreachableTarget(spec.name, exc.reason)
+            nowhere = Placement(None, None)
+            opened[spec.name] = TargetSession(spec, stand_in, {}, nowhere, False, lost=exc.reason)
+        except BaseException as exc:
+            if target is not None:
+                target.close()
+            opened[spec.name] = exc
+
+    threads = [threading.Thread(target=open_one, args=(s,), daemon=True) for s in campaign.targets]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)
+    finally:
+        sessions = [x for x in opened.values() if isinstance(x, TargetSession)]
+        errors = [opened[s.name] for s in campaign.targets if isinstance(opened.get(s.name), BaseException)]
+        if errors or len(opened) < len(threads):  # an error, or interrupted while connecting
+            for session in sessions:
+                session.target.close()
+    if errors:
+        raise errors[0]
+    return [opened[s.name] for s in campaign.targets]  # type: ignore[misc]
 
 
 def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSession:
@@ -89,12 +118,18 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
         if load_spec.preflight is not None:
             options = dict(campaign.load_options.get(load, {}))
             load_spec.preflight(target, options, f"{campaign.path}: loads.{load}")
+    if getattr(target, "cross_cc", None):  # the programs are built here and sent ready to run
+        for tool in ("make", "cc"):
+            needs.pop(tool, None)
     missing = _missing_tools(target, sorted(needs))
     if missing:
         what = "; ".join(
             f"{t} (apt install {needs[t][0]}; needed by {', '.join(sorted(needs[t][1]))})" for t in missing
         )
         raise UserError(f"target {spec.name!r}: missing tools: {what}")
+    for name in sorted({c.benchmark for c in cells}):  # what only the target can tell (a peer's answer)
+        bench = plugins.BENCHMARKS.get(name, "matrix.benchmark")
+        bench.preflight(target, campaign, [c for c in cells if c.benchmark == name])
     realtime = sorted(
         {_needed_by(c) for c in cells if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_rt(c)}
     )
@@ -213,9 +248,20 @@ class Runner:
 
         def worker(session: TargetSession) -> None:
             try:
-                self._prepare(session, campaign_id)
-                for cell, rep in (x for x in todo if x[0].target == session.spec.name):
+                if session.lost is None:
+                    try:
+                        self._prepare(session, campaign_id)
+                    except RunFailed as exc:  # unreachable, or its disk is full: no run can work
+                        session.lost = exc.reason
+                mine = [x for x in todo if x[0].target == session.spec.name]
+                for i, (cell, rep) in enumerate(mine):
                     if self.stop_event.is_set():
+                        return
+                    if session.lost is not None:
+                        failed = self._not_run(session, campaign_id, mine[i:])
+                        with lock:
+                            outcome.done += failed
+                            outcome.failed += failed
                         return
                     status = self._one_run(session, campaign_id, cell, rep)
                     if status is None:
@@ -248,6 +294,22 @@ class Runner:
         if errors:
             raise errors[0]
         return outcome
+
+    def _not_run(self, session: TargetSession, campaign_id: int, runs: list[tuple[Cell, int]]) -> int:
+        """Commit runs of a target that cannot be reached as failed, with the reason."""
+        self.notice(
+            session.spec.name,
+            f"{session.lost}; its {len(runs)} remaining run(s) are stored as failed "
+            "(measure them later with run --resume --retry-failed)",
+        )
+        for cell, rep in runs:
+            bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+            self._commit(
+                session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
+                "failed", f"not run: {session.lost}", None, [], {},
+            )  # fmt: skip
+            self.progress(session.spec.name, None, bench.estimate_s(self.campaign, cell))
+        return len(runs)
 
     def _prepare(self, session: TargetSession, campaign_id: int) -> None:
         for leftover in sweep(session.target):
@@ -291,6 +353,8 @@ class Runner:
             loads = []
         except RunFailed as exc:
             status, error, attachments = exc.status, exc.reason, exc.attachments
+            if isinstance(exc, TargetLost):
+                session.lost = exc.reason
         except CommandTimeout as exc:
             status, error = "timeout", str(exc)
         except Exception:
@@ -352,6 +416,8 @@ class Runner:
     def _check_load(name: str, load, when: str) -> None:
         try:
             load.check()
+        except TargetLost:
+            raise
         except RunFailed as exc:
             raise RunFailed(
                 f"load {name} was not running {when} the measurement: {exc.reason}", status="failed"
@@ -363,7 +429,8 @@ class Runner:
         for name, load in loads:
             for m in load.stop():
                 metrics.append(
-                    Metric(m.name if len(loads) == 1 else f"{m.name}_{name}", m.value, m.unit, m.probe)
+                    Metric(m.name if len(loads) == 1 else f"{m.name}_{name}", m.value, m.unit, m.probe,
+                           m.direction)
                 )
         return metrics
 

@@ -73,6 +73,11 @@ class Benchmark(Protocol):
         """Reject a cell that cannot work with the campaign's settings (UserError)."""
         ...
 
+    def preflight(self, target: Target, campaign: Campaign, cells: list[Cell]) -> None:
+        """Once per target before the campaign, with this benchmark's cells on it: raise UserError
+        for what only the target can tell (e.g. a network peer that does not answer)."""
+        ...
+
     def label(self, cell: Cell) -> str:
         """A short human name of the cell for progress lines and tables."""
         ...
@@ -99,6 +104,9 @@ class BenchmarkBase:
         return False
 
     def check(self, campaign: Campaign, cell: Cell) -> None:
+        return None
+
+    def preflight(self, target: Target, campaign: Campaign, cells: list[Cell]) -> None:
         return None
 
     def label(self, cell: Cell) -> str:

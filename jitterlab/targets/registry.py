@@ -1,23 +1,71 @@
-"""Target kinds users can name in [[target]] kind = ..."""
+"""Target kinds users can name in [[target]] kind = ..., and the checks of their options."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 
 from jitterlab.errors import UserError
 from jitterlab.registry import Registry
 from jitterlab.targets.base import Target
+from jitterlab.targets.labgrid import LabgridTarget
+from jitterlab.targets.labgrid import parse_options as _labgrid_options
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.ssh import SSHTarget
+from jitterlab.targets.ssh_options import parse_options as _ssh_options
 
 TargetFactory = Callable[[str, Mapping[str, object]], Target]
 TARGETS: Registry[TargetFactory] = Registry("target kind")
 
+# kind -> check(options, where) raising UserError "<where>.<key>: what is wrong; the fix", where
+# is e.g. "campaign.toml: target[1]"; campaign files are checked with it before anything connects.
+# A kind without a check gets its options as they are; its factory must check them.
+OptionCheck = Callable[[Mapping[str, object], str], object]
+OPTION_CHECKS: dict[str, OptionCheck] = {}
 
-def _local(name: str, options: Mapping[str, object]) -> Target:
+
+def check_options(kind: str, options: Mapping[str, object], where: str) -> None:
+    check = OPTION_CHECKS.get(kind)
+    if check is not None:
+        check(options, where)
+
+
+def _local_options(options: Mapping[str, object], where: str) -> str | None:
+    for key in options:
+        if key != "workdir":
+            close = difflib.get_close_matches(str(key), ["workdir"], n=1)
+            hint = "did you mean 'workdir'? " if close else ""
+            raise UserError(f"{where}.{key}: unknown option of a local target; {hint}known: workdir")
     workdir = options.get("workdir")
     if workdir is not None and not (isinstance(workdir, str) and workdir.startswith("/")):
-        raise UserError(f"target {name!r}: workdir must be an absolute path, got {workdir!r}")
-    return LocalTarget(name, workdir)
+        raise UserError(f"{where}.workdir: must be an absolute path, got {workdir!r}")
+    return workdir
+
+
+def _local(name: str, options: Mapping[str, object]) -> Target:
+    return LocalTarget(name, _local_options(options, f"target {name!r}"))
+
+
+def _ssh(name: str, options: Mapping[str, object]) -> Target:
+    target = SSHTarget(name, _ssh_options(options, f"target {name!r}", check_files=True))
+    try:
+        return target.connect()
+    except BaseException:
+        target.close()
+        raise
 
 
 TARGETS.add("local", "this machine", _local)
+OPTION_CHECKS["local"] = _local_options
+TARGETS.add(
+    "ssh",
+    "a machine reached with the OpenSSH client (host, port, user, key, known_hosts, ...)",
+    _ssh,
+)
+OPTION_CHECKS["ssh"] = _ssh_options
+TARGETS.add(
+    "labgrid",
+    "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH)",
+    lambda name, options: LabgridTarget(name, _labgrid_options(options, f"target {name!r}")),
+)
+OPTION_CHECKS["labgrid"] = _labgrid_options

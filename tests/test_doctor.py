@@ -1,0 +1,134 @@
+"""`jitterlab doctor`: what it reports, its exit status, and how it reaches targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitterlab import doctor
+from jitterlab.cli import main
+from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.loopback_sshd import LoopbackSSHD, available, free_port
+
+HEALTHY = {
+    "os_name": "Debian GNU/Linux 12",
+    "kernel_release": "6.1.0-rt",
+    "machine": "x86_64",
+    "n_cpus": 4,
+    "cpus": [{"cpu": c, "governor": "performance", "cur_mhz": 2000.0} for c in range(4)],
+    "isolcpus": [2, 3],
+    "clocksource": "tsc",
+    "preemption": "rt",
+    "rt_runtime_us": -1,
+    "rt_period_us": 1000000,
+    "rt_permission": True,
+    "virtualization": "none",
+    "loadavg": [0.1, 0.1, 0.1],
+}
+TOPICS = ("tools", "RT permission", "CPU governor", "isolcpus", "clocksource", "preemption", "RT throttling")
+
+
+def fake_machine(monkeypatch, missing=(), **changes):
+    monkeypatch.setattr(doctor.sysinfo, "snapshot", lambda target: {**HEALTHY, **changes})
+    monkeypatch.setattr(doctor, "_missing", lambda target, tools: [t for t in missing if t in tools])
+
+
+def test_a_healthy_machine_exits_0(monkeypatch, capsys):
+    fake_machine(monkeypatch)
+    assert main(["doctor", "local"]) == 0
+    out = capsys.readouterr().out
+    assert "local: Debian GNU/Linux 12, kernel 6.1.0-rt (x86_64), 4 CPUs" in out
+    for topic in TOPICS:
+        assert f"ok    {topic}" in out or f"ok   {topic}" in out, topic
+    assert "all is well" in out
+
+
+def test_what_needs_fixing_is_listed_with_its_fix_and_exits_1(monkeypatch, capsys):
+    fake_machine(
+        monkeypatch,
+        missing=("stress-ng", "node"),
+        cpus=[{"cpu": 0, "governor": "powersave", "cur_mhz": 800.0}],
+        isolcpus=[],
+        rt_runtime_us=950000,
+        preemption="voluntary",
+        rt_permission=False,
+    )
+    assert main(["doctor", "local"]) == 1
+    out = capsys.readouterr().out
+    assert "apt install nodejs stress-ng" in out
+    assert "node (nodejs) for impl node" in out
+    assert "cpupower frequency-set -g performance" in out
+    assert "sysctl -w kernel.sched_rt_runtime_us=-1" in out
+    assert "isolcpus=" in out and "PREEMPT_RT" in out and "CAP_SYS_NICE" in out
+    assert "6 to fix" in out
+
+
+def test_every_tool_of_every_benchmark_and_load_is_looked_for():
+    needs = doctor.needed_tools()
+    assert needs["node"][0] == "nodejs" and "impl node" in needs["node"][1]
+    assert needs["stress-ng"][0] == "stress-ng" and "load cpu" in needs["stress-ng"][1]
+    assert needs["cc"][0] == "gcc"
+
+
+def test_a_cross_compiling_target_needs_no_compiler(monkeypatch, tmp_path):
+    fake_machine(monkeypatch, missing=("make", "cc"))
+    target = LocalTarget(workdir=str(tmp_path))
+    target.cross_cc = "gcc"  # type: ignore[attr-defined]
+    _, findings = doctor.examine(target)
+    assert not [f for f in findings if f.topic == "missing tools"]
+    assert "make" not in findings[0].state
+
+
+def test_the_real_local_machine(capsys):
+    assert main(["doctor", "local"]) in (0, 1)  # this VM has things to fix; either is a diagnosis
+    out = capsys.readouterr().out
+    for topic in TOPICS:
+        assert topic in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["doctor", "board"], "TARGET 'board': give `local`, ssh://user@host:port"),
+        (["doctor", "local", "--key", "/k"], "--key, --known-hosts, --accept-new-host-key"),
+        (["doctor", "ssh://"], "write it like ssh://user@host:22"),
+    ],
+)
+def test_bad_input_exits_2(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+needs_sshd = pytest.mark.skipif(available() is not None, reason=str(available()))
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    server = LoopbackSSHD(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.stop()
+
+
+@needs_sshd
+def test_a_target_of_a_campaign_file(sshd, tmp_path, capsys):
+    path = tmp_path / "boards.toml"
+    target = sshd.toml("b1", workdir=str(tmp_path / "w"))
+    path.write_text(f'[campaign]\nname = "b"\n{target}[matrix]\nimpl = ["python"]\nperiod = ["10ms"]\n')
+    assert main(["doctor", "--campaign", str(path), "b1"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert out.startswith("b1: ") and "RT throttling" in out
+    assert main(["doctor", "--campaign", str(path), "b9"]) == 2
+    assert "its targets: b1" in capsys.readouterr().err
+
+
+@needs_sshd
+def test_an_ssh_url(sshd, capsys):
+    url = f"ssh://{sshd.user}@127.0.0.1:{sshd.port}"
+    argv = ["doctor", url, "--key", str(sshd.client_key), "--known-hosts", str(sshd.known_hosts)]
+    assert main(argv) in (0, 1)
+    assert capsys.readouterr().out.startswith(f"{url}: ")
+
+
+@needs_sshd
+def test_an_unreachable_target_exits_2(capsys):
+    assert main(["doctor", f"ssh://127.0.0.1:{free_port()}", "--connect-timeout", "1s"]) == 2
+    assert "cannot connect: connection refused" in capsys.readouterr().err
