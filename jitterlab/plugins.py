@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import jitterlab.benchmarks.boot as _boot  # noqa: F401  (registers boot)
+import jitterlab.benchmarks.crypto as _crypto  # noqa: F401  (registers crypto)
+import jitterlab.benchmarks.cyclictest as _cyclictest  # noqa: F401  (registers cyclictest)
+import jitterlab.benchmarks.disk as _disk  # noqa: F401  (registers disk)
+import jitterlab.benchmarks.iperf3 as _iperf3  # noqa: F401  (registers iperf3)
+import jitterlab.benchmarks.membw as _membw  # noqa: F401  (registers membw)
+import jitterlab.benchmarks.pps as _pps  # noqa: F401  (registers pps)
 import jitterlab.benchmarks.squarewave as _squarewave  # noqa: F401  (registers squarewave)
+import jitterlab.benchmarks.sysbench as _sysbench  # noqa: F401  (registers sysbench-cpu)
+import jitterlab.benchmarks.udp_echo as _udp_echo  # noqa: F401  (registers udp-echo)
 import jitterlab.loads as _loads  # noqa: F401  (registers the built-in loads)
 from jitterlab.benchmarks.base import BENCHMARKS
 from jitterlab.benchmarks.impls import IMPLS

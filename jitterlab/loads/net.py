@@ -11,7 +11,6 @@ server exits when the client goes, or after --idle-timeout if the client never c
 from __future__ import annotations
 
 import contextlib
-import re
 import signal
 import time
 
@@ -29,24 +28,26 @@ from jitterlab.loads.base import (
 )
 from jitterlab.records import Metric
 from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.tools.iperf3 import (
+    BITRATE,
+    CONNECT_TIMEOUT_MS,
+    HOST,
+    START_TIMEOUT_S,
+    await_listening,
+    is_loopback,
+    json_error,
+    peer_problem,
+    server_argv,
+)
 
 DEFAULTS: dict[str, object] = {"peer": "127.0.0.1", "port": 15201, "bitrate": 0, "packet_size": 1200}
-CONNECT_TIMEOUT_MS = 3000
-SERVER_IDLE_TIMEOUT_S = 30  # the one-off server gives up on a client that never came
-START_TIMEOUT_S = 10.0
-_BITRATE = re.compile(r"^\d+(\.\d+)?[KMG]?$")
-_HOST = re.compile(r"^[A-Za-z0-9_.:%-]+$")  # a name or address, never an option
-
-
-def is_loopback(peer: str) -> bool:
-    return peer in ("localhost", "::1") or peer.startswith("127.")
 
 
 def validate_options(options: dict, where: str) -> dict:
     """Check net's options; return them with defaults filled in (bitrate as iperf3 text)."""
     opts = check_keys(options, DEFAULTS, "net", where)
     peer = opts["peer"]
-    if not isinstance(peer, str) or not _HOST.match(peer) or peer.startswith("-"):
+    if not isinstance(peer, str) or not HOST.match(peer) or peer.startswith("-"):
         raise UserError(f"{where}: option 'peer' must be a host name or address running "
                         f'`iperf3 -s`, like "192.168.1.10" (default: "127.0.0.1"), got {peer!r}')
     whole_number(opts["port"], "port", where)
@@ -55,7 +56,7 @@ def validate_options(options: dict, where: str) -> dict:
     bitrate = opts["bitrate"]
     if isinstance(bitrate, int) and not isinstance(bitrate, bool) and bitrate >= 0:
         opts["bitrate"] = str(bitrate)
-    elif not isinstance(bitrate, str) or not _BITRATE.match(bitrate):
+    elif not isinstance(bitrate, str) or not BITRATE.match(bitrate):
         raise UserError(f"{where}: option 'bitrate' must be bits per second >= 0 as a number or "
                         f'a string like "100M" (0: unlimited), got {bitrate!r}')
     size = whole_number(opts["packet_size"], "packet_size", where, minimum=16,
@@ -70,25 +71,13 @@ def preflight(target: Target, options: dict, where: str) -> None:
     opts = validate_options(options, where)
     if is_loopback(opts["peer"]):
         return
-    argv = ["iperf3", "-c", opts["peer"], "-p", str(opts["port"]), "-u", "-b", "1M", "-t", "1",
-            "--connect-timeout", str(CONNECT_TIMEOUT_MS), "--json"]
-    try:
-        done = target.run(argv, timeout_s=20.0)
-    except CommandTimeout:
-        done = None
-    if done is None or not done.ok:
-        reason = "no answer within 20s" if done is None else _json_error(done.stdout) or (
-            done.stderr.strip() or describe_exit(done.rc))
+    reason = peer_problem(target, opts["peer"], opts["port"], udp=True)
+    if reason is not None:
         raise UserError(
             f"{where}: peer {opts['peer']}:{opts['port']} does not answer iperf3 from target "
             f"{target.name!r} ({reason}); start `iperf3 -s -p {opts['port']}` on the peer, or "
             'remove the option \'peer\' to flood the loopback interface'
         )
-
-
-def _json_error(text: str) -> str | None:
-    data = first_json(text)
-    return data.get("error") if isinstance(data, dict) else None
 
 
 def parse_client(text: str) -> tuple[float, float] | None:
@@ -141,9 +130,7 @@ class NetLoad:
         peer, port = opts["peer"], str(opts["port"])
         ctx.target.run(["mkdir", "-p", ctx.scratch])
         if is_loopback(peer):
-            bind = "::1" if peer == "::1" else "127.0.0.1"
-            server = ["iperf3", "-s", "-1", "-B", bind, "-p", port, "--json",
-                      "--idle-timeout", str(SERVER_IDLE_TIMEOUT_S)]
+            server = server_argv(peer, int(port))
             self._server = Tool(ctx, "net load: iperf3 server", server, "iperf3-server.json")
             self._server.await_running()
             self._await_listening(int(port))
@@ -159,19 +146,10 @@ class NetLoad:
 
     def _await_listening(self, port: int) -> None:
         """iperf3 says nothing in --json mode until a test ends: watch its TCP control port."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        want = f":{port:04X} 00000000:0000 0A"
-        want6 = f":{port:04X} 00000000000000000000000000000000:0000 0A"
-        while True:
-            self._server.alive_or_fail()
-            text = self._ctx.target.run(["cat", "/proc/net/tcp", "/proc/net/tcp6"]).stdout
-            if want in text or want6 in text:
-                return
-            if time.monotonic() > deadline:
-                self._stop_all()
-                raise RunFailed(f"net load: the iperf3 server did not listen on port {port} "
-                                f"within {START_TIMEOUT_S:g}s; {self._server.log_tail()}")
-            time.sleep(0.02)
+        if not await_listening(self._ctx.target, port, self._server.alive_or_fail):
+            self._stop_all()
+            raise RunFailed(f"net load: the iperf3 server did not listen on port {port} "
+                            f"within {START_TIMEOUT_S:g}s; {self._server.log_tail()}")
 
     def _await_sending(self, port: int) -> None:
         """Return once the client's UDP data socket to the peer's port exists (the test runs)."""
@@ -192,7 +170,7 @@ class NetLoad:
                 continue
             rc = tool.proc.poll()
             if rc is not None:
-                error = _json_error(tool.read(tool.log))
+                error = json_error(tool.read(tool.log))
                 why = f"iperf3 says: {error}" if error else tool.log_tail()
                 raise RunFailed(f"{tool.label} is no longer running ({describe_exit(rc)}); {why}")
 
@@ -217,7 +195,7 @@ class NetLoad:
         client_text = self._client.read(self._client.log)
         sent = parse_client(client_text)
         if sent is None:
-            error = _json_error(client_text)
+            error = json_error(client_text)
             raise RunFailed(
                 f"net load: could not read what iperf3 sent from {self._client.log} "
                 f"(iperf3 {describe_exit(rc)}"

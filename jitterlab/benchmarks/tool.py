@@ -1,0 +1,69 @@
+"""Run a wrapped benchmark tool (cyclictest, sysbench, openssl, ...) on the target to completion."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+from jitterlab.benchmarks.base import RunContext
+from jitterlab.errors import RunFailed
+from jitterlab.loads.base import describe_exit
+from jitterlab.sweep import spawn_recorded
+from jitterlab.targets.base import CommandTimeout
+
+# a tool that runs for whole seconds may take up to one more than the campaign's duration
+_ROUNDING_S = 1.0
+
+
+def pinned(argv: list[str], cpus: Sequence[int] | None) -> list[str]:
+    """argv under `taskset -c CPUS` when the placement gives the program CPUs."""
+    return ["taskset", "-c", ",".join(map(str, cpus)), *argv] if cpus else list(argv)
+
+
+def whole_seconds(duration_ns: int) -> int:
+    """Tools that count whole seconds (sysbench --time, openssl -seconds): at least 1, rounded up."""
+    return max(1, -(-duration_ns // 1_000_000_000))
+
+
+def run_tool(ctx: RunContext, argv: list[str], name: str, log_name: str) -> tuple[int, bytes]:
+    """Spawn `argv` (recorded, so a killed run's tool is swept) with stdout+stderr into
+    `<scratch>/<log_name>`; wait up to duration + campaign.run_timeout; return (rc, output).
+
+    A tool still running then is killed and the run fails with status "timeout", its output
+    attached.
+    """
+    campaign = ctx.campaign
+    log = f"{ctx.scratch}/{log_name}"
+    proc = spawn_recorded(ctx.target, argv, log_path=log)
+    timeout_s = (campaign.duration_ns + campaign.run_timeout_ns) / 1e9 + _ROUNDING_S
+    try:
+        rc = proc.wait(timeout_s)
+    except CommandTimeout:
+        proc.stop()
+        raise RunFailed(
+            f"{name} still running {timeout_s:.0f}s after start (duration + campaign.run_timeout); "
+            "killed",
+            status="timeout",
+            attachments={log_name: fetch(ctx, log_name)},
+        ) from None
+    finally:
+        with contextlib.suppress(Exception):
+            proc.stop()
+    return rc, fetch(ctx, log_name)
+
+
+def fetch(ctx: RunContext, name: str) -> bytes:
+    """A file of the run's scratch directory on the target (b"" when there is none)."""
+    local = ctx.local_dir / name
+    try:
+        ctx.target.get(f"{ctx.scratch}/{name}", local)
+        return local.read_bytes()
+    except OSError:
+        return b""
+
+
+def failed(name: str, rc: int, output: bytes, log_name: str) -> RunFailed:
+    """The RunFailed for a tool that exited with an error: its last line, its output attached."""
+    lines = output.decode(errors="replace").strip().splitlines()
+    last = lines[-1] if lines else "(no output)"
+    return RunFailed(f"{name} failed ({describe_exit(rc)}): {last}", attachments={log_name: output})

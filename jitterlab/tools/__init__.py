@@ -1,0 +1,1 @@
+"""Wrappers of external tools that both a load and a benchmark drive (iperf3)."""
