@@ -63,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the expanded matrix and the estimated time; measure nothing",
     )
+    run.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a label of every run (over [campaign.labels]), e.g. --label image=1.11; repeatable. "
+        "Measure the same campaign on two images with two labels, then `jitterlab compare`",
+    )
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser(
@@ -128,6 +136,19 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _with_labels(campaign, pairs: list[str]):
+    """The campaign with --label KEY=VALUE pairs set (they take part in the resume fingerprint)."""
+    import dataclasses
+
+    labels = dict(campaign.labels)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UserError(f"--label {pair!r}: write KEY=VALUE, e.g. --label image=1.11")
+        labels[key.strip()] = value.strip()
+    return dataclasses.replace(campaign, labels=labels) if pairs else campaign
+
+
 def _shown_default(param) -> str:
     """A Param's default as the user writes it ("1ms"), whatever form the default is given in."""
     try:
@@ -145,7 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.units import format_duration_s
 
     out = Console()
-    campaign = load_campaign(args.campaign)
+    campaign = _with_labels(load_campaign(args.campaign), args.label)
     if args.retry_failed and not args.resume:
         raise UserError("--retry-failed: only with --resume (it re-measures runs of an earlier run)")
     if args.dry_run:
