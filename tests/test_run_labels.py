@@ -35,7 +35,12 @@ def test_label_option_overrides_and_adds(tmp_path, capsys):
     labels = [r.labels for r in store.runs()]
     assert labels == [{"image": "A", "board": "bbb"}, {"image": "B", "board": "bbb", "lab": "2"}]
     # a resume with another label is another measurement: refused, with the reason
-    capsys.readouterr()
+    # a report on the campaign covers the latest run of each label set, and compares them
+    assert main(["run", str(path), "--results", results]) in (0, 1)  # image=A again: replaces the first
+    assert main(["report", "--results", results, "--campaign", "img", "-o", str(tmp_path / "r.html"),
+                 "--no-figure-files"]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "img (#2)" in html and "img (#3)" in html and "img (#1)" not in html
     assert main(["run", str(path), "--results", results, "--resume", "--label", "image=C"]) == 2
     assert "labels" in capsys.readouterr().err
     store.close()

@@ -33,7 +33,8 @@ def _results(p: argparse.ArgumentParser) -> None:
 
 def _campaign(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--campaign", action="append", metavar="NAME",
-                   help=f"campaign name; repeat to {what} several (default: the latest campaign)")
+                   help=f"campaign name (its latest run of each label set, e.g. image=A and "
+                   f"image=B); repeat to {what} several (default: the latest campaign)")
 
 
 def _report(sub) -> None:

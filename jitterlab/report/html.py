@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -55,13 +56,20 @@ def select_runs(store: Store, campaigns: list[str] | None) -> tuple[list[dict], 
     if not known:
         raise UserError(f"{store.root}: the store is empty; run a campaign first "
                         "(jitterlab run CAMPAIGN) or import a capture (jitterlab import edges)")
-    chosen = []
-    for name in campaigns or [None]:
-        c = store.latest_campaign(name)
-        if c is None:
-            names = ", ".join(sorted({k["name"] for k in known}))
-            raise UserError(f"--campaign {name!r}: not in {store.root}; campaigns there: {names}")
-        chosen.append(c)
+    if not campaigns:
+        chosen = [store.latest_campaign()]
+    else:
+        chosen = []
+        for name in campaigns:
+            # the latest of each label set: image=A and image=B measured with `run --label`
+            latest: dict[str, dict] = {}
+            for c in known:
+                if c["name"] == name:
+                    latest[json.dumps(c["labels"], sort_keys=True)] = c
+            if not latest:
+                names = ", ".join(sorted({k["name"] for k in known}))
+                raise UserError(f"--campaign {name!r}: not in {store.root}; campaigns there: {names}")
+            chosen += sorted(latest.values(), key=lambda c: c["id"])
     runs = [r for c in chosen for r in store.runs(c["id"])]
     return chosen, runs
 
@@ -95,7 +103,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
     paper = [{"target": t, "svg": emit(figures.envelope_figure(square, t), f"error_vs_period_{t}")}
              for t in targets]
     context = {
-        "title": "jitterlab report: " + ", ".join(c["name"] for c in chosen),
+        "title": "jitterlab report: " + ", ".join(dict.fromkeys(c["name"] for c in chosen)),
         "generated": dt.datetime.now().isoformat(timespec="seconds"),
         "version": __version__,
         "campaigns": chosen,

@@ -245,10 +245,13 @@ class Store:
     def campaigns(self) -> list[dict]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT c.id, c.name, c.created_ns, COUNT(r.id) FROM campaigns c "
+                "SELECT c.id, c.name, c.created_ns, COUNT(r.id), c.labels_json FROM campaigns c "
                 "LEFT JOIN runs r ON r.campaign_id = c.id GROUP BY c.id ORDER BY c.id"
             ).fetchall()
-        return [dict(zip(("id", "name", "created_ns", "n_runs"), r, strict=True)) for r in rows]
+        return [
+            {"id": r[0], "name": r[1], "created_ns": r[2], "n_runs": r[3], "labels": json.loads(r[4])}
+            for r in rows
+        ]
 
     def add_sysinfo(self, campaign_id: int, target: str, info: dict) -> int:
         with self._tx():
