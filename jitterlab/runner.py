@@ -21,7 +21,7 @@ from jitterlab.loads.base import LoadContext
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.catalog import RunRecord, Store
 from jitterlab.store.raw import write_raw
-from jitterlab.sweep import sweep
+from jitterlab.sweep import scratch_dir, sweep
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.targets.unreachable import UnreachableTarget
 
@@ -325,7 +325,7 @@ class Runner:
         estimate = bench.estimate_s(campaign, cell)
         self.progress(session.spec.name, f"{cell.label()} #{rep + 1}", estimate)
         run_id = uuid.uuid4().hex[:12]
-        scratch = f"{target.workdir}/runs/{run_id}"
+        scratch = scratch_dir(target, run_id)
         local_dir = Path(tempfile.mkdtemp(prefix=f"jitterlab-{run_id}-"))
         started_ns, t0 = time.time_ns(), time.monotonic()
         loads: list = []

@@ -48,6 +48,10 @@ done
 exit 0
 """
 
+RUNS_DIR = "runs"
+SHM_DIR = "/dev/shm"
+_OWNER = r"(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)"
+_SHM_FILE = re.compile(rf"^jitterlab-{_OWNER}-[0-9a-f]+\.[a-z]+$")
 _RECORD = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)~[0-9a-f]{16}$")
 STOP_GRACE_S = 2.0
 
@@ -68,6 +72,30 @@ def _host() -> str:
 def new_marker() -> str:
     """A marker naming its owner (this host and process) and unique among runs."""
     return f"{_host()}~{os.getpid()}~{_owner_start_ticks(os.getpid()) or 0}~{secrets.token_hex(8)}"
+
+
+def owner_tag() -> str:
+    """This jitterlab process as the owner of a run's files: host~pid~start."""
+    return f"{_host()}~{os.getpid()}~{_owner_start_ticks(os.getpid()) or 0}"
+
+
+def scratch_dir(target: Target, run_id: str) -> str:
+    """A run's directory on the target, under its owner's, so a killed owner's runs are found."""
+    return f"{target.workdir}/{RUNS_DIR}/{owner_tag()}/{run_id}"
+
+
+def shm_path(scratch: str, suffix: str) -> str:
+    """A file of the run in /dev/shm (tmpfs, for mmap), named after its owner and run."""
+    run_dir = scratch.rstrip("/")
+    owner, run_id = run_dir.split("/")[-2:]
+    return f"{SHM_DIR}/jitterlab-{owner}-{run_id}.{suffix}"
+
+
+def _owner_alive(host: str, pid: str, start: str) -> bool:
+    if host != _host():
+        return False  # records of other hosts (a shared workdir) count as gone, as for processes
+    ticks = _owner_start_ticks(int(pid))
+    return ticks is not None and ticks == int(start)
 
 
 def live_dir(target: Target) -> str:
@@ -130,10 +158,8 @@ def _orphaned_markers(target: Target) -> list[str]:
         match = _RECORD.match(stem)
         if not name.endswith(".pid") or not match:
             continue
-        if match["host"] == _host():
-            start = _owner_start_ticks(int(match["pid"]))
-            if start is not None and start == int(match["start"]):
-                continue  # its owner still runs: not a leftover
+        if _owner_alive(match["host"], match["pid"], match["start"]):
+            continue  # its owner still runs: not a leftover
         markers.append(stem)
     return markers
 
@@ -149,8 +175,27 @@ def _find(target: Target, markers: list[str]) -> list[tuple[int, str, str]]:
     return found
 
 
+def _stale_files(target: Target) -> list[str]:
+    """Run directories and /dev/shm files whose owning jitterlab is gone."""
+    runs = f"{target.workdir}/{RUNS_DIR}"
+    stale = []
+    for name in target.run(["ls", "-1", runs]).stdout.split():
+        match = re.fullmatch(_OWNER, name)
+        if match and not _owner_alive(match["host"], match["pid"], match["start"]):
+            stale.append(f"{runs}/{name}")
+    for name in target.run(["ls", "-1", SHM_DIR]).stdout.split():
+        match = _SHM_FILE.match(name)
+        if match and not _owner_alive(match["host"], match["pid"], match["start"]):
+            stale.append(f"{SHM_DIR}/{name}")
+    return stale
+
+
 def sweep(target: Target, grace_s: float = STOP_GRACE_S) -> list[str]:
-    """Stop what earlier, killed jitterlab runs left on `target`; describe each stopped process."""
+    """Stop what earlier, killed jitterlab runs left on `target` and remove their files; describe
+    each stopped process."""
+    stale = _stale_files(target)
+    if stale:
+        target.run(["rm", "-rf", "--", *stale])
     markers = _orphaned_markers(target)
     if not markers:
         return []

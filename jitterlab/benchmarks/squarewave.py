@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
@@ -16,7 +15,7 @@ from jitterlab.probes.logs import read_self_log
 from jitterlab.probes.vpin import Observer
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import EdgeSeries, blind_series
-from jitterlab.sweep import spawn_recorded
+from jitterlab.sweep import shm_path, spawn_recorded
 from jitterlab.targets.base import CommandTimeout
 from jitterlab.units import format_ns
 
@@ -63,7 +62,7 @@ class Squarewave(BenchmarkBase):
 
     def execute(self, ctx: RunContext) -> Measurement:
         target, cell, campaign = ctx.target, ctx.cell, ctx.campaign
-        pin = f"/dev/shm/jitterlab-{Path(ctx.scratch).name}.pin"
+        pin = shm_path(ctx.scratch, "pin")
         pin_init = ctx.local_dir / "pin"
         pin_init.write_bytes(b"0\n")
         target.put(pin_init, pin)
