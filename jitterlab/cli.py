@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except UserError as exc:
-        console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
 
 
@@ -185,7 +186,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         for session in sessions:
             for w in session.warnings:
-                out.print(f"[yellow]warning[/] ({session.spec.name}): {w.message} — {w.remedy}")
+                out.print(
+                    f"[yellow]warning[/] ({session.spec.name}): {escape(w.message)} — {escape(w.remedy)}"
+                )
         per_target = {s.spec.name: [x for x in todo if x[0].target == s.spec.name] for s in sessions}
         with _progress(out) as progress, _sigterm_as_interrupt():
             tasks = {
@@ -210,14 +213,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                     )
 
             runner.progress = report
-            runner.notice = lambda target, message: out.print(f"[yellow]{target}[/]: {message}")
+            runner.notice = lambda target, message: out.print(f"[yellow]{target}[/]: {escape(message)}")
             outcome = runner.execute(sessions, campaign_id)
         runs = store.runs(campaign_id)
         for table in summary_tables(runs, campaign.name):
             out.print(table)
         failed = [r for r in runs if r.status != "ok"]
         for r in failed[:10]:
-            out.print(f"[red]{r.status}[/] {r.id} {r.target} {run_label(r)}: {r.error}")
+            out.print(f"[red]{r.status}[/] {r.id} {r.target} {escape(run_label(r))}: {escape(r.error or '')}")
         if len(failed) > 10:
             out.print(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})")
         out.print(
@@ -325,7 +328,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             out.print(table)
         for run_id, w in store.warnings(campaign["id"]):
             if run_id is None:
-                out.print(f"[yellow]warning[/]: {w.message} — {w.remedy}")
+                out.print(f"[yellow]warning[/]: {escape(w.message)} — {escape(w.remedy)}")
         return EXIT_OK
     finally:
         store.close()

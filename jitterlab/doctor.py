@@ -178,6 +178,7 @@ def add_command(sub) -> None:
 
 def cmd_doctor(args) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from jitterlab.errors import TargetLost
 
@@ -207,12 +208,12 @@ def cmd_doctor(args) -> int:
     width = max(len(f.topic) for f in findings)
     for f in findings:
         mark = "[green]ok[/]  " if f.fix is None else "[red]fix[/] "
-        out.print(f"  {mark} {f.topic:<{width}}  {f.state}")
+        out.print(f"  {mark} {f.topic:<{width}}  {escape(str(f.state))}")
     fixes = [f for f in findings if f.fix is not None]
     if not fixes:
         out.print("[green]all is well[/]: nothing to fix")
         return 0
     out.print(f"[bold]{len(fixes)} to fix[/]:")
     for f in fixes:
-        out.print(f"  - {f.topic}: {f.fix}")
+        out.print(f"  - {f.topic}: {escape(f.fix)}")
     return 1

@@ -39,12 +39,13 @@ def parse_duration_ns(text: object, where: str) -> int:
     return value_ns
 
 
-def format_ns(value_ns: float) -> str:
-    """The shortest readable form: 100000000 -> "100ms", 50000 -> "50us", 1500000 -> "1.5ms"."""
+def format_ns(value_ns: float, digits: int = 6) -> str:
+    """The shortest readable form: 100000000 -> "100ms", 50000 -> "50us", 1500000 -> "1.5ms";
+    `digits` significant digits at most (a measured latency wants 4, a configured period all)."""
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
         if abs(value_ns) >= scale:
-            return f"{value_ns / scale:.6g}{unit}"
-    return f"{value_ns:.6g}ns"
+            return f"{value_ns / scale:.{digits}g}{unit}"
+    return f"{value_ns:.{digits}g}ns"
 
 
 def format_duration_s(seconds: float) -> str:

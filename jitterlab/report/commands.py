@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from jitterlab.errors import UserError
@@ -157,7 +158,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Console()
     out.print(f"report: {report.path} ({report.n_runs} runs, {len(report.figure_files)} figure files)")
     for s in report.skipped:
-        out.print(f"[yellow]skipped[/]: {s}", highlight=False)
+        out.print(f"[yellow]skipped[/]: {escape(s)}", highlight=False)
     return EXIT_OK
 
 

@@ -164,7 +164,7 @@ def _standard(store: Store, runs: list[RunRecord], limit: int, emit, skipped: li
             bars = emit(figures.bars_figure(bench, bench.columns[0]), f"{bench.benchmark}_{bench.columns[0]}")
         distribution = _distribution(store, bench, limit, emit, skipped)
         out.append({"benchmark": bench.benchmark, "columns": bench.columns, "rows": rows, "bars": bars,
-                    "distribution": distribution})
+                    "distribution": distribution, "fixed": bench.fixed})
     return out
 
 

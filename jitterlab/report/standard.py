@@ -5,6 +5,7 @@ each the median over the cell's successful repetitions with the spread (min-max)
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -57,14 +58,23 @@ class BenchmarkSummary:
     benchmark: str
     columns: list[str]
     cells: list[CellSummary]
+    fixed: str = ""  # the parameters every cell shares ("interval=1ms priority=95")
 
 
-def params_text(run: RunRecord) -> str:
-    """The cell's parameters in the benchmark's order (the store keeps them sorted by name)."""
+def params_text(run: RunRecord, keys: list[str] | None = None) -> str:
+    """The cell's parameters (or only `keys`) in the benchmark's order (the store keeps them
+    sorted by name)."""
     cell = run.params.get("cell", {})
     shown = _shows(run.benchmark)
     order = [k for k in shown if k in cell] + sorted(k for k in cell if k not in shown)
-    return " ".join(f"{k}={shown.get(k, str)(cell[k])}" for k in order)
+    return " ".join(f"{k}={shown.get(k, str)(cell[k])}" for k in order if keys is None or k in keys)
+
+
+def _varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
+    """Cell parameters that differ between these runs, and those that all share."""
+    keys = sorted({k for r in runs for k in r.params.get("cell", {})})
+    values = {k: {json.dumps(r.params.get("cell", {}).get(k)) for r in runs} for k in keys}
+    return [k for k in keys if len(values[k]) > 1], [k for k in keys if len(values[k]) == 1]
 
 
 def summarize(runs: list[RunRecord]) -> list[BenchmarkSummary]:
@@ -78,10 +88,11 @@ def summarize(runs: list[RunRecord]) -> list[BenchmarkSummary]:
 
 def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
     varying = _varying_labels(runs)
+    differ, shared = _varying(runs)
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
         labels = ", ".join(f"{k}={r.labels.get(k, '')}" for k in varying)
-        groups[(r.target, params_text(r), r.load, labels)].append(r)
+        groups[(r.target, params_text(r, differ), r.load, labels)].append(r)
     columns = headline_metrics(benchmark, runs)
     cells = []
     for (target, params, load, labels), members in groups.items():
@@ -92,7 +103,7 @@ def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
                 xs = [m.value for m in found]
                 values[name] = Value(statistics.median(xs), min(xs), max(xs), found[0].unit, len(xs))
         cells.append(CellSummary(target, params, load, labels, members, values))
-    return BenchmarkSummary(benchmark, columns, cells)
+    return BenchmarkSummary(benchmark, columns, cells, params_text(runs[0], shared) if runs else "")
 
 
 def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
@@ -117,10 +128,13 @@ def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
 
 
 def format_value(value: float, unit: str) -> str:
+    """A measured value for people: 4 significant digits, durations in their best unit."""
     if unit == "ns":
-        return format_ns(value)
+        return format_ns(value, digits=4)
     if unit == "ratio":
         return f"{value * 100:.3g} %"
+    if unit == "count":
+        return f"{value:,.0f}" if value == int(value) else f"{value:,.4g}"
     return f"{value:,.4g} {unit}".strip()
 
 

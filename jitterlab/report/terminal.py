@@ -111,7 +111,8 @@ def summary_tables(runs: list[RunRecord], campaign: str) -> list[Table]:
     if square:
         tables.append(summary_table(square, f"{campaign}: max relative period error"))
     for bench in summarize(runs):
-        table = Table(title=f"{campaign}: {bench.benchmark}", caption="median over repetitions")
+        caption = "median over repetitions" + (f"; every cell: {bench.fixed}" if bench.fixed else "")
+        table = Table(title=f"{campaign}: {bench.benchmark}", caption=caption)
         for name in ("cell", "runs", *bench.columns):
             table.add_column(name, justify="left" if name == "cell" else "right")
         for cell in bench.cells:

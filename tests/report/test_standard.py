@@ -56,11 +56,12 @@ def test_summary_medians_and_columns(tmp_path):
     assert "messages" not in bench.columns and "rtt_samples" not in bench.columns
     assert "rtt_p50_ns" in bench.columns
     cells = {c.params: c for c in bench.cells}
-    fifo = cells["policy=fifo size=64"].values["rtt_p50_ns"]
+    assert bench.fixed == "size=64"  # the same in every cell: said once, not per cell
+    fifo = cells["policy=fifo"].values["rtt_p50_ns"]
     # reps 0..3 give p50 = 60, 61, 62, 63 us: median 61.5 us, spread 60-63 us
     assert (fifo.median, fifo.low, fifo.high, fifo.n) == (61_500, 60_000, 63_000, 4)
-    assert cells["policy=deadline size=64"].values == {}
-    assert cells["policy=deadline size=64"].errors == ["SCHED_DEADLINE refused by the kernel"]
+    assert cells["policy=deadline"].values == {}
+    assert cells["policy=deadline"].errors == ["SCHED_DEADLINE refused by the kernel"]
 
 
 def test_terminal_tables(tmp_path):
@@ -71,7 +72,7 @@ def test_terminal_tables(tmp_path):
     console.print(runs_table(store.runs()))
     text = console.export_text()
     assert f"std: {BENCH}" in text
-    assert "policy=fifo size=64" in text and "61.5us" in text.replace(" ", "")
+    assert "policy=fifo" in text and "61.5us" in text.replace(" ", "") and "every cell: size=64" in text
     assert "SCHED_DEADLINE refused" in text
     assert "max relative period error" not in text  # no squarewave runs, no squarewave table
 
@@ -83,7 +84,8 @@ def test_html_section_with_figures(tmp_path):
     assert f'id="bench-{BENCH}"' in html
     assert f'data-figure="bars" data-benchmark="{BENCH}"' in html
     assert f'data-figure="distribution" data-benchmark="{BENCH}"' in html
-    assert "policy=other size=64" in html and "SCHED_DEADLINE refused by the kernel" in html
+    assert "local policy=other idle" in html and "SCHED_DEADLINE refused by the kernel" in html
+    assert "Every cell: size=64." in html
 
 
 def test_compare_by_cell_parameter(tmp_path):
