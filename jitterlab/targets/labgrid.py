@@ -3,9 +3,9 @@
 labgrid finds the board and owns the SSH connection: jitterlab acquires the place (and releases it on
 close), makes the NetworkService the place's exporter announces, and activates labgrid's SSHDriver,
 which starts an OpenSSH ControlMaster (key, password, proxy through the exporter). Commands and files
-then travel as sessions over that master with the driver's own ssh arguments (labgrid_sessions.py):
-SSHDriver.run cannot kill a command that timed out and splits output into lines, and its put/get run
-scp with its progress meter on our terminal.
+then travel as sessions over that master with the driver's own ssh arguments, by the ssh target's
+machinery (ssh_sessions.py): SSHDriver.run cannot kill a command that timed out and splits output into
+lines, and its put/get run scp with its progress meter on our terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import contextlib
 import difflib
 import logging
 import os
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 from jitterlab.errors import UserError
 from jitterlab.targets.base import Completed
-from jitterlab.targets.labgrid_sessions import SessionProcess, Sessions
+from jitterlab.targets.ssh_sessions import SSHProcess, SSHSessions
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
 COORDINATOR_TIMEOUT_S = 10.0
@@ -298,7 +299,7 @@ class LabgridTarget:
         self.options = options
         self.coordinator = options.coordinator or os.environ.get("LG_COORDINATOR") or DEFAULT_COORDINATOR
         self._held: list[str] = []  # places we acquired and must release
-        self._sessions: Sessions | None = None
+        self._sessions: SSHSessions | None = None
         self._lg_target: Any = None
         self._env: Any = None
         try:
@@ -313,13 +314,14 @@ class LabgridTarget:
             self.address = f"{self.username}@{service.address}:{service.port}"
             ssh = [self._driver._get_tool("ssh"), "-x", *self._driver.ssh_prefix, "-o", "BatchMode=yes"]
             ssh += ["-p", str(service.port), "-l", self.username, "--", service.address]
-            self._sessions = Sessions(name, ssh, f"{_where(name)} {self.address}")
-            self.workdir = options.workdir or f"/tmp/jitterlab-{self.username}"
-            made = self.run(["mkdir", "-p", self.workdir], timeout_s=30.0)
-            if not made.ok:
-                raise UserError(
-                    f"{_where(name)}: cannot create workdir {self.workdir}: {made.stderr.strip()}"
-                )
+            self._sessions = SSHSessions(
+                name,
+                f"{_where(name)} {self.address}",
+                lambda remote: [*ssh, shlex.join(remote)],
+                control_path=self._driver.control,
+                connect_timeout_s=self._driver.connection_timeout,
+            )
+            self.workdir = self._sessions.connect(options.workdir)
         except BaseException:
             with contextlib.suppress(Exception):  # the reason we could not open matters more
                 self.close()
@@ -381,7 +383,7 @@ class LabgridTarget:
     def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
         return self._sessions.run(argv, timeout_s)
 
-    def spawn(self, argv: list[str], log_path: str | None = None) -> SessionProcess:
+    def spawn(self, argv: list[str], log_path: str | None = None) -> SSHProcess:
         return self._sessions.spawn(argv, log_path)
 
     def put(self, local: Path, remote: str) -> None:

@@ -1,4 +1,4 @@
-"""The constant shell scripts the ssh target runs on the target.
+"""The constant shell scripts the ssh and labgrid targets run on the target (ssh_sessions.py).
 
 Nothing from the user or a campaign is ever put into them: paths and argv reach them as positional
 parameters ("$1", "$@"), quoted word by word on this side.

@@ -47,7 +47,7 @@ static struct opts parse_opts(int argc, char **argv)
         int64_t n = -1;
         if (val == NULL)
             usage_exit("missing value or unknown flag");
-        int num_ok = sw_parse_i64(val, &n) == 0;
+        int num_ok = sw_parse_int(val, 0, INT64_MAX, &n) == 0;
         if (strcmp(flag, "--pin") == 0)
             o.pin = val;
         else if (strcmp(flag, "--out") == 0)
@@ -85,27 +85,6 @@ static void *alloc_prefaulted(size_t len, const char *what)
     return p;
 }
 
-/* Write to <path>.tmp.<pid> then rename: a reader sees all of the file or none. */
-static FILE *open_tmp(const char *path, char *tmp, size_t tmp_len)
-{
-    snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (f == NULL)
-        fprintf(stderr, PROG ": cannot write %s: %s\n", tmp, strerror(errno));
-    return f;
-}
-
-static int close_and_rename(FILE *f, const char *tmp, const char *path)
-{
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 static void put_u64_le(FILE *f, uint64_t v)
 {
     unsigned char b[8];
@@ -128,17 +107,16 @@ static void put_recs_le(FILE *f, const struct rec *r, uint64_t n)
 
 static int write_out(const struct opts *o, const struct capture *c)
 {
-    char tmp[4096];
-    FILE *f = open_tmp(o->out, tmp, sizeof tmp);
-    if (f == NULL)
+    struct sw_file w;
+    if (sw_file_open(&w, PROG, "", o->out) != 0)
         return -1;
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
-    fwrite("JLOBS001", 1, 8, f);
-    put_u64_le(f, c->n_edges);
-    put_u64_le(f, c->n_blind);
-    put_recs_le(f, c->edges, c->n_edges);
-    put_recs_le(f, c->blind, c->n_blind);
-    return close_and_rename(f, tmp, o->out);
+    setvbuf(w.f, NULL, _IOFBF, 1 << 20);
+    fwrite("JLOBS001", 1, 8, w.f);
+    put_u64_le(w.f, c->n_edges);
+    put_u64_le(w.f, c->n_blind);
+    put_recs_le(w.f, c->edges, c->n_edges);
+    put_recs_le(w.f, c->blind, c->n_blind);
+    return sw_file_commit(&w);
 }
 
 /* Smallest bucket whose cumulative count reaches q of all polls; past the
@@ -161,38 +139,28 @@ static int64_t poll_percentile(const struct capture *c, double q)
 
 static int write_stats(const struct opts *o, const struct capture *c)
 {
-    char tmp[4096];
-    FILE *f = open_tmp(o->stats, tmp, sizeof tmp);
-    if (f == NULL)
-        return -1;
-    fprintf(f,
-            "{\"polls\": %llu, \"poll_ns_p50\": %lld, \"poll_ns_p999\": %lld, "
-            "\"poll_ns_max\": %lld, \"poll_ns_hist_overflow\": %llu, "
-            "\"blind_intervals\": %llu, \"blind_ns\": %llu, \"blind_dropped\": %llu, "
-            "\"edges\": %llu, \"overflow_edges\": %llu, \"max_edges\": %lld, "
-            "\"sched\": \"%s\", \"prio\": %lld, \"cpu\": %lld, \"mlock\": %s, "
-            "\"initial_level\": %d, \"start_ns\": %lld, \"end_ns\": %lld, "
-            "\"blind_threshold_ns\": %lld}\n",
-            (unsigned long long)c->polls, (long long)poll_percentile(c, 0.5),
-            (long long)poll_percentile(c, 0.999), (long long)c->poll_max_ns,
-            (unsigned long long)c->hist_overflow, (unsigned long long)c->blind_total,
-            (unsigned long long)c->blind_ns, (unsigned long long)c->blind_dropped,
-            (unsigned long long)c->n_edges, (unsigned long long)c->overflow_edges,
-            (long long)o->max_edges, c->fifo ? "fifo" : "other",
-            (long long)(c->fifo ? o->prio : 0), (long long)o->cpu,
-            c->mlocked ? "true" : "false", c->initial_level, (long long)c->start_ns,
-            (long long)c->end_ns, (long long)o->blind_threshold_ns);
-    return close_and_rename(f, tmp, o->stats);
+    return sw_write_file(PROG, o->stats,
+                         "{\"polls\": %llu, \"poll_ns_p50\": %lld, \"poll_ns_p999\": %lld, "
+                         "\"poll_ns_max\": %lld, \"poll_ns_hist_overflow\": %llu, "
+                         "\"blind_intervals\": %llu, \"blind_ns\": %llu, \"blind_dropped\": %llu, "
+                         "\"edges\": %llu, \"overflow_edges\": %llu, \"max_edges\": %lld, "
+                         "\"sched\": \"%s\", \"prio\": %lld, \"cpu\": %lld, \"mlock\": %s, "
+                         "\"initial_level\": %d, \"start_ns\": %lld, \"end_ns\": %lld, "
+                         "\"blind_threshold_ns\": %lld}\n",
+                         (unsigned long long)c->polls, (long long)poll_percentile(c, 0.5),
+                         (long long)poll_percentile(c, 0.999), (long long)c->poll_max_ns,
+                         (unsigned long long)c->hist_overflow, (unsigned long long)c->blind_total,
+                         (unsigned long long)c->blind_ns, (unsigned long long)c->blind_dropped,
+                         (unsigned long long)c->n_edges, (unsigned long long)c->overflow_edges,
+                         (long long)o->max_edges, c->fifo ? "fifo" : "other",
+                         (long long)(c->fifo ? o->prio : 0), (long long)o->cpu,
+                         c->mlocked ? "true" : "false", c->initial_level, (long long)c->start_ns,
+                         (long long)c->end_ns, (long long)o->blind_threshold_ns);
 }
 
 static void signal_ready(const char *path)
 {
-    char tmp[4096];
-    FILE *f = open_tmp(path, tmp, sizeof tmp);
-    if (f == NULL)
-        exit(1);
-    fprintf(f, "%ld\n", (long)getpid());
-    if (close_and_rename(f, tmp, path) != 0)
+    if (sw_write_file(PROG, path, "%ld\n", (long)getpid()) != 0)
         exit(1);
 }
 

@@ -17,48 +17,24 @@ int main(int argc, char **argv)
 {
     const char *host = NULL, *stats = NULL;
     int64_t port = -1, size = 64, batch = 32, rate = 0, duration_ns = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
-        if (strcmp(flag, "--help") == 0) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
-        if (i + 1 >= argc)
-            udp_bad_flag(PROG, flag, NULL);
-        const char *val = argv[++i];
-        int ok = 1;
-        if (strcmp(flag, "--host") == 0)
-            host = val;
-        else if (strcmp(flag, "--stats") == 0)
-            stats = val;
-        else if (strcmp(flag, "--port") == 0)
-            ok = udp_parse_int(val, 1, 65535, &port) == 0;
-        else if (strcmp(flag, "--size") == 0)
-            ok = udp_parse_int(val, 1, MAX_SIZE, &size) == 0;
-        else if (strcmp(flag, "--batch") == 0)
-            ok = udp_parse_int(val, 1, MAX_BATCH, &batch) == 0;
-        else if (strcmp(flag, "--rate") == 0)
-            ok = udp_parse_int(val, 0, 1000000000LL, &rate) == 0;
-        else if (strcmp(flag, "--duration-ns") == 0)
-            ok = udp_parse_int(val, 1, INT64_MAX / 4, &duration_ns) == 0;
-        else
-            ok = 0;
-        if (!ok)
-            udp_bad_flag(PROG, flag, val);
-    }
+    const struct udp_flag flags[] = {
+        {"--host", &host, NULL, 0, 0},
+        {"--stats", &stats, NULL, 0, 0},
+        {"--port", NULL, &port, 1, 65535},
+        {"--size", NULL, &size, 1, MAX_SIZE},
+        {"--batch", NULL, &batch, 1, MAX_BATCH},
+        {"--rate", NULL, &rate, 0, 1000000000LL},
+        {"--duration-ns", NULL, &duration_ns, 1, INT64_MAX / 4},
+        {NULL},
+    };
+    udp_parse_flags(PROG, USAGE, argc, argv, flags, NULL);
     if (host == NULL || port < 0 || duration_ns < 0 || stats == NULL)
         udp_usage_error(PROG, "--host, --port, --duration-ns and --stats are required");
     struct sockaddr_storage addr;
-    socklen_t addr_len = 0;
-    if (udp_address(host, (int)port, &addr, &addr_len) != 0)
-        udp_usage_error(PROG, "--host needs a numeric IPv4 or IPv6 address");
+    socklen_t addr_len = udp_address(PROG, "--host", host, port, &addr);
 
-    udp_install_stop_handlers();
-    int fd = socket(addr.ss_family, SOCK_DGRAM, 0);
-    if (fd < 0)
-        udp_die(PROG, "cannot create a UDP socket");
-    if (connect(fd, (struct sockaddr *)&addr, addr_len) != 0)
-        udp_die(PROG, "cannot connect the UDP socket");
+    sw_install_stop_handlers();
+    int fd = udp_connected_socket(PROG, &addr, addr_len);
     unsigned char *payload = malloc((size_t)size);
     if (payload == NULL)
         udp_die(PROG, "cannot allocate the payload");
@@ -73,17 +49,17 @@ int main(int argc, char **argv)
     }
 
     unsigned long long sent = 0, errors = 0;
-    const int64_t start = udp_now_ns();
+    const int64_t start = sw_now_ns();
     int64_t now = start;
-    for (unsigned long long k = 0; !udp_stop_requested; k++) {
+    for (unsigned long long k = 0; !sw_stop_requested; k++) {
         if (rate > 0) {
             /* batch k leaves at start + k * batch / rate seconds */
             int64_t at = start + (int64_t)((double)k * (double)batch * 1e9 / (double)rate);
-            if (at - start >= duration_ns || udp_sleep_until(at))
+            if (at - start >= duration_ns || sw_sleep_until(at))
                 break;
         }
         int n = sendmmsg(fd, msgs, (unsigned)batch, 0);
-        now = udp_now_ns();
+        now = sw_now_ns();
         if (n > 0)
             sent += (unsigned)n;
         if (n < (int)batch) {
@@ -96,10 +72,10 @@ int main(int argc, char **argv)
         if (now - start >= duration_ns)
             break;
     }
-    char line[512];
-    snprintf(line, sizeof line,
-             "jitterlab-pps-send v1 sent=%llu bytes=%llu elapsed_ns=%lld send_errors=%llu\n", sent,
-             sent * (unsigned long long)size, (long long)(now - start), errors);
     close(fd);
-    return udp_write_file(PROG, stats, line) == 0 ? 0 : 1;
+    return sw_write_file(PROG, stats,
+                         "jitterlab-pps-send v1 sent=%llu bytes=%llu elapsed_ns=%lld "
+                         "send_errors=%llu\n",
+                         sent, sent * (unsigned long long)size, (long long)(now - start),
+                         errors) == 0 ? 0 : 1;
 }

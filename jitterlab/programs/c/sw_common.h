@@ -1,18 +1,21 @@
-/* Shared by the C square-wave programs and the observer: flags, clock,
- * signals, prefaulting and the self-log. Everything is static inline so a
- * program that does not use a helper gets no unused-function warning. */
+/* Shared by every C program: stop signals, clock, number flags and files written
+ * whole; and, for the square-wave programs and the observer, their flags,
+ * prefaulting, the pin and the self-log. udp_common.h builds on it. Everything is
+ * static inline so a program that does not use a helper gets no unused-function
+ * warning. */
 #ifndef JITTERLAB_SW_COMMON_H
 #define JITTERLAB_SW_COMMON_H
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +34,8 @@ static void sw_on_stop_signal(int signum)
     sw_stop_requested = 1;
 }
 
-/* No SA_RESTART: a sleep or poll must return early when we are told to stop. */
+/* No SA_RESTART: a sleep, poll or blocking receive must return early when we are
+ * told to stop. */
 static inline void sw_install_stop_handlers(void)
 {
     struct sigaction sa;
@@ -60,16 +64,78 @@ static inline struct timespec sw_timespec(int64_t ns)
     return ts;
 }
 
-/* Parse a non-negative decimal integer that fills the whole string. */
-static inline int sw_parse_i64(const char *s, int64_t *out)
+/* Sleep until the CLOCK_MONOTONIC time `at_ns`; returns nonzero if told to stop. */
+static inline int sw_sleep_until(int64_t at_ns)
+{
+    struct timespec ts = sw_timespec(at_ns);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        if (sw_stop_requested)
+            break;
+    return sw_stop_requested;
+}
+
+/* A decimal integer in [lo, hi] that fills the whole string (every flag has lo >= 0). */
+static inline int sw_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 0)
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
         return -1;
     *out = (int64_t)v;
     return 0;
+}
+
+/* A file is written to <path>.tmp.<pid> and renamed once complete, so a reader never
+ * sees half of it. `what` ("" or a word and a space) goes before the name in errors. */
+struct sw_file {
+    FILE *f;
+    const char *prog, *what, *path;
+    char tmp[4096];
+};
+
+static inline int sw_file_open(struct sw_file *w, const char *prog, const char *what,
+                               const char *path)
+{
+    w->prog = prog;
+    w->what = what;
+    w->path = path;
+    w->f = NULL;
+    if (snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof w->tmp)
+        errno = ENAMETOOLONG;
+    else
+        w->f = fopen(w->tmp, "w");
+    if (w->f == NULL) {
+        fprintf(stderr, "%s: cannot write %s%s: %s\n", prog, what, w->tmp, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static inline int sw_file_commit(struct sw_file *w)
+{
+    int bad = ferror(w->f);
+    if (fclose(w->f) != 0 || bad || rename(w->tmp, w->path) != 0) {
+        fprintf(stderr, "%s: cannot write %s%s: %s\n", w->prog, w->what, w->path,
+                strerror(errno));
+        unlink(w->tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* A whole small file (a ready flag, a stats line) in one printf. */
+__attribute__((format(printf, 3, 4)))
+static inline int sw_write_file(const char *prog, const char *path, const char *fmt, ...)
+{
+    struct sw_file w;
+    if (sw_file_open(&w, prog, "", path) != 0)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(w.f, fmt, ap);
+    va_end(ap);
+    return sw_file_commit(&w);
 }
 
 /* Touch every page now so the measured loop never takes a page fault. */
@@ -139,12 +205,11 @@ static inline struct sw_args sw_parse_args(int argc, char **argv, const char *pr
             a.pin = val;
         } else if (strcmp(flag, "--log") == 0) {
             a.log = val;
-        } else if (strcmp(flag, "--period-ns") == 0 && sw_parse_i64(val, &n) == 0) {
+        } else if (strcmp(flag, "--period-ns") == 0 && sw_parse_int(val, 0, INT64_MAX, &n) == 0) {
             a.period_ns = n;
-        } else if (strcmp(flag, "--duration-ns") == 0 && sw_parse_i64(val, &n) == 0) {
+        } else if (strcmp(flag, "--duration-ns") == 0 && sw_parse_int(val, 0, INT64_MAX, &n) == 0) {
             a.duration_ns = n;
-        } else if (strcmp(flag, "--prio") == 0 && sw_parse_i64(val, &n) == 0 && n >= 1 &&
-                   n <= 99) {
+        } else if (strcmp(flag, "--prio") == 0 && sw_parse_int(val, 1, 99, &n) == 0) {
             a.prio = (int)n;
         } else {
             fprintf(stderr, "%s: bad flag or value: %s %s\n" SW_USAGE, prog, flag, val, prog);
@@ -191,36 +256,19 @@ static inline void sw_log_add(struct sw_log *log, int64_t t_ns)
         log->dropped++;
 }
 
-/* Written to a temp name and renamed, so a reader never sees half a log. */
 static inline int sw_log_write(const struct sw_log *log, const char *path, const char *impl)
 {
-    size_t len = strlen(path) + 32;
-    char *tmp = malloc(len);
-    if (tmp == NULL)
+    struct sw_file w;
+    if (sw_file_open(&w, impl, "log ", path) != 0)
         return -1;
-    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        fprintf(stderr, "%s: cannot write log %s: %s\n", impl, tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
-    fprintf(f, "# jitterlab-edges v1 clock=monotonic impl=%s\n", impl);
+    setvbuf(w.f, NULL, _IOFBF, 1 << 20);
+    fprintf(w.f, "# jitterlab-edges v1 clock=monotonic impl=%s\n", impl);
     for (size_t i = 0; i < log->n; i++)
-        fprintf(f, "%lld %d\n", (long long)log->t_ns[i], (i % 2 == 0) ? 1 : 0);
+        fprintf(w.f, "%lld %d\n", (long long)log->t_ns[i], (i % 2 == 0) ? 1 : 0);
     if (log->dropped > 0)
-        fprintf(f, "# dropped=%llu\n", (unsigned long long)log->dropped);
-    fprintf(f, "# end edges=%zu\n", log->n);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "%s: cannot write log %s: %s\n", impl, path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+        fprintf(w.f, "# dropped=%llu\n", (unsigned long long)log->dropped);
+    fprintf(w.f, "# end edges=%zu\n", log->n);
+    return sw_file_commit(&w);
 }
 
 enum sw_sleep_mode { SW_SLEEP_RELATIVE, SW_SLEEP_ABSOLUTE };
@@ -231,16 +279,12 @@ static inline int sw_sleep_half(enum sw_sleep_mode mode, int64_t half_ns, int64_
 {
     if (mode == SW_SLEEP_ABSOLUTE) {
         *deadline += half_ns;
-        struct timespec ts = sw_timespec(*deadline);
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-            if (sw_stop_requested)
-                break;
-    } else {
-        struct timespec req = sw_timespec(half_ns);
-        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &req, &req) == EINTR)
-            if (sw_stop_requested)
-                break;
+        return sw_sleep_until(*deadline);
     }
+    struct timespec req = sw_timespec(half_ns);
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &req, &req) == EINTR)
+        if (sw_stop_requested)
+            break;
     return sw_stop_requested;
 }
 

@@ -1,25 +1,18 @@
 /* Shared by the UDP programs (udp-echo-server/-client, pps-send/-recv): flags,
- * clock, stop signals, scheduling policies (SCHED_DEADLINE via the raw
- * sched_setattr syscall) and one-line errors. Everything is static inline so a
- * program that does not use a helper gets no unused-function warning. */
+ * addresses and sockets, scheduling policies (SCHED_DEADLINE via the raw
+ * sched_setattr syscall) and one-line errors. The stop signals, clock, number
+ * parsing and file writing come from sw_common.h. Everything is static inline so
+ * a program that does not use a helper gets no unused-function warning. */
 #ifndef JITTERLAB_UDP_COMMON_H
 #define JITTERLAB_UDP_COMMON_H
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "sw_common.h"
 
 #ifndef SCHED_DEADLINE
 #define SCHED_DEADLINE 6
@@ -29,65 +22,6 @@
  * scheduling policy, 1 anything else that went wrong. */
 #define UDP_EXIT_USAGE 2
 #define UDP_EXIT_POLICY 3
-
-static volatile sig_atomic_t udp_stop_requested = 0;
-
-static void udp_on_stop_signal(int signum)
-{
-    (void)signum;
-    udp_stop_requested = 1;
-}
-
-/* No SA_RESTART: a blocking receive returns EINTR when we are told to stop. */
-static inline void udp_install_stop_handlers(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = udp_on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    /* If the runner dies (even by SIGKILL), stop like on SIGTERM instead of running on. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() == 1)
-        udp_stop_requested = 1;
-}
-
-static inline int64_t udp_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static inline struct timespec udp_timespec(int64_t ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000LL),
-                          .tv_nsec = (long)(ns % 1000000000LL)};
-    return ts;
-}
-
-/* Sleep until the CLOCK_MONOTONIC time `at_ns`; returns nonzero if told to stop. */
-static inline int udp_sleep_until(int64_t at_ns)
-{
-    struct timespec ts = udp_timespec(at_ns);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        if (udp_stop_requested)
-            break;
-    return udp_stop_requested;
-}
-
-/* A non-negative decimal integer in [lo, hi] that fills the whole string. */
-static inline int udp_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int64_t)v;
-    return 0;
-}
 
 /* A setup step failed: say which and why on one line, exit 1. */
 static inline void udp_die(const char *prog, const char *what)
@@ -108,8 +42,10 @@ static inline void udp_usage_error(const char *prog, const char *why)
     exit(UDP_EXIT_USAGE);
 }
 
-/* An IPv4 or IPv6 numeric address and a port -> sockaddr. */
-static inline int udp_address(const char *host, int port, struct sockaddr_storage *sa, socklen_t *len)
+/* A numeric IPv4 or IPv6 address and a port -> sockaddr; anything else is a usage error
+ * that names the flag the address came from. */
+static inline socklen_t udp_address(const char *prog, const char *flag, const char *host,
+                                    int64_t port, struct sockaddr_storage *sa)
 {
     memset(sa, 0, sizeof *sa);
     struct sockaddr_in *v4 = (struct sockaddr_in *)sa;
@@ -117,16 +53,47 @@ static inline int udp_address(const char *host, int port, struct sockaddr_storag
     if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
         v4->sin_family = AF_INET;
         v4->sin_port = htons((uint16_t)port);
-        *len = sizeof *v4;
-        return 0;
+        return sizeof *v4;
     }
     if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
         v6->sin6_family = AF_INET6;
         v6->sin6_port = htons((uint16_t)port);
-        *len = sizeof *v6;
-        return 0;
+        return sizeof *v6;
     }
-    return -1;
+    fprintf(stderr, "%s: %s needs a numeric IPv4 or IPv6 address (see --help)\n", prog, flag);
+    exit(UDP_EXIT_USAGE);
+}
+
+static inline int udp_socket(const char *prog, const struct sockaddr_storage *sa)
+{
+    int fd = socket(sa->ss_family, SOCK_DGRAM, 0);
+    if (fd < 0)
+        udp_die(prog, "cannot create a UDP socket");
+    return fd;
+}
+
+/* The sender's socket: connected, so send() needs no address and the kernel drops strays. */
+static inline int udp_connected_socket(const char *prog, const struct sockaddr_storage *sa,
+                                       socklen_t len)
+{
+    int fd = udp_socket(prog, sa);
+    if (connect(fd, (const struct sockaddr *)sa, len) != 0)
+        udp_die(prog, "cannot connect the UDP socket");
+    return fd;
+}
+
+/* Bind a receiver's socket. A blocking receive returns every 100 ms, so the receive loop
+ * checks its life limit (and the stop flag) even when nothing arrives. */
+static inline void udp_bind(const char *prog, int fd, const char *host, int64_t port,
+                            const struct sockaddr_storage *sa, socklen_t len)
+{
+    if (bind(fd, (const struct sockaddr *)sa, len) != 0) {
+        fprintf(stderr, "%s: cannot bind %s port %lld: %s\n", prog, host, (long long)port,
+                strerror(errno));
+        exit(1);
+    }
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
 /* --- scheduling policies ------------------------------------------------------------------ */
@@ -141,11 +108,17 @@ struct udp_sched {
     int allow_no_rt;       /* a refused policy is a warning, the program runs as SCHED_OTHER */
 };
 
-static inline int udp_parse_policy(const char *s, enum udp_policy *out)
+/* The --policy value that names a policy. */
+static inline const char *udp_policy_flag_value(enum udp_policy policy)
 {
     static const char *const names[] = {"other", "fifo", "rr", "deadline"};
+    return names[policy];
+}
+
+static inline int udp_parse_policy(const char *s, enum udp_policy *out)
+{
     for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0) {
+        if (strcmp(s, udp_policy_flag_value((enum udp_policy)i)) == 0) {
             *out = (enum udp_policy)i;
             return 0;
         }
@@ -277,10 +250,10 @@ static inline int udp_sched_flag(const char *prog, int argc, char **argv, int *i
         if (udp_parse_policy(val, &s->policy) != 0)
             udp_bad_flag(prog, flag, val);
     } else if (strcmp(flag, "--prio") == 0) {
-        if (udp_parse_int(val, 1, 99, &n) != 0)
+        if (sw_parse_int(val, 1, 99, &n) != 0)
             udp_bad_flag(prog, flag, val);
         s->prio = (int)n;
-    } else if (udp_parse_int(val, 1024, 4000000000LL, &n) != 0) {
+    } else if (sw_parse_int(val, 1024, 4000000000LL, &n) != 0) {
         udp_bad_flag(prog, flag, val);
     } else if (strcmp(flag, "--dl-runtime-ns") == 0) {
         s->dl_runtime_ns = n;
@@ -301,25 +274,38 @@ static inline void udp_check_sched(const char *prog, const struct udp_sched *s)
 #define UDP_SCHED_USAGE "[--policy other|fifo|rr|deadline] [--prio 1-99] " \
     "[--dl-runtime-ns N --dl-period-ns N] [--allow-no-rt]"
 
-/* Write `text` to `path` through a temp name, so a reader never sees half a file. */
-static inline int udp_write_file(const char *prog, const char *path, const char *text)
+/* A flag that takes a value: a string, or a number in [lo, hi]. */
+struct udp_flag {
+    const char *name;
+    const char **str;
+    int64_t *num;
+    int64_t lo, hi;
+};
+
+/* Parse argv against `flags` (ended by a {NULL} entry) and, if `sched` is given, the
+ * scheduling flags; --help prints `usage` and exits 0, a bad flag or value exits 2. */
+static inline void udp_parse_flags(const char *prog, const char *usage, int argc, char **argv,
+                                   const struct udp_flag *flags, struct udp_sched *sched)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return -1;
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", prog, tmp, strerror(errno));
-        return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (strcmp(flag, "--help") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (sched != NULL && udp_sched_flag(prog, argc, argv, &i, sched))
+            continue;
+        if (i + 1 >= argc)
+            udp_bad_flag(prog, flag, NULL);
+        const char *val = argv[++i];
+        const struct udp_flag *f = flags;
+        while (f->name != NULL && strcmp(flag, f->name) != 0)
+            f++;
+        if (f->name != NULL && f->str != NULL)
+            *f->str = val;
+        else if (f->name == NULL || sw_parse_int(val, f->lo, f->hi, f->num) != 0)
+            udp_bad_flag(prog, flag, val);
     }
-    fputs(text, f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
 }
 
 #endif

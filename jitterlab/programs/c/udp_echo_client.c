@@ -30,42 +30,19 @@ static struct client_args parse_args(int argc, char **argv, struct udp_sched *sc
 {
     struct client_args a = {.port = -1, .size = 64, .interval_ns = 1000000, .count = 0,
                             .duration_ns = -1, .warmup_ns = 0, .timeout_ns = 100000000};
-    for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
-        if (strcmp(flag, "--help") == 0) {
-            fputs(USAGE, stdout);
-            exit(0);
-        }
-        if (udp_sched_flag(PROG, argc, argv, &i, sched))
-            continue;
-        if (i + 1 >= argc)
-            udp_bad_flag(PROG, flag, NULL);
-        const char *val = argv[++i];
-        int ok = 0;
-        if (strcmp(flag, "--host") == 0) {
-            a.host = val;
-            ok = 1;
-        } else if (strcmp(flag, "--out") == 0) {
-            a.out = val;
-            ok = 1;
-        } else if (strcmp(flag, "--port") == 0) {
-            ok = udp_parse_int(val, 1, 65535, &a.port) == 0;
-        } else if (strcmp(flag, "--size") == 0) {
-            ok = udp_parse_int(val, MIN_SIZE, MAX_SIZE, &a.size) == 0;
-        } else if (strcmp(flag, "--interval-ns") == 0) {
-            ok = udp_parse_int(val, 0, 3600LL * 1000000000LL, &a.interval_ns) == 0;
-        } else if (strcmp(flag, "--count") == 0) {
-            ok = udp_parse_int(val, 0, MAX_SAMPLES, &a.count) == 0;
-        } else if (strcmp(flag, "--duration-ns") == 0) {
-            ok = udp_parse_int(val, 1, INT64_MAX / 4, &a.duration_ns) == 0;
-        } else if (strcmp(flag, "--warmup-ns") == 0) {
-            ok = udp_parse_int(val, 0, INT64_MAX / 4, &a.warmup_ns) == 0;
-        } else if (strcmp(flag, "--timeout-ns") == 0) {
-            ok = udp_parse_int(val, 1000, 60LL * 1000000000LL, &a.timeout_ns) == 0;
-        }
-        if (!ok)
-            udp_bad_flag(PROG, flag, val);
-    }
+    const struct udp_flag flags[] = {
+        {"--host", &a.host, NULL, 0, 0},
+        {"--out", &a.out, NULL, 0, 0},
+        {"--port", NULL, &a.port, 1, 65535},
+        {"--size", NULL, &a.size, MIN_SIZE, MAX_SIZE},
+        {"--interval-ns", NULL, &a.interval_ns, 0, 3600LL * 1000000000LL},
+        {"--count", NULL, &a.count, 0, MAX_SAMPLES},
+        {"--duration-ns", NULL, &a.duration_ns, 1, INT64_MAX / 4},
+        {"--warmup-ns", NULL, &a.warmup_ns, 0, INT64_MAX / 4},
+        {"--timeout-ns", NULL, &a.timeout_ns, 1000, 60LL * 1000000000LL},
+        {NULL},
+    };
+    udp_parse_flags(PROG, USAGE, argc, argv, flags, sched);
     if (a.host == NULL || a.port < 0 || a.out == NULL)
         udp_usage_error(PROG, "--host, --port and --out are required");
     if (a.count == 0 && a.duration_ns < 0)
@@ -81,15 +58,15 @@ static int64_t await_reply(int fd, unsigned char *buf, size_t size, uint64_t tok
 {
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
     for (;;) {
-        int64_t left = deadline_ns - udp_now_ns();
-        if (left <= 0 || udp_stop_requested)
+        int64_t left = deadline_ns - sw_now_ns();
+        if (left <= 0 || sw_stop_requested)
             return -1;
-        struct timespec ts = udp_timespec(left);
+        struct timespec ts = sw_timespec(left);
         int ready = ppoll(&pfd, 1, &ts, NULL);
         if (ready <= 0)
             continue; /* timeout, EINTR: re-check the deadline and the stop flag */
         ssize_t n = recv(fd, buf, size, MSG_DONTWAIT);
-        int64_t t = udp_now_ns();
+        int64_t t = sw_now_ns();
         if (n < (ssize_t)MIN_SIZE)
             continue; /* ECONNREFUSED (no server yet), EAGAIN, or a runt: keep waiting */
         uint64_t got_seq, got_token;
@@ -108,39 +85,25 @@ static int write_out(const struct client_args *a, const char *policy, const int6
                      size_t n, unsigned long long sent, unsigned long long lost,
                      unsigned long long late)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", a->out, (long)getpid()) >= (int)sizeof tmp)
+    struct sw_file w;
+    if (sw_file_open(&w, PROG, "", a->out) != 0)
         return -1;
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        fprintf(stderr, PROG ": cannot write %s: %s\n", tmp, strerror(errno));
-        return -1;
-    }
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
-    fprintf(f, "# jitterlab-udp-echo v1 clock=monotonic size=%lld interval_ns=%lld timeout_ns=%lld "
-               "policy=%s\n", (long long)a->size, (long long)a->interval_ns,
+    setvbuf(w.f, NULL, _IOFBF, 1 << 20);
+    fprintf(w.f, "# jitterlab-udp-echo v1 clock=monotonic size=%lld interval_ns=%lld "
+                 "timeout_ns=%lld policy=%s\n", (long long)a->size, (long long)a->interval_ns,
             (long long)a->timeout_ns, policy);
     for (size_t i = 0; i < n; i++)
-        fprintf(f, "%lld\n", (long long)rtt[i]);
-    fprintf(f, "# end sent=%llu received=%zu lost=%llu late=%llu\n", sent, n, lost, late);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, a->out) != 0) {
-        fprintf(stderr, PROG ": cannot write %s: %s\n", a->out, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+        fprintf(w.f, "%lld\n", (long long)rtt[i]);
+    fprintf(w.f, "# end sent=%llu received=%zu lost=%llu late=%llu\n", sent, n, lost, late);
+    return sw_file_commit(&w);
 }
 
 int main(int argc, char **argv)
 {
-    static const char *const policy_names[] = {"other", "fifo", "rr", "deadline"};
     struct udp_sched sched = {.policy = UDP_OTHER, .prio = 80};
     struct client_args a = parse_args(argc, argv, &sched);
     struct sockaddr_storage addr;
-    socklen_t addr_len = 0;
-    if (udp_address(a.host, (int)a.port, &addr, &addr_len) != 0)
-        udp_usage_error(PROG, "--host needs a numeric IPv4 or IPv6 address");
+    socklen_t addr_len = udp_address(PROG, "--host", a.host, a.port, &addr);
 
     int64_t cap = a.count;
     if (cap == 0) {
@@ -156,32 +119,28 @@ int main(int argc, char **argv)
     memset(rtt, 0, (size_t)cap * sizeof *rtt); /* prefault: no page fault while measuring */
     memset(buf, 0xa5, (size_t)a.size);
 
-    udp_install_stop_handlers();
-    int fd = socket(addr.ss_family, SOCK_DGRAM, 0);
-    if (fd < 0)
-        udp_die(PROG, "cannot create a UDP socket");
-    if (connect(fd, (struct sockaddr *)&addr, addr_len) != 0)
-        udp_die(PROG, "cannot connect the UDP socket");
+    sw_install_stop_handlers();
+    int fd = udp_connected_socket(PROG, &addr, addr_len);
     udp_apply_sched(PROG, &sched);
 
-    uint64_t token = ((uint64_t)getpid() << 32) ^ (uint64_t)udp_now_ns();
-    const int64_t start = udp_now_ns();
+    uint64_t token = ((uint64_t)getpid() << 32) ^ (uint64_t)sw_now_ns();
+    const int64_t start = sw_now_ns();
     const int64_t measure_from = start + a.warmup_ns;
     int64_t next = start;
     size_t n = 0;
     unsigned long long sent = 0, lost = 0, late = 0, send_errors = 0;
     uint64_t first_recorded = UINT64_MAX;
     int full = 0;
-    for (uint64_t seq = 0; !udp_stop_requested; seq++) {
+    for (uint64_t seq = 0; !sw_stop_requested; seq++) {
         if (a.interval_ns > 0) {
-            if (udp_sleep_until(next))
+            if (sw_sleep_until(next))
                 break;
             next += a.interval_ns;
-            int64_t now = udp_now_ns();
+            int64_t now = sw_now_ns();
             if (next < now)
                 next = now; /* fell behind: go on at the interval, never in a burst */
         }
-        int64_t t0 = udp_now_ns();
+        int64_t t0 = sw_now_ns();
         int recorded = t0 >= measure_from;
         if (recorded) {
             if ((a.count > 0 && (int64_t)sent >= a.count) ||
@@ -196,7 +155,7 @@ int main(int argc, char **argv)
         }
         memcpy(buf, &seq, 8);
         memcpy(buf + 8, &token, 8);
-        t0 = udp_now_ns();
+        t0 = sw_now_ns();
         if (send(fd, buf, (size_t)a.size, 0) != (ssize_t)a.size) {
             send_errors++;
             if (recorded) {
@@ -209,7 +168,7 @@ int main(int argc, char **argv)
                                  t0 + a.timeout_ns, &late);
         if (!recorded)
             continue;
-        if (udp_stop_requested && t1 < 0)
+        if (sw_stop_requested && t1 < 0)
             break; /* told to stop while waiting: this message is neither received nor lost */
         sent++;
         if (t1 < 0)
@@ -223,5 +182,6 @@ int main(int argc, char **argv)
         printf("warning: %llu sends failed\n", send_errors);
     fflush(stdout);
     close(fd);
-    return write_out(&a, policy_names[sched.policy], rtt, n, sent, lost, late) == 0 ? 0 : 1;
+    const char *policy = udp_policy_flag_value(sched.policy);
+    return write_out(&a, policy, rtt, n, sent, lost, late) == 0 ? 0 : 1;
 }
