@@ -54,6 +54,9 @@ class Outcome:
 Progress = Callable[[str, str | None, float], None]
 
 
+_REMOVE_SCRATCH = 'rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; exit 0'
+
+
 def estimate_s(campaign: Campaign, cells: list[tuple[Cell, int]]) -> float:
     return sum(
         plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").estimate_s(campaign, c) for c, _ in cells
@@ -366,7 +369,8 @@ class Runner:
                 with contextlib.suppress(Exception):
                     load.stop()
             with contextlib.suppress(Exception):
-                target.run(["rm", "-rf", scratch])
+                # the run's directory, and its owner's when it was the last one in it
+                target.run(["sh", "-c", _REMOVE_SCRATCH, "sh", scratch, scratch.rsplit("/", 1)[0]])
             self.progress(session.spec.name, None, estimate)
         if self.stop_event.is_set():
             shutil.rmtree(local_dir, ignore_errors=True)

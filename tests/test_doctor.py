@@ -7,7 +7,7 @@ import pytest
 from jitterlab import doctor
 from jitterlab.cli import main
 from jitterlab.targets.local import LocalTarget
-from jitterlab.targets.loopback_sshd import LoopbackSSHD, available, free_port
+from jitterlab.targets.loopback_sshd import available, free_port
 
 HEALTHY = {
     "os_name": "Debian GNU/Linux 12",
@@ -99,13 +99,6 @@ def test_bad_input_exits_2(argv, message, capsys):
 
 
 needs_sshd = pytest.mark.skipif(available() is not None, reason=str(available()))
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    server = LoopbackSSHD(tmp_path_factory.mktemp("sshd")).start()
-    yield server
-    server.stop()
 
 
 @needs_sshd

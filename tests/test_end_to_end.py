@@ -5,7 +5,6 @@ Timing is never asserted: these machines are noisy. Structure, bookkeeping and c
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -18,6 +17,7 @@ import pytest
 from jitterlab.cli import main
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
+from tests.support import processes_mentioning, wait_gone
 
 pytestmark = pytest.mark.slow
 
@@ -62,23 +62,6 @@ probe = {probe}
     return path
 
 
-def our_processes(marker: str) -> list[str]:
-    """Command lines of live processes that mention `marker`: our workdir is in every argv we start
-    (programs, observer, and stress-ng's --yaml path, which its forked workers inherit)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and marker in cmdline:
-            found.append(cmdline)
-    return found
-
-
 def test_every_impl_end_to_end(tmp_path):
     if not subprocess.run(["sh", "-c", "command -v node"], capture_output=True).stdout:
         pytest.skip("node is not installed (apt install nodejs); make test installs it")
@@ -96,7 +79,7 @@ def test_every_impl_end_to_end(tmp_path):
         assert {"vpin", "self"} <= set(series)
         assert run.sysinfo_id is not None and store.sysinfo(run.sysinfo_id)["kernel_release"]
     assert rc == 0
-    assert our_processes(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
 
 
 def test_self_probe_runs_without_observer(tmp_path):
@@ -119,7 +102,7 @@ def test_cpu_load_is_measured_and_stopped(tmp_path):
     [run] = Store(results).runs()
     assert run.status == "ok", run.error
     assert run.metric("load_bogo_ops_per_s", "") > 0
-    assert our_processes(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
 
 
 def test_a_run_past_its_timeout_fails_and_the_campaign_goes_on(tmp_path):
@@ -131,7 +114,7 @@ def test_a_run_past_its_timeout_fails_and_the_campaign_goes_on(tmp_path):
     assert len(runs) == 2
     assert {r.status for r in runs} == {"timeout"}
     assert all("killed" in r.error for r in runs)
-    assert our_processes(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
 
 
 def _runner(path: Path, results: Path, *extra: str) -> subprocess.Popen:
@@ -161,13 +144,6 @@ def _wait_for_commits(results: Path, n: int, proc: subprocess.Popen, timeout_s: 
         time.sleep(0.05)
 
 
-def _wait_gone(marker: str, timeout_s: float = 15) -> list[str]:
-    deadline = time.monotonic() + timeout_s
-    while (left := our_processes(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
-
-
 def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path):
     path = campaign(tmp_path, reps=5, duration="300ms")
     results = tmp_path / "results"
@@ -175,7 +151,7 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path)
     _wait_for_commits(results, 2, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert _wait_gone(str(tmp_path)) == []  # the programs die with their parent
+    assert wait_gone(str(tmp_path)) == []  # the programs die with their parent
     before = _committed(results)
     assert 2 <= before < 5
     rc = main(["run", str(path), "--results", str(results), "--resume"])
@@ -198,7 +174,7 @@ def test_interrupt_stops_everything_and_keeps_committed_runs(tmp_path, signum):
     time.sleep(0.3)  # mid-run: load, observer and program are up
     proc.send_signal(signum)
     assert proc.wait(30) == 130, proc.stderr.read().decode()
-    assert _wait_gone(str(tmp_path), timeout_s=5) == []
+    assert wait_gone(str(tmp_path), timeout_s=5) == []
     committed = _committed(results)
     assert 1 <= committed < 20
     assert all(r.status == "ok" for r in Store(results).runs())

@@ -15,31 +15,10 @@ import pytest
 from jitterlab import runner
 from jitterlab.cli import main
 from jitterlab.store.catalog import Store
-from jitterlab.targets.loopback_sshd import LoopbackSSHD, available, free_port
+from jitterlab.targets.loopback_sshd import available, free_port
+from tests.support import wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(available() is not None, reason=str(available()))]
-
-
-def our_processes(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and marker in cmdline:
-            found.append(cmdline)
-    return found
-
-
-def wait_gone(marker: str, timeout_s: float = 20) -> list[str]:
-    deadline = time.monotonic() + timeout_s
-    while (left := our_processes(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
 
 
 def has_interpreter(elf: Path) -> bool:
@@ -53,11 +32,8 @@ def has_interpreter(elf: Path) -> bool:
 
 
 @pytest.fixture
-def servers(tmp_path):
-    started = [LoopbackSSHD(tmp_path / f"sshd{i}").start() for i in range(2)]
-    yield started
-    for server in started:
-        server.stop()
+def servers(start_sshd):
+    return [start_sshd(f"sshd{i}") for i in range(2)]
 
 
 def campaign(tmp_path: Path, targets: str, *, reps: int = 2) -> Path:
@@ -107,7 +83,7 @@ def test_two_ssh_targets_in_parallel(tmp_path, servers, monkeypatch):
     assert not has_interpreter(built2.parent / "c" / "c-mmap")  # linked statically
     assert built1.parent.name != built2.parent.name
     assert {"make", "cc"} <= set(asked["b1"]) and not {"make", "cc"} & set(asked["b2"])
-    assert wait_gone(f"{tmp_path}/w") == []
+    assert wait_gone(f"{tmp_path}/w", timeout_s=20) == []
 
 
 def test_an_unreachable_target_fails_its_runs_and_the_other_goes_on(tmp_path, servers):
@@ -158,7 +134,8 @@ def test_a_target_dropped_mid_campaign_then_resume(tmp_path, servers):
     lost = [r for r in runs if r.target == "b2" and r.status != "ok"]
     assert len([r for r in runs if r.target == "b2"]) == 4 and lost
     assert all("target 'b2'" in r.error for r in lost), [r.error for r in lost]
-    assert wait_gone(f"{tmp_path}/w") == []  # the commands on the dropped target died with their channel
+    # the commands on the dropped target died with their channel
+    assert wait_gone(f"{tmp_path}/w", timeout_s=20) == []
 
     b2.start()  # back on the same port, with the same host key
     assert main(["run", str(path), "--results", str(results), "--resume", "--retry-failed"]) == 0
@@ -166,4 +143,4 @@ def test_a_target_dropped_mid_campaign_then_resume(tmp_path, servers):
     assert sorted((r.target, r.status) for r in final if r.status == "ok") == [("b1", "ok")] * 4 + [
         ("b2", "ok")
     ] * 4
-    assert wait_gone(f"{tmp_path}/w") == []
+    assert wait_gone(f"{tmp_path}/w", timeout_s=20) == []

@@ -15,20 +15,9 @@ import pytest
 
 from jitterlab import sweep
 from jitterlab.targets.local import LocalTarget
+from tests.support import group_alive
 
 needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="no stress-ng")
-
-
-def alive(pgid: int) -> bool:
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                tail = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(tail[2]) == pgid and tail[0] not in ("Z", "X"):
-                return True
-    return False
 
 
 def orphan_marker() -> str:
@@ -46,7 +35,7 @@ def test_a_recorded_leftover_is_stopped_and_named(tmp_path, monkeypatch):
     pgid = proc.pgid()
     stopped = sweep.sweep(target)
     assert any(f"pid {pgid}: stress-ng --cpu 1" in line for line in stopped), stopped
-    assert not alive(pgid)
+    assert not group_alive(pgid)
     assert os.listdir(tmp_path / "live") == []
     assert sweep.sweep(target) == []
 
@@ -94,8 +83,8 @@ def test_a_runner_killed_mid_load_leaves_nothing_after_the_sweep(tmp_path, signu
     runner.send_signal(signum)
     runner.wait(10)
     if signum == signal.SIGKILL:
-        assert alive(pgid)  # the leftover an earlier killed run would leave
+        assert group_alive(pgid)  # the leftover an earlier killed run would leave
     stopped = sweep.sweep(LocalTarget(workdir=str(tmp_path)))
-    assert not alive(pgid)
+    assert not group_alive(pgid)
     assert all("stress-ng" in line for line in stopped)
     assert os.listdir(tmp_path / "live") == []

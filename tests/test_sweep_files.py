@@ -15,7 +15,7 @@ def test_sweep_removes_only_dead_owners_files(tmp_path):
     target = LocalTarget("local", str(tmp_path / "work"))
     run_id = secrets.token_hex(6)
     mine = scratch_dir(target, run_id)
-    host, pid, start = owner_tag().split("~")
+    host, _, start = owner_tag().split("~")
     dead_owner = f"{host}~{2**22 + 7}~{start}"  # above any pid_max: never alive
     dead = f"{target.workdir}/runs/{dead_owner}/{run_id}"
     other = f"{target.workdir}/runs/not-an-owner"

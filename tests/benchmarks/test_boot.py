@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from jitterlab.benchmarks import boot
 from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.store.catalog import Store
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
+from tests.support import campaign_from_toml, own_metrics, run_local_campaign
 
 DATA = Path(__file__).parent.parent / "data" / "systemd-analyze"
 S, MS = 1_000_000_000, 1_000_000
@@ -67,8 +64,7 @@ def test_garbled_outputs_fail_clearly(text, reason):
 
 
 def campaign_of(load: str = "idle"):
-    text = f'[campaign]\nname = "t"\n[matrix]\nbenchmark = "boot"\nload = "{load}"\n'
-    return parse_campaign(tomllib.loads(text), Path("c.toml"), text)
+    return campaign_from_toml("boot", f'load = "{load}"')
 
 
 def test_a_load_is_refused():
@@ -131,20 +127,9 @@ def test_without_systemd_it_is_unavailable(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(Path("/run/systemd/system").is_dir(), reason="systemd runs here: no unavailable path")
 def test_real_run_here_is_unavailable(tmp_path):
-    path = tmp_path / "c.toml"
-    path.write_text(f"""
-[campaign]
-name = "boot"
-repetitions = 1
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
-[matrix]
-benchmark = "boot"
-""")
-    assert main(["run", str(path), "--results", str(tmp_path / "results")]) == 1
-    [run] = Store(tmp_path / "results", create=False).runs()
+    rc, store = run_local_campaign(tmp_path, '[matrix]\nbenchmark = "boot"', name="boot")
+    assert rc == 1
+    [run] = store.runs()
     assert run.status == "unavailable"
     assert run.error.startswith("systemd is not running on this target (PID 1 is ")
-    assert {name for _, name in run.metrics if not name.startswith("load_")} == set()
+    assert own_metrics(run) == []

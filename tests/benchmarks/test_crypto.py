@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from jitterlab.benchmarks import crypto
 from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.store.catalog import Store
 from jitterlab.sweep import LAUNCH
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+from tests.support import campaign_from_toml, run_local_campaign, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "openssl"
 
@@ -59,8 +56,7 @@ def test_cut_short_and_garbled_output_fails_clearly(mangle, reason):
 
 
 def campaign_of(matrix: str, duration: str = "1s"):
-    text = f'[campaign]\nname = "t"\nduration = "{duration}"\n[matrix]\nbenchmark = "crypto"\n{matrix}\n'
-    return parse_campaign(tomllib.loads(text), Path("c.toml"), text)
+    return campaign_from_toml("crypto", matrix, duration=duration)
 
 
 def test_keys():
@@ -109,25 +105,16 @@ def test_failures_carry_the_output(tmp_path):
 
 @pytest.mark.slow
 def test_real_run(tmp_path):
-    path = tmp_path / "c.toml"
-    path.write_text(f"""
-[campaign]
-name = "crypto"
-repetitions = 1
-duration = "1s"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
+    rc, store = run_local_campaign(tmp_path, """
 [matrix]
 benchmark = "crypto"
 algorithm = ["aes-128-gcm", "sha256"]
 block_size = "1k"
-""")
-    assert main(["run", str(path), "--results", str(tmp_path / "results")]) == 0
-    runs = Store(tmp_path / "results", create=False).runs()
+""", name="crypto", duration="1s")
+    assert rc == 0
+    runs = store.runs()
     assert sorted(r.param("algorithm") for r in runs) == ["aes-128-gcm", "sha256"]
     for run in runs:
         assert run.status == "ok", run.error
-        metric = run.metrics[("", "bytes_per_s")]
-        assert (metric.unit, metric.direction) == ("bytes/s", "higher") and metric.value > 0
+        assert units_and_directions(run, "bytes_per_s") == {"bytes_per_s": ("bytes/s", "higher")}
+        assert run.metric("bytes_per_s", "") > 0

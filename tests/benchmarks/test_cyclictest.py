@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -12,13 +11,12 @@ import pytest
 from jitterlab.benchmarks import cyclictest as ct
 from jitterlab.benchmarks import ftrace
 from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from jitterlab.sweep import LAUNCH
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+from tests.support import campaign_from_toml, processes_mentioning, run_local_campaign, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "cyclictest"
 
@@ -113,8 +111,7 @@ def test_garbled_json_fails_clearly(mangle, reason):
 
 
 def campaign_of(matrix: str, duration: str = "2s"):
-    text = f'[campaign]\nname = "t"\nduration = "{duration}"\n[matrix]\nbenchmark = "cyclictest"\n{matrix}\n'
-    return parse_campaign(tomllib.loads(text), Path("c.toml"), text)
+    return campaign_from_toml("cyclictest", matrix, duration=duration)
 
 
 def test_defaults_and_values():
@@ -265,37 +262,10 @@ def test_breaktrace_fired_keeps_the_trace_and_restores_the_tracer(tmp_path):
 
 
 def run_campaign(tmp_path: Path, matrix: str) -> Store:
-    text = f"""
-[campaign]
-name = "ct"
-repetitions = 1
-duration = "1s"
-run_timeout = "10s"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
-[matrix]
-benchmark = "cyclictest"
-{matrix}
-"""
-    path = tmp_path / "c.toml"
-    path.write_text(text)
-    assert main(["run", str(path), "--results", str(tmp_path / "results")]) in (0, 1)
-    return Store(tmp_path / "results", create=False)
-
-
-def live_processes_mentioning(marker: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and marker in cmdline and int(pid) != os.getpid():
-            found.append(cmdline)
-    return found
+    rc, store = run_local_campaign(tmp_path, f'[matrix]\nbenchmark = "cyclictest"\n{matrix}', name="ct",
+                                   duration="1s", run_timeout="10s")
+    assert rc in (0, 1)
+    return store
 
 
 @pytest.mark.slow
@@ -311,17 +281,16 @@ def test_real_run_two_threads(tmp_path):
     assert run.metric("latency_samples", "") == sum(per_thread)
     assert max(per_thread) == 1000 and min(per_thread) > 0
     for probe in ("thread0", "thread1"):
-        assert run.metrics[(probe, "latency_max_ns")].unit == "ns"
-        assert run.metrics[(probe, "latency_max_ns")].direction == "lower"
-    for name in ("latency_p50_ns", "latency_p99_ns", "latency_p999_ns", "latency_p9999_ns", "latency_std_ns"):
-        assert (run.metrics[("", name)].unit, run.metrics[("", name)].direction) == ("ns", "lower")
+        assert units_and_directions(run, "latency_max_ns", probe=probe) == {"latency_max_ns": ("ns", "lower")}
+    names = ("latency_p50_ns", "latency_p99_ns", "latency_p999_ns", "latency_p9999_ns", "latency_std_ns")
+    assert units_and_directions(run, *names) == dict.fromkeys(names, ("ns", "lower"))
     series = read_raw(tmp_path / "results" / run.raw_path, expected_sha256=run.raw_sha256)
     assert sorted(series) == ["thread0.histogram_1us", "thread1.histogram_1us"]
     counts = series["thread0.histogram_1us"].values
     assert len(counts) == 200
     assert counts.sum() + run.metric("latency_overflow", "thread0") == per_thread[0]
     assert np.all(counts >= 0)
-    assert live_processes_mentioning(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
 
 
 def tracing_state() -> tuple[list[str], dict[str, str]]:

@@ -6,20 +6,17 @@ import json
 import os
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from jitterlab.benchmarks import disk
 from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
-from jitterlab.sweep import MARKER_VAR, new_marker
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
+from tests.support import campaign_from_toml, run_local_campaign, spawned_by_us, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "fio"
 
@@ -78,9 +75,7 @@ def test_a_failed_job_and_bad_reports_are_run_failed():
 
 
 def campaign_of(matrix: str):
-    text = (f'[campaign]\nname = "t"\nduration = "1500ms"\nwarmup = "50ms"\n'
-            f'[matrix]\nbenchmark = "disk"\n{matrix}\n')
-    return parse_campaign(tomllib.loads(text), Path("c.toml"), text)
+    return campaign_from_toml("disk", matrix, duration="1500ms", warmup="50ms")
 
 
 def test_defaults_and_fio_argv():
@@ -118,39 +113,9 @@ def test_bad_keys_are_user_errors(matrix, message):
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="no fio (scripts/install-deps)")
 
 
-def ours() -> list[int]:
-    me = f"{MARKER_VAR}={new_marker().rsplit('~', 1)[0]}~".encode()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and me in environ:
-            found.append(int(pid))
-    return found
-
-
 def run_campaign(tmp_path: Path, matrix: str, workdir: Path) -> tuple[int, Store]:
-    path = tmp_path / "c.toml"
-    path.write_text(f"""
-[campaign]
-name = "disk-e2e"
-repetitions = 1
-duration = "500ms"
-warmup = "20ms"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{workdir}"
-[matrix]
-benchmark = "disk"
-size = "8M"
-{matrix}
-""")
-    rc = main(["run", str(path), "--results", str(tmp_path / "results")])
-    return rc, Store(tmp_path / "results", create=False)
+    return run_local_campaign(tmp_path, f'[matrix]\nbenchmark = "disk"\nsize = "8M"\n{matrix}',
+                              workdir=workdir, name="disk-e2e", duration="500ms", warmup="20ms")
 
 
 @pytest.mark.slow
@@ -162,13 +127,14 @@ def test_seqread_and_randwrite_end_to_end_leave_no_file(tmp_path):
     for pattern, side in (("seqread", "read"), ("randwrite", "write")):
         run = runs[pattern]
         assert run.status == "ok", run.error
-        bandwidth = run.metrics[("", f"{side}_bandwidth_mib_per_s")]
-        assert bandwidth.value > 0 and bandwidth.unit == "MiB/s" and bandwidth.direction == "higher"
+        bandwidth = f"{side}_bandwidth_mib_per_s"
+        assert run.metric(bandwidth, "") > 0
+        assert units_and_directions(run, bandwidth) == {bandwidth: ("MiB/s", "higher")}
         assert run.metrics[("", f"{side}_clat_p99_ns")].direction == "lower"
         assert run.metric(f"{side}_ops_per_s") > 0
         assert json.loads((store.root / run.attachments["fio.json"]).read_text())["jobs"]
     assert os.listdir(tmp_path / "target" / "runs") == []  # the test file went with the scratch dir
-    assert ours() == []
+    assert spawned_by_us() == []
 
 
 @pytest.mark.slow
@@ -188,7 +154,7 @@ def test_o_direct_refused_by_the_file_system_is_unavailable(tmp_path):
     assert rc == 1 and run.status == "unavailable"
     assert "(ramfs) refuses O_DIRECT" in run.error and "set direct = false" in run.error
     assert {"fio.json", "fio.log"} <= set(run.attachments)
-    assert ours() == []
+    assert spawned_by_us() == []
 
 
 def test_a_file_larger_than_the_free_space_fails_before_fio_starts():

@@ -14,15 +14,22 @@ import pytest
 from jitterlab import plugins
 from jitterlab.benchmarks import iperf3
 from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.campaign import Cell, parse_campaign
+from jitterlab.campaign import Cell
 from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.loads import net
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
-from jitterlab.sweep import MARKER_VAR, new_marker
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
+from tests.support import (
+    campaign_from_toml,
+    check_described,
+    free_port,
+    local_campaign,
+    run_local_campaign,
+    spawned_by_us,
+)
 
 DATA = Path(__file__).parent.parent / "data" / "iperf3"
 
@@ -108,10 +115,7 @@ def test_cut_short_and_garbled_reports_fail_clearly():
 
 
 def campaign_of(matrix: str, duration: str = "2s"):
-    text = f'[campaign]\nname = "t"\nduration = "{duration}"\n[matrix]\nbenchmark = "iperf3"\n{matrix}\n'
-    import tomllib
-
-    return parse_campaign(tomllib.loads(text), Path("c.toml"), text)
+    return campaign_from_toml("iperf3", matrix, duration=duration)
 
 
 def test_defaults_and_canonical_values():
@@ -181,57 +185,25 @@ def test_net_load_preflight_sees_the_error_of_a_zero_exit_report():
 needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="no iperf3 (scripts/install-deps)")
 
 
-def ours() -> list[int]:
-    """Live processes spawned by this test process (their marker names it), zombies excepted."""
-    me = f"{MARKER_VAR}={new_marker().rsplit('~', 1)[0]}~".encode()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and me in environ:
-            found.append(int(pid))
-    return found
-
-
 def run_campaign(tmp_path: Path, matrix: str, load: str = "idle") -> tuple[int, Store]:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "c.toml"
-    path.write_text(f"""
-[campaign]
-name = "iperf3-e2e"
-repetitions = 1
-duration = "1s"
-warmup = "1ms"
-load_warmup = "200ms"
-run_timeout = "10s"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
-[matrix]
-benchmark = "iperf3"
-load = "{load}"
-{matrix}
-""")
-    rc = main(["run", str(path), "--results", str(tmp_path / "results")])
-    return rc, Store(tmp_path / "results", create=False)
+    return run_local_campaign(tmp_path, f'[matrix]\nbenchmark = "iperf3"\nload = "{load}"\n{matrix}',
+                              name="iperf3-e2e", duration="1s", warmup="1ms", load_warmup="200ms",
+                              run_timeout="10s")
 
 
 @pytest.mark.slow
 @needs_iperf3
 def test_tcp_and_udp_on_loopback_end_to_end(tmp_path):
-    rc, store = run_campaign(tmp_path, 'protocol = ["tcp", "udp"]\nbitrate = ["auto"]\nport = 15213')
+    port = free_port(socket.SOCK_STREAM)
+    rc, store = run_campaign(tmp_path, f'protocol = ["tcp", "udp"]\nbitrate = ["auto"]\nport = {port}')
     assert rc == 0
     runs = {r.param("protocol"): r for r in store.runs()}
     assert set(runs) == {"tcp", "udp"}
     for protocol, run in runs.items():
         assert run.status == "ok", run.error
         assert run.metric("mbit_per_s") > 0
-        own = [m for m in run.metrics.values() if not m.name.startswith("load_")]
-        assert own and all(m.direction in ("lower", "higher", "none") and m.unit for m in own)
+        check_described(run)
         series = read_raw(store.root / run.raw_path)
         assert series["interval_bits_per_s"].unit == "bit/s" and len(series["interval_bits_per_s"]) >= 1
         sent = json.loads((store.root / run.attachments["iperf3-client.json"]).read_text())
@@ -239,7 +211,7 @@ def test_tcp_and_udp_on_loopback_end_to_end(tmp_path):
     assert runs["tcp"].metrics[("", "retransmits")].direction == "lower"
     assert runs["udp"].metrics[("", "jitter_ns")].unit == "ns"
     assert 0 <= runs["udp"].metric("loss_ratio") <= 1
-    assert ours() == []
+    assert spawned_by_us() == []
     assert os.listdir(tmp_path / "target" / "live") == []
 
 
@@ -259,7 +231,7 @@ def test_a_port_in_use_fails_the_run_with_iperf3s_reason(tmp_path):
     [run] = store2.runs()
     assert rc2 == 1 and run.status == "failed"
     assert run.error == f"port {port} is already in use on the target; set matrix.port to a free one"
-    assert ours() == []
+    assert spawned_by_us() == []
 
 
 def test_registered_with_its_tool():
@@ -273,10 +245,8 @@ def test_run_refuses_a_peer_without_a_server_before_measuring(tmp_path, capsys):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))  # a port nobody listens on
         port = sock.getsockname()[1]
-        path = tmp_path / "c.toml"
-        path.write_text(f'[campaign]\nname = "p"\nduration = "1s"\n[[target]]\nname = "local"\n'
-                        f'kind = "local"\nworkdir = "{tmp_path / "target"}"\n[matrix]\n'
-                        f'benchmark = "iperf3"\npeer = "127.0.0.1:{port}"\n')
+        path = local_campaign(tmp_path, f'[matrix]\nbenchmark = "iperf3"\npeer = "127.0.0.1:{port}"',
+                              name="p", duration="1s", repetitions=None)
         rc = main(["run", str(path), "--results", str(tmp_path / "results")])
     assert rc == 2
     err = capsys.readouterr().err

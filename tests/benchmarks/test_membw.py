@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from jitterlab.benchmarks import membw
-from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
-from jitterlab.sweep import MARKER_VAR, new_marker
+from tests.support import campaign_from_toml, run_local_campaign, spawned_by_us, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "mbw"
 MEMCPY = [(0.01494, 4283.228), (0.01162, 5506.797), (0.00813, 7874.016), (0.00901, 7101.642),
@@ -75,8 +70,7 @@ def test_bad_output_is_run_failed_with_the_output_attached(text, reason):
 
 
 def campaign_of(matrix: str):
-    text = f'[campaign]\nname = "t"\n[matrix]\nbenchmark = "membw"\n{matrix}\n'
-    return parse_campaign(tomllib.loads(text), Path("c.toml"), text)
+    return campaign_from_toml("membw", matrix)
 
 
 def test_defaults():
@@ -102,34 +96,10 @@ def test_bad_keys_are_user_errors(matrix, message):
     assert str(err.value).startswith(message)
 
 
-def ours() -> list[int]:
-    me = f"{MARKER_VAR}={new_marker().rsplit('~', 1)[0]}~".encode()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and me in environ:
-            found.append(int(pid))
-    return found
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("mbw") is None, reason="no mbw (scripts/install-deps installs it)")
 def test_membw_end_to_end(tmp_path):
-    path = tmp_path / "c.toml"
-    path.write_text(f"""
-[campaign]
-name = "membw-e2e"
-repetitions = 1
-duration = "500ms"
-warmup = "20ms"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
+    rc, store = run_local_campaign(tmp_path, """
 [[matrix]]
 benchmark = "membw"
 method = ["memcpy", "dumb"]
@@ -139,16 +109,17 @@ benchmark = "membw"
 method = "mcblock"
 size = "8M"
 block = "64k"
-""")
-    assert main(["run", str(path), "--results", str(tmp_path / "results")]) == 0
-    store = Store(tmp_path / "results", create=False)
+""", name="membw-e2e", duration="500ms", warmup="20ms")
+    assert rc == 0
     runs = store.runs()
     assert sorted(r.param("method") for r in runs) == ["dumb", "mcblock", "memcpy"]
     for run in runs:
         assert run.status == "ok", run.error
-        mean = run.metrics[("", "bandwidth_mib_per_s")]
-        assert mean.unit == "MiB/s" and mean.direction == "higher" and mean.value > 0
-        assert run.metric("bandwidth_min_mib_per_s") <= mean.value <= run.metric("bandwidth_max_mib_per_s")
+        described = units_and_directions(run, "bandwidth_mib_per_s")
+        assert described == {"bandwidth_mib_per_s": ("MiB/s", "higher")}
+        mean = run.metric("bandwidth_mib_per_s", "")
+        assert mean > 0
+        assert run.metric("bandwidth_min_mib_per_s") <= mean <= run.metric("bandwidth_max_mib_per_s")
         series = read_raw(store.root / run.raw_path)["iteration_kib_per_s"]
         assert len(series) == run.metric("iterations") and series.unit == "KiB/s"
-    assert ours() == []
+    assert spawned_by_us() == []

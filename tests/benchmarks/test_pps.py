@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from jitterlab.benchmarks.pps import parse_stats, pps_metrics
-from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.store.catalog import Store
+from tests.support import (
+    campaign_from_dict,
+    free_port,
+    processes_mentioning,
+    run_local_campaign,
+    units_and_directions,
+)
 
 DATA = Path(__file__).parent.parent / "data" / "pps"
 SEND = (DATA / "send.stats").read_text()
@@ -63,10 +66,7 @@ def test_metrics_are_rates_over_the_senders_time():
 
 
 def _campaign(matrix: dict, target: dict | None = None):
-    data = {"campaign": {"name": "t"}, "matrix": {"benchmark": "pps", **matrix}}
-    if target:
-        data["target"] = [target]
-    return parse_campaign(data, Path("c.toml"))
+    return campaign_from_dict("pps", matrix, target)
 
 
 def test_defaults():
@@ -91,53 +91,27 @@ def test_bad_keys_are_user_errors(matrix, target, says):
     assert says in str(caught.value)
 
 
-def _ours(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in ("Z", "X") and marker in cmdline:
-            found.append(cmdline)
-    return found
-
-
 @pytest.mark.slow
 def test_pps_end_to_end(tmp_path):
-    path = tmp_path / "pps.toml"
-    path.write_text(f"""
-[campaign]
-name = "pps"
-repetitions = 1
-duration = "300ms"
-run_timeout = "5s"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
+    rc, store = run_local_campaign(tmp_path, f"""
 [matrix]
 benchmark = "pps"
 direction = ["loopback", "receive"]
 rate = [0, 20000]
-port = 15411
-""")
-    results = tmp_path / "results"
-    assert main(["run", str(path), "--results", str(results)]) == 0
-    runs = Store(results, create=False).runs()
+port = {free_port()}
+""", file="pps.toml", name="pps", duration="300ms", run_timeout="5s")
+    assert rc == 0
+    runs = store.runs()
     assert len(runs) == 4
     for run in runs:
         assert run.status == "ok", run.error
         assert run.metric("sent_packets", "") > 0
         assert 0 <= run.metric("loss_ratio", "") <= 1
         assert run.metric("received_packets", "") <= run.metric("sent_packets", "")
-        for name, unit, direction in [
-            ("sent_pps", "packets/s", "higher"), ("received_pps", "packets/s", "higher"),
-            ("loss_ratio", "fraction", "lower"), ("sent_packets", "count", "none"),
-        ]:
-            metric = run.metrics[("", name)]
-            assert (metric.unit, metric.direction) == (unit, direction)
+        assert units_and_directions(run, "sent_pps", "received_pps", "loss_ratio", "sent_packets") == {
+            "sent_pps": ("packets/s", "higher"), "received_pps": ("packets/s", "higher"),
+            "loss_ratio": ("fraction", "lower"), "sent_packets": ("count", "none"),
+        }
         assert run.raw_path is None
-    assert _ours(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
     assert not list((tmp_path / "target" / "live").glob("*.pid"))

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from jitterlab.benchmarks import sysbench
 from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.store.catalog import Store
 from jitterlab.sweep import LAUNCH
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+from tests.support import campaign_from_toml, run_local_campaign, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "sysbench"
 
@@ -57,9 +54,7 @@ def test_cut_short_and_garbled_reports_fail_clearly(mangle, reason):
 
 
 def campaign_of(matrix: str, duration: str = "1s"):
-    text = f'[campaign]\nname = "t"\nduration = "{duration}"\n'
-    text += f'[matrix]\nbenchmark = "sysbench-cpu"\n{matrix}\n'
-    return parse_campaign(tomllib.loads(text), Path("c.toml"), text)
+    return campaign_from_toml("sysbench-cpu", matrix, duration=duration)
 
 
 def test_keys():
@@ -110,26 +105,16 @@ def test_failures_carry_the_output(tmp_path):
 
 @pytest.mark.slow
 def test_real_run(tmp_path):
-    path = tmp_path / "c.toml"
-    path.write_text(f"""
-[campaign]
-name = "sb"
-repetitions = 1
-duration = "1s"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
+    rc, store = run_local_campaign(tmp_path, """
 [matrix]
 benchmark = "sysbench-cpu"
 threads = 2
 max_prime = 2000
-""")
-    assert main(["run", str(path), "--results", str(tmp_path / "results")]) == 0
-    [run] = Store(tmp_path / "results", create=False).runs()
+""", name="sb", duration="1s")
+    assert rc == 0
+    [run] = store.runs()
     assert run.status == "ok", run.error
-    own = {n: (m.unit, m.direction) for (_, n), m in run.metrics.items() if not n.startswith("load_")}
-    assert own == {
+    assert units_and_directions(run) == {
         "events_per_s": ("events/s", "higher"),
         "latency_avg_ns": ("ns", "lower"),
         "latency_p95_ns": ("ns", "lower"),

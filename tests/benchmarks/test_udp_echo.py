@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +10,15 @@ import pytest
 from jitterlab import plugins
 from jitterlab.benchmarks.udp_echo import UdpEcho, deadline_params, parse_client_output, sched_flags
 from jitterlab.campaign import parse_campaign
-from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.store.catalog import Store
 from jitterlab.store.raw import Samples, read_raw
+from tests.support import (
+    campaign_from_dict,
+    check_described,
+    free_port,
+    processes_mentioning,
+    run_local_campaign,
+)
 
 DATA = Path(__file__).parent.parent / "data" / "udp-echo-client"
 FIFO = (DATA / "fifo-64B-1ms.txt").read_text()
@@ -100,10 +104,7 @@ def test_scheduling_flags_per_policy():
 
 
 def _campaign(matrix: dict, target: dict | None = None):
-    data = {"campaign": {"name": "t"}, "matrix": {"benchmark": "udp-echo", **matrix}}
-    if target:
-        data["target"] = [target]
-    return parse_campaign(data, Path("c.toml"))
+    return campaign_from_dict("udp-echo", matrix, target)
 
 
 def test_defaults_and_canonical_values():
@@ -137,22 +138,6 @@ def test_bad_keys_are_user_errors(matrix, target, says):
 
 # --- end to end ----------------------------------------------------------------------------------
 
-def _leftovers(marker: str) -> list[str]:
-    """Live processes whose argv mentions `marker`: every program we start runs from the workdir."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X") and marker in cmdline:
-            found.append(cmdline)
-    return found
-
-
 def _deadline_period_min_us() -> int:
     try:
         return int(Path("/proc/sys/kernel/sched_deadline_period_min_us").read_text())
@@ -171,31 +156,21 @@ benchmark = "udp-echo"
 policy = "deadline"
 interval = {refused_interval}
 """ if refused_interval else ""
-    path = tmp_path / "udp.toml"
-    path.write_text(f"""
-[campaign]
-name = "udp"
-repetitions = 1
-duration = "300ms"
-warmup = "20ms"
-run_timeout = "5s"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / 'target'}"
+    port = free_port()
+    matrix = f"""
 [[matrix]]
 benchmark = "udp-echo"
 policy = {POLICIES!r}
 size = 200
-port = 15311
+port = {port}
 [[matrix]]
 benchmark = "udp-echo"
 client = "controller"
-port = 15311
-{extra}""".replace("'", '"'))
+port = {port}
+{extra}""".replace("'", '"')
+    rc, store = run_local_campaign(tmp_path, matrix, file="udp.toml", name="udp", duration="300ms",
+                                   warmup="20ms", run_timeout="5s")
     results = tmp_path / "results"
-    rc = main(["run", str(path), "--results", str(results)])
-    store = Store(results, create=False)
     runs = store.runs()
     assert len(runs) == 5 + bool(refused_interval)
     refused = []
@@ -208,8 +183,7 @@ port = 15311
         assert run.param("policy") in POLICIES
         names = {name for _, name in run.metrics}
         assert {"rtt_p50_ns", "rtt_p99_ns", "rtt_max_ns", "lost_messages", "messages"} <= names
-        for metric in (m for m in run.metrics.values() if not m.name.startswith("load_")):
-            assert metric.unit and metric.direction in ("lower", "higher", "none"), metric
+        check_described(run)
         assert run.metrics[("", "rtt_p50_ns")].unit == "ns"
         assert run.metrics[("", "messages")].direction == "none"
         [series] = read_raw(results / run.raw_path, expected_sha256=run.raw_sha256).values()
@@ -219,7 +193,7 @@ port = 15311
         assert any(r.param("interval") == 50_000 for r in refused)
         assert "sched_deadline_period" in next(r.error for r in refused if r.param("interval") == 50_000)
     assert rc == (1 if refused else 0)
-    assert _leftovers(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []
     assert not list((tmp_path / "target" / "live").glob("*.pid")), "a process record was left"
 
 
@@ -262,4 +236,4 @@ def test_client_on_the_controller_of_a_remote_target(tmp_path):
     assert by_name["messages"] > 0 and by_name["rtt_samples"] > 0
     assert (tmp_path / "local" / "controller" / "rtt.txt").exists()  # written on the controller
     assert not (scratch / "rtt.txt").exists()
-    assert _leftovers(str(tmp_path)) == []
+    assert processes_mentioning(str(tmp_path)) == []

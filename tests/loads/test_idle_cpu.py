@@ -7,7 +7,6 @@ import shutil
 import signal
 import time
 import types
-from pathlib import Path
 
 import pytest
 
@@ -18,24 +17,9 @@ from jitterlab.loads.base import LOADS, LoadContext
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from jitterlab.targets.local import LocalTarget
+from tests.support import group_commands
 
 needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="no stress-ng")
-
-
-def live_group(pgid: int) -> list[str]:
-    """comm of every live (non-zombie) process in a process group."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            head, _, tail = Path(f"/proc/{name}/stat").read_text().rpartition(")")
-        except OSError:
-            continue
-        fields = tail.split()
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            found.append(head.split("(", 1)[1])
-    return found
 
 
 def proc_stat_text(uptime_s: float, ctxt: int, cpu_ticks: dict[str, list[int]]) -> str:
@@ -163,7 +147,7 @@ def test_cpu_load_runs_reports_and_leaves_nothing(tmp_path):
     load.start(LoadContext(target, str(tmp_path), cpus=(0,), options={"cpu_load": 50}))
     (proc,) = target._live
     assert proc.argv[proc.argv.index("taskset") :][:3] == ("taskset", "-c", "0")
-    assert "stress-ng-cpu" in live_group(proc.pid) or "stress-ng" in live_group(proc.pid)
+    assert "stress-ng-cpu" in group_commands(proc.pid) or "stress-ng" in group_commands(proc.pid)
     load.check()
     time.sleep(0.7)
     load.check()
@@ -172,7 +156,7 @@ def test_cpu_load_runs_reports_and_leaves_nothing(tmp_path):
     assert metrics["load_bogo_ops_per_s"].unit == "bogo-ops/s"
     assert metrics["load_workers"].value == 1
     assert "load_cpu_busy_fraction" in metrics
-    assert live_group(proc.pid) == []
+    assert group_commands(proc.pid) == []
     assert proc.poll() is not None and target.live_pids() == []
     assert load.stop() == list(metrics.values())  # a second stop changes nothing
 
@@ -189,7 +173,7 @@ def test_cpu_load_killed_from_outside_fails_check_and_stop(tmp_path):
         load.check()
     with pytest.raises(RunFailed, match="could not read stress-ng's achieved bogo-ops"):
         load.stop()
-    assert live_group(proc.pid) == []
+    assert group_commands(proc.pid) == []
 
 
 def test_cpu_load_that_cannot_start_says_why(tmp_path):

@@ -17,10 +17,11 @@ import pytest
 import jitterlab.programs
 from jitterlab.benchmarks.pps import parse_stats
 from jitterlab.benchmarks.udp_echo import parse_client_output
+from tests.support import free_port, group_alive
 
 PROGRAMS = Path(jitterlab.programs.__file__).parent
 UDP_PROGRAMS = ("udp-echo-server", "udp-echo-client", "pps-send", "pps-recv")
-PORT = 15391  # the tests' own, away from the benchmarks' defaults
+PORT = free_port()  # one free loopback port for this module's servers
 
 
 @pytest.fixture(scope="module")
@@ -36,19 +37,6 @@ def bindir(tmp_path_factory) -> Path:
 
 def run(bindir: Path, name: str, *args: str, timeout: float = 20) -> subprocess.CompletedProcess:
     return subprocess.run([str(bindir / name), *args], capture_output=True, text=True, timeout=timeout)
-
-
-def group_alive(pgid: int) -> bool:
-    """A live (non-zombie) process in the group."""
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                tail = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(tail[2]) == pgid and tail[0] not in ("Z", "X"):
-                return True
-    return False
 
 
 class Started:

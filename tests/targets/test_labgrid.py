@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,9 +22,10 @@ from jitterlab.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
 from jitterlab.targets.base import CommandTimeout, Process, Target
 from jitterlab.targets.labgrid import LabgridTarget, parse_options
+from jitterlab.targets.loopback_sshd import SSHD, LoopbackSSHD, free_port
 from jitterlab.targets.registry import TARGETS
+from tests.support import eventually, group_members, processes_mentioning, wait_gone
 
-SSHD = "/usr/sbin/sshd"
 BIN = Path(sys.executable).parent  # labgrid's commands come with the package, in the venv
 EXPORTER = "jltest"
 USER = getpass.getuser()
@@ -49,12 +48,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_for(what: str, check, proc: subprocess.Popen, log: Path, timeout_s: float = 30.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -67,18 +60,14 @@ def _wait_for(what: str, check, proc: subprocess.Popen, log: Path, timeout_s: fl
     raise AssertionError(f"{what} did not come up: {log.read_text(errors='replace')[-2000:]}")
 
 
-def _accepts(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 class Farm:
     """The running services and how to talk to them with labgrid-client."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.procs: list[subprocess.Popen] = []
-        self.key = root / "client_key"
+        self.sshd = LoopbackSSHD(root)  # the board
+        self.key = self.sshd.client_key
         self.coordinator = ""
         self.ssh_port = 0
 
@@ -98,6 +87,7 @@ class Farm:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        self.sshd.stop()
 
     def client(self, *args: str, user: str | None = None, check: bool = True) -> str:
         env = _env()
@@ -134,24 +124,6 @@ class Farm:
 
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("LG_")}
-
-
-def _sshd(farm: Farm) -> None:
-    root = farm.root
-    for key in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / key)], check=True)
-    shutil.copy(root / "client_key.pub", root / "authorized_keys")
-    farm.ssh_port = _free_port()
-    (root / "sshd_config").write_text(
-        f"Port {farm.ssh_port}\nListenAddress 127.0.0.1\nHostKey {root / 'host_key'}\n"
-        f"AuthorizedKeysFile {root / 'authorized_keys'}\nPidFile none\nUsePAM no\nStrictModes no\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
-    )
-    if os.geteuid() == 0:  # sshd started by root insists on its privilege separation directory
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    log = root / "sshd.log"
-    sshd = farm.start([SSHD, "-D", "-e", "-f", str(root / "sshd_config")], log)
-    _wait_for("sshd", lambda: _accepts(farm.ssh_port), sshd, log)
 
 
 def _coordinator_and_exporter(farm: Farm) -> None:
@@ -198,7 +170,7 @@ def farm(tmp_path_factory):
     """sshd + coordinator + exporter; places: shared (board1), bbb-1 (board2), empty (no resources)."""
     f = Farm(tmp_path_factory.mktemp("farm"))
     try:
-        _sshd(f)
+        f.ssh_port = f.sshd.start().port
         _coordinator_and_exporter(f)
         for place, group in (("shared", "board1"), ("bbb-1", "board2"), ("empty", None)):
             f.client("-p", place, "create")
@@ -224,26 +196,8 @@ def board(farm, tmp_path_factory):
     target.close()
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group on this machine (= the board)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            pids.append(int(name))
-    return pids
-
-
 def gone(pgid: int, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while group_members(pgid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not group_members(pgid)
+    return eventually(lambda: group_members(pgid), timeout_s, interval_s=0.02) == []
 
 
 # -- the Target protocol over the place's SSH connection -----------------------------------------------
@@ -289,9 +243,7 @@ def test_spawn_stop_stops_the_whole_group(board):
     proc = board.spawn(["sh", "-c", "sleep 60 & sleep 60"])
     assert isinstance(proc, Process)
     assert proc.poll() is None
-    deadline = time.monotonic() + 10
-    while len(group_members(proc.pgid)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    eventually(lambda: len(group_members(proc.pgid)) < 3, 10, interval_s=0.02)
     assert len(group_members(proc.pgid)) == 3  # sh and its two sleeps
     assert proc.stop() == -signal.SIGTERM
     assert gone(proc.pgid)
@@ -302,9 +254,7 @@ def test_spawn_stop_stops_the_whole_group(board):
 def test_stop_sends_kill_after_the_grace(board):
     ready = Path(board.workdir) / "stubborn.ready"
     proc = board.spawn(["sh", "-c", "trap '' TERM; touch \"$0\"; while :; do sleep 0.05; done", str(ready)])
-    deadline = time.monotonic() + 10
-    while not ready.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    eventually(lambda: not ready.exists(), 10, interval_s=0.02)
     assert proc.stop(grace_s=0.3) == -signal.SIGKILL
     assert gone(proc.pgid)
 
@@ -387,7 +337,7 @@ def test_a_place_without_a_network_service_is_refused_and_released(farm, tmp_pat
 
 
 def test_an_unreachable_coordinator_is_one_clear_error(tmp_path):
-    options = {"place": "bbb-1", "coordinator": f"127.0.0.1:{_free_port()}"}
+    options = {"place": "bbb-1", "coordinator": f"127.0.0.1:{free_port()}"}
     with pytest.raises(UserError, match="coordinator at 127.0.0.1:[0-9]+ is unreachable"):
         TARGETS.get("labgrid", "test")("bbb", options)
 
@@ -497,21 +447,6 @@ probe = "self"
     return path
 
 
-def _processes_mentioning(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and marker in cmdline:
-            found.append(cmdline)
-    return found
-
-
 @pytest.mark.slow
 def test_jitterlab_run_on_a_labgrid_place(farm, tmp_path):
     results = tmp_path / "results"
@@ -520,7 +455,7 @@ def test_jitterlab_run_on_a_labgrid_place(farm, tmp_path):
     assert run.status == "ok", run.error
     assert run.metric("n_periods", "self") > 0
     assert farm.holder("bbb-1") is None
-    assert _processes_mentioning(str(tmp_path / "board")) == []
+    assert processes_mentioning(str(tmp_path / "board")) == []
 
 
 @pytest.mark.slow
@@ -548,7 +483,4 @@ def test_ctrl_c_stops_the_board_s_processes_and_releases_the_place(farm, tmp_pat
             proc.wait()
         proc.stderr.close()
     assert farm.holder("bbb-1") is None
-    deadline = time.monotonic() + 10
-    while _processes_mentioning(str(tmp_path / "board")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _processes_mentioning(str(tmp_path / "board")) == []
+    assert wait_gone(str(tmp_path / "board"), timeout_s=10) == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from pathlib import Path
@@ -11,21 +10,7 @@ import pytest
 
 from jitterlab.targets.base import CommandTimeout, Process, Target
 from jitterlab.targets.local import LocalTarget
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group, read from /proc."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            pids.append(int(name))
-    return pids
+from tests.support import check_signal_and_wait, group_members, put_and_get_a_tree
 
 
 def wait_for_file(path: Path, timeout_s: float = 10.0) -> str:
@@ -122,13 +107,7 @@ def test_ignoring_sigterm_gets_sigkill_after_grace(target, tmp_path):
 
 
 def test_signal_and_wait(target):
-    proc = target.spawn(["sleep", "100"])
-    with pytest.raises(CommandTimeout):
-        proc.wait(0.05)
-    proc.signal(signal.SIGINT)
-    assert proc.wait(10) == -signal.SIGINT
-    proc.signal(signal.SIGINT)  # exited: a no-op
-    proc.stop()
+    check_signal_and_wait(target, timeout_s=10)
 
 
 def test_close_stops_every_live_process(tmp_path):
@@ -142,16 +121,4 @@ def test_close_stops_every_live_process(tmp_path):
 
 
 def test_put_get_file_and_tree(target, tmp_path):
-    src = tmp_path / "src"
-    (src / "sub").mkdir(parents=True)
-    (src / "a.txt").write_text("a")
-    (src / "sub" / "b.bin").write_bytes(b"\0\1")
-    remote = f"{target.workdir}/deep/tree"
-    target.put(src, remote)
-    target.put(src / "a.txt", f"{target.workdir}/new/dir/a.txt")
-    assert target.run(["cat", f"{remote}/sub/b.bin"]).stdout == "\0\1"
-    back = tmp_path / "back"
-    target.get(f"{target.workdir}/new/dir/a.txt", back / "one" / "a.txt")
-    target.get(remote, back / "tree")
-    assert (back / "one" / "a.txt").read_text() == "a"
-    assert (back / "tree" / "sub" / "b.bin").read_bytes() == b"\0\1"
+    put_and_get_a_tree(target, tmp_path)

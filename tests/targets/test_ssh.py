@@ -19,59 +19,23 @@ import pytest
 from jitterlab.campaign import parse_campaign
 from jitterlab.errors import RunFailed, TargetLost, UserError
 from jitterlab.targets.base import CommandTimeout, Process, Target
-from jitterlab.targets.loopback_sshd import LoopbackSSHD, available, free_port
+from jitterlab.targets.loopback_sshd import available, free_port
 from jitterlab.targets.registry import TARGETS
 from jitterlab.targets.ssh import SSHTarget
 from jitterlab.targets.ssh_options import from_url, parse_options
+from tests.support import (
+    check_signal_and_wait,
+    eventually,
+    group_members,
+    new_ssh_key,
+    processes_mentioning,
+    put_and_get_a_tree,
+)
 
 pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
 
 HOSTILE = ["a b", "'", '"', "$(touch PWNED)", "`touch PWNED`", "; touch PWNED", "x\ny", "$HOME", "*"]
 HOSTILE += ["\\", "-n", "", "--", "%h %%", "~"]
-
-
-def group_members(pgid: int) -> list[int]:
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            pids.append(int(name))
-    return pids
-
-
-def processes_with(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and marker in cmdline:
-            found.append(cmdline)
-    return found
-
-
-def eventually(check, timeout_s: float = 15.0):
-    """The value of check() once it is falsy (what is left), polling up to timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    while (left := check()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    server = LoopbackSSHD(tmp_path_factory.mktemp("sshd")).start()
-    yield server
-    server.stop()
 
 
 def connect(name: str, options: dict) -> SSHTarget:
@@ -161,13 +125,7 @@ def test_ignoring_sigterm_gets_sigkill_after_grace(target, tmp_path):
 
 
 def test_signal_reaches_the_program_and_wait(target):
-    proc = target.spawn(["sleep", "100"])  # SIGINT must not arrive ignored, as `cmd &` would leave it
-    with pytest.raises(CommandTimeout):
-        proc.wait(0.05)
-    proc.signal(signal.SIGINT)
-    assert proc.wait(30) == -signal.SIGINT
-    proc.signal(signal.SIGINT)  # exited: a no-op
-    proc.stop()
+    check_signal_and_wait(target, timeout_s=30)
 
 
 def test_exit_status_of_a_spawned_command(target):
@@ -188,19 +146,7 @@ def test_close_stops_every_live_process_and_the_master(sshd, tmp_path):
 
 
 def test_put_get_file_and_tree(target, tmp_path):
-    src = tmp_path / "src"
-    (src / "sub").mkdir(parents=True)
-    (src / "a.txt").write_text("a")
-    (src / "sub" / "b.bin").write_bytes(b"\0\1")
-    remote = f"{target.workdir}/deep/tree"
-    target.put(src, remote)
-    target.put(src / "a.txt", f"{target.workdir}/new/dir/a.txt")
-    assert target.run(["cat", f"{remote}/sub/b.bin"]).stdout == "\0\1"
-    back = tmp_path / "back"
-    target.get(f"{target.workdir}/new/dir/a.txt", back / "one" / "a.txt")
-    target.get(remote, back / "tree")
-    assert (back / "one" / "a.txt").read_text() == "a"
-    assert (back / "tree" / "sub" / "b.bin").read_bytes() == b"\0\1"
+    back = put_and_get_a_tree(target, tmp_path)
     with pytest.raises(FileNotFoundError):
         target.get(f"{target.workdir}/no-such-file", back / "x")
     assert not (back / "x").exists()
@@ -252,8 +198,7 @@ def test_unknown_host_key_is_accepted_with_the_option(sshd, tmp_path):
 
 @pytest.mark.parametrize("accept_new", [False, True])
 def test_changed_host_key_is_refused(sshd, tmp_path, accept_new):
-    other = tmp_path / "other"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    other = new_ssh_key(tmp_path / "other")
     known = tmp_path / "known_hosts"
     known.write_text(f"[127.0.0.1]:{sshd.port} {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n")
     with pytest.raises(UserError) as info:
@@ -265,8 +210,7 @@ def test_changed_host_key_is_refused(sshd, tmp_path, accept_new):
 
 
 def test_wrong_key_is_permission_denied(sshd, tmp_path):
-    stranger = tmp_path / "stranger"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    stranger = new_ssh_key(tmp_path / "stranger")
     with pytest.raises(UserError, match=r"refused our key \(Permission denied \(publickey\)\)"):
         connect("board", sshd.options(key=str(stranger)))
 
@@ -306,14 +250,14 @@ def test_a_killed_controller_leaves_nothing_running(sshd, tmp_path):
         stdout=subprocess.PIPE,
     )
     pgid = int(controller.stdout.readline())
-    assert group_members(pgid) and processes_with(marker)
+    assert group_members(pgid) and processes_mentioning(marker)
     controller.kill()
     controller.wait()
-    assert eventually(lambda: processes_with(marker)) == []  # the ssh channel closed: the group died
+    assert eventually(lambda: processes_mentioning(marker)) == []  # the ssh channel closed: the group died
 
 
-def test_a_dropped_connection_kills_the_command_and_says_lost(tmp_path):
-    server = LoopbackSSHD(tmp_path / "sshd").start()
+def test_a_dropped_connection_kills_the_command_and_says_lost(tmp_path, start_sshd):
+    server = start_sshd("sshd")
     t = connect("board", server.options(workdir=str(tmp_path / "w"), connect_timeout="2s"))
     try:
         proc = t.spawn(["sleep", "1000"])
@@ -324,7 +268,6 @@ def test_a_dropped_connection_kills_the_command_and_says_lost(tmp_path):
             t.run(["true"])
     finally:
         t.close()
-        server.stop()
 
 
 # --- options -----------------------------------------------------------------------------------
