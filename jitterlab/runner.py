@@ -39,6 +39,8 @@ class TargetSession:
     sysinfo_id: int | None = None
     warnings: list[Warning_] = field(default_factory=list)
     lost: str | None = None  # why the target cannot be reached: its remaining runs fail with this
+    # cells that cannot run on this target (it lacks their interpreter or tool) -> why
+    unavailable: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -109,10 +111,12 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
     cells = [c for c in campaign.cells if c.target == spec.name]
     info = sysinfo.snapshot(target)
     needs: dict[str, tuple[str, set[str]]] = {}
+    cell_tools: dict[str, set[str]] = {}  # tool -> keys of the cells that need it
     for cell in cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         for tool, package in bench.tools(cell).items():
             needs.setdefault(tool, (package, set()))[1].add(_needed_by(cell))
+            cell_tools.setdefault(tool, set()).add(cell.key)
         for load in cell.load.split("+"):
             for tool, package in plugins.LOADS.get(load, "matrix.load").tools.items():
                 needs.setdefault(tool, (package, set()))[1].add(f"load {load}")
@@ -125,11 +129,21 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
         for tool in ("make", "cc"):
             needs.pop(tool, None)
     missing = _missing_tools(target, sorted(needs))
-    if missing:
+    # a tool only some cells need (node for impl node, sysbench for sysbench-cpu) makes those cells
+    # unavailable, and the others run; a load's tool, or the compiler every program needs, stops all
+    hard = [t for t in missing if t in _BUILD_TOOLS or any(n.startswith("load ") for n in needs[t][1])]
+    if hard:
         what = "; ".join(
-            f"{t} (apt install {needs[t][0]}; needed by {', '.join(sorted(needs[t][1]))})" for t in missing
+            f"{t} (apt install {needs[t][0]}; needed by {', '.join(sorted(needs[t][1]))})" for t in hard
         )
         raise UserError(f"target {spec.name!r}: missing tools: {what}")
+    unavailable: dict[str, str] = {}
+    for tool in missing:
+        for key in cell_tools[tool]:
+            why = f"{tool} (apt install {needs[tool][0]})"
+            unavailable[key] = f"{unavailable[key]}, {why}" if key in unavailable else why
+    unavailable = {k: f"the target lacks {v}" for k, v in unavailable.items()}
+    cells = [c for c in cells if c.key not in unavailable]
     for name in sorted({c.benchmark for c in cells}):  # what only the target can tell (a peer's answer)
         bench = plugins.BENCHMARKS.get(name, "matrix.benchmark")
         bench.preflight(target, campaign, [c for c in cells if c.benchmark == name])
@@ -146,7 +160,20 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
     n_cpus = int(info.get("n_cpus") or 1)
     warnings = list(sysinfo.checks(info))
     placement = _placement(campaign, cells, n_cpus, warnings)
-    return TargetSession(spec, target, info, placement, rt_permitted, warnings=warnings)
+    for tool in missing:
+        warnings.append(
+            Warning_(
+                f"{tool} is missing: {', '.join(sorted(needs[tool][1]))} cannot run on this target "
+                "(its runs are stored as unavailable)",
+                f"apt install {needs[tool][0]} on the target, then jitterlab run --resume --retry-failed",
+            )
+        )
+    return TargetSession(
+        spec, target, info, placement, rt_permitted, warnings=warnings, unavailable=unavailable
+    )
+
+
+_BUILD_TOOLS = {"make", "cc"}  # every C program is built with them when the target is prepared
 
 
 def _needed_by(cell: Cell) -> str:
@@ -266,7 +293,10 @@ class Runner:
                             outcome.done += failed
                             outcome.failed += failed
                         return
-                    status = self._one_run(session, campaign_id, cell, rep)
+                    if cell.key in session.unavailable:
+                        status = self._unavailable(session, campaign_id, cell, rep)
+                    else:
+                        status = self._one_run(session, campaign_id, cell, rep)
                     if status is None:
                         return
                     with lock:
@@ -313,6 +343,16 @@ class Runner:
             )  # fmt: skip
             self.progress(session.spec.name, None, bench.estimate_s(self.campaign, cell))
         return len(runs)
+
+    def _unavailable(self, session: TargetSession, campaign_id: int, cell: Cell, rep: int) -> str:
+        """Commit a run the target cannot do (it lacks the cell's tool) as unavailable, with why."""
+        self._commit(
+            session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
+            "unavailable", session.unavailable[cell.key], None, [], {},
+        )  # fmt: skip
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        self.progress(session.spec.name, None, bench.estimate_s(self.campaign, cell))
+        return "unavailable"
 
     def _prepare(self, session: TargetSession, campaign_id: int) -> None:
         for leftover in sweep(session.target):

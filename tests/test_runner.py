@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -36,15 +37,53 @@ def test_missing_tools_are_found_by_name():
     assert runner._missing_tools(LocalTarget(), ["sh", "no-such-tool-xyz"]) == ["no-such-tool-xyz"]
 
 
-def test_missing_tool_names_the_package_and_who_needs_it(tmp_path, monkeypatch):
+def _fake_node(monkeypatch):
     entry = IMPLS._entries["node"]
     fake = Impl(entry.obj.argv_prefix, {"no-such-node-xyz": "nodejs"})
     monkeypatch.setitem(IMPLS._entries, "node", type(entry)(entry.name, entry.help, fake))
+
+
+def test_missing_interpreter_makes_its_cells_unavailable(tmp_path, monkeypatch):
+    _fake_node(monkeypatch)
+    campaign = load_campaign(campaign_file(tmp_path, "node"))
+    [session] = runner.open_targets(campaign)
+    try:
+        [cell] = campaign.cells
+        assert session.unavailable == {cell.key: "the target lacks no-such-node-xyz (apt install nodejs)"}
+        [warning] = [w for w in session.warnings if "no-such-node-xyz" in w.message]
+        assert "impl node cannot run on this target" in warning.message
+        assert "apt install nodejs" in warning.remedy and "--retry-failed" in warning.remedy
+    finally:
+        session.target.close()
+
+
+def test_unavailable_cells_are_stored_and_the_others_run(tmp_path, monkeypatch):
+    from jitterlab.store.catalog import Store
+
+    _fake_node(monkeypatch)
+    path = campaign_file(tmp_path, "node", extra='[campaign.labels]\nk = "v"')
+    path.write_text(path.read_text().replace('impl = ["node"]', 'impl = ["node", "python"]')
+                    .replace("[matrix]", '[matrix]\nprobe = "self"'))
+    assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 1
+    runs = {r.impl: r for r in Store(tmp_path / "r", create=False).runs()}
+    assert runs["node"].status == "unavailable"
+    assert runs["node"].error == "the target lacks no-such-node-xyz (apt install nodejs)"
+    assert runs["python"].status == "ok"
+
+
+def test_missing_load_tool_stops_the_campaign(tmp_path, monkeypatch):
+    from jitterlab.loads.base import LOADS
+
+    entry = LOADS._entries["cpu"]
+    spec = entry.obj
+    fake = dataclasses.replace(spec, tools={"no-such-stress-xyz": "stress-ng"})
+    monkeypatch.setitem(LOADS._entries, "cpu", type(entry)(entry.name, entry.help, fake))
+    path = campaign_file(tmp_path, "python")
+    path.write_text(path.read_text().replace('period = ["10ms"]', 'period = ["10ms"]\nload = "cpu"'))
     with pytest.raises(UserError) as info:
-        runner.open_targets(load_campaign(campaign_file(tmp_path, "node")))
-    assert "target 'local': missing tools: no-such-node-xyz (apt install nodejs; needed by impl node)" in str(
-        info.value
-    )
+        runner.open_targets(load_campaign(path))
+    expected = "target 'local': missing tools: no-such-stress-xyz (apt install stress-ng; needed by load cpu)"
+    assert expected in str(info.value)
 
 
 def _no_rt(monkeypatch):
