@@ -3,8 +3,9 @@
 With `peer = ""` jitterlab starts a one-off iperf3 server on the target's loopback (port 15211,
 not the `net` load's 15201, so iperf3 can be measured under the net load); with a `peer` the
 server must already run there. One client test per run, `campaign.duration` long (iperf3 counts
-whole seconds; whole seconds of `campaign.warmup` are omitted with -O), read from its --json
-report. iperf3 exits 0 with --json even when the test failed: the report's "error" tells.
+whole seconds: the duration is rounded up; whole seconds of `campaign.warmup` are omitted with
+-O), read from its --json report. iperf3 exits 0 with --json even when the test failed: the
+report's "error" tells.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import re
 
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.benchmarks.tool import whole_seconds
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.loads.base import describe_exit, first_json
 from jitterlab.params import Param, ParamValue, auto, choice, integer, size
@@ -164,9 +166,6 @@ class Iperf3(BenchmarkBase):
         return f"iperf3 {cell.param('protocol')} {cell.param('direction')}{rate}{streams} {where} {cell.load}"
 
     def check(self, campaign, cell) -> None:
-        if campaign.duration_ns < 10**9:
-            raise UserError(f"{campaign.path}: campaign.duration: iperf3 measures whole seconds; "
-                            'give at least "1s"')
         length = cell.param("length")
         if cell.param("protocol") == "udp" and length != "auto" and int(length) > MAX_UDP_LENGTH:
             raise UserError(f"{campaign.path}: matrix.length: a UDP datagram carries at most "
@@ -232,8 +231,8 @@ class Iperf3(BenchmarkBase):
 
 
 def _seconds(duration_ns: int) -> int:
-    """iperf3's -t: whole seconds, at least one."""
-    return max(1, round(duration_ns / 1e9))
+    """iperf3's -t counts whole seconds: rounded up, like every whole-second tool here."""
+    return whole_seconds(duration_ns)
 
 
 def _start_server(ctx: RunContext, pin: list[str], port: int) -> RecordedProcess:

@@ -139,7 +139,6 @@ def test_defaults_and_canonical_values():
         ('peer = "-x"', "2s", "c.toml: matrix.peer: expected \"\""),
         ('peer = "h:99999"', "2s", "c.toml: matrix.peer: expected \"\""),
         ("parallel = 0", "2s", "c.toml: matrix.parallel: 0 is out of range"),
-        ("", "500ms", "c.toml: campaign.duration: iperf3 measures whole seconds"),
         ('protocol = "udp"\nlength = "64k"', "2s", "c.toml: matrix.length: a UDP datagram carries at most"),
     ],
 )
@@ -264,3 +263,12 @@ def test_the_image_comparison_example():
         ("sysbench-cpu", "idle", None, None), ("sysbench-cpu", "idle", None, None),
         ("iperf3", "idle", "tcp", "auto"), ("iperf3", "net", "tcp", "auto"),
         ("iperf3", "idle", "udp", 100_000_000), ("iperf3", "net", "udp", 100_000_000)], key=str)
+
+
+@pytest.mark.parametrize(
+    ("duration_ns", "seconds"), [(300_000_000, 1), (1_000_000_000, 1), (1_500_000_000, 2)]
+)
+def test_duration_is_rounded_up_to_whole_seconds(duration_ns, seconds):
+    from jitterlab.benchmarks.iperf3 import _seconds
+
+    assert _seconds(duration_ns) == seconds
