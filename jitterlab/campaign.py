@@ -16,6 +16,7 @@ from pathlib import Path
 from jitterlab import plugins
 from jitterlab.errors import UserError
 from jitterlab.params import ParamValue
+from jitterlab.registry import did_you_mean
 from jitterlab.targets.registry import check_options as check_target_options
 from jitterlab.units import parse_duration_ns
 
@@ -210,12 +211,10 @@ def _table(
 
 
 def _no_unknown(table: Mapping[str, object], known: set[str], where: str, prefix: str) -> None:
-    import difflib
 
     for key in table:
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(key, sorted(known))
             raise UserError(f"{where}: {prefix}{key}: unknown key; {hint}known: {', '.join(sorted(known))}")
 
 
@@ -308,10 +307,8 @@ def _matrix_cells(table: Mapping[str, object], where: str, targets: tuple[Target
         params = {p.name: p for p in bench.params}
         unknown = [k for k in table if k not in params and k not in _COMMON]
         if unknown:
-            import difflib
 
-            close = difflib.get_close_matches(unknown[0], [*params, *_COMMON], n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(unknown[0], [*params, *_COMMON])
             raise UserError(
                 f"{where}{unknown[0]}: unknown key for benchmark {name!r}; {hint}"
                 f"known: {', '.join([*_COMMON, *params])}"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jitterlab.errors import UserError
-from jitterlab.registry import Registry
+from jitterlab.registry import Registry, did_you_mean
 from jitterlab.units import format_ns, parse_duration_ns
 
 ParamValue = str | int | float | bool
@@ -80,10 +80,8 @@ def format_size(n: ParamValue) -> str:
 def choice(*names: str) -> Parser:
     def parse(value: object, where: str) -> ParamValue:
         if value not in names:
-            import difflib
 
-            close = difflib.get_close_matches(str(value), names, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(str(value), names)
             raise UserError(f"{where}: unknown value {value!r}; {hint}known: {', '.join(names)}")
         return str(value)
 

@@ -12,6 +12,12 @@ from jitterlab.errors import UserError
 T = TypeVar("T")
 
 
+def did_you_mean(name: object, known) -> str:
+    """"did you mean 'x'? " for the known name closest to a mistyped one, else ""."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     name: str
@@ -48,8 +54,7 @@ class Registry(Generic[T]):
             raise UserError(f"{where}: {self.unknown(name)}") from None
 
     def unknown(self, name: str) -> str:
-        close = difflib.get_close_matches(str(name), list(self._entries), n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(name, self._entries)
         return f"unknown {self.kind} {name!r}; {hint}known: {', '.join(sorted(self._entries))}"
 
     def __contains__(self, name: object) -> bool:

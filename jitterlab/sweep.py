@@ -16,6 +16,7 @@ import secrets
 import socket
 import time
 
+from jitterlab.errors import RunFailed
 from jitterlab.targets.base import CommandTimeout, Process, Target
 
 MARKER_VAR = "JITTERLAB_LIVE"
@@ -140,6 +141,27 @@ def spawn_recorded(target: Target, argv: list[str], log_path: str | None = None)
     wrapped = ["sh", "-c", LAUNCH, f"{live_dir(target)}/{marker}.pid"]
     wrapped += ["env", f"{MARKER_VAR}={marker}", *argv]
     return RecordedProcess(target.spawn(wrapped, log_path=log_path), target, marker)
+
+
+def run_recorded(target: Target, argv: list[str], log_path: str, *, timeout_s: float, name: str,
+                 budget: str) -> int:
+    """Run `argv` to its end as spawn_recorded does; return its exit status. A program still
+    running after `timeout_s` is stopped and the run fails as "timeout", saying what the time
+    was made of (`budget`) and keeping the program's output with the run."""
+    proc = spawn_recorded(target, argv, log_path=log_path)
+    try:
+        return proc.wait(timeout_s)
+    except CommandTimeout:
+        proc.stop()
+        output = target.run(["cat", log_path]).stdout
+        raise RunFailed(
+            f"{name} still running {timeout_s:.0f}s after start ({budget}); killed",
+            status="timeout",
+            attachments={log_path.rsplit("/", 1)[-1]: output.encode()},
+        ) from None
+    finally:
+        with contextlib.suppress(Exception):
+            proc.stop()
 
 
 def forget(proc: RecordedProcess) -> None:

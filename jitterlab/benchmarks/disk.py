@@ -13,8 +13,7 @@ from jitterlab.errors import RunFailed, UserError
 from jitterlab.loads.base import describe_exit, first_json
 from jitterlab.params import Param, auto, boolean, choice, format_size, integer, size
 from jitterlab.records import Metric
-from jitterlab.sweep import spawn_recorded
-from jitterlab.targets.base import CommandTimeout
+from jitterlab.sweep import run_recorded
 
 PATTERNS = {"seqread": "read", "seqwrite": "write", "randread": "randread", "randwrite": "randwrite"}
 SYNC_ENGINES = ("psync", "sync", "pvsync", "mmap")
@@ -134,16 +133,10 @@ class Disk(BenchmarkBase):
             cpus = ctx.placement.program_cpus
             pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
             argv = [*pin, *self.fio_argv(ctx, f"{data_dir}/data", report)]
-            proc = spawn_recorded(target, argv, log_path=log)
             limit_s = (campaign.duration_ns + campaign.warmup_ns + campaign.run_timeout_ns) / 1e9
             limit_s += n_bytes / LAYOUT_BYTES_PER_S
-            try:
-                rc = proc.wait(limit_s)
-            except CommandTimeout:
-                raise RunFailed(f"fio still running {limit_s:.0f}s after start (file layout + duration + "
-                                "campaign.run_timeout); killed", "timeout") from None
-            finally:
-                proc.stop()
+            rc = run_recorded(target, argv, log, timeout_s=limit_s, name="fio",
+                              budget="file layout + duration + campaign.run_timeout")
             text = target.run(["cat", report]).stdout
             output = target.run(["cat", log]).stdout
         finally:

@@ -20,7 +20,7 @@ from jitterlab.loads.base import describe_exit, first_json
 from jitterlab.params import Param, ParamValue, auto, choice, integer, size
 from jitterlab.records import Metric
 from jitterlab.store.raw import Samples
-from jitterlab.sweep import RecordedProcess, spawn_recorded
+from jitterlab.sweep import RecordedProcess, run_recorded, spawn_recorded
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.tools.iperf3 import (
     BITRATE,
@@ -263,19 +263,10 @@ def _run_client(ctx: RunContext, argv: list[str]) -> str:
     """Run the client to its end; return its output (the JSON report)."""
     log = f"{ctx.scratch}/iperf3-client.json"
     campaign = ctx.campaign
-    client = spawn_recorded(ctx.target, argv, log_path=log)
     limit_s = (_seconds(campaign.duration_ns) * 10**9 + campaign.warmup_ns + campaign.run_timeout_ns) / 1e9
     limit_s += CONNECT_TIMEOUT_MS / 1000
-    try:
-        rc = client.wait(limit_s)
-    except CommandTimeout:
-        client.stop()
-        text = ctx.target.run(["cat", log]).stdout
-        raise RunFailed(f"iperf3 still running {limit_s:.0f}s after start (duration + warmup + "
-                        "campaign.run_timeout); killed", status="timeout",
-                        attachments={"iperf3-client.json": text.encode()}) from None
-    finally:
-        client.stop()
+    rc = run_recorded(ctx.target, argv, log, timeout_s=limit_s, name="iperf3",
+                      budget="duration + warmup + campaign.run_timeout")
     text = ctx.target.run(["cat", log]).stdout
     if rc != 0 and not json_error(text):
         raise RunFailed(f"iperf3 exited with {describe_exit(rc)}: {text.strip()[-300:] or 'no output'}",

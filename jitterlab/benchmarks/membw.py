@@ -18,7 +18,7 @@ from jitterlab.loads.base import describe_exit
 from jitterlab.params import Param, auto, choice, format_size, size
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import Samples
-from jitterlab.sweep import spawn_recorded
+from jitterlab.sweep import run_recorded
 from jitterlab.targets.base import CommandTimeout
 
 METHODS = {"memcpy": "-t0", "dumb": "-t1", "mcblock": "-t2"}
@@ -151,14 +151,9 @@ class Membw(BenchmarkBase):
         seconds = (campaign.duration_ns + campaign.warmup_ns) / 1e9
         n = iterations_for(seconds, parse_output(done.stdout))
         log = f"{ctx.scratch}/mbw.txt"
-        proc = spawn_recorded(target, [*pin, "mbw", "-n", str(n), *options, size_mib], log_path=log)
-        try:
-            rc = proc.wait(seconds + timeout_s)
-        except CommandTimeout:
-            raise RunFailed(f"mbw ({n} iterations) still running after duration + warmup + "
-                            "campaign.run_timeout; killed", "timeout") from None
-        finally:
-            proc.stop()
+        rc = run_recorded(target, [*pin, "mbw", "-n", str(n), *options, size_mib], log,
+                          timeout_s=seconds + timeout_s, name=f"mbw ({n} iterations)",
+                          budget="duration + warmup + campaign.run_timeout")
         text = target.run(["cat", log]).stdout
         if rc != 0:
             raise RunFailed(f"mbw failed ({describe_exit(rc)}): {text.strip()[-300:]}",

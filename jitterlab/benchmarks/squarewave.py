@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.benchmarks.impls import IMPLS
@@ -15,8 +13,7 @@ from jitterlab.probes.logs import read_self_log
 from jitterlab.probes.vpin import Observer
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import EdgeSeries, blind_series
-from jitterlab.sweep import shm_path, spawn_recorded
-from jitterlab.targets.base import CommandTimeout
+from jitterlab.sweep import run_recorded, shm_path
 from jitterlab.units import format_ns
 
 _RT_PRIORITY = 80  # below the observer (99), above any load
@@ -153,20 +150,10 @@ class Squarewave(BenchmarkBase):
         if impl.realtime and not ctx.rt_permitted:
             argv.append("--allow-no-rt")
         log = f"{ctx.scratch}/program.log"
-        proc = spawn_recorded(target, argv, log_path=log)
-        timeout_s = (campaign.duration_ns + campaign.run_timeout_ns) / 1e9
-        try:
-            rc = proc.wait(timeout_s)
-        except CommandTimeout:
-            proc.stop()
-            raise RunFailed(
-                f"{cell.impl} still running {timeout_s:.0f}s after start (duration + "
-                "campaign.run_timeout); killed",
-                status="timeout",
-            ) from None
-        finally:
-            with contextlib.suppress(Exception):
-                proc.stop()
+        rc = run_recorded(
+            target, argv, log, timeout_s=(campaign.duration_ns + campaign.run_timeout_ns) / 1e9,
+            name=cell.impl, budget="duration + campaign.run_timeout",
+        )
         output = target.run(["cat", log]).stdout.strip()
         if rc != 0:
             last = output.splitlines()[-1] if output else "(no output)"

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
 from jitterlab.benchmarks.base import RunContext
 from jitterlab.errors import RunFailed
 from jitterlab.loads.base import describe_exit
-from jitterlab.sweep import spawn_recorded
-from jitterlab.targets.base import CommandTimeout
+from jitterlab.sweep import run_recorded
 
 # a tool that runs for whole seconds may take up to one more than the campaign's duration
 _ROUNDING_S = 1.0
@@ -33,22 +31,9 @@ def run_tool(ctx: RunContext, argv: list[str], name: str, log_name: str) -> tupl
     attached.
     """
     campaign = ctx.campaign
-    log = f"{ctx.scratch}/{log_name}"
-    proc = spawn_recorded(ctx.target, argv, log_path=log)
     timeout_s = (campaign.duration_ns + campaign.run_timeout_ns) / 1e9 + _ROUNDING_S
-    try:
-        rc = proc.wait(timeout_s)
-    except CommandTimeout:
-        proc.stop()
-        raise RunFailed(
-            f"{name} still running {timeout_s:.0f}s after start (duration + campaign.run_timeout); "
-            "killed",
-            status="timeout",
-            attachments={log_name: fetch(ctx, log_name)},
-        ) from None
-    finally:
-        with contextlib.suppress(Exception):
-            proc.stop()
+    rc = run_recorded(ctx.target, argv, f"{ctx.scratch}/{log_name}", timeout_s=timeout_s, name=name,
+                      budget="duration + campaign.run_timeout")
     return rc, fetch(ctx, log_name)
 
 

@@ -16,8 +16,8 @@ from jitterlab.benchmarks.base import RunContext
 from jitterlab.deploy import deploy
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.records import Warning_
-from jitterlab.sweep import RecordedProcess, spawn_recorded
-from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.sweep import RecordedProcess, run_recorded, spawn_recorded
+from jitterlab.targets.base import Target
 from jitterlab.targets.local import LocalTarget
 
 EXIT_POLICY_REFUSED = 3  # udp_common.h: the kernel refused the scheduling policy
@@ -92,18 +92,8 @@ class Server:
 
 def run_to_end(target: Target, name: str, argv: list[str], log: str, timeout_s: float) -> str:
     """Run a program to completion and return its output; RunFailed if it fails or overruns."""
-    proc = spawn_recorded(target, argv, log_path=log)
-    try:
-        rc = proc.wait(timeout_s)
-    except CommandTimeout:
-        raise RunFailed(
-            f"{name} still running {timeout_s:.0f}s after start (its run + campaign.run_timeout); "
-            "killed",
-            status="timeout",
-        ) from None
-    finally:
-        with contextlib.suppress(Exception):
-            proc.stop()
+    rc = run_recorded(target, argv, log, timeout_s=timeout_s, name=name,
+                      budget="its run + campaign.run_timeout")
     output = read_text(target, log)
     if rc != 0:
         raise failure(name, rc, output)

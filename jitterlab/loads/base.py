@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 import re
 import signal
@@ -14,7 +13,7 @@ from typing import Protocol
 
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.records import Metric
-from jitterlab.registry import Registry
+from jitterlab.registry import Registry, did_you_mean
 from jitterlab.sweep import RecordedProcess, spawn_recorded
 from jitterlab.targets.base import CommandTimeout, Target
 
@@ -85,8 +84,7 @@ def check_keys(options: dict, defaults: dict, load: str, where: str) -> dict:
     """Refuse unknown option names (suggesting the closest known one); return options + defaults."""
     for key in options:
         if key not in defaults:
-            close = difflib.get_close_matches(str(key), list(defaults), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(str(key), list(defaults))
             raise UserError(
                 f"{where}: unknown option {key!r} for load {load!r}; {hint}"
                 f"known: {', '.join(sorted(defaults))}"

@@ -107,26 +107,34 @@ def envelope_figure(runs: list[RunRecord], target: str) -> Figure:
     return fig
 
 
-def histogram_figure(errors: dict[str, np.ndarray], title: str) -> Figure:
-    """Period error histogram per probe with a log count axis (OSADL latency-plot style)."""
-    fig = Figure(figsize=(6, 3.2), layout="constrained")
+def _log_histograms(curves: dict[str, np.ndarray], edges: np.ndarray | None, *, size: tuple[float, float],
+                    xlabel: str, ylabel: str, title: str) -> Figure:
+    """Step histograms with a log count axis, one line per labelled curve (OSADL latency-plot
+    style); an empty figure with its axes when there is nothing to draw (edges None)."""
+    fig = Figure(figsize=size, layout="constrained")
     ax = fig.subplots()
-    finite = [e for e in errors.values() if len(e)]
-    if finite:
-        lo = min(float(e.min()) for e in finite) * 100
-        hi = max(float(e.max()) for e in finite) * 100
-        edges = np.linspace(lo, hi if hi > lo else lo + 1e-6, 101)
-        for i, (probe, e) in enumerate(errors.items()):
-            if len(e):
-                ax.hist(e * 100, bins=edges, histtype="step", color=f"C{i}", lw=1.2,
-                        label=f"{probe} ({len(e)} periods)")
+    if edges is not None:
+        for i, (label, values) in enumerate(curves.items()):
+            ax.hist(values, bins=edges, histtype="step", color=f"C{i % 10}", lw=1.2, label=label)
         ax.set_yscale("log")
         ax.legend(fontsize=8)
-    ax.set_xlabel("relative period error [%]")
-    ax.set_ylabel("periods")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
     return fig
+
+
+def histogram_figure(errors: dict[str, np.ndarray], title: str) -> Figure:
+    """Period error histogram per probe with a log count axis."""
+    curves = {f"{probe} ({len(e)} periods)": e * 100 for probe, e in errors.items() if len(e)}
+    edges = None
+    if curves:
+        lo = min(float(e.min()) for e in curves.values())
+        hi = max(float(e.max()) for e in curves.values())
+        edges = np.linspace(lo, hi if hi > lo else lo + 1e-6, 101)
+    return _log_histograms(curves, edges, size=(6, 3.2), xlabel="relative period error [%]",
+                           ylabel="periods", title=title)
 
 
 def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns: int,
@@ -200,25 +208,16 @@ def bars_figure(summary: BenchmarkSummary, metric: str) -> Figure:
 
 
 def distribution_figure(samples_ns: dict[str, np.ndarray], title: str) -> Figure:
-    """Latency distributions (1 µs bins, log count), one step line per run: OSADL-style."""
-    fig = Figure(figsize=(7, 3.4), layout="constrained")
-    ax = fig.subplots()
-    nonempty = {k: v for k, v in samples_ns.items() if len(v)}
-    if nonempty:
-        hi_us = max(float(np.max(v)) for v in nonempty.values()) / 1e3
+    """Latency distributions (1 µs bins, log count), one step line per run."""
+    curves = {f"{name} ({len(v)})": v / 1e3 for name, v in samples_ns.items() if len(v)}
+    edges = None
+    if curves:
+        hi_us = max(float(np.max(v)) for v in curves.values())
         edges = np.arange(0, np.ceil(hi_us) + 2)
         if len(edges) > 2001:  # very long tails: coarser bins keep the figure readable
             edges = np.linspace(0, np.ceil(hi_us) + 1, 2001)
-        for i, (name, values) in enumerate(nonempty.items()):
-            ax.hist(values / 1e3, bins=edges, histtype="step", color=f"C{i % 10}", lw=1.1,
-                    label=f"{name} ({len(values)})")
-        ax.set_yscale("log")
-        ax.legend(fontsize=7)
-    ax.set_xlabel("latency [µs]")
-    ax.set_ylabel("samples")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, alpha=0.3)
-    return fig
+    return _log_histograms(curves, edges, size=(7, 3.4), xlabel="latency [µs]", ylabel="samples",
+                           title=title)
 
 
 def svg_text(fig: Figure) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
 import os
 import shlex
@@ -22,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from jitterlab.errors import UserError
-from jitterlab.targets.base import Completed
-from jitterlab.targets.ssh_sessions import SSHProcess, SSHSessions
+from jitterlab.registry import did_you_mean
+from jitterlab.targets.ssh_sessions import OverSSH, SSHSessions
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
 COORDINATOR_TIMEOUT_S = 10.0
@@ -148,8 +147,7 @@ def _find_place(session: Any, name: str, place: str, address: str) -> Any:
     if place in session.places:
         return session.places[place]
     names = sorted(session.places)
-    close = difflib.get_close_matches(place, names, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
+    hint = did_you_mean(place, names)
     known = f"known: {', '.join(names)}" if names else "it has no places yet"
     raise UserError(
         f"{_where(name)}: place {place!r} does not exist on the coordinator {address}; {hint}{known} "
@@ -288,7 +286,7 @@ def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str 
     return driver
 
 
-class LabgridTarget:
+class LabgridTarget(OverSSH):
     """A board reached through labgrid: run, spawn, put and get over the SSHDriver's connection."""
 
     kind = "labgrid"
@@ -356,8 +354,7 @@ class LabgridTarget:
         if role is None:
             role = "main" if "main" in roles or len(roles) != 1 else next(iter(roles))
         if role not in roles:
-            close = difflib.get_close_matches(role, list(roles), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(role, list(roles))
             raise UserError(
                 f"{_where(self.name)}: role: {path} has no target {role!r}; {hint}roles: {', '.join(roles)}"
             )
@@ -378,19 +375,7 @@ class LabgridTarget:
                 f"{_where(self.name)}: env: {path}: targets.{role}: {_one_line(str(exc))}"
             ) from None
 
-    # -- the Target protocol -------------------------------------------------------------------------
-
-    def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
-        return self._sessions.run(argv, timeout_s)
-
-    def spawn(self, argv: list[str], log_path: str | None = None) -> SSHProcess:
-        return self._sessions.spawn(argv, log_path)
-
-    def put(self, local: Path, remote: str) -> None:
-        self._sessions.put(local, remote)
-
-    def get(self, remote: str, local: Path) -> None:
-        self._sessions.get(remote, local)
+    # -- the Target protocol (run/spawn/put/get: OverSSH) ---------------------------------------------
 
     def close(self) -> None:
         """Stop what we spawned, end the SSH master, release the places we acquired. Idempotent."""
@@ -415,8 +400,7 @@ def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
     """Check the options of one labgrid target; `where` is e.g. "campaign.toml: target[1]"."""
     for key in options:
         if key not in OPTIONS:
-            close = difflib.get_close_matches(str(key), list(OPTIONS), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(str(key), list(OPTIONS))
             raise UserError(
                 f"{where}.{key}: unknown option of a labgrid target; {hint}known: {', '.join(OPTIONS)}"
             )

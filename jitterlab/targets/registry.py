@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 
 from jitterlab.errors import UserError
-from jitterlab.registry import Registry
+from jitterlab.registry import Registry, did_you_mean
 from jitterlab.targets.base import Target
 from jitterlab.targets.labgrid import LabgridTarget
 from jitterlab.targets.labgrid import parse_options as _labgrid_options
@@ -33,8 +32,7 @@ def check_options(kind: str, options: Mapping[str, object], where: str) -> None:
 def _local_options(options: Mapping[str, object], where: str) -> str | None:
     for key in options:
         if key != "workdir":
-            close = difflib.get_close_matches(str(key), ["workdir"], n=1)
-            hint = "did you mean 'workdir'? " if close else ""
+            hint = did_you_mean(str(key), ["workdir"])
             raise UserError(f"{where}.{key}: unknown option of a local target; {hint}known: workdir")
     workdir = options.get("workdir")
     if workdir is not None and not (isinstance(workdir, str) and workdir.startswith("/")):

@@ -13,12 +13,10 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from pathlib import Path
 
 from jitterlab.errors import TargetLost, UserError
-from jitterlab.targets.base import Completed
 from jitterlab.targets.ssh_options import SSHOptions
-from jitterlab.targets.ssh_sessions import SSHProcess, SSHSessions, last_line
+from jitterlab.targets.ssh_sessions import OverSSH, SSHSessions, last_line
 
 CONTROL_PERSIST_S = 60  # an idle master lingers this long, also after a killed controller
 
@@ -29,7 +27,7 @@ def _config_path(path: str) -> str:
     return f'"{path}"' if any(c.isspace() for c in path) else path
 
 
-class SSHTarget:
+class SSHTarget(OverSSH):
     """A machine reached with the ssh client; connect() before use, close() to release it."""
 
     kind = "ssh"
@@ -138,17 +136,3 @@ class SSHTarget:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._sessions.control("exit")
         shutil.rmtree(self._dir, ignore_errors=True)
-
-    # --- the Target protocol -----------------------------------------------------------------------
-
-    def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
-        return self._sessions.run(argv, timeout_s)
-
-    def spawn(self, argv: list[str], log_path: str | None = None) -> SSHProcess:
-        return self._sessions.spawn(argv, log_path)
-
-    def put(self, local: Path, remote: str) -> None:
-        self._sessions.put(local, remote)
-
-    def get(self, remote: str, local: Path) -> None:
-        self._sessions.get(remote, local)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jitterlab.errors import UserError
+from jitterlab.registry import did_you_mean
 from jitterlab.units import parse_duration_ns
 
 OPTIONS = {
@@ -56,8 +56,7 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     """
     for key in options:
         if key not in OPTIONS:
-            close = difflib.get_close_matches(str(key), list(OPTIONS), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(str(key), list(OPTIONS))
             raise UserError(
                 f"{where}.{key}: unknown option of an ssh target; {hint}known: {', '.join(sorted(OPTIONS))}"
             )

@@ -287,6 +287,25 @@ class SSHSessions:
             os.replace(partial, local)
 
 
+class OverSSH:
+    """The Target protocol's run/spawn/put/get of a target whose commands travel as SSH sessions
+    (`self._sessions`): the ssh and labgrid targets differ only in how they connect."""
+
+    _sessions: SSHSessions
+
+    def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
+        return self._sessions.run(argv, timeout_s)
+
+    def spawn(self, argv: list[str], log_path: str | None = None) -> SSHProcess:
+        return self._sessions.spawn(argv, log_path)
+
+    def put(self, local: Path, remote: str) -> None:
+        self._sessions.put(local, remote)
+
+    def get(self, remote: str, local: Path) -> None:
+        self._sessions.get(remote, local)
+
+
 class SSHProcess:
     """A command started by SSHSessions.spawn: its own session on the target, a channel here."""
 
