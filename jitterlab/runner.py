@@ -173,6 +173,17 @@ def _preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSe
     )
 
 
+def _lost_meanwhile(target: Target) -> TargetLost | None:
+    """After a failed run: is the target itself gone? (one command, only when a run failed)"""
+    try:
+        target.run(["true"], timeout_s=30)
+    except TargetLost as exc:
+        return exc
+    except (RunFailed, CommandTimeout):
+        return None
+    return None
+
+
 _BUILD_TOOLS = {"make", "cc"}  # every C program is built with them when the target is prepared
 
 
@@ -396,8 +407,10 @@ class Runner:
             loads = []
         except RunFailed as exc:
             status, error, attachments = exc.status, exc.reason, exc.attachments
-            if isinstance(exc, TargetLost):
-                session.lost = exc.reason
+            lost = exc if isinstance(exc, TargetLost) else _lost_meanwhile(target)
+            if lost is not None:  # a program killed by a dropped connection is no finding of the run
+                session.lost = lost.reason
+                error = exc.reason if lost is exc else f"{lost.reason} (the run itself said: {exc.reason})"
         except CommandTimeout as exc:
             status, error = "timeout", str(exc)
         except Exception:
