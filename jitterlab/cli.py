@@ -22,10 +22,11 @@ DEFAULT_RESULTS = Path("results")
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.
 
-A campaign file (TOML) describes a matrix: targets x benchmark x programming model (impl)
-x load x period x probe, with repetitions. `jitterlab run` measures every cell, stores raw
-edges and metrics in a results directory, and prints the max relative period error per
-impl x load x period. Start from examples/quickstart.toml.
+A campaign file (TOML) describes a matrix: targets x benchmark x load x the benchmark's own
+keys (for squarewave: impl x period x probe; for cyclictest, udp-echo, iperf3, ...: see
+`jitterlab list`), with repetitions. `jitterlab run` measures every cell on local, ssh or
+labgrid targets, stores raw series and metrics in a results directory, and prints a summary
+per benchmark. Start from examples/quickstart.toml.
 """
 
 

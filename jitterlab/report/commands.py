@@ -68,9 +68,10 @@ def _compare(sub) -> None:
         description="For every cell present in both groups and every metric: median of each "
         "group, ratio and %% change (candidate vs baseline), bootstrap 95 %% CI of the ratio, "
         "Mann-Whitney U p-value, and a verdict. A change is significant when p < 0.05 and the "
-        "CI excludes 1; the verdict knows whether lower (errors, latencies, excluded/missed/blind) "
-        "or higher (throughput-like load_* metrics) is better. Groups are selected by a run "
-        "label or by a run field (target, impl, load, probe, pin, benchmark).",
+        "CI excludes 1; the verdict knows whether lower (errors, latencies, loss) or higher "
+        "(throughput, events/s) is better from each metric's stored direction. Groups are "
+        "selected by a run label, a run field (target, impl, load, probe, pin, benchmark) or a "
+        "benchmark key of the cell (e.g. policy=fifo, size=64).",
         epilog="example: jitterlab compare --baseline image=1.10 --candidate image=1.11 "
         "--metric max_rel_period_error --format markdown")
     _results(p)
@@ -91,11 +92,13 @@ def _export(sub) -> None:
         description="Export the runs with their parameters, labels, a sysinfo summary and every "
         "metric. csv/json: one row (object) per run, metric columns named PROBE.METRIC, written "
         "to -o or stdout. parquet: -o is a directory that receives runs.parquet, metrics.parquet "
-        "(long form with units) and raw.parquet (every raw series with run_id).",
+        "(long form with units and directions), raw.parquet (every edge series with run_id) and "
+        "samples.parquet (every sample series: round-trip times, latency histograms).",
         epilog="example: jitterlab export --format parquet -o export/")
     _results(p)
     p.add_argument("--campaign", action="append", metavar="NAME",
-                   help="only this campaign (latest of that name); repeatable (default: all runs)")
+                   help="only this campaign (its latest run of each label set); repeatable "
+                   "(default: all runs)")
     p.add_argument("--format", choices=("csv", "json", "parquet"), required=True,
                    help="csv, json or parquet")
     p.add_argument("-o", "--output", type=Path, metavar="PATH",
