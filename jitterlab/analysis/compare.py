@@ -131,7 +131,7 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
     for sel, group, option in ((baseline, group_a, "--baseline"), (candidate, group_b, "--candidate")):
         if not group:
             raise UserError(f"{option} {sel}: no successful run has it; "
-                            f"labels in the store: {_known_labels(runs)}")
+                            f"labels in the store: {_known_labels(runs)}{_known_params(sel, runs)}")
     known = metric_names(group_a + group_b)
     if metrics:
         unknown = [m for m in metrics if m not in known]
@@ -238,6 +238,12 @@ def _cell_text(fields: tuple[str, ...], cell: tuple) -> str:
 def cell_text(comparison: Comparison, row: Row) -> str:
     """A cell as the reader wants it: "local squarewave c-fifo idle 1ms vpin vpin"."""
     return _cell_text(comparison.cell_fields, row.cell)
+
+
+def _known_params(selector: Selector, runs: list[RunRecord]) -> str:
+    """The values a cell key takes in the store, when the selector names one (policy=fifoo)."""
+    values = sorted({str(r.param(selector.key)) for r in runs if selector.key in r.params.get("cell", {})})
+    return f"; {selector.key} takes: {', '.join(values)}" if values else ""
 
 
 def _known_labels(runs: list[RunRecord]) -> str:

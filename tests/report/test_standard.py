@@ -117,3 +117,13 @@ def test_export_has_cell_parameters_directions_and_samples(tmp_path):
     samples = pq.read_table(tmp_path / "pq" / "samples.parquet")
     assert samples.num_rows == 8 * 100 and set(samples.column("unit").to_pylist()) == {"ns"}
     assert pq.read_table(tmp_path / "pq" / "raw.parquet").num_rows == 0
+
+
+def test_compare_names_the_values_a_cell_key_takes(tmp_path):
+    import pytest
+
+    from jitterlab.errors import UserError
+
+    store = _store(tmp_path)
+    with pytest.raises(UserError, match=r"--candidate policy=fifoo: .*policy takes: deadline, fifo, other"):
+        compare(store.runs(), Selector("policy", "other"), Selector("policy", "fifoo"))
