@@ -135,7 +135,8 @@ def format_value(value: float, unit: str) -> str:
         return f"{value * 100:.3g} %"
     if unit == "count":
         return f"{value:,.0f}" if value == int(value) else f"{value:,.4g}"
-    return f"{value:,.4g} {unit}".strip()
+    shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"  # 27,290 not 2.729e+04
+    return f"{shown} {unit}".strip()
 
 
 def _varying_labels(runs: list[RunRecord]) -> list[str]:
@@ -154,6 +155,14 @@ def run_label(run: RunRecord) -> str:
     """A run's cell in a few words: "c-fifo 1ms cpu (vpin)" or "udp-echo size=64 policy=fifo idle"."""
     if run.benchmark == "squarewave":
         return f"{run.impl} {format_ns(run.period_ns)} {run.load} ({run.probe})"
+    cell = run.params.get("cell", {})
+    if run.benchmark in plugins.BENCHMARKS and cell:  # the benchmark's own short name of the cell
+        from jitterlab.campaign import Cell
+
+        bench = plugins.BENCHMARKS.get(run.benchmark, "benchmark")
+        order = [p.name for p in bench.params if p.name in cell]
+        if len(order) == len(cell):
+            return bench.label(Cell(run.target, run.benchmark, run.load, tuple((k, cell[k]) for k in order)))
     return " ".join(p for p in (run.benchmark, params_text(run), run.load) if p)
 
 

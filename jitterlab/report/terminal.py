@@ -85,7 +85,9 @@ def runs_table(runs: list[RunRecord]) -> Table:
             or (name == "excluded" and not any_excluded)
         ):
             continue
-        table.add_column(name, justify=justify, no_wrap=name != "why")  # type: ignore[arg-type]
+        table.add_column(  # the cell and why wrap; the short columns keep their width
+            name, justify=justify, no_wrap=name not in ("cell", "why"), min_width=len(name)  # type: ignore[arg-type]
+        )
     for r in runs:
         excluded = r.metric("excluded_periods")
         status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
