@@ -27,7 +27,8 @@ from pathlib import Path
 
 from jitterlab.campaign import load_campaign
 from jitterlab.deploy import deploy
-from jitterlab.runner import Runner, open_targets
+from jitterlab.preflight import open_targets
+from jitterlab.runner import Runner
 from jitterlab.store.catalog import Store
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.loopback_sshd import LoopbackSSHD

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
+from jitterlab.fakes import run_record, squarewave_cell
 from jitterlab.records import Metric
 from jitterlab.report.html import render
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries, write_raw
 
 IMPLS = {"c-fifo": 2_000, "c-mmap": 1_000, "c-file": 5_000, "python": 20_000, "bash": 60_000}
@@ -44,13 +45,11 @@ def build(root: Path, n_runs: int, n_edges: int) -> Store:
                                         *squarewave_metrics(st, sl, period_ns, warmup_ns=0, probe="self")]
                     raw = f"raw/r{k}.parquet"
                     sha = write_raw(root / raw, {"vpin": EdgeSeries(t, lev), "self": EdgeSeries(st, sl)})
-                    store.commit_run(RunRecord(
-                        id=f"r{k}", campaign_id=cid, cell_key=f"{impl}/{load}/{period_ns}",
-                        repetition=rep, target="bench", benchmark="squarewave", impl=impl, load=load,
-                        period_ns=period_ns, probe="vpin", pin="vpin",
-                        params={"duration_ns": n_edges * period_ns // 2, "warmup_ns": 0}, labels={},
-                        status="ok", error=None, started_ns=k, wall_s=1.0, raw_path=raw,
-                        raw_sha256=sha, sysinfo_id=None, metrics={(m.probe, m.name): m for m in ms}))
+                    store.commit_run(run_record(
+                        squarewave_cell(impl, period_ns, target="bench", load=load), id=f"r{k}",
+                        campaign_id=cid, cell_key=f"{impl}/{load}/{period_ns}", repetition=rep,
+                        settings={"duration_ns": n_edges * period_ns // 2, "warmup_ns": 0},
+                        started_ns=k, raw_path=raw, raw_sha256=sha, metrics=ms))
     return store
 
 

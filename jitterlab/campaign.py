@@ -16,6 +16,7 @@ from pathlib import Path
 from jitterlab import plugins
 from jitterlab.errors import UserError
 from jitterlab.params import ParamValue
+from jitterlab.records import Cell, RunSettings
 from jitterlab.registry import did_you_mean
 from jitterlab.targets.registry import check_options as check_target_options
 from jitterlab.units import parse_duration_ns
@@ -34,7 +35,13 @@ _CAMPAIGN_KEYS = {
     "cpus": 'CPU placement: program = "0", probe = "1", load = "0-1" (CPU lists like taskset -c)',
 }
 _CPU_ROLES = ("program", "probe", "load")
-_TOP_KEYS = {"campaign", "target", "matrix", "exclude", "loads"}
+_TOP_KEYS = {"campaign", "target", "matrix", "exclude", "loads", "probes", "pins"}
+# option tables of plug-ins: kind -> its registry (looked up late: plugins imports this module's users)
+_OPTION_TABLES = {
+    "loads": lambda: plugins.LOADS,
+    "probes": lambda: plugins.PROBES,
+    "pins": lambda: plugins.PINS,
+}
 # keys every [[target]] has; the others are options of its kind, checked by the kind's own check
 _TARGET_KEYS = {"name", "kind"}
 
@@ -47,84 +54,40 @@ class TargetSpec:
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One point of the matrix: target x benchmark x load x the benchmark's own parameters.
-
-    `params` holds the benchmark's matrix keys with canonical values, in the benchmark's order.
-    """
-
-    target: str
-    benchmark: str
-    load: str
-    params: tuple[tuple[str, ParamValue], ...] = ()
-
-    def param(self, name: str, default: ParamValue | None = None) -> ParamValue | None:
-        for key, value in self.params:
-            if key == name:
-                return value
-        return default
-
-    # the squarewave keys, also columns of the store; empty for benchmarks without them
-    @property
-    def impl(self) -> str:
-        return str(self.param("impl", ""))
-
-    @property
-    def period_ns(self) -> int:
-        return int(self.param("period", 0) or 0)
-
-    @property
-    def probe(self) -> str:
-        return str(self.param("probe", ""))
-
-    @property
-    def pin(self) -> str:
-        return str(self.param("pin", ""))
-
-    @property
-    def key(self) -> str:
-        """Stable text identity, used to find committed runs on --resume."""
-        values = " ".join(f"{k}={v}" for k, v in self.params)
-        return f"target={self.target} benchmark={self.benchmark} load={self.load} {values}".rstrip()
-
-    def label(self) -> str:
-        return plugins.BENCHMARKS.get(self.benchmark, "matrix.benchmark").label(self)
-
-
-@dataclass(frozen=True)
 class Campaign:
     path: Path
     name: str
     description: str
     repetitions: int
-    duration_ns: int
-    warmup_ns: int
-    load_warmup_ns: int
-    blind_threshold_ns: int
-    run_timeout_ns: int
-    on_missing_rt: str
+    settings: RunSettings
     labels: Mapping[str, str]
     targets: tuple[TargetSpec, ...]
     cells: tuple[Cell, ...]
-    load_options: Mapping[str, Mapping[str, object]]
     cpus: Mapping[str, tuple[int, ...]]
     source: str
 
     @property
     def fingerprint(self) -> str:
         """Hash of everything that changes what a run measures; resume refuses a mismatch."""
+        s = self.settings
         settings = {
             "repetitions": self.repetitions,
-            "duration_ns": self.duration_ns,
-            "warmup_ns": self.warmup_ns,
-            "load_warmup_ns": self.load_warmup_ns,
-            "blind_threshold_ns": self.blind_threshold_ns,
-            "on_missing_rt": self.on_missing_rt,
+            "duration_ns": s.duration_ns,
+            "warmup_ns": s.warmup_ns,
+            "load_warmup_ns": s.load_warmup_ns,
+            "blind_threshold_ns": s.blind_threshold_ns,
+            "on_missing_rt": s.on_missing_rt,
             "labels": dict(self.labels),
-            "load_options": {k: dict(v) for k, v in self.load_options.items()},
+            "load_options": {k: dict(v) for k, v in s.options.get("loads", {}).items()},
             "cpus": {k: list(v) for k, v in self.cpus.items()},
         }
+        for kind in ("probes", "pins"):  # only when set, so older campaigns keep their fingerprint
+            if s.options.get(kind):
+                settings[f"{kind[:-1]}_options"] = {k: dict(v) for k, v in s.options[kind].items()}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+    def target_kind(self, name: str) -> str:
+        return next((t.kind for t in self.targets if t.name == name), "")
 
     def runs(self) -> list[tuple[Cell, int]]:
         """(cell, repetition) in execution order: repetitions interleaved so drift spreads evenly."""
@@ -170,30 +133,31 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
     for key, value in labels.items():
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise UserError(f'{where}: campaign.labels.{key}: labels are strings, e.g. {key} = "1.10"')
-    blind_threshold_ns = duration("blind_threshold", "5us")
     targets = _targets(data, where)
-    load_options = _load_options(data, where)
-    cells = _cells(data, where, targets)
+    settings = RunSettings(
+        duration_ns=duration("duration", "5s"),
+        warmup_ns=duration("warmup", "50ms"),
+        load_warmup_ns=duration("load_warmup", "300ms"),
+        blind_threshold_ns=duration("blind_threshold", "5us"),
+        run_timeout_ns=duration("run_timeout", "20s"),
+        on_missing_rt=on_missing_rt,
+        options={kind: _plugin_options(data, kind, where) for kind in _OPTION_TABLES},
+    )
     campaign = Campaign(
         path=path,
         name=name.strip(),
         description=str(section.get("description", "")),
         repetitions=repetitions,
-        duration_ns=duration("duration", "5s"),
-        warmup_ns=duration("warmup", "50ms"),
-        load_warmup_ns=duration("load_warmup", "300ms"),
-        blind_threshold_ns=blind_threshold_ns,
-        run_timeout_ns=duration("run_timeout", "20s"),
-        on_missing_rt=on_missing_rt,
+        settings=settings,
         labels={str(k): str(v) for k, v in labels.items()},
         targets=targets,
-        cells=cells,
-        load_options=load_options,
+        cells=_cells(data, where, targets),
         cpus=_cpus(section, where),
         source=source,
     )
     for cell in campaign.cells:
-        plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark").check(campaign, cell)
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
     return campaign
 
 
@@ -240,14 +204,16 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
     return tuple(specs)
 
 
-def _load_options(data: Mapping[str, object], where: str) -> dict[str, dict[str, object]]:
-    section = _table(data, "loads", where)
+def _plugin_options(data: Mapping[str, object], kind: str, where: str) -> dict[str, dict[str, object]]:
+    """[loads.NAME], [probes.NAME], [pins.NAME]: each plug-in's options, read with its Params."""
+    section = _table(data, kind, where)
+    registry = _OPTION_TABLES[kind]()
     result: dict[str, dict[str, object]] = {}
     for name, options in section.items():
-        spec = plugins.LOADS.get(name, f"{where}: loads.{name}")
+        spec = registry.get(name, f"{where}: {kind}.{name}")
         if not isinstance(options, dict):
-            raise UserError(f"{where}: loads.{name}: expected a table of options, e.g. [loads.{name}]")
-        result[name] = dict(spec.validate(options, f"{where}: loads.{name}"))
+            raise UserError(f"{where}: {kind}.{name}: expected a table of options, e.g. [{kind}.{name}]")
+        result[name] = dict(spec.validate(options, f"{where}: {kind}.{name}"))
     return result
 
 

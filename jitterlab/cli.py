@@ -161,9 +161,10 @@ def _shown_default(param) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.campaign import load_campaign
+    from jitterlab.preflight import open_targets
     from jitterlab.report.standard import run_label
     from jitterlab.report.terminal import summary_tables
-    from jitterlab.runner import Runner, estimate_s, open_targets
+    from jitterlab.runner import Runner, estimate_s
     from jitterlab.store.catalog import Store
     from jitterlab.units import format_duration_s
 
@@ -246,7 +247,7 @@ def _dry_run(out: Console, campaign, estimate_s) -> int:
 
     table = Table(
         title=f"{campaign.name}: {len(campaign.cells)} cells x {campaign.repetitions} "
-        f"repetitions of {format_ns(campaign.duration_ns)}"
+        f"repetitions of {format_ns(campaign.settings.duration_ns)}"
     )
     for name in ("target", "benchmark", "cell", "load", "estimate"):
         table.add_column(name)
@@ -255,7 +256,7 @@ def _dry_run(out: Console, campaign, estimate_s) -> int:
         shown = {p.name: p.show for p in bench.params}
         params = " ".join(f"{k}={shown[k](v)}" for k, v in c.params)
         table.add_row(
-            c.target, c.benchmark, params, c.load, format_duration_s(bench.estimate_s(campaign, c))
+            c.target, c.benchmark, params, c.load, format_duration_s(bench.estimate_s(campaign.settings, c))
         )
     out.print(table)
     total = estimate_s(campaign, campaign.runs())

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.errors import UserError
@@ -47,33 +48,61 @@ def programs_hash(cc: str | None = None) -> str:
     return digest.hexdigest()[:12]
 
 
-def deploy(target: Target, timeout_s: float = 300.0) -> str:
-    """Copy (and build) the programs on `target`; return the remote programs directory."""
+@dataclass(frozen=True)
+class Deployment:
+    """The programs on a target: their directory, the C programs that built, and for those that
+    did not, the build's last words (a missing library's header, usually)."""
+
+    bindir: str
+    built: frozenset[str]
+    build_error: str = ""
+
+
+# lists the executables of a directory, one name per line
+_EXECUTABLES = 'for f in "$0"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "${f##*/}"; done; exit 0'
+
+
+def deploy(target: Target, timeout_s: float = 300.0) -> Deployment:
+    """Copy the programs to `target` and build what can be built there (or here, for a cross
+    compiler). A program whose build fails is left out, not fatal: the cells that need it are
+    unavailable, naming the package; nothing built at all is fatal (a broken compiler)."""
     cc: str | None = getattr(target, "cross_cc", None)
     bindir = f"{target.workdir}/programs-{programs_hash(cc)}"
     marker = f"{bindir}/.built"
     if target.run(["test", "-e", marker]).ok:
-        return bindir
-    with tempfile.TemporaryDirectory(prefix="jitterlab-programs-") as tmp:
-        staging = Path(tmp) / "programs"
-        for path in _sources():
-            dest = staging / path.relative_to(PROGRAMS_DIR)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
-        if cc:
-            _cross_build(target.name, staging / "c", cc, timeout_s)
-        target.run(["rm", "-rf", bindir])  # what an interrupted earlier copy left
-        target.put(staging, bindir)
+        return Deployment(bindir, _built(target, bindir))
+    if not target.run(["test", "-e", f"{bindir}/.copied"]).ok:
+        with tempfile.TemporaryDirectory(prefix="jitterlab-programs-") as tmp:
+            staging = Path(tmp) / "programs"
+            for path in _sources():
+                dest = staging / path.relative_to(PROGRAMS_DIR)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, dest)
+            if cc:
+                _cross_build(target.name, staging / "c", cc, timeout_s)
+            target.run(["rm", "-rf", bindir])  # what an interrupted earlier copy left
+            target.put(staging, bindir)
+        target.run(["touch", f"{bindir}/.copied"])
+    error = ""
     if not cc:
-        built = target.run(["make", "-s", "-C", f"{bindir}/c"], timeout_s=timeout_s)
-        if not built.ok:
+        # -k: every program that can be built is; a failed one (a library the target lacks) is
+        # retried by the next campaign, after the user installed what it needs
+        built = target.run(["make", "-k", "-s", "-C", f"{bindir}/c"], timeout_s=timeout_s)
+        error = "" if built.ok else _first_error(built.stderr, built.stdout)
+        if not built.ok and not _built(target, bindir):
             raise UserError(
-                f"target {target.name!r}: building the C programs failed: {_last(built.stderr, built.stdout)}"
+                f"target {target.name!r}: building the C programs failed: {error}"
                 f" (make exited {built.rc}); check that gcc and make work there (apt install gcc make), "
                 'or build here: cc = "<cross compiler>" in its [[target]]'
             )
+        if not built.ok:
+            return Deployment(bindir, _built(target, bindir), error)
     target.run(["sh", "-c", _MARK, marker, f"cross {cc}" if cc else "native"])
-    return bindir
+    return Deployment(bindir, _built(target, bindir))
+
+
+def _built(target: Target, bindir: str) -> frozenset[str]:
+    return frozenset(target.run(["sh", "-c", _EXECUTABLES, f"{bindir}/c"]).stdout.split())
 
 
 def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> None:
@@ -110,3 +139,12 @@ def _last(*texts: str) -> str:
         if lines:
             return lines[-1]
     return "(no output)"
+
+
+def _first_error(*texts: str) -> str:
+    """The compiler's first error line (the missing header, usually), else the last line."""
+    for text in texts:
+        for line in text.splitlines():
+            if ": error:" in line or ": fatal error:" in line:
+                return line.strip()
+    return _last(*texts)

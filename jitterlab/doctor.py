@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab import plugins, sysinfo
-from jitterlab.campaign import Cell, load_campaign
+from jitterlab.campaign import load_campaign
 from jitterlab.errors import UserError
 from jitterlab.params import ParamValue
-from jitterlab.records import Warning_
+from jitterlab.records import Cell, Warning_
 from jitterlab.targets.base import Target
 
 
@@ -53,9 +53,11 @@ def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, obje
 
 
 def _values(param) -> list[ParamValue]:
-    """Values of a matrix key worth asking a benchmark about: every impl, else one example."""
-    if param.name == "impl":
-        return list(plugins.IMPLS.names())
+    """Values of a matrix key worth asking a benchmark about: every impl, pin and probe, else one
+    example."""
+    registries = {"impl": plugins.IMPLS, "pin": plugins.PINS, "probe": plugins.PROBES}
+    if param.name in registries:
+        return list(registries[param.name].names())
     if param.default is not None:
         return [param.default]
     example = tomllib.loads(f"v = {param.example}")["v"]
@@ -71,8 +73,11 @@ def needed_tools() -> dict[str, tuple[str, set[str]]]:
         for values in itertools.product(*(_values(p) for p in params)):
             keyed = tuple(zip((p.name for p in params), values, strict=True))
             cell = Cell("doctor", entry.name, "idle", keyed)
-            who = f"impl {cell.impl}" if cell.impl else f"benchmark {entry.name}"
-            for tool, package in bench.tools(cell).items():
+            who = bench.needer(cell)
+            tools = dict(bench.tools(cell))
+            if bench.programs(cell):
+                tools.update({"make": "make", "cc": "gcc"})
+            for tool, package in tools.items():
                 needs.setdefault(tool, (package, set()))[1].add(who)
     for entry in plugins.LOADS:
         for tool, package in entry.obj.tools.items():

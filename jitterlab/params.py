@@ -9,14 +9,14 @@ duration, int bytes for a size, str for a name) so cell identities do not depend
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from jitterlab.errors import UserError
+from jitterlab.records import ParamValue
 from jitterlab.registry import Registry, did_you_mean
 from jitterlab.units import format_ns, parse_duration_ns
 
-ParamValue = str | int | float | bool
 Parser = Callable[[object, str], ParamValue]
 
 
@@ -51,15 +51,16 @@ def integer(lo: int, hi: int | None = None) -> Parser:
     return parse
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgKMG]i?[bB]?|[bB])?\s*$")
-_SIZE_FACTOR = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgtKMGT]i?[bB]?|[bB])?\s*$")
+_SIZE_FACTOR = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def size(lo: int = 1, hi: int | None = None) -> Parser:
-    """Bytes: 64, "4k", "16MiB", "1G" (binary multiples)."""
+    """Bytes: 64, "4k", "16MiB", "1G" (binary multiples); the one size grammar of campaigns."""
 
     def parse(value: object, where: str) -> ParamValue:
-        match = _SIZE.match(str(value)) if not isinstance(value, bool) else None
+        ok = isinstance(value, int | str) and not isinstance(value, bool)
+        match = _SIZE.match(str(value)) if ok else None
         if match is None:
             raise UserError(f'{where}: cannot read size {value!r}; write bytes like 64, "4k", "16M"')
         n = int(match.group(1)) * _SIZE_FACTOR[(match.group(2) or "")[:1].lower()]
@@ -127,3 +128,26 @@ def auto(parser: Parser) -> Parser:
         return "auto" if value == "auto" else parser(value, where)
 
     return parse
+
+
+def parse_options(params: Sequence[Param], table: Mapping[str, object], where: str,
+                  owner: str) -> dict[str, ParamValue]:
+    """An option table ([loads.cpu], [probes.sigrok], [pins.gpiod]) read with `params`: unknown
+    keys refused with the closest name, each value read by its Param, defaults filled in.
+    `where` names the table ("campaign.toml: loads.cpu"), `owner` its plug-in ("load 'cpu'")."""
+    known = by_name(params)
+    for key in table:
+        if key not in known:
+            hint = did_you_mean(str(key), list(known))
+            listed = f"known: {', '.join(known)}" if known else f"{owner} takes no options; remove it"
+            raise UserError(f"{where}.{key}: unknown option of {owner}; {hint}{listed}")
+    options: dict[str, ParamValue] = {}
+    for param in params:
+        if param.name in table:
+            options[param.name] = param.parse(table[param.name], f"{where}.{param.name}")
+        elif param.default is None:
+            raise UserError(f"{where}.{param.name}: missing; {owner} needs it ({param.help}), "
+                            f"e.g. {param.name} = {param.example}")
+        else:
+            options[param.name] = param.parse(param.default, f"{where}.{param.name}")
+    return options

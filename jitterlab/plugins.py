@@ -1,4 +1,8 @@
-"""Every registry in one place; importing this registers the built-in plug-ins."""
+"""Every registry in one place; importing this registers the built-in plug-ins.
+
+Adding a plug-in is one new module that registers itself, plus its import here (see
+docs/architecture.md).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,15 @@ import jitterlab.benchmarks.pps as _pps  # noqa: F401  (registers pps)
 import jitterlab.benchmarks.squarewave as _squarewave  # noqa: F401  (registers squarewave)
 import jitterlab.benchmarks.sysbench as _sysbench  # noqa: F401  (registers sysbench-cpu)
 import jitterlab.benchmarks.udp_echo as _udp_echo  # noqa: F401  (registers udp-echo)
+import jitterlab.impls.userspace as _userspace  # noqa: F401  (registers bash ... c-fifo)
 import jitterlab.loads as _loads  # noqa: F401  (registers the built-in loads)
+import jitterlab.pins.vpin as _vpin_pin  # noqa: F401  (registers pin vpin)
+import jitterlab.probes.self as _self_probe  # noqa: F401  (registers probe self)
+import jitterlab.probes.vpin as _vpin_probe  # noqa: F401  (registers probe vpin)
 from jitterlab.benchmarks.base import BENCHMARKS
-from jitterlab.benchmarks.impls import IMPLS
+from jitterlab.impls.base import IMPLS
 from jitterlab.loads.base import LOADS
-from jitterlab.pins import PINS
+from jitterlab.pins.base import PINS
 from jitterlab.probes.base import PROBES
 from jitterlab.targets.registry import TARGETS
 

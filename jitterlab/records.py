@@ -1,8 +1,84 @@
-"""Immutable records that carry measurements and their metadata."""
+"""Immutable records that carry measurements and their metadata: the cell, the run settings,
+metrics and warnings. Nothing here imports a plug-in: every layer may import this module."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+ParamValue = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix: target x benchmark x load x the benchmark's own parameters.
+
+    `params` holds the benchmark's matrix keys with canonical values (int ns for a duration, int
+    bytes for a size, str for a name), in the benchmark's order.
+    """
+
+    target: str
+    benchmark: str
+    load: str
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+    def param(self, name: str, default: ParamValue | None = None) -> ParamValue | None:
+        for key, value in self.params:
+            if key == name:
+                return value
+        return default
+
+    def has(self, name: str) -> bool:
+        return any(key == name for key, _ in self.params)
+
+    @property
+    def key(self) -> str:
+        """Stable text identity, used to find committed runs on --resume."""
+        values = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"target={self.target} benchmark={self.benchmark} load={self.load} {values}".rstrip()
+
+    def field(self, name: str, default: object = None) -> object:
+        """A cell field by the name users select it with: target, benchmark, load or a param."""
+        if name in ("target", "benchmark", "load"):
+            return getattr(self, name)
+        return self.param(name, default)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How every run of a campaign is measured: what benchmarks, probes, pins and loads receive
+    instead of the whole campaign. Durations in ns.
+
+    `options` holds the validated option tables by kind and name: options["loads"]["cpu"],
+    options["probes"]["sigrok"], options["pins"]["gpiod"] (defaults filled in).
+    """
+
+    duration_ns: int = 5_000_000_000
+    warmup_ns: int = 50_000_000
+    load_warmup_ns: int = 300_000_000
+    blind_threshold_ns: int = 5_000
+    run_timeout_ns: int = 20_000_000_000
+    on_missing_rt: str = "error"  # "error" | "fallback": run RT cells as SCHED_OTHER, marked
+    options: Mapping[str, Mapping[str, Mapping[str, object]]] = field(default_factory=dict)
+
+    def options_of(self, kind: str, name: str) -> dict[str, object]:
+        """The options of one plug-in (e.g. kind "probes", name "sigrok"); {} when none are set."""
+        return dict(self.options.get(kind, {}).get(name, {}))
+
+    def as_json(self) -> dict:
+        """The settings as stored with each run (params_json)."""
+        return {
+            "duration_ns": self.duration_ns,
+            "warmup_ns": self.warmup_ns,
+            "load_warmup_ns": self.load_warmup_ns,
+            "blind_threshold_ns": self.blind_threshold_ns,
+            "run_timeout_ns": self.run_timeout_ns,
+            "on_missing_rt": self.on_missing_rt,
+            **{
+                f"{kind[:-1]}_options": {name: dict(v) for name, v in tables.items()}
+                for kind, tables in sorted(self.options.items())
+            },
+        }
 
 
 @dataclass(frozen=True)

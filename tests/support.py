@@ -23,9 +23,9 @@ import pytest
 
 from jitterlab.campaign import Campaign, parse_campaign
 from jitterlab.cli import main
+from jitterlab.processes import MARKER_VAR, new_marker
 from jitterlab.records import Metric
 from jitterlab.store.catalog import RunRecord, Store
-from jitterlab.sweep import MARKER_VAR, new_marker
 from jitterlab.targets.base import CommandTimeout
 from jitterlab.targets.loopback_sshd import LoopbackSSHD, _keygen
 

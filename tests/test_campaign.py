@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -42,9 +43,9 @@ def test_matrix_expands_with_excludes(tmp_path):
     campaign = load_campaign(write(tmp_path, GOOD))
     # 2 impls x 2 periods x 2 loads x 2 probes = 16, minus bash@100us (2 loads x 2 probes)
     assert len(campaign.cells) == 12
-    assert not any(c.impl == "bash" and c.period_ns == 100_000 for c in campaign.cells)
+    assert not any(c.param("impl") == "bash" and c.param("period") == 100_000 for c in campaign.cells)
     assert len(campaign.runs()) == 24
-    assert campaign.duration_ns == 1_000_000_000
+    assert campaign.settings.duration_ns == 1_000_000_000
     assert campaign.labels == {"image": "1.10"}
     assert len({c.key for c in campaign.cells}) == 12
 
@@ -176,7 +177,7 @@ load = ["idle", "cpu"]
 
 def test_several_matrix_tables_add_up(tmp_path):
     campaign = load_campaign(write(tmp_path, TWO_MATRICES))
-    assert [(c.impl, c.period_ns, c.load, c.probe) for c in campaign.cells] == [
+    assert [(c.param("impl"), c.param("period"), c.load, c.param("probe")) for c in campaign.cells] == [
         ("c-fifo", 10_000_000, "idle", "vpin"),
         ("c-fifo", 1_000_000, "idle", "vpin"),
         ("python", 10_000_000, "idle", "self"),
@@ -215,4 +216,39 @@ def test_bad_matrix_tables(tmp_path, text, expected):
 def test_exclude_uses_the_benchmark_parser(tmp_path):
     text = TWO_MATRICES + '[[exclude]]\nperiod = "1000us"\n'
     campaign = load_campaign(write(tmp_path, text))
-    assert all(c.period_ns != 1_000_000 for c in campaign.cells)
+    assert all(c.param("period") != 1_000_000 for c in campaign.cells)
+
+
+def test_plugin_option_tables_are_read_with_their_params(tmp_path):
+    text = GOOD + '[loads.cpu]\nworkers = 1\n[probes.vpin]\n[pins.vpin]\n'
+    campaign = load_campaign(write(tmp_path, text))
+    assert campaign.settings.options_of("loads", "cpu") == {"workers": 1, "cpu_load": 100, "method": "all"}
+    assert campaign.settings.options_of("probes", "vpin") == {}
+    for table, expected in (("[probes.vpin]\nrate = 1", "probes.vpin.rate: unknown option of this probe"),
+                            ("[pins.vpin]\nchip = 1", "pins.vpin.chip: unknown option of this pin"),
+                            ("[probes.scope]", "probes.scope: unknown probe 'scope'"),
+                            ("[pins]\nvpin = 3", "pins.vpin: expected a table of options")):
+        with pytest.raises(UserError, match=expected):
+            load_campaign(write(tmp_path, GOOD + table + "\n"))
+
+
+def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp_path, monkeypatch):
+    from jitterlab import plugins
+    from jitterlab.pins.base import PinBase
+    from jitterlab.registry import Entry
+
+    class Wired(PinBase):  # a pin only an instrument could watch
+        probes = frozenset({"self"})
+
+    monkeypatch.setitem(plugins.PINS._entries, "wired", Entry("wired", "test pin", Wired))
+    with pytest.raises(UserError, match=r"matrix.pin: impl 'bash' cannot drive pin 'wired'; it drives vpin"):
+        load_campaign(write(tmp_path, GOOD.replace('pin = "vpin"', 'pin = "wired"')))
+    bash = plugins.IMPLS.get("bash", "test")
+    monkeypatch.setitem(plugins.IMPLS._entries, "bash", Entry(
+        "bash", "test", dataclasses.replace(bash, pins=frozenset({"vpin", "wired"}))))
+    text = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('impl = ["bash", "c-fifo"]', 'impl = "bash"')
+    with pytest.raises(UserError, match=r"matrix.probe: probe 'vpin' cannot observe pin 'wired'; it can be "
+                                        r"observed by self"):
+        load_campaign(write(tmp_path, text))
+    campaign = load_campaign(write(tmp_path, text.replace('probe = ["vpin", "self"]', 'probe = "self"')))
+    assert {c.param("pin") for c in campaign.cells} == {"wired"}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterlab import plugins
 from jitterlab.cli import main
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
@@ -21,7 +22,8 @@ from tests.support import processes_mentioning, wait_gone
 
 pytestmark = pytest.mark.slow
 
-IMPLS = ["bash", "python", "node", "c-file", "c-mmap", "c-fifo"]
+# every registered impl that drives the virtual pin (the others need a board or the VM lab)
+IMPLS = [e.name for e in plugins.IMPLS if "vpin" in e.obj.pins]
 
 
 def campaign(
@@ -69,16 +71,19 @@ def test_every_impl_end_to_end(tmp_path):
     rc = main(["run", str(campaign(tmp_path, impls=IMPLS, duration="1s")), "--results", str(results)])
     store = Store(results, create=False)
     runs = store.runs()
-    assert sorted(r.impl for r in runs) == sorted(IMPLS)
+    assert sorted(r.param("impl") for r in runs) == sorted(IMPLS)
     for run in runs:
-        assert run.status == "ok", (run.impl, run.error)
+        # a loaded shared machine may stall a run beyond measure: then it must say precisely why
+        if run.status != "ok":
+            assert run.status in ("unmeasurable", "timeout") and run.error, (run.param("impl"), run.error)
+            continue
         for probe in ("vpin", "self"):
-            assert run.metric("max_rel_period_error", probe) is not None, (run.impl, probe)
+            assert run.metric("max_rel_period_error", probe) is not None, (run.param("impl"), probe)
             assert run.metric("n_periods", probe) > 0
         series = read_raw(results / run.raw_path, expected_sha256=run.raw_sha256)
         assert {"vpin", "self"} <= set(series)
         assert run.sysinfo_id is not None and store.sysinfo(run.sysinfo_id)["kernel_release"]
-    assert rc == 0
+    assert rc == (0 if all(r.status == "ok" for r in runs) else 1)
     assert processes_mentioning(str(tmp_path)) == []
 
 

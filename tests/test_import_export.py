@@ -48,7 +48,8 @@ def test_csv_import_has_exactly_the_metrics_of_the_edges(tmp_path, unit, header)
     assert run_cli(["import", "edges", str(path), "--period", "1ms", "--label", "impl=scope",
                     "--label", "image=1.10", "--results", str(tmp_path / "r")]) == 0
     [run] = Store(tmp_path / "r").runs()
-    assert (run.benchmark, run.impl, run.probe, run.status) == ("squarewave", "scope", "import", "ok")
+    assert (run.benchmark, run.param("impl"), run.probe, run.status) == (
+        "squarewave", "scope", "import", "ok")
     assert run.labels == {"impl": "scope", "image": "1.10"}
     assert {n: m.value for (_, n), m in run.metrics.items()} == EXPECTED
     assert EXPECTED["max_rel_period_error"] > 0.03  # the 40 µs delay is seen (minus jitter)
@@ -89,7 +90,7 @@ def test_vcd_import_first_or_named_signal(tmp_path):
                     "--results", str(tmp_path / "r")]) == 0
     [run] = Store(tmp_path / "r").runs()
     assert {n: m.value for (_, n), m in run.metrics.items()} == EXPECTED
-    assert run.impl == "external"
+    assert run.param("impl") == "external"
 
 
 @pytest.mark.parametrize("text,where", [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab import runner
+from jitterlab import preflight
 from jitterlab.cli import main
 from jitterlab.store.catalog import Store
 from jitterlab.targets.loopback_sshd import available, free_port
@@ -60,13 +60,13 @@ probe = "self"
 def test_two_ssh_targets_in_parallel(tmp_path, servers, monkeypatch):
     b1, b2 = servers
     asked: dict[str, list[str]] = {}
-    real = runner._missing_tools
+    real = preflight._missing_tools
 
     def missing_tools(target, tools):
         asked[target.name] = tools
         return real(target, tools)
 
-    monkeypatch.setattr(runner, "_missing_tools", missing_tools)
+    monkeypatch.setattr(preflight, "_missing_tools", missing_tools)
     targets = b1.toml("b1", workdir=str(tmp_path / "w1"))
     targets += b2.toml("b2", workdir=str(tmp_path / "w2"), cc="gcc")
     results = tmp_path / "results"

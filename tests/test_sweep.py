@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab import sweep
+from jitterlab import processes, sweep
 from jitterlab.targets.local import LocalTarget
 from tests.support import group_alive
 
@@ -22,14 +22,14 @@ needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="
 
 def orphan_marker() -> str:
     """A marker as a dead owner (this pid, another start time) would have written it."""
-    return f"{sweep._host()}~{os.getpid()}~1~{secrets.token_hex(8)}"
+    return f"{processes.host_tag()}~{os.getpid()}~1~{secrets.token_hex(8)}"
 
 
 @needs_stress_ng
 def test_a_recorded_leftover_is_stopped_and_named(tmp_path, monkeypatch):
     target = LocalTarget(workdir=str(tmp_path))
-    monkeypatch.setattr(sweep, "new_marker", orphan_marker)
-    proc = sweep.spawn_recorded(target, ["stress-ng", "--cpu", "1", "--timeout", "60s"])
+    monkeypatch.setattr(processes, "new_marker", orphan_marker)
+    proc = processes.spawn_recorded(target, ["stress-ng", "--cpu", "1", "--timeout", "60s"])
     while proc.pgid() is None:
         time.sleep(0.01)
     pgid = proc.pgid()
@@ -42,11 +42,11 @@ def test_a_recorded_leftover_is_stopped_and_named(tmp_path, monkeypatch):
 
 def test_running_owners_and_unrecorded_processes_are_left_alone(tmp_path):
     target = LocalTarget(workdir=str(tmp_path))
-    mine = sweep.spawn_recorded(target, ["sleep", "30"])  # owner (this process) is alive
+    mine = processes.spawn_recorded(target, ["sleep", "30"])  # owner (this process) is alive
     stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
     fake_marker = orphan_marker()  # carries a marker nobody recorded
     impostor = subprocess.Popen(["sleep", "30"], start_new_session=True,
-                                env={**os.environ, sweep.MARKER_VAR: fake_marker})
+                                env={**os.environ, processes.MARKER_VAR: fake_marker})
     try:
         while mine.pgid() is None:
             time.sleep(0.01)

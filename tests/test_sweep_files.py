@@ -7,7 +7,8 @@ import os
 import secrets
 from pathlib import Path
 
-from jitterlab.sweep import SHM_DIR, owner_tag, scratch_dir, shm_path, sweep
+from jitterlab.processes import SHM_DIR, owner_tag, scratch_dir, shm_path
+from jitterlab.sweep import sweep
 from jitterlab.targets.local import LocalTarget
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import mannwhitneyu
 
+from jitterlab import cells
 from jitterlab.errors import UserError
 from jitterlab.records import Warning_
 from jitterlab.store.catalog import RunRecord
@@ -51,16 +52,11 @@ def direction(metric: str) -> str:
     return DEFAULT_DIRECTION
 
 
-# run fields that --baseline/--candidate may select on besides labels and cell parameters
-_FIELDS = ("target", "benchmark", "impl", "load", "probe", "pin")
-# "params": the benchmark's other matrix keys (udp-echo's size and policy, ...) as one text
-_CELL = ("target", "benchmark", "impl", "load", "period_ns", "probe", "pin", "params")
-_COLUMNS = {"impl", "period", "probe", "pin"}  # cell params that are run columns already
-
-
-def _params_text(run: RunRecord, leave_out: tuple[str, ...] = ()) -> str:
-    cell = run.params.get("cell", {})
-    return " ".join(f"{k}={v}" for k, v in cell.items() if k not in _COLUMNS and k not in leave_out)
+# cell fields that --baseline/--candidate may select on besides labels and the benchmark's keys
+_FIELDS = ("target", "benchmark", "load")
+# a cell of a comparison: those fields and the benchmark's matrix keys as one text
+# ("impl=c-fifo period=1ms probe=vpin pin=vpin", "size=64 policy=fifo ...")
+_CELL = (*_FIELDS, "params")
 
 
 @dataclass(frozen=True)
@@ -80,8 +76,8 @@ class Selector:
             return str(run.labels[self.key]) == self.value
         if self.key in _FIELDS:
             return str(getattr(run, self.key)) == self.value
-        if self.key in run.params.get("cell", {}):
-            return str(run.param(self.key)) == self.value
+        if run.cell.has(self.key):  # as stored (1000000) or as written in a campaign (1ms)
+            return self.value in (str(run.param(self.key)), cells.show_value(run.cell, self.key))
         return False
 
     def __str__(self) -> str:
@@ -223,16 +219,14 @@ def _by_cell(runs: list[RunRecord], fields: tuple[str, ...],
              selected: tuple[str, ...] = ()) -> dict[tuple, list[RunRecord]]:
     out: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
-        key = tuple(_params_text(r, selected) if f == "params" else getattr(r, f) for f in fields)
+        key = tuple(cells.params_text(r.cell, leave_out=selected) if f == "params" else getattr(r, f)
+                    for f in fields)
         out[key].append(r)
     return dict(out)
 
 
 def _cell_text(fields: tuple[str, ...], cell: tuple) -> str:
-    from jitterlab.units import format_ns
-
-    shown = (format_ns(v) if f == "period_ns" and v else str(v) for f, v in zip(fields, cell, strict=True))
-    return " ".join(text for text in shown if text and text != "0")
+    return " ".join(str(v) for v in cell if str(v))
 
 
 def cell_text(comparison: Comparison, row: Row) -> str:
@@ -242,7 +236,7 @@ def cell_text(comparison: Comparison, row: Row) -> str:
 
 def _known_params(selector: Selector, runs: list[RunRecord]) -> str:
     """The values a cell key takes in the store, when the selector names one (policy=fifoo)."""
-    values = sorted({str(r.param(selector.key)) for r in runs if selector.key in r.params.get("cell", {})})
+    values = sorted({cells.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
     return f"; {selector.key} takes: {', '.join(values)}" if values else ""
 
 

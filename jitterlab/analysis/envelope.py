@@ -9,6 +9,7 @@ a program that meets 1 % at 100 Âµs but not at 1 ms is not one to trust at 100 Â
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jitterlab.store.catalog import RunRecord
@@ -28,13 +29,15 @@ class EnvelopeRow:
     min_repetitions: int  # fewest repetitions of any period: an envelope on 1 run is weak
 
 
-def envelope(runs: list[RunRecord],
-             thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS) -> list[EnvelopeRow]:
-    """Envelope rows of the squarewave runs, in the order their groups first appear."""
+def envelope(runs: list[RunRecord], thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, *,
+             impl_of: Callable[[RunRecord], str] | None = None) -> list[EnvelopeRow]:
+    """Envelope rows of the squarewave runs, in the order their groups first appear; `impl_of`
+    names a run's impl (the report appends labels that vary, so two images stay apart)."""
+    name = impl_of or (lambda r: str(r.param("impl")))
     groups: dict[tuple, dict[int, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         if r.benchmark == "squarewave":
-            groups[(r.target, r.impl, r.load, r.probe)][r.period_ns].append(r)
+            groups[(r.target, name(r), r.load, r.probe)][int(r.param("period"))].append(r)
     rows = []
     for key, by_period in groups.items():
         periods = sorted(by_period, reverse=True)

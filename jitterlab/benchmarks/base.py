@@ -3,41 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from jitterlab.context import Placement, RunContext
 from jitterlab.params import Param
-from jitterlab.records import Metric, Warning_
+from jitterlab.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.registry import Registry
 from jitterlab.store.raw import EdgeSeries, Samples
 from jitterlab.targets.base import Target
 
-if TYPE_CHECKING:
-    from jitterlab.campaign import Campaign, Cell
-
-
-@dataclass(frozen=True)
-class Placement:
-    """CPUs for the program under test, the probe and the loads (None: let the scheduler decide)."""
-
-    program_cpus: tuple[int, ...] | None
-    probe_cpu: int | None
-    load_cpus: tuple[int, ...] | None = None
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """Everything one run needs. `scratch` is on the target, `local_dir` on the controller."""
-
-    target: Target
-    campaign: Campaign
-    cell: Cell
-    repetition: int
-    scratch: str
-    local_dir: Path
-    bindir: str
-    placement: Placement
-    rt_permitted: bool
+__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Placement", "RunContext"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +36,16 @@ class Benchmark(Protocol):
         """Commands the cell needs on the target -> the Debian package that has them."""
         ...
 
-    def estimate_s(self, campaign: Campaign, cell: Cell) -> float:
+    def programs(self, cell: Cell) -> dict[str, str]:
+        """Programs of jitterlab/programs/c the cell needs on the target -> the Debian package
+        their build needs beyond gcc, make and libc ("" for none)."""
+        ...
+
+    def needer(self, cell: Cell) -> str:
+        """What in the cell needs its tools, for messages: "impl node", "benchmark sysbench-cpu"."""
+        ...
+
+    def estimate_s(self, settings: RunSettings, cell: Cell) -> float:
         """Expected wall time of one run, for --dry-run and the ETA."""
         ...
 
@@ -69,13 +53,19 @@ class Benchmark(Protocol):
         """True when the cell cannot be measured honestly without a real-time scheduling class."""
         ...
 
-    def check(self, campaign: Campaign, cell: Cell) -> None:
-        """Reject a cell that cannot work with the campaign's settings (UserError)."""
+    def needs_probe_cpu(self, cell: Cell) -> bool:
+        """True when the cell's probe needs a CPU of the target of its own."""
         ...
 
-    def preflight(self, target: Target, campaign: Campaign, cells: list[Cell]) -> None:
+    def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
+        """Reject a cell that cannot work with these settings on a target of this kind (UserError);
+        `where` names the matrix ("campaign.toml: matrix"), keys are appended to it."""
+        ...
+
+    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
         """Once per target before the campaign, with this benchmark's cells on it: raise UserError
-        for what only the target can tell (e.g. a network peer that does not answer)."""
+        for what only the target can tell (e.g. a network peer that does not answer); `where`
+        names the matrix as in check()."""
         ...
 
     def label(self, cell: Cell) -> str:
@@ -96,17 +86,26 @@ class BenchmarkBase:
     def tools(self, cell: Cell) -> dict[str, str]:
         return {}
 
-    def estimate_s(self, campaign: Campaign, cell: Cell) -> float:
-        load_s = campaign.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
-        return campaign.duration_ns / 1e9 + load_s + 0.5
+    def programs(self, cell: Cell) -> dict[str, str]:
+        return {}
+
+    def needer(self, cell: Cell) -> str:
+        return f"benchmark {cell.benchmark}"
+
+    def estimate_s(self, settings: RunSettings, cell: Cell) -> float:
+        load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+        return settings.duration_ns / 1e9 + load_s + 0.5
 
     def needs_rt(self, cell: Cell) -> bool:
         return False
 
-    def check(self, campaign: Campaign, cell: Cell) -> None:
+    def needs_probe_cpu(self, cell: Cell) -> bool:
+        return False
+
+    def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         return None
 
-    def preflight(self, target: Target, campaign: Campaign, cells: list[Cell]) -> None:
+    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
         return None
 
     def label(self, cell: Cell) -> str:

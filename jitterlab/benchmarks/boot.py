@@ -56,16 +56,16 @@ class Boot(BenchmarkBase):
 
     params = ()
 
-    def estimate_s(self, campaign, cell) -> float:
+    def estimate_s(self, settings, cell) -> float:
         return 1.0
 
     def label(self, cell) -> str:
         return "boot"
 
-    def check(self, campaign, cell) -> None:
+    def check(self, cell, settings, where, target_kind) -> None:
         if cell.load != "idle":
             raise UserError(
-                f'{campaign.path}: matrix.load: boot reads the times of the last boot, which a load '
+                f'{where}.load: boot reads the times of the last boot, which a load '
                 f'cannot change; use load = "idle" for benchmark "boot" (got {cell.load!r})'
             )
 

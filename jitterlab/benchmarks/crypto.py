@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.benchmarks.tool import failed, pinned, run_tool, whole_seconds
+from jitterlab.benchmarks.tool import failed, run_tool, whole_seconds
 from jitterlab.errors import RunFailed
 from jitterlab.params import Param, choice, format_size, size
+from jitterlab.processes import pinned
 from jitterlab.records import Metric, Warning_
 
 ALGORITHMS = ("aes-128-gcm", "sha256")
@@ -54,22 +55,19 @@ class Crypto(BenchmarkBase):
     def tools(self, cell) -> dict[str, str]:
         return {"openssl": "openssl"}
 
-    def estimate_s(self, campaign, cell) -> float:
-        rounded_up_s = whole_seconds(campaign.duration_ns) - campaign.duration_ns / 1e9
-        return super().estimate_s(campaign, cell) + rounded_up_s
+    def estimate_s(self, settings, cell) -> float:
+        rounded_up_s = whole_seconds(settings.duration_ns) - settings.duration_ns / 1e9
+        return super().estimate_s(settings, cell) + rounded_up_s
 
     def label(self, cell) -> str:
         return f"crypto {cell.param('algorithm')} {format_size(cell.param('block_size'))} {cell.load}"
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, campaign = ctx.cell, ctx.campaign
+        cell, settings = ctx.cell, ctx.settings
         algorithm, block = str(cell.param("algorithm")), int(cell.param("block_size"))
-        seconds = whole_seconds(campaign.duration_ns)
-        argv = pinned(
-            ["openssl", "speed", "-mr", "-elapsed", "-seconds", str(seconds), "-bytes", str(block),
-             "-evp", algorithm],
-            ctx.placement.program_cpus,
-        )
+        seconds = whole_seconds(settings.duration_ns)
+        argv = [*pinned(ctx.placement.program_cpus), "openssl", "speed", "-mr", "-elapsed",
+                "-seconds", str(seconds), "-bytes", str(block), "-evp", algorithm]
         rc, output = run_tool(ctx, argv, "openssl speed", "openssl.log")
         if rc != 0:
             raise failed("openssl speed", rc, output, "openssl.log")
@@ -78,11 +76,11 @@ class Crypto(BenchmarkBase):
         except RunFailed as exc:
             raise RunFailed(exc.reason, exc.status, {"openssl.log": output}) from None
         warnings = []
-        if seconds * 1_000_000_000 != campaign.duration_ns:
+        if seconds * 1_000_000_000 != settings.duration_ns:
             warnings.append(
                 Warning_(
                     f"openssl speed runs whole seconds: it ran {seconds} s for a campaign.duration of "
-                    f"{campaign.duration_ns / 1e9:g} s",
+                    f"{settings.duration_ns / 1e9:g} s",
                     "give campaign.duration in whole seconds",
                 )
             )

@@ -205,11 +205,11 @@ class Cyclictest(BenchmarkBase):
     def needs_rt(self, cell) -> bool:
         return cell.param("policy") in ("fifo", "rr")
 
-    def check(self, campaign, cell) -> None:
+    def check(self, cell, settings, where, target_kind) -> None:
         interval = int(cell.param("interval"))
         if interval % US:
             raise UserError(
-                f"{campaign.path}: matrix.interval: cyclictest takes whole microseconds; "
+                f"{where}.interval: cyclictest takes whole microseconds; "
                 f"{format_ns(interval)} is not one"
             )
 
@@ -278,9 +278,9 @@ class Cyclictest(BenchmarkBase):
         return Measurement(metrics=metrics, series=series, warnings=warnings, attachments=attachments)
 
     def _argv(self, ctx: RunContext, *, breaktrace: bool) -> tuple[list[str], list[Warning_]]:
-        cell, campaign = ctx.cell, ctx.campaign
+        cell, settings = ctx.cell, ctx.settings
         interval_ns = int(cell.param("interval"))
-        loops = max(1, -(-campaign.duration_ns // interval_ns))
+        loops = max(1, -(-settings.duration_ns // interval_ns))
         json_path, hist_path = f"{ctx.scratch}/cyclictest.json", f"{ctx.scratch}/histogram.txt"
         if max(len(json_path), len(hist_path)) > _MAX_PATH:
             raise RunFailed(f"cyclictest cannot write {json_path}: paths over {_MAX_PATH} bytes are cut; "

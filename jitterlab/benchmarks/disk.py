@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.loads.base import describe_exit, first_json
 from jitterlab.params import Param, auto, boolean, choice, format_size, integer, size
+from jitterlab.processes import describe_exit, pinned, run_recorded
 from jitterlab.records import Metric
-from jitterlab.sweep import run_recorded
+from jitterlab.tools.output import first_json
 
 PATTERNS = {"seqread": "read", "seqwrite": "write", "randread": "randread", "randwrite": "randwrite"}
 SYNC_ENGINES = ("psync", "sync", "pvsync", "mmap")
@@ -95,10 +95,10 @@ class Disk(BenchmarkBase):
     def tools(self, cell) -> dict[str, str]:
         return {"fio": "fio", "df": "coreutils", "taskset": "util-linux"}
 
-    def estimate_s(self, campaign, cell) -> float:
-        load_s = campaign.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+    def estimate_s(self, settings, cell) -> float:
+        load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
         layout_s = int(cell.param("size")) / (200 << 20)
-        return (campaign.duration_ns + campaign.warmup_ns) / 1e9 + layout_s + load_s + 0.5
+        return (settings.duration_ns + settings.warmup_ns) / 1e9 + layout_s + load_s + 0.5
 
     def label(self, cell) -> str:
         extra = " direct" if cell.param("direct") else ""
@@ -107,8 +107,7 @@ class Disk(BenchmarkBase):
         return (f"disk {cell.param('pattern')} {format_size(self._block_size(cell))} "
                 f"{format_size(cell.param('size'))} {cell.param('ioengine')}{extra} {cell.load}")
 
-    def check(self, campaign, cell) -> None:
-        where = f"{campaign.path}: matrix"
+    def check(self, cell, settings, where, target_kind) -> None:
         if cell.param("iodepth") != 1 and cell.param("ioengine") in SYNC_ENGINES:
             raise UserError(f"{where}.iodepth: ioengine {cell.param('ioengine')!r} does one I/O at a time, "
                             'so iodepth > 1 would be capped at 1; use ioengine = "libaio" or "io_uring"')
@@ -122,7 +121,7 @@ class Disk(BenchmarkBase):
         return default_block_size(str(cell.param("pattern"))) if bs == "auto" else int(bs)
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, campaign, target = ctx.cell, ctx.campaign, ctx.target
+        cell, settings, target = ctx.cell, ctx.settings, ctx.target
         pattern, n_bytes = str(cell.param("pattern")), int(cell.param("size"))
         data_dir = f"{ctx.scratch}/fio-data"
         report = f"{ctx.scratch}/fio.json"
@@ -131,9 +130,9 @@ class Disk(BenchmarkBase):
         try:
             _check_space(ctx, data_dir, n_bytes)
             cpus = ctx.placement.program_cpus
-            pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+            pin = pinned(cpus)
             argv = [*pin, *self.fio_argv(ctx, f"{data_dir}/data", report)]
-            limit_s = (campaign.duration_ns + campaign.warmup_ns + campaign.run_timeout_ns) / 1e9
+            limit_s = (settings.duration_ns + settings.warmup_ns + settings.run_timeout_ns) / 1e9
             limit_s += n_bytes / LAYOUT_BYTES_PER_S
             rc = run_recorded(target, argv, log, timeout_s=limit_s, name="fio",
                               budget="file layout + duration + campaign.run_timeout")
@@ -159,16 +158,16 @@ class Disk(BenchmarkBase):
         return Measurement(metrics, attachments={"fio.json": text.encode()})
 
     def fio_argv(self, ctx: RunContext, path: str, report: str) -> list[str]:
-        cell, campaign = ctx.cell, ctx.campaign
+        cell, settings = ctx.cell, ctx.settings
         argv = ["fio", "--name=jitterlab-disk", f"--filename={path}",
                 f"--rw={PATTERNS[str(cell.param('pattern'))]}", f"--bs={self._block_size(cell)}",
                 f"--size={cell.param('size')}", f"--ioengine={cell.param('ioengine')}",
                 f"--iodepth={cell.param('iodepth')}", f"--direct={int(bool(cell.param('direct')))}",
-                "--time_based", f"--runtime={max(1, campaign.duration_ns // 10**6)}ms",
+                "--time_based", f"--runtime={max(1, settings.duration_ns // 10**6)}ms",
                 f"--percentile_list={':'.join(k.rstrip('0').rstrip('.') for k in PERCENTILES.values())}",
                 "--output-format=json", f"--output={report}"]
-        if campaign.warmup_ns >= 10**6:
-            argv.append(f"--ramp_time={campaign.warmup_ns // 10**6}ms")
+        if settings.warmup_ns >= 10**6:
+            argv.append(f"--ramp_time={settings.warmup_ns // 10**6}ms")
         return argv
 
 

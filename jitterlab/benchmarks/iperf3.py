@@ -16,50 +16,31 @@ import re
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.benchmarks.tool import whole_seconds
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.loads.base import describe_exit, first_json
 from jitterlab.params import Param, ParamValue, auto, choice, integer, size
+from jitterlab.processes import RecordedProcess, describe_exit, pinned, run_recorded, spawn_recorded
 from jitterlab.records import Metric
 from jitterlab.store.raw import Samples
-from jitterlab.sweep import RecordedProcess, run_recorded, spawn_recorded
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.tools.iperf3 import (
-    BITRATE,
     CONNECT_TIMEOUT_MS,
     HOST,
     START_TIMEOUT_S,
     await_listening,
     is_listening,
     json_error,
+    parse_bitrate,
     peer_problem,
     server_argv,
+    show_bitrate,
 )
+from jitterlab.tools.output import first_json
 
 DEFAULT_PORT = 15211
 UDP_DEFAULT_BITRATE = 1_000_000_000
 SERVER_LOG = "iperf3-server.json"
 MAX_UDP_LENGTH = 65507
 MAX_LENGTH = 1 << 20  # iperf3's largest buffer
-_RATE_FACTOR = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3}  # iperf3 rates are decimal
 _PEER_PORT = re.compile(r"^\[(?P<v6>[^\]]+)\](?::(?P<port6>\d+))?$|^(?P<host>[^:]+):(?P<port>\d+)$")
-
-
-def parse_bitrate(value: object, where: str) -> ParamValue:
-    """Bits per second (decimal K/M/G like iperf3's -b) -> int; 0 means unlimited."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and BITRATE.match(value):
-        number, unit = (value[:-1], value[-1]) if value[-1] in _RATE_FACTOR else (value, "")
-        return int(float(number) * _RATE_FACTOR[unit])
-    raise UserError(f'{where}: expected bits per second like "100M", "1G" or 0 (unlimited), got {value!r}')
-
-
-def show_bitrate(value: ParamValue) -> str:
-    if value == "auto" or not isinstance(value, int) or value == 0:
-        return "unlimited" if value == 0 else str(value)
-    for unit, factor in (("G", 1000**3), ("M", 1000**2), ("K", 1000)):
-        if value % factor == 0:
-            return f"{value // factor}{unit}"
-    return str(value)
 
 
 def split_peer(peer: str, port: int) -> tuple[str, int]:
@@ -155,9 +136,9 @@ class Iperf3(BenchmarkBase):
     def tools(self, cell) -> dict[str, str]:
         return {"iperf3": "iperf3", "taskset": "util-linux"}
 
-    def estimate_s(self, campaign, cell) -> float:
-        load_s = campaign.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
-        return _seconds(campaign.duration_ns) + campaign.warmup_ns // 10**9 + load_s + 1.0
+    def estimate_s(self, settings, cell) -> float:
+        load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+        return _seconds(settings.duration_ns) + settings.warmup_ns // 10**9 + load_s + 1.0
 
     def label(self, cell) -> str:
         rate = f" {show_bitrate(cell.param('bitrate'))}" if cell.param("bitrate") != "auto" else ""
@@ -165,13 +146,13 @@ class Iperf3(BenchmarkBase):
         where = cell.param("peer") or "loopback"
         return f"iperf3 {cell.param('protocol')} {cell.param('direction')}{rate}{streams} {where} {cell.load}"
 
-    def check(self, campaign, cell) -> None:
+    def check(self, cell, settings, where, target_kind) -> None:
         length = cell.param("length")
         if cell.param("protocol") == "udp" and length != "auto" and int(length) > MAX_UDP_LENGTH:
-            raise UserError(f"{campaign.path}: matrix.length: a UDP datagram carries at most "
+            raise UserError(f"{where}.length: a UDP datagram carries at most "
                             f"{MAX_UDP_LENGTH} bytes, got {length}")
 
-    def preflight(self, target: Target, campaign, cells) -> None:
+    def preflight(self, target: Target, settings, cells, where) -> None:
         """Before the campaign: every `peer` must answer a one-second iperf3 test from the target."""
         asked: set[tuple[str, int, bool]] = set()
         for cell in cells:
@@ -185,7 +166,7 @@ class Iperf3(BenchmarkBase):
             reason = peer_problem(target, *key)
             if reason is not None:
                 raise UserError(
-                    f"{campaign.path}: matrix.peer: {host}:{port} does not answer iperf3 from target "
+                    f"{where}.peer: {host}:{port} does not answer iperf3 from target "
                     f"{target.name!r} ({reason}); start `iperf3 -s -p {port}` there, or set "
                     'peer = "" to measure the target\'s loopback'
                 )
@@ -195,7 +176,7 @@ class Iperf3(BenchmarkBase):
         peer = str(cell.param("peer"))
         host, port = split_peer(peer or "127.0.0.1", int(cell.param("port")))
         cpus = ctx.placement.program_cpus
-        pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+        pin = pinned(cpus)
         server = _start_server(ctx, pin, port) if not peer else None
         try:
             text = _run_client(ctx, [*pin, *self.client_argv(ctx, host, port)])
@@ -210,15 +191,15 @@ class Iperf3(BenchmarkBase):
         return Measurement(metrics, series, attachments={"iperf3-client.json": text.encode()})
 
     def client_argv(self, ctx: RunContext, host: str, port: int) -> list[str]:
-        cell, campaign = ctx.cell, ctx.campaign
+        cell, settings = ctx.cell, ctx.settings
         udp = cell.param("protocol") == "udp"
         bitrate = cell.param("bitrate")
         if bitrate == "auto":
             bitrate = UDP_DEFAULT_BITRATE if udp else None
-        argv = ["iperf3", "-c", host, "-p", str(port), "-t", str(_seconds(campaign.duration_ns)),
+        argv = ["iperf3", "-c", host, "-p", str(port), "-t", str(_seconds(settings.duration_ns)),
                 "-P", str(cell.param("parallel")), "--connect-timeout", str(CONNECT_TIMEOUT_MS), "--json"]
-        if campaign.warmup_ns >= 10**9:
-            argv += ["-O", str(campaign.warmup_ns // 10**9)]
+        if settings.warmup_ns >= 10**9:
+            argv += ["-O", str(settings.warmup_ns // 10**9)]
         if udp:
             argv.append("-u")
         if bitrate is not None:
@@ -262,8 +243,8 @@ def _start_server(ctx: RunContext, pin: list[str], port: int) -> RecordedProcess
 def _run_client(ctx: RunContext, argv: list[str]) -> str:
     """Run the client to its end; return its output (the JSON report)."""
     log = f"{ctx.scratch}/iperf3-client.json"
-    campaign = ctx.campaign
-    limit_s = (_seconds(campaign.duration_ns) * 10**9 + campaign.warmup_ns + campaign.run_timeout_ns) / 1e9
+    settings = ctx.settings
+    limit_s = (_seconds(settings.duration_ns) * 10**9 + settings.warmup_ns + settings.run_timeout_ns) / 1e9
     limit_s += CONNECT_TIMEOUT_MS / 1000
     rc = run_recorded(ctx.target, argv, log, timeout_s=limit_s, name="iperf3",
                       budget="duration + warmup + campaign.run_timeout")

@@ -14,11 +14,10 @@ import numpy as np
 
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.loads.base import describe_exit
 from jitterlab.params import Param, auto, choice, format_size, size
+from jitterlab.processes import describe_exit, pinned, run_recorded
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import Samples
-from jitterlab.sweep import run_recorded
 from jitterlab.targets.base import CommandTimeout
 
 METHODS = {"memcpy": "-t0", "dumb": "-t1", "mcblock": "-t2"}
@@ -108,16 +107,15 @@ class Membw(BenchmarkBase):
     def tools(self, cell) -> dict[str, str]:
         return {"mbw": "mbw", "taskset": "util-linux"}
 
-    def estimate_s(self, campaign, cell) -> float:
-        load_s = campaign.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
-        return (campaign.duration_ns + campaign.warmup_ns) / 1e9 + load_s + 0.5
+    def estimate_s(self, settings, cell) -> float:
+        load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+        return (settings.duration_ns + settings.warmup_ns) / 1e9 + load_s + 0.5
 
     def label(self, cell) -> str:
         block = f" block {format_size(cell.param('block'))}" if cell.param("block") != "auto" else ""
         return f"membw {cell.param('method')} {format_size(cell.param('size'))}{block} {cell.load}"
 
-    def check(self, campaign, cell) -> None:
-        where = f"{campaign.path}: matrix"
+    def check(self, cell, settings, where, target_kind) -> None:
         if int(cell.param("size")) % MIB:
             raise UserError(f"{where}.size: mbw takes whole MiB; got {cell.param('size')} bytes, "
                             'write e.g. "64M"')
@@ -130,16 +128,16 @@ class Membw(BenchmarkBase):
                             f"({format_size(cell.param('size'))}); give a smaller block")
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, campaign, target = ctx.cell, ctx.campaign, ctx.target
+        cell, settings, target = ctx.cell, ctx.settings, ctx.target
         n_bytes = int(cell.param("size"))
         _check_memory(ctx, 2 * n_bytes)
         cpus = ctx.placement.program_cpus
-        pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+        pin = pinned(cpus)
         options = [METHODS[str(cell.param("method"))]]
         if cell.param("block") != "auto":
             options += ["-b", str(cell.param("block"))]
         size_mib = str(n_bytes // MIB)
-        timeout_s = campaign.run_timeout_ns / 1e9
+        timeout_s = settings.run_timeout_ns / 1e9
         try:
             done = target.run([*pin, "mbw", "-n", str(CALIBRATION_ITERATIONS), *options, size_mib],
                               timeout_s=timeout_s)
@@ -148,7 +146,7 @@ class Membw(BenchmarkBase):
                             "campaign.run_timeout; lower matrix.size", "timeout") from None
         if not done.ok:
             raise RunFailed(f"mbw failed ({describe_exit(done.rc)}): {(done.stderr + done.stdout).strip()}")
-        seconds = (campaign.duration_ns + campaign.warmup_ns) / 1e9
+        seconds = (settings.duration_ns + settings.warmup_ns) / 1e9
         n = iterations_for(seconds, parse_output(done.stdout))
         log = f"{ctx.scratch}/mbw.txt"
         rc = run_recorded(target, [*pin, "mbw", "-n", str(n), *options, size_mib], log,
@@ -158,7 +156,7 @@ class Membw(BenchmarkBase):
         if rc != 0:
             raise RunFailed(f"mbw failed ({describe_exit(rc)}): {text.strip()[-300:]}",
                             attachments={"mbw.txt": text.encode()})
-        metrics, series = bandwidth_metrics(parse_output(text), campaign.warmup_ns / 1e9)
+        metrics, series = bandwidth_metrics(parse_output(text), settings.warmup_ns / 1e9)
         # no attachment: the series holds every iteration, and 10^5 lines of text would add nothing
         return Measurement(metrics, {"iteration_kib_per_s": series}, warnings=_cache_warning(ctx, n_bytes))
 

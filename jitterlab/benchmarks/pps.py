@@ -21,13 +21,13 @@ from jitterlab.benchmarks.udp_programs import (
     Server,
     Side,
     controller_side,
-    pinned,
     program,
     read_text,
     run_to_end,
 )
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.params import Param, ParamValue, choice, format_size, integer, size
+from jitterlab.processes import pinned
 from jitterlab.records import Metric, Warning_
 
 SENDER, RECEIVER = "pps-send", "pps-recv"
@@ -106,26 +106,25 @@ class Pps(BenchmarkBase):
         return (f"pps {format_size(cell.param('size'))} {f'{rate}/s' if rate else 'max'} "
                 f"x{cell.param('batch')} {cell.param('direction')} {cell.load}")
 
-    def check(self, campaign, cell) -> None:
+    def check(self, cell, settings, where, target_kind) -> None:
         host, direction = str(cell.param("host")), cell.param("direction")
-        kinds = {t.name: t.kind for t in campaign.targets}
-        if direction != "loopback" and not host and kinds.get(cell.target) != "local":
+        if direction != "loopback" and not host and target_kind != "local":
             whose = "the controller's address as the target reaches it" if direction == "send" else (
                 f"target {cell.target!r}'s address")
-            raise UserError(f'{campaign.path}: matrix.host: direction = "{direction}" needs {whose}, '
+            raise UserError(f'{where}.host: direction = "{direction}" needs {whose}, '
                             'e.g. host = "192.168.1.20"')
         if direction != "receive" and host:
             try:  # the target sends to it: no name resolution there
                 ipaddress.ip_address(host)
             except ValueError:
-                raise UserError(f'{campaign.path}: matrix.host: with direction = "{direction}" give a '
+                raise UserError(f'{where}.host: with direction = "{direction}" give a '
                                 f'numeric address, e.g. "192.168.1.20", got {host!r}') from None
 
-    def estimate_s(self, campaign, cell) -> float:
-        return super().estimate_s(campaign, cell) + DRAIN_S
+    def estimate_s(self, settings, cell) -> float:
+        return super().estimate_s(settings, cell) + DRAIN_S
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, campaign = ctx.cell, ctx.campaign
+        cell, settings = ctx.cell, ctx.settings
         direction = str(cell.param("direction"))
         port, batch = str(cell.param("port")), str(cell.param("batch"))
         target_side = Side(ctx.target, ctx.bindir, ctx.scratch)
@@ -134,7 +133,7 @@ class Pps(BenchmarkBase):
             receiver = controller if direction == "send" else target_side
             dest, bind = _addresses(str(cell.param("host")), direction)
             cpus = ctx.placement.program_cpus
-            run_timeout_s = (campaign.duration_ns + campaign.run_timeout_ns) / 1e9
+            run_timeout_s = (settings.duration_ns + settings.run_timeout_ns) / 1e9
             recv_stats = f"{receiver.scratch}/recv.stats"
             server = Server(
                 receiver.target, RECEIVER,
@@ -152,7 +151,7 @@ class Pps(BenchmarkBase):
                     [*pinned(cpus if sender is target_side else None), program(sender.bindir, SENDER),
                      "--host", dest, "--port", port, "--size", str(cell.param("size")),
                      "--batch", batch, "--rate", str(cell.param("rate")),
-                     "--duration-ns", str(campaign.duration_ns), "--stats", send_stats],
+                     "--duration-ns", str(settings.duration_ns), "--stats", send_stats],
                     f"{sender.scratch}/send.log", run_timeout_s,
                 )
                 time.sleep(DRAIN_S)

@@ -1,23 +1,31 @@
-"""The core benchmark: a program toggles a pin every half period; a probe timestamps the edges."""
+"""The core benchmark: an impl toggles a pin every half period; a probe timestamps the edges.
+
+The pin, the probe and the impl are plug-ins (jitterlab/pins, probes, impls); this module only
+wires them for one run and turns what was seen into metrics: the probe's edges, and the program's
+own edges beside them (so the bias of self-measurement is visible on the very same run).
+"""
 
 from __future__ import annotations
 
+import contextlib
+
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.benchmarks.impls import IMPLS
 from jitterlab.errors import RunFailed, UserError
+from jitterlab.impls.base import IMPLS, SELF_LOG
 from jitterlab.params import Param, duration, registered
-from jitterlab.pins import PINS
-from jitterlab.probes.base import PROBES
-from jitterlab.probes.logs import read_self_log
-from jitterlab.probes.vpin import Observer
-from jitterlab.records import Metric, Warning_
-from jitterlab.store.raw import EdgeSeries, blind_series
-from jitterlab.sweep import run_recorded, shm_path
+from jitterlab.pins.base import PINS
+from jitterlab.probes.base import PROBES, Capture
+from jitterlab.probes.logs import SelfLog, read_self_log
+from jitterlab.records import Cell, Metric, Warning_
+from jitterlab.store.raw import EdgeSeries
 from jitterlab.units import format_ns
 
-_RT_PRIORITY = 80  # below the observer (99), above any load
-_BLIND_WARN_FRACTION = 0.01
+
+def _parts(cell: Cell):
+    """The cell's impl, pin class and probe class."""
+    return (IMPLS.get(str(cell.param("impl")), "matrix.impl"), PINS.get(str(cell.param("pin")), "matrix.pin"),
+            PROBES.get(str(cell.param("probe")), "matrix.probe"))
 
 
 class Squarewave(BenchmarkBase):
@@ -31,175 +39,93 @@ class Squarewave(BenchmarkBase):
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
 
     def needs_rt(self, cell) -> bool:
-        return IMPLS.get(cell.impl, "matrix.impl").realtime
+        return _parts(cell)[0].realtime
+
+    def needs_probe_cpu(self, cell) -> bool:
+        return _parts(cell)[2].needs_cpu
+
+    def needer(self, cell) -> str:
+        return f"impl {cell.param('impl')}"
 
     def label(self, cell) -> str:
-        return f"{cell.impl} {format_ns(cell.period_ns)} {cell.load} ({cell.probe})"
+        period = format_ns(int(cell.param("period")))
+        return f"{cell.param('impl')} {period} {cell.load} ({cell.param('probe')})"
 
-    def check(self, campaign, cell) -> None:
-        if cell.probe == "vpin" and cell.period_ns < 2 * campaign.blind_threshold_ns:
-            raise UserError(
-                f"{campaign.path}: matrix.period: {format_ns(cell.period_ns)} is too short for the vpin "
-                "probe: a pulse could hide in a gap shorter than campaign.blind_threshold "
-                f"({format_ns(campaign.blind_threshold_ns)}); "
-                f"use a period >= {format_ns(2 * campaign.blind_threshold_ns)} or lower blind_threshold"
-            )
+    def check(self, cell, settings, where, target_kind) -> None:
+        impl, pin, probe = _parts(cell)
+        impl_name, pin_name, probe_name = (cell.param(k) for k in ("impl", "pin", "probe"))
+        if pin_name not in impl.pins:
+            raise UserError(f"{where}.pin: impl {impl_name!r} cannot drive pin {pin_name!r}; it drives "
+                            f"{', '.join(sorted(impl.pins))} (exclude the combination with [[exclude]])")
+        if probe_name not in pin.probes:
+            raise UserError(f"{where}.probe: probe {probe_name!r} cannot observe pin {pin_name!r}; it "
+                            f"can be observed by {', '.join(sorted(pin.probes))}")
+        pin.check(cell, settings, where)
+        probe.check(cell, settings, where)
 
     def tools(self, cell) -> dict[str, str]:
-        tools = dict(IMPLS.get(cell.impl, "matrix.impl").tools)
-        if cell.impl.startswith("c-") or cell.probe == "vpin":
-            tools.update({"make": "make", "cc": "gcc"})
-        if cell.impl == "c-fifo" or cell.probe == "vpin":
-            tools["taskset"] = "util-linux"
-        return tools
+        impl, pin, probe = _parts(cell)
+        return {**impl.tools(), **pin.tools, **probe.tools, "taskset": "util-linux"}
 
-    def estimate_s(self, campaign, cell) -> float:
-        load_s = campaign.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
-        return campaign.duration_ns / 1e9 + load_s + 0.4
+    def programs(self, cell) -> dict[str, str]:
+        impl, _, probe = _parts(cell)
+        return {**impl.programs(), **probe.programs}
+
+    def estimate_s(self, settings, cell) -> float:
+        load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+        return settings.duration_ns / 1e9 + load_s + 0.4
 
     def execute(self, ctx: RunContext) -> Measurement:
-        target, cell, campaign = ctx.target, ctx.cell, ctx.campaign
-        pin = shm_path(ctx.scratch, "pin")
-        pin_init = ctx.local_dir / "pin"
-        pin_init.write_bytes(b"0\n")
-        target.put(pin_init, pin)
-        observer = Observer(target, ctx.bindir, ctx.scratch) if cell.probe == "vpin" else None
-        try:
-            if observer:
-                observer.start(
-                    pin,
-                    blind_threshold_ns=campaign.blind_threshold_ns,
-                    cpu=ctx.placement.probe_cpu,
-                    max_duration_ns=campaign.duration_ns + campaign.run_timeout_ns,
-                )
-            program_log = self._run_program(ctx, pin)
-            capture = observer.stop(ctx.local_dir) if observer else None
-        finally:
-            if observer:
-                observer.close()
-            target.run(["rm", "-f", pin])
-        local_log = ctx.local_dir / "self.log"
-        try:
-            target.get(f"{ctx.scratch}/self.log", local_log)
-        except OSError:
-            raise RunFailed(f"{cell.impl} wrote no edge log; its output: {program_log}") from None
-        own = read_self_log(local_log)
-        warnings = [
-            Warning_(line.removeprefix("warning: "), "see the program's message")
-            for line in program_log.splitlines()
-            if line.startswith("warning:")
-        ]
-        series = {"self": EdgeSeries(own.t_ns, own.level)}
-        metrics: list[Metric] = []
-        if capture is None:
-            metrics += squarewave_metrics(
-                own.t_ns, own.level, cell.period_ns, warmup_ns=campaign.warmup_ns, probe="self"
-            )
-        else:
-            series["vpin"] = EdgeSeries(capture.t_ns, capture.level)
-            series["vpin.blind"] = blind_series(capture.blind)
-            metrics += squarewave_metrics(
-                capture.t_ns,
-                capture.level,
-                cell.period_ns,
-                warmup_ns=campaign.warmup_ns,
-                blind=capture.blind,
-                probe="vpin",
-            )
-            metrics += _observer_metrics(capture, len(own.t_ns))
-            warnings += _observer_warnings(capture.stats, campaign.duration_ns)
-            try:  # the program's own view of the same run, for the self-measurement bias
-                metrics += squarewave_metrics(
-                    own.t_ns, own.level, cell.period_ns, warmup_ns=campaign.warmup_ns, probe="self"
-                )
-            except RunFailed as exc:
-                warnings.append(Warning_(f"self probe: {exc.reason}", "see the vpin metrics"))
-        if own.clock != "monotonic":
-            warnings.append(
-                Warning_(
-                    f"{cell.impl} timestamps its edges with CLOCK_{own.clock.upper()}, which NTP may slew",
-                    "trust the vpin probe's figures for this impl",
-                )
-            )
-        return Measurement(metrics=metrics, series=series, warnings=warnings)
-
-    def _run_program(self, ctx: RunContext, pin: str) -> str:
-        """Run the program to completion; return its output (stderr+stdout)."""
-        cell, campaign, target = ctx.cell, ctx.campaign, ctx.target
-        impl = IMPLS.get(cell.impl, "matrix.impl")
-        program = [impl.argv_prefix[0]] if len(impl.argv_prefix) > 1 else []
-        program += [f"{ctx.bindir}/{impl.argv_prefix[-1]}"]
-        argv = (
-            ["taskset", "-c", ",".join(map(str, ctx.placement.program_cpus))]
-            if ctx.placement.program_cpus
-            else []
-        )
-        argv += [
-            *program,
-            "--period-ns",
-            str(cell.period_ns),
-            "--duration-ns",
-            str(campaign.duration_ns),
-            "--pin",
-            pin,
-            "--log",
-            f"{ctx.scratch}/self.log",
-            "--prio",
-            str(_RT_PRIORITY),
-        ]
-        if impl.realtime and not ctx.rt_permitted:
-            argv.append("--allow-no-rt")
-        log = f"{ctx.scratch}/program.log"
-        rc = run_recorded(
-            target, argv, log, timeout_s=(campaign.duration_ns + campaign.run_timeout_ns) / 1e9,
-            name=cell.impl, budget="duration + campaign.run_timeout",
-        )
-        output = target.run(["cat", log]).stdout.strip()
-        if rc != 0:
-            last = output.splitlines()[-1] if output else "(no output)"
-            raise RunFailed(f"{cell.impl} exited with status {rc}: {last}")
-        return output
+        impl, pin_kind, probe_kind = _parts(ctx.cell)
+        pin, probe = pin_kind(ctx), probe_kind(ctx)
+        with contextlib.ExitStack() as cleanup:
+            cleanup.callback(pin.teardown)
+            handle = pin.setup()
+            cleanup.callback(probe.close)
+            probe.start(handle)
+            output = impl.run(ctx, handle)
+            own = _own_edges(ctx, output)
+            capture = probe.stop(own)
+        return _measurement(ctx, output, own, capture)
 
 
-def _observer_metrics(capture, n_self_edges: int) -> list[Metric]:
-    stats = capture.stats
-    return [
-        Metric("probe_poll_p50_ns", float(stats["poll_ns_p50"]), "ns", "vpin"),
-        Metric("probe_poll_p999_ns", float(stats["poll_ns_p999"]), "ns", "vpin"),
-        Metric("probe_poll_max_ns", float(stats["poll_ns_max"]), "ns", "vpin"),
-        Metric("probe_overflow_edges", float(stats["overflow_edges"]), "count", "vpin"),
-        # edges the program wrote that the observer never saw (hidden in blind gaps)
-        Metric("unobserved_edges", float(max(0, n_self_edges - len(capture.t_ns))), "count", "vpin"),
-    ]
+def _own_edges(ctx: RunContext, output: str) -> SelfLog:
+    local = ctx.local_dir / SELF_LOG
+    try:
+        ctx.target.get(f"{ctx.scratch}/{SELF_LOG}", local)
+    except OSError:
+        raise RunFailed(f"{ctx.cell.param('impl')} wrote no edge log; its output: {output}") from None
+    return read_self_log(local)
 
 
-def _observer_warnings(stats: dict, duration_ns: int) -> list[Warning_]:
-    warnings = []
-    if stats.get("sched") != "fifo":
-        warnings.append(
-            Warning_(
-                "the vpin observer ran without SCHED_FIFO, so it is blind more often",
-                "run jitterlab as root or grant CAP_SYS_NICE",
-            )
-        )
-    blind_fraction = stats.get("blind_ns", 0) / max(duration_ns, 1)
-    if blind_fraction > _BLIND_WARN_FRACTION:
-        warnings.append(
-            Warning_(
-                f"the vpin probe was blind {blind_fraction:.1%} of the run; periods touching blind "
-                "intervals were excluded",
-                "give the probe an isolated CPU (isolcpus=) and disable RT throttling "
-                "(echo -1 > /proc/sys/kernel/sched_rt_runtime_us)",
-            )
-        )
-    if stats.get("overflow_edges", 0):
-        warnings.append(
-            Warning_(
-                f"the observer's edge buffer overflowed ({stats['overflow_edges']} edges not stored)",
-                "shorten campaign.duration",
-            )
-        )
-    return warnings
+def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -> Measurement:
+    cell, settings = ctx.cell, ctx.settings
+    probe, period_ns = str(cell.param("probe")), int(cell.param("period"))
+    warnings = [Warning_(line.removeprefix("warning: "), "see the program's message")
+                for line in output.splitlines() if line.startswith("warning:")]
+    series: dict = {"self": EdgeSeries(own.t_ns, own.level)}
+    metrics: list[Metric] = []
+    if probe == "self":
+        metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
+                                      probe="self")
+    else:
+        series[probe] = EdgeSeries(capture.t_ns, capture.level)
+        series.update(capture.series)
+        metrics += squarewave_metrics(capture.t_ns, capture.level, period_ns, warmup_ns=settings.warmup_ns,
+                                      blind=capture.blind, probe=probe)
+        metrics += capture.metrics
+        warnings += capture.warnings
+        try:  # the program's own view of the same run, for the self-measurement bias
+            metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
+                                          probe="self")
+        except RunFailed as exc:
+            warnings.append(Warning_(f"self probe: {exc.reason}", f"see the {probe} metrics"))
+    if own.clock != "monotonic":
+        warnings.append(Warning_(
+            f"{cell.param('impl')} timestamps its edges with CLOCK_{own.clock.upper()}, which NTP may slew",
+            f"trust the {probe} probe's figures for this impl" if probe != "self" else
+            "use an independent probe for this impl"))
+    return Measurement(metrics=metrics, series=series, warnings=warnings)
 
 
 BENCHMARKS.add(

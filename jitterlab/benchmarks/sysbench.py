@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.benchmarks.tool import failed, pinned, run_tool, whole_seconds
+from jitterlab.benchmarks.tool import failed, run_tool, whole_seconds
 from jitterlab.errors import RunFailed
 from jitterlab.params import Param, integer
+from jitterlab.processes import pinned
 from jitterlab.records import Metric, Warning_
 
 PERCENTILE = 95
@@ -70,24 +71,22 @@ class SysbenchCpu(BenchmarkBase):
     def tools(self, cell) -> dict[str, str]:
         return {"sysbench": "sysbench"}
 
-    def estimate_s(self, campaign, cell) -> float:
-        rounded_up_s = whole_seconds(campaign.duration_ns) - campaign.duration_ns / 1e9
-        return super().estimate_s(campaign, cell) + rounded_up_s
+    def estimate_s(self, settings, cell) -> float:
+        rounded_up_s = whole_seconds(settings.duration_ns) - settings.duration_ns / 1e9
+        return super().estimate_s(settings, cell) + rounded_up_s
 
     def label(self, cell) -> str:
         return f"sysbench-cpu x{cell.param('threads')} prime<={cell.param('max_prime')} {cell.load}"
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, campaign = ctx.cell, ctx.campaign
-        seconds = whole_seconds(campaign.duration_ns)
-        argv = pinned(
-            [
-                "sysbench", "cpu", f"--threads={cell.param('threads')}",
-                f"--cpu-max-prime={cell.param('max_prime')}", f"--time={seconds}",
-                f"--percentile={PERCENTILE}", "run",
-            ],
-            ctx.placement.program_cpus,
-        )  # fmt: skip
+        cell, settings = ctx.cell, ctx.settings
+        seconds = whole_seconds(settings.duration_ns)
+        argv = [
+            *pinned(ctx.placement.program_cpus),
+            "sysbench", "cpu", f"--threads={cell.param('threads')}",
+            f"--cpu-max-prime={cell.param('max_prime')}", f"--time={seconds}",
+            f"--percentile={PERCENTILE}", "run",
+        ]  # fmt: skip
         rc, output = run_tool(ctx, argv, "sysbench", "sysbench.log")
         if rc != 0:
             raise failed("sysbench", rc, output, "sysbench.log")
@@ -101,11 +100,11 @@ class SysbenchCpu(BenchmarkBase):
                 attachments={"sysbench.log": output},
             )
         warnings = []
-        if seconds * 1_000_000_000 != campaign.duration_ns:
+        if seconds * 1_000_000_000 != settings.duration_ns:
             warnings.append(
                 Warning_(
                     f"sysbench runs whole seconds: it ran {seconds} s for a campaign.duration of "
-                    f"{campaign.duration_ns / 1e9:g} s",
+                    f"{settings.duration_ns / 1e9:g} s",
                     "give campaign.duration in whole seconds",
                 )
             )

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from jitterlab.benchmarks.base import RunContext
 from jitterlab.errors import RunFailed
-from jitterlab.loads.base import describe_exit
-from jitterlab.sweep import run_recorded
+from jitterlab.processes import describe_exit, run_recorded
 
 # a tool that runs for whole seconds may take up to one more than the campaign's duration
 _ROUNDING_S = 1.0
-
-
-def pinned(argv: list[str], cpus: Sequence[int] | None) -> list[str]:
-    """argv under `taskset -c CPUS` when the placement gives the program CPUs."""
-    return ["taskset", "-c", ",".join(map(str, cpus)), *argv] if cpus else list(argv)
 
 
 def whole_seconds(duration_ns: int) -> int:
@@ -30,8 +22,8 @@ def run_tool(ctx: RunContext, argv: list[str], name: str, log_name: str) -> tupl
     A tool still running then is killed and the run fails with status "timeout", its output
     attached.
     """
-    campaign = ctx.campaign
-    timeout_s = (campaign.duration_ns + campaign.run_timeout_ns) / 1e9 + _ROUNDING_S
+    settings = ctx.settings
+    timeout_s = (settings.duration_ns + settings.run_timeout_ns) / 1e9 + _ROUNDING_S
     rc = run_recorded(ctx.target, argv, f"{ctx.scratch}/{log_name}", timeout_s=timeout_s, name=name,
                       budget="duration + campaign.run_timeout")
     return rc, fetch(ctx, log_name)

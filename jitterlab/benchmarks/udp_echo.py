@@ -28,13 +28,13 @@ from jitterlab.benchmarks.udp_programs import (
     Side,
     controller_side,
     is_local,
-    pinned,
     program,
     run_to_end,
     warnings_in,
 )
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.params import Param, ParamValue, choice, duration, format_size, integer, size
+from jitterlab.processes import pinned
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import Samples
 from jitterlab.units import format_ns
@@ -162,12 +162,11 @@ class UdpEcho(BenchmarkBase):
         return (f"udp-echo {format_size(cell.param('size'))} {cell.param('policy')} {every} "
                 f"{cell.load} (client on {cell.param('client')})")
 
-    def check(self, campaign, cell) -> None:
+    def check(self, cell, settings, where, target_kind) -> None:
         host, client = str(cell.param("host")), cell.param("client")
-        kinds = {t.name: t.kind for t in campaign.targets}
-        if client == "controller" and not host and kinds.get(cell.target) != "local":
+        if client == "controller" and not host and target_kind != "local":
             raise UserError(
-                f"{campaign.path}: matrix.host: client = \"controller\" sends to the target over the "
+                f"{where}.host: client = \"controller\" sends to the target over the "
                 f"network; give target {cell.target!r}'s address, e.g. host = \"192.168.1.20\""
             )
         if client == "target" and host:
@@ -175,18 +174,18 @@ class UdpEcho(BenchmarkBase):
                 ipaddress.ip_address(host)
             except ValueError:
                 raise UserError(
-                    f"{campaign.path}: matrix.host: with client = \"target\" the host is an address of "
+                    f"{where}.host: with client = \"target\" the host is an address of "
                     f"the target itself (numeric, e.g. \"127.0.0.1\"), got {host!r}"
                 ) from None
 
-    def estimate_s(self, campaign, cell) -> float:
-        load_s = campaign.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+    def estimate_s(self, settings, cell) -> float:
+        load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
         count, interval_ns = int(cell.param("count")), int(cell.param("interval"))
-        run_s = count * max(interval_ns, 50_000) / 1e9 if count else campaign.duration_ns / 1e9
-        return campaign.warmup_ns / 1e9 + run_s + load_s + 0.5
+        run_s = count * max(interval_ns, 50_000) / 1e9 if count else settings.duration_ns / 1e9
+        return settings.warmup_ns / 1e9 + run_s + load_s + 0.5
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, campaign = ctx.cell, ctx.campaign
+        cell, settings = ctx.cell, ctx.settings
         policy, interval_ns = str(cell.param("policy")), int(cell.param("interval"))
         count, timeout_ns = int(cell.param("count")), int(cell.param("timeout"))
         port = str(cell.param("port"))
@@ -199,9 +198,9 @@ class UdpEcho(BenchmarkBase):
             warnings.append(Warning_("SCHED_DEADLINE tasks cannot be pinned: server and client ran "
                                      "on all CPUs, not campaign.cpus.program",
                                      "compare deadline runs with unpinned runs of other policies"))
-        longest_ns = campaign.warmup_ns + (count * (interval_ns + timeout_ns) if count
-                                           else campaign.duration_ns + timeout_ns)
-        client_timeout_s = (longest_ns + campaign.run_timeout_ns) / 1e9
+        longest_ns = settings.warmup_ns + (count * (interval_ns + timeout_ns) if count
+                                           else settings.duration_ns + timeout_ns)
+        client_timeout_s = (longest_ns + settings.run_timeout_ns) / 1e9
         with self._client_side(ctx) as side:
             # on a remote controller the policy is best effort: the target's is the one measured
             remote_controller = side.is_controller and not is_local(ctx.target)
@@ -221,8 +220,8 @@ class UdpEcho(BenchmarkBase):
                     *pinned(None if remote_controller else cpus), program(side.bindir, CLIENT),
                     "--host", host, "--port", port, "--out", out,
                     "--size", str(cell.param("size")), "--interval-ns", str(interval_ns),
-                    "--count", str(count), "--duration-ns", str(campaign.duration_ns),
-                    "--warmup-ns", str(campaign.warmup_ns), "--timeout-ns", str(timeout_ns),
+                    "--count", str(count), "--duration-ns", str(settings.duration_ns),
+                    "--warmup-ns", str(settings.warmup_ns), "--timeout-ns", str(timeout_ns),
                     *flags, *(["--allow-no-rt"] if flags and (remote_controller or fallback) else []),
                 ]
                 client_log = run_to_end(side.target, CLIENT, argv, f"{side.scratch}/client.log",

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from jitterlab.benchmarks.base import RunContext
 from jitterlab.deploy import deploy
 from jitterlab.errors import RunFailed, UserError
+from jitterlab.processes import RecordedProcess, run_recorded, spawn_recorded
 from jitterlab.records import Warning_
-from jitterlab.sweep import RecordedProcess, run_recorded, spawn_recorded
 from jitterlab.targets.base import Target
 from jitterlab.targets.local import LocalTarget
 
@@ -26,11 +26,6 @@ READY_TIMEOUT_S = 10.0
 
 def program(bindir: str, name: str) -> str:
     return f"{bindir}/c/{name}"
-
-
-def pinned(cpus: tuple[int, ...] | None) -> list[str]:
-    """The taskset prefix that keeps a program on `cpus` (nothing when unplaced)."""
-    return ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
 
 
 def _last_line(output: str) -> str:
@@ -116,19 +111,22 @@ def is_local(target: Target) -> bool:
 
 @contextlib.contextmanager
 def controller_side(ctx: RunContext) -> Iterator[Side]:
-    """The jitterlab machine as one end: the target itself when the target is local, else a local
-    target whose programs are built here (once per source version, like on a target)."""
+    """The jitterlab machine as one end: the target itself when the target is local, else the
+    controller (ctx.controller, or a local target of our own) with the programs built here (once
+    per source version, like on a target)."""
     if is_local(ctx.target):
         yield Side(ctx.target, ctx.bindir, ctx.scratch, is_controller=True)
         return
-    local = LocalTarget(name="controller")  # its default workdir, which a local target sweeps
+    own = ctx.controller is None
+    local = ctx.controller or LocalTarget(name="controller")  # its default workdir, swept like a target's
     try:
         try:
-            bindir = deploy(local)
+            bindir = deploy(local).bindir
         except UserError as exc:
             raise RunFailed(f"cannot build the programs on the controller: {exc}", "unavailable") from None
         scratch = str(ctx.local_dir / "controller")
         local.run(["mkdir", "-p", scratch])
         yield Side(local, bindir, scratch, is_controller=True)
     finally:
-        local.close()
+        if own:
+            local.close()

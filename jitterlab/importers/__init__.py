@@ -12,6 +12,7 @@ import numpy as np
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.errors import RunFailed, UserError
+from jitterlab.records import Cell
 from jitterlab.store.catalog import RunRecord, Store
 from jitterlab.store.raw import EdgeSeries, write_raw
 
@@ -74,11 +75,12 @@ def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: 
         campaign_id = store.new_campaign(campaign, "import", capture.source, "", {})
     else:
         campaign_id = int(previous["id"])
-    target = labels.get("target", "external")
-    impl = labels.get("impl", "external")
-    load = labels.get("load", "unknown")
-    cell_key = f"import/{target}/{impl}/{load}/{period_ns}/" + ",".join(
-        f"{k}={v}" for k, v in sorted(labels.items()))
+    # a real cell: labels name its target, impl and load; the others keep the runs apart
+    cell = Cell(labels.get("target", "external"), "squarewave", labels.get("load", "unknown"),
+                (("impl", labels.get("impl", "external")), ("period", period_ns), ("probe", PROBE),
+                 ("pin", "external")))
+    others = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("target", "impl", "load"))
+    cell_key = f"{cell.key} import={others}"
     repetition = sum(1 for key, _ in store.committed(campaign_id) if key == cell_key)
     run_id = uuid.uuid4().hex[:12]
     raw_path = f"raw/{run_id}.parquet"
@@ -87,10 +89,9 @@ def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: 
         source_sha = hashlib.file_digest(f, "sha256").hexdigest()
     span_ns = int(capture.t_ns[-1] - capture.t_ns[0]) if len(capture.t_ns) else 0
     record = RunRecord(
-        id=run_id, campaign_id=campaign_id, cell_key=cell_key, repetition=repetition,
-        target=target, benchmark="squarewave", impl=impl, load=load, period_ns=period_ns,
-        probe=PROBE, pin="external", params={"duration_ns": span_ns, "warmup_ns": warmup_ns,
-                                             "source": capture.source, "source_sha256": source_sha},
+        id=run_id, campaign_id=campaign_id, cell=cell, cell_key=cell_key, repetition=repetition,
+        settings={"duration_ns": span_ns, "warmup_ns": warmup_ns, "source": capture.source,
+                  "source_sha256": source_sha},
         labels=dict(labels), status="ok", error=None, started_ns=time.time_ns(), wall_s=0.0,
         raw_path=raw_path, raw_sha256=sha, sysinfo_id=None,
         metrics={(m.probe, m.name): m for m in metrics})

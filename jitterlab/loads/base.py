@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.errors import RunFailed
+from jitterlab.params import Param, parse_options
+from jitterlab.processes import RecordedProcess, describe_exit, pinned, spawn_recorded
 from jitterlab.records import Metric
-from jitterlab.registry import Registry, did_you_mean
-from jitterlab.sweep import RecordedProcess, spawn_recorded
+from jitterlab.registry import Registry
 from jitterlab.targets.base import CommandTimeout, Target
 
 DEFAULT_MAX_DURATION_S = 3600.0
@@ -53,98 +52,31 @@ class Load(Protocol):
         ...
 
 
-def no_options(options: dict, where: str) -> dict:
-    """The validator of a load that takes no options."""
-    for key in options:
-        raise UserError(f"{where}: this load takes no options, got {key!r}; remove it")
-    return {}
-
-
 @dataclass(frozen=True)
 class LoadSpec:
     """A registered load: a factory, the tools it needs on the target (tool -> Debian package),
-    and `validate(options, where) -> options with defaults`, raising UserError naming `where`.
-    `preflight(target, options, where)`, if given, runs once per target before the campaign and
-    raises UserError for what only the target can tell (e.g. a network peer that does not answer).
+    its options as Params (read from [loads.NAME] like matrix keys), and `preflight(target,
+    options, where)`, which, if given, runs once per target before the campaign and raises
+    UserError for what only the target can tell (e.g. a network peer that does not answer).
     """
 
     factory: type
     tools: dict[str, str]
-    validate: Callable[[dict, str], dict] = no_options
+    params: tuple[Param, ...] = ()
     preflight: Callable[[Target, dict, str], None] | None = None
+
+    def validate(self, options: Mapping[str, object], where: str) -> dict:
+        """The options with defaults filled in; UserError naming `where`.key otherwise."""
+        return parse_options(self.params, options, where, "this load")
 
 
 LOADS: Registry[LoadSpec] = Registry("load")
-
-
-# --- helpers shared by the loads: options -------------------------------------------------------
-
-
-def check_keys(options: dict, defaults: dict, load: str, where: str) -> dict:
-    """Refuse unknown option names (suggesting the closest known one); return options + defaults."""
-    for key in options:
-        if key not in defaults:
-            hint = did_you_mean(str(key), list(defaults))
-            raise UserError(
-                f"{where}: unknown option {key!r} for load {load!r}; {hint}"
-                f"known: {', '.join(sorted(defaults))}"
-            )
-    return {**defaults, **options}
-
-
-def whole_number(value: object, key: str, where: str, *, minimum: int = 1, extra: str = "") -> int:
-    """An int >= minimum (bools are not numbers here), else a UserError naming the key."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UserError(
-            f"{where}: option {key!r} must be a whole number >= {minimum}{extra}, got {value!r}"
-        )
-    return value
-
-
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(i?B?)\s*$", re.IGNORECASE)
-_SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def byte_size(value: object, key: str, where: str) -> int:
-    """Bytes from an int or a string like "64M", "1G", "512KiB" (binary units), > 0."""
-    match = _SIZE.match(value) if isinstance(value, str) else None
-    if match:
-        value = int(match[1]) * _SIZE_FACTOR[match[2].upper()]
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise UserError(
-            f"{where}: option {key!r} must be a size > 0 in bytes, as a number or a string like "
-            f'"64M" or "1G", got {value!r}'
-        )
-    return value
 
 
 def lifetime_s(ctx: LoadContext) -> int:
     """Whole seconds a tool may live by itself: ctx.max_duration_s or the default, at least 1."""
     limit = ctx.max_duration_s if ctx.max_duration_s is not None else DEFAULT_MAX_DURATION_S
     return max(1, int(limit + 0.999))
-
-
-def first_json(text: str) -> dict | None:
-    """The first JSON object in a tool's output (tools print a line or two before it)."""
-    start = text.find("{")
-    if start < 0:
-        return None
-    try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def describe_exit(rc: int | None) -> str:
-    if rc is None:
-        return "still running"
-    if rc < 0:
-        try:
-            return f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"killed by signal {-rc}"
-    return f"exit status {rc}"
 
 
 # --- helpers shared by the loads: one supervised tool -------------------------------------------
@@ -193,8 +125,7 @@ class Tool:
         self.target = ctx.target
         self.label = label
         self.log = f"{ctx.scratch}/{log_name}"
-        pin = ["taskset", "-c", ",".join(map(str, ctx.cpus))] if ctx.cpus else []
-        self.proc: RecordedProcess = spawn_recorded(ctx.target, [*pin, *argv], log_path=self.log)
+        self.proc: RecordedProcess = spawn_recorded(ctx.target, [*pinned(ctx.cpus), *argv], log_path=self.log)
         self._last: tuple[float, int] | None = None
 
     def group(self) -> ProcGroup | None:

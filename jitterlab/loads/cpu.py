@@ -19,17 +19,32 @@ from jitterlab.loads.base import (
     LoadSpec,
     ProcGroup,
     Tool,
-    check_keys,
-    describe_exit,
     lifetime_s,
     parse_group,
 )
 from jitterlab.loads.idle import SystemSample, sample_system, system_metrics
+from jitterlab.params import Param, ParamValue, auto, integer, parse_options
+from jitterlab.processes import LAUNCH, describe_exit
 from jitterlab.records import Metric
-from jitterlab.sweep import LAUNCH
 from jitterlab.targets.base import CommandTimeout, Process
 
-DEFAULTS: dict[str, object] = {"workers": None, "cpu_load": 100, "method": "all"}
+
+def _stress_method(value: object, where: str) -> ParamValue:
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_+-]*", value):
+        raise UserError(
+            f'{where}: expected a stress-ng --cpu-method name like "all" or "matrixprod" '
+            f"(see `stress-ng --cpu-method which`), got {value!r}"
+        )
+    return value
+
+
+PARAMS = (
+    Param("workers", "stress-ng workers (auto: one per CPU the load may use)", auto(integer(1, 4096)),
+          "2", default="auto"),
+    Param("cpu_load", "percent of each CPU a worker keeps busy", integer(1, 100), "50", default=100),
+    Param("method", "stress-ng --cpu-method", _stress_method, '"matrixprod"', default="all"),
+)
+
 
 # the shared constant scripts (memory reuses this load's machinery)
 _LAUNCH = LAUNCH
@@ -45,27 +60,7 @@ _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab
 
 def validate_options(options: dict, where: str) -> dict:
     """Check cpu's options; return them with defaults filled in."""
-    opts = check_keys(options, DEFAULTS, "cpu", where)
-    workers = opts["workers"]
-    if workers is not None and (
-        isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0
-    ):
-        raise UserError(
-            f"{where}: option 'workers' must be a whole number > 0 (or left out for one per CPU), "
-            f"got {workers!r}"
-        )
-    load = opts["cpu_load"]
-    if isinstance(load, bool) or not isinstance(load, int) or not 1 <= load <= 100:
-        raise UserError(
-            f"{where}: option 'cpu_load' must be a percentage from 1 to 100, got {load!r}"
-        )
-    method = opts["method"]
-    if not isinstance(method, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_+-]*", method):
-        raise UserError(
-            f"{where}: option 'method' must be a stress-ng --cpu-method name like \"all\" or "
-            f'"matrixprod" (see `stress-ng --cpu-method which`), got {method!r}'
-        )
-    return opts
+    return parse_options(PARAMS, options, where, "load 'cpu'")
 
 
 def parse_bogo_ops_per_s(yaml_text: str, log_text: str = "") -> float | None:
@@ -104,7 +99,8 @@ class CpuLoad:
         opts = self.validate(ctx.options, f"load {self.name}")
         self._ctx = ctx
         self._cpu_load = 100
-        self.workers = opts["workers"] or (len(ctx.cpus) if ctx.cpus else self._online_cpus())
+        workers = opts["workers"]
+        self.workers = workers if workers != "auto" else (len(ctx.cpus) if ctx.cpus else self._online_cpus())
         self.yaml = f"{ctx.scratch}/stress-ng.yaml"
         ctx.target.run(["mkdir", "-p", ctx.scratch])
         ctx.target.run(["rm", "-f", self.yaml])
@@ -210,5 +206,5 @@ def online_cpus(target, label: str) -> int:
 LOADS.add(
     "cpu",
     "stress-ng CPU workers; options: workers, cpu_load (percent), method",
-    LoadSpec(CpuLoad, {"stress-ng": "stress-ng"}, validate_options),
+    LoadSpec(CpuLoad, {"stress-ng": "stress-ng"}, PARAMS),
 )

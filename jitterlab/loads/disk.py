@@ -10,49 +10,34 @@ from __future__ import annotations
 
 import signal
 
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.errors import RunFailed
 from jitterlab.loads.base import (
     LOADS,
     LoadContext,
     LoadSpec,
     Tool,
-    byte_size,
-    check_keys,
-    describe_exit,
-    first_json,
     lifetime_s,
-    whole_number,
 )
+from jitterlab.params import Param, boolean, choice, integer, parse_options, size
+from jitterlab.processes import describe_exit
 from jitterlab.records import Metric
+from jitterlab.tools.output import first_json
 
-DEFAULTS: dict[str, object] = {
-    "size": "64M",
-    "rw": "rw",
-    "rwmixread": 50,
-    "block_size": "128K",
-    "direct": False,
-    "fsync": 32,
-}
 RW_MODES = ("rw", "read", "write", "randrw", "randread", "randwrite")
+PARAMS = (
+    Param("size", "size of the file fio works on", size(4096), '"256M"', default="64M"),
+    Param("rw", 'fio --rw ("rw" is a sequential read/write mix)', choice(*RW_MODES), '"randrw"',
+          default="rw"),
+    Param("rwmixread", "percent of reads in a mix", integer(0, 100), "70", default=50),
+    Param("block_size", "fio --bs", size(512, 1 << 30), '"4k"', default="128K"),
+    Param("direct", "O_DIRECT: bypass the page cache (not on tmpfs)", boolean, "true", default=False),
+    Param("fsync", "writes between fsyncs (0: never)", integer(0), "0", default=32),
+)
 
 
 def validate_options(options: dict, where: str) -> dict:
     """Check disk's options; return them with defaults filled in (sizes in bytes)."""
-    opts = check_keys(options, DEFAULTS, "disk", where)
-    opts["size"] = byte_size(opts["size"], "size", where)
-    opts["block_size"] = byte_size(opts["block_size"], "block_size", where)
-    if opts["rw"] not in RW_MODES:
-        raise UserError(f"{where}: option 'rw' must be one of {', '.join(RW_MODES)} "
-                        f'(fio --rw; "rw" is a sequential read/write mix), got {opts["rw"]!r}')
-    mix = opts["rwmixread"]
-    if isinstance(mix, bool) or not isinstance(mix, int) or not 0 <= mix <= 100:
-        raise UserError(f"{where}: option 'rwmixread' must be the percentage of reads, 0 to 100, "
-                        f"got {mix!r}")
-    if not isinstance(opts["direct"], bool):
-        raise UserError(f"{where}: option 'direct' must be true (O_DIRECT, bypass the page "
-                        f"cache; not on tmpfs) or false, got {opts['direct']!r}")
-    whole_number(opts["fsync"], "fsync", where, minimum=0, extra=" (writes between fsyncs, 0: never)")
-    return opts
+    return parse_options(PARAMS, options, where, "load 'disk'")
 
 
 def parse_report(text: str) -> tuple[float, float] | None:
@@ -130,5 +115,5 @@ LOADS.add(
     "disk",
     "fio sequential read/write mix on a temp directory; options: size, rw, rwmixread, "
     "block_size, direct, fsync",
-    LoadSpec(DiskLoad, {"fio": "fio"}, validate_options),
+    LoadSpec(DiskLoad, {"fio": "fio"}, PARAMS),
 )

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.errors import RunFailed
 from jitterlab.loads.base import LOADS, LoadContext, LoadSpec
+from jitterlab.params import parse_options
 from jitterlab.records import Metric
 from jitterlab.targets.base import Target
 
@@ -69,9 +70,7 @@ def system_metrics(
 
 def validate_options(options: dict, where: str) -> dict:
     """idle takes no options."""
-    for key in options:
-        raise UserError(f"{where}: load 'idle' takes no options, got {key!r}; remove [loads.idle]")
-    return {}
+    return parse_options((), options, where, "load 'idle'")
 
 
 class IdleLoad:
@@ -99,5 +98,5 @@ class IdleLoad:
 LOADS.add(
     "idle",
     "start nothing; measure the system's own activity",
-    LoadSpec(IdleLoad, {}, validate_options),
+    LoadSpec(IdleLoad, {}),
 )

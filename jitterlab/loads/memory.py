@@ -5,19 +5,20 @@ It is the cpu load with another stressor: same start, check, stop and metrics (s
 
 from __future__ import annotations
 
-from jitterlab.loads.base import LOADS, LoadSpec, byte_size, check_keys, whole_number
+from jitterlab.loads.base import LOADS, LoadSpec
 from jitterlab.loads.cpu import CpuLoad
+from jitterlab.params import Param, auto, integer, parse_options, size
 
-DEFAULTS: dict[str, object] = {"workers": None, "bytes": "64M"}
+PARAMS = (
+    Param("workers", "stress-ng vm workers (auto: one per CPU the load may use)", auto(integer(1, 4096)),
+          "2", default="auto"),
+    Param("bytes", "memory each worker cycles through", size(4096), '"256M"', default="64M"),
+)
 
 
 def validate_options(options: dict, where: str) -> dict:
     """Check memory's options; return them with defaults filled in (`bytes` as an int)."""
-    opts = check_keys(options, DEFAULTS, "memory", where)
-    if opts["workers"] is not None:
-        whole_number(opts["workers"], "workers", where, extra=" (or left out for one per CPU)")
-    opts["bytes"] = byte_size(opts["bytes"], "bytes", where)
-    return opts
+    return parse_options(PARAMS, options, where, "load 'memory'")
 
 
 class MemoryLoad(CpuLoad):
@@ -36,5 +37,5 @@ class MemoryLoad(CpuLoad):
 LOADS.add(
     "memory",
     "stress-ng vm workers; options: workers, bytes (per worker, e.g. \"64M\")",
-    LoadSpec(MemoryLoad, {"stress-ng": "stress-ng"}, validate_options),
+    LoadSpec(MemoryLoad, {"stress-ng": "stress-ng"}, PARAMS),
 )

@@ -20,50 +20,47 @@ from jitterlab.loads.base import (
     LoadContext,
     LoadSpec,
     Tool,
-    check_keys,
-    describe_exit,
-    first_json,
     lifetime_s,
-    whole_number,
 )
+from jitterlab.params import Param, ParamValue, integer, parse_options
+from jitterlab.processes import describe_exit
 from jitterlab.records import Metric
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.tools.iperf3 import (
-    BITRATE,
     CONNECT_TIMEOUT_MS,
     HOST,
     START_TIMEOUT_S,
     await_listening,
     is_loopback,
     json_error,
+    parse_bitrate,
     peer_problem,
     server_argv,
+    show_bitrate,
 )
+from jitterlab.tools.output import first_json
 
-DEFAULTS: dict[str, object] = {"peer": "127.0.0.1", "port": 15201, "bitrate": 0, "packet_size": 1200}
+
+def _host(value: object, where: str) -> ParamValue:
+    if not isinstance(value, str) or not HOST.match(value) or value.startswith("-"):
+        raise UserError(f"{where}: expected a host name or address running `iperf3 -s`, like "
+                        f'"192.168.1.10" (default: "127.0.0.1"), got {value!r}')
+    return value
+
+
+PARAMS = (
+    Param("peer", "where the iperf3 server runs (127.0.0.1: one jitterlab starts on the target)", _host,
+          '"192.168.1.10"', default="127.0.0.1"),
+    Param("port", "the server's port", integer(1, 65535), "5201", default=15201),
+    Param("bitrate", 'bits/s to send, "100M" or 0 = unlimited (iperf3 -b)', parse_bitrate, '"100M"',
+          default=0, show=show_bitrate),
+    Param("packet_size", "UDP payload bytes (iperf3 -l)", integer(16, 65507), "64", default=1200),
+)
 
 
 def validate_options(options: dict, where: str) -> dict:
-    """Check net's options; return them with defaults filled in (bitrate as iperf3 text)."""
-    opts = check_keys(options, DEFAULTS, "net", where)
-    peer = opts["peer"]
-    if not isinstance(peer, str) or not HOST.match(peer) or peer.startswith("-"):
-        raise UserError(f"{where}: option 'peer' must be a host name or address running "
-                        f'`iperf3 -s`, like "192.168.1.10" (default: "127.0.0.1"), got {peer!r}')
-    whole_number(opts["port"], "port", where)
-    if opts["port"] > 65535:
-        raise UserError(f"{where}: option 'port' must be a TCP/UDP port 1..65535, got {opts['port']}")
-    bitrate = opts["bitrate"]
-    if isinstance(bitrate, int) and not isinstance(bitrate, bool) and bitrate >= 0:
-        opts["bitrate"] = str(bitrate)
-    elif not isinstance(bitrate, str) or not BITRATE.match(bitrate):
-        raise UserError(f"{where}: option 'bitrate' must be bits per second >= 0 as a number or "
-                        f'a string like "100M" (0: unlimited), got {bitrate!r}')
-    size = whole_number(opts["packet_size"], "packet_size", where, minimum=16,
-                        extra=" (UDP payload bytes)")
-    if size > 65507:
-        raise UserError(f"{where}: option 'packet_size' must be at most 65507 (UDP), got {size}")
-    return opts
+    """Check net's options; return them with defaults filled in (bitrate in bits/s)."""
+    return parse_options(PARAMS, options, where, "load 'net'")
 
 
 def preflight(target: Target, options: dict, where: str) -> None:
@@ -134,7 +131,7 @@ class NetLoad:
             self._server = Tool(ctx, "net load: iperf3 server", server, "iperf3-server.json")
             self._server.await_running()
             self._await_listening(int(port))
-        client = ["iperf3", "-c", peer, "-p", port, "-u", "-b", opts["bitrate"],
+        client = ["iperf3", "-c", peer, "-p", port, "-u", "-b", str(opts["bitrate"]),
                   "-l", str(opts["packet_size"]), "-t", str(lifetime_s(ctx)),
                   "--connect-timeout", str(CONNECT_TIMEOUT_MS), "--json"]
         try:
@@ -221,5 +218,5 @@ LOADS.add(
     "net",
     "iperf3 UDP flood (loopback server, or a `peer` running iperf3 -s); options: peer, port, "
     "bitrate, packet_size",
-    LoadSpec(NetLoad, {"iperf3": "iperf3"}, validate_options, preflight),
+    LoadSpec(NetLoad, {"iperf3": "iperf3"}, PARAMS, preflight),
 )

@@ -10,21 +10,25 @@ from __future__ import annotations
 import re
 import signal
 
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.errors import RunFailed
 from jitterlab.loads.base import (
     LOADS,
     LoadContext,
     LoadSpec,
     Tool,
-    check_keys,
-    describe_exit,
     lifetime_s,
-    whole_number,
 )
+from jitterlab.params import Param, boolean, integer, parse_options
+from jitterlab.processes import describe_exit
 from jitterlab.records import Metric
 
-DEFAULTS: dict[str, object] = {"groups": 10, "fds": 20, "loops": 50, "threads": False,
-                               "pipe": False}
+PARAMS = (
+    Param("groups", "hackbench --groups", integer(1, 10_000), "20", default=10),
+    Param("fds", "hackbench --fds: senders and receivers per group", integer(1, 10_000), "10", default=20),
+    Param("loops", "messages per sender and receiver per round", integer(1), "100", default=50),
+    Param("threads", "threads instead of processes (hackbench --threads)", boolean, "true", default=False),
+    Param("pipe", "pipes instead of sockets (hackbench --pipe)", boolean, "true", default=False),
+)
 # $1: seconds to live; the rest: the hackbench argv. A failed round ends the loop with its status.
 LOOP = 'end=$(( $(date +%s) + $1 )); shift; while [ "$(date +%s)" -lt "$end" ]; do "$@" || exit; done'
 _TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
@@ -32,14 +36,7 @@ _TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
 
 def validate_options(options: dict, where: str) -> dict:
     """Check sched's options; return them with defaults filled in."""
-    opts = check_keys(options, DEFAULTS, "sched", where)
-    whole_number(opts["groups"], "groups", where, extra=" (hackbench --groups)")
-    whole_number(opts["fds"], "fds", where, extra=" (hackbench --fds: senders and receivers per group)")
-    whole_number(opts["loops"], "loops", where, extra=" (messages per sender and receiver per round)")
-    for key in ("threads", "pipe"):
-        if not isinstance(opts[key], bool):
-            raise UserError(f"{where}: option {key!r} must be true or false, got {opts[key]!r}")
-    return opts
+    return parse_options(PARAMS, options, where, "load 'sched'")
 
 
 def messages_per_round(opts: dict) -> int:
@@ -100,5 +97,5 @@ LOADS.add(
     "sched",
     "hackbench rounds in a loop (scheduler/IPC pressure); options: groups, fds, loops, threads, "
     "pipe",
-    LoadSpec(SchedLoad, {"hackbench": "rt-tests"}, validate_options),
+    LoadSpec(SchedLoad, {"hackbench": "rt-tests"}, PARAMS),
 )

@@ -1,14 +1,25 @@
-"""Drives the vpin observer on the target: start, wait until it polls, stop, fetch its capture."""
+"""The vpin probe: an independent observer (C, jitterlab/programs/c/observer.c) busy-polls the
+pin's level byte from a CPU of its own at SCHED_FIFO 99, timestamps each change with
+CLOCK_MONOTONIC and records every blind interval (a gap between two polls longer than
+campaign.blind_threshold)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import ClassVar
 
-from jitterlab.errors import RunFailed
-from jitterlab.probes.logs import ObserverCapture, read_observer
-from jitterlab.sweep import spawn_recorded
+from jitterlab.errors import RunFailed, UserError
+from jitterlab.pins.base import PinHandle
+from jitterlab.probes.base import PROBES, Capture, ProbeBase
+from jitterlab.probes.logs import ObserverCapture, SelfLog, read_observer
+from jitterlab.processes import spawn_recorded
+from jitterlab.records import Metric, Warning_
+from jitterlab.store.raw import blind_series
 from jitterlab.targets.base import Process, Target
+from jitterlab.units import format_ns
+
+BLIND_WARN_FRACTION = 0.01
 
 
 def wait_for_path(target: Target, path: str, timeout_s: float, alive: Process | None = None) -> bool:
@@ -81,3 +92,100 @@ class Observer:
     def _tail(self) -> str:
         done = self.target.run(["tail", "-n", "3", self.log])
         return done.stdout.strip().replace("\n", " | ") or "(no output)"
+
+
+class VpinProbe(ProbeBase):
+    needs_cpu = True
+    tools: ClassVar[dict[str, str]] = {"taskset": "util-linux"}
+    programs: ClassVar[dict[str, str]] = {"observer": ""}
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._observer: Observer | None = None
+
+    @classmethod
+    def check(cls, cell, settings, where: str) -> None:
+        period_ns = int(cell.param("period", 0) or 0)
+        if period_ns and period_ns < 2 * settings.blind_threshold_ns:
+            raise UserError(
+                f"{where}.period: {format_ns(period_ns)} is too short for the vpin probe: a pulse "
+                f"could hide in a gap shorter than campaign.blind_threshold "
+                f"({format_ns(settings.blind_threshold_ns)}); use a period >= "
+                f"{format_ns(2 * settings.blind_threshold_ns)} or lower blind_threshold"
+            )
+
+    def start(self, pin: PinHandle) -> None:
+        if pin.level_path is None:
+            raise RunFailed(f"the vpin probe cannot watch pin {pin.kind!r}: it has no level byte to map")
+        ctx, settings = self.ctx, self.ctx.settings
+        self._observer = Observer(ctx.target, ctx.bindir, ctx.scratch)
+        self._observer.start(
+            pin.level_path,
+            blind_threshold_ns=settings.blind_threshold_ns,
+            cpu=ctx.placement.probe_cpu,
+            max_duration_ns=settings.duration_ns + settings.run_timeout_ns,
+        )
+
+    def stop(self, own: SelfLog) -> Capture:
+        assert self._observer is not None, "stop() before start()"
+        capture = self._observer.stop(self.ctx.local_dir)
+        return Capture(
+            capture.t_ns,
+            capture.level,
+            capture.blind,
+            metrics=tuple(_observer_metrics(capture, len(own.t_ns))),
+            warnings=tuple(_observer_warnings(capture.stats, self.ctx.settings.duration_ns)),
+            series={"vpin.blind": blind_series(capture.blind)},
+        )
+
+    def close(self) -> None:
+        if self._observer is not None:
+            self._observer.close()
+
+
+def _observer_metrics(capture: ObserverCapture, n_self_edges: int) -> list[Metric]:
+    stats = capture.stats
+    return [
+        Metric("probe_poll_p50_ns", float(stats["poll_ns_p50"]), "ns", "vpin"),
+        Metric("probe_poll_p999_ns", float(stats["poll_ns_p999"]), "ns", "vpin"),
+        Metric("probe_poll_max_ns", float(stats["poll_ns_max"]), "ns", "vpin"),
+        Metric("probe_overflow_edges", float(stats["overflow_edges"]), "count", "vpin"),
+        # edges the program wrote that the observer never saw (hidden in blind gaps)
+        Metric("unobserved_edges", float(max(0, n_self_edges - len(capture.t_ns))), "count", "vpin"),
+    ]
+
+
+def _observer_warnings(stats: dict, duration_ns: int) -> list[Warning_]:
+    warnings = []
+    if stats.get("sched") != "fifo":
+        warnings.append(
+            Warning_(
+                "the vpin observer ran without SCHED_FIFO, so it is blind more often",
+                "run jitterlab as root or grant CAP_SYS_NICE",
+            )
+        )
+    blind_fraction = stats.get("blind_ns", 0) / max(duration_ns, 1)
+    if blind_fraction > BLIND_WARN_FRACTION:
+        warnings.append(
+            Warning_(
+                f"the vpin probe was blind {blind_fraction:.1%} of the run; periods touching blind "
+                "intervals were excluded",
+                "give the probe an isolated CPU (isolcpus=) and disable RT throttling "
+                "(echo -1 > /proc/sys/kernel/sched_rt_runtime_us)",
+            )
+        )
+    if stats.get("overflow_edges", 0):
+        warnings.append(
+            Warning_(
+                f"the observer's edge buffer overflowed ({stats['overflow_edges']} edges not stored)",
+                "shorten campaign.duration",
+            )
+        )
+    return warnings
+
+
+PROBES.add(
+    "vpin",
+    "independent observer: busy-polls the pin's level byte from its own CPU, records blind intervals",
+    VpinProbe,
+)

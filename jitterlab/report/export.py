@@ -29,6 +29,8 @@ SYSINFO_SUMMARY = ("hostname", "kernel_release", "preemption", "cpu_model", "n_c
 _FIELDS = ("id", "campaign", "campaign_id", "cell_key", "repetition", "target", "benchmark", "impl",
            "load", "period_ns", "probe", "pin", "status", "error", "started_ns", "wall_s",
            "raw_path", "raw_sha256")
+# columns of earlier exports that are squarewave cell keys now: column -> (key, value when absent)
+_SQUAREWAVE = {"impl": ("impl", ""), "period_ns": ("period", 0), "probe": ("probe", ""), "pin": ("pin", "")}
 
 
 def _rows(store: Store, runs: list[RunRecord]) -> list[dict]:
@@ -36,9 +38,9 @@ def _rows(store: Store, runs: list[RunRecord]) -> list[dict]:
     cache: dict[int, dict] = {}
     rows = []
     for r in runs:
-        row = {f: (names.get(r.campaign_id) if f == "campaign" else getattr(r, f)) for f in _FIELDS}
-        row["cell"] = r.params.get("cell", {})
-        row["params"] = {k: v for k, v in r.params.items() if k != "cell"}
+        row = {f: _field(r, f, names) for f in _FIELDS}
+        row["cell"] = dict(r.cell.params)
+        row["params"] = dict(r.settings)
         row["labels"] = r.labels
         if r.sysinfo_id is not None and r.sysinfo_id not in cache:
             info = store.sysinfo(r.sysinfo_id)
@@ -51,6 +53,15 @@ def _rows(store: Store, runs: list[RunRecord]) -> list[dict]:
         }
         rows.append(row)
     return rows
+
+
+def _field(r: RunRecord, name: str, campaign_names: dict) -> object:
+    if name == "campaign":
+        return campaign_names.get(r.campaign_id)
+    if name in _SQUAREWAVE:  # squarewave's keys keep their columns of earlier exports
+        key, empty = _SQUAREWAVE[name]
+        return r.param(key, empty)
+    return getattr(r, name)
 
 
 def _flat(rows: list[dict]) -> tuple[list[str], list[dict]]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -14,9 +16,11 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
 from jitterlab.analysis.compare import Comparison, cell_text
-from jitterlab.report.standard import BenchmarkSummary
 from jitterlab.store.catalog import RunRecord
 from jitterlab.store.raw import EdgeSeries
+
+if TYPE_CHECKING:
+    from jitterlab.report.standard import BenchmarkSummary
 
 HEADLINE = "max_rel_period_error"
 THRESHOLDS = (0.01, 0.10, 1.0)
@@ -47,12 +51,14 @@ def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
     return (t[:-2][keep] - series.t_ns[0]) / 1e9, err[keep]
 
 
-def envelope_figure(runs: list[RunRecord], target: str) -> Figure:
+def envelope_figure(runs: list[RunRecord], target: str,
+                    impl_of: Callable[[RunRecord], str] = lambda r: str(r.param("impl"))) -> Figure:
     """The paper's figure: worst max_rel_period_error over repetitions vs period, log-log;
-    one panel per load, one line per impl; cells without a value are marked with why."""
+    one panel per load, one line per impl (as `impl_of` names it); cells without a value are
+    marked with why."""
     runs = [r for r in runs if r.target == target and r.benchmark == "squarewave"]
     loads = sorted({r.load for r in runs})
-    impls = sorted({r.impl for r in runs})
+    impls = sorted({impl_of(r) for r in runs})
     fig = Figure(figsize=(4.2 * max(len(loads), 1) + 0.6, 3.8), layout="constrained")
     axes = fig.subplots(1, max(len(loads), 1), sharey=True, squeeze=False)[0]
     colors = {impl: f"C{i % 10}" for i, impl in enumerate(impls)}
@@ -60,7 +66,7 @@ def envelope_figure(runs: list[RunRecord], target: str) -> Figure:
         by_cell: dict[tuple[str, int], list[RunRecord]] = defaultdict(list)
         for r in runs:
             if r.load == load:
-                by_cell[(r.impl, r.period_ns)].append(r)
+                by_cell[(impl_of(r), int(r.param("period")))].append(r)
         top = blended_transform_factory(ax.transData, ax.transAxes)
         for impl in impls:
             points, trouble = [], []

@@ -10,12 +10,20 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from jitterlab import plugins
+import numpy as np
+from rich.table import Table
+
+from jitterlab import cells, plugins
+from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_samples
+from jitterlab.errors import UserError
+from jitterlab.records import Warning_
+from jitterlab.report import figures
+from jitterlab.report.format import format_value
+from jitterlab.report.sections import SECTIONS, SectionContext
 from jitterlab.store.catalog import RunRecord
-from jitterlab.units import format_ns
+from jitterlab.store.raw import Samples, read_raw
 
 MAX_COLUMNS = 6
-_SQUAREWAVE_COLUMNS = {"impl", "period", "probe", "pin"}
 
 
 @dataclass(frozen=True)
@@ -62,27 +70,22 @@ class BenchmarkSummary:
 
 
 def params_text(run: RunRecord, keys: list[str] | None = None) -> str:
-    """The cell's parameters (or only `keys`) in the benchmark's order (the store keeps them
-    sorted by name)."""
-    cell = run.params.get("cell", {})
-    shown = _shows(run.benchmark)
-    order = [k for k in shown if k in cell] + sorted(k for k in cell if k not in shown)
-    return " ".join(f"{k}={shown.get(k, str)(cell[k])}" for k in order if keys is None or k in keys)
+    """The cell's parameters (or only `keys`) in the benchmark's order, as written in a campaign."""
+    return cells.params_text(run.cell, keys)
 
 
 def _varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     """Cell parameters that differ between these runs, and those that all share."""
-    keys = sorted({k for r in runs for k in r.params.get("cell", {})})
-    values = {k: {json.dumps(r.params.get("cell", {}).get(k)) for r in runs} for k in keys}
+    keys = sorted({k for r in runs for k, _ in r.cell.params})
+    values = {k: {json.dumps(r.param(k)) for r in runs} for k in keys}
     return [k for k in keys if len(values[k]) > 1], [k for k in keys if len(values[k]) == 1]
 
 
 def summarize(runs: list[RunRecord]) -> list[BenchmarkSummary]:
-    """Every benchmark but squarewave (which has its own figures), in name order."""
+    """One summary per benchmark of these runs, in name order."""
     by_bench: dict[str, list[RunRecord]] = defaultdict(list)
     for r in runs:
-        if r.benchmark != "squarewave":
-            by_bench[r.benchmark].append(r)
+        by_bench[r.benchmark].append(r)
     return [_summarize_one(name, by_bench[name]) for name in sorted(by_bench)]
 
 
@@ -127,43 +130,14 @@ def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
     return chosen[:MAX_COLUMNS]
 
 
-def format_value(value: float, unit: str) -> str:
-    """A measured value for people: 4 significant digits, durations in their best unit."""
-    if unit == "ns":
-        return format_ns(value, digits=4)
-    if unit == "ratio":
-        return f"{value * 100:.3g} %"
-    if unit == "count":
-        return f"{value:,.0f}" if value == int(value) else f"{value:,.4g}"
-    shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"  # 27,290 not 2.729e+04
-    return f"{shown} {unit}".strip()
-
-
 def _varying_labels(runs: list[RunRecord]) -> list[str]:
     keys = sorted({k for r in runs for k in r.labels})
     return [k for k in keys if len({str(r.labels.get(k)) for r in runs}) > 1]
 
 
-def _shows(benchmark: str) -> dict:
-    if benchmark not in plugins.BENCHMARKS:
-        return {}
-    bench = plugins.BENCHMARKS.get(benchmark, "benchmark")
-    return {p.name: p.show for p in getattr(bench, "params", ())}
-
-
 def run_label(run: RunRecord) -> str:
-    """A run's cell in a few words: "c-fifo 1ms cpu (vpin)" or "udp-echo size=64 policy=fifo idle"."""
-    if run.benchmark == "squarewave":
-        return f"{run.impl} {format_ns(run.period_ns)} {run.load} ({run.probe})"
-    cell = run.params.get("cell", {})
-    if run.benchmark in plugins.BENCHMARKS and cell:  # the benchmark's own short name of the cell
-        from jitterlab.campaign import Cell
-
-        bench = plugins.BENCHMARKS.get(run.benchmark, "benchmark")
-        order = [p.name for p in bench.params if p.name in cell]
-        if len(order) == len(cell):
-            return bench.label(Cell(run.target, run.benchmark, run.load, tuple((k, cell[k]) for k in order)))
-    return " ".join(p for p in (run.benchmark, params_text(run), run.load) if p)
+    """A run's cell in a few words: "c-fifo 1ms cpu (vpin)" or "udp-echo 64B fifo every 1ms idle"."""
+    return cells.label(run.cell)
 
 
 def headline_value(run: RunRecord) -> str:
@@ -173,3 +147,83 @@ def headline_value(run: RunRecord) -> str:
         if metric is not None:
             return f"{name} {format_value(metric.value, metric.unit)}"
     return ""
+
+
+class StandardSection:
+    """The standard benchmarks: a table, a bar chart of the first headline metric and the latency
+    distributions of each."""
+
+    title = "Standard benchmarks"
+    template = "standard.html.j2"
+
+    def build(self, runs: list[RunRecord], ctx: SectionContext) -> dict:
+        out = []
+        for bench in summarize(runs):
+            rows = [{"cell": c.name, "status": c.status, "errors": c.errors,
+                     "shown": [_value_text(c.values.get(m)) for m in bench.columns]} for c in bench.cells]
+            bars = None
+            if bench.columns:
+                bars = ctx.emit(figures.bars_figure(bench, bench.columns[0]),
+                                f"{bench.benchmark}_{bench.columns[0]}")
+            out.append({"benchmark": bench.benchmark, "columns": bench.columns, "rows": rows, "bars": bars,
+                        "distribution": _distribution(bench, ctx), "fixed": bench.fixed})
+        return {"benchmarks": out}
+
+    def terminal(self, runs: list[RunRecord], campaign: str) -> list:
+        tables = []
+        for bench in summarize(runs):
+            caption = "median over repetitions" + (f"; every cell: {bench.fixed}" if bench.fixed else "")
+            table = Table(title=f"{campaign}: {bench.benchmark}", caption=caption)
+            for name in ("cell", "runs", *bench.columns):
+                table.add_column(name, justify="left" if name == "cell" else "right")
+            for cell in bench.cells:
+                values = [format_value(v.median, v.unit) if (v := cell.values.get(c)) else "—"
+                          for c in bench.columns]
+                ok = sum(r.status == "ok" for r in cell.runs)
+                runs_text = f"{ok}/{len(cell.runs)}" if ok == len(cell.runs) else f"[red]{cell.status}[/]"
+                table.add_row(cell.name, runs_text, *values)
+            tables.append(table)
+        return tables
+
+    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
+        return []
+
+
+def _value_text(v: Value | None) -> str:
+    if v is None:
+        return "—"
+    text = format_value(v.median, v.unit)
+    if v.n > 1 and v.high != v.low:
+        text += f" ({format_value(v.low, v.unit)} – {format_value(v.high, v.unit)})"
+    return text
+
+
+def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
+    """Latency samples (or 1 µs histograms) of one run per cell, drawn together."""
+    samples: dict[str, np.ndarray] = {}
+    for cell in bench.cells:
+        ok = [r for r in cell.runs if r.status == "ok" and r.raw_path]
+        if not ok:
+            continue
+        if len(samples) >= ctx.max_run_figures:
+            ctx.skipped.append(f"{bench.benchmark}: latency distributions of more than "
+                               f"{ctx.max_run_figures} cells")
+            break
+        run = ok[-1]
+        try:
+            series = read_raw(ctx.store.root / run.raw_path, run.raw_sha256)
+        except UserError as exc:
+            ctx.skipped.append(f"run {run.id} ({run.target} {run_label(run)}): {exc}")
+            continue
+        parts = [s.values if s.unit == "ns" else histogram_samples(s.values)
+                 for s in series.values() if isinstance(s, Samples) and s.unit in ("ns", HISTOGRAM_UNIT)]
+        if parts:
+            samples[cell.name] = np.concatenate(parts)
+    if not samples:
+        return None
+    title = f"{bench.benchmark}: latency distribution of one run per cell"
+    return ctx.emit(figures.distribution_figure(samples, title), f"{bench.benchmark}_distribution")
+
+
+SECTIONS.add("standard", "every benchmark without a section of its own: tables, bars, distributions",
+             StandardSection())

@@ -2,65 +2,14 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from rich.table import Table
 
-from jitterlab.report.standard import format_value, headline_value, run_label, summarize
+from jitterlab.report.format import percent
+from jitterlab.report.standard import headline_value, run_label
 from jitterlab.store.catalog import RunRecord
 from jitterlab.units import format_ns
 
 HEADLINE = "max_rel_period_error"
-
-
-def percent(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if value >= 10:
-        return f"{value * 100:,.0f} %"
-    return f"{value * 100:.3g} %"
-
-
-def _style(value: float) -> str:
-    return "green" if value < 0.01 else "yellow" if value < 0.1 else "red"
-
-
-def summary_table(runs: list[RunRecord], title: str) -> Table:
-    """Worst max relative period error over repetitions, per impl x load (rows) and period."""
-    periods = sorted({r.period_ns for r in runs}, reverse=True)
-    worst: dict[tuple, float] = {}
-    trouble: dict[tuple, list[str]] = defaultdict(list)
-    rows = []
-    for r in runs:
-        row = (r.target, r.impl, r.load, r.probe)
-        if row not in rows:
-            rows.append(row)
-        key = (*row, r.period_ns)
-        value = r.metric(HEADLINE)
-        if r.status == "ok" and value is not None:
-            worst[key] = max(worst.get(key, 0.0), value)
-        else:
-            trouble[key].append(r.status)
-    multi_target = len({r.target for r in runs}) > 1
-    table = Table(title=title, caption="worst over repetitions; green < 1 %, yellow < 10 %, red ≥ 10 %")
-    if multi_target:
-        table.add_column("target")
-    for name in ("impl", "load", "probe"):
-        table.add_column(name)
-    for period_ns in periods:
-        table.add_column(format_ns(period_ns), justify="right")
-    for row in rows:
-        cells = []
-        for period_ns in periods:
-            key = (*row, period_ns)
-            text = ""
-            if key in worst:
-                text = f"[{_style(worst[key])}]{percent(worst[key])}[/]"
-            if trouble.get(key):
-                text = (text + " " if text else "") + f"[bold red]{'/'.join(sorted(set(trouble[key])))}[/]"
-            cells.append(text or "·")
-        table.add_row(*([row[0]] if multi_target else []), *row[1:], *cells)
-    return table
 
 
 def runs_table(runs: list[RunRecord]) -> Table:
@@ -106,26 +55,11 @@ def runs_table(runs: list[RunRecord]) -> Table:
     return table
 
 
-def summary_tables(runs: list[RunRecord], campaign: str) -> list[Table]:
-    """The squarewave summary (when there are squarewave runs) and one table per other benchmark."""
-    tables = []
-    square = [r for r in runs if r.benchmark == "squarewave"]
-    if square:
-        tables.append(summary_table(square, f"{campaign}: max relative period error"))
-    for bench in summarize(runs):
-        caption = "median over repetitions" + (f"; every cell: {bench.fixed}" if bench.fixed else "")
-        table = Table(title=f"{campaign}: {bench.benchmark}", caption=caption)
-        for name in ("cell", "runs", *bench.columns):
-            table.add_column(name, justify="left" if name == "cell" else "right")
-        for cell in bench.cells:
-            values = [
-                format_value(v.median, v.unit) if (v := cell.values.get(c)) else "—" for c in bench.columns
-            ]
-            ok = sum(r.status == "ok" for r in cell.runs)
-            runs_text = f"{ok}/{len(cell.runs)}" if ok == len(cell.runs) else f"[red]{cell.status}[/]"
-            table.add_row(cell.name, runs_text, *values)
-        tables.append(table)
-    return tables
+def summary_tables(runs: list[RunRecord], campaign: str) -> list:
+    """Each report section's summary: squarewave's error table, one table per other benchmark."""
+    from jitterlab.report.sections import by_section
+
+    return [table for section, mine in by_section(runs) for table in section.terminal(mine, campaign)]
 
 
 def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:

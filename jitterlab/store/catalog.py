@@ -13,98 +13,22 @@ from pathlib import Path
 
 from jitterlab import __version__
 from jitterlab.errors import UserError
-from jitterlab.records import Metric, Warning_
+from jitterlab.records import Cell, Metric, Warning_
 from jitterlab.store.raw import sha256_file, write_atomic
+from jitterlab.store.schema import MIGRATIONS, RUN_COLUMNS, SCHEMA, SCHEMA_VERSION
 
-SCHEMA_VERSION = 2
-
-_SCHEMA = """
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-CREATE TABLE campaigns (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    source_path TEXT NOT NULL,
-    source TEXT NOT NULL,
-    labels_json TEXT NOT NULL,
-    created_ns INTEGER NOT NULL,
-    jitterlab_version TEXT NOT NULL
-);
-CREATE TABLE sysinfo (
-    id INTEGER PRIMARY KEY,
-    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
-    target TEXT NOT NULL,
-    taken_ns INTEGER NOT NULL,
-    json TEXT NOT NULL
-);
-CREATE TABLE runs (
-    id TEXT PRIMARY KEY,
-    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
-    cell_key TEXT NOT NULL,
-    repetition INTEGER NOT NULL,
-    target TEXT NOT NULL,
-    benchmark TEXT NOT NULL,
-    impl TEXT NOT NULL,
-    load TEXT NOT NULL,
-    period_ns INTEGER NOT NULL,
-    probe TEXT NOT NULL,
-    pin TEXT NOT NULL,
-    params_json TEXT NOT NULL,
-    labels_json TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unmeasurable', 'unavailable')),
-    error TEXT,
-    started_ns INTEGER NOT NULL,
-    wall_s REAL NOT NULL,
-    raw_path TEXT,
-    raw_sha256 TEXT,
-    sysinfo_id INTEGER REFERENCES sysinfo(id),
-    UNIQUE (campaign_id, cell_key, repetition)
-);
-CREATE TABLE metrics (
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    probe TEXT NOT NULL,
-    name TEXT NOT NULL,
-    value REAL NOT NULL,
-    unit TEXT NOT NULL,
-    direction TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (run_id, probe, name)
-);
-CREATE TABLE attachments (
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    name TEXT NOT NULL,
-    path TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    size_bytes INTEGER NOT NULL,
-    PRIMARY KEY (run_id, name)
-);
-CREATE TABLE warnings (
-    id INTEGER PRIMARY KEY,
-    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
-    run_id TEXT REFERENCES runs(id),
-    target TEXT,
-    message TEXT NOT NULL,
-    remedy TEXT NOT NULL
-);
-CREATE INDEX runs_campaign ON runs(campaign_id);
-"""
-
+__all__ = ["SCHEMA_VERSION", "RunRecord", "Store"]
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run as stored. Metrics are keyed (probe, name)."""
+    """A run as stored: its cell, the settings it ran with, labels, status, metrics keyed
+    (probe, name). `cell_key` is its identity for --resume (the cell's key unless given)."""
 
     id: str
     campaign_id: int
-    cell_key: str
+    cell: Cell
     repetition: int
-    target: str
-    benchmark: str
-    impl: str
-    load: str
-    period_ns: int
-    probe: str
-    pin: str
-    params: dict
+    settings: dict
     labels: dict
     status: str
     error: str | None
@@ -115,10 +39,32 @@ class RunRecord:
     sysinfo_id: int | None
     metrics: dict[tuple[str, str], Metric]
     attachments: dict[str, str] = field(default_factory=dict)  # name -> path in the results dir
+    cell_key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.cell_key:
+            object.__setattr__(self, "cell_key", self.cell.key)
+
+    @property
+    def target(self) -> str:
+        return self.cell.target
+
+    @property
+    def benchmark(self) -> str:
+        return self.cell.benchmark
+
+    @property
+    def load(self) -> str:
+        return self.cell.load
 
     def param(self, name: str, default: object = None) -> object:
-        """A matrix parameter of the run's cell (e.g. "size_bytes" of a udp-echo run)."""
-        return self.params.get("cell", {}).get(name, default)
+        """A matrix parameter of the run's cell (e.g. "size" of a udp-echo run)."""
+        return self.cell.param(name, default)  # type: ignore[arg-type]
+
+    @property
+    def probe(self) -> str:
+        """The probe whose metrics are the run's own ("" for benchmarks without probes)."""
+        return str(self.cell.param("probe", ""))
 
     def metric(self, name: str, probe: str | None = None) -> float | None:
         """A metric of the run's own probe (or of `probe`), None when absent."""
@@ -161,10 +107,8 @@ class Store:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
             with self._tx():
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                for statement in SCHEMA:
+                    self._db.execute(statement)
             return
         if "schema_version" not in tables:
             raise UserError(f"{db}: not a jitterlab results database; pass another --results")
@@ -174,25 +118,14 @@ class Store:
                 f"{db}: written by a newer jitterlab (schema {version}, this one knows "
                 f"{SCHEMA_VERSION}); upgrade jitterlab (pip install -U jitterlab)"
             )
-        if version == 1:
-            self._migrate_1_to_2()
-
-    def _migrate_1_to_2(self) -> None:
-        """Schema 2: run status 'unavailable', metric directions, attachments. Done in place, in
-        one transaction; foreign keys are off while the runs table is rebuilt (SQLite's recipe)."""
-        runs_ddl = _SCHEMA.split("CREATE TABLE runs", 1)[1].split(";", 1)[0]
-        attachments_ddl = _SCHEMA.split("CREATE TABLE attachments", 1)[1].split(";", 1)[0]
+        # foreign keys are off while tables are rebuilt (SQLite's recipe); each step is atomic
         self._db.execute("PRAGMA foreign_keys=OFF")
         try:
-            with self._tx():
-                self._db.execute("CREATE TABLE runs_v2" + runs_ddl)
-                self._db.execute("INSERT INTO runs_v2 SELECT * FROM runs")
-                self._db.execute("DROP TABLE runs")
-                self._db.execute("ALTER TABLE runs_v2 RENAME TO runs")
-                self._db.execute("CREATE INDEX runs_campaign ON runs(campaign_id)")
-                self._db.execute("ALTER TABLE metrics ADD COLUMN direction TEXT NOT NULL DEFAULT ''")
-                self._db.execute("CREATE TABLE attachments" + attachments_ddl)
-                self._db.execute("UPDATE schema_version SET version = 2")
+            while version < SCHEMA_VERSION:
+                with self._tx():
+                    MIGRATIONS[version](self._db)
+                    version += 1
+                    self._db.execute("UPDATE schema_version SET version = ?", (version,))
         finally:
             self._db.execute("PRAGMA foreign_keys=ON")
 
@@ -325,10 +258,9 @@ class Store:
                 "DELETE FROM runs WHERE campaign_id = ? AND cell_key = ? AND repetition = ?",
                 (run.campaign_id, run.cell_key, run.repetition),
             )
+            marks = ",".join("?" * len(RUN_COLUMNS))
             self._db.execute(
-                "INSERT INTO runs (id, campaign_id, cell_key, repetition, target, benchmark, impl, load,"
-                " period_ns, probe, pin, params_json, labels_json, status, error, started_ns, wall_s,"
-                " raw_path, raw_sha256, sysinfo_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks})",
                 (
                     run.id,
                     run.campaign_id,
@@ -336,12 +268,9 @@ class Store:
                     run.repetition,
                     run.target,
                     run.benchmark,
-                    run.impl,
                     run.load,
-                    run.period_ns,
-                    run.probe,
-                    run.pin,
-                    json.dumps(run.params, sort_keys=True),
+                    json.dumps(dict(run.cell.params)),  # in the benchmark's key order
+                    json.dumps(run.settings, sort_keys=True),
                     json.dumps(run.labels, sort_keys=True),
                     run.status,
                     run.error,
@@ -366,7 +295,7 @@ class Store:
             self._insert_warnings(run.campaign_id, run.id, run.target, warnings)
 
     def runs(self, campaign_id: int | None = None, run_id: str | None = None) -> list[RunRecord]:
-        query = "SELECT * FROM runs"
+        query = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"
         clauses, args = [], []
         if campaign_id is not None:
             clauses.append("campaign_id = ?")
@@ -398,7 +327,10 @@ class Store:
                     attachments[run_id_][name] = path
         records = []
         for r in rows:
-            r["params"] = json.loads(r.pop("params_json"))
+            cell = Cell(r.pop("target"), r.pop("benchmark"), r.pop("load"),
+                        tuple(json.loads(r.pop("cell_json")).items()))
+            r["settings"] = json.loads(r.pop("params_json"))
             r["labels"] = json.loads(r.pop("labels_json"))
-            records.append(RunRecord(**r, metrics=metrics[r["id"]], attachments=attachments[r["id"]]))
+            records.append(RunRecord(**r, cell=cell, metrics=metrics[r["id"]],
+                                     attachments=attachments[r["id"]]))
         return records

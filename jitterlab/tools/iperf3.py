@@ -12,14 +12,37 @@ import re
 import time
 from collections.abc import Callable
 
-from jitterlab.loads.base import describe_exit, first_json
+from jitterlab.errors import UserError
+from jitterlab.processes import describe_exit
+from jitterlab.records import ParamValue
 from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.tools.output import first_json
 
 CONNECT_TIMEOUT_MS = 3000
 SERVER_IDLE_TIMEOUT_S = 30  # a one-off server gives up on a client that never came
 START_TIMEOUT_S = 10.0
 HOST = re.compile(r"^[A-Za-z0-9_.:%-]+$")  # a name or address, never an option
 BITRATE = re.compile(r"^\d+(\.\d+)?[KMG]?$")
+_RATE_FACTOR = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3}  # iperf3 rates are decimal
+
+
+def parse_bitrate(value: object, where: str) -> ParamValue:
+    """Bits per second (decimal K/M/G like iperf3's -b) -> int; 0 means unlimited."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and BITRATE.match(value):
+        number, unit = (value[:-1], value[-1]) if value[-1] in _RATE_FACTOR else (value, "")
+        return int(float(number) * _RATE_FACTOR[unit])
+    raise UserError(f'{where}: expected bits per second like "100M", "1G" or 0 (unlimited), got {value!r}')
+
+
+def show_bitrate(value: ParamValue) -> str:
+    if value == "auto" or not isinstance(value, int) or value == 0:
+        return "unlimited" if value == 0 else str(value)
+    for unit, factor in (("G", 1000**3), ("M", 1000**2), ("K", 1000)):
+        if value % factor == 0:
+            return f"{value // factor}{unit}"
+    return str(value)
 
 
 def is_loopback(peer: str) -> bool:

@@ -16,6 +16,7 @@ from jitterlab.analysis.compare import (
     label_pairs,
 )
 from jitterlab.errors import UserError
+from jitterlab.fakes import run_record, squarewave_cell
 from jitterlab.records import Metric
 from jitterlab.store.catalog import RunRecord
 
@@ -23,12 +24,9 @@ from jitterlab.store.catalog import RunRecord
 def run(i: int, image: str, values: dict[str, float], impl: str = "c-fifo",
         status: str = "ok") -> RunRecord:
     metrics = {("vpin", k): Metric(k, v, "ratio", "vpin") for k, v in values.items()}
-    return RunRecord(id=f"{image}-{impl}-{i}", campaign_id=1, cell_key="k", repetition=i,
-                     target="board", benchmark="squarewave", impl=impl, load="idle",
-                     period_ns=1_000_000, probe="vpin", pin="vpin", params={},
-                     labels={"image": image}, status=status, error=None, started_ns=i, wall_s=1.0,
-                     raw_path=None, raw_sha256=None, sysinfo_id=None,
-                     metrics=metrics if status == "ok" else {})
+    return run_record(squarewave_cell(impl), id=f"{image}-{impl}-{i}", cell_key="k", repetition=i,
+                      labels={"image": image}, status=status, started_ns=i,
+                      metrics=metrics.values() if status == "ok" else ())
 
 
 def groups(err_a, err_b, ops_a, ops_b, n=8):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from jitterlab.analysis.envelope import envelope
+from jitterlab.fakes import run_record, squarewave_cell
 from jitterlab.records import Metric
 from jitterlab.store.catalog import RunRecord
 
@@ -13,11 +16,9 @@ def run(period_ns: int, err: float | None, impl: str = "c-fifo", rep: int = 0,
         status: str = "ok") -> RunRecord:
     metrics = {} if err is None else {
         ("vpin", "max_rel_period_error"): Metric("max_rel_period_error", err, "ratio", "vpin")}
-    return RunRecord(id=f"{impl}{period_ns}{rep}", campaign_id=1, cell_key=f"{impl}{period_ns}",
-                     repetition=rep, target="t", benchmark="squarewave", impl=impl, load="idle",
-                     period_ns=period_ns, probe="vpin", pin="vpin", params={}, labels={},
-                     status=status, error=None, started_ns=0, wall_s=0, raw_path=None,
-                     raw_sha256=None, sysinfo_id=None, metrics=metrics)
+    return run_record(squarewave_cell(impl, period_ns, target="t"), id=f"{impl}{period_ns}{rep}",
+                      cell_key=f"{impl}{period_ns}", repetition=rep, status=status,
+                      metrics=metrics.values())
 
 
 def test_shortest_period_holding_in_every_repetition():
@@ -41,5 +42,5 @@ def test_failed_runs_do_not_hold_and_nothing_holds_is_none():
 
 def test_other_benchmarks_are_ignored():
     r = run(MS, 0.001)
-    other = RunRecord(**{**r.__dict__, "id": "x", "benchmark": "cyclictest"})
+    other = dataclasses.replace(r, id="x", cell=dataclasses.replace(r.cell, benchmark="cyclictest"))
     assert [x.impl for x in envelope([r, other])] == ["c-fifo"]

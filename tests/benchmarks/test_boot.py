@@ -74,7 +74,8 @@ def test_a_load_is_refused():
 
 def execute(target: FakeTarget, tmp_path: Path):
     campaign = campaign_of()
-    ctx = RunContext(target, campaign, campaign.cells[0], 0, str(tmp_path), tmp_path, "/b",
+    ctx = RunContext(
+        target, campaign.settings, campaign.cells[0], 0, str(tmp_path), tmp_path, "/b",
                      Placement(None, None), True)
     return boot.Boot().execute(ctx)
 

@@ -12,9 +12,9 @@ from jitterlab.benchmarks import cyclictest as ct
 from jitterlab.benchmarks import ftrace
 from jitterlab.benchmarks.base import Placement, RunContext
 from jitterlab.errors import RunFailed, UserError
+from jitterlab.processes import LAUNCH
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
-from jitterlab.sweep import LAUNCH
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from tests.support import campaign_from_toml, processes_mentioning, run_local_campaign, units_and_directions
 
@@ -150,7 +150,8 @@ def context(tmp_path: Path, matrix: str, target: FakeTarget, rt: bool = True) ->
     [cell] = campaign.cells
     scratch, local = tmp_path / "scratch", tmp_path / "local"
     scratch.mkdir(), local.mkdir()
-    return RunContext(target, campaign, cell, 0, str(scratch), local, "/b", Placement((1,), None), rt)
+    return RunContext(
+        target, campaign.settings, cell, 0, str(scratch), local, "/b", Placement((1,), None), rt)
 
 
 def fake_cyclictest(target: FakeTarget, ctx: RunContext, json_name: str, log_name: str) -> None:

@@ -83,13 +83,14 @@ def test_defaults_and_fio_argv():
     seq, rand = campaign.cells
     assert dict(seq.params) == {"pattern": "seqread", "size": 64 << 20, "block_size": "auto", "direct": False,
                                 "iodepth": 1, "ioengine": "psync"}
-    ctx = RunContext(FakeTarget(), campaign, rand, 0, "/s", Path("/l"), "/b", Placement(None, None), True)
+    ctx = RunContext(
+        FakeTarget(), campaign.settings, rand, 0, "/s", Path("/l"), "/b", Placement(None, None), True)
     assert disk.Disk().fio_argv(ctx, "/s/fio-data/data", "/s/fio.json") == [
         "fio", "--name=jitterlab-disk", "--filename=/s/fio-data/data", "--rw=randwrite", "--bs=4096",
         f"--size={64 << 20}", "--ioengine=psync", "--iodepth=1", "--direct=0", "--time_based",
         "--runtime=1500ms", "--percentile_list=50:99:99.9:99.99", "--output-format=json",
         "--output=/s/fio.json", "--ramp_time=50ms"]
-    assert seq.label() == "disk seqread 1M 64M psync idle"
+    assert disk.Disk().label(seq) == "disk seqread 1M 64M psync idle"
 
 
 @pytest.mark.parametrize(
@@ -162,7 +163,8 @@ def test_a_file_larger_than_the_free_space_fails_before_fio_starts():
     target = FakeTarget()
     header = "Filesystem 1024-blocks Used Available Capacity Mounted on\n"
     target.respond(["df"], response=Completed((), 0, header + "/dev/x 2000000 1990000 10000 99% /\n", ""))
-    ctx = RunContext(target, campaign, campaign.cells[0], 0, "/s", Path("/l"), "/b", Placement(None, None),
+    ctx = RunContext(
+        target, campaign.settings, campaign.cells[0], 0, "/s", Path("/l"), "/b", Placement(None, None),
                      True)
     with pytest.raises(RunFailed, match=r"the test file \(64M\) does not fit in /s/fio-data: 10000k free"):
         disk._check_space(ctx, "/s/fio-data", 64 << 20)

@@ -14,10 +14,10 @@ import pytest
 from jitterlab import plugins
 from jitterlab.benchmarks import iperf3
 from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.campaign import Cell
 from jitterlab.cli import main
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.loads import net
+from jitterlab.records import Cell
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from jitterlab.targets.base import Completed
@@ -151,7 +151,8 @@ def test_bad_keys_are_user_errors(matrix, duration, message):
 def test_client_argv():
     campaign = campaign_of('protocol = "udp"\ndirection = "receive"\nparallel = 2\nlength = 1400')
     [cell] = campaign.cells
-    ctx = RunContext(FakeTarget(), campaign, cell, 0, "/s", Path("/l"), "/b", Placement(None, None), True)
+    ctx = RunContext(
+        FakeTarget(), campaign.settings, cell, 0, "/s", Path("/l"), "/b", Placement(None, None), True)
     assert iperf3.Iperf3().client_argv(ctx, "127.0.0.1", 15211) == [
         "iperf3", "-c", "127.0.0.1", "-p", "15211", "-t", "2", "-P", "2", "--connect-timeout", "3000",
         "--json", "-u", "-b", "1000000000", "-l", "1400", "-R"]
@@ -165,11 +166,11 @@ def test_a_peer_that_does_not_answer_is_refused_before_the_campaign():
     # iperf3 --json exits 0 even when it could not connect: the report's "error" tells
     target.respond(["iperf3"], response=Completed((), 0, report("error-refused.json"), ""))
     with pytest.raises(UserError) as err:
-        iperf3.Iperf3().preflight(target, campaign, campaign.cells)
+        iperf3.Iperf3().preflight(target, campaign.settings, campaign.cells, "c.toml: matrix")
     assert str(err.value).startswith("c.toml: matrix.peer: 192.0.2.7:5201 does not answer iperf3")
     assert "Connection refused" in str(err.value) and "iperf3 -s -p 5201" in str(err.value)
     loopback = campaign_of("")
-    iperf3.Iperf3().preflight(FakeTarget(), loopback, loopback.cells)  # nothing to ask
+    iperf3.Iperf3().preflight(FakeTarget(), loopback.settings, loopback.cells, "c.toml: matrix")
 
 
 def test_net_load_preflight_sees_the_error_of_a_zero_exit_report():

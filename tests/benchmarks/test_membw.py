@@ -77,7 +77,7 @@ def test_defaults():
     [cell] = campaign_of("").cells
     assert dict(cell.params) == {"method": "memcpy", "size": 64 << 20, "block": "auto"}
     [cell] = campaign_of('method = "mcblock"\nblock = "64k"').cells
-    assert cell.param("block") == 65536 and cell.label() == "membw mcblock 64M block 64k idle"
+    assert cell.param("block") == 65536 and membw.Membw().label(cell) == "membw mcblock 64M block 64k idle"
 
 
 @pytest.mark.parametrize(

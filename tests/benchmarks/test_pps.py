@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks.pps import parse_stats, pps_metrics
+from jitterlab.benchmarks.pps import Pps, parse_stats, pps_metrics
 from jitterlab.errors import RunFailed, UserError
 from tests.support import (
     campaign_from_dict,
@@ -73,7 +73,7 @@ def test_defaults():
     [cell] = _campaign({}).cells
     assert dict(cell.params) == {"size": 64, "rate": 0, "batch": 32, "direction": "loopback",
                                  "host": "", "port": 15401}
-    assert cell.label() == "pps 64B max x32 loopback idle"
+    assert Pps().label(cell) == "pps 64B max x32 loopback idle"
 
 
 @pytest.mark.parametrize(("matrix", "target", "says"), [

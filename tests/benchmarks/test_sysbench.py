@@ -9,7 +9,7 @@ import pytest
 from jitterlab.benchmarks import sysbench
 from jitterlab.benchmarks.base import Placement, RunContext
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.sweep import LAUNCH
+from jitterlab.processes import LAUNCH
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from tests.support import campaign_from_toml, run_local_campaign, units_and_directions
 
@@ -72,7 +72,8 @@ def run_fake(tmp_path: Path, behaviour: FakeBehaviour, matrix: str = "threads = 
     scratch, local = tmp_path / "s", tmp_path / "l"
     scratch.mkdir(parents=True), local.mkdir(parents=True)
     placement = Placement((0, 1), None)
-    ctx = RunContext(target, campaign, campaign.cells[0], 0, str(scratch), local, "/b", placement, True)
+    ctx = RunContext(
+        target, campaign.settings, campaign.cells[0], 0, str(scratch), local, "/b", placement, True)
     return sysbench.SysbenchCpu().execute(ctx), target
 
 

@@ -226,8 +226,9 @@ def test_client_on_the_controller_of_a_remote_target(tmp_path):
     scratch = tmp_path / "board" / "run"
     scratch.mkdir(parents=True)
     (tmp_path / "local").mkdir()
-    ctx = RunContext(target, campaign, campaign.cells[0], 0, str(scratch), tmp_path / "local",
-                     deploy(target), Placement(None, None), rt_permitted=True)
+    ctx = RunContext(
+        target, campaign.settings, campaign.cells[0], 0, str(scratch), tmp_path / "local",
+                     deploy(target).bindir, Placement(None, None), rt_permitted=True)
     try:
         m = UdpEcho().execute(ctx)
     finally:

@@ -14,8 +14,8 @@ import pytest
 import jitterlab.loads  # noqa: F401  (registers the built-in loads)
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.loads import disk, memory, net, sched
-from jitterlab.loads.base import LOADS, LoadContext, byte_size, lifetime_s
-from jitterlab.sweep import MARKER_VAR
+from jitterlab.loads.base import LOADS, LoadContext, lifetime_s
+from jitterlab.processes import MARKER_VAR
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
@@ -89,47 +89,46 @@ def test_registry_maps_every_load_to_its_debian_package():
 
 
 def test_defaults_and_sizes():
-    assert memory.validate_options({}, "w") == {"workers": None, "bytes": 64 << 20}
+    assert memory.validate_options({}, "w") == {"workers": "auto", "bytes": 64 << 20}
     assert memory.validate_options({"bytes": 4096}, "w")["bytes"] == 4096
+    assert memory.validate_options({"bytes": "512KiB"}, "w")["bytes"] == 512 << 10
     assert net.validate_options({}, "w") == {
-        "peer": "127.0.0.1", "port": 15201, "bitrate": "0", "packet_size": 1200}
-    assert net.validate_options({"bitrate": "100M"}, "w")["bitrate"] == "100M"
+        "peer": "127.0.0.1", "port": 15201, "bitrate": 0, "packet_size": 1200}
+    assert net.validate_options({"bitrate": "100M"}, "w")["bitrate"] == 100_000_000
     assert disk.validate_options({"size": "1G"}, "w")["size"] == 1 << 30
     assert sched.validate_options({}, "w")["loops"] == 50
-    assert byte_size("512KiB", "k", "w") == 512 << 10
     assert lifetime_s(LoadContext(None, "/s")) == 3600
     assert lifetime_s(LoadContext(None, "/s", max_duration_s=2.2)) == 3
 
 
 @pytest.mark.parametrize(
-    ("validate", "options", "expected"),
+    ("validate", "options", "key", "expected"),
     [
-        (memory.validate_options, {"byte": "1M"}, "unknown option 'byte' for load 'memory'; "
-                                                  "did you mean 'bytes'?"),
-        (memory.validate_options, {"workers": 0}, "option 'workers' must be a whole number >= 1"),
-        (memory.validate_options, {"bytes": -1}, "option 'bytes' must be a size > 0"),
-        (memory.validate_options, {"bytes": "-64M"}, "option 'bytes'"),
-        (memory.validate_options, {"bytes": "lots"}, "option 'bytes'"),
-        (net.validate_options, {"pear": "h"}, "unknown option 'pear' for load 'net'; did you "
-                                              "mean 'peer'?"),
-        (net.validate_options, {"peer": "-x"}, "option 'peer'"),
-        (net.validate_options, {"bitrate": -5}, "option 'bitrate'"),
-        (net.validate_options, {"packet_size": 70000}, "option 'packet_size'"),
-        (net.validate_options, {"port": 0}, "option 'port'"),
-        (disk.validate_options, {"sise": "1M"}, "did you mean 'size'?"),
-        (disk.validate_options, {"size": 0}, "option 'size'"),
-        (disk.validate_options, {"rw": "randomrw"}, "option 'rw'"),
-        (disk.validate_options, {"rwmixread": 101}, "option 'rwmixread'"),
-        (disk.validate_options, {"direct": "yes"}, "option 'direct'"),
-        (sched.validate_options, {"loop": 5}, "did you mean 'loops'?"),
-        (sched.validate_options, {"groups": 0}, "option 'groups'"),
-        (sched.validate_options, {"threads": 1}, "option 'threads'"),
+        (memory.validate_options, {"byte": "1M"}, "byte", "unknown option of load 'memory'; "
+                                                          "did you mean 'bytes'?"),
+        (memory.validate_options, {"workers": 0}, "workers", "0 is out of range"),
+        (memory.validate_options, {"bytes": -1}, "bytes", "cannot read size -1"),
+        (memory.validate_options, {"bytes": "-64M"}, "bytes", "cannot read size"),
+        (memory.validate_options, {"bytes": "lots"}, "bytes", "cannot read size"),
+        (net.validate_options, {"pear": "h"}, "pear", "unknown option of load 'net'; did you mean 'peer'?"),
+        (net.validate_options, {"peer": "-x"}, "peer", "expected a host name"),
+        (net.validate_options, {"bitrate": -5}, "bitrate", "expected bits per second"),
+        (net.validate_options, {"packet_size": 70000}, "packet_size", "out of range"),
+        (net.validate_options, {"port": 0}, "port", "out of range"),
+        (disk.validate_options, {"sise": "1M"}, "sise", "did you mean 'size'?"),
+        (disk.validate_options, {"size": 0}, "size", "out of range"),
+        (disk.validate_options, {"rw": "randomrw"}, "rw", "unknown value 'randomrw'"),
+        (disk.validate_options, {"rwmixread": 101}, "rwmixread", "out of range"),
+        (disk.validate_options, {"direct": "yes"}, "direct", "expected true or false"),
+        (sched.validate_options, {"loop": 5}, "loop", "did you mean 'loops'?"),
+        (sched.validate_options, {"groups": 0}, "groups", "out of range"),
+        (sched.validate_options, {"threads": 1}, "threads", "expected true or false"),
     ],
 )
-def test_option_errors_name_where_and_key(validate, options, expected):
+def test_option_errors_name_where_and_key(validate, options, key, expected):
     with pytest.raises(UserError) as err:
         validate(options, "c.toml:loads.x")
-    assert str(err.value).startswith("c.toml:loads.x: ")
+    assert str(err.value).startswith(f"c.toml:loads.x.{key}: ")
     assert expected in str(err.value)
 
 

@@ -6,8 +6,9 @@ import pytest
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
+from jitterlab.fakes import run_record, squarewave_cell
 from jitterlab.records import Metric, Warning_
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries, blind_series, write_raw
 
 MS = 1_000_000
@@ -62,12 +63,12 @@ def build_store(root, *, images=("1.10", "1.11"), failed=True) -> Store:
 
 
 def _record(cid, sid, run_id, impl, load, period_ns, rep, image, status, metrics, raw, sha, error):
-    return RunRecord(
-        id=run_id, campaign_id=cid, cell_key=f"board/{impl}/{load}/{period_ns}", repetition=rep,
-        target="board", benchmark="squarewave", impl=impl, load=load, period_ns=period_ns,
-        probe="vpin", pin="vpin", params={"duration_ns": N_EDGES // 2 * period_ns, "warmup_ns": 0},
-        labels={"image": image}, status=status, error=error, started_ns=rep, wall_s=1.0,
-        raw_path=raw, raw_sha256=sha, sysinfo_id=sid, metrics=metrics)
+    return run_record(
+        squarewave_cell(impl, period_ns, load=load), id=run_id, campaign_id=cid,
+        cell_key=f"board/{impl}/{load}/{period_ns}", repetition=rep,
+        settings={"duration_ns": N_EDGES // 2 * period_ns, "warmup_ns": 0},
+        labels={"image": image}, status=status, error=error, started_ns=rep,
+        raw_path=raw, raw_sha256=sha, sysinfo_id=sid, metrics=metrics.values())
 
 
 @pytest.fixture(scope="session")

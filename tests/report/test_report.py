@@ -70,7 +70,7 @@ def test_compare_finds_the_doubled_jitter(report_store):
     assert {r.verdict for r in four} == {"worse"} and {r.verdict for r in three} == {NO_CHANGE}
     assert all(1.6 < r.ratio < 2.4 for r in result.rows)
     [w] = result.warnings
-    assert "bash cpu 1ms" in w.message and "3 vs 3 runs" in w.message and "0.1" in w.message
+    assert "cpu impl=bash period=1ms" in w.message and "3 vs 3 runs" in w.message and "0.1" in w.message
     text = format_comparison(result, "markdown")
     assert text.count("| worse |") == 14
 
@@ -117,15 +117,13 @@ def test_bad_input(tmp_path, report_store):
     # a campaign without squarewave runs still renders, and says what it skipped
     store = Store(tmp_path / "other")
     cid = store.new_campaign("latency", "fp", "c.toml", "", {})
-    from jitterlab.store.catalog import RunRecord
-    store.commit_run(RunRecord(
-        id="c1", campaign_id=cid, cell_key="k", repetition=0, target="t", benchmark="cyclictest",
-        impl="-", load="idle", period_ns=1000, probe="-", pin="-", params={}, labels={},
-        status="ok", error=None, started_ns=0, wall_s=0, raw_path=None, raw_sha256=None,
-        sysinfo_id=None, metrics={}))
-    report = render(store, tmp_path / "x.html")
-    assert any("no squarewave runs" in s for s in report.skipped)
-    assert "no squarewave runs" in (tmp_path / "x.html").read_text()
+    from jitterlab.fakes import cell, run_record
+    store.commit_run(run_record(cell("cyclictest", {"interval": 1000}, target="t"), id="c1",
+                                campaign_id=cid, cell_key="k"))
+    render(store, tmp_path / "x.html")
+    html = (tmp_path / "x.html").read_text()
+    assert '<section id="standard">' in html and 'id="bench-cyclictest"' in html
+    assert 'data-figure="paper"' not in html and '<section id="squarewave">' not in html
 
 
 def test_cli_report_and_compare(report_store, tmp_path, capsys):

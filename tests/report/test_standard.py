@@ -7,11 +7,12 @@ from rich.console import Console
 
 from jitterlab.analysis.compare import Selector, compare
 from jitterlab.analysis.latency import latency_metrics
+from jitterlab.fakes import cell, run_record
 from jitterlab.records import Metric
 from jitterlab.report.html import render
 from jitterlab.report.standard import summarize
 from jitterlab.report.terminal import runs_table, summary_tables
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.catalog import Store
 from jitterlab.store.raw import Samples, write_raw
 
 BENCH = "latency-fixture"  # not registered: the summary falls back to the graded metrics
@@ -28,21 +29,17 @@ def _store(root) -> Store:
             sha = write_raw(store.root / raw, {"rtt": Samples(rtt, "ns")})
             metrics = [*latency_metrics(rtt, prefix="rtt"), Metric("messages", 100.0, "count", "", "none")]
             store.commit_run(
-                RunRecord(
-                    id=run_id, campaign_id=cid, cell_key=f"{policy}", repetition=rep, target="local",
-                    benchmark=BENCH, impl="", load="idle", period_ns=0, probe="", pin="",
-                    params={"cell": {"size": 64, "policy": policy}}, labels={}, status="ok", error=None,
-                    started_ns=rep, wall_s=1.0, raw_path=raw, raw_sha256=sha, sysinfo_id=None,
-                    metrics={(m.probe, m.name): m for m in metrics},
+                run_record(
+                    cell(BENCH, {"size": 64, "policy": policy}, target="local"), id=run_id,
+                    campaign_id=cid, cell_key=f"{policy}", repetition=rep, started_ns=rep,
+                    raw_path=raw, raw_sha256=sha, metrics=metrics,
                 )
             )
     store.commit_run(
-        RunRecord(
-            id="dl0", campaign_id=cid, cell_key="deadline", repetition=0, target="local", benchmark=BENCH,
-            impl="", load="idle", period_ns=0, probe="", pin="",
-            params={"cell": {"size": 64, "policy": "deadline"}}, labels={}, status="failed",
-            error="SCHED_DEADLINE refused by the kernel", started_ns=9, wall_s=1.0, raw_path=None,
-            raw_sha256=None, sysinfo_id=None, metrics={},
+        run_record(
+            cell(BENCH, {"size": 64, "policy": "deadline"}, target="local"), id="dl0", campaign_id=cid,
+            cell_key="deadline", status="failed", error="SCHED_DEADLINE refused by the kernel",
+            started_ns=9,
         )
     )
     return store

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from jitterlab.errors import UserError
+from jitterlab.fakes import cell, run_record, squarewave_cell
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.catalog import SCHEMA_VERSION, RunRecord, Store
 
@@ -16,28 +17,11 @@ def record(campaign_id: int, run_id: str = "r1", rep: int = 0, status: str = "ok
         ("vpin", "max_rel_period_error"): Metric("max_rel_period_error", 0.02, "ratio", "vpin"),
         ("self", "max_rel_period_error"): Metric("max_rel_period_error", 0.01, "ratio", "self"),
     }
-    return RunRecord(
-        id=run_id,
-        campaign_id=campaign_id,
-        cell_key="k",
-        repetition=rep,
-        target="local",
-        benchmark="squarewave",
-        impl="c-fifo",
-        load="idle",
-        period_ns=1_000_000,
-        probe="vpin",
-        pin="vpin",
-        params={"duration_ns": 1},
-        labels={"image": "1.10"},
-        status=status,
-        error=None if status == "ok" else "why",
-        started_ns=1,
-        wall_s=0.5,
-        raw_path=None,
-        raw_sha256=None,
-        sysinfo_id=None,
-        metrics=metrics if status == "ok" else {},
+    return run_record(
+        squarewave_cell("c-fifo", 1_000_000, target="local"), id=run_id, campaign_id=campaign_id,
+        cell_key="k", repetition=rep, settings={"duration_ns": 1}, labels={"image": "1.10"},
+        status=status, error=None if status == "ok" else "why", started_ns=1, wall_s=0.5,
+        metrics=metrics.values() if status == "ok" else (),
     )
 
 
@@ -160,20 +144,31 @@ def test_schema_1_store_is_migrated_in_place(tmp_path):
     INSERT INTO campaigns VALUES (1, 'old', 'fp', 'c.toml', '', '{}', 1, '0.1');
     INSERT INTO runs VALUES ('old1', 1, 'k', 0, 'local', 'squarewave', 'c-fifo', 'idle', 1000000,
         'vpin', 'vpin', '{}', '{}', 'ok', NULL, 1, 0.5, NULL, NULL, NULL);
+    INSERT INTO runs VALUES ('old2', 1, 'k2', 0, 'local', 'udp-echo', '', 'idle', 0, '', '',
+        '{"cell": {"size": 64, "policy": "fifo"}, "duration_ns": 5}', '{}', 'ok', NULL, 2, 0.5, NULL, NULL,
+        NULL);
     INSERT INTO metrics VALUES ('old1', 'vpin', 'max_rel_period_error', 0.02, 'ratio');
     INSERT INTO warnings VALUES (1, 1, 'old1', 'local', 'w', 'r');
     """
     con.executescript(v1)
     con.close()
     store = Store(tmp_path)
-    [old] = store.runs(1)
+    old, old2 = store.runs(1)
     assert old.metric("max_rel_period_error") == 0.02
+    # schema 3: the cell is a record of its own, built from the old columns or params_json["cell"]
+    assert old.cell == squarewave_cell("c-fifo", 1_000_000, target="local") and old.cell_key == "k"
+    assert old2.cell == cell("udp-echo", {"size": 64, "policy": "fifo"}, target="local")
+    assert old2.settings == {"duration_ns": 5}
     assert old.metrics[("vpin", "max_rel_period_error")].direction == ""  # left to the name table
     assert store.warnings(1, "old1")[0][1].message == "w"
     new = RunRecord(**{**record(1, "new1", rep=1).__dict__, "status": "unavailable", "metrics": {}})
     store.commit_run(new)
     store.close()
     con = sqlite3.connect(db)
-    assert con.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert con.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert con.execute("PRAGMA foreign_key_check").fetchall() == []
+    # squarewave's keys stay readable as columns for SQL written against older schemas
+    assert con.execute("SELECT impl, period_ns, probe, pin FROM runs WHERE id = 'old1'").fetchone() == (
+        "c-fifo", 1_000_000, "vpin", "vpin")
+    assert con.execute("SELECT impl, period_ns FROM runs WHERE id = 'old2'").fetchone() == ("", 0)
     con.close()

@@ -322,7 +322,8 @@ def test_campaign_checks_ssh_options_before_connecting(tmp_path):
 
 
 def test_a_hostile_workdir_is_used_literally(sshd, tmp_path):
-    from jitterlab.sweep import live_dir, spawn_recorded, sweep
+    from jitterlab.processes import live_dir, spawn_recorded
+    from jitterlab.sweep import sweep
 
     workdir = tmp_path / "w $(touch PWNED);'\"`touch PWNED` x"
     t = connect("board", sshd.options(workdir=str(workdir)))

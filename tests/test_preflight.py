@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab import runner
-from jitterlab.benchmarks.impls import IMPLS, Impl
+from jitterlab import preflight
 from jitterlab.campaign import load_campaign
 from jitterlab.cli import main
 from jitterlab.errors import UserError
+from jitterlab.impls.base import IMPLS
 from jitterlab.targets.local import LocalTarget
 
 
@@ -34,19 +34,19 @@ period = ["10ms"]
 
 
 def test_missing_tools_are_found_by_name():
-    assert runner._missing_tools(LocalTarget(), ["sh", "no-such-tool-xyz"]) == ["no-such-tool-xyz"]
+    assert preflight._missing_tools(LocalTarget(), ["sh", "no-such-tool-xyz"]) == ["no-such-tool-xyz"]
 
 
 def _fake_node(monkeypatch):
     entry = IMPLS._entries["node"]
-    fake = Impl(entry.obj.argv_prefix, {"no-such-node-xyz": "nodejs"})
+    fake = dataclasses.replace(entry.obj, runtime_tools={"no-such-node-xyz": "nodejs"})
     monkeypatch.setitem(IMPLS._entries, "node", type(entry)(entry.name, entry.help, fake))
 
 
 def test_missing_interpreter_makes_its_cells_unavailable(tmp_path, monkeypatch):
     _fake_node(monkeypatch)
     campaign = load_campaign(campaign_file(tmp_path, "node"))
-    [session] = runner.open_targets(campaign)
+    [session] = preflight.open_targets(campaign)
     try:
         [cell] = campaign.cells
         assert session.unavailable == {cell.key: "the target lacks no-such-node-xyz (apt install nodejs)"}
@@ -65,7 +65,7 @@ def test_unavailable_cells_are_stored_and_the_others_run(tmp_path, monkeypatch):
     path.write_text(path.read_text().replace('impl = ["node"]', 'impl = ["node", "python"]')
                     .replace("[matrix]", '[matrix]\nprobe = "self"'))
     assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 1
-    runs = {r.impl: r for r in Store(tmp_path / "r", create=False).runs()}
+    runs = {r.param("impl"): r for r in Store(tmp_path / "r", create=False).runs()}
     assert runs["node"].status == "unavailable"
     assert runs["node"].error == "the target lacks no-such-node-xyz (apt install nodejs)"
     assert runs["python"].status == "ok"
@@ -81,18 +81,18 @@ def test_missing_load_tool_stops_the_campaign(tmp_path, monkeypatch):
     path = campaign_file(tmp_path, "python")
     path.write_text(path.read_text().replace('period = ["10ms"]', 'period = ["10ms"]\nload = "cpu"'))
     with pytest.raises(UserError) as info:
-        runner.open_targets(load_campaign(path))
+        preflight.open_targets(load_campaign(path))
     expected = "target 'local': missing tools: no-such-stress-xyz (apt install stress-ng; needed by load cpu)"
     assert expected in str(info.value)
 
 
 def _no_rt(monkeypatch):
-    real = runner.sysinfo.snapshot
+    real = preflight.sysinfo.snapshot
 
     def snapshot(target):
         return {**real(target), "rt_permission": False}
 
-    monkeypatch.setattr(runner.sysinfo, "snapshot", snapshot)
+    monkeypatch.setattr(preflight.sysinfo, "snapshot", snapshot)
 
 
 def test_no_rt_permission_stops_c_fifo_before_anything_runs(tmp_path, monkeypatch, capsys):
@@ -108,7 +108,7 @@ def test_no_rt_permission_stops_c_fifo_before_anything_runs(tmp_path, monkeypatc
 def test_no_rt_permission_with_fallback_marks_the_run(tmp_path, monkeypatch):
     _no_rt(monkeypatch)
     campaign = load_campaign(campaign_file(tmp_path, "c-fifo", 'on_missing_rt = "fallback"'))
-    [session] = runner.open_targets(campaign)
+    [session] = preflight.open_targets(campaign)
     try:
         assert session.rt_permitted is False
     finally:
@@ -117,7 +117,7 @@ def test_no_rt_permission_with_fallback_marks_the_run(tmp_path, monkeypatch):
 
 def test_no_rt_permission_does_not_matter_without_c_fifo(tmp_path, monkeypatch):
     _no_rt(monkeypatch)
-    [session] = runner.open_targets(load_campaign(campaign_file(tmp_path, "python")))
+    [session] = preflight.open_targets(load_campaign(campaign_file(tmp_path, "python")))
     session.target.close()
 
 
@@ -126,7 +126,7 @@ def _placement(tmp_path, cpus: str, n_cpus: int, load: str = "cpu"):
     path.write_text(path.read_text().replace('period = ["10ms"]', f'period = ["10ms"]\nload = ["{load}"]'))
     campaign = load_campaign(path)
     warnings: list = []
-    placement = runner._placement(campaign, list(campaign.cells), n_cpus, warnings)
+    placement = preflight._placement(campaign, list(campaign.cells), n_cpus, warnings)
     return placement, [w.message for w in warnings]
 
 

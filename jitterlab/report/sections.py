@@ -1,0 +1,68 @@
+"""The report is made of sections, one per benchmark that has its own (squarewave) and one for the
+standard benchmarks; each builds its part of the HTML page and of the terminal summary from
+stored runs. Nothing here runs a target."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from matplotlib.figure import Figure
+
+from jitterlab.records import Warning_
+from jitterlab.registry import Registry
+from jitterlab.store.catalog import RunRecord, Store
+
+DEFAULT = "standard"
+
+
+@dataclass
+class SectionContext:
+    """What a section may use: the store (raw series), `emit(figure, name) -> inline svg`, the
+    list of what could not be shown (with why), and the per-run figure budget."""
+
+    store: Store
+    emit: Callable[[Figure, str], str]
+    skipped: list[str] = field(default_factory=list)
+    max_run_figures: int = 12
+
+
+class Section(Protocol):
+    title: str
+    template: str
+    """The jinja template (in report/templates) that renders build()'s result as `s`."""
+
+    def build(self, runs: list[RunRecord], ctx: SectionContext) -> dict:
+        """The template's variables for these runs (all of this section's benchmarks)."""
+        ...
+
+    def terminal(self, runs: list[RunRecord], campaign: str) -> list:
+        """Rich renderables summarizing these runs for `run` and `show`."""
+        ...
+
+    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
+        """(where, warning) pairs only the stored runs can tell (too few repetitions, ...)."""
+        ...
+
+
+SECTIONS: Registry[Section] = Registry("report section")
+
+
+def _registered() -> Registry[Section]:
+    import jitterlab.report.squarewave
+    import jitterlab.report.standard  # noqa: F401  (registers standard)
+
+    return SECTIONS
+
+
+def by_section(runs: list[RunRecord]) -> list[tuple[Section, list[RunRecord]]]:
+    """The runs grouped by the section that shows them: benchmarks with their own section first
+    (in name order), then the standard one."""
+    sections = _registered()
+    groups: dict[str, list[RunRecord]] = {}
+    for r in runs:
+        name = r.benchmark if r.benchmark in sections and r.benchmark != DEFAULT else DEFAULT
+        groups.setdefault(name, []).append(r)
+    order = sorted(n for n in groups if n != DEFAULT) + ([DEFAULT] if DEFAULT in groups else [])
+    return [(sections.get(n, "report"), groups[n]) for n in order]

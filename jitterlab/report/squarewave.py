@@ -1,0 +1,228 @@
+"""The squarewave section of the report and of the terminal summary: the paper's figure (maximum
+relative period error vs period), the operational envelope, the cells table, per-run figures and
+the self-measurement bias."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+
+from rich.table import Table
+
+from jitterlab import cells
+from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope
+from jitterlab.errors import UserError
+from jitterlab.records import Warning_
+from jitterlab.report import figures
+from jitterlab.report.format import percent
+from jitterlab.report.sections import SECTIONS, SectionContext
+from jitterlab.store.catalog import RunRecord
+from jitterlab.store.raw import blind_spans, read_raw
+from jitterlab.units import format_ns
+
+HEADLINE = figures.HEADLINE
+PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
+               "p9999_rel_period_error")
+HIGH_VARIANCE_CV = 0.5  # std/mean of the headline over repetitions above which we warn
+BLIND_WARN_FRACTION = 0.01
+
+
+def period_ns(r: RunRecord) -> int:
+    return int(r.param("period", 0) or 0)
+
+
+def impl_namer(runs: list[RunRecord]):
+    """impl_of(run): the run's impl, with the labels that vary between these runs appended
+    ("c-fifo [image=1.10]"), so runs of two images never merge into one line or cell."""
+    keys = sorted({k for r in runs for k in r.labels})
+    varying = [k for k in keys if len({str(r.labels.get(k)) for r in runs}) > 1]
+
+    def impl_of(r: RunRecord) -> str:
+        impl = str(r.param("impl", ""))
+        if not varying:
+            return impl
+        return f"{impl} [" + ", ".join(f"{k}={r.labels.get(k, '')}" for k in varying) + "]"
+
+    return impl_of
+
+
+def _cells(runs: list[RunRecord], impl_of) -> dict[tuple, list[RunRecord]]:
+    groups: dict[tuple, list[RunRecord]] = defaultdict(list)
+    for r in runs:
+        groups[(r.target, impl_of(r), r.load, period_ns(r), r.probe)].append(r)
+    return groups
+
+
+def _where(r: RunRecord) -> str:
+    return f"{r.target} {cells.label(r.cell)}"
+
+
+class SquarewaveSection:
+    title = "Square wave"
+    template = "squarewave.html.j2"
+
+    def build(self, runs: list[RunRecord], ctx: SectionContext) -> dict:
+        impl_of = impl_namer(runs)
+        paper = [{"target": t, "svg": ctx.emit(figures.envelope_figure(runs, t, impl_of),
+                                               f"error_vs_period_{t}")}
+                 for t in sorted({r.target for r in runs})]
+        return {
+            "paper": paper,
+            "thresholds": [f"{t * 100:g} %" for t in DEFAULT_THRESHOLDS],
+            "envelope": [{"target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe,
+                          "shortest": [format_ns(p) if p else "none" for p in e.shortest_ns.values()],
+                          "periods": ", ".join(format_ns(p) for p in e.periods_ns),
+                          "reps": e.min_repetitions} for e in envelope(runs, impl_of=impl_of)],
+            "cells": _cell_rows(runs, impl_of),
+            "run_figures": _run_figures(runs, impl_of, ctx),
+            "bias": _bias_rows(runs, impl_of),
+        }
+
+    def terminal(self, runs: list[RunRecord], campaign: str) -> list:
+        return [summary_table(runs, f"{campaign}: max relative period error")]
+
+    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
+        out = []
+        for cell in _cells(runs, impl_namer(runs)).values():
+            r0 = cell[0]
+            if len(cell) < 3:
+                out.append((_where(r0), Warning_(f"{len(cell)} repetition(s) only",
+                                                 "set campaign.repetitions to 3 or more")))
+            values = [v for r in cell if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
+            if len(values) >= 2 and statistics.mean(values) > 0:
+                cv = statistics.pstdev(values) / statistics.mean(values)
+                if cv > HIGH_VARIANCE_CV:
+                    out.append((_where(r0), Warning_(
+                        f"high variance between repetitions (std/mean of {HEADLINE} = {cv:.2f})",
+                        "measure longer (campaign.duration) or more repetitions; look for other load")))
+            for r in cell:
+                blind, duration = r.metric("blind_time_ns"), r.settings.get("duration_ns")
+                if blind and duration and blind / duration > BLIND_WARN_FRACTION:
+                    out.append((f"run {r.id}", Warning_(
+                        f"probe blind {blind / duration * 100:.1f} % of the time",
+                        "give the probe its own CPU (isolcpus=) or use probe self")))
+        return out
+
+
+def summary_table(runs: list[RunRecord], title: str) -> Table:
+    """Worst max relative period error over repetitions, per impl x load (rows) and period."""
+    impl_of = impl_namer(runs)
+    periods = sorted({period_ns(r) for r in runs}, reverse=True)
+    worst: dict[tuple, float] = {}
+    trouble: dict[tuple, list[str]] = defaultdict(list)
+    rows = []
+    for r in runs:
+        row = (r.target, impl_of(r), r.load, r.probe)
+        if row not in rows:
+            rows.append(row)
+        key = (*row, period_ns(r))
+        value = r.metric(HEADLINE)
+        if r.status == "ok" and value is not None:
+            worst[key] = max(worst.get(key, 0.0), value)
+        else:
+            trouble[key].append(r.status)
+    multi_target = len({r.target for r in runs}) > 1
+    table = Table(title=title, caption="worst over repetitions; green < 1 %, yellow < 10 %, red ≥ 10 %")
+    if multi_target:
+        table.add_column("target")
+    for name in ("impl", "load", "probe"):
+        table.add_column(name)
+    for p in periods:
+        table.add_column(format_ns(p), justify="right")
+    for row in rows:
+        texts = []
+        for p in periods:
+            key = (*row, p)
+            text = ""
+            if key in worst:
+                text = f"[{_style(worst[key])}]{percent(worst[key])}[/]"
+            if trouble.get(key):
+                text = (text + " " if text else "") + f"[bold red]{'/'.join(sorted(set(trouble[key])))}[/]"
+            texts.append(text or "·")
+        table.add_row(*([row[0]] if multi_target else []), *row[1:], *texts)
+    return table
+
+
+def _style(value: float) -> str:
+    return "green" if value < 0.01 else "yellow" if value < 0.1 else "red"
+
+
+def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
+    rows = []
+    for (target, impl, load, period, probe), cell in sorted(_cells(runs, impl_of).items()):
+        ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
+        worst = max(ok, key=lambda r: r.metric(HEADLINE)) if ok else None
+        rows.append({
+            "target": target, "impl": impl, "load": load, "period": format_ns(period),
+            "probe": probe, "reps": len(cell), "ok": len(ok),
+            "status": ", ".join(f"{n} {s}" for s, n in sorted(Counter(r.status for r in cell).items())),
+            "worst": worst.metric(HEADLINE) if worst else None,
+            "median": statistics.median(r.metric(HEADLINE) for r in ok) if ok else None,
+            "percentiles": [worst.metric(p) if worst else None for p in PERCENTILES],
+            "excluded": int(sum(r.metric("excluded_periods") or 0 for r in ok)),
+            "worst_run": worst.id if worst else "",
+        })
+    return rows
+
+
+def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[dict]:
+    """Histogram and timeline of the worst run of the worst cells, at most max_run_figures."""
+    limit = ctx.max_run_figures
+    worst = []
+    for cell in _cells(runs, impl_of).values():
+        ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None and r.raw_path]
+        if ok:
+            worst.append(max(ok, key=lambda r: r.metric(HEADLINE)))
+    worst.sort(key=lambda r: -r.metric(HEADLINE))
+    if len(worst) > limit:
+        ctx.skipped.append(f"per-run figures of {len(worst) - limit} more cells (only the worst "
+                           f"{limit} are drawn; all cells are in the table)")
+    out = []
+    for r in worst[:limit]:
+        try:
+            series = read_raw(ctx.store.root / r.raw_path, r.raw_sha256)
+        except UserError as exc:
+            ctx.skipped.append(f"run {r.id} ({_where(r)}): {exc}")
+            continue
+        warmup_ns = int(r.settings.get("warmup_ns", 0))
+        errors, timeline = {}, {}
+        for probe in (r.probe, "self"):
+            if probe in series and probe not in errors:
+                blind = series.get(f"{probe}.blind")
+                spans = blind_spans(blind) if blind is not None and len(blind) else None
+                t_s, e = figures.period_errors(series[probe], period_ns(r), warmup_ns, spans)
+                errors[probe], timeline[probe] = e, (t_s, e)
+        if not any(len(e) for e in errors.values()):
+            ctx.skipped.append(f"run {r.id} ({_where(r)}): no periods after the warm-up to draw")
+            continue
+        title = f"run {r.id}: {_where(r)} #{r.repetition + 1}"
+        out.append({
+            "id": r.id, "title": title, "worst": r.metric(HEADLINE),
+            "hist": ctx.emit(figures.histogram_figure(errors, title), f"run_{r.id}_histogram"),
+            "timeline": ctx.emit(figures.timeline_figure(timeline, period_ns(r), title),
+                                 f"run_{r.id}_period"),
+            "percentiles": [(p.split("_")[0], {pr: r.metric(p, pr) for pr in errors})
+                            for p in (HEADLINE, *PERCENTILES)],
+            "probes": list(errors),
+        })
+    return out
+
+
+def _bias_rows(runs: list[RunRecord], impl_of) -> list[dict]:
+    """Self probe vs the independent probe per cell: how far the program's own view is off."""
+    rows = []
+    for (target, impl, load, period, probe), cell in sorted(_cells(runs, impl_of).items()):
+        if probe == "self":
+            continue
+        pairs = [(r.metric(HEADLINE, "self"), r.metric(HEADLINE, probe)) for r in cell if r.status == "ok"]
+        pairs = [(s, v) for s, v in pairs if s is not None and v is not None]
+        if pairs:
+            s = statistics.median(p[0] for p in pairs)
+            v = statistics.median(p[1] for p in pairs)
+            rows.append({"cell": f"{target} {impl} {load} {format_ns(period)}", "probe": probe, "self": s,
+                         "other": v, "ratio": f"{v / s:.3g}" if s else "—", "n": len(pairs)})
+    return rows
+
+
+SECTIONS.add("squarewave", "the square-wave benchmark: error vs period, envelope, per-run figures",
+             SquarewaveSection())

@@ -1,0 +1,64 @@
+"""Every registered impl describes itself completely, and starts its program with the common flags."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jitterlab import plugins
+from jitterlab.context import Placement, RunContext
+from jitterlab.deploy import PROGRAMS_DIR
+from jitterlab.errors import RunFailed
+from jitterlab.fakes import squarewave_cell
+from jitterlab.impls.base import PROGRAM_PRIORITY
+from jitterlab.pins.base import PinHandle
+from jitterlab.processes import LAUNCH
+from jitterlab.records import RunSettings
+from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+
+MAKE_TARGETS = set(re.findall(r"[\w-]+", " ".join(
+    re.findall(r"^(?:UDP_)?PROGRAMS \+?= (.*)$", (PROGRAMS_DIR / "c" / "Makefile").read_text(), re.M))))
+IMPLS = [e.name for e in plugins.IMPLS]
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_an_impl_names_what_it_needs(name):
+    impl = plugins.IMPLS.get(name, "test")
+    assert impl.pins and set(impl.pins) <= set(plugins.PINS.names())
+    assert set(impl.programs()) <= MAKE_TARGETS, "a program the Makefile does not build"
+    assert all(isinstance(p, str) for p in impl.tools().values())
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_an_impl_runs_its_program_with_the_common_flags(name, tmp_path):
+    impl = plugins.IMPLS.get(name, "test")
+    target = FakeTarget(workdir=str(tmp_path))
+    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(duration_s=0.1, log="done\n"))
+    target.respond(["cat"], "done\n")
+    pin = PinHandle(sorted(impl.pins)[0], ("--pin", "/dev/shm/p"), level_path="/dev/shm/p")
+    ctx = RunContext(target, RunSettings(duration_ns=10**9), squarewave_cell(name, 2_000_000), 0,
+                     "/s", tmp_path, "/b", Placement((0,), 1), rt_permitted=False)
+    assert impl.run(ctx, pin) == "done"
+    [argv] = [c for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
+    argv = list(argv[argv.index("env") + 2:])
+    assert argv[:3] == ["taskset", "-c", "0"]
+    flags = argv[argv.index("--period-ns"):]
+    assert flags[:4] == ["--period-ns", "2000000", "--duration-ns", "1000000000"]
+    assert flags[flags.index("--pin") + 1] == "/dev/shm/p" and "--log" in flags
+    assert flags[flags.index("--prio") + 1] == str(PROGRAM_PRIORITY)
+    assert ("--allow-no-rt" in flags) == impl.realtime  # RT not permitted here
+    program = next(a for a in argv[3:] if a.startswith("/b/"))
+    assert Path(PROGRAMS_DIR / program.removeprefix("/b/")).exists() or program.removeprefix("/b/c/") in (
+        MAKE_TARGETS)
+
+
+def test_a_failing_program_fails_the_run_with_its_last_line(tmp_path):
+    target = FakeTarget(workdir=str(tmp_path))
+    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(rc=2, duration_s=0.1))
+    target.respond(["cat"], "starting\nc-fifo: SCHED_FIFO refused\n")
+    ctx = RunContext(target, RunSettings(), squarewave_cell("c-fifo"), 0, "/s", tmp_path, "/b",
+                     Placement(None, None), rt_permitted=True)
+    with pytest.raises(RunFailed, match=r"^c-fifo exited with status 2: c-fifo: SCHED_FIFO refused$"):
+        plugins.IMPLS.get("c-fifo", "test").run(ctx, PinHandle("vpin", ("--pin", "/p")))

@@ -1,0 +1,41 @@
+"""The virtual pin sets itself up as a GPIO-value-like file and is removed on every path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jitterlab import plugins
+from jitterlab.context import Placement, RunContext
+from jitterlab.fakes import squarewave_cell
+from jitterlab.processes import scratch_dir
+from jitterlab.records import RunSettings
+from jitterlab.targets.local import LocalTarget
+
+
+def context(tmp_path: Path) -> RunContext:
+    target = LocalTarget(workdir=str(tmp_path / "w"))
+    scratch = scratch_dir(target, "pintest0001")
+    local = tmp_path / "local"
+    local.mkdir()
+    return RunContext(target, RunSettings(), squarewave_cell(), 0, scratch, local, "/b",
+                      Placement(None, None), True)
+
+
+def test_setup_makes_a_level_file_and_teardown_removes_it(tmp_path):
+    pin = plugins.PINS.get("vpin", "test")(context(tmp_path))
+    handle = pin.setup()
+    path = Path(handle.level_path)
+    assert handle.program_args == ("--pin", str(path)) and path.read_bytes() == b"0\n"
+    assert str(path).startswith("/dev/shm/jitterlab-")
+    pin.teardown()
+    assert not path.exists()
+    pin.teardown()  # idempotent
+
+
+def test_teardown_before_setup_is_harmless(tmp_path):
+    plugins.PINS.get("vpin", "test")(context(tmp_path)).teardown()
+
+
+def test_every_pin_names_probes_that_exist():
+    for entry in plugins.PINS:
+        assert entry.obj.probes and set(entry.obj.probes) <= set(plugins.PROBES.names()), entry.name
