@@ -4,6 +4,7 @@ receive this one record."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,10 @@ class Placement:
     program_cpus: tuple[int, ...] | None
     probe_cpu: int | None
     load_cpus: tuple[int, ...] | None = None
+
+
+def _nothing() -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -39,3 +44,6 @@ class RunContext:
     placement: Placement
     rt_permitted: bool
     controller: Target | None = None
+    loads_ready: Callable[[], None] = _nothing
+    """A benchmark that sets `awaits_loads` prepares (e.g. starts its probe) while the loads warm
+    up, and calls this right before it measures; for the others the runner calls it first."""

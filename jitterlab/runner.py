@@ -63,6 +63,25 @@ def _lost_meanwhile(target: Target) -> TargetLost | None:
     return None
 
 
+class _LoadWarmup:
+    """Called once the benchmark is about to measure: waits out the rest of the loads' warm-up
+    (the benchmark may have prepared its probe meanwhile) and checks that they run. Idempotent."""
+
+    def __init__(self, loads: list, until: float, check) -> None:
+        self._loads, self._until, self._check = loads, until, check
+        self._done = False
+
+    def __call__(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        if not self._until:
+            return
+        time.sleep(max(0.0, self._until - time.monotonic()))
+        for name, load in self._loads:
+            self._check(name, load, "before")
+
+
 class Runner:
     def __init__(
         self,
@@ -227,6 +246,8 @@ class Runner:
         try:
             target.run(["mkdir", "-p", scratch])
             loads = self._start_loads(cell, target, scratch, session.placement)
+            until = time.monotonic() + settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+            warmed = _LoadWarmup(loads, until, self._check_load)
             ctx = RunContext(
                 target,
                 settings,
@@ -238,8 +259,12 @@ class Runner:
                 session.placement,
                 session.rt_permitted,
                 controller=target if getattr(target, "kind", "") == "local" else self._controller,
+                loads_ready=warmed,
             )
+            if not getattr(bench, "awaits_loads", False):
+                warmed()
             measurement = bench.execute(ctx)
+            warmed()  # a benchmark that awaits the loads itself may have failed before it did
             for name, load in loads:
                 self._check_load(name, load, "during")
             load_metrics = self._stop_loads(loads)
@@ -301,10 +326,6 @@ class Runner:
                 )
             )
             started.append((name, load))
-        if cell.load != "idle":
-            time.sleep(c.load_warmup_ns / 1e9)
-            for name, load in started:
-                self._check_load(name, load, "before")
         return started
 
     @staticmethod

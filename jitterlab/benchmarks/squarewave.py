@@ -37,6 +37,7 @@ class Squarewave(BenchmarkBase):
     )
 
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
+    awaits_loads = True  # the pin and the probe are set up while the loads warm up
 
     def needs_rt(self, cell) -> bool:
         return _parts(cell)[0].realtime
@@ -83,6 +84,7 @@ class Squarewave(BenchmarkBase):
             handle = pin.setup()
             cleanup.callback(probe.close)
             probe.start(handle)
+            ctx.loads_ready()
             output = impl.run(ctx, handle)
             own = _own_edges(ctx, output)
             capture = probe.stop(own)

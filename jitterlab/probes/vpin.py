@@ -51,7 +51,8 @@ class Observer:
         self.log = f"{scratch}/observer.log"
         self._proc: Process | None = None
 
-    def start(self, pin: str, *, blind_threshold_ns: int, cpu: int | None, max_duration_ns: int) -> None:
+    def start(self, pin: str, *, blind_threshold_ns: int, cpu: int | None, max_duration_ns: int,
+              max_edges: int | None = None) -> None:
         argv = [
             f"{self.bindir}/c/observer",
             "--pin",
@@ -69,6 +70,8 @@ class Observer:
         ]
         if cpu is not None:
             argv += ["--cpu", str(cpu)]
+        if max_edges is not None:  # its buffer is prefaulted and locked: no bigger than the run needs
+            argv += ["--max-edges", str(max_edges)]
         self._proc = spawn_recorded(self.target, argv, log_path=self.log)
         if not wait_for_path(self.target, self.ready, timeout_s=10.0, alive=self._proc):
             self._proc.stop()
@@ -92,6 +95,12 @@ class Observer:
     def _tail(self) -> str:
         done = self.target.run(["tail", "-n", "3", self.log])
         return done.stdout.strip().replace("\n", " | ") or "(no output)"
+
+
+def edge_budget(duration_ns: int, period_ns: int) -> int:
+    """Edges the observer keeps room for: twice what the run should make (a program that catches
+    up after a stall makes more), plus a margin; more are counted as overflow and warned about."""
+    return min(4 * duration_ns // max(period_ns, 1) + 65_536, 1 << 27)
 
 
 class VpinProbe(ProbeBase):
@@ -124,6 +133,7 @@ class VpinProbe(ProbeBase):
             blind_threshold_ns=settings.blind_threshold_ns,
             cpu=ctx.placement.probe_cpu,
             max_duration_ns=settings.duration_ns + settings.run_timeout_ns,
+            max_edges=edge_budget(settings.duration_ns, int(ctx.cell.param("period"))),
         )
 
     def stop(self, own: SelfLog) -> Capture:
