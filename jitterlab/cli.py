@@ -129,10 +129,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     for kind, registry in ALL.items():
         table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
         for entry in registry:
-            table.add_row(f"[bold]{entry.name}[/]", entry.help)
-            for param in getattr(entry.obj, "params", ()) if kind == "benchmarks" else ():
+            table.add_row(f"[bold]{escape(entry.name)}[/]", escape(entry.help))
+            params = getattr(entry.obj, "params", ())
+            if params and kind != "benchmarks":
+                table.add_row("", f"  options in {escape(f'[{kind}.{entry.name}]')}:")
+            for param in params:
                 default = "required" if param.default is None else f"default {_shown_default(param)}"
-                table.add_row("", f"  [cyan]{param.name}[/] — {param.help} ({default}; e.g. {param.example})")
+                table.add_row("", f"  [cyan]{escape(param.name)}[/] — {escape(param.help)} "
+                                  f"({escape(default)}; e.g. {escape(param.example)})")
         out.print(table)
         out.print()
     return EXIT_OK
@@ -154,9 +158,12 @@ def _with_labels(campaign, pairs: list[str]):
 def _shown_default(param) -> str:
     """A Param's default as the user writes it ("1ms"), whatever form the default is given in."""
     try:
-        return param.show(param.parse(param.default, param.name))
+        shown = param.show(param.parse(param.default, param.name))
     except (UserError, TypeError, ValueError):
-        return str(param.default)
+        shown = str(param.default)
+    if isinstance(param.default, bool):
+        shown = str(param.default).lower()
+    return shown if shown != "" else '""'
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -61,7 +61,7 @@ class Squarewave(BenchmarkBase):
         if probe_name not in pin.probes:
             raise UserError(f"{where}.probe: probe {probe_name!r} cannot observe pin {pin_name!r}; it "
                             f"can be observed by {', '.join(sorted(pin.probes))}")
-        pin.check(cell, settings, where)
+        pin.check(cell, settings, where.removesuffix("matrix"))
         probe.check(cell, settings, where)
 
     def tools(self, cell) -> dict[str, str]:

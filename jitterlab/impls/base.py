@@ -18,6 +18,9 @@ from jitterlab.registry import Registry
 
 PROGRAM_PRIORITY = 80  # SCHED_FIFO priority of RT impls: below an observer (99), above any load
 SELF_LOG = "self.log"
+# a program that exits with this (sysexits EX_UNAVAILABLE) says the target lacks something it
+# needs (a library, a binding); its last line names it and the run is stored as unavailable
+EXIT_UNAVAILABLE = 69
 
 
 class Impl(Protocol):
@@ -54,6 +57,8 @@ def run_program(ctx: RunContext, name: str, argv: list[str]) -> str:
     output = target.run(["cat", log]).stdout.strip()
     if rc != 0:
         last = output.splitlines()[-1] if output else "(no output)"
+        if rc == EXIT_UNAVAILABLE:
+            raise RunFailed(last, status="unavailable")
         raise RunFailed(f"{name} exited with status {rc}: {last}")
     return output
 

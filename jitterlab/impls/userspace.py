@@ -10,8 +10,8 @@ from jitterlab.impls.base import IMPLS, common_flags, run_program
 from jitterlab.pins.base import PinHandle
 from jitterlab.processes import pinned
 
-FILE_PINS = frozenset({"vpin"})  # a value file written with write()/pwrite
-MAPPED_PINS = frozenset({"vpin"})  # a level byte stored through mmap
+FILE_PINS = frozenset({"vpin", "sysfs"})  # a value file written with write()/pwrite
+MAPPED_PINS = frozenset({"vpin", "gpiomem"})  # a level byte or set/clear registers, through mmap
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,8 @@ IMPLS.add(
 )
 IMPLS.add(
     "python",
-    "Python loop: os.pwrite on the pin file, time.sleep (relative)",
-    ProgramImpl(("python3", "python/squarewave.py"), {"python3": "python3"}),
+    "Python loop: os.pwrite on the pin file (gpiod pin: the gpiod bindings), time.sleep (relative)",
+    ProgramImpl(("python3", "python/squarewave.py"), {"python3": "python3"}, pins=FILE_PINS | {"gpiod"}),
 )
 IMPLS.add(
     "node",
@@ -57,6 +57,11 @@ IMPLS.add(
     "c-file",
     "C: write() on the pin's value file like sysfs/libsoc, relative clock_nanosleep",
     ProgramImpl(("c/c-file",), build={"c-file": ""}),
+)
+IMPLS.add(
+    "c-gpiod",
+    "C: libgpiod on the GPIO character device (the modern libsoc), relative clock_nanosleep",
+    ProgramImpl(("c/c-gpiod",), pins=frozenset({"gpiod"}), build={"c-gpiod": "libgpiod-dev"}),
 )
 IMPLS.add(
     "c-mmap",

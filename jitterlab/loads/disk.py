@@ -18,18 +18,18 @@ from jitterlab.loads.base import (
     Tool,
     lifetime_s,
 )
-from jitterlab.params import Param, boolean, choice, integer, parse_options, size
+from jitterlab.params import Param, boolean, choice, format_size, integer, parse_options, size
 from jitterlab.processes import describe_exit
 from jitterlab.records import Metric
 from jitterlab.tools.output import first_json
 
 RW_MODES = ("rw", "read", "write", "randrw", "randread", "randwrite")
 PARAMS = (
-    Param("size", "size of the file fio works on", size(4096), '"256M"', default="64M"),
+    Param("size", "size of the file fio works on", size(4096), '"256M"', default="64M", show=format_size),
     Param("rw", 'fio --rw ("rw" is a sequential read/write mix)', choice(*RW_MODES), '"randrw"',
           default="rw"),
     Param("rwmixread", "percent of reads in a mix", integer(0, 100), "70", default=50),
-    Param("block_size", "fio --bs", size(512, 1 << 30), '"4k"', default="128K"),
+    Param("block_size", "fio --bs", size(512, 1 << 30), '"4k"', default="128K", show=format_size),
     Param("direct", "O_DIRECT: bypass the page cache (not on tmpfs)", boolean, "true", default=False),
     Param("fsync", "writes between fsyncs (0: never)", integer(0), "0", default=32),
 )

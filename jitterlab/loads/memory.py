@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from jitterlab.loads.base import LOADS, LoadSpec
 from jitterlab.loads.cpu import CpuLoad
-from jitterlab.params import Param, auto, integer, parse_options, size
+from jitterlab.params import Param, auto, format_size, integer, parse_options, size
 
 PARAMS = (
     Param("workers", "stress-ng vm workers (auto: one per CPU the load may use)", auto(integer(1, 4096)),
           "2", default="auto"),
-    Param("bytes", "memory each worker cycles through", size(4096), '"256M"', default="64M"),
+    Param("bytes", "memory each worker cycles through", size(4096), '"256M"', default="64M",
+          show=format_size),
 )
 
 

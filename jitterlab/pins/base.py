@@ -43,7 +43,8 @@ class Pin(Protocol):
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        """Refuse a cell this pin cannot serve with these settings (UserError)."""
+        """Refuse a cell this pin cannot serve with these settings (UserError); `where` is the
+        campaign file's prefix ("campaign.toml: ")."""
         ...
 
     def setup(self) -> PinHandle:
@@ -71,7 +72,10 @@ class PinBase:
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        return None
+        """`where` is the campaign file's prefix ("campaign.toml: "); by default the pin's options
+        must be complete (a required one missing from [pins.NAME] is an error here)."""
+        name = str(cell.param("pin", ""))
+        cls.validate(settings.options_of("pins", name), f"{where}pins.{name}")
 
     def options(self) -> dict:
         """This pin's [pins.NAME] options for the run, defaults filled in."""

@@ -5,11 +5,11 @@
 
 #define IMPL "c-fifo"
 
-static volatile unsigned char *pin;
+static struct sw_pin pin;
 
 static void set_pin(int level)
 {
-    *pin = level ? '1' : '0';
+    sw_pin_set(&pin, level);
 }
 
 /* Returns NULL when real-time setup worked, else what was refused. */
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
     /* Allocated and prefaulted before mlockall, so MCL_FUTURE never refuses it. */
     if (sw_log_init(&log, &a) != 0)
         sw_die(IMPL, "cannot allocate the edge log", NULL);
-    pin = sw_map_pin(IMPL, a.pin, 1);
+    pin = sw_open_pin(IMPL, &a);
     char why[160];
     if (become_realtime(a.prio, why, sizeof why) != NULL) {
         if (!a.allow_no_rt) {

@@ -19,6 +19,8 @@ int main(int argc, char **argv)
     struct sw_log log;
     if (sw_log_init(&log, &a) != 0)
         sw_die(IMPL, "cannot allocate the edge log", NULL);
+    if (a.regs.device != NULL)
+        sw_usage_exit(IMPL, "writes a value file: give --pin, not --gpiomem");
     pin_fd = open(a.pin, O_RDWR);
     if (pin_fd < 0)
         sw_die(IMPL, "cannot open pin", a.pin);

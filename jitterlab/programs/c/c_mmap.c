@@ -3,11 +3,11 @@
 
 #define IMPL "c-mmap"
 
-static volatile unsigned char *pin;
+static struct sw_pin pin;
 
 static void set_pin(int level)
 {
-    *pin = level ? '1' : '0';
+    sw_pin_set(&pin, level);
 }
 
 int main(int argc, char **argv)
@@ -16,7 +16,7 @@ int main(int argc, char **argv)
     struct sw_log log;
     if (sw_log_init(&log, &a) != 0)
         sw_die(IMPL, "cannot allocate the edge log", NULL);
-    pin = sw_map_pin(IMPL, a.pin, 1);
+    pin = sw_open_pin(IMPL, &a);
     sw_install_stop_handlers();
     sw_run(&a, &log, set_pin, SW_SLEEP_RELATIVE);
     return sw_log_write(&log, a.log, IMPL) == 0 ? 0 : 1;

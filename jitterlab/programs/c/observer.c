@@ -12,7 +12,7 @@
 #define OBS_USAGE                                                                        \
     "usage: " PROG " --pin PATH --out PATH --stats PATH --ready PATH "                  \
     "[--blind-threshold-ns 5000] [--cpu N] [--prio 99] [--max-duration-ns N] "          \
-    "[--max-edges N]\n"
+    "[--max-edges N] [--pin-offset BYTE]\n"
 
 struct rec {
     int64_t a, b; /* an edge: (t_ns, level); a blind interval: (start_ns, end_ns) */
@@ -20,7 +20,7 @@ struct rec {
 
 struct opts {
     const char *pin, *out, *stats, *ready;
-    int64_t blind_threshold_ns, cpu, prio, max_duration_ns, max_edges;
+    int64_t blind_threshold_ns, cpu, prio, max_duration_ns, max_edges, pin_offset;
 };
 
 struct capture {
@@ -66,6 +66,8 @@ static struct opts parse_opts(int argc, char **argv)
             o.max_duration_ns = n;
         else if (strcmp(flag, "--max-edges") == 0 && num_ok && n > 0 && n <= (1LL << 32))
             o.max_edges = n;
+        else if (strcmp(flag, "--pin-offset") == 0 && num_ok)
+            o.pin_offset = n;
         else {
             fprintf(stderr, PROG ": bad flag or value: %s %s\n" OBS_USAGE, flag, val);
             exit(2);
@@ -210,7 +212,7 @@ int main(int argc, char **argv)
 {
     struct opts o = parse_opts(argc, argv);
     struct capture c = {0};
-    volatile const unsigned char *pin = sw_map_pin(PROG, o.pin, 0);
+    volatile const unsigned char *pin = sw_map(PROG, o.pin, (uint64_t)o.pin_offset, 1, 0);
 
     if (o.cpu >= 0) {
         cpu_set_t set;

@@ -20,8 +20,9 @@
 #include <unistd.h>
 
 #define SW_USAGE                                                                      \
-    "usage: %s --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] "    \
-    "[--allow-no-rt]\n"
+    "usage: %s --period-ns N --duration-ns N (--pin PATH | --gpiomem DEV --map-base A "  \
+    "--map-len N --set-reg OFF --clr-reg OFF --mask M [--dir-reg OFF --dir-clear M "      \
+    "--dir-set M]) --log PATH [--prio N] [--allow-no-rt]\n"
 
 /* 16 M edges * 8 bytes = 128 MiB: a sane ceiling for a buffer we prefault. */
 #define SW_MAX_LOGGED_EDGES (16u * 1024u * 1024u)
@@ -159,18 +160,38 @@ static inline void sw_die(const char *prog, const char *what, const char *path)
     exit(1);
 }
 
-/* Map byte 0 of the pin file; never truncate it (an observer has it mapped). */
-static inline volatile unsigned char *sw_map_pin(const char *prog, const char *path, int writable)
+/* Map `len` bytes of `path` from `offset` (any alignment); never truncate the file (an
+ * observer may have it mapped). */
+static inline volatile unsigned char *sw_map(const char *prog, const char *path, uint64_t offset,
+                                             size_t len, int writable)
 {
-    int fd = open(path, writable ? O_RDWR : O_RDONLY);
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_SYNC);
     if (fd < 0)
         sw_die(prog, "cannot open pin", path);
-    void *p = mmap(NULL, 1, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t start = offset - offset % (uint64_t)(page > 0 ? page : 4096);
+    size_t span = len + (size_t)(offset - start);
+    void *p = mmap(NULL, span, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
+                   (off_t)start);
     if (p == MAP_FAILED)
         sw_die(prog, "cannot mmap pin", path);
     close(fd);
-    return (volatile unsigned char *)p;
+    return (volatile unsigned char *)p + (offset - start);
 }
+
+/* Byte `offset` of the pin file ('0'/'1': a virtual pin, a virtual chip's level page). */
+static inline volatile unsigned char *sw_map_pin(const char *prog, const char *path, int writable)
+{
+    return sw_map(prog, path, 0, 1, writable);
+}
+
+/* A memory-mapped GPIO block (--gpiomem): a line is set and cleared by writing its mask to
+ * 32-bit registers; its direction is made output by a read-modify-write before the first edge. */
+struct sw_regs {
+    const char *device;
+    uint64_t base, len, set_reg, clr_reg, mask, dir_reg, dir_clear, dir_set;
+    int has_dir;
+};
 
 struct sw_args {
     int64_t period_ns;
@@ -179,7 +200,86 @@ struct sw_args {
     const char *log;
     int prio;
     int allow_no_rt;
+    struct sw_regs regs; /* regs.device != NULL: --gpiomem mode instead of --pin */
 };
+
+/* An unsigned number in decimal or 0x hex that fills the whole string. */
+static inline int sw_parse_u64(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (*s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0')
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* One --gpiomem flag into `r`; 0 if it was one, 1 if it is not a gpiomem flag, -1 if bad. */
+static inline int sw_regs_flag(struct sw_regs *r, const char *flag, const char *val)
+{
+    static const char *const names[] = {"--map-base", "--map-len", "--set-reg", "--clr-reg",
+                                        "--mask", "--dir-reg", "--dir-clear", "--dir-set"};
+    uint64_t *fields[] = {&r->base, &r->len, &r->set_reg, &r->clr_reg,
+                          &r->mask, &r->dir_reg, &r->dir_clear, &r->dir_set};
+    if (strcmp(flag, "--gpiomem") == 0) {
+        r->device = val;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(flag, names[i]) == 0) {
+            if (i >= 5)
+                r->has_dir = 1;
+            return sw_parse_u64(val, fields[i]) == 0 ? 0 : -1;
+        }
+    }
+    return 1;
+}
+
+/* Where a program writes its level: a byte of a mapped file, or set/clear registers. */
+struct sw_pin {
+    volatile unsigned char *byte;
+    volatile uint32_t *set, *clr;
+    uint32_t mask;
+};
+
+static inline struct sw_pin sw_open_pin(const char *prog, const struct sw_args *a)
+{
+    struct sw_pin p = {0};
+    if (a->regs.device == NULL) {
+        p.byte = sw_map_pin(prog, a->pin, 1);
+        return p;
+    }
+    const struct sw_regs *r = &a->regs;
+    if (r->mask == 0 || r->mask > 0xffffffffu || r->len < 4 || r->set_reg % 4 || r->clr_reg % 4 ||
+        r->dir_reg % 4 || r->set_reg + 4 > r->len || r->clr_reg + 4 > r->len ||
+        r->dir_reg + 4 > r->len) {
+        fprintf(stderr, "%s: bad --gpiomem register layout (offsets inside --map-len, 4-aligned, "
+                        "one nonzero 32-bit --mask)\n", prog);
+        exit(2);
+    }
+    volatile unsigned char *block = sw_map(prog, r->device, r->base, (size_t)r->len, 1);
+    p.set = (volatile uint32_t *)(block + r->set_reg);
+    p.clr = (volatile uint32_t *)(block + r->clr_reg);
+    p.mask = (uint32_t)r->mask;
+    if (r->has_dir) {
+        volatile uint32_t *dir = (volatile uint32_t *)(block + r->dir_reg);
+        *dir = (*dir & ~(uint32_t)r->dir_clear) | (uint32_t)r->dir_set;
+    }
+    return p;
+}
+
+static inline void sw_pin_set(const struct sw_pin *p, int level)
+{
+    if (p->byte != NULL)
+        *p->byte = level ? '1' : '0';
+    else if (level)
+        *p->set = p->mask;
+    else
+        *p->clr = p->mask;
+}
 
 static inline void sw_usage_exit(const char *prog, const char *why)
 {
@@ -201,6 +301,13 @@ static inline struct sw_args sw_parse_args(int argc, char **argv, const char *pr
             sw_usage_exit(prog, "missing value or unknown flag");
         const char *val = argv[++i];
         int64_t n = 0;
+        int regs = sw_regs_flag(&a.regs, flag, val);
+        if (regs == 0)
+            continue;
+        if (regs < 0) {
+            fprintf(stderr, "%s: bad value: %s %s\n" SW_USAGE, prog, flag, val, prog);
+            exit(2);
+        }
         if (strcmp(flag, "--pin") == 0) {
             a.pin = val;
         } else if (strcmp(flag, "--log") == 0) {
@@ -220,8 +327,8 @@ static inline struct sw_args sw_parse_args(int argc, char **argv, const char *pr
         sw_usage_exit(prog, "--period-ns is required and must be >= 2");
     if (a.duration_ns < 0)
         sw_usage_exit(prog, "--duration-ns is required");
-    if (a.pin == NULL || a.log == NULL)
-        sw_usage_exit(prog, "--pin and --log are required");
+    if ((a.pin == NULL) == (a.regs.device == NULL) || a.log == NULL)
+        sw_usage_exit(prog, "--log and one of --pin or --gpiomem are required");
     return a;
 }
 

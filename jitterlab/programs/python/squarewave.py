@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Python square wave (stdlib only): os.pwrite to the pin, time.sleep for the half period."""
+"""Python square wave: os.pwrite to the pin's value file (stdlib only), or the GPIO character device
+through the gpiod bindings (--chip/--line; python3-libgpiod 1.x or gpiod 2.x); time.sleep for the
+half period."""
 
 import argparse
 import os
@@ -8,6 +10,7 @@ import sys
 import time
 
 IMPL = "python"
+EXIT_UNAVAILABLE = 69  # the target lacks something this program needs (sysexits EX_UNAVAILABLE)
 
 
 class _Stop(Exception):
@@ -36,14 +39,44 @@ def _parse(argv):
     p = argparse.ArgumentParser(prog="squarewave.py", allow_abbrev=False)
     p.add_argument("--period-ns", type=count, required=True)
     p.add_argument("--duration-ns", type=count, required=True)
-    p.add_argument("--pin", required=True)
+    p.add_argument("--pin", help="a value file: the virtual pin, /sys/class/gpio/gpioN/value")
+    p.add_argument("--chip", help="a GPIO character device, /dev/gpiochipN (with --line)")
+    p.add_argument("--line", type=count, help="the line offset on --chip")
     p.add_argument("--log", required=True)
     p.add_argument("--prio", type=count, default=80, help="accepted, ignored")
     p.add_argument("--allow-no-rt", action="store_true", help="accepted, ignored")
     args = p.parse_args(argv)
     if args.period_ns < 2:
         p.error("--period-ns must be >= 2")
+    if (args.pin is None) == (args.chip is None) or (args.chip is not None and args.line is None):
+        p.error("give --pin PATH, or --chip /dev/gpiochipN and --line OFFSET")
     return args
+
+
+def _file_pin(path):
+    """set(level), close() for a value file."""
+    fd = os.open(path, os.O_RDWR)  # no O_TRUNC: an observer may have the file mapped
+    values = (b"0", b"1")
+    return (lambda level: os.pwrite(fd, values[level], 0)), (lambda: os.close(fd))
+
+
+def _gpiod_pin(chip, line):
+    """set(level), close() for a line of a GPIO character device, through the gpiod bindings."""
+    try:
+        import gpiod
+    except ImportError:
+        print(f"{IMPL}: the gpiod bindings are missing (apt install python3-libgpiod)", file=sys.stderr)
+        sys.exit(EXIT_UNAVAILABLE)
+    if hasattr(gpiod, "request_lines"):  # gpiod 2.x
+        from gpiod.line import Direction, Value
+
+        request = gpiod.request_lines(chip, consumer="jitterlab", config={
+            line: gpiod.LineSettings(direction=Direction.OUTPUT, output_value=Value.INACTIVE)})
+        values = (Value.INACTIVE, Value.ACTIVE)
+        return (lambda level: request.set_value(line, values[level])), request.release
+    handle = gpiod.Chip(chip).get_line(line)  # gpiod 1.x
+    handle.request(consumer="jitterlab", type=gpiod.LINE_REQ_DIR_OUT, default_val=0)
+    return handle.set_value, handle.release
 
 
 def _write_log(path, t_ns, levels):
@@ -61,12 +94,11 @@ def main(argv=None) -> int:
     stop = _StopFlag()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    fd = os.open(args.pin, os.O_RDWR)  # no O_TRUNC: the observer has the file mapped
-    values = (b"0", b"1")
+    set_pin, close_pin = _file_pin(args.pin) if args.pin else _gpiod_pin(args.chip, args.line)
     t_ns, levels = [], []
 
     def edge(level):
-        os.pwrite(fd, values[level], 0)
+        set_pin(level)
         t_ns.append(time.monotonic_ns())
         levels.append(level)
 
@@ -93,7 +125,7 @@ def main(argv=None) -> int:
             break
     if levels[-1] == 1:
         edge(0)  # leave the pin at '0'
-    os.close(fd)
+    close_pin()
     _write_log(args.log, t_ns, levels)
     return 0
 
