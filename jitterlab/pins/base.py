@@ -26,6 +26,9 @@ class PinHandle:
     program_args: tuple[str, ...]
     level_path: str | None = None
     description: str = ""
+    level_offset: int = 0  # the level's byte in level_path
+    chip_label: str = ""  # a real line: its chip's label and offset, for kernel-space impls and
+    line: int = -1  # for probes that watch it from the same chip (gpio-loopback)
 
 
 class Pin(Protocol):

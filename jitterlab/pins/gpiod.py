@@ -36,7 +36,8 @@ class GpiodPin(PinBase):
             raise RunFailed(explain(done.stderr, f"pins.gpiod: {chip.device} line {line}"),
                             status="unavailable")
         return PinHandle("gpiod", ("--chip", chip.device, "--line", str(line)),
-                         description=f"{chip.device} [{chip.label}] line {line}")
+                         description=f"{chip.device} [{chip.label}] line {line}", chip_label=chip.label,
+                         line=line)
 
     def teardown(self) -> None:
         return None  # the program's request ends with the program

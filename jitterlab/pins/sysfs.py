@@ -50,7 +50,8 @@ class SysfsPin(PinBase):
                                                  f"{opts['line']})"), status="unavailable")
         self._number = number
         value = done.stdout.strip()
-        return PinHandle("sysfs", ("--pin", value), description=f"{value} ({chip.label} line {opts['line']})")
+        return PinHandle("sysfs", ("--pin", value), description=f"{value} ({chip.label} line {opts['line']})",
+                         chip_label=chip.label, line=int(opts["line"]))
 
     def teardown(self) -> None:
         if self._number is not None:

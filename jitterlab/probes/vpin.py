@@ -52,7 +52,7 @@ class Observer:
         self._proc: Process | None = None
 
     def start(self, pin: str, *, blind_threshold_ns: int, cpu: int | None, max_duration_ns: int,
-              max_edges: int | None = None) -> None:
+              max_edges: int | None = None, pin_offset: int = 0) -> None:
         argv = [
             f"{self.bindir}/c/observer",
             "--pin",
@@ -70,6 +70,8 @@ class Observer:
         ]
         if cpu is not None:
             argv += ["--cpu", str(cpu)]
+        if pin_offset:
+            argv += ["--pin-offset", str(pin_offset)]
         if max_edges is not None:  # its buffer is prefaulted and locked: no bigger than the run needs
             argv += ["--max-edges", str(max_edges)]
         self._proc = spawn_recorded(self.target, argv, log_path=self.log)
@@ -134,6 +136,7 @@ class VpinProbe(ProbeBase):
             cpu=ctx.placement.probe_cpu,
             max_duration_ns=settings.duration_ns + settings.run_timeout_ns,
             max_edges=edge_budget(settings.duration_ns, int(ctx.cell.param("period"))),
+            pin_offset=pin.level_offset,
         )
 
     def stop(self, own: SelfLog) -> Capture:
