@@ -22,6 +22,7 @@ import jitterlab.pins.gpiod as _gpiod_pin  # noqa: F401  (registers pin gpiod)
 import jitterlab.pins.gpiomem as _gpiomem_pin  # noqa: F401  (registers pin gpiomem)
 import jitterlab.pins.sysfs as _sysfs_pin  # noqa: F401  (registers pin sysfs)
 import jitterlab.pins.vpin as _vpin_pin  # noqa: F401  (registers pin vpin)
+import jitterlab.probes.gpio_loopback as _loopback  # noqa: F401  (registers probe gpio-loopback)
 import jitterlab.probes.self as _self_probe  # noqa: F401  (registers probe self)
 import jitterlab.probes.vpin as _vpin_probe  # noqa: F401  (registers probe vpin)
 from jitterlab.benchmarks.base import BENCHMARKS

@@ -15,6 +15,7 @@ import re
 import secrets
 import signal
 import socket
+import time
 from collections.abc import Sequence
 
 from jitterlab.errors import RunFailed
@@ -157,3 +158,20 @@ def run_recorded(target: Target, argv: list[str], log_path: str, *, timeout_s: f
     finally:
         with contextlib.suppress(Exception):
             proc.stop()
+
+
+def wait_for_path(target: Target, path: str, timeout_s: float, alive: Process | None = None) -> bool:
+    """Poll until `path` exists on the target; False on timeout or when `alive` exits first."""
+    fast = getattr(target, "wait_for_path", None)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if fast is not None:
+            if fast(path, 0.05):
+                return True
+        elif target.run(["test", "-e", path]).ok:
+            return True
+        else:
+            time.sleep(0.02)
+        if alive is not None and alive.poll() is not None:
+            return fast(path, 0) if fast else target.run(["test", "-e", path]).ok
+    return False

@@ -158,25 +158,11 @@ def read_self_log(path: Path) -> SelfLog:
     )
 
 
-def _read_stats(stats_path: Path) -> dict:
-    where = f"observer stats {stats_path}"
-    raw = _read_bytes(stats_path, "observer stats")
-    try:
-        stats = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise RunFailed(f"{where}: garbled JSON ({e})") from None
-    if not isinstance(stats, dict):
-        raise RunFailed(f"{where}: garbled (not a JSON object)")
-    missing = sorted(OBSERVER_STATS_KEYS - stats.keys())
-    if missing:
-        raise RunFailed(f"{where}: garbled (missing keys: {', '.join(missing)})")
-    return stats
-
-
-def read_observer(out_path: Path, stats_path: Path) -> ObserverCapture:
-    """Read the observer's binary capture and its stats JSON; raise RunFailed if either is bad."""
-    where = f"observer capture {out_path}"
-    raw = _read_bytes(out_path, "observer capture")
+def read_capture(out_path: Path, what: str = "observer capture") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t_ns, level, blind) of a capture in the observer's binary format (JLOBS001: a header with
+    the counts, then (t_ns, level) edges and (start_ns, end_ns) blind spans as int64 pairs)."""
+    where = f"{what} {out_path}"
+    raw = _read_bytes(out_path, what)
     if len(raw) < _OBS_HEADER_BYTES:
         raise RunFailed(f"{where}: truncated ({len(raw)} bytes, header needs {_OBS_HEADER_BYTES})")
     if raw[:8] != OBSERVER_MAGIC:
@@ -196,15 +182,32 @@ def read_observer(out_path: Path, stats_path: Path) -> ObserverCapture:
         raise RunFailed(f"{where}: garbled (edge times go backwards)")
     if np.any(blind[:, 1] < blind[:, 0]):
         raise RunFailed(f"{where}: garbled (a blind interval ends before it starts)")
+    # native-endian, contiguous copies
+    return edges[:, 0].astype(np.int64), level.astype(np.uint8), blind.astype(np.int64)
 
-    stats = _read_stats(stats_path)
-    if stats.get("edges", n_edges) != n_edges:
+
+def read_json_stats(stats_path: Path, keys: frozenset[str], what: str) -> dict:
+    """A program's stats JSON object with (at least) `keys`; RunFailed naming what is wrong."""
+    where = f"{what} {stats_path}"
+    raw = _read_bytes(stats_path, what)
+    try:
+        stats = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RunFailed(f"{where}: garbled JSON ({e})") from None
+    if not isinstance(stats, dict):
+        raise RunFailed(f"{where}: garbled (not a JSON object)")
+    missing = sorted(keys - stats.keys())
+    if missing:
+        raise RunFailed(f"{where}: garbled (missing keys: {', '.join(missing)})")
+    return stats
+
+
+def read_observer(out_path: Path, stats_path: Path) -> ObserverCapture:
+    """Read the observer's binary capture and its stats JSON; raise RunFailed if either is bad."""
+    t_ns, level, blind = read_capture(out_path)
+    stats = read_json_stats(stats_path, OBSERVER_STATS_KEYS, "observer stats")
+    if stats.get("edges", len(t_ns)) != len(t_ns):
         raise RunFailed(
-            f"observer stats {stats_path}: says {stats['edges']} edges, capture holds {n_edges}"
+            f"observer stats {stats_path}: says {stats['edges']} edges, capture holds {len(t_ns)}"
         )
-    return ObserverCapture(
-        t_ns=edges[:, 0].astype(np.int64),  # native-endian, contiguous copy
-        level=level.astype(np.uint8),
-        blind=blind.astype(np.int64),
-        stats=stats,
-    )
+    return ObserverCapture(t_ns=t_ns, level=level, blind=blind, stats=stats)

@@ -5,7 +5,6 @@ campaign.blind_threshold)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -13,30 +12,13 @@ from jitterlab.errors import RunFailed, UserError
 from jitterlab.pins.base import PinHandle
 from jitterlab.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.probes.logs import ObserverCapture, SelfLog, read_observer
-from jitterlab.processes import spawn_recorded
+from jitterlab.processes import spawn_recorded, wait_for_path
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.raw import blind_series
 from jitterlab.targets.base import Process, Target
 from jitterlab.units import format_ns
 
 BLIND_WARN_FRACTION = 0.01
-
-
-def wait_for_path(target: Target, path: str, timeout_s: float, alive: Process | None = None) -> bool:
-    """Poll until `path` exists on the target; False on timeout or when `alive` exits first."""
-    fast = getattr(target, "wait_for_path", None)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if fast is not None:
-            if fast(path, 0.05):
-                return True
-        elif target.run(["test", "-e", path]).ok:
-            return True
-        else:
-            time.sleep(0.02)
-        if alive is not None and alive.poll() is not None:
-            return fast(path, 0) if fast else target.run(["test", "-e", path]).ok
-    return False
 
 
 class Observer:

@@ -3,6 +3,7 @@ the vpin probe refuses what it cannot see."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,9 @@ def test_a_probe_says_where_it_runs_and_what_it_needs(name):
     assert probe.location in LOCATIONS
     assert isinstance(probe.needs_cpu, bool) and isinstance(probe.independent, bool)
     assert not (probe.needs_cpu and probe.location != "target"), "only a probe on the target takes its CPU"
-    assert probe.validate({}, "probes.x") is not None
+    # its options can be written from their own examples, and defaults fill the rest
+    required = {p.name: tomllib.loads(f"v = {p.example}")["v"] for p in probe.params if p.default is None}
+    assert set(probe.validate(required, "probes.x")) == {p.name for p in probe.params}
 
 
 def test_self_probe_hands_back_the_programs_edges(tmp_path):
@@ -55,3 +58,35 @@ def test_vpin_probe_needs_a_level_byte(tmp_path):
     with pytest.raises(RunFailed, match="cannot watch pin 'gpiod'"):
         probe.start(PinHandle("gpiod", ("--chip", "/dev/gpiochip0")))
     probe.close()
+
+
+def test_gpio_loopback_capture_and_what_it_lost(tmp_path):
+    """The watcher's capture (edges, blind spans) and stats become the probe's capture and metrics."""
+    import json
+    import struct
+
+    from jitterlab.probes.gpio_loopback import GpioLoopbackProbe
+
+    edges = [(1_000, 1), (6_000, 0), (11_000, 1), (21_000, 1)]  # the last is a lost falling edge
+    kept, blind = edges[:3], [(11_000, 21_000)]
+    capture = b"JLOBS001" + struct.pack("<QQ", len(kept), len(blind))
+    capture += b"".join(struct.pack("<qq", *r) for r in kept + blind)
+    target = FakeTarget(workdir=str(tmp_path / "w"))
+    scratch = tmp_path / "s"
+    scratch.mkdir()
+    (scratch / "watch.bin").write_bytes(capture)
+    (scratch / "watch.json").write_text(json.dumps({
+        "events": 4, "edges": 3, "lost_events": 0, "same_polarity": 1, "overflow_edges": 0,
+        "blind_intervals": 1, "clock": "monotonic"}))
+    ctx = RunContext(target, RunSettings(), squarewave_cell(probe="gpio-loopback", pin="gpiod"), 0,
+                     str(scratch), tmp_path, "/b", Placement(None, None), True)
+    probe = GpioLoopbackProbe(ctx)
+    probe._proc = type("P", (), {"stop": lambda self, grace_s=0: 0})()
+    own = SelfLog(np.array([1, 2, 3, 4, 5], dtype=np.int64), np.array([1, 0, 1, 0, 1], dtype=np.uint8),
+                  "monotonic", "c-gpiod", 0)
+    got = probe.stop(own)
+    assert got.t_ns.tolist() == [1_000, 6_000, 11_000] and got.level.tolist() == [1, 0, 1]
+    assert got.blind.tolist() == [[11_000, 21_000]]
+    metrics = {m.name: m.value for m in got.metrics}
+    assert metrics["probe_same_polarity_events"] == 1 and metrics["unobserved_edges"] == 2
+    assert any("lost 1 edge events" in w.message for w in got.warnings)
