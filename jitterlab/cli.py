@@ -17,7 +17,6 @@ from jitterlab import __version__, plugins
 from jitterlab.errors import UserError
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-DEFAULT_RESULTS = Path("results")
 
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.
@@ -103,13 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _results_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--results",
-        type=Path,
-        default=DEFAULT_RESULTS,
-        metavar="DIR",
-        help=f"results directory (default: ./{DEFAULT_RESULTS})",
-    )
+    from jitterlab.store import add_results_option
+
+    add_results_option(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,7 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if len(failed) > 10:
             out.print(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})")
         out.print(
-            f"results: {store.root / 'results.sqlite'} (raw series in {store.raw_dir}/); "
+            f"results: {store.where} (raw series in {store.raw_dir}/); "
             f"details: jitterlab show --results {args.results}"
         )
         if outcome.interrupted:
@@ -314,7 +309,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                 raise UserError(
                     f"RUN_ID {args.run_id!r}: "
                     + (
-                        "no such run in " + str(store.root)
+                        "no such run in " + store.where
                         if not matches
                         else f"matches {len(matches)} runs; give more characters"
                     )
@@ -330,7 +325,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         campaign = store.latest_campaign(args.campaign)
         if campaign is None:
             known = ", ".join(sorted({c["name"] for c in store.campaigns()})) or "none"
-            raise UserError(f"--campaign {args.campaign!r}: not in {store.root}; campaigns there: {known}")
+            raise UserError(f"--campaign {args.campaign!r}: not in {store.where}; campaigns there: {known}")
         runs = store.runs(campaign["id"])
         out.print(runs_table(runs))
         for table in summary_tables(runs, campaign["name"]):

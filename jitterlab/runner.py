@@ -23,7 +23,6 @@ from jitterlab.preflight import TargetSession, open_targets, unbuilt
 from jitterlab.processes import remove_scratch, scratch_dir
 from jitterlab.records import Cell, Metric, Warning_
 from jitterlab.store.catalog import RunRecord, Store
-from jitterlab.store.raw import write_raw
 from jitterlab.sweep import sweep
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.targets.local import LocalTarget
@@ -108,7 +107,7 @@ class Runner:
             if previous is not None:
                 if previous["fingerprint"] != c.fingerprint:
                     raise UserError(
-                        f"{c.path}: --resume: campaign {c.name!r} in {self.store.root} was run with "
+                        f"{c.path}: --resume: campaign {c.name!r} in {self.store.where} was run with "
                         "other settings (duration, warmup, labels, repetitions or load options "
                         "changed); run without --resume to start it afresh, or restore the old file"
                     )
@@ -370,8 +369,7 @@ class Runner:
         warnings: list[Warning_] = []
         if measurement is not None and status == "ok":
             if measurement.series:
-                raw_path = f"raw/{run_id}.parquet"
-                raw_sha = write_raw(self.store.root / raw_path, measurement.series)
+                raw_path, raw_sha = self.store.write_series(run_id, measurement.series)
             for m in [*measurement.metrics, *load_metrics]:
                 metrics[(m.probe, m.name)] = m
             warnings = measurement.warnings

@@ -14,7 +14,7 @@ from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.records import Cell
 from jitterlab.store.catalog import RunRecord, Store
-from jitterlab.store.raw import EdgeSeries, write_raw
+from jitterlab.store.raw import EdgeSeries
 
 PROBE = "import"
 CAMPAIGN = "import"
@@ -83,8 +83,7 @@ def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: 
     cell_key = f"{cell.key} import={others}"
     repetition = sum(1 for key, _ in store.committed(campaign_id) if key == cell_key)
     run_id = uuid.uuid4().hex[:12]
-    raw_path = f"raw/{run_id}.parquet"
-    sha = write_raw(store.root / raw_path, {PROBE: EdgeSeries(capture.t_ns, capture.level)})
+    raw_path, sha = store.write_series(run_id, {PROBE: EdgeSeries(capture.t_ns, capture.level)})
     with open(capture.source, "rb") as f:
         source_sha = hashlib.file_digest(f, "sha256").hexdigest()
     span_ns = int(capture.t_ns[-1] - capture.t_ns[0]) if len(capture.t_ns) else 0

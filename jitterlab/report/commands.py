@@ -15,7 +15,6 @@ from rich.table import Table
 
 from jitterlab.errors import UserError
 
-DEFAULT_RESULTS = Path("results")
 EXIT_OK = 0
 
 
@@ -25,11 +24,13 @@ def add_commands(subparsers) -> None:
     _compare(subparsers)
     _export(subparsers)
     _import(subparsers)
+    _push(subparsers)
 
 
 def _results(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, metavar="DIR",
-                   help=f"results directory (default: ./{DEFAULT_RESULTS})")
+    from jitterlab.store import add_results_option
+
+    add_results_option(p)
 
 
 def _campaign(p: argparse.ArgumentParser, what: str) -> None:
@@ -142,6 +143,19 @@ def _import(sub) -> None:
     e.set_defaults(func=cmd_import)
 
 
+def _push(sub) -> None:
+    p = sub.add_parser(
+        "push", help="copy the runs of one store into another (e.g. the lab's PostgreSQL database)",
+        description="Copy every campaign and run of --results into --to, with sysinfo, warnings, raw "
+        "series and attachments. Runs already there are left alone, so pushing twice changes nothing; "
+        "raw files are checked against their recorded sha256.",
+        epilog="example: jitterlab push --results results --to "
+        "'postgresql://lab@db.lab/jitterlab?raw_dir=/srv/jitterlab'")
+    _results(p)
+    p.add_argument("--to", required=True, metavar="DIR|URL", help="the store to copy into")
+    p.set_defaults(func=cmd_push)
+
+
 # --- commands ----------------------------------------------------------------------------------
 
 
@@ -169,7 +183,7 @@ def _runs(store, campaigns: list[str] | None):
     if not campaigns:
         runs = store.runs()
         if not runs:
-            raise UserError(f"{store.root}: the store has no runs; run a campaign or import a capture")
+            raise UserError(f"{store.where}: the store has no runs; run a campaign or import a capture")
         return runs
     from jitterlab.report.html import select_runs
 
@@ -272,4 +286,23 @@ def cmd_import(args: argparse.Namespace) -> int:
     Console().print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
                     f"{format_ns(period_ns)}): max relative period error "
                     f"{percent(run.metric('max_rel_period_error'))}", highlight=False)
+    return EXIT_OK
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from jitterlab.store.catalog import Store
+    from jitterlab.store.push import push
+
+    source = Store(args.results, create=False)
+    try:
+        dest = Store(args.to)
+        try:
+            done = push(source, dest)
+        finally:
+            dest.close()
+    finally:
+        source.close()
+    Console().print(f"pushed {done.runs} runs ({done.raw_bytes / 1e6:.1f} MB of raw series) and "
+                    f"{done.campaigns} new campaigns to {dest.where}; {done.skipped} runs were there already",
+                    highlight=False)
     return EXIT_OK

@@ -87,7 +87,7 @@ def _flat(rows: list[dict]) -> tuple[list[str], list[dict]]:
 def export(store: Store, runs: list[RunRecord], fmt: str, out: Path | None) -> str | None:
     """Write the export to `out` (a file; a directory for parquet); CSV/JSON text when out is None."""
     if not runs:
-        raise UserError(f"{store.root}: no runs to export; run a campaign or import a capture first")
+        raise UserError(f"{store.where}: no runs to export; run a campaign or import a capture first")
     rows = _rows(store, runs)
     if fmt == "json":
         text = json.dumps({"format": "jitterlab.export/1", "runs": rows}, indent=1, default=str)

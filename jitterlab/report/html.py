@@ -46,7 +46,7 @@ def select_runs(store: Store, campaigns: list[str] | None) -> tuple[list[dict], 
     """The named campaigns (latest of each name) or the latest one; UserError when none."""
     known = store.campaigns()
     if not known:
-        raise UserError(f"{store.root}: the store is empty; run a campaign first "
+        raise UserError(f"{store.where}: the store is empty; run a campaign first "
                         "(jitterlab run CAMPAIGN) or import a capture (jitterlab import edges)")
     if not campaigns:
         chosen = [store.latest_campaign()]
@@ -60,7 +60,7 @@ def select_runs(store: Store, campaigns: list[str] | None) -> tuple[list[dict], 
                     latest[json.dumps(c["labels"], sort_keys=True)] = c
             if not latest:
                 names = ", ".join(sorted({k["name"] for k in known}))
-                raise UserError(f"--campaign {name!r}: not in {store.root}; campaigns there: {names}")
+                raise UserError(f"--campaign {name!r}: not in {store.where}; campaigns there: {names}")
             chosen += sorted(latest.values(), key=lambda c: c["id"])
     runs = [r for c in chosen for r in store.runs(c["id"])]
     return chosen, runs

@@ -1,1 +1,17 @@
+"""Where results are kept: a results directory (SQLite + Parquet) or a PostgreSQL catalog."""
 
+from __future__ import annotations
+
+import argparse
+import os
+
+RESULTS_ENV = "JITTERLAB_RESULTS"
+
+
+def add_results_option(parser: argparse.ArgumentParser) -> None:
+    """--results DIR|URL, defaulting to $JITTERLAB_RESULTS, else ./results."""
+    default = os.environ.get(RESULTS_ENV) or "results"
+    parser.add_argument(
+        "--results", default=default, metavar="DIR|URL",
+        help=f"results directory, or a PostgreSQL URL postgresql://user@host/db?raw_dir=DIR "
+             f"(default: ${RESULTS_ENV}, else ./results; now {default})")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -14,7 +16,8 @@ from pathlib import Path
 from jitterlab import __version__
 from jitterlab.errors import UserError
 from jitterlab.records import Cell, Metric, Warning_
-from jitterlab.store.raw import sha256_file, write_atomic
+from jitterlab.store import postgres
+from jitterlab.store.raw import sha256_file, write_atomic, write_raw
 from jitterlab.store.schema import MIGRATIONS, RUN_COLUMNS, SCHEMA, SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "RunRecord", "Store"]
@@ -73,10 +76,17 @@ class RunRecord:
 
 
 class Store:
-    """A results directory: results.sqlite + raw/. Safe to share between threads."""
+    """A results directory (results.sqlite + raw/), or a PostgreSQL catalog with its raw directory
+    (store/postgres.py). Safe to share between threads."""
 
-    def __init__(self, root: Path, *, create: bool = True) -> None:
+    def __init__(self, root: Path | str, *, create: bool = True) -> None:
+        self._lock = threading.RLock()
+        if postgres.is_url(str(root)):
+            self._open_postgres(str(root), create)
+            return
+        self.content_addressed = False
         self.root = Path(root)
+        self.where = str(self.root)
         self.raw_dir = self.root / "raw"
         db = self.root / "results.sqlite"
         if not db.exists() and not create:
@@ -91,7 +101,6 @@ class Store:
                 f"--results {self.root}: cannot create the results directory: "
                 f"{exc.strerror}; choose a writable place"
             ) from None
-        self._lock = threading.RLock()
         try:
             self._db = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -103,6 +112,42 @@ class Store:
                 f"{db}: not a jitterlab results database ({exc}); move it away or pass another --results"
             ) from None
 
+    def _open_postgres(self, url: str, create: bool) -> None:
+        conninfo, raw_root, shown = postgres.split_url(url)
+        self.content_addressed = True  # raw files named by their hash: controllers never collide
+        self.root, self.where = raw_root, shown
+        self.raw_dir = self.root / "raw"
+        try:
+            self.raw_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--results {shown}: cannot create the raw directory {self.raw_dir}: "
+                            f"{exc.strerror}; choose another raw_dir") from None
+        self._db = postgres.PgConnection(conninfo, shown)
+        tables = self._db.tables()
+        if not tables and not create:
+            self._db.close()
+            raise UserError(f"--results {shown}: no results in this database yet; run a campaign first")
+        if not tables:
+            with self._tx():  # one creator: the others wait on the lock, then find the tables
+                self._db.execute(postgres.SCHEMA_LOCK)
+                if not self._db.tables():
+                    for statement in [*postgres.SCHEMA,
+                                      f"INSERT INTO schema_version VALUES ({SCHEMA_VERSION})"]:
+                        self._db.execute(statement)
+            tables = self._db.tables()
+        self._check_version(tables, shown)
+
+    def _check_version(self, tables: set[str], where: object) -> int:
+        if "schema_version" not in tables:
+            raise UserError(f"{where}: not a jitterlab results database; pass another --results")
+        version = self._db.execute("SELECT version FROM schema_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise UserError(
+                f"{where}: written by a newer jitterlab (schema {version}, this one knows "
+                f"{SCHEMA_VERSION}); upgrade jitterlab (pip install -U jitterlab)"
+            )
+        return int(version)
+
     def _migrate(self, db: Path) -> None:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
@@ -110,14 +155,7 @@ class Store:
                 for statement in SCHEMA:
                     self._db.execute(statement)
             return
-        if "schema_version" not in tables:
-            raise UserError(f"{db}: not a jitterlab results database; pass another --results")
-        version = self._db.execute("SELECT version FROM schema_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise UserError(
-                f"{db}: written by a newer jitterlab (schema {version}, this one knows "
-                f"{SCHEMA_VERSION}); upgrade jitterlab (pip install -U jitterlab)"
-            )
+        version = self._check_version(tables, db)
         # foreign keys are off while tables are rebuilt (SQLite's recipe); each step is atomic
         self._db.execute("PRAGMA foreign_keys=OFF")
         try:
@@ -146,7 +184,8 @@ class Store:
 
     # --- campaigns -------------------------------------------------------------------------
 
-    def new_campaign(self, name: str, fingerprint: str, source_path: str, source: str, labels: dict) -> int:
+    def new_campaign(self, name: str, fingerprint: str, source_path: str, source: str, labels: dict,
+                     created_ns: int | None = None, version: str = __version__) -> int:
         with self._tx():
             cur = self._db.execute(
                 "INSERT INTO campaigns (name, fingerprint, source_path, source, labels_json, "
@@ -157,11 +196,32 @@ class Store:
                     source_path,
                     source,
                     json.dumps(labels, sort_keys=True),
-                    time.time_ns(),
-                    __version__,
+                    created_ns if created_ns is not None else time.time_ns(),
+                    version,
                 ),
             )
             return int(cur.lastrowid)
+
+    def campaign(self, campaign_id: int) -> dict:
+        """Every field of one campaign (labels decoded)."""
+        keys = ("id", "name", "fingerprint", "source_path", "source", "labels_json", "created_ns",
+                "jitterlab_version")
+        with self._lock:
+            row = self._db.execute(f"SELECT {', '.join(keys)} FROM campaigns WHERE id = ?",
+                                   (campaign_id,)).fetchone()
+        if row is None:
+            raise UserError(f"{self.where}: no campaign #{campaign_id}")
+        found = dict(zip(keys, row, strict=True))
+        found["labels"] = json.loads(found.pop("labels_json"))
+        return found
+
+    def find_campaign(self, name: str, fingerprint: str, created_ns: int) -> int | None:
+        """The id of the campaign that is this one (pushed from another store), if any."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id FROM campaigns WHERE name = ? AND fingerprint = ? AND created_ns = ?",
+                (name, fingerprint, created_ns)).fetchone()
+        return int(row[0]) if row else None
 
     def latest_campaign(self, name: str | None = None) -> dict | None:
         query = "SELECT id, name, fingerprint, source_path, created_ns FROM campaigns"
@@ -223,7 +283,20 @@ class Store:
             rows = self._db.execute(query + " ORDER BY id", args).fetchall()
         return [(r[0], Warning_(r[1], r[2])) for r in rows]
 
+    def target_warnings(self, campaign_id: int) -> list[tuple[str | None, Warning_]]:
+        """(target, warning) of the warnings that belong to no run (a target's, the campaign's)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT target, message, remedy FROM warnings WHERE campaign_id = ? AND run_id IS NULL "
+                "ORDER BY id", (campaign_id,)).fetchall()
+        return [(r[0], Warning_(r[1], r[2])) for r in rows]
+
     # --- runs ------------------------------------------------------------------------------
+
+    def run_ids(self, campaign_id: int) -> set[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT id FROM runs WHERE campaign_id = ?", (campaign_id,)).fetchall()
+        return {r[0] for r in rows}
 
     def committed(self, campaign_id: int) -> dict[tuple[str, int], str]:
         """(cell_key, repetition) -> status of every run already committed."""
@@ -232,6 +305,35 @@ class Store:
                 "SELECT cell_key, repetition, status FROM runs WHERE campaign_id = ?", (campaign_id,)
             ).fetchall()
         return {(r[0], r[1]): r[2] for r in rows}
+
+    def write_series(self, run_id: str, series: dict) -> tuple[str, str]:
+        """Write a run's raw series durably before it is committed; (path relative to the
+        store's root, sha256). A shared (PostgreSQL) store names the file by its hash."""
+        if not self.content_addressed:
+            relative = f"raw/{run_id}.parquet"
+            return relative, write_raw(self.root / relative, series)
+        staging = self.raw_dir / f".{run_id}.{os.getpid()}.parquet"
+        sha = write_raw(staging, series)
+        relative = f"raw/{sha[:2]}/{sha}.parquet"
+        (self.root / relative).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, self.root / relative)
+        return relative, sha
+
+    def adopt_raw(self, run_id: str, source: Path, sha256: str) -> str:
+        """Copy a run's raw file from another store (its sha256 checked); the relative path."""
+        relative = f"raw/{sha256[:2]}/{sha256}.parquet" if self.content_addressed else f"raw/{run_id}.parquet"
+        final = self.root / relative
+        if final.exists() and sha256_file(final) == sha256:
+            return relative  # the same content is already here
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = final.with_name(f".{run_id}.{os.getpid()}.tmp")
+        shutil.copyfile(source, staging)
+        if sha256_file(staging) != sha256:
+            staging.unlink()
+            raise UserError(f"{source}: its sha256 is not the one run {run_id} recorded; the file was "
+                            "damaged after the run; it was not pushed")
+        os.replace(staging, final)
+        return relative
 
     def write_attachments(self, run_id: str, files: dict[str, bytes]) -> dict[str, str]:
         """Write a run's attachments durably under attachments/<run_id>/ before the run is
