@@ -39,6 +39,22 @@ def _campaign(p: argparse.ArgumentParser, what: str) -> None:
                    f"image=B); repeat to {what} several (default: the latest campaign)")
 
 
+def _trend(p: argparse.ArgumentParser, verb: str) -> None:
+    p.add_argument("--trend", metavar="METRIC",
+                   help=f"instead: {verb} METRIC over label values, campaigns or days, one line per cell "
+                   "(a long-term plot), from every campaign of the store or those of --campaign")
+    p.add_argument("--by", default="campaign", metavar="KEY",
+                   help="with --trend: a label key (kernel, image), or date or campaign (default)")
+
+
+def _trend_series(store, args):
+    from jitterlab.analysis.trend import trend
+
+    runs = store.runs() if not args.campaign else _runs(store, args.campaign)
+    campaigns = {c["id"]: c for c in store.campaigns()}
+    return trend(runs, campaigns, args.trend, args.by)
+
+
 def _report(sub) -> None:
     p = sub.add_parser(
         "report", help="write a self-contained HTML report with figures",
@@ -55,6 +71,7 @@ def _report(sub) -> None:
     _campaign(p, "report on")
     p.add_argument("-o", "--output", type=Path, default=Path("report.html"), metavar="OUT",
                    help="HTML file to write (default: report.html)")
+    _trend(p, "draw")
     p.add_argument("--max-run-figures", type=int, default=12, metavar="N",
                    help="draw histogram and timeline for the worst run of at most N cells "
                    "(default: 12; every cell is in the tables)")
@@ -102,6 +119,7 @@ def _export(sub) -> None:
                    "(default: all runs)")
     p.add_argument("--format", choices=("csv", "json", "parquet"), required=True,
                    help="csv, json or parquet")
+    _trend(p, "export")
     p.add_argument("-o", "--output", type=Path, metavar="PATH",
                    help="file (csv, json) or directory (parquet); csv/json go to stdout without it")
     p.set_defaults(func=cmd_export)
@@ -166,6 +184,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.max_run_figures < 0:
         raise UserError("--max-run-figures: give 0 or more")
     store = Store(args.results, create=False)
+    if args.trend:
+        from jitterlab.report.trend import render as render_trend
+
+        try:
+            path = render_trend(_trend_series(store, args), args.trend, args.by, args.output)
+        finally:
+            store.close()
+        Console().print(f"trend report: {path}", highlight=False)
+        return EXIT_OK
     try:
         report = render(store, args.output, campaigns=args.campaign,
                         max_run_figures=args.max_run_figures,
@@ -247,6 +274,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     from jitterlab.store.catalog import Store
 
     store = Store(args.results, create=False)
+    if args.trend:
+        from jitterlab.report.trend import rows
+
+        try:
+            text = _table_text(rows(_trend_series(store, args)), args.format, args.output)
+        finally:
+            store.close()
+        if text is not None:
+            sys.stdout.write(text)
+        return EXIT_OK
     try:
         text = export(store, _runs(store, args.campaign), args.format, args.output)
     finally:
@@ -306,3 +343,23 @@ def cmd_push(args: argparse.Namespace) -> int:
                     f"{done.campaigns} new campaigns to {dest.where}; {done.skipped} runs were there already",
                     highlight=False)
     return EXIT_OK
+
+
+def _table_text(table: list[dict], fmt: str, out: Path | None) -> str | None:
+    """Rows as CSV or JSON text (to `out` when given)."""
+    import csv
+
+    if fmt == "parquet":
+        raise UserError("--trend: export as csv or json")
+    if fmt == "json":
+        text = json.dumps({"format": "jitterlab.trend/1", "rows": table}, indent=1)
+    else:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, list(table[0]) if table else [], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(table)
+        text = buf.getvalue()
+    if out is None:
+        return text
+    Path(out).write_text(text, encoding="utf-8")
+    return None
