@@ -93,6 +93,21 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--campaign", metavar="NAME", help="campaign name (default: the latest)")
     show.set_defaults(func=cmd_show)
 
+    mon = sub.add_parser(
+        "monitor",
+        help="measure a campaign's cells again every interval, for hours or days",
+        description="Long-term monitoring: every --every, measure each cell of CAMPAIGN once (one "
+        "repetition per interval, committed as it ends), until --for has passed. Each run keeps its "
+        "histogram and maxima; `jitterlab report --trend METRIC --by time` draws them over time. "
+        "After a crash or Ctrl-C, run the same command with --resume to go on with the next interval.",
+        epilog="example: jitterlab monitor examples/rt-latency.toml --for 24h --every 1h")
+    mon.add_argument("campaign", type=Path, metavar="CAMPAIGN", help="campaign file (TOML)")
+    mon.add_argument("--for", dest="for_", required=True, metavar="DURATION", help='how long, e.g. "24h"')
+    mon.add_argument("--every", required=True, metavar="DURATION", help='interval, e.g. "1h"')
+    mon.add_argument("--resume", action="store_true", help="go on with the latest monitoring of CAMPAIGN")
+    _results_option(mon)
+    mon.set_defaults(func=cmd_monitor)
+
     from jitterlab.doctor import add_command as add_doctor
     from jitterlab.report.commands import add_commands
 
@@ -336,6 +351,39 @@ def cmd_show(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         store.close()
+
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from jitterlab.campaign import load_campaign
+    from jitterlab.monitor import Schedule, monitor
+    from jitterlab.preflight import open_targets
+    from jitterlab.store.catalog import Store
+    from jitterlab.units import parse_duration_ns
+
+    out = Console()
+    campaign = load_campaign(args.campaign)
+    for_ns, every_ns = parse_duration_ns(args.for_, "--for"), parse_duration_ns(args.every, "--every")
+    schedule = Schedule.of(campaign, for_ns, every_ns)
+    sessions = open_targets(campaign)
+    store = Store(args.results)
+    stop = threading.Event()
+    try:
+        with _sigterm_as_interrupt():
+            try:
+                done, failed = monitor(campaign, store, sessions, schedule, resume=args.resume, stop=stop,
+                                       notice=lambda text: out.print(f"{campaign.name}: {escape(text)}"))
+            except KeyboardInterrupt:
+                out.print(f"[yellow]interrupted[/]: go on with jitterlab monitor {args.campaign} --for "
+                          f"{args.for_} --every {args.every} --resume")
+                return EXIT_INTERRUPTED
+    finally:
+        for session in sessions:
+            session.target.close()
+        store.close()
+    out.print(f"{done} intervals measured ({failed} runs failed); draw them with jitterlab report --trend "
+              f"METRIC --by time --campaign {campaign.name}", highlight=False)
+    return EXIT_RUNS_FAILED if failed else EXIT_OK
 
 
 if __name__ == "__main__":

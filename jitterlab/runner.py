@@ -99,6 +99,7 @@ class Runner:
         self.notice: Callable[[str, str], None] = lambda target, message: None
         self.stop_event = threading.Event()
         self._controller: LocalTarget | None = None
+        self.only_repetitions: set[int] | None = None  # monitor: one interval's repetition at a time
 
     def campaign_id(self) -> int:
         c = self.campaign
@@ -118,6 +119,8 @@ class Runner:
         committed = self.store.committed(campaign_id)
         todo, skipped = [], 0
         for cell, rep in self.campaign.runs():
+            if self.only_repetitions is not None and rep not in self.only_repetitions:
+                continue
             status = committed.get((cell.key, rep))
             if status is None or (self.retry_failed and status != "ok"):
                 todo.append((cell, rep))

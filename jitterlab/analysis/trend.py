@@ -18,7 +18,7 @@ from jitterlab import cells
 from jitterlab.errors import UserError
 from jitterlab.store.catalog import RunRecord
 
-SPECIAL = ("date", "campaign")
+SPECIAL = ("time", "date", "campaign")
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,10 @@ def trend(runs: list[RunRecord], campaigns: dict[int, dict], metric: str, by: st
 
 
 def _x(r: RunRecord, campaigns: dict[int, dict], by: str, order: dict) -> str | None:
+    if by == "time":  # each run at its own start (monitoring: one run per cell and interval)
+        x = dt.datetime.fromtimestamp(r.started_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+        order[x] = (x,)
+        return x
     if by == "date":
         created = campaigns[r.campaign_id]["created_ns"]
         x = dt.datetime.fromtimestamp(created / 1e9).date().isoformat()

@@ -44,7 +44,8 @@ def _trend(p: argparse.ArgumentParser, verb: str) -> None:
                    help=f"instead: {verb} METRIC over label values, campaigns or days, one line per cell "
                    "(a long-term plot), from every campaign of the store or those of --campaign")
     p.add_argument("--by", default="campaign", metavar="KEY",
-                   help="with --trend: a label key (kernel, image), or date or campaign (default)")
+                   help="with --trend: a label key (kernel, image), or time (each run: monitoring), "
+                   "date or campaign (default)")
 
 
 def _trend_series(store, args):

@@ -1,0 +1,75 @@
+"""Monitoring: one repetition per interval, committed as it ends, resumed after an interruption."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from jitterlab.campaign import load_campaign
+from jitterlab.errors import UserError
+from jitterlab.monitor import Schedule, monitor
+from jitterlab.preflight import open_targets
+from jitterlab.store.catalog import Store
+
+CAMPAIGN = """
+[campaign]
+name = "mon"
+duration = "100ms"
+warmup = "20ms"
+[[target]]
+name = "local"
+kind = "local"
+workdir = "{workdir}"
+[matrix]
+impl = "python"
+period = "10ms"
+probe = "self"
+"""
+S = 1_000_000_000
+
+
+def test_schedule_needs_room_for_a_pass(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(CAMPAIGN.format(workdir=tmp_path / "w"))
+    campaign = load_campaign(path)
+    schedule = Schedule.of(campaign, 10 * S, 3 * S)
+    assert schedule.intervals == 4 and schedule.campaign(campaign).repetitions == 4
+    assert schedule.campaign(campaign).labels == {"monitor_every": "3s", "monitor_intervals": "4"}
+    with pytest.raises(UserError, match=r"--every 10ms: one pass over the campaign's cells takes about"):
+        Schedule.of(campaign, 10 * S, 10_000_000)
+    with pytest.raises(UserError, match=r"--for 1s: shorter than --every 2s"):
+        Schedule.of(campaign, S, 2 * S)
+
+
+def test_intervals_are_repetitions_and_resume_goes_on(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(CAMPAIGN.format(workdir=tmp_path / "w"))
+    campaign = load_campaign(path)
+    schedule = Schedule.of(campaign, 3 * S, S)
+    store = Store(tmp_path / "r")
+    stop, seen = threading.Event(), []
+
+    def notice(text: str) -> None:
+        seen.append(text)
+        if len(seen) == 2:  # interrupted when the second interval is due
+            stop.set()
+
+    sessions = open_targets(campaign)
+    try:
+        assert monitor(campaign, store, sessions, schedule, resume=False, notice=notice, stop=stop) == (1, 0)
+    finally:
+        for s in sessions:
+            s.target.close()
+    [camp] = store.campaigns()
+    assert [r.repetition for r in store.runs(camp["id"])] == [0]
+    sessions = open_targets(campaign)
+    try:
+        done = monitor(campaign, store, sessions, schedule, resume=True, notice=seen.append,
+                       stop=threading.Event())
+    finally:
+        for s in sessions:
+            s.target.close()
+    assert done == (2, 0)
+    assert [r.repetition for r in store.runs(camp["id"])] == [0, 1, 2] and len(store.campaigns()) == 1
+    assert [text.split(" (")[0] for text in seen[-2:]] == ["interval 2/3", "interval 3/3"]
