@@ -33,7 +33,7 @@ def _sources() -> list[Path]:
         if p.is_file()
         and "__pycache__" not in p.parts
         and p.name != "__init__.py"
-        and (p.suffix in _SOURCE_SUFFIXES or p.name == "Makefile")
+        and (p.suffix in _SOURCE_SUFFIXES or p.name in ("Makefile", "Kbuild"))
     )
 
 

@@ -13,6 +13,7 @@ from jitterlab.deploy import PROGRAMS_DIR
 from jitterlab.errors import RunFailed
 from jitterlab.fakes import squarewave_cell
 from jitterlab.impls.base import PROGRAM_PRIORITY
+from jitterlab.impls.userspace import ProgramImpl
 from jitterlab.pins.base import PinHandle
 from jitterlab.processes import LAUNCH
 from jitterlab.records import RunSettings
@@ -21,6 +22,8 @@ from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 MAKE_TARGETS = set(re.findall(r"[\w-]+", " ".join(
     re.findall(r"^(?:UDP_)?PROGRAMS \+?= (.*)$", (PROGRAMS_DIR / "c" / "Makefile").read_text(), re.M))))
 IMPLS = [e.name for e in plugins.IMPLS]
+# the kernel-module impls are tested in tests/impls/test_kmod.py
+PROGRAM_IMPLS = [e.name for e in plugins.IMPLS if isinstance(e.obj, ProgramImpl)]
 
 
 @pytest.mark.parametrize("name", IMPLS)
@@ -31,7 +34,7 @@ def test_an_impl_names_what_it_needs(name):
     assert all(isinstance(p, str) for p in impl.tools().values())
 
 
-@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("name", PROGRAM_IMPLS)
 def test_an_impl_runs_its_program_with_the_common_flags(name, tmp_path):
     impl = plugins.IMPLS.get(name, "test")
     target = FakeTarget(workdir=str(tmp_path))
