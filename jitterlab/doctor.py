@@ -59,9 +59,10 @@ def _values(param) -> list[ParamValue]:
     if param.name in registries:
         return list(registries[param.name].names())
     if param.default is not None:
-        return [param.default]
+        return [param.parse(param.default, "doctor")]
     example = tomllib.loads(f"v = {param.example}")["v"]
-    return [param.parse(example[0] if isinstance(example, list) else example, "doctor")]
+    one = example[0] if isinstance(example, list) and not param.whole else example
+    return [param.parse(one, "doctor")]
 
 
 def needed_tools() -> dict[str, tuple[str, set[str]]]:

@@ -7,6 +7,7 @@ docs/architecture.md).
 from __future__ import annotations
 
 import jitterlab.benchmarks.boot as _boot  # noqa: F401  (registers boot)
+import jitterlab.benchmarks.command as _command  # noqa: F401  (registers command)
 import jitterlab.benchmarks.crypto as _crypto  # noqa: F401  (registers crypto)
 import jitterlab.benchmarks.cyclictest as _cyclictest  # noqa: F401  (registers cyclictest)
 import jitterlab.benchmarks.disk as _disk  # noqa: F401  (registers disk)

@@ -129,8 +129,9 @@ def test_everything_excluded(tmp_path):
         load_campaign(write(tmp_path, text))
 
 
-def test_examples_parse():
+def test_examples_parse(monkeypatch):
     root = Path(__file__).parent.parent / "examples"
+    monkeypatch.chdir(root.parent)  # files of a command are found from where jitterlab runs
     for path in sorted(root.glob("*.toml")):
         campaign = load_campaign(path)
         assert campaign.cells, path
