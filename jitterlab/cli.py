@@ -129,10 +129,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     for kind, registry in ALL.items():
         table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
         for entry in registry:
-            table.add_row(f"[bold]{entry.name}[/]", entry.help)
+            table.add_row(f"[bold]{entry.name}[/]", escape(entry.help))
             for param in getattr(entry.obj, "params", ()) if kind == "benchmarks" else ():
                 default = "required" if param.default is None else f"default {_shown_default(param)}"
-                table.add_row("", f"  [cyan]{param.name}[/] — {param.help} ({default}; e.g. {param.example})")
+                text = escape(f"{param.help} ({default}; e.g. {param.example})")
+                table.add_row("", f"  [cyan]{param.name}[/] — {text}")
         out.print(table)
         out.print()
     return EXIT_OK
