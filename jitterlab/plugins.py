@@ -11,6 +11,7 @@ import jitterlab.benchmarks.command as _command  # noqa: F401  (registers comman
 import jitterlab.benchmarks.crypto as _crypto  # noqa: F401  (registers crypto)
 import jitterlab.benchmarks.cyclictest as _cyclictest  # noqa: F401  (registers cyclictest)
 import jitterlab.benchmarks.disk as _disk  # noqa: F401  (registers disk)
+import jitterlab.benchmarks.ipc as _ipc  # noqa: F401  (registers ipc-latency)
 import jitterlab.benchmarks.iperf3 as _iperf3  # noqa: F401  (registers iperf3)
 import jitterlab.benchmarks.membw as _membw  # noqa: F401  (registers membw)
 import jitterlab.benchmarks.pps as _pps  # noqa: F401  (registers pps)

@@ -141,7 +141,7 @@ class Switch(BenchmarkBase):
 
     def execute(self, ctx: RunContext) -> Measurement:
         cell, target = ctx.cell, ctx.target
-        cpu = self._cpu(ctx)
+        cpu = measured_cpu(ctx)
         argv = [
             f"{ctx.bindir}/c/{PROGRAM}", "--threads", str(cell.param("threads")), "--cpu", str(cpu),
             "--prio", str(cell.param("priority")), "--interval-ns", str(cell.param("interval")),
@@ -168,17 +168,19 @@ class Switch(BenchmarkBase):
         return Measurement(metrics=metrics, series={"switch": Samples(result.samples_ns, "ns")},
                            warnings=result_warnings(result))
 
-    def _cpu(self, ctx: RunContext) -> int:
-        chosen = ctx.cell.param("cpu")
-        if chosen != "auto":
-            return int(chosen)
-        if ctx.placement.program_cpus:
-            return ctx.placement.program_cpus[0]
-        online = ctx.target.run(["cat", "/sys/devices/system/cpu/online"]).stdout.strip()
-        cpus = cpu_list(online)
-        if not cpus:
-            raise RunFailed(f"cannot read the online CPUs (/sys/devices/system/cpu/online: {online!r})")
-        return cpus[-1]
+
+def measured_cpu(ctx: RunContext) -> int:
+    """The cell's `cpu` key: a number, or "auto": the first program CPU, else the last online one."""
+    chosen = ctx.cell.param("cpu")
+    if chosen != "auto":
+        return int(chosen)
+    if ctx.placement.program_cpus:
+        return ctx.placement.program_cpus[0]
+    online = ctx.target.run(["cat", "/sys/devices/system/cpu/online"]).stdout.strip()
+    cpus = cpu_list(online)
+    if not cpus:
+        raise RunFailed(f"cannot read the online CPUs (/sys/devices/system/cpu/online: {online!r})")
+    return cpus[-1]
 
 
 def cpu_list(text: str) -> list[int]:
