@@ -174,3 +174,38 @@ def test_garbled_hwlat_traces_fail(raw, reason):
     with pytest.raises(RunFailed) as info:
         rtla.parse_hwlat_trace(raw)
     assert reason in info.value.reason
+
+
+# --- real outputs of rtla 6.1 on a PREEMPT_RT 6.1 kernel (see the data README) -------------------
+
+
+def test_real_timerlat_hist_with_overflow():
+    columns = rtla.parse_timerlat_hist(text("timerlat-hist-rt61-2cpus.txt"), 200)
+    assert [(c.cpu, c.kind, c.count, c.overflow, c.max_us) for c in columns] == [
+        (0, "irq", 2086, 801, 35059), (0, "thread", 2086, 1293, 35839),
+        (1, "irq", 2125, 645, 40806), (1, "thread", 2125, 1374, 41007)]
+    by = {(m.probe, m.name): m.value for m in rtla.timerlat_metrics(columns)[0]}
+    assert by[("", "thread_latency_overflow")] == 1293 + 1374
+    assert by[("", "thread_latency_max_ns")] == 41_007_000 and by[("", "irq_latency_min_ns")] == 23_000
+    assert by[("", "thread_latency_p50_ns")] == 41_007_000  # more than half overflowed: the max is the bound
+    assert by[("cpu0", "thread_latency_mean_ns")] == 726_000  # overflowed: rtla's avg
+
+
+def test_real_timerlat_hist_of_one_cpu():
+    [irq, thread] = rtla.parse_timerlat_hist(text("timerlat-hist-rt61-cpu1-1000-entries.txt"), 1000)
+    assert (irq.cpu, irq.count, irq.overflow, thread.overflow) == (1, 3611, 37, 58)
+    assert int(thread.counts.sum()) + thread.overflow == 3611
+
+
+def test_real_osnoise_top_with_colour_escapes():
+    cpus = rtla.parse_osnoise_top(text("osnoise-top-rt61-2cpus.txt"))
+    assert [(c.cpu, c.periods, c.noise_us, c.sources["hw"], c.sources["thread"]) for c in cpus] == [
+        (0, 3, 1275928, 1332, 99), (1, 3, 1646733, 839, 126)]
+
+
+def test_real_hwlat_trace_with_count():
+    trace = rtla.parse_hwlat_trace(text("hwlat-trace-rt61-2cpus.txt"))
+    assert len(trace.samples) == 20 and trace.lost == 0
+    assert trace.samples[0] == rtla.HwlatSample(1, 4046, 8086, 246, 0)
+    by = {m.name: m.value for m in rtla.hwlat_metrics(trace, 1)[0]}
+    assert by["hwlat_events"] == 20 and by["hwlat_gaps"] == sum(s.count for s in trace.samples)
