@@ -20,6 +20,8 @@ import jitterlab.benchmarks.rtla as _rtla  # noqa: F401  (registers timerlat, os
 import jitterlab.benchmarks.squarewave as _squarewave  # noqa: F401  (registers squarewave)
 import jitterlab.benchmarks.switch as _switch  # noqa: F401  (registers switch)
 import jitterlab.benchmarks.sysbench as _sysbench  # noqa: F401  (registers sysbench-cpu)
+import jitterlab.benchmarks.tmpfs as _tmpfs  # noqa: F401  (registers tmpfs-write)
+import jitterlab.benchmarks.transfer as _transfer  # noqa: F401  (registers ssh-transfer)
 import jitterlab.benchmarks.udp_echo as _udp_echo  # noqa: F401  (registers udp-echo)
 import jitterlab.impls.userspace as _userspace  # noqa: F401  (registers bash ... c-fifo)
 import jitterlab.loads as _loads  # noqa: F401  (registers the built-in loads)
