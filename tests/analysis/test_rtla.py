@@ -209,3 +209,38 @@ def test_real_hwlat_trace_with_count():
     assert trace.samples[0] == rtla.HwlatSample(1, 4046, 8086, 246, 0)
     by = {m.name: m.value for m in rtla.hwlat_metrics(trace, 1)[0]}
     assert by["hwlat_events"] == 20 and by["hwlat_gaps"] == sum(s.count for s in trace.samples)
+
+
+def test_timerlat_runs_in_the_report_and_compare(tmp_path):
+    """The standard report shows timerlat's declared headline and draws its thread latency only;
+    compare grades its metrics by their stored direction."""
+    from jitterlab.analysis.compare import Selector, compare
+    from jitterlab.fakes import cell, run_record
+    from jitterlab.report.html import render
+    from jitterlab.report.standard import summarize
+    from jitterlab.store.catalog import Store
+    from jitterlab.store.raw import write_raw
+
+    store = Store(tmp_path / "s")
+    outputs = {"a": ("timerlat-hist-rt61-2cpus.txt", 200),
+               "b": ("timerlat-hist-rt61-cpu1-1000-entries.txt", 1000)}
+    for image, (name, entries) in outputs.items():
+        cid = store.new_campaign(f"tl-{image}", "fp", "c.toml", "", {"image": image})
+        metrics, series = rtla.timerlat_metrics(rtla.parse_timerlat_hist(text(name), entries))
+        for rep in range(2):
+            run_id = f"{image}{rep}"
+            raw = f"raw/{run_id}.parquet"
+            sha = write_raw(store.root / raw, series)
+            store.commit_run(run_record(cell("timerlat", {"period": 1_000_000}), id=run_id, campaign_id=cid,
+                                        repetition=rep, labels={"image": image}, raw_path=raw, raw_sha256=sha,
+                                        metrics=metrics, cell_key="tl"))
+    drawn = sorted(k for k, v in series.items() if v.unit in ("ns", HISTOGRAM_UNIT))  # report/standard.py
+    assert drawn == ["cpu1.thread.histogram_1us"]  # the last output: one CPU; its IRQ series is not drawn
+    [bench] = summarize(store.runs())
+    assert bench.columns == ["thread_latency_max_ns", "thread_latency_p99_ns", "irq_latency_max_ns",
+                             "irq_latency_p99_ns"]
+    html = render(store, tmp_path / "r.html", figure_files=False).path.read_text()
+    assert 'data-figure="distribution" data-benchmark="timerlat"' in html
+    result = compare(store.runs(), Selector("image", "a"), Selector("image", "b"))
+    row = next(r for r in result.rows if r.metric == "thread_latency_max_ns")
+    assert (row.direction, row.median_baseline, row.median_candidate) == ("lower", 41_007_000, 11_220_000)

@@ -329,3 +329,23 @@ load = ["idle", "cpu"]
         assert run.metric("fps", "") == 20.0  # python3 prog.py VARIANT: two words, whatever VARIANT holds
     loaded = next(r for r in runs if r.load == "cpu")
     assert any(name.startswith("load_") for _, name in loaded.metrics)
+
+
+def test_compare_grades_a_command_metric_by_its_declared_direction(tmp_path):
+    from jitterlab.analysis.compare import Selector, compare
+    from jitterlab.fakes import cell, run_record
+    from jitterlab.records import Metric
+    from jitterlab.store.catalog import Store
+
+    store = Store(tmp_path)
+    for image, fps, lag in (("a", 100.0, 9.0), ("b", 120.0, 20.0)):
+        cid = store.new_campaign(f"cmd-{image}", "fp", "c.toml", "", {"image": image})
+        for rep in range(5):
+            metrics = [Metric("fps", fps + rep, "1/s", "", "higher"),
+                       Metric("lag_ms", lag + rep, "ms", "", "lower")]
+            store.commit_run(run_record(cell("command", {"name": "stack-fps"}), id=f"{image}{rep}",
+                                        campaign_id=cid, repetition=rep, metrics=metrics, cell_key="c",
+                                        labels={"image": image}))
+    rows = {r.metric: r for r in compare(store.runs(), Selector("image", "a"), Selector("image", "b")).rows}
+    assert (rows["fps"].direction, rows["fps"].verdict) == ("higher", "better")
+    assert (rows["lag_ms"].direction, rows["lag_ms"].verdict) == ("lower", "worse")
