@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -290,9 +291,10 @@ class Command(BenchmarkBase):
 
     def tools(self, cell) -> dict[str, str]:
         tools = {}
+        shipped = {Path(f).name for f in word_list(cell.param("files"))}
         for key in ("build", "argv"):
             argv = word_list(cell.param(key))
-            if argv and "/" not in argv[0] and "{" not in argv[0]:
+            if argv and "/" not in argv[0] and "{" not in argv[0] and argv[0] not in shipped:
                 tools[argv[0]] = str(cell.param("package") or argv[0]) if key == "argv" else argv[0]
         return tools
 
@@ -312,6 +314,8 @@ class Command(BenchmarkBase):
         for item in word_list(cell.param("files")):
             path = Path(item)
             target.put(path, f"{ctx.scratch}/{path.name}")
+            if path.is_file() and os.access(path, os.X_OK):  # not every put keeps the mode
+                target.run(["chmod", "+x", f"{ctx.scratch}/{path.name}"])
         build = [substitute(w, values) for w in word_list(cell.param("build"))]
         if build:
             self._build(ctx, build)

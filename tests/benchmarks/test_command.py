@@ -251,6 +251,15 @@ def test_metric_from_a_file_the_program_writes(tmp_path):
     assert set(info.value.attachments) == {"command.log", "out-argv.json"}
 
 
+def test_an_executable_file_stays_executable_and_needs_no_package(tmp_path):
+    program = write_program(tmp_path, "run.sh", "#!/bin/sh\necho fps=7\n")
+    program.chmod(0o755)
+    [cell] = cells_of(f'argv = ["./run.sh"]\nfiles = ["{program}"]')
+    assert command.Command().tools(cell) == {}
+    measurement, _ = execute(tmp_path, f'argv = ["./run.sh"]\nfiles = ["{program}"]')
+    assert measurement.metrics[0].value == 7.0
+
+
 def test_build_step_runs_in_the_working_directory(tmp_path):
     program = write_program(tmp_path, "gen.sh", "printf 'echo fps=%s\\n' \"$1\" > run.sh\n")
     measurement, ctx = execute(tmp_path, f'argv = ["sh", "run.sh"]\nfiles = ["{program}"]\n'
