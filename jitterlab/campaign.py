@@ -224,7 +224,8 @@ def _cells(
     data: Mapping[str, object], where: str, targets: tuple[TargetSpec, ...]
 ) -> tuple[Cell, ...]:
     """[matrix] (one table) or [[matrix]] (several, e.g. one per benchmark) -> cells. Every key is
-    an axis when it holds a list and a fixed value otherwise; keys are the benchmark's params."""
+    an axis when it holds a list and a fixed value otherwise (a `whole` key is always one value);
+    keys are the benchmark's params."""
     raw = data.get("matrix")
     if raw is None:
         raise UserError(f"{where}: missing [matrix] table; see examples/quickstart.toml")
@@ -286,7 +287,10 @@ def _matrix_cells(table: Mapping[str, object], where: str, targets: tuple[Target
                     f"{where}{param.name}: missing; benchmark {name!r} needs it "
                     f"({param.help}), e.g. {param.name} = {param.example}"
                 )
-            raw_values = _values(table, param.name, where, param.default)
+            if param.whole:  # a list here is the value itself, not an axis
+                raw_values = [table.get(param.name, param.default)]
+            else:
+                raw_values = _values(table, param.name, where, param.default)
             parsed = [param.parse(v, f"{where}{param.name}") for v in raw_values]
             if len(set(parsed)) != len(parsed):
                 raise UserError(f"{where}{param.name}: a value is listed twice")
@@ -311,7 +315,8 @@ def _excludes(data: Mapping[str, object], where: str, benchmarks: set[str]) -> l
         _no_unknown(rule, {*params, *_COMMON, "target"}, where, f"{key}.")
         parsed: dict[str, set] = {}
         for axis, value in rule.items():
-            values = value if isinstance(value, list) else [value]
+            whole = axis in params and params[axis].whole
+            values = value if isinstance(value, list) and not whole else [value]
             if axis in params:
                 parsed[axis] = {params[axis].parse(v, f"{where}: {key}.{axis}") for v in values}
             else:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from jitterlab import plugins, sysinfo
+from jitterlab import plugins, sysinfo, tuning
 from jitterlab.campaign import load_campaign
 from jitterlab.errors import UserError
 from jitterlab.params import ParamValue
@@ -59,9 +59,10 @@ def _values(param) -> list[ParamValue]:
     if param.name in registries:
         return list(registries[param.name].names())
     if param.default is not None:
-        return [param.default]
+        return [param.parse(param.default, "doctor")]
     example = tomllib.loads(f"v = {param.example}")["v"]
-    return [param.parse(example[0] if isinstance(example, list) else example, "doctor")]
+    one = example[0] if isinstance(example, list) and not param.whole else example
+    return [param.parse(one, "doctor")]
 
 
 def needed_tools() -> dict[str, tuple[str, set[str]]]:
@@ -131,6 +132,8 @@ def examine(target: Target) -> tuple[dict, list[Finding]]:
     topic("virtualization", str(info.get("virtualization") or "unknown"), sysinfo.check_virtualized(info))
     loadavg = info.get("loadavg")
     topic("load average", f"{loadavg[0]:.2f}" if loadavg else "unknown", sysinfo.check_load_average(info))
+    for name, state, warning in tuning.topics(info):  # idle states, nohz/rcu, IRQs, SMT, THP, SMI, memory
+        topic(name, state, warning)
     for warning in sysinfo.checks(info):
         if warning.message not in covered:
             findings.append(Finding("other", warning.message, warning.remedy))
@@ -166,8 +169,10 @@ def add_command(sub) -> None:
         "doctor",
         help="check that a target is ready to be measured, and say what to fix",
         description="Connect to TARGET and report tools present/missing (with the package to install), "
-        "RT permission, CPU governor, isolcpus, clocksource, preemption model and RT throttling, "
-        "each with its fix. TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
+        "RT permission, CPU governor, isolcpus, clocksource, preemption model, RT throttling, idle states "
+        "and cpu_dma_latency, nohz_full/rcu_nocbs, IRQ affinity, SMT, transparent hugepages, the SMI "
+        "counter, memory available and BogoMIPS, each with its fix. "
+        "TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
         "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
     )
     doctor.add_argument("target", metavar="TARGET", help="local | ssh://user@host:port | a target name")

@@ -4,11 +4,16 @@ A benchmark declares its keys as Params; the campaign turns every key of a [matr
 an axis (a list) or a fixed value, reading each value with the Param's parser so that a bad value
 is a one-line error naming file, key and the fix. Values are stored canonical (int ns for a
 duration, int bytes for a size, str for a name) so cell identities do not depend on spelling.
+
+A `whole` key takes its list or tables as one value and is never an axis (the argv of a command,
+the files it needs, its [[matrix.metric]] tables); its canonical value is JSON text.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,14 +27,16 @@ Parser = Callable[[object, str], ParamValue]
 
 @dataclass(frozen=True)
 class Param:
-    """One matrix key. `default` None means the key is required."""
+    """One matrix key. `default` None means the key is required. A `whole` key's value is read
+    whole even when it is a list (or a list of tables): it is never an axis."""
 
     name: str
     help: str
     parse: Parser
     example: str
-    default: ParamValue | None = None
+    default: ParamValue | tuple | None = None
     show: Callable[[ParamValue], str] = str
+    whole: bool = False
 
 
 def duration(lo_ns: int = 1, hi_ns: int | None = None) -> Parser:
@@ -109,6 +116,33 @@ def text(value: object, where: str) -> ParamValue:
     if not isinstance(value, str) or not value:
         raise UserError(f"{where}: expected a non-empty string, got {value!r}")
     return value
+
+
+def words(lo: int = 0, hi: int | None = None) -> Parser:
+    """A list of strings taken whole (an argv, file names): JSON text of the list, so that a cell
+    keeps one hashable, storable value. Each string is one word: nothing splits or joins them."""
+
+    def parse(value: object, where: str) -> ParamValue:
+        if not isinstance(value, list | tuple) or not all(isinstance(w, str) for w in value):
+            raise UserError(f'{where}: expected a list of strings, e.g. ["python3", "fps.py"], got {value!r}')
+        if any("\0" in w for w in value):
+            raise UserError(f"{where}: a string holds a NUL byte, which no command line can carry")
+        _in_range(len(value), lo, hi, where, lambda n: f"{n} item{'s' if n != 1 else ''}")
+        return json.dumps(list(value))
+
+    return parse
+
+
+def word_list(value: ParamValue) -> list[str]:
+    """The list a `words` value holds."""
+    return list(json.loads(str(value)))
+
+
+def show_words(value: ParamValue) -> str:
+    """A `words` value as a shell would show it (quoted where needed), for people only."""
+    if not (isinstance(value, str) and value.startswith("[")):
+        return str(value)
+    return shlex.join(word_list(value)) or "[]"
 
 
 def _in_range(n: int, lo: int, hi: int | None, where: str, show: Callable[[int], str]) -> None:

@@ -1,4 +1,5 @@
-"""What the target is: kernel, preemption model, CPUs, frequency, isolation, RT limits, clocks.
+"""What the target is: kernel, preemption model, CPUs, frequency, isolation, RT limits, clocks
+(and, through tuning.py, idle states, SMT, THP, IRQ affinity, memory and BogoMIPS).
 
 `snapshot()` reads everything with one fixed shell script over the Target protocol (one round
 trip over SSH); `checks()` turns a snapshot into warnings with remedies, one function per check.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from jitterlab import tuning
 from jitterlab.records import Warning_
 from jitterlab.targets.base import Target
 
@@ -52,8 +54,7 @@ v() { command -v systemd-detect-virt >/dev/null 2>&1 && systemd-detect-virt "$1"
 s virt; v --vm
 s container; v --container
 s rt_permission; command -v chrt >/dev/null 2>&1 && { chrt -f 1 true >/dev/null 2>&1; echo $?; }
-exit 0
-"""
+""" + tuning.SCRIPT + "exit 0\n"
 
 # The clocksource that is cheap to read and stable, per `uname -m`.
 _GOOD_CLOCKSOURCE = {
@@ -104,6 +105,7 @@ def parse(text: str) -> dict:
         "virtualization": _virtualization(sec, machine),
         "container": sec.get("container"),
         "rt_permission": None if sec.get("rt_permission") is None else sec["rt_permission"] == "0",
+        **tuning.parse(sec),  # idle states, SMT, THP, IRQs, memory, BogoMIPS, ...
     }
 
 
@@ -328,6 +330,7 @@ CHECKS: tuple[Callable[[dict], Warning_ | None], ...] = (
     check_isolated_cpus,
     check_clocksource,
     check_load_average,
+    *tuning.CHECKS,  # the RT tuning checks: idle states, nohz/rcu, IRQ affinity, SMT, THP, SMI
 )
 
 

@@ -129,8 +129,9 @@ def test_everything_excluded(tmp_path):
         load_campaign(write(tmp_path, text))
 
 
-def test_examples_parse():
+def test_examples_parse(monkeypatch):
     root = Path(__file__).parent.parent / "examples"
+    monkeypatch.chdir(root.parent)  # files of a command are found from where jitterlab runs
     for path in sorted(root.glob("*.toml")):
         campaign = load_campaign(path)
         assert campaign.cells, path
@@ -241,7 +242,8 @@ def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp
         probes = frozenset({"self"})
 
     monkeypatch.setitem(plugins.PINS._entries, "wired", Entry("wired", "test pin", Wired))
-    with pytest.raises(UserError, match=r"matrix.pin: impl 'bash' cannot drive pin 'wired'; it drives sysfs, vpin"):
+    with pytest.raises(UserError, match=r"matrix.pin: impl 'bash' cannot drive pin 'wired'; it drives "
+                                        r"sysfs, vpin"):
         load_campaign(write(tmp_path, GOOD.replace('pin = "vpin"', 'pin = "wired"')))
     bash = plugins.IMPLS.get("bash", "test")
     monkeypatch.setitem(plugins.IMPLS._entries, "bash", Entry(

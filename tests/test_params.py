@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jitterlab.errors import UserError
@@ -35,3 +37,34 @@ def test_errors_name_the_key(parser, value, expected):
     with pytest.raises(UserError) as info:
         parser(value, "f.toml: matrix.size")
     assert expected in str(info.value)
+
+
+def test_words_are_one_canonical_value():
+    from jitterlab.params import show_words, word_list, words
+
+    value = words(1)(["python3", "a b", "{x}"], "k")
+    assert isinstance(value, str) and word_list(value) == ["python3", "a b", "{x}"]
+    assert words()((), "k") == "[]" and show_words("[]") == "[]"
+    assert show_words(value) == "python3 'a b' '{x}'"
+    for bad, message in (("python3 x", "expected a list of strings"),
+                         (["a", 1], "expected a list of strings"),
+                         ([], "0 items is out of range; give a value >= 1 item"),
+                         (["a\0b"], "a string holds a NUL byte")):
+        with pytest.raises(UserError, match=f"^f.toml: matrix.argv: {message}"):
+            words(1)(bad, "f.toml: matrix.argv")
+
+
+def test_a_whole_key_is_never_an_axis_nor_split_by_an_exclude():
+    from tests.support import campaign_from_toml
+
+    metric = '[[matrix.metric]]\nname = "n"\nregex = "(1)"\ndirection = "none"\n'
+    campaign = campaign_from_toml("command", f'name = "a"\nargv = ["echo", "1"]\nvariant = [1, 2]\n{metric}')
+    assert len(campaign.cells) == 2
+    import tomllib
+
+    from jitterlab.campaign import parse_campaign
+
+    text = ('[campaign]\nname = "t"\n[matrix]\nbenchmark = "command"\nname = "a"\nargv = ["echo", "1"]\n'
+            f'variant = [1, 2]\n{metric}[[exclude]]\nargv = ["echo", "1"]\nvariant = 2\n')
+    [cell] = parse_campaign(tomllib.loads(text), Path("c.toml"), text).cells
+    assert cell.param("variant") == 1

@@ -34,6 +34,20 @@ KEYS = {
     "virtualization",
     "container",
     "rt_permission",
+    # tuning.py
+    "mem_total_kb",
+    "mem_available_kb",
+    "bogomips",
+    "cpu_vendor",
+    "cpuidle_driver",
+    "cpuidle_states",
+    "cpu_dma_latency_us",
+    "smt_active",
+    "thread_siblings",
+    "thp",
+    "irqs",
+    "msr_device",
+    "rcu_nocbs",
 }
 
 
@@ -48,7 +62,7 @@ PI = script_output(
     machine="aarch64",
     hostname="pi4",
     os_release='NAME="Debian"\nPRETTY_NAME="Raspbian GNU/Linux 12 (bookworm)"\nID=raspbian',
-    cmdline="console=ttyS0 isolcpus=2-3 nohz_full=2-3",
+    cmdline="console=ttyS0 isolcpus=2-3 nohz_full=2-3 rcu_nocbs=2-3",
     cpuinfo="processor\t: 0\nprocessor\t: 1\nprocessor\t: 2\nprocessor\t: 3\n"
     "CPU implementer\t: 0x41\nCPU part\t: 0xd08\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4",
     hypervisor_flag="",
@@ -107,7 +121,7 @@ def test_parse_a_raspberry_pi_with_rt_kernel():
         "kernel_version": "#1 SMP PREEMPT_RT Mon Mar 4 2024",
         "machine": "aarch64",
         "preemption": "rt",
-        "cmdline": "console=ttyS0 isolcpus=2-3 nohz_full=2-3",
+        "cmdline": "console=ttyS0 isolcpus=2-3 nohz_full=2-3 rcu_nocbs=2-3",
         "cpu_model": "Raspberry Pi 4 Model B Rev 1.4",
         "n_cpus": 4,
         "cpus_online": [0, 1, 2, 3],
@@ -130,6 +144,10 @@ def test_parse_a_raspberry_pi_with_rt_kernel():
         "virtualization": "none",
         "container": "none",
         "rt_permission": True,
+        "rcu_nocbs": [2, 3],  # from the command line; the other tuning sections were not printed
+        **dict.fromkeys(("mem_total_kb", "mem_available_kb", "bogomips", "cpu_vendor", "cpuidle_driver",
+                         "cpuidle_states", "cpu_dma_latency_us", "smt_active", "thread_siblings", "thp",
+                         "irqs", "msr_device")),
     }
     warnings = sysinfo.checks(info)
     assert [w.message.split(" ")[:3] for w in warnings] == [["CPU", "frequency", "governor"]]

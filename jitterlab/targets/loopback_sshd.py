@@ -83,6 +83,7 @@ class LoopbackSSHD:
                     # bash then skips ~/.bashrc (sshd sessions at level 1 read it): a heavy one,
                     # e.g. `pyenv init`, would cost every command ~100 ms, as it does on such a target
                     "SetEnv SHLVL=1",
+                    "Subsystem sftp internal-sftp",  # sftp, and scp of OpenSSH 9 (SFTP protocol)
                     "LogLevel INFO",
                     "",
                 ]

@@ -305,6 +305,11 @@ class OverSSH:
     def get(self, remote: str, local: Path) -> None:
         self._sessions.get(remote, local)
 
+    def ssh_command(self, remote: list[str]) -> list[str]:
+        """The ssh command line that runs `remote` over this target's connection (`-- HOST CMD` last):
+        for tools that speak SSH themselves (scp, sftp) and must reach the target the same way."""
+        return self._sessions.ssh_argv(remote)
+
 
 class SSHProcess:
     """A command started by SSHSessions.spawn: its own session on the target, a channel here."""
