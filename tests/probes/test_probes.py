@@ -3,6 +3,7 @@ the vpin probe refuses what it cannot see."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,9 @@ def test_a_probe_says_where_it_runs_and_what_it_needs(name):
     assert probe.location in LOCATIONS
     assert isinstance(probe.needs_cpu, bool) and isinstance(probe.independent, bool)
     assert not (probe.needs_cpu and probe.location != "target"), "only a probe on the target takes its CPU"
-    assert probe.validate({}, "probes.x") is not None
+    required = {p.name: tomllib.loads(f"v = {p.example}")["v"] for p in probe.params if p.default is None}
+    options = probe.validate(required, "probes.x")
+    assert set(options) == {p.name for p in probe.params}, "every option gets a value, defaults filled in"
 
 
 def test_self_probe_hands_back_the_programs_edges(tmp_path):
