@@ -130,9 +130,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
         for entry in registry:
             table.add_row(f"[bold]{entry.name}[/]", entry.help)
-            for param in getattr(entry.obj, "params", ()) if kind == "benchmarks" else ():
+            # a benchmark's params are matrix keys; a probe's or pin's, options in [probes.NAME] / [pins.NAME]
+            table_of = "" if kind == "benchmarks" else f"{kind}.{entry.name}."
+            for param in getattr(entry.obj, "params", ()) if kind in ("benchmarks", "probes", "pins") else ():
                 default = "required" if param.default is None else f"default {_shown_default(param)}"
-                table.add_row("", f"  [cyan]{param.name}[/] — {param.help} ({default}; e.g. {param.example})")
+                table.add_row("", f"  [cyan]{table_of}{param.name}[/] — {param.help} ({default}; "
+                              f"e.g. {param.example})")
         out.print(table)
         out.print()
     return EXIT_OK

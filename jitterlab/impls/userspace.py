@@ -10,8 +10,8 @@ from jitterlab.impls.base import IMPLS, common_flags, run_program
 from jitterlab.pins.base import PinHandle
 from jitterlab.processes import pinned
 
-FILE_PINS = frozenset({"vpin"})  # a value file written with write()/pwrite
-MAPPED_PINS = frozenset({"vpin"})  # a level byte stored through mmap
+FILE_PINS = frozenset({"vpin", "external"})  # a value file written with write()/pwrite
+MAPPED_PINS = frozenset({"vpin", "external"})  # a level byte stored through mmap
 
 
 @dataclass(frozen=True)
