@@ -80,9 +80,10 @@ class _EdgeFinder:
 
     def edges(self) -> LogicEdges:
         index = np.concatenate(self.parts) if self.parts else np.empty(0, dtype=np.int64)
+        self.parts = []
         first = self.first or 0
-        # levels alternate from the initial one: edge k sets level first ^ (k+1 odd)
-        level = ((np.arange(len(index)) + 1 + first) % 2).astype(np.uint8)
+        level = np.empty(len(index), dtype=np.uint8)  # levels alternate from the initial one
+        level[0::2], level[1::2] = 1 - first, first
         return LogicEdges(index, level, first, self.n_samples)
 
 
