@@ -213,7 +213,9 @@ def add_command(sub) -> None:
         help="check that a target is ready to be measured, and say what to fix",
         description="Connect to TARGET and report tools present/missing (with the package to install), "
         "RT permission, CPU governor, isolcpus, clocksource, preemption model and RT throttling, "
-        "each with its fix. TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
+        "each with its fix, then the probes usable there (vpin with a second CPU, logic analyzers and VISA "
+        "instruments found on this machine). "
+        "TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
         "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
     )
     doctor.add_argument("target", metavar="TARGET", help="local | ssh://user@host:port | a target name")
