@@ -31,6 +31,7 @@ bench: setup
 	$(PY) bench/analysis.py
 	$(PY) bench/storage.py
 	$(PY) bench/probe_resolution.py
+	$(PY) bench/sigrok_decode.py
 	$(PY) bench/loads.py
 	$(PY) bench/report.py
 	$(PY) bench/parallel.py

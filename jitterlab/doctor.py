@@ -137,7 +137,53 @@ def examine(target: Target) -> tuple[dict, list[Finding]]:
     for warning in sysinfo.checks(info):
         if warning.message not in covered:
             findings.append(Finding("other", warning.message, warning.remedy))
+    findings += probe_findings(info)
     return info, findings
+
+
+def probe_findings(info: dict) -> list[Finding]:
+    """The probes usable on the target: vpin needs a second CPU; an instrument is usable when the
+    controller (this machine) finds it. Informational: no instrument is nothing to fix."""
+    from jitterlab.targets.local import LocalTarget
+
+    n_cpus = int(info.get("n_cpus") or 1)
+    usable = ["self", "vpin" if n_cpus > 1 else "(vpin needs a second CPU)"]
+    controller = LocalTarget(name="controller")
+    try:
+        if controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"]).ok:
+            from jitterlab.probes.sigrok import scan_devices
+
+            found = scan_devices(controller)
+            analyzers = "; ".join(found) if found else "none found by sigrok-cli --scan"
+            usable += ["sigrok"] if any(not line.startswith("demo ") for line in found) else []
+        else:
+            analyzers = "sigrok-cli is not installed here (apt install sigrok-cli to use an analyzer)"
+    finally:
+        controller.close()
+    resources = visa_resources()
+    usable += ["scpi"] if any(r.startswith(("USB", "GPIB")) for r in resources) else []
+    return [Finding("probes", ", ".join(usable)), Finding("logic analyzers", analyzers),
+            Finding("VISA resources", "; ".join(resources) or "none on USB, GPIB or serial (instruments on "
+                    "the LAN are not searched: give their address as probes.scpi.resource)")]
+
+
+def visa_resources() -> list[str]:
+    """VISA resources pyvisa-py finds on USB, GPIB and serial lines. LAN discovery broadcasts to the
+    network, so it is left out: a LAN instrument is named by its address."""
+    try:
+        import pyvisa_py.highlevel  # noqa: F401  (registers the session classes)
+        from pyvisa_py.sessions import Session
+    except ImportError:
+        return ["(pyvisa-py is not installed: pip install 'jitterlab[instruments]' to use an instrument)"]
+    found: list[str] = []
+    for (interface, _), session in Session.iter_valid_session_classes():
+        if "tcpip" in interface.name or "prlgx" in interface.name:
+            continue
+        try:
+            found += session.list_resources()
+        except Exception:  # a bus whose library is missing (pyusb, gpib-ctypes) lists nothing
+            continue
+    return sorted(set(found))
 
 
 def _preemption(model: str | None) -> Finding:
@@ -171,7 +217,8 @@ def add_command(sub) -> None:
         description="Connect to TARGET and report tools present/missing (with the package to install), "
         "RT permission, CPU governor, isolcpus, clocksource, preemption model, RT throttling, idle states "
         "and cpu_dma_latency, nohz_full/rcu_nocbs, IRQ affinity, SMT, transparent hugepages, the SMI "
-        "counter, memory available and BogoMIPS, each with its fix. "
+        "counter, memory available and BogoMIPS, each with its fix, then the probes usable there (vpin "
+        "with a second CPU, logic analyzers and VISA instruments found on this machine). "
         "TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
         "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
     )

@@ -26,12 +26,15 @@ import jitterlab.benchmarks.udp_echo as _udp_echo  # noqa: F401  (registers udp-
 import jitterlab.impls.kmod as _kmod  # noqa: F401  (registers kmod-busy, kmod-hrtimer, kmod-rt)
 import jitterlab.impls.userspace as _userspace  # noqa: F401  (registers bash ... c-fifo)
 import jitterlab.loads as _loads  # noqa: F401  (registers the built-in loads)
+import jitterlab.pins.external as _external_pin  # noqa: F401  (registers pin external)
 import jitterlab.pins.gpiod as _gpiod_pin  # noqa: F401  (registers pin gpiod)
 import jitterlab.pins.gpiomem as _gpiomem_pin  # noqa: F401  (registers pin gpiomem)
 import jitterlab.pins.sysfs as _sysfs_pin  # noqa: F401  (registers pin sysfs)
 import jitterlab.pins.vpin as _vpin_pin  # noqa: F401  (registers pin vpin)
 import jitterlab.probes.gpio_loopback as _loopback  # noqa: F401  (registers probe gpio-loopback)
+import jitterlab.probes.scpi as _scpi_probe  # noqa: F401  (registers probe scpi)
 import jitterlab.probes.self as _self_probe  # noqa: F401  (registers probe self)
+import jitterlab.probes.sigrok as _sigrok_probe  # noqa: F401  (registers probe sigrok)
 import jitterlab.probes.vpin as _vpin_probe  # noqa: F401  (registers probe vpin)
 from jitterlab.benchmarks.base import BENCHMARKS
 from jitterlab.impls.base import IMPLS

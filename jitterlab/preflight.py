@@ -171,20 +171,20 @@ def _placement(campaign: Campaign, cells: list[Cell], n_cpus: int, warnings: lis
                 f"a target with {n_cpus} CPUs (0-{n_cpus - 1})"
             )
     polling = any(plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c) for c in cells)
+    if polling and n_cpus == 1:  # a busy-polling probe beside the program on one CPU sees nothing true
+        probes = sorted({str(c.param("probe")) for c in cells
+                         if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c)})
+        raise UserError(
+            f"{campaign.path}: matrix.probe: probe {', '.join(probes)} needs a CPU of its own beside the "
+            "program, and this target has one CPU; use probe = \"self\", \"gpio-loopback\" (a second GPIO "
+            "line wired to the pin) or an instrument (\"sigrok\", \"scpi\")"
+        )
     probe = campaign.cpus.get("probe", (n_cpus - 1,) if polling and n_cpus > 1 else ())
     probe_cpu = probe[0] if probe else None
     default_program = tuple(c for c in range(n_cpus) if c != probe_cpu) or None
     program = campaign.cpus.get("program", default_program if probe_cpu is not None else None)
     loads = campaign.cpus.get("load")
-    if polling and probe_cpu is None:
-        warnings.append(
-            Warning_(
-                "one CPU only: the probe shares it with the program and is blind whenever the "
-                "program runs",
-                'use probe = "self"',
-            )
-        )
-    elif polling and any(c.load != "idle" for c in cells) and (loads is None or probe_cpu in loads):
+    if polling and any(c.load != "idle" for c in cells) and (loads is None or probe_cpu in loads):
         warnings.append(
             Warning_(
                 f"loads run on CPU {probe_cpu} too, where the probe polls: it will be blind more often",

@@ -243,7 +243,7 @@ def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp
 
     monkeypatch.setitem(plugins.PINS._entries, "wired", Entry("wired", "test pin", Wired))
     with pytest.raises(UserError, match=r"matrix.pin: impl 'bash' cannot drive pin 'wired'; it drives "
-                                        r"sysfs, vpin"):
+                                        r"external, sysfs, vpin"):
         load_campaign(write(tmp_path, GOOD.replace('pin = "vpin"', 'pin = "wired"')))
     bash = plugins.IMPLS.get("bash", "test")
     monkeypatch.setitem(plugins.IMPLS._entries, "bash", Entry(

@@ -147,7 +147,15 @@ def test_placement_on_a_cpu_the_target_lacks(tmp_path):
         _placement(tmp_path, 'probe = "7"', 2)
 
 
-def test_one_cpu_warns_that_the_probe_shares_it(tmp_path):
-    placement, warnings = _placement(tmp_path, "", 1, load="idle")
+def test_one_cpu_refuses_a_probe_that_needs_a_cpu_of_its_own(tmp_path):
+    with pytest.raises(UserError, match=r"matrix.probe: probe vpin needs a CPU of its own beside the "
+                       r"program, and this target has one CPU; use probe = \"self\", \"gpio-loopback\""):
+        _placement(tmp_path, "", 1, load="idle")
+
+
+def test_one_cpu_is_fine_for_a_probe_off_the_target(tmp_path):
+    path = campaign_file(tmp_path, "c-mmap")
+    path.write_text(path.read_text().replace('period = ["10ms"]', 'period = ["10ms"]\nprobe = "self"'))
+    campaign = load_campaign(path)
+    placement = preflight._placement(campaign, list(campaign.cells), 1, [])
     assert placement.probe_cpu is None
-    assert any("one CPU only" in w for w in warnings)

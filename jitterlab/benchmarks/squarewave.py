@@ -111,10 +111,17 @@ def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -
         metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
                                       probe="self")
     else:
-        series[probe] = EdgeSeries(capture.t_ns, capture.level)
         series.update(capture.series)
-        metrics += squarewave_metrics(capture.t_ns, capture.level, period_ns, warmup_ns=settings.warmup_ns,
-                                      blind=capture.blind, probe=probe)
+        if capture.summary is not None:  # an instrument's statistics: no edges to analyse
+            metrics += capture.summary
+        else:
+            series[probe] = EdgeSeries(capture.t_ns, capture.level)
+            metrics += squarewave_metrics(capture.t_ns, capture.level, period_ns,
+                                          warmup_ns=settings.warmup_ns, blind=capture.blind, probe=probe)
+        if capture.unavailable:
+            warnings.append(Warning_(
+                f"the {probe} probe cannot give {', '.join(capture.unavailable)} (unavailable, not stored)",
+                "use a probe that timestamps every edge (sigrok, vpin) for percentiles"))
         metrics += capture.metrics
         warnings += capture.warnings
         try:  # the program's own view of the same run, for the self-measurement bias

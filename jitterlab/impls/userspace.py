@@ -10,8 +10,8 @@ from jitterlab.impls.base import IMPLS, common_flags, run_program
 from jitterlab.pins.base import PinHandle
 from jitterlab.processes import pinned
 
-FILE_PINS = frozenset({"vpin", "sysfs"})  # a value file written with write()/pwrite
-MAPPED_PINS = frozenset({"vpin", "gpiomem"})  # a level byte or set/clear registers, through mmap
+FILE_PINS = frozenset({"vpin", "sysfs", "external"})  # a value file written with write()/pwrite
+MAPPED_PINS = frozenset({"vpin", "gpiomem", "external"})  # a level byte or set/clear registers, via mmap
 
 
 @dataclass(frozen=True)

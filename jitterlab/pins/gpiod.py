@@ -20,7 +20,7 @@ exit 0
 
 
 class GpiodPin(PinBase):
-    probes = frozenset({"self", "gpio-loopback"})
+    probes = frozenset({"self", "gpio-loopback", "sigrok", "scpi"})
     params = (
         Param("chip", "the GPIO chip: its label, gpiochipN or /dev/gpiochipN", text, '"pinctrl-bcm2711"',
               default="gpiochip0"),

@@ -22,7 +22,7 @@ def _device(value: object, where: str) -> ParamValue:
 
 
 class GpiomemPin(PinBase):
-    probes = frozenset({"self", "gpio-loopback"})
+    probes = frozenset({"self", "gpio-loopback", "sigrok", "scpi"})
     params = (
         Param("soc", "the SoC's register map: " + ", ".join(f"{s.name} ({s.help})" for s in SOCS.values()),
               choice(*SOCS), '"bcm2711"'),

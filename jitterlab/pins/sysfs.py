@@ -25,7 +25,7 @@ _UNEXPORT = 'echo 0 > "/sys/class/gpio/gpio$1/value"; echo "$1" > /sys/class/gpi
 
 
 class SysfsPin(PinBase):
-    probes = frozenset({"self", "gpio-loopback"})
+    probes = frozenset({"self", "gpio-loopback", "sigrok", "scpi"})
     params = (
         Param("chip", "the GPIO chip: its label, gpiochipN or /dev/gpiochipN", text, '"pinctrl-bcm2711"',
               default="gpiochip0"),

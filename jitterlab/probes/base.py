@@ -34,6 +34,10 @@ class Capture:
     `blind` holds (start_ns, end_ns) spans the probe could not see; `series` raw series to store
     beside the edges (e.g. "vpin.blind"); `metrics` the probe's own figures (poll interval,
     resolution) with the probe's name.
+
+    A probe that sees no edges but statistics (an oscilloscope's period measurement) leaves t_ns and
+    level empty and hands its squarewave metrics in `summary` instead; `unavailable` names the
+    metrics it cannot give (percentiles from min/max/mean/std), which are then reported missing.
     """
 
     t_ns: np.ndarray
@@ -42,6 +46,8 @@ class Capture:
     metrics: tuple[Metric, ...] = ()
     warnings: tuple[Warning_, ...] = ()
     series: Mapping[str, EdgeSeries] = field(default_factory=dict)
+    summary: tuple[Metric, ...] | None = None
+    unavailable: tuple[str, ...] = ()
 
 
 class Probe(Protocol):
@@ -106,10 +112,18 @@ class ProbeBase:
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
         return None
 
+    @classmethod
+    def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:
+        """The [probes.NAME] options as the campaign read them (canonical values), defaults filled in;
+        UserError naming `where` when a required one is missing."""
+        given = settings.options_of("probes", name)
+        rest = [p for p in cls.params if p.name not in given]
+        return {**parse_options(rest, {}, where, f"probe {name!r}"), **given}
+
     def options(self) -> dict:
         """This probe's [probes.NAME] options for the run, defaults filled in."""
         name = str(self.ctx.cell.param("probe", ""))
-        return self.validate(self.ctx.settings.options_of("probes", name), f"probes.{name}")
+        return self.options_in(self.ctx.settings, name, f"probes.{name}")
 
     def start(self, pin: PinHandle) -> None:
         return None

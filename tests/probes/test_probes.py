@@ -28,7 +28,8 @@ def test_a_probe_says_where_it_runs_and_what_it_needs(name):
     assert not (probe.needs_cpu and probe.location != "target"), "only a probe on the target takes its CPU"
     # its options can be written from their own examples, and defaults fill the rest
     required = {p.name: tomllib.loads(f"v = {p.example}")["v"] for p in probe.params if p.default is None}
-    assert set(probe.validate(required, "probes.x")) == {p.name for p in probe.params}
+    options = probe.validate(required, "probes.x")
+    assert set(options) == {p.name for p in probe.params}, "every option gets a value, defaults filled in"
 
 
 def test_self_probe_hands_back_the_programs_edges(tmp_path):
