@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.analysis.latency import BUCKET_NS, HISTOGRAM_UNIT
+from jitterlab.analysis.squarewave import _blind_effects
 from jitterlab.store.catalog import RunRecord
 from jitterlab.store.raw import EdgeSeries, Samples, blind_spans, read_raw
 
@@ -17,8 +18,9 @@ def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
                   blind: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(start time of each used period in s since the first edge, relative error e_i).
 
-    Same warm-up and blind exclusion as analysis.squarewave: periods touching a blind span
-    [s, e] (inclusive) are dropped.
+    Exactly the periods the metrics use: the same warm-up, and the same blind rule as
+    analysis.squarewave (a period is dropped when it touches a blind span that matters: one that
+    holds an edge or is at least a quarter period long).
     """
     t = series.t_ns
     if len(t) == 0:
@@ -30,10 +32,8 @@ def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
     keep = np.ones(len(err), dtype=bool)
     if blind is not None and len(blind):
         spans = np.asarray(blind, dtype=np.int64).reshape(-1, 2)
-        lo = np.clip(np.searchsorted(t, spans[:, 0], side="left") - 2, 0, len(err))
-        hi = np.clip(np.searchsorted(t, spans[:, 1], side="right"), 0, len(err))
-        for a, b in zip(lo, hi, strict=True):  # one step per blind span
-            keep[a:b] = False
+        excluded, _, _, _ = _blind_effects(t, spans, int(period_ns))  # the metrics' own rule
+        keep[excluded] = False
     return (t[:-2][keep] - series.t_ns[0]) / 1e9, err[keep]
 
 

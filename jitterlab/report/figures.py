@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from jitterlab.analysis import samples
@@ -31,6 +31,7 @@ THRESHOLDS = (0.01, 0.10, 1.0)
 LOAD_ORDER = ("idle", "cpu", "net")  # the paper's order; other loads follow by name
 BLIND_MARK_FRACTION = 0.01  # □ where the plotted run had more than this share of periods excluded
 MARKERS = "osD^vPX*<>"
+LOG_PERIOD_SPAN = 20  # longest / shortest period of a run above which its timeline is drawn log
 period_errors = samples.period_errors  # the figures draw exactly the periods the metrics used
 
 
@@ -164,7 +165,11 @@ def histogram_figure(errors: dict[str, np.ndarray], title: str) -> Figure:
         edges = np.linspace(lo, hi if hi > lo else lo + 1e-6, 101)
     fig = _log_histograms(curves, edges, size=(6, 3.4), xlabel="relative period error",
                           ylabel="periods", title=title)
-    fig.axes[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{_digits(v, 3)} %"))
+    ax = fig.axes[0]
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{_digits(v, 3)} %"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     return fig
 
 
@@ -182,8 +187,13 @@ def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns:
                     zorder=1 if own else 2, label=probe_label(probe),
                     rasterized=len(e) > 1000)  # keeps the inline SVG small
     ax.axhline(period_ns, color="black", lw=0.9, ls="--", label=f"nominal {duration(period_ns)}")
+    periods = [(1 + e) * period_ns for _, e in series.values() if len(e)]
+    top = max((float(p.max()) for p in periods), default=period_ns)
+    low = min((float(p.min()) for p in periods), default=period_ns)
+    if low > 0 and top / low > LOG_PERIOD_SPAN:  # outliers would flatten the band: log axis
+        ax.set_yscale("log")
     ax.set_xlabel("time since the first edge [s]")
-    ax.set_ylabel("period")
+    ax.set_ylabel("period" + (" (log axis)" if ax.get_yscale() == "log" else ""))
     duration_axis(ax.yaxis)
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)

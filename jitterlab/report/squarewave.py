@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitterlab import cells
-from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, EnvelopeRow, envelope, rules_of
+from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope, rules_of
 from jitterlab.errors import UserError
 from jitterlab.records import Warning_
 from jitterlab.report import figures
@@ -64,13 +64,13 @@ class SquarewaveSection:
         paper = [{"target": t, "svg": ctx.emit(figures.envelope_figure(runs, t, impl_of),
                                                f"error_vs_period_{t}")}
                  for t in sorted({r.target for r in runs})]
-        rules = rules_of(runs)
+        heads, rows = envelope_rows(runs, impl_of)
         return {
             "paper": paper,
             "blind_mark": f"{figures.BLIND_MARK_FRACTION * 100:g} %",
-            "thresholds": [f"{t * 100:g} %" for t in DEFAULT_THRESHOLDS],
-            "rules": rules,
-            "envelope": [_envelope_row(e) for e in envelope(runs, rules=rules, impl_of=impl_of)],
+            "rules": rules_of(runs),
+            "envelope_heads": heads,
+            "envelope": rows,
             "cells": _cell_rows(runs, impl_of),
             "run_figures": _run_figures(runs, impl_of, ctx),
             "bias": _bias_rows(runs, impl_of),
@@ -97,27 +97,35 @@ class SquarewaveSection:
         return out
 
 
-def _envelope_row(e: EnvelopeRow) -> dict:
-    return {"target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "rule": e.rule,
-            "shortest": [format_ns(p) if p else "none" for p in e.shortest_ns.values()],
-            "periods": ", ".join(format_ns(p) for p in e.periods_ns), "reps": e.min_repetitions}
+def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]]:
+    """The envelope as people read it: one row per target x impl x load x probe, one column per
+    rule and threshold ("max < 1 %", "p99 < 10 %"); periods as written in a campaign."""
+    rules = rules_of(runs)
+    heads = [f"{rule} < {t * 100:g} %" for rule in rules for t in DEFAULT_THRESHOLDS]
+    rows: dict[tuple, dict] = {}
+    for e in envelope(runs, rules=rules, impl_of=impl_of):
+        row = rows.setdefault((e.target, e.impl, e.load, e.probe), {
+            "target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "shortest": [],
+            "periods": ", ".join(format_ns(p) for p in e.periods_ns), "reps": e.min_repetitions})
+        row["shortest"] += [format_ns(p) if p else "none" for p in e.shortest_ns.values()]
+    return heads, list(rows.values())
 
 
 def envelope_table(runs: list[RunRecord], title: str) -> Table:
-    """The envelope for the terminal: per rule, the shortest period under each threshold."""
-    rows = envelope(runs, rules=rules_of(runs), impl_of=impl_namer(runs))
+    """The envelope for the terminal: per impl x load x probe, the shortest period under each
+    threshold by each rule of the campaign."""
+    heads, rows = envelope_rows(runs, impl_namer(runs))
     multi_target = len({r.target for r in runs}) > 1
-    table = Table(title=title, caption="shortest period that held in every repetition, with every "
-                  "longer one; rule: the per-run statistic of |period error| that must stay under")
-    for name in (["target"] if multi_target else []) + ["impl", "load", "probe", "rule"]:
+    table = Table(title=title, caption="shortest period that held in every repetition, and every "
+                  "longer one too; max: the run's worst period, pNN: that percentile of its periods")
+    for name in (["target"] if multi_target else []) + ["impl", "load", "probe"]:
         table.add_column(name)
-    for t in DEFAULT_THRESHOLDS:
-        table.add_column(f"< {t * 100:g} %", justify="right")
+    for head in heads:
+        table.add_column(head, justify="right")
     table.add_column("reps", justify="right")
     for e in rows:
-        shortest = [format_ns(p) if p else "none" for p in e.shortest_ns.values()]
-        table.add_row(*([e.target] if multi_target else []), Text(e.impl), e.load, e.probe, e.rule,
-                      *shortest, str(e.min_repetitions))
+        table.add_row(*([e["target"]] if multi_target else []), Text(e["impl"]), e["load"], e["probe"],
+                      *e["shortest"], str(e["reps"]))
     return table
 
 
@@ -166,7 +174,10 @@ def _style(value: float) -> str:
 
 def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
     rows = []
-    for (target, impl, load, period, probe), cell in sorted(_cells(runs, impl_of).items()):
+    groups = _cells(runs, impl_of)
+    loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
+    for (target, impl, load, period, probe), cell in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], kv[0][1], loads[kv[0][2]], -kv[0][3], kv[0][4])):
         ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
         worst = max(ok, key=lambda r: r.metric(HEADLINE)) if ok else None
         rows.append({
@@ -229,8 +240,9 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
             "hist": ctx.emit(figures.histogram_figure(errors, title), f"run_{r.id}_histogram"),
             "timeline": ctx.emit(figures.timeline_figure(timeline, period_ns(r), title),
                                  f"run_{r.id}_period"),
-            "percentiles": [(p.split("_")[0], {pr: r.metric(p, pr) for pr in errors})
-                            for p in (HEADLINE, *PERCENTILES)],
+            "percentiles": [(label, {pr: r.metric(p, pr) for pr in errors})
+                            for label, p in zip(("max", "p50", "p99", "p99.9", "p99.99"),
+                                                (HEADLINE, *PERCENTILES), strict=True)],
             "probes": list(errors),
         })
     return out

@@ -193,3 +193,44 @@ def test_cli_report_and_compare(report_store, tmp_path, capsys):
     with pytest.raises(UserError, match="they have: .*max_rel_period_error"):
         run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
                  "--candidate", "image=1.11", "--metric", "nope"])
+
+
+def test_export_holds_the_envelope_by_rule(report_store, tmp_path):
+    import csv
+    import io
+    import json
+
+    import pyarrow.parquet as pq
+
+    from jitterlab.report.export import export
+
+    runs = report_store.runs()
+    doc = json.loads(export(report_store, runs, "json", None))
+    rules = {(e["impl"], e["load"], e["probe"], e["rule"]) for e in doc["envelope"]}
+    # 2 impls x 2 images x 2 loads x 1 probe, each by the default rules max and p99
+    assert len(rules) == 16 and {r[3] for r in rules} == {"max", "p99"}
+    assert {e["metric"] for e in doc["envelope"]} == {"max_rel_period_error", "p99_rel_period_error"}
+    assert all(e["shortest_period_ns"] in (None, MS, 10 * MS) for e in doc["envelope"])
+    assert doc["runs"][0]["metrics"]["vpin.max_rel_period_error"]["unit"] == "ratio"  # raw, unit beside
+    rows = list(csv.DictReader(io.StringIO(export(report_store, runs, "csv", None, table="envelope"))))
+    assert len(rows) == len(doc["envelope"]) and {r["threshold"] for r in rows} == {"0.01", "0.1"}
+    export(report_store, runs, "parquet", tmp_path / "pq")
+    assert pq.read_table(tmp_path / "pq" / "envelope.parquet").num_rows == len(doc["envelope"])
+    with pytest.raises(UserError, match="--table envelope: only with --format csv"):
+        export(report_store, runs, "json", None, table="envelope")
+
+
+def test_figures_draw_exactly_the_periods_the_metrics_used(report_store):
+    from jitterlab.analysis.samples import run_distribution
+
+    checked = 0
+    for r in report_store.runs():
+        if r.status != "ok":
+            continue
+        found = run_distribution(report_store.root, r)
+        for probe in ("vpin", "self"):
+            values, counts = found[probe]
+            assert counts.sum() == r.metric("n_periods", probe), (r.id, probe)
+            assert values.max() == pytest.approx(r.metric("max_rel_period_error", probe))
+            checked += 1
+    assert checked > 0 and any((r.metric("excluded_periods") or 0) > 0 for r in report_store.runs())
