@@ -102,8 +102,9 @@ def envelope_figure(runs: list[RunRecord], target: str,
             for x_s, why in trouble:
                 any_trouble = True
                 ax.plot([x_s], [0.97], "x", color=color, ms=8, mew=2, transform=top, clip_on=False)
-                ax.annotate(f"{impl}: {why}", (x_s, 0.93), xycoords=top, fontsize=7,
-                            rotation=90, va="top", ha="center", color=color)
+                ax.annotate(f"{impl}: {why}", (x_s, 0.93), xycoords=top, fontsize=7, rotation=90,
+                            va="top", ha="center", color=color,
+                            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
@@ -126,8 +127,10 @@ def envelope_figure(runs: list[RunRecord], target: str,
     if any_trouble:
         handles.append(Line2D([], [], ls="none", marker="x", color="black", mew=2,
                               label="no value (failed / timeout / unmeasurable)"))
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 5),
+    if handles:  # as many columns as the longest label lets fit in the figure's width
+        longest = max(len(h.get_label()) for h in handles)
+        fits = int(fig.get_figwidth() / (0.08 * longest + 0.6))
+        fig.legend(handles=handles, loc="outside lower center", ncols=max(1, min(len(handles), fits)),
                    fontsize=9, frameon=False)
     return fig
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from jitterlab.analysis.compare import BETTER, WORSE, Comparison, cell_text
 from jitterlab.analysis.summary import WORST
@@ -130,6 +130,7 @@ def compare_figure(comparison: Comparison) -> Figure:
         ax.annotate(f" {change(r.ratio)}", (r.ratio, i), fontsize=7, va="bottom", ha="left")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: change(v)))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(np.arange(len(rows)), labels, fontsize=7)

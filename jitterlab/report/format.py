@@ -87,9 +87,8 @@ def unit_label(unit: str) -> str:
 
 
 def change(ratio: float) -> str:
-    """A ratio candidate/baseline as a change: 1.5 -> "+50 %", 0.25 -> "-75 %", 3.1 -> "×3.1"."""
+    """A ratio candidate/baseline as a change: 1.5 -> "+50 %", 0.25 -> "-75 %", 3.007 -> "+201 %"."""
     if not math.isfinite(ratio):
         return MISSING
-    if ratio >= 3 or (0 < ratio <= 1 / 3):
-        return f"×{_digits(ratio, 3)}"
-    return f"{(ratio - 1) * 100:+.1f} %"
+    pct = (ratio - 1) * 100
+    return f"{'-' if pct < 0 else '+'}{_digits(abs(pct), 3)} %"

@@ -33,5 +33,5 @@ def test_no_scientific_notation_for_large_or_small_values():
 
 def test_percent_and_change():
     assert percent(0.0123) == "1.23 %" and percent(None) == "—"
-    assert change(1.5) == "+50.0 %" and change(0.8) == "-20.0 %" and change(3.007) == "×3.01"
-    assert change(0.25) == "×0.25" and change(math.inf) == "—"
+    assert change(1.5) == "+50 %" and change(0.8) == "-20 %" and change(3.007) == "+201 %"
+    assert change(0.25) == "-75 %" and change(1.0) == "+0 %" and change(math.inf) == "—"
