@@ -46,6 +46,7 @@ bench: setup
 	$(PY) bench/probe_resolution.py
 	$(PY) bench/loads.py
 	$(PY) bench/report.py
+	$(PY) bench/compare.py
 	$(PY) bench/parallel.py
 	$(PY) bench/fidelity.py
 
