@@ -50,6 +50,7 @@ _DIRECTIONS: list[tuple[str, str]] = [
     # drift has a sign: a ratio of medians of signed values does not grade it
     (r"^(n_edges|n_periods|warmup_ns|mean_period_ns|min_period_ns|max_period_ns|drift_ppm)$",
      "none"),
+    (r"^load_ctxt", "none"),  # context switches an idle machine saw: a description, not a grade
     (r"^load_(bogo_ops_per_s|.*_per_s|.*mbit.*|.*throughput.*|.*ops.*)$", "higher"),
     (r"^load_", "none"),  # load_workers, load_loadavg_1m: what was asked/seen, not a grade
     (r"(_error|_delay|_early|^std_period_ns|latency|jitter)", "lower"),
@@ -309,8 +310,24 @@ def _cell_text(fields: tuple[str, ...], cell: tuple) -> str:
 
 
 def cell_text(comparison: Comparison, row: Row) -> str:
-    """A cell as the reader wants it: "local squarewave c-fifo idle 1ms vpin vpin"."""
-    return _cell_text(comparison.cell_fields, row.cell)
+    """A cell as the reader wants it: the fields that differ between the rows ("idle impl=c-fifo
+    period=1ms"); those every row shares are in common_text()."""
+    varying = _varying_fields(comparison)
+    return _cell_text(comparison.cell_fields, tuple(v for i, v in enumerate(row.cell) if i in varying))
+
+
+def common_text(comparison: Comparison) -> str:
+    """What every row of the comparison shares ("target=board benchmark=squarewave"), or ""."""
+    varying = _varying_fields(comparison)
+    first = comparison.rows[0].cell if comparison.rows else ()
+    return " ".join(f"{f}={v}" for i, (f, v) in enumerate(zip(comparison.cell_fields, first, strict=False))
+                    if i not in varying and str(v))
+
+
+def _varying_fields(comparison: Comparison) -> set[int]:
+    cells_seen = {r.cell for r in comparison.rows}
+    varying = {i for i in range(len(comparison.cell_fields)) if len({c[i] for c in cells_seen}) > 1}
+    return varying or set(range(len(comparison.cell_fields)))  # one cell: name it whole
 
 
 def _known_params(selector: Selector, runs: list[RunRecord]) -> str:

@@ -244,13 +244,19 @@ def _p_text(p: float) -> str:
 
 def comparison_note(result) -> str:
     """How the verdicts were reached, and their count, in one paragraph."""
+    from jitterlab.analysis.compare import common_text
+
     counts = ", ".join(f"{n} {v}" for v, n in result.counts().items() if n)
-    return (f"{counts}. Change: candidate / baseline (ratio of geometric means with Welch's t on "
+    common = common_text(result)
+    every = f"Every row: {common}. " if common else ""
+    return (f"{every}{counts}. Change: candidate / baseline (ratio of geometric means with Welch's t on "
             f"log values below 8 runs per group, ratio of medians with Mann-Whitney U from 8; "
             f"pooled rows: p99 or max of all samples, hierarchical bootstrap). p-values adjusted "
             f"with Holm's method over the {result.n_tests} tests shown, so the chance of any false "
             f"better/worse among them stays under {result.alpha:g}; a verdict needs the adjusted "
-            f"p < {result.alpha:g} and a CI that excludes no change.")
+            f"p < {result.alpha:g} and a CI that excludes no change. The CI is each row's own 95 % "
+            f"interval: one that barely excludes no change can still be no significant change once "
+            f"the number of rows is taken into account.")
 
 
 def comparison_json(result) -> dict:

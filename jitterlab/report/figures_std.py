@@ -112,10 +112,11 @@ def ccdf_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str,
     return fig
 
 
-def compare_figure(comparison: Comparison) -> Figure:
-    """One row per cell x metric: the effect (candidate / baseline) with its 95 % CI on a log
-    axis, coloured by the verdict; labels wrapped so that they fit."""
-    rows = [r for r in comparison.rows if math.isfinite(r.ratio) and r.ratio > 0][:MAX_ROWS]
+def compare_figure(comparison: Comparison, metrics: list[str] | None = None) -> Figure:
+    """One row per cell x metric (per run; only `metrics` when given): the effect (candidate /
+    baseline) with its 95 % CI on a log axis, coloured by the verdict; labels wrapped to fit."""
+    rows = [r for r in comparison.rows if math.isfinite(r.ratio) and r.ratio > 0 and r.view == "per-run"
+            and (metrics is None or r.metric in metrics)][:MAX_ROWS]
     labels = ["\n".join(textwrap.wrap(f"{cell_text(comparison, r)} · {r.probe + ':' if r.probe else ''}"
                                       f"{r.metric}", 70)) for r in rows]
     height = 1.6 + 0.34 * sum(lab.count("\n") + 1 for lab in labels)

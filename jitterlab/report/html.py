@@ -169,6 +169,10 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
     wanted = [m for m in dict.fromkeys([*COMPARE_METRICS, *(m for b in summarize(runs) for m in b.columns[:2]
                                                              if b.benchmark != "squarewave")])
               if m in present] + sorted(m for m in present if m.startswith("load_") and "_per_s" in m)
+    # the chart: each benchmark's first headline metric (the table below it has every row)
+    charted = [m for m in ("max_rel_period_error", *(b.columns[0] for b in summarize(runs)
+                                                     if b.benchmark != "squarewave" and b.columns))
+               if m in present]
     for base, cand in pairs[:MAX_COMPARISONS]:
         try:
             result: Comparison = compare(runs, base, cand, metrics=wanted or None,
@@ -179,7 +183,8 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
         heads, rows = comparison_rows(result)
         out.append({
             "title": f"{cand} vs {base}",
-            "svg": emit(figures_std.compare_figure(result), f"compare_{base.key}_{base.value}_{cand.value}"),
+            "svg": emit(figures_std.compare_figure(result, charted),
+                        f"compare_{base.key}_{base.value}_{cand.value}"),
             "heads": heads, "rows": rows, "verdicts": [r.verdict for r in result.rows],
             "note": comparison_note(result),
             "warnings": result.warnings,

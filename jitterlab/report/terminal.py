@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from jitterlab import cells
 from jitterlab.analysis.compare import direction
 from jitterlab.records import Warning_
 from jitterlab.report.format import format_value, percent
@@ -121,10 +122,13 @@ SYSINFO_GROUPS = {
 
 def _info_text(key: str, value: object) -> str:
     if key == "cpus" and isinstance(value, list):
-        governors = sorted({str(c.get("governor") or "?") for c in value if isinstance(c, dict)})
-        mhz = [c["cur_mhz"] for c in value if isinstance(c, dict) and c.get("cur_mhz")]
-        text = "governor " + ", ".join(governors)
-        return text + (f"; {min(mhz):g}–{max(mhz):g} MHz" if mhz else "")
+        governors = sorted({str(c["governor"]) for c in value if isinstance(c, dict) and c.get("governor")})
+        mhz = [float(c["cur_mhz"]) for c in value if isinstance(c, dict) and c.get("cur_mhz")]
+        text = "governor " + ", ".join(governors) if governors else "no cpufreq governor"
+        if mhz:
+            low, high = round(min(mhz)), round(max(mhz))
+            text += f"; {low} MHz" if low == high else f"; {low}–{high} MHz"
+        return text
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list | tuple):
@@ -166,7 +170,7 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
     head = Table.grid(padding=(0, 2))
     for key, value in (
         ("run", run.id),
-        ("cell", run.cell_key),
+        ("cell", f"{run.target} {run.benchmark} {run.load} {cells.params_text(run.cell, defaults=True)}"),
         ("repetition", run.repetition + 1),
         ("status", run.status),
         ("error", run.error or ""),

@@ -86,7 +86,7 @@ def test_paper_axis_in_percent_and_every_figure_titled(report, tmp_path):
             assert any(t.startswith(f"run {attrs['run']}: board ") for t in texts), texts
         elif kind == "compare":
             assert any(t.startswith("image=1.11 vs image=1.10") for t in texts), texts
-            assert any(t.startswith("board squarewave") for t in texts)  # rows name their cell
+            assert any(t.startswith("cpu impl=c-fifo period=1ms") for t in texts)  # rows name their cell
         else:
             raise AssertionError(f"untested figure kind {kind}")
 
