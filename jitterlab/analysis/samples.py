@@ -74,8 +74,7 @@ def run_distribution(root: Path, run: RunRecord) -> dict[str, tuple[np.ndarray, 
         elif isinstance(s, Samples) and s.unit == HISTOGRAM_UNIT:
             parts.append(histogram_values(s.values))
     if parts:
-        overflow = sum(m.value for (_, name), m in run.metrics.items() if name.endswith("_overflow")
-                       and m.unit == "count" and not name.startswith("probe_"))
+        overflow = overflow_count(run)
         top = max((m.value for (_, name), m in run.metrics.items() if name.endswith("_max_ns")),
                   default=None)
         if overflow and top is not None:  # beyond the last bucket: drawn at the recorded maximum
@@ -85,3 +84,12 @@ def run_distribution(root: Path, run: RunRecord) -> dict[str, tuple[np.ndarray, 
         order = np.argsort(values, kind="stable")
         out["latency"] = (values[order], weights[order])
     return out
+
+
+def overflow_count(run: RunRecord) -> int:
+    """Samples beyond the run's histogram: the run-wide count where the benchmark gives one (probe
+    ""), else the sum over its threads (probes)."""
+    found = [(probe, m.value) for (probe, name), m in run.metrics.items()
+             if name.endswith("_overflow") and m.unit == "count" and not name.startswith("probe_")]
+    overall = [v for probe, v in found if probe == ""]
+    return int(sum(overall) if overall else sum(v for _, v in found))

@@ -16,7 +16,7 @@ from rich.text import Text
 from jitterlab import cells, plugins
 from jitterlab.analysis import summary
 from jitterlab.analysis.compare import direction
-from jitterlab.analysis.samples import run_distribution
+from jitterlab.analysis.samples import overflow_count, run_distribution
 from jitterlab.errors import UserError
 from jitterlab.records import Warning_
 from jitterlab.report import figures_std
@@ -237,8 +237,7 @@ def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
         if "latency" in found:
             label = f"run {run.id}: {cell.name}"
             curves[label] = found["latency"]
-            overflow[label] = int(sum(m.value for (_, n), m in run.metrics.items()
-                                      if n.endswith("_overflow") and not n.startswith("probe_")))
+            overflow[label] = overflow_count(run)
     if not curves:
         return None
     title = f"{bench.benchmark}: latency distribution (CCDF) of the worst run of each cell"
