@@ -24,6 +24,7 @@ from jitterlab.report.commands import comparison_note, comparison_rows
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
 from jitterlab.report.standard import summarize
+from jitterlab.report.terminal import sysinfo_text
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
 from jitterlab.store.catalog import RunRecord, Store
 from jitterlab.store.raw import EdgeSeries, read_raw
@@ -128,10 +129,9 @@ def _targets(store: Store, runs: list[RunRecord]) -> list[dict]:
         mine = [r for r in runs if r.target == target]
         ids = [r.sysinfo_id for r in mine if r.sysinfo_id is not None]
         info = store.sysinfo(ids[-1]) if ids else {}
-        governors = sorted({c.get("governor") or "?" for c in info.get("cpus") or []})
-        summary = [(k, info[k]) for k in SYSINFO_KEYS if info.get(k) not in (None, "", [])]
-        if governors:
-            summary.append(("governors", ", ".join(governors)))
+        summary = [(k, sysinfo_text(k, info[k])) for k in SYSINFO_KEYS if info.get(k) not in (None, "", [])]
+        if info.get("cpus"):
+            summary.append(("frequency", sysinfo_text("cpus", info["cpus"])))
         loads: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         for r in mine:
             for (_, name), m in r.metrics.items():

@@ -120,7 +120,8 @@ SYSINFO_GROUPS = {
 }
 
 
-def _info_text(key: str, value: object) -> str:
+def sysinfo_text(key: str, value: object) -> str:
+    """A sysinfo value for people: lists joined, booleans yes/no, CPUs as governor and MHz."""
     if key == "cpus" and isinstance(value, list):
         governors = sorted({str(c["governor"]) for c in value if isinstance(c, dict) and c.get("governor")})
         mhz = [float(c["cur_mhz"]) for c in value if isinstance(c, dict) and c.get("cur_mhz")]
@@ -151,7 +152,7 @@ def sysinfo_table(sysinfo: dict) -> Table:
             if value in (None, "", []):
                 continue
             table.add_row(group if first else "", key.replace("cpus", "frequency") if key == "cpus" else key,
-                          Text(_info_text(key, value)))
+                          Text(sysinfo_text(key, value)))
             first = False
     return table
 
