@@ -10,7 +10,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -332,7 +331,7 @@ def parse_labels(items: list[str]) -> dict[str, str]:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from jitterlab.importers import read_capture, store_capture
-    from jitterlab.report.terminal import percent
+    from jitterlab.report.terminal import console, percent
     from jitterlab.store.catalog import Store
     from jitterlab.units import format_ns, parse_duration_ns
 
@@ -347,7 +346,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                             labels=labels, campaign=args.campaign)
     finally:
         store.close()
-    Console().print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
+    console().print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
                     f"{format_ns(period_ns)}): max relative period error "
                     f"{percent(run.metric('max_rel_period_error'))}", highlight=False)
     return EXIT_OK
