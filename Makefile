@@ -1,24 +1,37 @@
-# `make demo`: set everything up and run the quickstart campaign on this machine.
+# `make demo`: install what the quickstart needs and run it on this machine.
 # `make test`: set everything up and run the test suite (what CI runs).
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
+HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
+STAMP := $(VENV)/.installed-dev-$(HASH)
+RUN_STAMP := $(VENV)/.installed-run-$(HASH)
 RESULTS ?= results
 
-.PHONY: demo test setup deps bench clean
+.PHONY: demo test setup demo-setup deps demo-deps bench clean
 
 setup: deps $(STAMP)
 
+demo-setup: demo-deps $(RUN_STAMP)
+
 deps:
-	@scripts/install-deps
+	@scripts/install-deps test
+
+demo-deps:
+	@scripts/install-deps demo
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
-	rm -f $(VENV)/.installed-* && touch $@
+	rm -f $(VENV)/.installed-* && touch $@ $(RUN_STAMP)
 
-demo: setup
+$(RUN_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	rm -f $(VENV)/.installed-run-* && touch $@
+
+demo: demo-setup
 	$(VENV)/bin/jitterlab run examples/quickstart.toml --results $(RESULTS) || test $$? -eq 1
 	$(VENV)/bin/jitterlab report --results $(RESULTS) --campaign quickstart -o $(RESULTS)/report.html
 	@echo "open $(RESULTS)/report.html in a browser"
@@ -34,6 +47,7 @@ bench: setup
 	$(PY) bench/sigrok_decode.py
 	$(PY) bench/loads.py
 	$(PY) bench/report.py
+	$(PY) bench/compare.py
 	$(PY) bench/parallel.py
 	$(PY) bench/fidelity.py
 

@@ -33,7 +33,9 @@ _CAMPAIGN_KEYS = {
     "on_missing_rt": '"error" (default) or "fallback" when SCHED_FIFO is not permitted',
     "labels": "a table of strings attached to every run",
     "cpus": 'CPU placement: program = "0", probe = "1", load = "0-1" (CPU lists like taskset -c)',
+    "envelope": 'rules of the report\'s operational envelope, e.g. ["max", "p99"] (also "p99.9", "p99.99")',
 }
+_ENVELOPE_RULES = ("max", "p99", "p99.9", "p99.99")
 _CPU_ROLES = ("program", "probe", "load")
 _TOP_KEYS = {"campaign", "target", "matrix", "exclude", "loads", "probes", "pins"}
 # option tables of plug-ins: kind -> its registry (looked up late: plugins imports this module's users)
@@ -142,6 +144,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         run_timeout_ns=duration("run_timeout", "20s"),
         on_missing_rt=on_missing_rt,
         options={kind: _plugin_options(data, kind, where) for kind in _OPTION_TABLES},
+        envelope=_envelope(section, where),
     )
     campaign = Campaign(
         path=path,
@@ -159,6 +162,17 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
     return campaign
+
+
+def _envelope(section: Mapping[str, object], where: str) -> tuple[str, ...]:
+    rules = section.get("envelope", ["max", "p99"])
+    if isinstance(rules, str):
+        rules = [rules]
+    if not isinstance(rules, list) or not rules or any(r not in _ENVELOPE_RULES for r in rules):
+        raise UserError(f"{where}: campaign.envelope: expected a list of rules from "
+                        f"{', '.join(map(repr, _ENVELOPE_RULES))}, e.g. envelope = [\"max\", \"p99\"]; "
+                        f"got {rules!r}")
+    return tuple(dict.fromkeys(rules))
 
 
 def _table(

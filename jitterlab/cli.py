@@ -180,12 +180,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.campaign import load_campaign
     from jitterlab.preflight import open_targets
     from jitterlab.report.standard import run_label
-    from jitterlab.report.terminal import summary_tables
+    from jitterlab.report.terminal import console, summary_tables
     from jitterlab.runner import Runner, estimate_s
     from jitterlab.store.catalog import Store
     from jitterlab.units import format_duration_s
 
-    out = Console()
+    out = console()  # piped: tables as plain rows, lines not wrapped
     campaign = _with_labels(load_campaign(args.campaign), args.label)
     if args.retry_failed and not args.resume:
         raise UserError("--retry-failed: only with --resume (it re-measures runs of an earlier run)")
@@ -312,10 +312,10 @@ class _sigterm_as_interrupt:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from jitterlab.report.terminal import run_detail, runs_table, summary_tables
+    from jitterlab.report.terminal import console, run_detail, runs_table, show_warnings, summary_tables
     from jitterlab.store.catalog import Store
 
-    out = Console()
+    out = console()  # piped: tables as plain rows, lines not wrapped
     store = Store(args.results, create=False)
     try:
         if args.run_id:
@@ -345,9 +345,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         out.print(runs_table(runs))
         for table in summary_tables(runs, campaign["name"]):
             out.print(table)
-        for run_id, w in store.warnings(campaign["id"]):
-            if run_id is None:
-                out.print(f"[yellow]warning[/]: {escape(w.message)} — {escape(w.remedy)}")
+        for part in show_warnings(runs, store.warnings(campaign["id"]), campaign["name"]):
+            out.print(part)
         return EXIT_OK
     finally:
         store.close()

@@ -60,6 +60,7 @@ class RunSettings:
     run_timeout_ns: int = 20_000_000_000
     on_missing_rt: str = "error"  # "error" | "fallback": run RT cells as SCHED_OTHER, marked
     options: Mapping[str, Mapping[str, Mapping[str, object]]] = field(default_factory=dict)
+    envelope: tuple[str, ...] = ("max", "p99")  # the report's envelope rules; measures nothing
 
     def options_of(self, kind: str, name: str) -> dict[str, object]:
         """The options of one plug-in (e.g. kind "probes", name "sigrok"); {} when none are set."""
@@ -74,6 +75,7 @@ class RunSettings:
             "blind_threshold_ns": self.blind_threshold_ns,
             "run_timeout_ns": self.run_timeout_ns,
             "on_missing_rt": self.on_missing_rt,
+            "envelope": list(self.envelope),
             **{
                 f"{kind[:-1]}_options": {name: dict(v) for name, v in tables.items()}
                 for kind, tables in sorted(self.options.items())

@@ -254,3 +254,16 @@ def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp
         load_campaign(write(tmp_path, text))
     campaign = load_campaign(write(tmp_path, text.replace('probe = ["vpin", "self"]', 'probe = "self"')))
     assert {c.param("pin") for c in campaign.cells} == {"wired"}
+
+
+def test_envelope_rules(tmp_path):
+    campaign = load_campaign(write(tmp_path, GOOD))
+    assert campaign.settings.envelope == ("max", "p99")  # the default
+    text = GOOD.replace('duration = "1s"', 'duration = "1s"\nenvelope = ["p99.9", "max"]')
+    chosen = load_campaign(write(tmp_path, text))
+    assert chosen.settings.envelope == ("p99.9", "max")
+    assert chosen.settings.as_json()["envelope"] == ["p99.9", "max"]
+    assert chosen.fingerprint == campaign.fingerprint  # the envelope measures nothing
+    bad = GOOD.replace('duration = "1s"', 'duration = "1s"\nenvelope = ["p95"]')
+    with pytest.raises(UserError, match=r"c.toml: campaign.envelope: .*'p99.9'.*got \['p95'\]"):
+        load_campaign(write(tmp_path, bad))

@@ -1,33 +1,48 @@
 """Compare two groups of runs (e.g. image=1.10 vs image=1.11) cell by cell, metric by metric.
 
-Per cell and metric: median of each group, ratio of medians (candidate / baseline), % change,
-a bootstrap 95 % CI of that ratio (seeded, so a report is reproducible), the two-sided
-Mann-Whitney U p-value, and a verdict that knows whether lower or higher is better.
-A change is significant only when p < ALPHA *and* the CI excludes 1: the U test alone flags
-tiny shifts on large groups, the CI alone is unreliable on 3-5 runs.
+Per cell and metric, per run (one number per run): each group summarized by the metric's rule
+(analysis.summary: the worst run or the median), the effect (ratio candidate / baseline) with
+its 95 % CI, a test chosen by group size and data (analysis.stats: Welch's t on log values for
+small groups, Mann-Whitney U for large ones), and a verdict that knows whether lower or higher
+is better. With the runs' raw series, also pooled: p99 and max of all samples of each group,
+judged by a hierarchical bootstrap. The p-values of all rows of one comparison are adjusted
+with Holm's method, so that the chance of any false verdict among them stays at ALPHA.
+Why these choices: docs/reports.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from jitterlab import cells
+from jitterlab.analysis.stats import (
+    ALPHA,
+    N_BOOTSTRAP,
+    NO_TEST,
+    STATS,
+    holm,
+    per_run_effect,
+    pooled_effects,
+)
+from jitterlab.analysis.summary import rule_text, summarize
 from jitterlab.errors import UserError
 from jitterlab.records import Warning_
 from jitterlab.store.catalog import RunRecord
 
-ALPHA = 0.05
-N_BOOTSTRAP = 2000
-MIN_RUNS = 3
+MIN_RUNS = 3  # per group, for a verdict
+CORRECTION = "holm"
 BETTER, WORSE, NO_CHANGE, CHANGED, UNDECIDED = (
     "better", "worse", "no significant change", "changed", "undecided")
+VERDICTS = (WORSE, BETTER, CHANGED, NO_CHANGE, UNDECIDED)
+POOLED_NAMES = tuple(f"pooled_{s}_{what}" for what in ("rel_period_error", "latency_ns") for s in STATS)
 
 # Which way is good, by metric name: the first matching pattern wins. "none" marks metrics
 # that describe the run rather than grade it (a longer mean period is neither good nor bad).
@@ -35,6 +50,7 @@ _DIRECTIONS: list[tuple[str, str]] = [
     # drift has a sign: a ratio of medians of signed values does not grade it
     (r"^(n_edges|n_periods|warmup_ns|mean_period_ns|min_period_ns|max_period_ns|drift_ppm)$",
      "none"),
+    (r"^load_ctxt", "none"),  # context switches an idle machine saw: a description, not a grade
     (r"^load_(bogo_ops_per_s|.*_per_s|.*mbit.*|.*throughput.*|.*ops.*)$", "higher"),
     (r"^load_", "none"),  # load_workers, load_loadavg_1m: what was asked/seen, not a grade
     (r"(_error|_delay|_early|^std_period_ns|latency|jitter)", "lower"),
@@ -86,23 +102,38 @@ class Selector:
 
 @dataclass(frozen=True)
 class Row:
-    """One cell x probe x metric of a comparison. ratio/change are candidate vs baseline."""
+    """One cell x probe x metric of a comparison, per run or pooled (`view`).
+
+    `baseline`/`candidate` summarize each group by `rule` (the metric's summary rule over runs,
+    or the statistic of all samples pooled); `ratio` (candidate / baseline) is the effect named
+    by `effect`, with its 95 % CI; `test` gave `p_value`, adjusted over the rows of the comparison
+    with Holm's method in `p_adjusted`; `verdict` reads p_adjusted against ALPHA.
+    """
 
     cell: tuple  # values of the cell fields not used to select the groups
     probe: str
     metric: str
     unit: str
+    direction: str
+    view: str  # "per-run" or "pooled"
     n_baseline: int
     n_candidate: int
-    median_baseline: float
-    median_candidate: float
+    rule: str
+    baseline: float
+    candidate: float
+    effect: str
     ratio: float
-    change_pct: float
     ci_low: float
     ci_high: float
+    test: str
     p_value: float
-    direction: str
+    p_adjusted: float
     verdict: str
+    sign: int = 0  # +1 the candidate is higher, -1 lower, 0 the same
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1) * 100 if math.isfinite(self.ratio) else math.nan
 
 
 @dataclass
@@ -112,16 +143,33 @@ class Comparison:
     cell_fields: tuple[str, ...]
     rows: list[Row] = field(default_factory=list)
     warnings: list[Warning_] = field(default_factory=list)
+    alpha: float = ALPHA
+    correction: str = CORRECTION
+
+    @property
+    def n_tests(self) -> int:
+        return sum(1 for r in self.rows if not math.isnan(r.p_value))
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(VERDICTS, 0)
+        for r in self.rows:
+            out[r.verdict] += 1
+        return out
 
 
 def metric_names(runs: list[RunRecord]) -> list[str]:
     return sorted({name for r in runs for (_, name) in r.metrics})
 
 
+Distributions = Callable[[RunRecord], dict[str, tuple[np.ndarray, np.ndarray]]]
+
+
 def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
-            metrics: list[str] | None = None, seed: int = 0,
-            n_bootstrap: int = N_BOOTSTRAP) -> Comparison:
-    """Compare the ok runs selected by `baseline` and `candidate` in every cell both have."""
+            metrics: list[str] | None = None, seed: int = 0, n_bootstrap: int = N_BOOTSTRAP,
+            distributions: Distributions | None = None) -> Comparison:
+    """Compare the ok runs selected by `baseline` and `candidate` in every cell both have, per
+    run and, with `distributions` (a run's within-run samples as (value, count) by name), pooled
+    (p99 and max of all samples of each group); p-values adjusted over all rows (Holm)."""
     group_a = [r for r in runs if baseline.matches(r) and r.status == "ok"]
     group_b = [r for r in runs if candidate.matches(r) and r.status == "ok"]
     for sel, group, option in ((baseline, group_a, "--baseline"), (candidate, group_b, "--candidate")):
@@ -130,10 +178,11 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
                             f"labels in the store: {_known_labels(runs)}{_known_params(sel, runs)}")
     known = metric_names(group_a + group_b)
     if metrics:
-        unknown = [m for m in metrics if m not in known]
+        pooled_names = POOLED_NAMES if distributions else ()
+        unknown = [m for m in metrics if m not in known and m not in pooled_names]
         if unknown:
             raise UserError(f"--metric {', '.join(unknown)}: no such metric in these runs; "
-                            f"they have: {', '.join(known)}")
+                            f"they have: {', '.join([*known, *pooled_names])}")
     wanted = metrics or known
     # a field that selects the groups must not split the cells, else no cell is common
     cell_fields = tuple(f for f in _CELL if f not in (baseline.key, candidate.key))
@@ -147,16 +196,15 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             f"({len(cells_a)} and {len(cells_b)} cells; a cell is {' x '.join(cell_fields)}); "
             "compare groups measured with the same matrix")
     rng = np.random.default_rng(seed)
+    pooled_wanted = _pooled_stats(metrics) if distributions is not None else ()
+    rows: list[Row] = []
     for cell in common:
         a_runs, b_runs = cells_a[cell], cells_b[cell]
         na, nb = len(a_runs), len(b_runs)
-        smallest_p = 2 / math.comb(na + nb, na)  # exact two-sided U test, complete separation
-        if min(na, nb) < MIN_RUNS or smallest_p >= ALPHA:
+        if min(na, nb) < MIN_RUNS:
             result.warnings.append(Warning_(
-                f"{_cell_text(cell_fields, cell)}: {na} vs {nb} runs; the smallest p-value they "
-                f"can give is {smallest_p:.2g}, so no change can be called significant",
-                f"measure at least {MIN_RUNS + 1} repetitions per group "
-                "(campaign.repetitions), better 5-10"))
+                f"{_cell_text(cell_fields, cell)}: too few runs for a verdict ({na} vs {nb})",
+                f"measure at least {MIN_RUNS} repetitions per group (campaign.repetitions), better 5"))
         keys = sorted({k for r in a_runs + b_runs for k in r.metrics if k[1] in wanted})
         for probe, name in keys:
             a = [r.metrics[(probe, name)].value for r in a_runs if (probe, name) in r.metrics]
@@ -164,55 +212,87 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             if not a or not b:
                 continue
             first = a_runs[0].metrics.get((probe, name)) or b_runs[0].metrics[(probe, name)]
-            result.rows.append(_row(cell, probe, name, first.unit, np.asarray(a, float),
-                                    np.asarray(b, float), rng, n_bootstrap, first.direction))
+            rows.append(_row(cell, probe, name, first.unit, np.asarray(a, float),
+                             np.asarray(b, float), rng, n_bootstrap, first.direction))
+        if distributions is not None and pooled_wanted:
+            rows += _pooled_rows(cell, a_runs, b_runs, distributions, pooled_wanted, rng, result)
+    result.rows = _adjusted(rows)
     return result
 
 
 def _row(cell: tuple, probe: str, name: str, unit: str, a: np.ndarray, b: np.ndarray,
          rng: np.random.Generator, n_bootstrap: int, stored_direction: str = "") -> Row:
-    med_a, med_b = float(np.median(a)), float(np.median(b))
-    ratio = _ratio(med_b, med_a)
-    lo, hi = bootstrap_ratio_ci(a, b, rng, n_bootstrap)
-    p = mann_whitney_p(a, b)
     way = stored_direction or direction(name)
-    return Row(cell, probe, name, unit, len(a), len(b), med_a, med_b, ratio,
-               (ratio - 1) * 100 if math.isfinite(ratio) else math.nan, lo, hi, p, way,
-               verdict(ratio, lo, hi, p, way))
+    sa, sb = summarize(a, name, way, unit), summarize(b, name, way, unit)
+    assert sa is not None and sb is not None
+    e = per_run_effect(a, b, rng, n_bootstrap)
+    if min(len(a), len(b)) < MIN_RUNS:  # too few to call: shown, not tested
+        e = dataclasses.replace(e, test=NO_TEST, ci_low=math.nan, ci_high=math.nan, p_value=math.nan)
+    return Row(cell, probe, name, unit, way, "per-run", len(a), len(b), rule_text(sa.rule),
+               sa.value, sb.value, e.effect, e.ratio, e.ci_low, e.ci_high, e.test, e.p_value,
+               math.nan, UNDECIDED, e.sign)
 
 
-def _ratio(num: float, den: float) -> float:
-    if den == 0:
-        return 1.0 if num == 0 else math.inf * np.sign(num)
-    return num / den
+def _pooled_stats(metrics: list[str] | None) -> tuple[str, ...]:
+    """The pooled statistics a --metric selection asks for (all of them without one): max for
+    max_rel_period_error or *_max_ns, p99 for p99_rel_period_error or *_p99_ns, or by name."""
+    if not metrics:
+        return STATS
+    return tuple(s for s in STATS if any(
+        m.startswith(f"pooled_{s}_") or m == f"{s}_rel_period_error" or m.endswith(f"_{s}_ns")
+        for m in metrics))
 
 
-def bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
-                       n: int = N_BOOTSTRAP) -> tuple[float, float]:
-    """Percentile bootstrap 95 % CI of median(b) / median(a); all resamples in one array op."""
-    med_a = np.median(a[rng.integers(0, len(a), (n, len(a)))], axis=1)
-    med_b = np.median(b[rng.integers(0, len(b), (n, len(b)))], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(med_a == 0, np.where(med_b == 0, 1.0, np.inf), med_b / med_a)
-    lo, hi = np.quantile(ratios, [0.025, 0.975], method="inverted_cdf")  # inf-safe
-    return float(lo), float(hi)
+def _pooled_rows(cell: tuple, a_runs: list[RunRecord], b_runs: list[RunRecord],
+                 distributions: Distributions, wanted: tuple[str, ...], rng: np.random.Generator,
+                 result: Comparison) -> list[Row]:
+    def load(runs: list[RunRecord]) -> dict[str, list]:
+        out: dict[str, list] = defaultdict(list)
+        for r in runs:
+            try:
+                for name, dist in distributions(r).items():
+                    out[name].append(dist)
+            except UserError as exc:
+                result.warnings.append(Warning_(f"run {r.id} is left out of the pooled view: {exc}",
+                                                "measure the cell again (run --resume --retry-failed)"))
+        return out
+
+    da, db = load(a_runs), load(b_runs)
+    squarewave = a_runs[0].benchmark == "squarewave"
+    rows = []
+    for name in sorted(set(da) & set(db)):
+        probe, unit = (name, "ratio") if squarewave else ("", "ns")
+        for stat, (sa, sb, e) in pooled_effects(da[name], db[name], rng).items():
+            if stat not in wanted:
+                continue
+            if min(len(da[name]), len(db[name])) < MIN_RUNS:
+                e = dataclasses.replace(e, test=NO_TEST, ci_low=math.nan, ci_high=math.nan,
+                                        p_value=math.nan)
+            metric = f"pooled_{stat}_{'rel_period_error' if squarewave else 'latency_ns'}"
+            rows.append(Row(cell, probe, metric, unit, "lower", "pooled", len(da[name]), len(db[name]),
+                            f"pooled {stat}", sa, sb, e.effect, e.ratio, e.ci_low, e.ci_high, e.test,
+                            e.p_value, math.nan, UNDECIDED, e.sign))
+    return rows
 
 
-def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Mann-Whitney U p-value; 1.0 when the groups cannot be told apart at all."""
-    if len(a) == 0 or len(b) == 0 or np.all(np.concatenate([a, b]) == a[0]):
-        return 1.0
-    p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    return 1.0 if math.isnan(p) else p
+def _adjusted(rows: list[Row]) -> list[Row]:
+    """Holm's adjustment over every tested row of the comparison, then the verdicts."""
+    adjusted = holm([r.p_value for r in rows])
+    return [dataclasses.replace(r, p_adjusted=p, verdict=verdict(r, p))
+            for r, p in zip(rows, adjusted, strict=True)]
 
 
-def verdict(ratio: float, ci_low: float, ci_high: float, p: float, way: str) -> str:
-    if not (p < ALPHA and (ci_low > 1 or ci_high < 1)):
+def verdict(row: Row, p_adjusted: float) -> str:
+    """better / worse (changed for a descriptive metric) when the adjusted p < ALPHA and the CI
+    of the ratio excludes 1; undecided when no test could be made."""
+    if math.isnan(p_adjusted):
+        return UNDECIDED
+    excludes = math.isnan(row.ci_low) or row.ci_low > 1 or row.ci_high < 1
+    if not (p_adjusted < ALPHA and excludes and row.sign != 0):
         return NO_CHANGE
-    if way == "none":
+    if row.direction == "none":
         return CHANGED
-    up = ratio > 1
-    return BETTER if up == (way == "higher") else WORSE
+    return BETTER if (row.sign > 0) == (row.direction == "higher") else WORSE
 
 
 def _by_cell(runs: list[RunRecord], fields: tuple[str, ...],
@@ -230,8 +310,24 @@ def _cell_text(fields: tuple[str, ...], cell: tuple) -> str:
 
 
 def cell_text(comparison: Comparison, row: Row) -> str:
-    """A cell as the reader wants it: "local squarewave c-fifo idle 1ms vpin vpin"."""
-    return _cell_text(comparison.cell_fields, row.cell)
+    """A cell as the reader wants it: the fields that differ between the rows ("idle impl=c-fifo
+    period=1ms"); those every row shares are in common_text()."""
+    varying = _varying_fields(comparison)
+    return _cell_text(comparison.cell_fields, tuple(v for i, v in enumerate(row.cell) if i in varying))
+
+
+def common_text(comparison: Comparison) -> str:
+    """What every row of the comparison shares ("target=board benchmark=squarewave"), or ""."""
+    varying = _varying_fields(comparison)
+    first = comparison.rows[0].cell if comparison.rows else ()
+    return " ".join(f"{f}={v}" for i, (f, v) in enumerate(zip(comparison.cell_fields, first, strict=False))
+                    if i not in varying and str(v))
+
+
+def _varying_fields(comparison: Comparison) -> set[int]:
+    cells_seen = {r.cell for r in comparison.rows}
+    varying = {i for i in range(len(comparison.cell_fields)) if len({c[i] for c in cells_seen}) > 1}
+    return varying or set(range(len(comparison.cell_fields)))  # one cell: name it whole
 
 
 def _known_params(selector: Selector, runs: list[RunRecord]) -> str:

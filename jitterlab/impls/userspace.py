@@ -71,6 +71,7 @@ IMPLS.add(
 IMPLS.add(
     "c-fifo",
     "C: mmap'd pin + SCHED_FIFO + mlockall + absolute deadlines (TIMER_ABSTIME); after a stall it "
-    "fires the missed edges at once to keep its phase, so a run can outlast its duration",
+    "catches up: the missed edges fire back to back to keep the phase, so the run shows very short "
+    "periods right after the long one and can last longer than its duration",
     ProgramImpl(("c/c-fifo",), pins=MAPPED_PINS, realtime=True, build={"c-fifo": ""}),
 )

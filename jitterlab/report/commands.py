@@ -6,16 +6,18 @@ import argparse
 import io
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from jitterlab.errors import UserError
 
 EXIT_OK = 0
+EXIT_WORSE = 1  # compare --fail-on worse
 
 
 def add_commands(subparsers) -> None:
@@ -61,11 +63,13 @@ def _report(sub) -> None:
         "report", help="write a self-contained HTML report with figures",
         description="Write one self-contained HTML file (figures inline as SVG, no network needed): "
         "max relative period error vs period (log-log, one line per impl, one panel per load, per "
-        "target), the operational envelope (shortest period under 1 %% and 10 %% in every "
-        "repetition), per-run histograms and period-over-time plots of the worst runs, "
-        "self vs vpin probe, targets with sysinfo, achieved loads and warnings, and comparisons "
-        "between label values. The figures are also written as PNG and SVG into "
-        "<OUT stem>_figures/. Sections that cannot be drawn are listed at the end with why.",
+        "target), the operational envelope (shortest period under 1 % and 10 % in every "
+        "repetition, by the campaign's rules: max and/or p99, p99.9 of |period error|), "
+        "per-run histograms and period-over-time plots of the worst run of each impl and load, "
+        "self vs vpin probe, the standard benchmarks (tables, charts, latency CCDFs), targets "
+        "with sysinfo, achieved loads, warnings grouped by cause, and comparisons between label "
+        "values. The figures are also written as PNG and SVG into <OUT stem>_figures/. Sections "
+        "that cannot be drawn are listed at the end with why.",
         epilog="example: jitterlab report --results results --campaign image-1.10 "
         "--campaign image-1.11 -o report.html")
     _results(p)
@@ -74,8 +78,9 @@ def _report(sub) -> None:
                    help="HTML file to write (default: report.html)")
     _trend(p, "draw")
     p.add_argument("--max-run-figures", type=int, default=12, metavar="N",
-                   help="draw histogram and timeline for the worst run of at most N cells "
-                   "(default: 12; every cell is in the tables)")
+                   help="draw histogram and timeline for the worst run of at most N impl x load "
+                   "groups, and latency distributions of at most N cells (default: 12; every cell "
+                   "is in the tables)")
     p.add_argument("--no-figure-files", action="store_true",
                    help="only the HTML file, no PNG/SVG files beside it")
     p.set_defaults(func=cmd_report)
@@ -84,15 +89,20 @@ def _report(sub) -> None:
 def _compare(sub) -> None:
     p = sub.add_parser(
         "compare", help="compare two groups of runs (e.g. image=1.10 vs image=1.11)",
-        description="For every cell present in both groups and every metric: median of each "
-        "group, ratio and %% change (candidate vs baseline), bootstrap 95 %% CI of the ratio, "
-        "Mann-Whitney U p-value, and a verdict. A change is significant when p < 0.05 and the "
-        "CI excludes 1; the verdict knows whether lower (errors, latencies, loss) or higher "
-        "(throughput, events/s) is better from each metric's stored direction. Groups are "
-        "selected by a run label, a run field (target, impl, load, probe, pin, benchmark) or a "
-        "benchmark key of the cell (e.g. policy=fifo, size=64).",
+        description="For every cell present in both groups and every metric: each group's "
+        "summary (the worst run for worst-case metrics, else the median), the change "
+        "(candidate / baseline) with its 95 % CI, the test that judged it (Welch's t on log "
+        "values below 8 runs per group, Mann-Whitney U from 8 on) and its p-value, adjusted with "
+        "Holm's method over all rows shown, and a verdict: better or worse when the adjusted "
+        "p < 0.05 and the CI excludes no change; the verdict knows whether lower (errors, "
+        "latencies, loss) or higher (throughput, events/s) is better. With the raw series, also "
+        "the pooled view: p99 and max of all periods or latencies of each group (hierarchical "
+        "bootstrap over runs and samples). Groups are selected by a run label, a run field "
+        "(target, impl, load, probe, pin, benchmark) or a benchmark key of the cell (e.g. "
+        "policy=fifo, size=64). Exit status: 0, or 1 with --fail-on worse when a row got worse; "
+        "2 for bad input.",
         epilog="example: jitterlab compare --baseline image=1.10 --candidate image=1.11 "
-        "--metric max_rel_period_error --format markdown")
+        "--metric max_rel_period_error --format json --fail-on worse")
     _results(p)
     _campaign(p, "compare across")
     p.add_argument("--baseline", required=True, metavar="KEY=VALUE", help="the reference group")
@@ -102,6 +112,10 @@ def _compare(sub) -> None:
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
                    help="output format (default: table)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    p.add_argument("--no-pooled", action="store_true",
+                   help="skip the pooled view (it reads every run's raw series)")
+    p.add_argument("--fail-on", choices=("worse",), metavar="worse",
+                   help="exit 1 when any row's verdict is worse (a release gate in CI)")
     p.set_defaults(func=cmd_compare)
 
 
@@ -109,10 +123,12 @@ def _export(sub) -> None:
     p = sub.add_parser(
         "export", help="export runs, parameters, labels, sysinfo and metrics",
         description="Export the runs with their parameters, labels, a sysinfo summary and every "
-        "metric. csv/json: one row (object) per run, metric columns named PROBE.METRIC, written "
-        "to -o or stdout. parquet: -o is a directory that receives runs.parquet, metrics.parquet "
-        "(long form with units and directions), raw.parquet (every edge series with run_id) and "
-        "samples.parquet (every sample series: round-trip times, latency histograms).",
+        "metric, raw values in the metric's unit (named in JSON and metrics.parquet). csv/json: "
+        "one row (object) per run, metric columns named PROBE.METRIC, written to -o or stdout; "
+        "json also holds the operational envelope, and --table envelope writes it as CSV. "
+        "parquet: -o is a directory that receives runs.parquet, metrics.parquet (long form with "
+        "units and directions), envelope.parquet, raw.parquet (every edge series with run_id) "
+        "and samples.parquet (every sample series: round-trip times, latency histograms).",
         epilog="example: jitterlab export --format parquet -o export/")
     _results(p)
     p.add_argument("--campaign", action="append", metavar="NAME",
@@ -123,6 +139,9 @@ def _export(sub) -> None:
     _trend(p, "export")
     p.add_argument("-o", "--output", type=Path, metavar="PATH",
                    help="file (csv, json) or directory (parquet); csv/json go to stdout without it")
+    p.add_argument("--table", choices=("runs", "envelope"), default="runs",
+                   help="csv: one row per run (default), or the operational envelope (one row per "
+                   "impl x load x probe x rule x threshold)")
     p.set_defaults(func=cmd_export)
 
 
@@ -180,6 +199,7 @@ def _push(sub) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from jitterlab.report.html import render
+    from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
 
     if args.max_run_figures < 0:
@@ -192,7 +212,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             path = render_trend(_trend_series(store, args), args.trend, args.by, args.output)
         finally:
             store.close()
-        Console().print(f"trend report: {path}", highlight=False)
+        console().print(f"trend report: {path}", highlight=False)
         return EXIT_OK
     try:
         report = render(store, args.output, campaigns=args.campaign,
@@ -200,7 +220,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                         figure_files=not args.no_figure_files)
     finally:
         store.close()
-    out = Console()
+    out = console()
     out.print(f"report: {report.path} ({report.n_runs} runs, {len(report.figure_files)} figure files)")
     for s in report.skipped:
         out.print(f"[yellow]skipped[/]: {escape(s)}", highlight=False)
@@ -219,55 +239,112 @@ def _runs(store, campaigns: list[str] | None):
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from jitterlab.analysis.compare import Selector, compare
+    from jitterlab.analysis.compare import WORSE, Selector, compare
+    from jitterlab.analysis.samples import run_distribution
     from jitterlab.store.catalog import Store
 
     base = Selector.parse(args.baseline, "--baseline")
     cand = Selector.parse(args.candidate, "--candidate")
     store = Store(args.results, create=False)
     try:
-        result = compare(_runs(store, args.campaign), base, cand, metrics=args.metric, seed=args.seed)
+        pooled = None if args.no_pooled else (lambda r: run_distribution(store.root, r))
+        result = compare(_runs(store, args.campaign), base, cand, metrics=args.metric, seed=args.seed,
+                         distributions=pooled)
     finally:
         store.close()
-    sys.stdout.write(format_comparison(result, args.format))
+    sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty()))
+    if args.fail_on == "worse" and any(r.verdict == WORSE for r in result.rows):
+        return EXIT_WORSE
     return EXIT_OK
 
 
-def format_comparison(result, fmt: str) -> str:
-    """The comparison as a rich table, Markdown or JSON text."""
-    from jitterlab.analysis.compare import cell_text
+COMPARE_HEADS = ["cell", "probe", "metric", "view", "summary", "baseline", "candidate", "runs",
+                 "change [95 % CI]", "test", "p (Holm)", "verdict"]
 
-    heads = ["cell", "probe", "metric", "baseline", "candidate", "n", "change", "95% CI ratio",
-             "p", "verdict"]
-    rows = [[cell_text(result, r), r.probe, r.metric, f"{r.median_baseline:.4g}",
-             f"{r.median_candidate:.4g}", f"{r.n_baseline}/{r.n_candidate}",
-             f"{r.change_pct:+.1f} %" if math.isfinite(r.change_pct) else "—",
-             f"{r.ci_low:.3g}–{r.ci_high:.3g}", f"{r.p_value:.3g}", r.verdict] for r in result.rows]
+
+def comparison_rows(result) -> tuple[list[str], list[list[str]]]:
+    """The rows of a comparison as people read them: the effect and its CI first, the test and
+    its adjusted p-value second; values in their unit."""
+    from jitterlab.analysis.compare import cell_text
+    from jitterlab.report.format import change, format_value
+
+    rows = []
+    for r in result.rows:
+        ci = (f" [{change(r.ci_low)} – {change(r.ci_high)}]"
+              if math.isfinite(r.ci_low) and math.isfinite(r.ci_high) else "")
+        p = "—" if math.isnan(r.p_adjusted) else _p_text(r.p_adjusted)
+        rows.append([cell_text(result, r), r.probe, r.metric, r.view, r.rule,
+                     format_value(r.baseline, r.unit), format_value(r.candidate, r.unit),
+                     f"{r.n_baseline}/{r.n_candidate}", change(r.ratio) + ci, r.test, p, r.verdict])
+    return COMPARE_HEADS, rows
+
+
+def _p_text(p: float) -> str:
+    return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def comparison_note(result) -> str:
+    """How the verdicts were reached, and their count, in one paragraph."""
+    from jitterlab.analysis.compare import common_text
+
+    counts = ", ".join(f"{n} {v}" for v, n in result.counts().items() if n)
+    common = common_text(result)
+    every = f"Every row: {common}. " if common else ""
+    return (f"{every}{counts}. Change: candidate / baseline (ratio of geometric means with Welch's t on "
+            f"log values below 8 runs per group, ratio of medians with Mann-Whitney U from 8; "
+            f"pooled rows: p99 or max of all samples, hierarchical bootstrap). p-values adjusted "
+            f"with Holm's method over the {result.n_tests} tests shown, so the chance of any false "
+            f"better/worse among them stays under {result.alpha:g}; a verdict needs the adjusted "
+            f"p < {result.alpha:g} and a CI that excludes no change. The CI is each row's own 95 % "
+            f"interval: one that barely excludes no change can still be no significant change once "
+            f"the number of rows is taken into account.")
+
+
+def comparison_json(result) -> dict:
+    """The comparison for machines: format jitterlab.compare/1, documented in docs/reports.md."""
+    def num(x: float) -> float | None:
+        return x if isinstance(x, int | float) and math.isfinite(x) else None
+
+    rows = [{"cell": dict(zip(result.cell_fields, r.cell, strict=True)), "probe": r.probe,
+             "metric": r.metric, "unit": r.unit, "direction": r.direction, "view": r.view,
+             "n_baseline": r.n_baseline, "n_candidate": r.n_candidate, "summary": r.rule,
+             "baseline": num(r.baseline), "candidate": num(r.candidate), "effect": r.effect,
+             "ratio": num(r.ratio), "change_pct": num(r.change_pct), "ci_low": num(r.ci_low),
+             "ci_high": num(r.ci_high), "test": r.test, "p_value": num(r.p_value),
+             "p_adjusted": num(r.p_adjusted), "verdict": r.verdict} for r in result.rows]
+    return {"format": "jitterlab.compare/1", "baseline": str(result.baseline),
+            "candidate": str(result.candidate), "cell_fields": list(result.cell_fields),
+            "alpha": result.alpha, "correction": result.correction, "n_tests": result.n_tests,
+            "verdicts": result.counts(), "rows": rows,
+            "warnings": [{"message": w.message, "remedy": w.remedy} for w in result.warnings]}
+
+
+def format_comparison(result, fmt: str, *, terminal: bool = False) -> str:
+    """The comparison as a table (plain rows unless `terminal`), Markdown or JSON text."""
+    from jitterlab.report.terminal import console
+
+    heads, rows = comparison_rows(result)
     notes = [f"warning: {w.message} — {w.remedy}" for w in result.warnings]
     if fmt == "json":
-        return json.dumps({
-            "baseline": str(result.baseline), "candidate": str(result.candidate),
-            "cell_fields": list(result.cell_fields),
-            "rows": [{**{k: v for k, v in r.__dict__.items() if k != "cell"},
-                      "cell": dict(zip(result.cell_fields, r.cell, strict=True))} for r in result.rows],
-            "warnings": [w.__dict__ for w in result.warnings]}, indent=1, default=str) + "\n"
+        return json.dumps(comparison_json(result), indent=1) + "\n"
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
         return "\n".join([f"**{result.candidate}** vs **{result.baseline}**", "", *lines, "",
-                          *notes]) + "\n"
+                          comparison_note(result), "", *notes]) + "\n"
     table = Table(title=f"{result.candidate} vs {result.baseline}")
     for h in heads:
-        table.add_column(h, justify="right" if h in ("baseline", "candidate", "change", "p") else "left")
+        table.add_column(h, justify="right" if h in ("baseline", "candidate", "runs") else "left")
     style = {"better": "green", "worse": "red"}
     for row in rows:
-        s = style.get(row[-1])
-        table.add_row(*row[:-1], f"[{s}]{row[-1]}[/]" if s else row[-1])
-    console = Console(file=io.StringIO(), width=200, force_terminal=False)
-    console.print(table)
+        table.add_row(*(Text(c) for c in row[:-1]), Text(row[-1], style=style.get(row[-1], "")))
+    width = shutil.get_terminal_size().columns if terminal else None
+    out = console(file=io.StringIO(), force_terminal=terminal, width=width)
+    out.print(table)
+    out.print(comparison_note(result), highlight=False, markup=False)
     for n in notes:
-        console.print(n, highlight=False)
-    return console.file.getvalue()
+        out.print(n, highlight=False, markup=False)
+    return out.file.getvalue()
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -286,7 +363,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             sys.stdout.write(text)
         return EXIT_OK
     try:
-        text = export(store, _runs(store, args.campaign), args.format, args.output)
+        text = export(store, _runs(store, args.campaign), args.format, args.output, table=args.table)
     finally:
         store.close()
     if text is not None:
@@ -306,7 +383,7 @@ def parse_labels(items: list[str]) -> dict[str, str]:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from jitterlab.importers import read_capture, store_capture
-    from jitterlab.report.terminal import percent
+    from jitterlab.report.terminal import console, percent
     from jitterlab.store.catalog import Store
     from jitterlab.units import format_ns, parse_duration_ns
 
@@ -321,13 +398,14 @@ def cmd_import(args: argparse.Namespace) -> int:
                             labels=labels, campaign=args.campaign)
     finally:
         store.close()
-    Console().print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
+    console().print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
                     f"{format_ns(period_ns)}): max relative period error "
                     f"{percent(run.metric('max_rel_period_error'))}", highlight=False)
     return EXIT_OK
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
     from jitterlab.store.push import push
 
@@ -340,7 +418,7 @@ def cmd_push(args: argparse.Namespace) -> int:
             dest.close()
     finally:
         source.close()
-    Console().print(f"pushed {done.runs} runs ({done.raw_bytes / 1e6:.1f} MB of raw series) and "
+    console().print(f"pushed {done.runs} runs ({done.raw_bytes / 1e6:.1f} MB of raw series) and "
                     f"{done.campaigns} new campaigns to {dest.where}; {done.skipped} runs were there already",
                     highlight=False)
     return EXIT_OK

@@ -1,11 +1,15 @@
-"""Runs with parameters, labels, a sysinfo summary and metrics as CSV, JSON or Parquet.
+"""Runs with parameters, labels, a sysinfo summary and metrics as CSV, JSON or Parquet, and the
+operational envelope. Machine formats: values are raw, in the metric's unit (ns, ratio, count,
+...), which JSON and metrics.parquet name beside each value; nothing is formatted for people.
 
 CSV and JSON hold one row/object per run; metric columns are `<probe>.<name>` (units in JSON,
-and in `metrics.parquet`). Parquet writes a directory: runs.parquet (wide, as CSV),
-metrics.parquet (long: run_id, probe, name, value, unit, direction), raw.parquet (every edge
-series, with run_id and series columns) and samples.parquet (every sample series: run_id, series,
-value, unit). The cell's parameters are columns `param.<key>`; metric directions (lower/higher is
-better, or none) are in JSON and metrics.parquet.
+and in `metrics.parquet`). JSON also holds the envelope (`envelope`: one object per target x impl
+x load x probe x rule x threshold); CSV writes it with `table="envelope"`. Parquet writes a
+directory: runs.parquet (wide, as CSV), metrics.parquet (long: run_id, probe, name, value, unit,
+direction), envelope.parquet, raw.parquet (every edge series, with run_id and series columns)
+and samples.parquet (every sample series: run_id, series, value, unit). The cell's parameters
+are columns `param.<key>`; metric directions (lower/higher is better, or none) are in JSON and
+metrics.parquet.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from jitterlab import cells
+from jitterlab.analysis import envelope as env
 from jitterlab.analysis.compare import direction
 from jitterlab.errors import UserError
 from jitterlab.store.catalog import RunRecord, Store
@@ -84,13 +90,41 @@ def _flat(rows: list[dict]) -> tuple[list[str], list[dict]]:
     return columns, flat
 
 
-def export(store: Store, runs: list[RunRecord], fmt: str, out: Path | None) -> str | None:
-    """Write the export to `out` (a file; a directory for parquet); CSV/JSON text when out is None."""
+def envelope_records(runs: list[RunRecord]) -> list[dict]:
+    """The operational envelope of the squarewave runs, by the rules their campaigns chose; the
+    impl carries the labels that tell cells apart ("c-fifo [image=1.10]")."""
+    identity = cells.identity_labels(runs)
+
+    def impl_of(r: RunRecord) -> str:
+        impl = str(r.param("impl", ""))
+        return f"{impl} [{cells.labels_text(r, identity)}]" if identity else impl
+
+    rows = env.envelope(runs, rules=env.rules_of(runs), impl_of=impl_of)
+    return env.records(rows)
+
+
+def export(store: Store, runs: list[RunRecord], fmt: str, out: Path | None, *,
+           table: str = "runs") -> str | None:
+    """Write the export to `out` (a file; a directory for parquet); CSV/JSON text when out is None.
+    `table` "envelope" makes CSV the envelope instead of the runs."""
     if not runs:
         raise UserError(f"{store.where}: no runs to export; run a campaign or import a capture first")
+    if table == "envelope" and fmt != "csv":
+        raise UserError(f"--table envelope: only with --format csv (--format {fmt} holds the envelope "
+                        "beside the runs)")
+    if fmt == "csv" and table == "envelope":
+        records = envelope_records(runs)
+        if not records:
+            raise UserError("--table envelope: these runs have no squarewave cells, so no envelope")
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, list(records[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({**r, "periods_ns": " ".join(map(str, r["periods_ns"]))} for r in records)
+        return _write(buf.getvalue(), out)
     rows = _rows(store, runs)
     if fmt == "json":
-        text = json.dumps({"format": "jitterlab.export/1", "runs": rows}, indent=1, default=str)
+        text = json.dumps({"format": "jitterlab.export/1", "runs": rows,
+                           "envelope": envelope_records(runs)}, indent=1, default=str)
     elif fmt == "csv":
         columns, flat = _flat(rows)
         buf = io.StringIO()
@@ -105,6 +139,10 @@ def export(store: Store, runs: list[RunRecord], fmt: str, out: Path | None) -> s
         return None
     else:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    return _write(text, out)
+
+
+def _write(text: str, out: Path | None) -> str | None:
     if out is None:
         return text
     Path(out).write_text(text, encoding="utf-8")
@@ -122,6 +160,13 @@ def _parquet(store: Store, runs: list[RunRecord], rows: list[dict], out: Path) -
         ("run_id", "probe", "name", "value", "unit", "direction"), zip(*metrics, strict=True) if metrics
         else ([],) * 6, (pa.string(), pa.string(), pa.string(), pa.float64(), pa.string(), pa.string()),
         strict=True)}), out / "metrics.parquet", compression="zstd")
+    records = envelope_records(runs)
+    schema = pa.schema([("target", pa.string()), ("impl", pa.string()), ("load", pa.string()),
+                        ("probe", pa.string()), ("rule", pa.string()), ("metric", pa.string()),
+                        ("threshold", pa.float64()), ("shortest_period_ns", pa.int64()),
+                        ("periods_ns", pa.list_(pa.int64())), ("min_repetitions", pa.int64())])
+    pq.write_table(pa.Table.from_pylist(records, schema=schema), out / "envelope.parquet",
+                   compression="zstd")
     edges = pa.schema([("run_id", pa.string()), ("series", pa.string()), ("t_ns", pa.int64()),
                        ("level", pa.uint8())])
     samples = pa.schema([("run_id", pa.string()), ("series", pa.string()), ("value", pa.int64()),

@@ -1,115 +1,137 @@
-"""The report's figures (matplotlib, Agg): built from stored data, returned as Figure objects."""
+"""The report's figures (matplotlib, Agg): built from stored data, returned as Figure objects.
+
+Every figure has a title naming its target, cell or run; axes read like the tables (errors in %,
+durations with their unit). Text stays text in the SVG, so a browser can search and test it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import warnings
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from jitterlab.analysis.compare import Comparison, cell_text
+from jitterlab.analysis import samples
+from jitterlab.report.format import _digits, duration
 from jitterlab.store.catalog import RunRecord
-from jitterlab.store.raw import EdgeSeries
-
-if TYPE_CHECKING:
-    from jitterlab.report.standard import BenchmarkSummary
 
 HEADLINE = "max_rel_period_error"
 THRESHOLDS = (0.01, 0.10, 1.0)
-_MAX_BARS = 24  # groups in the compare chart; the tables hold the rest
+LOAD_ORDER = ("idle", "cpu", "net")  # the paper's order; other loads follow by name
+BLIND_MARK_FRACTION = 0.01  # □ where the plotted run had more than this share of periods excluded
+MARKERS = "osD^vPX*<>"
+LOG_PERIOD_SPAN = 20  # longest / shortest period of a run above which its timeline is drawn log
+period_errors = samples.period_errors  # the figures draw exactly the periods the metrics used
 
 
-def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
-                  blind: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(start time of each used period in s since the first edge, relative error e_i).
+def ordered_loads(loads: Iterable[str]) -> list[str]:
+    """idle, cpu, net, then the others by name."""
+    found = set(loads)
+    return [x for x in LOAD_ORDER if x in found] + sorted(found - set(LOAD_ORDER))
 
-    Same warm-up and blind exclusion as analysis.squarewave: periods touching a blind span
-    [s, e] (inclusive) are dropped.
-    """
-    t = series.t_ns
-    if len(t) == 0:
-        return np.empty(0), np.empty(0)
-    t = t[np.searchsorted(t, t[0] + max(warmup_ns, 2 * period_ns)):]
-    if len(t) < 3:
-        return np.empty(0), np.empty(0)
-    err = (t[2:] - t[:-2] - period_ns) / period_ns
-    keep = np.ones(len(err), dtype=bool)
-    if blind is not None and len(blind):
-        spans = np.asarray(blind, dtype=np.int64).reshape(-1, 2)
-        lo = np.clip(np.searchsorted(t, spans[:, 0], side="left") - 2, 0, len(err))
-        hi = np.clip(np.searchsorted(t, spans[:, 1], side="right"), 0, len(err))
-        for a, b in zip(lo, hi, strict=True):  # one step per blind span
-            keep[a:b] = False
-    return (t[:-2][keep] - series.t_ns[0]) / 1e9, err[keep]
+
+def percent_axis(axis) -> None:
+    """Tick labels of an axis whose values are in % ("0.1 %", "10 %"); no minor labels."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{_digits(v, 3)} %"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def duration_axis(axis, scale_ns: float = 1.0) -> None:
+    """Tick labels of an axis whose values are durations of `scale_ns` ns each ("10 µs", "1 ms")."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _: duration(v * scale_ns, 3) if v > 0 else "0"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def excluded_share(run: RunRecord) -> float:
+    """Share of the run's periods excluded because the probe was blind (0 when unknown)."""
+    excluded, used = run.metric("excluded_periods") or 0, run.metric("n_periods") or 0
+    return excluded / (excluded + used) if excluded + used else 0.0
 
 
 def envelope_figure(runs: list[RunRecord], target: str,
                     impl_of: Callable[[RunRecord], str] = lambda r: str(r.param("impl"))) -> Figure:
-    """The paper's figure: worst max_rel_period_error over repetitions vs period, log-log;
-    one panel per load, one line per impl (as `impl_of` names it); cells without a value are
-    marked with why."""
+    """The paper's figure: the worst max_rel_period_error over repetitions (in %) vs period,
+    log-log; one panel per load (idle, cpu, net, others), one line per impl; cells without a value
+    marked × with why; □ where more than BLIND_MARK_FRACTION of the plotted run's periods were
+    excluded as blind."""
     runs = [r for r in runs if r.target == target and r.benchmark == "squarewave"]
-    loads = sorted({r.load for r in runs})
+    loads = ordered_loads(r.load for r in runs) or ["—"]
     impls = sorted({impl_of(r) for r in runs})
-    fig = Figure(figsize=(4.2 * max(len(loads), 1) + 0.6, 3.8), layout="constrained")
-    axes = fig.subplots(1, max(len(loads), 1), sharey=True, squeeze=False)[0]
-    colors = {impl: f"C{i % 10}" for i, impl in enumerate(impls)}
-    for ax, load in zip(axes, loads, strict=False):
+    fig = Figure(figsize=(min(14.0, 3.4 * len(loads) + 2.5), 4.8), layout="constrained")
+    axes = fig.subplots(1, len(loads), sharey=True, squeeze=False)[0]
+    style = {impl: (f"C{i % 10}", MARKERS[i % len(MARKERS)]) for i, impl in enumerate(impls)}
+    any_blind = any_trouble = False
+    for ax, load in zip(axes, loads, strict=True):
         by_cell: dict[tuple[str, int], list[RunRecord]] = defaultdict(list)
         for r in runs:
             if r.load == load:
                 by_cell[(impl_of(r), int(r.param("period")))].append(r)
         top = blended_transform_factory(ax.transData, ax.transAxes)
         for impl in impls:
+            color, marker = style[impl]
             points, trouble = [], []
             for (i, period_ns), cell in sorted(by_cell.items()):
                 if i != impl:
                     continue
-                values = [v for r in cell if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
+                ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
                 bad = sorted({r.status for r in cell if r.status != "ok"})
-                blind = any((r.metric("excluded_periods") or 0) > 0 for r in cell)
-                if values:
-                    points.append((period_ns / 1e9, max(values), blind))
+                if ok:
+                    worst = max(ok, key=lambda r: r.metric(HEADLINE))
+                    points.append((period_ns / 1e9, worst.metric(HEADLINE) * 100,
+                                   excluded_share(worst) > BLIND_MARK_FRACTION))
                 if bad:
                     trouble.append((period_ns / 1e9, "/".join(bad)))
             if points:
-                x, y, blind = zip(*points, strict=True)
-                ax.plot(x, y, "o-", color=colors[impl], label=impl, ms=4)
-                bx = [p for p, b in zip(x, blind, strict=True) if b]
-                by = [v for v, b in zip(y, blind, strict=True) if b]
-                if bx:
-                    ax.plot(bx, by, "s", mfc="none", mec="black", ms=8)
+                x, y, _ = zip(*points, strict=True)
+                ax.plot(x, y, "-", marker=marker, color=color, label=impl, ms=5)
+                marked = [(px, py) for px, py, b in points if b]
+                if marked:
+                    any_blind = True
+                    ax.plot(*zip(*marked, strict=True), "s", mfc="none", mec="black", ms=11, mew=1.2)
             for x_s, why in trouble:
-                ax.plot([x_s], [0.97], "x", color=colors[impl], ms=8, mew=2, transform=top,
-                        clip_on=False)
-                ax.annotate(f"{impl}: {why}", (x_s, 0.93), xycoords=top, fontsize=6,
-                            rotation=90, va="top", ha="center", color=colors[impl])
-        for threshold in THRESHOLDS:
-            ax.axhline(threshold, color="grey", lw=0.7, ls=":")
+                any_trouble = True
+                ax.plot([x_s], [0.97], "x", color=color, ms=8, mew=2, transform=top, clip_on=False)
+                ax.annotate(f"{impl}: {why}", (x_s, 0.93), xycoords=top, fontsize=7, rotation=90,
+                            va="top", ha="center", color=color,
+                            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
+        for threshold in THRESHOLDS:  # labelled by the y ticks, which always include them
+            ax.axhline(threshold * 100, color="dimgrey", lw=0.9, ls=":")
         ax.set_title(f"{target} — load {load}", fontsize=10)
-        ax.set_xlabel("period [s]")
+        ax.set_xlabel("period")
+        duration_axis(ax.xaxis, 1e9)
+        percent_axis(ax.yaxis)
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("max relative period error")
-    if impls:
-        handles, labels = axes[0].get_legend_handles_labels()
-        for ax in axes[1:]:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-                if lab not in labels:
-                    handles.append(h)
-                    labels.append(lab)
-        if handles:
-            fig.legend(handles, labels, loc="outside right upper", fontsize=8,
-                       title="impl\n(□ blind periods\n × no value)", title_fontsize=7)
+    low = min((line.get_ydata().min() for ax in axes for line in ax.lines
+               if len(line.get_ydata()) and line.get_transform() == ax.transData), default=1.0)
+    axes[0].set_ylim(bottom=min(0.5, low / 2))  # the 1 % line is always in view
+    axes[0].set_ylabel("max relative period error (worst repetition)")
+    fig.suptitle(f"{target}: maximum relative period error vs period", fontsize=11)
+    handles: list = [Line2D([], [], color=style[i][0], marker=style[i][1], label=i) for i in impls]
+    if any_blind:
+        handles.append(Line2D([], [], ls="none", marker="s", mfc="none", mec="black", ms=9,
+                              label=f"> {BLIND_MARK_FRACTION * 100:g} % of periods excluded (probe blind)"))
+    if any_trouble:
+        handles.append(Line2D([], [], ls="none", marker="x", color="black", mew=2,
+                              label="no value (failed / timeout / unmeasurable)"))
+    if handles:  # as many columns as the longest label lets fit in the figure's width
+        longest = max(len(h.get_label()) for h in handles)
+        fits = int(fig.get_figwidth() / (0.08 * longest + 0.6))
+        fig.legend(handles=handles, loc="outside lower center", ncols=max(1, min(len(handles), fits)),
+                   fontsize=9, frameon=False)
     return fig
 
 
@@ -121,7 +143,8 @@ def _log_histograms(curves: dict[str, np.ndarray], edges: np.ndarray | None, *, 
     ax = fig.subplots()
     if edges is not None:
         for i, (label, values) in enumerate(curves.items()):
-            ax.hist(values, bins=edges, histtype="step", color=f"C{i % 10}", lw=1.2, label=label)
+            ax.hist(values, bins=edges, histtype="step", color=f"C{i % 10}", lw=1.2, label=label,
+                    ls="-" if i == 0 else "--")
         ax.set_yscale("log")
         ax.legend(fontsize=8)
     ax.set_xlabel(xlabel)
@@ -131,105 +154,62 @@ def _log_histograms(curves: dict[str, np.ndarray], edges: np.ndarray | None, *, 
     return fig
 
 
+def probe_label(probe: str) -> str:
+    return "self (the program's own timestamps)" if probe == "self" else f"{probe} (independent probe)"
+
+
 def histogram_figure(errors: dict[str, np.ndarray], title: str) -> Figure:
-    """Period error histogram per probe with a log count axis."""
-    curves = {f"{probe} ({len(e)} periods)": e * 100 for probe, e in errors.items() if len(e)}
+    """Period error histogram per probe (in %) with a log count axis."""
+    curves = {f"{probe_label(probe)}, {len(e):,} periods": e * 100 for probe, e in errors.items() if len(e)}
     edges = None
     if curves:
         lo = min(float(e.min()) for e in curves.values())
         hi = max(float(e.max()) for e in curves.values())
         edges = np.linspace(lo, hi if hi > lo else lo + 1e-6, 101)
-    return _log_histograms(curves, edges, size=(6, 3.2), xlabel="relative period error [%]",
-                           ylabel="periods", title=title)
+    fig = _log_histograms(curves, edges, size=(6, 3.4), xlabel="relative period error",
+                          ylabel="periods", title=title)
+    ax = fig.axes[0]
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{_digits(v, 3)} %"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    return fig
 
 
 def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns: int,
                     title: str) -> Figure:
-    """Period over time per probe: periodic disturbances show up as stripes or combs."""
-    fig = Figure(figsize=(6, 3.2), layout="constrained")
+    """Period over time per probe, with the nominal period: periodic disturbances show up as
+    stripes or combs. The independent probe as dots, the program's own view as crosses."""
+    fig = Figure(figsize=(6, 3.4), layout="constrained")
     ax = fig.subplots()
     for i, (probe, (t_s, e)) in enumerate(series.items()):
         if len(e):
-            ax.plot(t_s, (1 + e) * period_ns / 1e3, ".", ms=1.5, color=f"C{i}", label=probe,
+            own = probe == "self"  # the program's view underneath, the independent probe on top
+            ax.plot(t_s, (1 + e) * period_ns, "x" if own else ".", ms=3.5 if own else 2.5,
+                    color="C1" if own else f"C{0 if i == 0 else i + 1}", alpha=0.45 if own else 1.0,
+                    zorder=1 if own else 2, label=probe_label(probe),
                     rasterized=len(e) > 1000)  # keeps the inline SVG small
-    ax.axhline(period_ns / 1e3, color="grey", lw=0.7, ls=":")
+    ax.axhline(period_ns, color="black", lw=0.9, ls="--", label=f"nominal {duration(period_ns)}")
+    periods = [(1 + e) * period_ns for _, e in series.values() if len(e)]
+    top = max((float(p.max()) for p in periods), default=period_ns)
+    low = min((float(p.min()) for p in periods), default=period_ns)
+    if low > 0 and top / low > LOG_PERIOD_SPAN:  # outliers would flatten the band: log axis
+        ax.set_yscale("log")
     ax.set_xlabel("time since the first edge [s]")
-    ax.set_ylabel("period [µs]")
+    ax.set_ylabel("period" + (" (log axis)" if ax.get_yscale() == "log" else ""))
+    duration_axis(ax.yaxis)
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)
-    if series:
-        ax.legend(fontsize=8, markerscale=6)
+    ax.legend(fontsize=7, markerscale=3, loc="upper right")
     return fig
-
-
-def compare_figure(comparison: Comparison, metrics: list[str] | None = None) -> Figure:
-    """Baseline and candidate side by side per cell x metric, normalised to the baseline
-    (= 100 %), with the % change written on each candidate bar."""
-    rows = [r for r in comparison.rows if metrics is None or r.metric in metrics]
-    rows = [r for r in rows if r.ratio == r.ratio and abs(r.ratio) != float("inf")][:_MAX_BARS]
-    fig = Figure(figsize=(max(4.0, 0.55 * len(rows) + 2), 4.2), layout="constrained")
-    ax = fig.subplots()
-    x = np.arange(len(rows))
-    ax.bar(x - 0.2, [100] * len(rows), 0.4, label=str(comparison.baseline), color="C7")
-    colors = {"better": "C2", "worse": "C3"}
-    bars = ax.bar(x + 0.2, [r.ratio * 100 for r in rows], 0.4, label=str(comparison.candidate),
-                  color=[colors.get(r.verdict, "C0") for r in rows])
-    for bar, r in zip(bars, rows, strict=True):
-        ax.annotate(f"{r.change_pct:+.0f} %", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=7, xytext=(0, 2), textcoords="offset points")
-    ax.set_xticks(x, [f"{cell_text(comparison, r)}\n{r.probe}:{r.metric}" for r in rows],
-                  rotation=60, ha="right", fontsize=6)
-    ax.set_ylabel(f"median, % of {comparison.baseline}")
-    ax.set_title(f"{comparison.candidate} vs {comparison.baseline} "
-                 "(green better, red worse, blue no significant change)", fontsize=9)
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", alpha=0.3)
-    return fig
-
-
-def bars_figure(summary: BenchmarkSummary, metric: str) -> Figure:
-    """One horizontal bar per cell: the median of `metric` over repetitions, whiskers min-max,
-    × for a cell without a value."""
-    cells = summary.cells[:_MAX_BARS * 2]
-    fig = Figure(figsize=(7, 0.8 + 0.32 * max(len(cells), 1)), layout="constrained")
-    ax = fig.subplots()
-    unit = next((c.values[metric].unit for c in cells if metric in c.values), "")
-    scale, shown_unit = (1e3, "µs") if unit == "ns" else (1.0, unit)
-    y = np.arange(len(cells))
-    for i, cell in enumerate(cells):
-        v = cell.values.get(metric)
-        if v is None:
-            ax.plot([0], [i], "x", color="C3", ms=8, mew=2)
-            ax.annotate(f" {cell.status}", (0, i), va="center", fontsize=7, color="C3")
-            continue
-        med, lo, hi = v.median / scale, v.low / scale, v.high / scale
-        ax.barh(i, med, color="C0", alpha=0.8)
-        ax.errorbar(med, i, xerr=[[med - lo], [hi - med]], fmt="none", ecolor="black", lw=1, capsize=3)
-    ax.set_yticks(y, [c.name for c in cells], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"{metric} [{shown_unit}]" if shown_unit else metric)
-    ax.set_title(f"{summary.benchmark}: median over repetitions (whiskers: min-max)", fontsize=9)
-    ax.grid(True, axis="x", alpha=0.3)
-    return fig
-
-
-def distribution_figure(samples_ns: dict[str, np.ndarray], title: str) -> Figure:
-    """Latency distributions (1 µs bins, log count), one step line per run."""
-    curves = {f"{name} ({len(v)})": v / 1e3 for name, v in samples_ns.items() if len(v)}
-    edges = None
-    if curves:
-        hi_us = max(float(np.max(v)) for v in curves.values())
-        edges = np.arange(0, np.ceil(hi_us) + 2)
-        if len(edges) > 2001:  # very long tails: coarser bins keep the figure readable
-            edges = np.linspace(0, np.ceil(hi_us) + 1, 2001)
-    return _log_histograms(curves, edges, size=(7, 3.4), xlabel="latency [µs]", ylabel="samples",
-                           title=title)
 
 
 def svg_text(fig: Figure) -> str:
-    """The figure as an inline <svg> element (no XML prolog, no external references)."""
+    """The figure as an inline <svg> element (no XML prolog, no external references); text is
+    kept as text so that it can be searched, copied and tested."""
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})  # reproducible bytes
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "jitterlab"}), quiet():
+        fig.savefig(buf, format="svg", metadata={"Date": None})  # reproducible bytes
     text = buf.getvalue()
     return text[text.index("<svg"):]
 
@@ -239,7 +219,16 @@ def save(fig: Figure, stem: Path) -> list[Path]:
     paths = []
     for ext in ("png", "svg"):
         path = stem.with_suffix(f".{ext}")
-        fig.savefig(path, format=ext, dpi=110)
+        with quiet():
+            fig.savefig(path, format=ext, dpi=110)
         paths.append(path)
     return paths
 
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """matplotlib's own warnings (a log axis without positive values, ...) stay out of the
+    terminal: what a figure cannot show is said in the figure or in the report's skipped list."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield

@@ -1,26 +1,94 @@
-"""Values for people: every place a person reads a measured value formats it here."""
+"""Values for people: every place a person reads a measured value formats it here, through
+`format_value(value, unit)`, which knows the metric's unit: durations with an adaptive SI prefix
+(ns, µs, ms, s), ratios and fractions as %, counts as whole numbers, sizes and byte rates with SI
+prefixes, other rates with their unit. Machine formats (JSON, CSV, Parquet) keep the raw values
+and name the unit beside them instead."""
 
 from __future__ import annotations
 
-from jitterlab.units import format_ns
+import math
+
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}  # unit -> ns
+RATIO_UNITS = ("ratio", "fraction")
+COUNT_UNITS = ("count",)
+_TIME_STEPS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
+_SI_STEPS = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+MISSING = "—"
+
+
+def _digits(x: float, sig: int = 4) -> str:
+    """`sig` significant digits, no exponent for the magnitudes people read (27,290 not 2.729e+04)."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** sig:
+        return f"{x:,.0f}"
+    decimals = max(0, sig - 1 - math.floor(math.log10(abs(x))))
+    text = f"{x:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def duration(value_ns: float, sig: int = 4) -> str:
+    """A duration in ns for people: 184000 -> "184 µs", 40200000 -> "40.2 ms", 523 -> "523 ns"."""
+    for unit, scale in _TIME_STEPS:
+        if abs(value_ns) >= scale or unit == "ns":
+            return f"{_digits(value_ns / scale, sig)} {unit}"
+    raise AssertionError("unreachable")
 
 
 def percent(value: float | None) -> str:
     """A ratio as a percentage: 0.0123 -> "1.23 %", 17.9 -> "1,790 %"; None -> "—"."""
-    if value is None:
-        return "—"
-    if abs(value) >= 10:
-        return f"{value * 100:,.0f} %"
-    return f"{value * 100:.3g} %"
+    if value is None or not math.isfinite(value):
+        return MISSING if value is None or math.isnan(value) else ("∞ %" if value > 0 else "-∞ %")
+    return f"{_digits(value * 100, 3)} %"
 
 
-def format_value(value: float, unit: str) -> str:
-    """A measured value for people: 4 significant digits, durations in their best unit."""
-    if unit == "ns":
-        return format_ns(value, digits=4)
-    if unit == "ratio":
-        return f"{value * 100:.3g} %"
-    if unit == "count":
-        return f"{value:,.0f}" if value == int(value) else f"{value:,.4g}"
-    shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"  # 27,290 not 2.729e+04
-    return f"{shown} {unit}".strip()
+def count(value: float) -> str:
+    """A count: whole numbers with thousands separators (a count that is not whole keeps 4 digits)."""
+    return f"{round(value):,}" if value == round(value) else _digits(value)
+
+
+def _si(value: float, unit: str) -> str:
+    for prefix, scale in _SI_STEPS:
+        if abs(value) >= scale:
+            return f"{_digits(value / scale)} {prefix}{unit}"
+    return f"{_digits(value)} {unit}"
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """A measured value for people, by its unit (4 significant digits; "—" when there is none)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    if isinstance(value, float) and math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if unit in TIME_UNITS:
+        return duration(value * TIME_UNITS[unit])
+    if unit in RATIO_UNITS:
+        return percent(value)
+    if unit in COUNT_UNITS:
+        return count(value)
+    if unit == "bool":
+        return "yes" if value else "no"
+    if unit == "%":
+        return f"{_digits(value, 3)} %"
+    if unit in ("bytes", "bytes/s"):  # openssl and fio count in SI multiples of bytes
+        return _si(value, "B" + unit[5:])
+    if unit == "":
+        return count(value) if value == round(value) else _digits(value)
+    return f"{_digits(value)} {unit}"
+
+
+def unit_label(unit: str) -> str:
+    """The unit a column or an axis of `format_value` values is in, for headers ("%", "count")."""
+    if unit in TIME_UNITS:
+        return "time"
+    if unit in RATIO_UNITS:
+        return "%"
+    return unit
+
+
+def change(ratio: float) -> str:
+    """A ratio candidate/baseline as a change: 1.5 -> "+50 %", 0.25 -> "-75 %", 3.007 -> "+201 %"."""
+    if not math.isfinite(ratio):
+        return MISSING
+    pct = (ratio - 1) * 100
+    return f"{'-' if pct < 0 else '+'}{_digits(abs(pct), 3)} %"

@@ -16,13 +16,16 @@ from pathlib import Path
 import jinja2
 
 from jitterlab import __version__, cells
-from jitterlab.analysis.compare import Comparison, cell_text, compare, label_pairs
+from jitterlab.analysis.compare import Comparison, compare, label_pairs, metric_names
+from jitterlab.analysis.samples import run_distribution
 from jitterlab.errors import UserError
-from jitterlab.records import Warning_
-from jitterlab.report import figures
-from jitterlab.report.format import percent
+from jitterlab.report import figures, figures_std
+from jitterlab.report.commands import comparison_note, comparison_rows
+from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
 from jitterlab.report.standard import summarize
+from jitterlab.report.terminal import sysinfo_text
+from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
 from jitterlab.store.catalog import RunRecord, Store
 from jitterlab.store.raw import EdgeSeries, read_raw
 
@@ -88,8 +91,10 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
     ctx = SectionContext(store, emit, report.skipped, max_run_figures)
     if not runs:
         report.skipped.append("every section: the selected campaign has no runs")
-    sections = [{"title": section.title, "template": section.template, "s": section.build(mine, ctx)}
-                for section, mine in by_section(runs)]
+    with figures.quiet():
+        sections = [{"title": section.title, "template": section.template, "s": section.build(mine, ctx)}
+                    for section, mine in by_section(runs)]
+        comparisons = _comparisons(store, runs, emit, report.skipped)
     context = {
         "title": "jitterlab report: " + ", ".join(dict.fromkeys(c["name"] for c in chosen)),
         "generated": dt.datetime.now().isoformat(timespec="seconds"),
@@ -100,7 +105,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         "sections": sections,
         "targets": _targets(store, runs),
         "warnings": _warnings(store, chosen, runs),
-        "comparisons": _comparisons(runs, emit, report.skipped),
+        "comparisons": comparisons,
         "failed": [{"id": r.id, "cell": _cell_label(r), "status": r.status, "error": r.error or ""}
                    for r in runs if r.status != "ok"],
         "skipped": report.skipped,
@@ -109,6 +114,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
     env = jinja2.Environment(loader=jinja2.PackageLoader("jitterlab.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["pct"] = percent
+    env.filters["value"] = format_value
     out.write_text(env.get_template("report.html.j2").render(**context), encoding="utf-8")
     return report
 
@@ -123,10 +129,9 @@ def _targets(store: Store, runs: list[RunRecord]) -> list[dict]:
         mine = [r for r in runs if r.target == target]
         ids = [r.sysinfo_id for r in mine if r.sysinfo_id is not None]
         info = store.sysinfo(ids[-1]) if ids else {}
-        governors = sorted({c.get("governor") or "?" for c in info.get("cpus") or []})
-        summary = [(k, info[k]) for k in SYSINFO_KEYS if info.get(k) not in (None, "", [])]
-        if governors:
-            summary.append(("governors", ", ".join(governors)))
+        summary = [(k, sysinfo_text(k, info[k])) for k in SYSINFO_KEYS if info.get(k) not in (None, "", [])]
+        if info.get("cpus"):
+            summary.append(("frequency", sysinfo_text("cpus", info["cpus"])))
         loads: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         for r in mine:
             for (_, name), m in r.metrics.items():
@@ -134,52 +139,54 @@ def _targets(store: Store, runs: list[RunRecord]) -> list[dict]:
                     loads[(r.load, name, m.unit)].append(m.value)
         out.append({"name": target, "sysinfo": summary,
                     "loads": [{"load": k[0], "metric": k[1], "unit": k[2], "n": len(v),
-                               "median": f"{statistics.median(v):.4g}"}
+                               "median": format_value(statistics.median(v), k[2])}
                               for k, v in sorted(loads.items())]})
     return out
 
 
 def _warnings(store: Store, campaigns: list[dict], runs: list[RunRecord]) -> list[dict]:
-    seen, out = set(), []
-
-    def add(where: str, w: Warning_) -> None:
-        if (where, w.message) not in seen:
-            seen.add((where, w.message))
-            out.append({"where": where, "message": w.message, "remedy": w.remedy})
-
+    """Warnings grouped by cause, each once with how many runs or cells it concerns and its
+    remedy; the system-level ones (targets, campaigns) first."""
+    notes = []
     for c in campaigns:
         for run_id, w in store.warnings(c["id"]):
-            add(f"run {run_id}" if run_id else c["name"], w)
+            notes.append(Note(RUN, run_id, w) if run_id else Note(SYSTEM, f"campaign {c['name']}", w))
     for section, mine in by_section(runs):
         for where, w in section.warnings(mine):
-            add(where, w)
-    return out
+            scope, _, name = where.partition(" ")
+            notes.append(Note(RUN, name, w) if scope == "run" else Note(CELL, where, w))
+    return [{"message": g.message, "remedy": g.remedy, "system": g.scope == SYSTEM,
+             "affected": g.affected, "examples": g.examples} for g in grouped(notes)]
 
 
-def _comparisons(runs: list[RunRecord], emit, skipped: list[str]) -> list[dict]:
+def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) -> list[dict]:
     out = []
     pairs = label_pairs(runs)
     if len(pairs) > MAX_COMPARISONS:
         skipped.append(f"{len(pairs) - MAX_COMPARISONS} label comparisons beyond the first "
                        f"{MAX_COMPARISONS} (use jitterlab compare)")
+    present = set(metric_names(runs))
+    wanted = [m for m in dict.fromkeys([*COMPARE_METRICS, *(m for b in summarize(runs) for m in b.columns[:2]
+                                                             if b.benchmark != "squarewave")])
+              if m in present] + sorted(m for m in present if m.startswith("load_") and "_per_s" in m)
+    # the chart: each benchmark's first headline metric (the table below it has every row)
+    charted = [m for m in ("max_rel_period_error", *(b.columns[0] for b in summarize(runs)
+                                                     if b.benchmark != "squarewave" and b.columns))
+               if m in present]
     for base, cand in pairs[:MAX_COMPARISONS]:
         try:
-            result: Comparison = compare(runs, base, cand)
+            result: Comparison = compare(runs, base, cand, metrics=wanted or None,
+                                         distributions=lambda r: run_distribution(store.root, r))
         except UserError as exc:
             skipped.append(f"comparison {cand} vs {base}: {exc}")
             continue
-        wanted = set(COMPARE_METRICS) | {m for b in summarize(runs) for m in b.columns[:2]
-                                         if b.benchmark != "squarewave"}
-        headline = [r for r in result.rows if r.metric in wanted or r.metric.startswith("load_")]
-        result.rows = headline
+        heads, rows = comparison_rows(result)
         out.append({
             "title": f"{cand} vs {base}",
-            "svg": emit(figures.compare_figure(result), f"compare_{base.key}_{base.value}_{cand.value}"),
-            "rows": [{"cell": cell_text(result, r), "probe": r.probe, "metric": r.metric,
-                      "a": f"{r.median_baseline:.4g}", "b": f"{r.median_candidate:.4g}",
-                      "n": f"{r.n_baseline}/{r.n_candidate}", "change": f"{r.change_pct:+.1f} %",
-                      "ci": f"{r.ci_low:.3g}–{r.ci_high:.3g}", "p": f"{r.p_value:.3g}",
-                      "verdict": r.verdict} for r in headline],
+            "svg": emit(figures_std.compare_figure(result, charted),
+                        f"compare_{base.key}_{base.value}_{cand.value}"),
+            "heads": heads, "rows": rows, "verdicts": [r.verdict for r in result.rows],
+            "note": comparison_note(result),
             "warnings": result.warnings,
         })
     return out

@@ -8,9 +8,10 @@ import statistics
 from collections import Counter, defaultdict
 
 from rich.table import Table
+from rich.text import Text
 
 from jitterlab import cells
-from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope
+from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope, rules_of
 from jitterlab.errors import UserError
 from jitterlab.records import Warning_
 from jitterlab.report import figures
@@ -24,7 +25,6 @@ HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
                "p9999_rel_period_error")
 HIGH_VARIANCE_CV = 0.5  # std/mean of the headline over repetitions above which we warn
-BLIND_WARN_FRACTION = 0.01
 
 
 def period_ns(r: RunRecord) -> int:
@@ -32,16 +32,14 @@ def period_ns(r: RunRecord) -> int:
 
 
 def impl_namer(runs: list[RunRecord]):
-    """impl_of(run): the run's impl, with the labels that vary between these runs appended
-    ("c-fifo [image=1.10]"), so runs of two images never merge into one line or cell."""
-    keys = sorted({k for r in runs for k in r.labels})
-    varying = [k for k in keys if len({str(r.labels.get(k)) for r in runs}) > 1]
+    """impl_of(run): the run's impl, with the labels that tell cells apart appended ("c-fifo
+    [image=1.10]"), so runs of two images never merge into one line or cell; labels that only
+    number repetitions (capture=3) do not split cells (cells.identity_labels)."""
+    varying = cells.identity_labels(runs)
 
     def impl_of(r: RunRecord) -> str:
         impl = str(r.param("impl", ""))
-        if not varying:
-            return impl
-        return f"{impl} [" + ", ".join(f"{k}={r.labels.get(k, '')}" for k in varying) + "]"
+        return f"{impl} [{cells.labels_text(r, varying)}]" if varying else impl
 
     return impl_of
 
@@ -66,27 +64,28 @@ class SquarewaveSection:
         paper = [{"target": t, "svg": ctx.emit(figures.envelope_figure(runs, t, impl_of),
                                                f"error_vs_period_{t}")}
                  for t in sorted({r.target for r in runs})]
+        heads, rows = envelope_rows(runs, impl_of)
         return {
             "paper": paper,
-            "thresholds": [f"{t * 100:g} %" for t in DEFAULT_THRESHOLDS],
-            "envelope": [{"target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe,
-                          "shortest": [format_ns(p) if p else "none" for p in e.shortest_ns.values()],
-                          "periods": ", ".join(format_ns(p) for p in e.periods_ns),
-                          "reps": e.min_repetitions} for e in envelope(runs, impl_of=impl_of)],
+            "blind_mark": f"{figures.BLIND_MARK_FRACTION * 100:g} %",
+            "rules": rules_of(runs),
+            "envelope_heads": heads,
+            "envelope": rows,
             "cells": _cell_rows(runs, impl_of),
             "run_figures": _run_figures(runs, impl_of, ctx),
             "bias": _bias_rows(runs, impl_of),
         }
 
     def terminal(self, runs: list[RunRecord], campaign: str) -> list:
-        return [summary_table(runs, f"{campaign}: max relative period error")]
+        return [summary_table(runs, f"{campaign}: max relative period error"),
+                envelope_table(runs, f"{campaign}: operational envelope")]
 
     def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
         out = []
         for cell in _cells(runs, impl_namer(runs)).values():
             r0 = cell[0]
             if len(cell) < 3:
-                out.append((_where(r0), Warning_(f"{len(cell)} repetition(s) only",
+                out.append((_where(r0), Warning_(f"{len(cell)} repetition(s) per cell only",
                                                  "set campaign.repetitions to 3 or more")))
             values = [v for r in cell if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
             if len(values) >= 2 and statistics.mean(values) > 0:
@@ -95,13 +94,39 @@ class SquarewaveSection:
                     out.append((_where(r0), Warning_(
                         f"high variance between repetitions (std/mean of {HEADLINE} = {cv:.2f})",
                         "measure longer (campaign.duration) or more repetitions; look for other load")))
-            for r in cell:
-                blind, duration = r.metric("blind_time_ns"), r.settings.get("duration_ns")
-                if blind and duration and blind / duration > BLIND_WARN_FRACTION:
-                    out.append((f"run {r.id}", Warning_(
-                        f"probe blind {blind / duration * 100:.1f} % of the time",
-                        "give the probe its own CPU (isolcpus=) or use probe self")))
         return out
+
+
+def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]]:
+    """The envelope as people read it: one row per target x impl x load x probe, one column per
+    rule and threshold ("max < 1 %", "p99 < 10 %"); periods as written in a campaign."""
+    rules = rules_of(runs)
+    heads = [f"{rule} < {t * 100:g} %" for rule in rules for t in DEFAULT_THRESHOLDS]
+    rows: dict[tuple, dict] = {}
+    for e in envelope(runs, rules=rules, impl_of=impl_of):
+        row = rows.setdefault((e.target, e.impl, e.load, e.probe), {
+            "target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "shortest": [],
+            "periods": ", ".join(format_ns(p) for p in e.periods_ns), "reps": e.min_repetitions})
+        row["shortest"] += [format_ns(p) if p else "none" for p in e.shortest_ns.values()]
+    return heads, list(rows.values())
+
+
+def envelope_table(runs: list[RunRecord], title: str) -> Table:
+    """The envelope for the terminal: per impl x load x probe, the shortest period under each
+    threshold by each rule of the campaign."""
+    heads, rows = envelope_rows(runs, impl_namer(runs))
+    multi_target = len({r.target for r in runs}) > 1
+    table = Table(title=title, caption="shortest period that held in every repetition, and every "
+                  "longer one too; max: the run's worst period, pNN: that percentile of its periods")
+    for name in (["target"] if multi_target else []) + ["impl", "load", "probe"]:
+        table.add_column(name)
+    for head in heads:
+        table.add_column(head, justify="right")
+    table.add_column("reps", justify="right")
+    for e in rows:
+        table.add_row(*([e["target"]] if multi_target else []), Text(e["impl"]), e["load"], e["probe"],
+                      *e["shortest"], str(e["reps"]))
+    return table
 
 
 def summary_table(runs: list[RunRecord], title: str) -> Table:
@@ -133,13 +158,13 @@ def summary_table(runs: list[RunRecord], title: str) -> Table:
         texts = []
         for p in periods:
             key = (*row, p)
-            text = ""
+            text = Text()
             if key in worst:
-                text = f"[{_style(worst[key])}]{percent(worst[key])}[/]"
+                text.append(percent(worst[key]), style=_style(worst[key]))
             if trouble.get(key):
-                text = (text + " " if text else "") + f"[bold red]{'/'.join(sorted(set(trouble[key])))}[/]"
-            texts.append(text or "·")
-        table.add_row(*([row[0]] if multi_target else []), *row[1:], *texts)
+                text.append((" " if text else "") + "/".join(sorted(set(trouble[key]))), style="bold red")
+            texts.append(text or Text("·"))
+        table.add_row(*([row[0]] if multi_target else []), Text(row[1]), *row[2:], *texts)
     return table
 
 
@@ -149,7 +174,10 @@ def _style(value: float) -> str:
 
 def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
     rows = []
-    for (target, impl, load, period, probe), cell in sorted(_cells(runs, impl_of).items()):
+    groups = _cells(runs, impl_of)
+    loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
+    for (target, impl, load, period, probe), cell in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], kv[0][1], loads[kv[0][2]], -kv[0][3], kv[0][4])):
         ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
         worst = max(ok, key=lambda r: r.metric(HEADLINE)) if ok else None
         rows.append({
@@ -165,18 +193,29 @@ def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
     return rows
 
 
+def most_informative(runs: list[RunRecord], impl_of) -> list[RunRecord]:
+    """The worst run of each target x impl x load (over all periods; an independent probe's
+    cells before the program's own view), in impl and load order: every programming model and
+    every load gets its figure, instead of only the shortest period's cells."""
+    groups: dict[tuple, list[RunRecord]] = defaultdict(list)
+    for r in runs:
+        if r.status == "ok" and r.metric(HEADLINE) is not None and r.raw_path:
+            groups[(r.target, impl_of(r), r.load)].append(r)
+    loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
+    picked = []
+    for key in sorted(groups, key=lambda k: (k[0], k[1], loads[k[2]])):
+        independent = [r for r in groups[key] if r.probe != "self"] or groups[key]
+        picked.append(max(independent, key=lambda r: r.metric(HEADLINE)))
+    return picked
+
+
 def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[dict]:
-    """Histogram and timeline of the worst run of the worst cells, at most max_run_figures."""
+    """Histogram and timeline of the worst run of each impl x load, at most max_run_figures."""
     limit = ctx.max_run_figures
-    worst = []
-    for cell in _cells(runs, impl_of).values():
-        ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None and r.raw_path]
-        if ok:
-            worst.append(max(ok, key=lambda r: r.metric(HEADLINE)))
-    worst.sort(key=lambda r: -r.metric(HEADLINE))
+    worst = most_informative(runs, impl_of)
     if len(worst) > limit:
-        ctx.skipped.append(f"per-run figures of {len(worst) - limit} more cells (only the worst "
-                           f"{limit} are drawn; all cells are in the table)")
+        ctx.skipped.append(f"per-run figures of {len(worst) - limit} more impl x load groups (the "
+                           f"first {limit} are drawn; raise --max-run-figures; every cell is in the table)")
     out = []
     for r in worst[:limit]:
         try:
@@ -195,14 +234,15 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
         if not any(len(e) for e in errors.values()):
             ctx.skipped.append(f"run {r.id} ({_where(r)}): no periods after the warm-up to draw")
             continue
-        title = f"run {r.id}: {_where(r)} #{r.repetition + 1}"
+        title = f"run {r.id}: {_where(r)}, repetition {r.repetition + 1}"
         out.append({
             "id": r.id, "title": title, "worst": r.metric(HEADLINE),
             "hist": ctx.emit(figures.histogram_figure(errors, title), f"run_{r.id}_histogram"),
             "timeline": ctx.emit(figures.timeline_figure(timeline, period_ns(r), title),
                                  f"run_{r.id}_period"),
-            "percentiles": [(p.split("_")[0], {pr: r.metric(p, pr) for pr in errors})
-                            for p in (HEADLINE, *PERCENTILES)],
+            "percentiles": [(label, {pr: r.metric(p, pr) for pr in errors})
+                            for label, p in zip(("max", "p50", "p99", "p99.9", "p99.99"),
+                                                (HEADLINE, *PERCENTILES), strict=True)],
             "probes": list(errors),
         })
     return out

@@ -1,38 +1,42 @@
 """Summaries of the standard benchmarks (cyclictest, udp-echo, sysbench-cpu, ...), shared by the
 terminal and the HTML report: one row per cell, the benchmark's headline metrics as columns,
-each the median over the cell's successful repetitions with the spread (min-max) beside it.
+each summarized over the cell's successful repetitions by the metric's rule (analysis.summary:
+the worst run for worst-case metrics, else the median with the spread), named in the header.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-import numpy as np
 from rich.table import Table
+from rich.text import Text
 
 from jitterlab import cells, plugins
-from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_samples
+from jitterlab.analysis import summary
+from jitterlab.analysis.compare import direction
+from jitterlab.analysis.samples import overflow_count, run_distribution
 from jitterlab.errors import UserError
 from jitterlab.records import Warning_
-from jitterlab.report import figures
+from jitterlab.report import figures_std
 from jitterlab.report.format import format_value
 from jitterlab.report.sections import SECTIONS, SectionContext
 from jitterlab.store.catalog import RunRecord
-from jitterlab.store.raw import Samples, read_raw
 
 MAX_COLUMNS = 6
 
 
 @dataclass(frozen=True)
 class Value:
-    median: float
+    """A cell's summary of one metric: `value` by `rule` (worst / median), the runs' spread."""
+
+    value: float
     low: float
     high: float
     unit: str
     n: int
+    rule: str
 
 
 @dataclass
@@ -44,9 +48,12 @@ class CellSummary:
     runs: list[RunRecord]
     values: dict[str, Value]
 
+    show_target: bool = True  # False when every cell of the summary is on one target
+
     @property
     def name(self) -> str:
-        parts = [self.target, self.params, self.load, f"[{self.labels}]" if self.labels else ""]
+        parts = [self.target if self.show_target else "", self.params, self.load,
+                 f"[{self.labels}]" if self.labels else ""]
         return " ".join(p for p in parts if p)
 
     @property
@@ -70,8 +77,9 @@ class BenchmarkSummary:
 
 
 def params_text(run: RunRecord, keys: list[str] | None = None) -> str:
-    """The cell's parameters (or only `keys`) in the benchmark's order, as written in a campaign."""
-    return cells.params_text(run.cell, keys)
+    """The cell's parameters (or only `keys`, defaults included) in the benchmark's order, as
+    written in a campaign."""
+    return cells.params_text(run.cell, keys, defaults=keys is not None)
 
 
 def _varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
@@ -90,23 +98,31 @@ def summarize(runs: list[RunRecord]) -> list[BenchmarkSummary]:
 
 
 def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
-    varying = _varying_labels(runs)
+    varying = cells.identity_labels(runs)
     differ, shared = _varying(runs)
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
-        labels = ", ".join(f"{k}={r.labels.get(k, '')}" for k in varying)
-        groups[(r.target, params_text(r, differ), r.load, labels)].append(r)
+        groups[(r.target, params_text(r, differ), r.load, cells.labels_text(r, varying))].append(r)
     columns = headline_metrics(benchmark, runs)
-    cells = []
+    out = []
     for (target, params, load, labels), members in groups.items():
         values = {}
         for name in columns:
             found = [m for r in members if r.status == "ok" and (m := r.metrics.get(("", name)))]
-            if found:
-                xs = [m.value for m in found]
-                values[name] = Value(statistics.median(xs), min(xs), max(xs), found[0].unit, len(xs))
-        cells.append(CellSummary(target, params, load, labels, members, values))
-    return BenchmarkSummary(benchmark, columns, cells, params_text(runs[0], shared) if runs else "")
+            s = summary.summarize([m.value for m in found], name, found[0].direction or direction(name),
+                          found[0].unit) if found else None
+            if s is not None:
+                values[name] = Value(s.value, s.low, s.high, found[0].unit, s.n, s.rule)
+        out.append(CellSummary(target, params, load, labels, members, values,
+                               len({r.target for r in runs}) > 1))
+    fixed = cells.params_text(runs[0].cell, shared) if runs else ""
+    return BenchmarkSummary(benchmark, columns, out, fixed)
+
+
+def column_title(bench: BenchmarkSummary, name: str) -> str:
+    """A column's header: the metric and the rule its cells were summarized by."""
+    rule = next((v.rule for c in bench.cells if (v := c.values.get(name))), "")
+    return f"{name} ({summary.rule_text(rule)})" if rule else name
 
 
 def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
@@ -130,11 +146,6 @@ def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
     return chosen[:MAX_COLUMNS]
 
 
-def _varying_labels(runs: list[RunRecord]) -> list[str]:
-    keys = sorted({k for r in runs for k in r.labels})
-    return [k for k in keys if len({str(r.labels.get(k)) for r in runs}) > 1]
-
-
 def run_label(run: RunRecord) -> str:
     """A run's cell in a few words: "c-fifo 1ms cpu (vpin)" or "udp-echo 64B fifo every 1ms idle"."""
     return cells.label(run.cell)
@@ -150,7 +161,7 @@ def headline_value(run: RunRecord) -> str:
 
 
 class StandardSection:
-    """The standard benchmarks: a table, a bar chart of the first headline metric and the latency
+    """The standard benchmarks: a table, a chart of the first headline metric and the latency
     distributions of each."""
 
     title = "Standard benchmarks"
@@ -163,25 +174,30 @@ class StandardSection:
                      "shown": [_value_text(c.values.get(m)) for m in bench.columns]} for c in bench.cells]
             bars = None
             if bench.columns:
-                bars = ctx.emit(figures.bars_figure(bench, bench.columns[0]),
+                bars = ctx.emit(figures_std.bars_figure(bench, bench.columns[0]),
                                 f"{bench.benchmark}_{bench.columns[0]}")
-            out.append({"benchmark": bench.benchmark, "columns": bench.columns, "rows": rows, "bars": bars,
+            out.append({"benchmark": bench.benchmark, "rows": rows, "bars": bars,
+                        "columns": [column_title(bench, m) for m in bench.columns],
                         "distribution": _distribution(bench, ctx), "fixed": bench.fixed})
         return {"benchmarks": out}
 
     def terminal(self, runs: list[RunRecord], campaign: str) -> list:
         tables = []
         for bench in summarize(runs):
-            caption = "median over repetitions" + (f"; every cell: {bench.fixed}" if bench.fixed else "")
+            caption = ("worst run: the worst repetition; median: over the ok repetitions"
+                       + (f"; every cell: {bench.fixed}" if bench.fixed else ""))
             table = Table(title=f"{campaign}: {bench.benchmark}", caption=caption)
-            for name in ("cell", "runs", *bench.columns):
-                table.add_column(name, justify="left" if name == "cell" else "right")
+            table.add_column("cell")
+            table.add_column("runs", justify="right")
+            for name in bench.columns:
+                table.add_column(column_title(bench, name), justify="right")
             for cell in bench.cells:
-                values = [format_value(v.median, v.unit) if (v := cell.values.get(c)) else "—"
+                values = [format_value(v.value, v.unit) if (v := cell.values.get(c)) else "—"
                           for c in bench.columns]
                 ok = sum(r.status == "ok" for r in cell.runs)
-                runs_text = f"{ok}/{len(cell.runs)}" if ok == len(cell.runs) else f"[red]{cell.status}[/]"
-                table.add_row(cell.name, runs_text, *values)
+                runs_text = (Text(f"{ok}/{len(cell.runs)}") if ok == len(cell.runs)
+                             else Text(cell.status, style="red"))
+                table.add_row(Text(cell.name), runs_text, *values)
             tables.append(table)
         return tables
 
@@ -192,38 +208,51 @@ class StandardSection:
 def _value_text(v: Value | None) -> str:
     if v is None:
         return "—"
-    text = format_value(v.median, v.unit)
+    text = format_value(v.value, v.unit)
     if v.n > 1 and v.high != v.low:
         text += f" ({format_value(v.low, v.unit)} – {format_value(v.high, v.unit)})"
     return text
 
 
 def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
-    """Latency samples (or 1 µs histograms) of one run per cell, drawn together."""
-    samples: dict[str, np.ndarray] = {}
+    """The latency distribution of the worst run of each cell (by the first headline metric), as
+    CCDFs in one figure, each curve naming its run."""
+    curves: dict[str, tuple] = {}
+    overflow: dict[str, int] = {}
+    first = bench.columns[0] if bench.columns else None
     for cell in bench.cells:
         ok = [r for r in cell.runs if r.status == "ok" and r.raw_path]
         if not ok:
             continue
-        if len(samples) >= ctx.max_run_figures:
+        if len(curves) >= ctx.max_run_figures:
             ctx.skipped.append(f"{bench.benchmark}: latency distributions of more than "
-                               f"{ctx.max_run_figures} cells")
+                               f"{ctx.max_run_figures} cells (raise --max-run-figures)")
             break
-        run = ok[-1]
+        run = _worst(ok, first)
         try:
-            series = read_raw(ctx.store.root / run.raw_path, run.raw_sha256)
+            found = run_distribution(ctx.store.root, run)
         except UserError as exc:
             ctx.skipped.append(f"run {run.id} ({run.target} {run_label(run)}): {exc}")
             continue
-        parts = [s.values if s.unit == "ns" else histogram_samples(s.values)
-                 for s in series.values() if isinstance(s, Samples) and s.unit in ("ns", HISTOGRAM_UNIT)]
-        if parts:
-            samples[cell.name] = np.concatenate(parts)
-    if not samples:
+        if "latency" in found:
+            label = f"run {run.id}: {cell.name}"
+            curves[label] = found["latency"]
+            overflow[label] = overflow_count(run)
+    if not curves:
         return None
-    title = f"{bench.benchmark}: latency distribution of one run per cell"
-    return ctx.emit(figures.distribution_figure(samples, title), f"{bench.benchmark}_distribution")
+    title = f"{bench.benchmark}: latency distribution (CCDF) of the worst run of each cell"
+    return ctx.emit(figures_std.ccdf_figure(curves, title, overflow), f"{bench.benchmark}_distribution")
 
 
-SECTIONS.add("standard", "every benchmark without a section of its own: tables, bars, distributions",
+def _worst(runs: list[RunRecord], metric: str | None) -> RunRecord:
+    """The worst of these runs by `metric` (the last one without it)."""
+    rated = [r for r in runs if metric and r.metric(metric, "") is not None]
+    if not rated or metric is None:
+        return runs[-1]
+    way = rated[0].metrics[("", metric)].direction or direction(metric)
+    pick = min if way == "higher" else max
+    return pick(rated, key=lambda r: r.metric(metric, ""))
+
+
+SECTIONS.add("standard", "every benchmark without a section of its own: tables, charts, distributions",
              StandardSection())

@@ -1,57 +1,105 @@
-"""Tables for the terminal: the campaign summary and the runs of a store."""
+"""Tables for the terminal: the campaign summary, the runs of a store, one run in detail, and the
+warnings grouped by cause. Piped output (a CI log, `| less`, a file) gets every table as plain
+aligned rows at their natural width, never cut or wrapped at 80 columns."""
 
 from __future__ import annotations
 
-from rich.table import Table
+import re
+from typing import Any
 
-from jitterlab.report.format import percent
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from jitterlab import cells
+from jitterlab.analysis.compare import direction
+from jitterlab.records import Warning_
+from jitterlab.report.format import format_value, percent
 from jitterlab.report.standard import headline_value, run_label
+from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Group, Note, grouped
 from jitterlab.store.catalog import RunRecord
-from jitterlab.units import format_ns
 
 HEADLINE = "max_rel_period_error"
+GAP = "  "
+
+
+class Output(Console):
+    """A Console that prints tables as plain rows, and lines unwrapped, when it is not a terminal."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not self.is_terminal:
+            self.soft_wrap = True
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table):
+            kwargs.update(markup=False, highlight=False, soft_wrap=True)
+            super().print(plain_table(objects[0]), **kwargs)
+            return
+        super().print(*objects, **kwargs)
+
+
+def console(**kwargs: Any) -> Output:
+    return Output(**kwargs)
+
+
+def _plain(cell: object) -> str:
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        try:
+            return Text.from_markup(cell).plain
+        except Exception:  # not markup after all (a literal "[/"): shown as it is
+            return cell
+    return str(cell)
+
+
+def plain_table(table: Table) -> str:
+    """The table as text: title, header, rows, caption; columns two spaces apart, each as wide as
+    its widest cell; nothing cut or wrapped."""
+    heads = [_plain(c.header) for c in table.columns]
+    body = [[_plain(x) for x in c.cells] for c in table.columns]
+    n_rows = max((len(c) for c in body), default=0)
+    rows = [heads, *([col[i] if i < len(col) else "" for col in body] for i in range(n_rows))]
+    widths = [max(len(r[j]) for r in rows) for j in range(len(heads))]
+    right = [c.justify == "right" for c in table.columns]
+    lines = [_plain(table.title)] if table.title else []
+    for row in rows:
+        cells = [x.rjust(w) if r else x.ljust(w) for x, w, r in zip(row, widths, right, strict=True)]
+        lines.append(GAP.join(cells).rstrip())
+    if table.caption:
+        lines.append(_plain(table.caption))
+    return "\n".join(lines)
 
 
 def runs_table(runs: list[RunRecord]) -> Table:
     multi_target = len({r.target for r in runs}) > 1
     any_error = any(r.error for r in runs)
     table = Table(title=f"{len(runs)} runs")
-    columns = [
-        ("run", "left"),
-        ("target", "left"),
-        ("cell", "left"),
-        ("rep", "right"),
-        ("status", "left"),
-        ("headline", "right"),
-        ("excluded", "right"),
-        ("why", "left"),
-    ]
+    columns = [("run", "left"), ("target", "left"), ("cell", "left"), ("rep", "right"),
+               ("status", "left"), ("headline", "right"), ("excluded", "right"), ("why", "left")]
     any_excluded = any(r.metric("excluded_periods") is not None for r in runs)
     for name, justify in columns:
-        if (
-            (name == "target" and not multi_target)
-            or (name == "why" and not any_error)
-            or (name == "excluded" and not any_excluded)
-        ):
+        if ((name == "target" and not multi_target) or (name == "why" and not any_error)
+                or (name == "excluded" and not any_excluded)):
             continue
         table.add_column(  # the cell and why wrap; the short columns keep their width
             name, justify=justify, no_wrap=name not in ("cell", "why"), min_width=len(name)  # type: ignore[arg-type]
         )
     for r in runs:
         excluded = r.metric("excluded_periods")
-        status = r.status if r.status == "ok" else f"[red]{r.status}[/]"
         value = r.metric(HEADLINE)
         row = {
             "run": r.id,
             "target": r.target,
-            "cell": run_label(r),
+            "cell": Text(run_label(r)),
             "rep": str(r.repetition + 1),
-            "status": status,
+            "status": Text(r.status, style="" if r.status == "ok" else "red"),
             "headline": percent(value) if value is not None else headline_value(r),
-            "excluded": f"{excluded:.0f}" if excluded is not None else "",
-            "why": (r.error or "")[:120],
+            "excluded": format_value(excluded, "count") if excluded is not None else "",
+            "why": Text(r.error or ""),
         }
-        table.add_row(*(row[c.header] for c in table.columns))  # type: ignore[index]
+        table.add_row(*(row[str(c.header)] for c in table.columns))
     return table
 
 
@@ -62,12 +110,68 @@ def summary_tables(runs: list[RunRecord], campaign: str) -> list:
     return [table for section, mine in by_section(runs) for table in section.terminal(mine, campaign)]
 
 
+# --- one run ---------------------------------------------------------------------------------
+
+SYSINFO_GROUPS = {
+    "system": ("hostname", "os_name", "machine", "virtualization", "container", "uptime_s", "loadavg"),
+    "kernel": ("kernel_release", "kernel_version", "preemption", "clocksource",
+               "clocksources_available", "rt_runtime_us", "rt_period_us", "cmdline"),
+    "CPUs": ("cpu_model", "n_cpus", "cpus_online", "isolcpus", "nohz_full", "cpus", "rt_permission"),
+}
+
+
+def sysinfo_text(key: str, value: object) -> str:
+    """A sysinfo value for people: lists joined, booleans yes/no, CPUs as governor and MHz."""
+    if key == "cpus" and isinstance(value, list):
+        governors = sorted({str(c["governor"]) for c in value if isinstance(c, dict) and c.get("governor")})
+        mhz = [float(c["cur_mhz"]) for c in value if isinstance(c, dict) and c.get("cur_mhz")]
+        text = "governor " + ", ".join(governors) if governors else "no cpufreq governor"
+        if mhz:
+            low, high = round(min(mhz)), round(max(mhz))
+            text += f"; {low} MHz" if low == high else f"; {low}–{high} MHz"
+        return text
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value)
+
+
+def sysinfo_table(sysinfo: dict) -> Table:
+    """The target's sysinfo as the run saw it, grouped: system, kernel, CPUs, other."""
+    table = Table(title="sysinfo", show_header=False)
+    table.add_column("group")
+    table.add_column("key")
+    table.add_column("value", overflow="fold")
+    listed = {k for keys in SYSINFO_GROUPS.values() for k in keys}
+    groups = [*SYSINFO_GROUPS.items(), ("other", tuple(sorted(k for k in sysinfo if k not in listed)))]
+    for group, keys in groups:
+        first = True
+        for key in keys:
+            value = sysinfo.get(key)
+            if value in (None, "", []):
+                continue
+            table.add_row(group if first else "", key.replace("cpus", "frequency") if key == "cpus" else key,
+                          Text(sysinfo_text(key, value)))
+            first = False
+    return table
+
+
+def metric_order(name: str) -> str:
+    """Sort key that puts percentiles in their order: p50, p99, p99.9 (p999), p99.99 (p9999)."""
+    def pct(m: re.Match) -> str:
+        digits = m.group(1)
+        return f"p{float(digits[:2] + '.' + digits[2:]) if len(digits) > 2 else float(digits):08.4f}"
+
+    return re.sub(r"(?<![a-z])p(\d{2,})(?=_|$)", pct, name)
+
+
 def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
     """Renderables describing one run completely."""
     head = Table.grid(padding=(0, 2))
     for key, value in (
         ("run", run.id),
-        ("cell", run.cell_key),
+        ("cell", f"{run.target} {run.benchmark} {run.load} {cells.params_text(run.cell, defaults=True)}"),
         ("repetition", run.repetition + 1),
         ("status", run.status),
         ("error", run.error or ""),
@@ -75,27 +179,53 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
         ("raw", f"{run.raw_path} (sha256 {run.raw_sha256[:16]}…)" if run.raw_path else ""),
         ("attachments", ", ".join(run.attachments.values())),
         ("wall time", f"{run.wall_s:.2f} s"),
-        ("kernel", f"{sysinfo.get('kernel_release', '?')} {sysinfo.get('preemption', '')}".strip()),
     ):
         if value != "":
-            head.add_row(f"[bold]{key}[/]", str(value))
+            head.add_row(Text(key, style="bold"), Text(str(value)))
     metrics = Table(title="metrics")
-    for name in ("probe", "metric", "value", "unit"):
+    for name in ("probe", "metric", "value", "direction"):
         metrics.add_column(name, justify="right" if name == "value" else "left")
-    for (probe, name), m in sorted(run.metrics.items()):
-        if m.unit == "ratio":
-            shown, unit = percent(m.value), ""
-        elif m.unit == "ns":
-            shown, unit = format_ns(m.value), ""
-        else:
-            shown, unit = f"{m.value:.6g}", m.unit
-        metrics.add_row(probe or "-", name, shown, unit)
+    for (probe, name), m in sorted(run.metrics.items(), key=lambda kv: (kv[0][0], metric_order(kv[0][1]))):
+        way = m.direction or direction(name)
+        metrics.add_row(probe or "-", name, format_value(m.value, m.unit),
+                        {"lower": "lower is better", "higher": "higher is better"}.get(way, ""))
     parts: list = [head, metrics]
+    if sysinfo:
+        parts.append(sysinfo_table(sysinfo))
     if warnings:
-        notes = Table(title="warnings")
-        notes.add_column("what")
-        notes.add_column("remedy")
-        for _, w in warnings:
-            notes.add_row(w.message, w.remedy)
-        parts.append(notes)
+        parts.append(warnings_table([Note(RUN, run.id, w) for _, w in warnings], "warnings"))
     return parts
+
+
+def warnings_table(notes: list[Note], title: str = "warnings, grouped by cause") -> Table:
+    """Each cause once: what, how many runs or cells (or which target), the remedy."""
+    table = Table(title=title)
+    for name in ("warning", "affects", "remedy"):
+        table.add_column(name, overflow="fold")
+    for g in grouped(notes):
+        table.add_row(Text(g.message), Text(_affects(g)), Text(g.remedy))
+    return table
+
+
+def _affects(g: Group) -> str:
+    if g.scope == SYSTEM:
+        return g.affected
+    return f"{g.affected} ({g.examples})" if g.count > 1 else g.examples
+
+
+def stored_notes(stored: list[tuple[str | None, Warning_]], campaign: str) -> list[Note]:
+    """Notes of the warnings a store holds for a campaign (run-level and campaign-level)."""
+    return [Note(RUN, run_id, w) if run_id else Note(SYSTEM, f"campaign {campaign}", w)
+            for run_id, w in stored]
+
+
+def show_warnings(runs: list[RunRecord], stored: list[tuple[str | None, Warning_]], campaign: str) -> list:
+    """The campaign's warnings for `show`: stored ones and what the sections tell, grouped."""
+    from jitterlab.report.sections import by_section
+
+    notes = stored_notes(stored, campaign)
+    for section, mine in by_section(runs):
+        for where, w in section.warnings(mine):
+            scope, _, name = where.partition(" ")
+            notes.append(Note(RUN, name, w) if scope == "run" else Note(CELL, where, w))
+    return [warnings_table(notes)] if notes else []

@@ -8,13 +8,14 @@ import pytest
 from jitterlab.analysis.compare import (
     BETTER,
     NO_CHANGE,
+    UNDECIDED,
     WORSE,
     Selector,
-    bootstrap_ratio_ci,
     compare,
     direction,
     label_pairs,
 )
+from jitterlab.analysis.stats import bootstrap_ratio_ci, holm
 from jitterlab.errors import UserError
 from jitterlab.fakes import run_record, squarewave_cell
 from jitterlab.records import Metric
@@ -91,9 +92,106 @@ def test_directions():
 def test_few_runs_warn_and_never_significant():
     runs = groups([0.01, 0.011], [0.5, 0.51], [1, 1], [2, 2])
     result = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"))
-    assert {r.verdict for r in result.rows} == {NO_CHANGE}
+    assert {r.verdict for r in result.rows} == {UNDECIDED} and result.n_tests == 0
     [w] = result.warnings
-    assert "2 vs 2 runs" in w.message and "repetitions" in w.remedy
+    assert "too few runs for a verdict (2 vs 2)" in w.message and "repetitions" in w.remedy
+
+
+def test_three_runs_a_complete_separation_with_a_large_effect_is_worse():
+    # the captures: worst period error 0.137 vs 0.412, spread under 1 %, 3 runs each;
+    # a rank test on 3 vs 3 can never go below p = 0.1, Welch's t on log values can
+    runs = groups([0.137, 0.1372, 0.1368], [0.412, 0.4135, 0.4108], [1000.0] * 3, [1000.0] * 3)
+    result = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"),
+                     metrics=["max_rel_period_error"])
+    [row] = result.rows
+    assert row.verdict == WORSE and row.test == "welch-t on log values"
+    assert row.effect == "ratio of geometric means" and row.ratio == pytest.approx(0.412 / 0.137, rel=0.01)
+    assert 2.9 < row.ci_low < row.ratio < row.ci_high < 3.1 and row.p_value < 1e-5
+    assert (row.baseline, row.candidate, row.rule) == (0.1372, 0.4135, "worst run")
+    assert result.warnings == []
+
+
+def test_identical_groups_of_three_are_no_change():
+    runs = groups([0.137, 0.1372, 0.1368], [0.1372, 0.1368, 0.137], [1.0] * 3, [1.0] * 3)
+    rows = rows_by_metric(compare(runs, Selector("image", "1.10"), Selector("image", "1.11")))
+    row = rows["max_rel_period_error"]
+    assert row.verdict == NO_CHANGE and row.p_value == pytest.approx(1.0) and row.ratio == pytest.approx(1.0)
+    assert rows["load_bogo_ops_per_s"].verdict == NO_CHANGE  # no spread, no difference: p = 1
+
+
+def test_false_verdicts_on_identical_groups_stay_at_the_declared_level():
+    # 400 comparisons of identical log-normal groups, 3 runs each, one metric: Welch's t on logs
+    # holds its 5 % (the exact binomial 95 % range for 400 trials at 5 % is 12..29)
+    rng = np.random.default_rng(7)
+    false = 0
+    for _ in range(400):
+        err = np.exp(rng.normal(np.log(0.01), 0.3, 6))
+        runs = groups(err[:3], err[3:], [1.0] * 3, [1.0] * 3)
+        row = rows_by_metric(compare(runs, Selector("image", "1.10"), Selector("image", "1.11"),
+                                     metrics=["max_rel_period_error"]))["max_rel_period_error"]
+        false += row.verdict != NO_CHANGE
+    assert 8 <= false <= 29
+
+
+def test_holm_keeps_the_chance_of_any_false_verdict_per_comparison_at_alpha():
+    # 17 identical metrics per comparison (what compare shows by default): without an adjustment
+    # about 1 - 0.95^17 = 58 % of comparisons would show a spurious better/worse
+    rng = np.random.default_rng(11)
+    names = [f"metric_{i}_error" for i in range(17)]
+    spurious = 0
+    for _ in range(150):
+        runs = []
+        for image in ("1.10", "1.11"):
+            for i in range(3):
+                values = {n: float(np.exp(rng.normal(-4, 0.3))) for n in names}
+                runs.append(run(i, image, values))
+        result = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"))
+        assert result.n_tests == 17
+        spurious += any(r.verdict in (BETTER, WORSE) for r in result.rows)
+    assert spurious <= 15  # 5 % of 150 is 7.5; binomial 99.9 % bound about 17
+
+
+def test_holm_adjustment():
+    assert holm([0.01, 0.04, 0.03, float("nan")])[:3] == pytest.approx([0.03, 0.06, 0.06])
+    assert np.isnan(holm([0.01, float("nan")])[1])
+
+
+def test_large_groups_use_mann_whitney():
+    rng = np.random.default_rng(3)
+    runs = groups(0.01 + rng.normal(0, 1e-4, 8), 0.02 + rng.normal(0, 1e-4, 8), [1.0] * 8, [1.0] * 8)
+    row = rows_by_metric(compare(runs, Selector("image", "1.10"), Selector("image", "1.11")))[
+        "max_rel_period_error"]
+    assert row.test == "mann-whitney-u" and row.effect == "ratio of medians"
+
+
+def test_pooled_view_compares_all_samples_with_a_hierarchical_bootstrap():
+    rng = np.random.default_rng(5)
+
+    def dist(scale):
+        return np.unique(np.round(rng.lognormal(np.log(scale), 0.4, 3000), 6), return_counts=True)
+
+    samples = {}
+    runs = []
+    for image, scale in (("1.10", 1e-3), ("1.11", 3e-3)):
+        for i in range(3):
+            r = run(i, image, {"max_rel_period_error": scale * 4})
+            samples[r.id] = {"vpin": dist(scale)}
+            runs.append(r)
+    result = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"),
+                     metrics=["max_rel_period_error"], distributions=lambda r: samples[r.id])
+    pooled = {r.metric: r for r in result.rows if r.view == "pooled"}
+    assert set(pooled) == {"pooled_max_rel_period_error"}  # max asked for, so the pooled max
+    row = pooled["pooled_max_rel_period_error"]
+    assert row.test == "hierarchical bootstrap" and row.rule == "pooled max"
+    every = np.concatenate([samples[r.id]["vpin"][0] for r in runs if r.labels["image"] == "1.10"])
+    assert row.baseline == every.max()
+    assert row.verdict == WORSE and row.ci_low > 1
+    both = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"),
+                   distributions=lambda r: samples[r.id])
+    assert {r.metric for r in both.rows if r.view == "pooled"} == {
+        "pooled_p99_rel_period_error", "pooled_max_rel_period_error"}
+    p99 = next(r for r in both.rows if r.metric == "pooled_p99_rel_period_error")
+    assert 2.5 < p99.ratio < 3.5 and p99.verdict == WORSE
 
 
 def test_bootstrap_is_seeded_and_vectorized():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from jitterlab import cells
+from jitterlab.analysis import envelope as env
 from jitterlab.analysis.envelope import envelope
 from jitterlab.fakes import run_record, squarewave_cell
 from jitterlab.records import Metric
@@ -44,3 +46,56 @@ def test_other_benchmarks_are_ignored():
     r = run(MS, 0.001)
     other = dataclasses.replace(r, id="x", cell=dataclasses.replace(r.cell, benchmark="cyclictest"))
     assert [x.impl for x in envelope([r, other])] == ["c-fifo"]
+
+
+def pct_run(period_ns: int, err_max: float, err_p99: float, rep: int = 0, labels=None,
+            campaign_id: int = 1, impl: str = "c-fifo") -> RunRecord:
+    metrics = [Metric("max_rel_period_error", err_max, "ratio", "vpin"),
+               Metric("p99_rel_period_error", err_p99, "ratio", "vpin")]
+    return run_record(squarewave_cell(impl, period_ns, target="t"), id=f"{period_ns}{rep}{labels}",
+                      cell_key=f"{period_ns}", repetition=rep, labels=labels or {},
+                      campaign_id=campaign_id, metrics=metrics)
+
+
+def test_percentile_rule_survives_a_single_stall():
+    # one hypervisor stall per run: the max is 50 % everywhere, the p99 stays under 1 % down to 1 ms
+    runs = [pct_run(p, 0.5, e, rep) for p, e in ((10 * MS, 0.002), (MS, 0.008), (MS // 10, 0.05))
+            for rep in range(3)]
+    rows = {r.rule: r for r in envelope(runs, rules=("max", "p99"))}
+    assert rows["max"].shortest_ns == {0.01: None, 0.10: None}
+    assert rows["p99"].shortest_ns == {0.01: MS, 0.10: MS // 10}
+    assert rows["p99"].rule_text == "p99 |period error| of every run"
+    records = env.records(list(rows.values()))
+    assert {(r["rule"], r["metric"], r["threshold"], r["shortest_period_ns"]) for r in records} == {
+        ("max", "max_rel_period_error", 0.01, None), ("max", "max_rel_period_error", 0.10, None),
+        ("p99", "p99_rel_period_error", 0.01, MS), ("p99", "p99_rel_period_error", 0.10, MS // 10)}
+
+
+def test_rules_come_from_the_campaign():
+    r = pct_run(MS, 0.5, 0.001)
+    assert env.rules_of([r]) == env.DEFAULT_RULES == ("max", "p99")
+    chosen = dataclasses.replace(r, settings={"envelope": ["p99.9", "max"]})
+    assert env.rules_of([chosen, r]) == ("p99.9", "max")
+
+
+def test_labels_that_number_repetitions_are_not_cell_identity():
+    # imported captures: grp a/b are two setups, capture=N numbers the runs of each
+    runs = [pct_run(MS, 0.01, 0.001, rep, {"grp": g, "capture": str(i)})
+            for g in ("a", "b") for rep, i in enumerate((1, 2, 3))]
+    assert cells.identity_labels(runs) == ["grp"]
+    # numbered across both groups (1..6) it is still a repetition label
+    runs = [pct_run(MS, 0.01, 0.001, i, {"grp": "ab"[i // 3], "capture": str(i + 1)}) for i in range(6)]
+    assert cells.identity_labels(runs) == ["grp"]
+    # a label set for a whole campaign (run --label image=...) is identity, even with 1 run each
+    runs = [pct_run(MS, 0.01, 0.001, 0, {"image": v}, campaign_id=k) for k, v in enumerate(("A", "B"))]
+    assert cells.identity_labels(runs) == ["image"]
+
+
+def test_export_and_report_keep_repetition_labels_in_one_envelope_row(tmp_path):
+    from jitterlab.report.export import envelope_records
+
+    runs = [pct_run(p, 0.005, 0.001, rep, {"grp": "a", "capture": f"{p}-{rep}"})
+            for p in (10 * MS, MS) for rep in range(3)]
+    records = envelope_records(runs)
+    assert {(r["impl"], r["rule"], r["min_repetitions"]) for r in records} == {
+        ("c-fifo", "max", 3), ("c-fifo", "p99", 3)}

@@ -30,7 +30,7 @@ def runs():
 
 def test_points_per_label_value_in_natural_order():
     [series] = trend(runs(), CAMPAIGNS, "max_rel_period_error", "kernel")
-    assert series.cell == "board squarewave impl=c-fifo period=1ms probe=vpin pin=vpin idle"
+    assert series.cell == "board squarewave impl=c-fifo period=1ms idle"  # defaults left out
     assert series.probe == "vpin" and series.unit == "ratio"
     assert [(p.x, p.median, p.low, p.high, p.n) for p in series.points] == [
         ("6.1", pytest.approx(0.3), 0.2, 0.4, 2), ("6.9", 0.3, 0.3, 0.3, 1), ("6.12", 0.3, 0.1, 0.5, 2)]

@@ -1,15 +1,18 @@
-"""A small store built from synthetic edges with known answers: two images of one board."""
+"""Small stores with known answers: two images of one board (synthetic edges), and cyclictest
+runs whose maxima and overflow counts a summary must not average."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from jitterlab.analysis.latency import histogram_metrics
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.fakes import run_record, squarewave_cell
+from jitterlab.fakes import cell, run_record, squarewave_cell
 from jitterlab.records import Metric, Warning_
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import EdgeSeries, blind_series, write_raw
+from jitterlab.store.raw import EdgeSeries, Samples, blind_series, write_raw
 
 MS = 1_000_000
 IMPLS = {"c-fifo": 2_000, "bash": 30_000}  # jitter sd in ns
@@ -75,5 +78,44 @@ def _record(cid, sid, run_id, impl, load, period_ns, rep, image, status, metrics
 def report_store(tmp_path_factory):
     root = tmp_path_factory.mktemp("store")
     store = build_store(root)
+    yield store
+    store.close()
+
+
+PARAMS = {"interval": MS, "priority": 95, "threads": 1, "policy": "fifo", "affinity": "", "mlock": True,
+          "histogram": 2000, "breaktrace": 0}
+LATENCY_SYSINFO = {"hostname": "vm1", "kernel_release": "6.1.0-18-amd64", "preemption": "PREEMPT_DYNAMIC",
+           "cpu_model": "AMD EPYC", "n_cpus": 2, "clocksource": "kvm-clock", "virtualization": "kvm",
+           "cpus": [{"cpu": 0, "governor": None, "cur_mhz": 2400}], "cmdline": "quiet"}
+
+
+def build_latency_store(root) -> Store:
+    """cyclictest at priority 95 and 50, 2 runs each: maxima 40.2 ms and 184 µs, overflow 4 and 5."""
+    store = Store(root)
+    cid = store.new_campaign("rt-latency", "fp", "c.toml", "", {})
+    sid = store.add_sysinfo(cid, "local", LATENCY_SYSINFO)
+    store.add_warnings(cid, [Warning_("the target is virtualized (kvm)", "measure on bare metal")],
+                       target="local")
+    for priority in (95, 50):
+        for rep, (max_ns, overflow, p99_us) in enumerate(((40_200_000, 4, 120), (184_000, 5, 130))):
+            counts = np.zeros(2000, dtype=np.int64)
+            counts[50] = 9000
+            counts[p99_us] = 1000 - overflow
+            metrics = histogram_metrics(counts, overflow=overflow, max_ns=max_ns)
+            run_id = f"p{priority}r{rep}"
+            raw = f"raw/{run_id}.parquet"
+            sha = write_raw(store.root / raw, {"t0.histogram_1us": Samples(counts, "count per 1us bucket")})
+            store.commit_run(run_record(
+                cell("cyclictest", {**PARAMS, "priority": priority}, target="local"), id=run_id,
+                campaign_id=cid, repetition=rep, started_ns=rep, raw_path=raw, raw_sha256=sha,
+                sysinfo_id=sid, cell_key=f"p{priority}", metrics=metrics),
+                [Warning_(f"{overflow} wake-up(s) were later than the histogram's 2000 µs",
+                          "raise histogram")])
+    return store
+
+
+@pytest.fixture
+def latency_store(tmp_path):
+    store = build_latency_store(tmp_path / "latency")
     yield store
     store.close()

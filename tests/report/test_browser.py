@@ -1,7 +1,10 @@
-"""The HTML report in headless Chromium: loads without console errors, every figure non-blank."""
+"""The HTML report in headless Chromium: loads without console errors, every figure non-blank,
+the paper figure's axis in %, every figure titled with its run, cell or target."""
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 import subprocess
 
@@ -55,3 +58,48 @@ def test_screenshot_is_not_blank(report, tmp_path):
     # the figures are drawn: coloured (non-grey) pixels exist, the plot lines of C0..C3
     colour = pixels.max(axis=-1) - pixels.min(axis=-1) > 0.3
     assert colour.sum() > 2000
+
+
+def _figures(dom: str) -> list[tuple[dict, list[str]]]:
+    """(the figure div's data-* attributes, the texts of its SVG) for every figure of the page."""
+    out = []
+    for m in re.finditer(r'<div class="figure[^"]*"([^>]*)>(.*?)</svg>', dom, re.S):
+        attrs = dict(re.findall(r'data-([a-z]+)="([^"]*)"', m.group(1)))
+        texts = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", m.group(2))]
+        out.append((attrs, texts))
+    return out
+
+
+def test_paper_axis_in_percent_and_every_figure_titled(report, tmp_path):
+    dom = chromium(tmp_path, "--dump-dom", report.as_uri()).stdout
+    figures = _figures(dom)
+    assert len(figures) == 6
+    for attrs, texts in figures:
+        kind = attrs["figure"]
+        if kind == "paper":
+            ticks = [t for t in texts if re.fullmatch(r"[\d,.]+ %", t)]
+            assert {"1 %", "10 %", "100 %"} <= set(ticks), texts
+            assert "board: maximum relative period error vs period" in texts
+            assert {"board — load idle", "board — load cpu"} <= set(texts)
+            assert any(t.endswith("µs") or t.endswith("ms") for t in texts)  # periods as durations
+        elif kind in ("histogram", "timeline"):
+            assert any(t.startswith(f"run {attrs['run']}: board ") for t in texts), texts
+        elif kind == "compare":
+            assert any(t.startswith("image=1.11 vs image=1.10") for t in texts), texts
+            assert any(t.startswith("cpu impl=c-fifo period=1ms") for t in texts)  # rows name their cell
+        else:
+            raise AssertionError(f"untested figure kind {kind}")
+
+
+def test_standard_section_figures_name_their_cells_and_runs(latency_store, tmp_path):
+    """Bars and latency CCDFs of a latency benchmark render, each naming its runs."""
+    out = tmp_path / "std.html"
+    render(latency_store, out, figure_files=False)
+    dom = chromium(tmp_path, "--dump-dom", out.as_uri()).stdout
+    kinds = {attrs["figure"]: texts for attrs, texts in _figures(dom)}
+    assert set(kinds) == {"bars", "distribution"}
+    assert any(t.startswith("cyclictest: latency_max_ns per cell") for t in kinds["bars"])
+    assert {"priority=95 idle (2 runs)", "priority=50 idle (2 runs)"} <= set(kinds["bars"])
+    assert "40 ms" in kinds["bars"] or "10 ms" in kinds["bars"]  # log axis over the decades, in ms
+    curves = [t for t in kinds["distribution"] if t.startswith("run ")]
+    assert len(curves) == 2 and all("beyond the histogram" in t for t in curves)

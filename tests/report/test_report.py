@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 
 import numpy as np
 import pytest
 
-from jitterlab.analysis.compare import NO_CHANGE, Selector, compare
+from jitterlab.analysis.compare import Selector, compare
 from jitterlab.analysis.synthetic import square_wave
 from jitterlab.cli import build_parser
 from jitterlab.errors import UserError
-from jitterlab.report import figures
+from jitterlab.fakes import run_record, squarewave_cell
+from jitterlab.records import Metric
+from jitterlab.report import figures, figures_std
 from jitterlab.report.commands import add_commands, format_comparison
 from jitterlab.report.html import render
+from jitterlab.report.squarewave import impl_namer, most_informative
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries
 
 CAMPAIGNS = ["board-1.10", "board-1.11"]
+MS = 1_000_000
 
 
 def run_cli(argv):
@@ -43,36 +48,73 @@ def test_period_errors_match_the_definition():
 def test_envelope_figure_has_one_panel_per_load_and_marks_failed_cells(report_store):
     runs = report_store.runs()
     fig = figures.envelope_figure(runs, "board")
-    assert [ax.get_title() for ax in fig.axes] == ["board — load cpu", "board — load idle"]
+    assert [ax.get_title() for ax in fig.axes] == ["board — load idle", "board — load cpu"]  # idle first
     assert all(ax.get_xscale() == ax.get_yscale() == "log" for ax in fig.axes)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts == ["bash: failed"]  # the failed bash/cpu/1ms repetition, with why
-    assert not fig.axes[1].texts
+    assert "board" in fig.get_suptitle()
+    # the y axis is in % like every table; x in durations
+    ax = fig.axes[0]
+    assert [ax.yaxis.get_major_formatter()(v, 0) for v in (1, 10, 100)] == ["1 %", "10 %", "100 %"]
+    assert ax.xaxis.get_major_formatter()(1e-4, 0) == "100 µs"
+    assert ax.get_ylim()[0] <= 1  # the 1 % line is in view
+    assert [t.get_text() for t in fig.axes[1].texts] == ["bash: failed"]  # the failed cpu run, with why
+    assert not fig.axes[0].texts
 
 
-def test_compare_figure_writes_the_change_on_the_bars(report_store):
+def _sw(impl, period_ns, err, excluded, used=1000, load="idle"):
+    metrics = [Metric("max_rel_period_error", err, "ratio", "vpin"),
+               Metric("excluded_periods", excluded, "count", "vpin"),
+               Metric("n_periods", used, "count", "vpin")]
+    return run_record(squarewave_cell(impl, period_ns, load=load, target="t"),
+                      id=f"{impl}{period_ns}{excluded}", cell_key=f"{impl}{period_ns}", metrics=metrics)
+
+
+def test_blind_marker_only_where_exclusions_change_the_figure():
+    # c-fifo at 1 ms: 50 of 1050 periods excluded (4.8 %): marked; at 10 ms 5 of 1005 (0.5 %): not
+    runs = [_sw("c-fifo", 10 * MS, 0.001, 5), _sw("c-fifo", MS, 0.02, 50)]
+    fig = figures.envelope_figure(runs, "t")
+    squares = [line for line in fig.axes[0].lines if line.get_markerfacecolor() == "none"]
+    assert [list(line.get_xdata()) for line in squares] == [[MS / 1e9]]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "> 1 % of periods excluded (probe blind)" in legend
+    fig = figures.envelope_figure([_sw("c-fifo", MS, 0.02, 5)], "t")
+    assert not [line for line in fig.axes[0].lines if line.get_markerfacecolor() == "none"]
+    assert not any("excluded" in t.get_text() for t in fig.legends[0].get_texts())
+
+
+def test_paper_panels_run_idle_cpu_net_then_the_others():
+    runs = [_sw("c-fifo", MS, 0.01, 0, load=load) for load in ("memory", "net", "cpu", "idle", "disk")]
+    runs = [dataclasses.replace(r, id=r.load) for r in runs]
+    fig = figures.envelope_figure(runs, "t")
+    assert [ax.get_title().split("load ")[1] for ax in fig.axes] == ["idle", "cpu", "net", "disk", "memory"]
+
+
+def test_compare_figure_labels_every_row_with_its_change(report_store):
     result = compare(report_store.runs(), Selector("image", "1.10"), Selector("image", "1.11"),
                      metrics=["max_rel_period_error"])
-    fig = figures.compare_figure(result)
-    labels = [t.get_text() for t in fig.axes[0].texts]
+    fig = figures_std.compare_figure(result)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts]
     assert len(labels) == len(result.rows) == 16  # 8 cells x 2 probes
-    assert all(re.fullmatch(r"[+-]\d+ %", s) for s in labels)
+    assert all(re.fullmatch(r" [+-][\d,.]+ %", s) for s in labels)
+    assert len(ax.get_yticklabels()) == 16 and ax.get_xscale() == "log"
+    assert all(len(line) <= 70 for t in ax.get_yticklabels() for line in t.get_text().split("\n"))
 
 
 def test_compare_finds_the_doubled_jitter(report_store):
     result = compare(report_store.runs(), Selector("image", "1.10"), Selector("image", "1.11"),
                      metrics=["std_period_ns"])
-    # jitter sd doubles in 1.11: std of the period about doubles, worse in every cell with 4 vs 4
-    # runs; the cell with a failed run has 3 vs 3, whose smallest possible p is 0.1: no call
+    # jitter sd doubles in 1.11: std of the period about doubles, worse in every cell, also in the
+    # cell with a failed run, whose 3 vs 3 runs a rank test could never call (smallest p 0.1)
     three = [r for r in result.rows if r.n_baseline == 3]
     four = [r for r in result.rows if r.n_baseline == 4]
     assert len(three) == 2 and len(four) == 14
-    assert {r.verdict for r in four} == {"worse"} and {r.verdict for r in three} == {NO_CHANGE}
-    assert all(1.6 < r.ratio < 2.4 for r in result.rows)
-    [w] = result.warnings
-    assert "cpu impl=bash period=1ms" in w.message and "3 vs 3 runs" in w.message and "0.1" in w.message
+    assert {r.verdict for r in result.rows} == {"worse"}
+    assert {r.test for r in result.rows} == {"welch-t on log values"}
+    assert all(1.6 < r.ratio < 2.4 and r.ci_low > 1 for r in result.rows)
+    assert all(r.p_adjusted >= r.p_value for r in result.rows)  # Holm over the 16 rows
+    assert result.warnings == [] and result.n_tests == 16
     text = format_comparison(result, "markdown")
-    assert text.count("| worse |") == 14
+    assert text.count("| worse |") == 16 and "Holm" in text
 
 
 def test_html_report_sections_and_skips(report_store, tmp_path):
@@ -89,8 +131,10 @@ def test_html_report_sections_and_skips(report_store, tmp_path):
         assert heading in html
     assert "c-fifo [image=1.10]" in html and "PREEMPT_RT" in html
     assert "cpupower frequency-set -g performance" in html  # a stored warning with its remedy
+    assert html.count("cpupower frequency-set -g performance") == 1  # grouped: once for both campaigns
     assert "bash: fork failed" in html
-    assert any("per-run figures of 13 more cells" in s for s in report.skipped)
+    # one figure per impl x load (2 images x 2 impls x 2 loads = 8 groups), 3 drawn
+    assert any("per-run figures of 5 more impl x load groups" in s for s in report.skipped)
     assert len(report.figure_files) == 2 * 8 and all(p.stat().st_size for p in report.figure_files)
 
 
@@ -98,8 +142,8 @@ def test_damaged_raw_is_skipped_naming_the_run(report_store, tmp_path):
     root = tmp_path / "copy"
     shutil.copytree(report_store.root, root)
     store = Store(root)
-    worst = max((r for r in store.runs() if r.status == "ok"),
-                key=lambda r: r.metric("max_rel_period_error"))
+    runs = store.runs()
+    worst = most_informative(runs, impl_namer(runs))[0]  # the first run drawn
     (root / worst.raw_path).write_bytes(b"not parquet")
     report = render(store, tmp_path / "r.html", campaigns=CAMPAIGNS, max_run_figures=2,
                     figure_files=False)
@@ -137,7 +181,56 @@ def test_cli_report_and_compare(report_store, tmp_path, capsys):
                     "json"]) == 0
     import json
     doc = json.loads(capsys.readouterr().out)
-    assert {r["verdict"] for r in doc["rows"]} == {"worse", NO_CHANGE}
+    assert doc["format"] == "jitterlab.compare/1" and doc["correction"] == "holm"
+    assert {r["verdict"] for r in doc["rows"]} == {"worse"} and doc["verdicts"]["worse"] == len(doc["rows"])
+    # --fail-on worse: exit 1 for a CI gate; the same groups the other way round got better
+    assert run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
+                    "--candidate", "image=1.11", "--metric", "std_period_ns", "--fail-on",
+                    "worse"]) == 1
+    assert run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.11",
+                    "--candidate", "image=1.10", "--metric", "std_period_ns", "--fail-on",
+                    "worse"]) == 0
     with pytest.raises(UserError, match="they have: .*max_rel_period_error"):
         run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
                  "--candidate", "image=1.11", "--metric", "nope"])
+
+
+def test_export_holds_the_envelope_by_rule(report_store, tmp_path):
+    import csv
+    import io
+    import json
+
+    import pyarrow.parquet as pq
+
+    from jitterlab.report.export import export
+
+    runs = report_store.runs()
+    doc = json.loads(export(report_store, runs, "json", None))
+    rules = {(e["impl"], e["load"], e["probe"], e["rule"]) for e in doc["envelope"]}
+    # 2 impls x 2 images x 2 loads x 1 probe, each by the default rules max and p99
+    assert len(rules) == 16 and {r[3] for r in rules} == {"max", "p99"}
+    assert {e["metric"] for e in doc["envelope"]} == {"max_rel_period_error", "p99_rel_period_error"}
+    assert all(e["shortest_period_ns"] in (None, MS, 10 * MS) for e in doc["envelope"])
+    assert doc["runs"][0]["metrics"]["vpin.max_rel_period_error"]["unit"] == "ratio"  # raw, unit beside
+    rows = list(csv.DictReader(io.StringIO(export(report_store, runs, "csv", None, table="envelope"))))
+    assert len(rows) == len(doc["envelope"]) and {r["threshold"] for r in rows} == {"0.01", "0.1"}
+    export(report_store, runs, "parquet", tmp_path / "pq")
+    assert pq.read_table(tmp_path / "pq" / "envelope.parquet").num_rows == len(doc["envelope"])
+    with pytest.raises(UserError, match="--table envelope: only with --format csv"):
+        export(report_store, runs, "json", None, table="envelope")
+
+
+def test_figures_draw_exactly_the_periods_the_metrics_used(report_store):
+    from jitterlab.analysis.samples import run_distribution
+
+    checked = 0
+    for r in report_store.runs():
+        if r.status != "ok":
+            continue
+        found = run_distribution(report_store.root, r)
+        for probe in ("vpin", "self"):
+            values, counts = found[probe]
+            assert counts.sum() == r.metric("n_periods", probe), (r.id, probe)
+            assert values.max() == pytest.approx(r.metric("max_rel_period_error", probe))
+            checked += 1
+    assert checked > 0 and any((r.metric("excluded_periods") or 0) > 0 for r in report_store.runs())

@@ -56,7 +56,10 @@ def test_summary_medians_and_columns(tmp_path):
     assert bench.fixed == "size=64"  # the same in every cell: said once, not per cell
     fifo = cells["policy=fifo"].values["rtt_p50_ns"]
     # reps 0..3 give p50 = 60, 61, 62, 63 us: median 61.5 us, spread 60-63 us
-    assert (fifo.median, fifo.low, fifo.high, fifo.n) == (61_500, 60_000, 63_000, 4)
+    assert (fifo.value, fifo.low, fifo.high, fifo.n, fifo.rule) == (61_500, 60_000, 63_000, 4, "median")
+    # a maximum is summarized by the worst run, never by a median no run produced
+    top = cells["policy=fifo"].values["rtt_max_ns"]
+    assert (top.value, top.rule) == (113_000, "worst")  # max = 100 + 10 + rep us, worst rep 3
     assert cells["policy=deadline"].values == {}
     assert cells["policy=deadline"].errors == ["SCHED_DEADLINE refused by the kernel"]
 
@@ -69,7 +72,8 @@ def test_terminal_tables(tmp_path):
     console.print(runs_table(store.runs()))
     text = console.export_text()
     assert f"std: {BENCH}" in text
-    assert "policy=fifo" in text and "61.5us" in text.replace(" ", "") and "every cell: size=64" in text
+    assert "policy=fifo" in text and "61.5 µs" in text and "every cell: size=64" in text
+    assert "rtt_max_ns (worst run)" in text and "rtt_p50_ns (median)" in text  # the rule in the header
     assert "SCHED_DEADLINE refused" in text
     assert "max relative period error" not in text  # no squarewave runs, no squarewave table
 
@@ -81,8 +85,8 @@ def test_html_section_with_figures(tmp_path):
     assert f'id="bench-{BENCH}"' in html
     assert f'data-figure="bars" data-benchmark="{BENCH}"' in html
     assert f'data-figure="distribution" data-benchmark="{BENCH}"' in html
-    assert "local policy=other idle" in html and "SCHED_DEADLINE refused by the kernel" in html
-    assert "Every cell: size=64." in html
+    assert "policy=other idle" in html and "SCHED_DEADLINE refused by the kernel" in html
+    assert "Every cell: size=64." in html and "rtt_max_ns (worst run)" in html
 
 
 def test_compare_by_cell_parameter(tmp_path):
@@ -90,7 +94,7 @@ def test_compare_by_cell_parameter(tmp_path):
     result = compare(store.runs(), Selector("policy", "other"), Selector("policy", "fifo"))
     row = next(r for r in result.rows if r.metric == "rtt_p50_ns")
     # other: p50 = 100..103 us (median 101.5), fifo: 60..63 us (median 61.5); lower is better
-    assert row.median_baseline == 101_500 and row.median_candidate == 61_500
+    assert row.baseline == 101_500 and row.candidate == 61_500 and row.rule == "median"
     assert row.direction == "lower" and row.verdict == "better"
     assert next(r for r in result.rows if r.metric == "messages").direction == "none"
 

@@ -1,0 +1,95 @@
+"""The within-run samples of a run, for distributions and pooled comparisons: the relative period
+errors of a squarewave probe, the latencies of a latency benchmark (raw samples, or the 1 µs
+histogram with its overflow counted at the recorded maximum)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from jitterlab.analysis.latency import BUCKET_NS, HISTOGRAM_UNIT
+from jitterlab.analysis.squarewave import _blind_effects
+from jitterlab.store.catalog import RunRecord
+from jitterlab.store.raw import EdgeSeries, Samples, blind_spans, read_raw
+
+
+def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
+                  blind: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(start time of each used period in s since the first edge, relative error e_i).
+
+    Exactly the periods the metrics use: the same warm-up, and the same blind rule as
+    analysis.squarewave (a period is dropped when it touches a blind span that matters: one that
+    holds an edge or is at least a quarter period long).
+    """
+    t = series.t_ns
+    if len(t) == 0:
+        return np.empty(0), np.empty(0)
+    t = t[np.searchsorted(t, t[0] + max(warmup_ns, 2 * period_ns)):]
+    if len(t) < 3:
+        return np.empty(0), np.empty(0)
+    err = (t[2:] - t[:-2] - period_ns) / period_ns
+    keep = np.ones(len(err), dtype=bool)
+    if blind is not None and len(blind):
+        spans = np.asarray(blind, dtype=np.int64).reshape(-1, 2)
+        excluded, _, _, _ = _blind_effects(t, spans, int(period_ns))  # the metrics' own rule
+        keep[excluded] = False
+    return (t[:-2][keep] - series.t_ns[0]) / 1e9, err[keep]
+
+
+def histogram_values(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(value ns, count) of the filled buckets of a 1 µs histogram (bucket starts)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    filled = np.flatnonzero(counts)
+    return filled.astype(np.float64) * BUCKET_NS, counts[filled]
+
+
+def weighted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Raw samples as (distinct value, count)."""
+    v, c = np.unique(np.asarray(values, dtype=np.float64), return_counts=True)
+    return v, c
+
+
+def run_distribution(root: Path, run: RunRecord) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The run's within-run distributions as (value, count) by what they are: for squarewave the
+    |relative period error| seen by each probe; for a latency benchmark its latencies in ns (all
+    threads together, a histogram's overflow at the recorded maximum). Raises UserError when the
+    raw file is damaged."""
+    series = read_raw(Path(root) / run.raw_path, run.raw_sha256) if run.raw_path else {}
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if run.benchmark == "squarewave":
+        period, warmup = int(run.param("period", 0) or 0), int(run.settings.get("warmup_ns", 0))
+        for name, s in series.items():
+            if isinstance(s, EdgeSeries) and "." not in name and period > 0:
+                blind = series.get(f"{name}.blind")
+                spans = blind_spans(blind) if blind is not None and len(blind) else None
+                _, e = period_errors(s, period, warmup, spans)
+                if len(e):
+                    out[name] = weighted(np.abs(e))
+        return out
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    for s in series.values():
+        if isinstance(s, Samples) and s.unit == "ns":
+            parts.append(weighted(s.values))
+        elif isinstance(s, Samples) and s.unit == HISTOGRAM_UNIT:
+            parts.append(histogram_values(s.values))
+    if parts:
+        overflow = overflow_count(run)
+        top = max((m.value for (_, name), m in run.metrics.items() if name.endswith("_max_ns")),
+                  default=None)
+        if overflow and top is not None:  # beyond the last bucket: drawn at the recorded maximum
+            parts.append((np.array([float(top)]), np.array([int(overflow)])))
+        values = np.concatenate([p[0] for p in parts])
+        weights = np.concatenate([p[1] for p in parts])
+        order = np.argsort(values, kind="stable")
+        out["latency"] = (values[order], weights[order])
+    return out
+
+
+def overflow_count(run: RunRecord) -> int:
+    """Samples beyond the run's histogram: the run-wide count where the benchmark gives one (probe
+    ""), else the sum over its threads (probes)."""
+    found = [(probe, m.value) for (probe, name), m in run.metrics.items()
+             if name.endswith("_overflow") and m.unit == "count" and not name.startswith("probe_")]
+    overall = [v for probe, v in found if probe == ""]
+    return int(sum(overall) if overall else sum(v for _, v in found))

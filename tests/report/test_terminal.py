@@ -1,0 +1,134 @@
+"""What a person reads in the terminal, from a synthetic store with exactly known answers: the
+summary rule, units, warnings grouped by cause, one run in detail, and piped output that is never
+cut at 80 columns."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from jitterlab.fakes import run_record
+from jitterlab.records import Metric, Warning_
+from jitterlab.report.terminal import console, plain_table, run_detail, show_warnings, summary_tables
+from jitterlab.report.warning_groups import RUN, SYSTEM, Note, grouped
+
+MS = 1_000_000
+
+
+@pytest.fixture
+def store(latency_store):
+    return latency_store
+
+
+def piped(*renderables) -> str:
+    out = console(file=io.StringIO())  # a file is not a terminal: what CI logs and `| less` get
+    assert not out.is_terminal
+    for r in renderables:
+        out.print(r)
+    return out.file.getvalue()
+
+
+def test_summary_takes_the_worst_run_of_worst_case_metrics_and_names_the_rule(store):
+    text = piped(*summary_tables(store.runs(), "rt-latency"))
+    header = next(line for line in text.splitlines() if line.startswith("cell"))
+    assert "latency_max_ns (worst run)" in header and "latency_p99_ns (median)" in header
+    assert "latency_overflow (worst run)" in header
+    row = next(line for line in text.splitlines() if line.startswith("priority=95"))
+    # 40.2 ms and 184 µs: the worst run, not the median 20.19 ms that no run produced; overflow 5
+    assert "40.2 ms" in row and "20.19" not in text and row.split()[-1] == "5"
+    assert "125 µs" in row  # p99: 120 and 130 µs, a central metric: their median
+    assert "4.5" not in text and "e+" not in text  # no fractional counts, no scientific notation
+    assert "every cell: histogram=2000" in text  # of the keys every cell shares, only those off
+    assert "priority=95" in text and "interval" not in text and "mlock" not in text  # their default
+
+
+def test_piped_tables_are_plain_rows_never_cut_at_80_columns(store):
+    text = piped(*summary_tables(store.runs(), "rt-latency"))
+    assert max(len(line) for line in text.splitlines()) > 80  # wide, and left whole
+    assert "…" not in text and "│" not in text and "┃" not in text
+    header = next(line for line in text.splitlines() if line.startswith("cell"))
+    assert header.split("  ")[0] == "cell"
+
+
+def test_show_through_a_real_pipe_keeps_headers_and_ids(store):
+    env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
+    done = subprocess.run([sys.executable, "-m", "jitterlab.cli", "show", "--results", str(store.root)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "…" not in done.stdout
+    assert any("latency_overflow (worst run)" in line for line in lines)
+    for run in store.runs():
+        assert any(line.startswith(run.id + " ") for line in lines)  # every id whole, at the start
+    assert any("virtualized (kvm)" in line and "measure on bare metal" in line for line in lines)
+    # the four runs' overflow warnings: one line, the numbers as a range, the count of runs
+    [late] = [line for line in lines if "later than the histogram" in line]
+    assert "4–5 wake-up(s)" in late and "4 runs" in late and "raise histogram" in late
+    system = next(i for i, line in enumerate(lines) if "virtualized" in line)
+    assert system < lines.index(late)  # system-level first
+
+
+def test_plain_table_keeps_justification_and_strips_markup():
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="t", caption="c")
+    table.add_column("name")
+    table.add_column("value", justify="right")
+    table.add_row(Text("a [image=1.10]", style="red"), "1")  # data as Text: brackets stay literal
+    table.add_row("bb", "[bold]100[/]")
+    assert plain_table(table).splitlines() == ["t", "name" + " " * 12 + "value",
+                                               "a [image=1.10]" + " " * 6 + "1",
+                                               "bb" + " " * 16 + "100", "c"]
+
+
+def test_run_detail_groups_sysinfo_and_orders_percentiles(store):
+    run = store.runs()[0]
+    text = piped(*run_detail(run, [], store.sysinfo(run.sysinfo_id)))
+    lines = text.splitlines()
+    rows = [line.split() for line in lines]
+    names = [r[1] for r in rows if r[:1] == ["-"] and r[1].startswith("latency_p")]
+    assert names == ["latency_p50_ns", "latency_p99_ns", "latency_p999_ns", "latency_p9999_ns"]
+    assert any("latency_max_ns" in line and "40.2 ms" in line for line in lines)
+    assert any("latency_overflow" in line and line.split()[2] == "4" for line in lines)
+    groups = [r[0] for r in rows if r and r[0] in ("system", "kernel", "CPUs")]
+    assert groups == ["system", "kernel", "CPUs"]
+    assert any("preemption" in line and "PREEMPT_DYNAMIC" in line for line in lines)
+    assert any("frequency" in line and "2400 MHz" in line for line in lines)
+
+
+def test_warnings_grouped_by_cause_once_with_counts_system_first():
+    notes = [Note(RUN, f"run{i}", Warning_(f"the vpin probe was blind {b}% of the run", "isolate a CPU"))
+             for i, b in enumerate((4.2, 16.0, 7.5))]
+    notes += [Note(RUN, "run0", Warning_("the vpin probe was blind 4.2% of the run", "isolate a CPU"))]
+    notes += [Note(SYSTEM, "campaign q", Warning_("RT throttling is active", "sysctl -w ..."))]
+    groups = grouped(notes)
+    assert [g.scope for g in groups] == [SYSTEM, RUN]
+    blind = groups[1]
+    assert blind.count == 3 and blind.affected == "3 runs"
+    assert blind.message == "the vpin probe was blind 4.2–16.0% of the run"
+    assert blind.remedy == "isolate a CPU"
+
+
+def test_show_warnings_counts_cells_with_too_few_repetitions(tmp_path):
+    from jitterlab.fakes import squarewave_cell
+
+    runs = [run_record(squarewave_cell("c-fifo", p, target="t"), id=f"r{p}", cell_key=f"{p}",
+                       metrics=[Metric("max_rel_period_error", 0.01, "ratio", "vpin")])
+            for p in (MS, 10 * MS, 100 * MS)]
+    [table] = show_warnings(runs, [], "q")
+    text = piped(table)
+    assert text.count("repetition(s) per cell only") == 1 and "3 cells" in text
+
+
+def test_help_texts_print_percent_signs_once():
+    for command in ("report", "compare", "export"):
+        done = subprocess.run([sys.executable, "-m", "jitterlab.cli", command, "--help"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "%%" not in done.stdout, command
+    assert "--fail-on" in subprocess.run([sys.executable, "-m", "jitterlab.cli", "compare", "--help"],
+                                         capture_output=True, text=True, timeout=60).stdout
