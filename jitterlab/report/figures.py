@@ -27,24 +27,18 @@ def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
                   blind: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(start time of each used period in s since the first edge, relative error e_i).
 
-    Same warm-up and blind exclusion as analysis.squarewave: periods touching a blind span
-    [s, e] (inclusive) are dropped.
+    The periods analysis.squarewave.squarewave_metrics uses, by its own period_split: the same
+    warm-up and blind rule, so the figures and the headline agree. Empty when unmeasurable.
     """
-    t = series.t_ns
-    if len(t) == 0:
+    from jitterlab.analysis.squarewave import period_split
+    from jitterlab.errors import RunFailed
+
+    try:
+        split = period_split(series.t_ns, series.level, period_ns, warmup_ns=warmup_ns,
+                             blind=blind)
+    except RunFailed:
         return np.empty(0), np.empty(0)
-    t = t[np.searchsorted(t, t[0] + max(warmup_ns, 2 * period_ns)):]
-    if len(t) < 3:
-        return np.empty(0), np.empty(0)
-    err = (t[2:] - t[:-2] - period_ns) / period_ns
-    keep = np.ones(len(err), dtype=bool)
-    if blind is not None and len(blind):
-        spans = np.asarray(blind, dtype=np.int64).reshape(-1, 2)
-        lo = np.clip(np.searchsorted(t, spans[:, 0], side="left") - 2, 0, len(err))
-        hi = np.clip(np.searchsorted(t, spans[:, 1], side="right"), 0, len(err))
-        for a, b in zip(lo, hi, strict=True):  # one step per blind span
-            keep[a:b] = False
-    return (t[:-2][keep] - series.t_ns[0]) / 1e9, err[keep]
+    return (split.start_ns[split.used] - series.t_ns[0]) / 1e9, split.rel_error[split.used]
 
 
 def envelope_figure(runs: list[RunRecord], target: str) -> Figure:
