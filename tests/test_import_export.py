@@ -59,7 +59,9 @@ def test_csv_samples_and_volts_become_edges(tmp_path):
     t = np.arange(0, 20_000_000, 100_000)
     volts = np.where((t // 500_000) % 2 == 1, 3.3, 0.0)
     (tmp_path / "s.csv").write_text("\n".join(f"{x},{v}" for x, v in zip(t, volts, strict=True)))
-    cap = read_capture(tmp_path / "s.csv")
+    with pytest.raises(UserError, match=r"s\.csv:6: level 3\.3 in an edge list.*--kind samples"):
+        read_capture(tmp_path / "s.csv")  # the kind is never guessed from the data
+    cap = read_capture(tmp_path / "s.csv", kind="samples")
     assert np.array_equal(cap.t_ns, np.arange(500_000, 20_000_000, 500_000))
     assert list(cap.level[:3]) == [1, 0, 1]
 
