@@ -40,7 +40,7 @@ _SAMPLES_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(v|volts?|voltage|samples?)(?:$|
 _NUMBER = re.compile(r"^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
 _COMMENT = (b"#", b";", b"//")
 TIME_UNITS = ("auto", "s", "ms", "us", "ns")
-_BLOCK_BYTES = 1 << 24
+_BLOCK_BYTES = 1 << 22  # pyarrow holds a few times a block while parsing it
 _MAX_WARNED_LINES = 5
 
 
