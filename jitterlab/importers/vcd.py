@@ -6,8 +6,8 @@ finer than 1 ns (10 ps, 1 ps, ...) is analysed in its own ticks and its metrics 
 resolution; only the raw series stored for figures and export is rounded to the nearest ns.
 A timescale of 1 ns or coarser is converted to ns exactly.
 
-The body is read by a compiled byte scanner over a memory map of the file (about 100 M
-value changes per second), so memory follows the edges of the chosen signal, not the file.
+The body is read by a compiled byte scanner over a memory map of the file, twice (count,
+then fill): memory is 9 bytes per edge of the chosen signal, whatever the file holds.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from jitterlab.errors import UserError
-from jitterlab.importers import Capture, edges_from_samples, excerpt
+from jitterlab.importers import Capture, excerpt
 
 _FS = {"s": 10**15, "ms": 10**12, "us": 10**9, "ns": 10**6, "ps": 10**3, "fs": 1}
 _SKIP_SECTIONS = {"$comment", "$date", "$version", "$scope", "$upscope"}
@@ -55,8 +55,8 @@ def read_vcd(path: Path, *, signal: str | None = None) -> Capture:
     if ns_per_tick > 1:
         if int(times[-1]) > np.iinfo(np.int64).max // ns_per_tick:
             raise UserError(f"{path}: times beyond 292 years at $timescale {timescale}")
-        times = times * ns_per_tick
-    t, level = edges_from_samples(times, values, first_is_edge=False)
+        times *= ns_per_tick
+    t, level = times[1:], values[1:]  # the first value is the initial state, not an edge
     return Capture(t, level, str(path), ticks_per_ns=ticks_per_ns, resolution=timescale)
 
 
@@ -154,15 +154,27 @@ def _raise_at(path: Path, status: int, at: int) -> None:
     raise UserError(f"{path}:{lineno}: {why}")
 
 
+def _scan(buf: np.ndarray, pos: int, ident: np.ndarray) -> tuple[int, int, np.ndarray,
+                                                                   np.ndarray]:
+    """(status, byte offset of the trouble, times, values) of the edges of `ident`: its first
+    0/1 value (the initial state) and then every change of it. Two passes -- count, then fill
+    arrays of the exact size -- keep memory at 9 bytes per edge."""
+    empty_t, empty_v = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint8)
+    status, at, count = _scan_pass(buf, pos, ident, empty_t, empty_v, False)
+    if status != _OK:
+        return status, at, empty_t, empty_v
+    times, values = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.uint8)
+    _scan_pass(buf, pos, ident, times, values, True)
+    return _OK, 0, times, values
+
+
 @numba.njit(cache=True, nogil=True)
-def _scan(buf, pos, ident):
-    """(status, byte offset of the trouble, times, values) of the scalar changes of `ident`."""
+def _scan_pass(buf, pos, ident, times, values, fill):
+    """One pass of the body: (status, offset, number of edges); stores them when `fill`."""
     n = buf.shape[0]
     m = ident.shape[0]
-    cap = 1 << 16
-    times = np.empty(cap, dtype=np.int64)
-    values = np.empty(cap, dtype=np.uint8)
     w = 0
+    last = -1
     now = -1
     limit = (np.iinfo(np.int64).max - 9) // 10
     while True:
@@ -177,15 +189,15 @@ def _scan(buf, pos, ident):
         length = pos - start
         if head == 35:  # '#': a timestamp
             if length == 1:
-                return _BAD_TIME, start, times[:w], values[:w]
+                return _BAD_TIME, start, w
             t = 0
             for k in range(start + 1, pos):
                 c = buf[k] - 48
-                if c < 0 or c > 9 or t > limit:
-                    return _BAD_TIME, start, times[:w], values[:w]
+                if c > 9 or t > limit:  # c is unsigned: bytes below '0' wrap around
+                    return _BAD_TIME, start, w
                 t = t * 10 + c
             if t < now:
-                return _BACKWARDS, start, times[:w], values[:w]
+                return _BACKWARDS, start, w
             now = t
         elif head == 36:  # '$': $dumpvars, $end, ... carry nothing; $comment runs to $end
             if length == 8 and buf[start + 1] == 99 and buf[start + 2] == 111:  # $comment
@@ -206,24 +218,21 @@ def _scan(buf, pos, ident):
                         break
                 if same:
                     if now < 0:
-                        return _NO_TIME, start, times[:w], values[:w]
-                    if w == cap:
-                        cap *= 2
-                        grown_t = np.empty(cap, dtype=np.int64)
-                        grown_v = np.empty(cap, dtype=np.uint8)
-                        grown_t[:w] = times
-                        grown_v[:w] = values
-                        times, values = grown_t, grown_v
-                    times[w] = now
-                    values[w] = head - 48
-                    w += 1
+                        return _NO_TIME, start, w
+                    value = head - 48
+                    if value != last:  # repeated values are no edge
+                        if fill:
+                            times[w] = now
+                            values[w] = value
+                        w += 1
+                        last = value
         elif head in (98, 66, 114, 82):  # b B r R: a vector value, then its identifier
             while pos < n and buf[pos] <= 32:
                 pos += 1
             if pos >= n:
-                return _VECTOR_END, start, times[:w], values[:w]
+                return _VECTOR_END, start, w
             while pos < n and buf[pos] > 32:
                 pos += 1
         else:
-            return _UNKNOWN, start, times[:w], values[:w]
-    return _OK, 0, times[:w].copy(), values[:w].copy()
+            return _UNKNOWN, start, w
+    return _OK, 0, w
