@@ -79,12 +79,14 @@ def squarewave_metrics(
     segs = scan.segments(n, *intervals)
     first = scan.first_edges(*intervals[:1], *intervals[2:])
     center = (n - 1 + missed_total) / 2
-    ints, floats = scan.scan(t, period, segs, first, center, hist)
-    pmin, pmax, dmin, dmax, sum_dev, _, used_h, _ = (int(v) for v in ints)
+    # room for the rare large deviations; a run with more takes one more pass
+    tail = np.empty(max(4096, n >> 8), dtype=np.int64)
+    ints, floats = scan.scan(t, period, segs, first, center, hist, tail)
+    pmin, pmax, dmin, dmax, sum_dev, _, used_h, _, n_tail = (int(v) for v in ints)
     qmin, qmax, sumsq, su, sxu = (float(v) for v in floats)
     fitted, sx, sxx = scan.fit_moments(segs, first, center)
     ranks = [(m * num + den - 1) // den for _, num, den in _QUANTILES]
-    pct = scan.percentiles(t, period, ex.period_lo, ex.period_hi, hist, ranks)
+    pct = scan.percentiles(t, period, ex.period_lo, ex.period_hi, hist, ranks, tail, n_tail)
 
     half = period / 2
     mean_dev = sum_dev / m

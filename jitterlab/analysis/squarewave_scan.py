@@ -3,8 +3,9 @@
 One loop reads each edge once and keeps everything the metrics need: min/max of the periods,
 half periods and duty ratios, the exact sum of P_i - T, the sums of the drift fit, and a
 histogram of |P_i - T| from which the percentiles are selected exactly (a second pass over the
-edges collects only the values of the coarse buckets a percentile falls in). Numpy would need a
-dozen passes and a partition for the same; this runs at about the speed of one np.diff.
+edges is needed only when more large deviations came than scan() could keep aside). Numpy
+needed a dozen passes and a partition for the same; bench/analysis.py prints the time of this
+against one np.diff pass over the same edges.
 """
 
 from __future__ import annotations
@@ -83,8 +84,11 @@ def fit_moments(segs: np.ndarray, first: np.ndarray, center: float) -> tuple[int
 
 
 @numba.njit(cache=True, nogil=True)
-def scan(t, period, segs, first, center, hist):
+def scan(t, period, segs, first, center, hist, tail):
     """Walk the edges 2..n-1 by segments (see segments()); fills `hist`, returns (ints, floats).
+
+    The |P - T| >= EXACT_NS of the used periods also go to `tail`, in order, while it has room
+    (ints[8] counts them all): the percentiles then need no second pass when it held them.
 
     ints: pmin, pmax, dmin, dmax, sum(P - T), used periods, used half periods, fitted edges.
     floats: qmin, qmax, sum (P - T)^2, Su, Sxu of the drift fit, where x_k = K_k - center
@@ -96,7 +100,7 @@ def scan(t, period, segs, first, center, hist):
     big = np.iinfo(np.int64).max
     pmin, pmax, dmin, dmax = big, -big, big, -big
     sum_dev = 0
-    used_p = used_h = fitted = 0
+    used_p = used_h = fitted = n_tail = 0
     qmin, qmax = np.inf, -np.inf
     tot = np.zeros(3)  # compensated totals of the block sums: sumsq, Su, Sxu
     comp = np.zeros(3)
@@ -119,31 +123,50 @@ def scan(t, period, segs, first, center, hist):
         k = a
         while k < b:
             stop = min(b, k + _FLUSH)
-            sumsq = su = sxu = 0.0
+            sumsq = 0.0
+            # drift sums in exact integers (an add chain of 1 cycle, not 4): w = 2 u_k,
+            # ia = sum w, ib = sum l w with l = kk - k < _FLUSH; exact while |w| < 2**41
+            ia = ib = wmax = 0
             for kk in range(k, stop):
                 tk = t[kk]
                 t1 = t[kk - 1]
                 d = tk - t1
                 if fit:
-                    true_k = kk + shift
-                    u = float(tk - t0) - true_k * half
-                    su += u
-                    sxu += (true_k - center) * u
+                    w = 2 * (tk - t0) - (kk + shift) * period
+                    ia += w
+                    ib += (kk - k) * w
+                    wmax = max(wmax, abs(w))
                 if use_h:
                     dmin = min(dmin, d)
                     dmax = max(dmax, d)
                 if use_p:
-                    first = t1 - t[kk - 2]
-                    p = first + d
+                    lead = t1 - t[kk - 2]
+                    p = lead + d
                     pmin = min(pmin, p)
                     pmax = max(pmax, p)
-                    q = first / p
+                    q = lead / p
                     qmin = min(qmin, q)
                     qmax = max(qmax, q)
                     dev = p - period
                     sum_dev += dev
                     sumsq += float(dev) * float(dev)
-                    hist[_bucket(abs(dev))] += 1
+                    v = abs(dev)
+                    hist[_bucket(v)] += 1
+                    if v >= EXACT_NS:
+                        if n_tail < tail.shape[0]:
+                            tail[n_tail] = v
+                        n_tail += 1
+            su = sxu = 0.0
+            if fit:
+                if wmax < 1 << 41:
+                    su = ia / 2.0
+                    sxu = ((k + shift - center) * ia + ib) / 2.0
+                else:  # deviations beyond 18 min: the same sums in floats
+                    for kk in range(k, stop):
+                        true_k = kk + shift
+                        u = float(t[kk] - t0) - true_k * half
+                        su += u
+                        sxu += (true_k - center) * u
             n_in = stop - k
             fitted += n_in * fit
             used_h += n_in * use_h
@@ -151,7 +174,8 @@ def scan(t, period, segs, first, center, hist):
             for c, v in enumerate((sumsq, su, sxu)):
                 tot[c], comp[c] = _add(tot[c], comp[c], v)
             k = stop
-    ints = np.array([pmin, pmax, dmin, dmax, sum_dev, used_p, used_h, fitted], dtype=np.int64)
+    ints = np.array([pmin, pmax, dmin, dmax, sum_dev, used_p, used_h, fitted, n_tail],
+                    dtype=np.int64)
     floats = np.array([qmin, qmax, tot[0] + comp[0], tot[1] + comp[1], tot[2] + comp[2]])
     return ints, floats
 
@@ -174,27 +198,22 @@ def collect(t, period, p_lo, p_hi, low, out):
     return w
 
 
-def bucket_low(b: int) -> int:
-    """Smallest |P - T| (ns) that falls in bucket b."""
-    if b < EXACT_NS:
-        return b
-    if b < N_BUCKETS - 1:
-        return (b - EXACT_NS) << COARSE_SHIFT
-    return COARSE_END
-
-
 def percentiles(t: np.ndarray, period: int, p_lo: np.ndarray, p_hi: np.ndarray,
-                hist: np.ndarray, ranks: list[int]) -> list[int]:
-    """The ranks-th smallest |P - T| (1-based) of the used periods, exactly."""
+                hist: np.ndarray, ranks: list[int], tail: np.ndarray, n_tail: int) -> list[int]:
+    """The ranks-th smallest |P - T| (1-based) of the used periods, exactly.
+
+    A rank in an exact bucket is its bucket; a rank in a coarse bucket is read from the sorted
+    values >= EXACT_NS: those scan() kept in `tail`, or, when more than fit, a second pass.
+    """
     cum = np.cumsum(hist)
     buckets = [int(np.searchsorted(cum, r, side="left")) for r in ranks]
-    coarse = [b for b in buckets if b >= EXACT_NS]
-    if not coarse:
+    if all(b < EXACT_NS for b in buckets):
         return buckets
-    first = min(coarse)
-    low = bucket_low(first)
-    below = int(cum[first - 1]) if first else 0
-    tail = np.empty(int(cum[-1]) - below, dtype=np.int64)
-    tail = np.sort(tail[: collect(t, period, p_lo, p_hi, low, tail)])
-    return [b if b < EXACT_NS else int(tail[r - below - 1]) for b, r in zip(buckets, ranks,
-                                                                          strict=True)]
+    below = int(cum[EXACT_NS - 1])  # values < EXACT_NS
+    if n_tail <= len(tail):
+        values = np.sort(tail[:n_tail])
+    else:
+        values = np.empty(n_tail, dtype=np.int64)
+        values = np.sort(values[: collect(t, period, p_lo, p_hi, EXACT_NS, values)])
+    return [b if b < EXACT_NS else int(values[r - below - 1])
+            for b, r in zip(buckets, ranks, strict=True)]

@@ -196,3 +196,17 @@ def test_percentiles_beyond_the_exact_buckets():
                            ("p9999", 9999, 10000)):
         assert got[f"{name}_rel_period_error"] == absdev[(m * num + den - 1) // den - 1] / period
     assert got["max_rel_period_error"] == 0.3
+
+
+@pytest.mark.parametrize("n_edges", [3_000, 30_000])  # large deviations kept aside / 2nd pass
+def test_percentiles_of_a_wave_with_mostly_large_deviations(n_edges):
+    period = 10_000_000
+    t, level = square_wave(period, n_edges, start_ns=START, jitter_ns=200_000, seed=4)
+    got = metrics(t, level, period)
+    analysed = t[4:]
+    absdev = np.sort(np.abs(analysed[2:] - analysed[:-2] - period))
+    assert (absdev >= 1 << 16).sum() > 4096 * (n_edges > 10_000)
+    m = len(absdev)
+    for name, num, den in (("p50", 1, 2), ("p99", 99, 100), ("p999", 999, 1000),
+                           ("p9999", 9999, 10000)):
+        assert got[f"{name}_rel_period_error"] == absdev[(m * num + den - 1) // den - 1] / period
