@@ -210,3 +210,16 @@ def test_percentiles_of_a_wave_with_mostly_large_deviations(n_edges):
     for name, num, den in (("p50", 1, 2), ("p99", 99, 100), ("p999", 999, 1000),
                            ("p9999", 9999, 10000)):
         assert got[f"{name}_rel_period_error"] == absdev[(m * num + den - 1) // den - 1] / period
+
+
+def test_drift_with_deviations_beyond_the_integer_sums():
+    """A 40-minute stall puts |t_k - t_0 - k T/2| beyond 2**40 ns: the float path agrees."""
+    period = 1_000_000_000
+    half = np.full(3_999, period // 2, dtype=np.int64)
+    half[2_000] += 2_400 * period
+    t = START + np.concatenate(([0], np.cumsum(half)))
+    level = (np.arange(4_000) % 2).astype(np.uint8)
+    got = metrics(t, level, period)
+    k = np.arange(len(t) - 4)
+    slope = np.polyfit(k, (t[4:] - t[4]).astype(float), 1)[0]
+    assert got["drift_ppm"] == pytest.approx((slope / (period / 2) - 1) * 1e6, rel=1e-9)
