@@ -62,24 +62,6 @@ def _to_ns(ticks: np.ndarray, ticks_per_ns: int) -> np.ndarray:
     return (ticks + ticks_per_ns // 2) // ticks_per_ns
 
 
-def edges_from_samples(t_ns: np.ndarray, values: np.ndarray, *, first_is_edge: bool,
-                       threshold: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Keep the samples where the (thresholded) level changes; the first sample is an edge only
-    when `first_is_edge`, else it is the initial state. Values other than 0/1 (volts) are
-    thresholded at `threshold`, by default halfway between the extremes seen."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) and (threshold is not None or not np.isin(values, (0.0, 1.0)).all()):
-        if threshold is None:
-            threshold = (values.min() + values.max()) / 2
-        values = (values > threshold).astype(np.float64)
-    level = values.astype(np.uint8)
-    change = np.ones(len(level), dtype=bool)
-    change[1:] = level[1:] != level[:-1]
-    if len(change):
-        change[0] = first_is_edge
-    return np.asarray(t_ns, dtype=np.int64)[change], level[change]
-
-
 def read_capture(path: Path, fmt: str = "auto", *, signal: str | None = None,
                  time_unit: str = "auto", kind: str = "auto") -> Capture:
     """Read a CSV or VCD capture; the format is taken from the suffix when `fmt` is auto.
