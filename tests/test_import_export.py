@@ -60,7 +60,9 @@ def test_csv_samples_and_volts_become_edges(tmp_path):
     t = np.arange(0, 20_000_000, 100_000)
     volts = np.where((t // 500_000) % 2 == 1, 3.3, 0.0)
     (tmp_path / "s.csv").write_text("\n".join(f"{x},{v}" for x, v in zip(t, volts, strict=True)))
-    cap = read_capture(tmp_path / "s.csv")
+    with pytest.raises(UserError, match=r"s\.csv:6: level 3\.3 in an edge list.*--kind samples"):
+        read_capture(tmp_path / "s.csv")  # the kind is never guessed from the data
+    cap = read_capture(tmp_path / "s.csv", kind="samples")
     assert np.array_equal(cap.t_ns, np.arange(500_000, 20_000_000, 500_000))
     assert list(cap.level[:3]) == [1, 0, 1]
 
@@ -167,3 +169,19 @@ def test_export_of_an_empty_store_and_damaged_raw(tmp_path):
     (results / run.raw_path).write_bytes(b"garbage")
     with pytest.raises(UserError, match=f"run {run.id}: .*damaged"):
         run_cli(["export", "--format", "parquet", "--results", str(results), "-o", str(tmp_path / "o")])
+
+
+def test_import_cli_kind_option_and_warning(tmp_path, capsys):
+    t = np.arange(0, 20_000_000, 100_000)
+    level = ((t // 500_000) % 2).astype(np.uint8)
+    (tmp_path / "samples.csv").write_text("\n".join(f"{x},{v}" for x, v in zip(t, level, strict=True)))
+    assert run_cli(["import", "edges", str(tmp_path / "samples.csv"), "--period", "1ms", "--kind",
+                    "samples", "--results", str(tmp_path / "r")]) == 0
+    assert "(39 edges" in capsys.readouterr().out
+    keep = np.arange(len(T)) != 120
+    lost = tmp_path / "lost.csv"
+    lost.write_text("".join(f"{x},{v}\n" for x, v in zip(T[keep], LEVEL[keep], strict=True)))
+    assert run_cli(["import", "edges", str(lost), "--period", "1ms",
+                    "--results", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "warning:" in out and "lines 120-121" in out

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.analysis.latency import BUCKET_NS, HISTOGRAM_UNIT
-from jitterlab.analysis.squarewave import _blind_effects
+from jitterlab.analysis.squarewave import period_split
+from jitterlab.errors import RunFailed
 from jitterlab.store.catalog import RunRecord
 from jitterlab.store.raw import EdgeSeries, Samples, blind_spans, read_raw
 
@@ -18,23 +19,16 @@ def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
                   blind: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(start time of each used period in s since the first edge, relative error e_i).
 
-    Exactly the periods the metrics use: the same warm-up, and the same blind rule as
-    analysis.squarewave (a period is dropped when it touches a blind span that matters: one that
-    holds an edge or is at least a quarter period long).
+    Exactly the periods the metrics use (analysis.squarewave.period_split: the same warm-up and
+    blind rule), so the figures and the headline agree. Empty when unmeasurable.
     """
-    t = series.t_ns
-    if len(t) == 0:
+    if len(series.t_ns) == 0:
         return np.empty(0), np.empty(0)
-    t = t[np.searchsorted(t, t[0] + max(warmup_ns, 2 * period_ns)):]
-    if len(t) < 3:
+    try:
+        split = period_split(series.t_ns, series.level, period_ns, warmup_ns=warmup_ns, blind=blind)
+    except RunFailed:
         return np.empty(0), np.empty(0)
-    err = (t[2:] - t[:-2] - period_ns) / period_ns
-    keep = np.ones(len(err), dtype=bool)
-    if blind is not None and len(blind):
-        spans = np.asarray(blind, dtype=np.int64).reshape(-1, 2)
-        excluded, _, _, _ = _blind_effects(t, spans, int(period_ns))  # the metrics' own rule
-        keep[excluded] = False
-    return (t[:-2][keep] - series.t_ns[0]) / 1e9, err[keep]
+    return (split.start_ns[split.used] - series.t_ns[0]) / 1e9, split.rel_error[split.used]
 
 
 def histogram_values(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

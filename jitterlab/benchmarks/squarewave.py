@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
-from jitterlab.analysis.squarewave import squarewave_metrics
+from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
 from jitterlab.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.impls.base import IMPLS, SELF_LOG
@@ -118,6 +118,10 @@ def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -
             series[probe] = EdgeSeries(capture.t_ns, capture.level)
             metrics += squarewave_metrics(capture.t_ns, capture.level, period_ns,
                                           warmup_ns=settings.warmup_ns, blind=capture.blind, probe=probe)
+            if len(capture.blind):  # what the program saw of the periods the probe had to exclude
+                split = period_split(capture.t_ns, capture.level, period_ns, warmup_ns=settings.warmup_ns,
+                                     blind=capture.blind)
+                metrics += excluded_seen_by_self(split, own.t_ns, period_ns, probe=probe)
         if capture.unavailable:
             warnings.append(Warning_(
                 f"the {probe} probe cannot give {', '.join(capture.unavailable)} (unavailable, not stored)",

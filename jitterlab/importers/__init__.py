@@ -5,49 +5,70 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.errors import RunFailed, UserError
-from jitterlab.records import Cell
+from jitterlab.records import Cell, Warning_
 from jitterlab.store.catalog import RunRecord, Store
-from jitterlab.store.raw import EdgeSeries
+from jitterlab.store.raw import EdgeSeries, blind_series
 
 PROBE = "import"
 CAMPAIGN = "import"
 FORMATS = ("auto", "csv", "vcd")
+KINDS = ("auto", "edges", "samples")
+EXCERPT_CHARS = 80  # what an error message shows of the offending text, at most
+
+
+def excerpt(text: str | bytes) -> str:
+    """The start of `text` for an error message: at most EXCERPT_CHARS characters, quoted."""
+    if isinstance(text, bytes):
+        text = text[: 4 * EXCERPT_CHARS].decode("utf-8", errors="replace")
+    short = text[:EXCERPT_CHARS]
+    return repr(short) + ("..." if len(text) > EXCERPT_CHARS else "")
 
 
 @dataclass(frozen=True)
 class Capture:
-    """Edges of one digital signal: times (int64 ns, as the instrument counted them) and level."""
+    """Edges of one digital signal, as the instrument counted them.
 
-    t_ns: np.ndarray
+    Times are integer ticks of 1/ticks_per_ns ns (1 for whole nanoseconds; 1000 for a 1 ps
+    VCD), so a capture finer than 1 ns keeps its resolution through the analysis.
+    `blind_ticks` are spans where the instrument provably lost edges (a repeated level in an
+    edge list); `warnings` say so in words.
+    """
+
+    t_ticks: np.ndarray
     level: np.ndarray
     source: str
+    ticks_per_ns: int = 1
+    blind_ticks: np.ndarray = field(default_factory=lambda: np.empty((0, 2), dtype=np.int64))
+    warnings: tuple[str, ...] = ()
+    resolution: str = "1 ns"  # the time resolution of the file, e.g. "1 ps" ($timescale)
+
+    @property
+    def t_ns(self) -> np.ndarray:
+        """Times in int64 ns: exact for whole-ns captures, else rounded half up."""
+        return _to_ns(self.t_ticks, self.ticks_per_ns)
 
 
-def edges_from_samples(t_ns: np.ndarray, values: np.ndarray, *, first_is_edge: bool) -> tuple[
-        np.ndarray, np.ndarray]:
-    """Keep the samples where the (thresholded) level changes; the first sample is an edge only
-    when `first_is_edge` (an edge list), else it is the initial state."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) and not np.isin(values, (0.0, 1.0)).all():
-        # an analog export (volts): threshold halfway between the rails seen
-        values = (values > (values.min() + values.max()) / 2).astype(np.float64)
-    level = values.astype(np.uint8)
-    change = np.ones(len(level), dtype=bool)
-    change[1:] = level[1:] != level[:-1]
-    change[0] = first_is_edge
-    return np.asarray(t_ns, dtype=np.int64)[change], level[change]
+def _to_ns(ticks: np.ndarray, ticks_per_ns: int) -> np.ndarray:
+    ticks = np.asarray(ticks, dtype=np.int64)
+    if ticks_per_ns == 1:
+        return ticks
+    return (ticks + ticks_per_ns // 2) // ticks_per_ns
 
 
 def read_capture(path: Path, fmt: str = "auto", *, signal: str | None = None,
-                 time_unit: str = "auto") -> Capture:
-    """Read a CSV or VCD capture; the format is taken from the suffix when `fmt` is auto."""
+                 time_unit: str = "auto", kind: str = "auto") -> Capture:
+    """Read a CSV or VCD capture; the format is taken from the suffix when `fmt` is auto.
+
+    `kind` (CSV only): "edges" (every row is an edge), "samples" (rows are samples, an edge
+    is where the level changes) or "auto" (from the header; edges unless it says samples).
+    """
     from jitterlab.importers import edges_csv, vcd
 
     path = Path(path)
@@ -56,18 +77,22 @@ def read_capture(path: Path, fmt: str = "auto", *, signal: str | None = None,
     if not path.is_file():
         raise UserError(f"{path}: no such file; give the path of a CSV or VCD capture")
     if fmt == "vcd":
+        if kind == "edges":
+            raise UserError("--kind edges: a VCD holds value changes; leave --kind out for VCD")
         return vcd.read_vcd(path, signal=signal)
     if signal is not None:
         raise UserError("--signal: only for VCD files (a CSV holds one signal: time,level)")
-    return edges_csv.read_edges_csv(path, time_unit=time_unit)
+    return edges_csv.read_edges_csv(path, time_unit=time_unit, kind=kind)
 
 
 def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: int,
                   labels: dict[str, str], campaign: str = CAMPAIGN) -> RunRecord:
     """Analyse a capture like a measured run and commit it (raw series + metrics) to `store`."""
+    tpn = capture.ticks_per_ns
     try:
-        metrics = squarewave_metrics(capture.t_ns, capture.level, period_ns, warmup_ns=warmup_ns,
-                                     probe=PROBE)
+        metrics = squarewave_metrics(capture.t_ticks, capture.level, period_ns * tpn,
+                                     warmup_ns=warmup_ns * tpn, blind=capture.blind_ticks,
+                                     probe=PROBE, ticks_per_ns=tpn)
     except RunFailed as exc:
         raise UserError(f"{capture.source}: {exc.reason}; check --period and the file") from None
     previous = store.latest_campaign(campaign)
@@ -83,16 +108,22 @@ def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: 
     cell_key = f"{cell.key} import={others}"
     repetition = sum(1 for key, _ in store.committed(campaign_id) if key == cell_key)
     run_id = uuid.uuid4().hex[:12]
-    raw_path, sha = store.write_series(run_id, {PROBE: EdgeSeries(capture.t_ns, capture.level)})
+    series = {PROBE: EdgeSeries(capture.t_ns, capture.level)}
+    if len(capture.blind_ticks):  # the figures apply the same blind rule as the metrics
+        series[f"{PROBE}.blind"] = blind_series(_to_ns(capture.blind_ticks, tpn))
+    raw_path, sha = store.write_series(run_id, series)
     with open(capture.source, "rb") as f:
         source_sha = hashlib.file_digest(f, "sha256").hexdigest()
-    span_ns = int(capture.t_ns[-1] - capture.t_ns[0]) if len(capture.t_ns) else 0
+    t_ns = capture.t_ns
+    span_ns = int(t_ns[-1] - t_ns[0]) if len(t_ns) else 0
     record = RunRecord(
         id=run_id, campaign_id=campaign_id, cell=cell, cell_key=cell_key, repetition=repetition,
         settings={"duration_ns": span_ns, "warmup_ns": warmup_ns, "source": capture.source,
-                  "source_sha256": source_sha},
+                  "source_sha256": source_sha, "time_resolution": capture.resolution},
         labels=dict(labels), status="ok", error=None, started_ns=time.time_ns(), wall_s=0.0,
         raw_path=raw_path, raw_sha256=sha, sysinfo_id=None,
         metrics={(m.probe, m.name): m for m in metrics})
-    store.commit_run(record)
+    store.commit_run(record, [Warning_(w, "check the instrument's sample rate and the export; "
+                                          "the periods across the gap are excluded")
+                              for w in capture.warnings])
     return record

@@ -3,78 +3,369 @@
 Units: a header names them ("time_ns", "Time [s]", "t (us)"); without one, times written with a
 decimal point or exponent are seconds and plain integers are ns (or say --time-unit).
 Times are converted exactly (decimal text -> integer ns), never through a float: 1234.567890123 s
-keeps its last nanosecond. Levels are 0/1, or volts (thresholded halfway between the extremes).
-Rows that alternate 0/1 are an edge list (every row is an edge); otherwise rows are samples and
-an edge is where the level changes.
+keeps its last nanosecond; digits below 1 ns are rounded to the nearest ns (half to even) and
+the import says so.
+
+Kind: an *edge list* has one row per edge (level 0/1 after the edge); a *sample* trace one row
+per sample (0/1, or volts thresholded halfway between the extremes) and an edge where the level
+changes. The kind comes from --kind, else from the header (a level column named for volts or
+samples -- "V", "[V]", "volts", "sample" -- is a sample trace), else the file is an edge list;
+never from the data. A level that repeats in an edge list means the instrument lost an edge
+there: a warning names the lines, the gap becomes a blind span and counts as a missed edge.
+
+Speed: pyarrow reads the file in blocks (times as decimal128 scaled to ns, whose integer is the
+time in ns); memory stays at about 9 bytes per edge plus one block. Files pyarrow cannot take
+(whitespace-separated, comment lines between rows, a damaged row) are read line by line, which
+also finds the line to name in an error.
 """
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from array import array
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 
 from jitterlab.errors import UserError
-from jitterlab.importers import Capture, edges_from_samples
+from jitterlab.importers import Capture, excerpt
 
-_SCALE = {"s": 10**9, "ms": 10**6, "us": 10**3, "µs": 10**3, "ns": 1}
+_DIGITS = {"s": 9, "ms": 6, "us": 3, "µs": 3, "ns": 0}  # decimal digits of ns per unit
 _UNIT_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(s|ms|us|µs|ns)(?:$|[\s\])])", re.I)
+_SAMPLES_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(v|volts?|voltage|samples?)(?:$|[\s\])_])", re.I)
+_NUMBER = re.compile(r"^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
+_COMMENT = (b"#", b";", b"//")
 TIME_UNITS = ("auto", "s", "ms", "us", "ns")
+_BLOCK_BYTES = 1 << 20  # larger blocks made pyarrow hold more memory (4 MiB: 17 B per edge), no faster
+_MAX_WARNED_LINES = 5
 
 
-def read_edges_csv(path: Path, *, time_unit: str = "auto") -> Capture:
+_COMMENT_TEXT = tuple(c.decode() for c in _COMMENT)
+
+
+class _Layout:
+    """What the first lines say: where data starts, delimiter, columns, unit, kind."""
+
+    def __init__(self, path: Path, time_unit: str, kind: str) -> None:
+        self.path = path
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+        nul = head.find(b"\0")
+        if nul >= 0:
+            raise UserError(f"{path}: not a text CSV file (byte {nul} is NUL); "
+                            "export the capture as CSV (time,level) or VCD")
+        lines = head.split(b"\n")
+        if len(head) == 1 << 16:
+            lines = lines[:-1]  # the last one may be cut
+        self.skip = 0  # lines before the first data row (comments, blanks, header)
+        first: tuple[int, str] | None = None
+        for i, raw in enumerate(lines):
+            text = _decode(path, i + 1, raw).strip()
+            if text and not text.startswith(_COMMENT_TEXT):
+                first = (i, text)
+                break
+        if first is None:
+            raise UserError(f"{path}: no data lines; expected `time,level` rows")
+        lineno, text = first
+        self.delim = next((d for d in (",", ";", "\t") if d in text), None)
+        fields = _split(text, self.delim)
+        self.time_col, self.level_col, header_unit, header_kind = 0, 1, None, None
+        self.skip = lineno
+        if not _is_number(fields[0]):
+            names = [f.strip().strip('"').lower() for f in fields]
+            self.time_col = next((k for k, n in enumerate(names) if "time" in n or n in ("t", "s")),
+                                 0)
+            level_col = next((k for k in range(len(names)) if k != self.time_col), None)
+            if level_col is None:
+                raise UserError(f"{path}:{lineno + 1}: header {excerpt(text)} has one column; "
+                                "expected `time,level`")
+            self.level_col = level_col
+            match = _UNIT_IN_HEADER.search(names[self.time_col])
+            header_unit = match.group(1).lower() if match else None
+            header_kind = "samples" if _SAMPLES_IN_HEADER.search(names[level_col]) else None
+            self.skip = lineno + 1
+        self.n_cols = len(fields)
+        self.kind = kind if kind != "auto" else header_kind or "edges"
+        data = [_decode(path, i + 1, raw).strip() for i, raw in enumerate(lines[self.skip:1000])]
+        unit = time_unit if time_unit != "auto" else header_unit or _guess_unit(data, self)
+        self.unit = unit.replace("µ", "u")
+        self.digits = _DIGITS[self.unit]
+
+
+def read_edges_csv(path: Path, *, time_unit: str = "auto", kind: str = "auto") -> Capture:
+    """Read a CSV capture (see the module docstring for units, kinds and lost edges)."""
+    layout = _Layout(Path(path), time_unit, kind)
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not a text CSV file ({exc.reason} at byte {exc.start}); "
-                        "export the capture as CSV (time,level) or VCD") from None
-    lines = [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1)]
-    lines = [(i, s) for i, s in lines if s and not s.startswith(("#", ";", "//"))]
-    if not lines:
-        raise UserError(f"{path}: no data lines; expected `time,level` rows")
-    delim = next((d for d in (",", ";", "\t") if d in lines[0][1]), None)
-    time_col, level_col, header_unit = 0, 1, None
-    first_fields = _split(lines[0][1], delim)
-    if not _is_number(first_fields[0]):
-        lineno, _ = lines.pop(0)
-        names = [f.strip().strip('"').lower() for f in first_fields]
-        time_col = next((k for k, n in enumerate(names) if "time" in n or n in ("t", "s")), 0)
-        level_col = next((k for k in range(len(names)) if k != time_col), None)
-        if level_col is None:
-            raise UserError(f"{path}:{lineno}: header {first_fields} has one column; "
-                            "expected `time,level`")
-        match = _UNIT_IN_HEADER.search(names[time_col])
-        header_unit = match.group(1).lower() if match else None
-        if not lines:
-            raise UserError(f"{path}: only a header, no data lines")
-    times, values = [], []
-    need = max(time_col, level_col) + 1
-    for lineno, line in lines:
-        fields = _split(line, delim)
-        if len(fields) < need:
-            raise UserError(f"{path}:{lineno}: {len(fields)} field(s) where {need} are expected "
-                            f"({line!r}); the file may be truncated")
-        t_text, v_text = fields[time_col].strip('"'), fields[level_col].strip('"')
+        return _read(layout, _FastReader(layout))
+    except _NotFast:
+        return _read(layout, _SlowReader(layout))
+
+
+def _read(layout: _Layout, reader: _FastReader | _SlowReader) -> Capture:
+    path = layout.path
+    warnings: list[str] = []
+
+    def run(consume):
         try:
-            times.append(Decimal(t_text))
-            values.append(float(v_text))
-        except (InvalidOperation, ValueError):
-            raise UserError(f"{path}:{lineno}: cannot read {line!r} as time,level numbers") from None
-        if not times[-1].is_finite():
-            raise UserError(f"{path}:{lineno}: time {t_text!r} is not a finite number")
-    unit = time_unit if time_unit != "auto" else header_unit or _guess_unit(lines, time_col, delim)
-    scale = _SCALE[unit]
-    t_ns = np.array([int((t * scale).to_integral_value()) for t in times], dtype=np.int64)
-    bad = np.flatnonzero(t_ns[1:] <= t_ns[:-1])
-    if len(bad):
-        raise UserError(f"{path}:{lines[bad[0] + 1][0]}: time does not increase "
-                        f"({times[bad[0]]} then {times[bad[0] + 1]} {unit}); rows must be in time order")
-    v = np.asarray(values)
-    alternating = len(v) > 1 and np.isin(v, (0.0, 1.0)).all() and (v[1:] != v[:-1]).all()
-    t_edges, level = edges_from_samples(t_ns, v, first_is_edge=bool(alternating))
-    return Capture(t_edges, level, str(path))
+            return consume(reader.batches(0))
+        except _NeedsFiner:
+            warnings.append(f"{path}: times have digits below 1 ns; rounded to the nearest ns "
+                            "(half to even)")
+            return consume(reader.batches(9))
+
+    if layout.kind == "samples":
+        lo, hi = run(_extremes)
+        threshold = 0.5 if lo >= 0 and hi <= 1 else (lo + hi) / 2
+        t, level = run(lambda b: _sample_edges(b, threshold, reader))
+    else:
+        t, level = run(lambda b: _edges(b, reader))
+    if len(t) == 0:
+        raise UserError(f"{path}: only a header, no data lines")
+    blind = np.empty((0, 2), dtype=np.int64)
+    if layout.kind == "edges":
+        same = np.flatnonzero(level[1:] == level[:-1])
+        if len(same):
+            # an odd number of edges was lost strictly between the two rows
+            blind = np.stack([t[same] + 1, np.maximum(t[same + 1] - 1, t[same] + 1)], axis=1)
+            lines = [f"{reader.line_of(int(r))}-{reader.line_of(int(r) + 1)}"
+                     for r in same[:_MAX_WARNED_LINES]]
+            more = f" and {len(same) - len(lines)} more" if len(same) > len(lines) else ""
+            warnings.append(f"{path}: the level repeats on lines {', '.join(lines)}{more}: the "
+                            f"capture lost at least one edge in each of these {len(same)} "
+                            "gap(s); the periods across them are excluded and the lost edges "
+                            "counted in missed_edges")
+    return Capture(t, level, str(path), blind_ticks=blind, warnings=tuple(warnings))
+
+
+Batches = Iterator[tuple[np.ndarray, np.ndarray]]  # (t_ns int64, level float64) per block
+
+
+def _edges(batches: Batches, reader) -> tuple[np.ndarray, np.ndarray]:
+    """Every row is an edge: levels must be 0/1 and times increase. The output arrays are
+    sized once from the file's line count, so memory is 9 bytes per edge, not twice that."""
+    capacity = _count_lines(reader.layout.path) + 1
+    t_out = np.empty(capacity, dtype=np.int64)
+    l_out = np.empty(capacity, dtype=np.uint8)
+    rows = 0
+    last = None
+    for t, v in batches:
+        odd = np.flatnonzero((v != 0) & (v != 1))
+        if len(odd):
+            row = rows + int(odd[0])
+            raise UserError(f"{reader.layout.path}:{reader.line_of(row)}: level {v[odd[0]]:g} in "
+                            "an edge list (levels are 0 or 1); if the rows are samples of a "
+                            "voltage, give --kind samples")
+        _check_increasing(t, last, rows, reader)
+        if len(t):
+            last = int(t[-1])
+        t_out[rows : rows + len(t)] = t
+        l_out[rows : rows + len(t)] = v
+        rows += len(t)
+    return t_out[:rows], l_out[:rows]
+
+
+def _count_lines(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            count += chunk.count(b"\n")
+    return count
+
+
+def _extremes(batches: Batches) -> tuple[float, float]:
+    lo, hi = np.inf, -np.inf
+    for _, v in batches:
+        if len(v):
+            lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+    return lo, hi
+
+
+def _sample_edges(batches: Batches, threshold: float, reader) -> tuple[np.ndarray, np.ndarray]:
+    """Rows are samples: an edge where the thresholded level changes (the first row is the
+    initial state). Only the edges are kept, so memory follows edges, not samples."""
+    t_parts, l_parts = [], []
+    rows = 0
+    last_t = None
+    prev: int | None = None
+    for t, v in batches:
+        _check_increasing(t, last_t, rows, reader)
+        if len(t) == 0:
+            continue
+        last_t = int(t[-1])
+        level = (v > threshold).astype(np.uint8)
+        change = np.empty(len(level), dtype=bool)
+        change[1:] = level[1:] != level[:-1]
+        change[0] = prev is not None and level[0] != prev
+        prev = int(level[-1])
+        t_parts.append(t[change])
+        l_parts.append(level[change])
+        rows += len(t)
+    return _join(t_parts, np.int64), _join(l_parts, np.uint8)
+
+
+def _check_increasing(t: np.ndarray, last: int | None, rows: int, reader) -> None:
+    bad = np.flatnonzero(t[1:] <= t[:-1])
+    if last is not None and len(t) and t[0] <= last:
+        row, before = rows, last
+    elif len(bad):
+        row, before = rows + int(bad[0]) + 1, int(t[bad[0]])
+    else:
+        return
+    now = int(t[row - rows])
+    raise UserError(f"{reader.layout.path}:{reader.line_of(row)}: time does not increase "
+                    f"({before} then {now} ns); rows must be in time order")
+
+
+def _join(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+
+class _NotFast(Exception):
+    """pyarrow cannot read this file as it is; the line-by-line reader takes over."""
+
+
+class _NeedsFiner(Exception):
+    """Times have digits below 1 ns: read again with 9 more digits and round."""
+
+
+class _FastReader:
+    """Blocks of (t_ns int64, level float64) read by pyarrow."""
+
+    def __init__(self, layout: _Layout) -> None:
+        if layout.delim is None:
+            raise _NotFast
+        self.layout = layout
+
+    def batches(self, digits_extra: int) -> Batches:
+        lay = self.layout
+        names = [f"c{i}" for i in range(lay.n_cols)]
+        tname, lname = names[lay.time_col], names[lay.level_col]
+        try:
+            reader = pacsv.open_csv(
+                lay.path,
+                read_options=pacsv.ReadOptions(skip_rows=lay.skip, column_names=names,
+                                               block_size=_BLOCK_BYTES, use_threads=False),
+                parse_options=pacsv.ParseOptions(delimiter=lay.delim, ignore_empty_lines=True),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={tname: pa.decimal128(38, lay.digits + digits_extra),
+                                  lname: pa.float64()},
+                    include_columns=[tname, lname]),
+            )
+            for batch in reader:
+                t = batch.column(tname)
+                if t.null_count or batch.column(lname).null_count:
+                    raise _NotFast  # an empty field: the line reader names the line
+                if digits_extra:
+                    t = pc.round(t, ndigits=lay.digits, round_mode="half_to_even").cast(
+                        pa.decimal128(38, lay.digits))
+                yield _unscaled_int64(t, lay.path), batch.column(lname).to_numpy()
+        except pa.ArrowInvalid as exc:
+            if "Rescaling Decimal" in str(exc) and not digits_extra:
+                raise _NeedsFiner from None
+            raise _NotFast from None  # never echo pyarrow's message: it quotes whole rows
+
+    def line_of(self, row: int) -> int:
+        """1-based line of data row `row` (pyarrow skipped empty lines): one scan of the file."""
+        line = self.layout.skip
+        seen = -1
+        with open(self.layout.path, "rb") as f:
+            for i, raw in enumerate(f):
+                if i < line:
+                    continue
+                if raw.strip(b"\r\n"):
+                    seen += 1
+                    if seen == row:
+                        return i + 1
+        return line + row + 1
+
+
+def _unscaled_int64(t: pa.ChunkedArray | pa.Array, path: Path) -> np.ndarray:
+    """The integers behind decimal128 values (the time in ns), which must fit in int64."""
+    chunks = t.chunks if isinstance(t, pa.ChunkedArray) else [t]
+    out = []
+    for chunk in chunks:
+        words = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[2 * chunk.offset:]
+        words = words[: 2 * len(chunk)].reshape(-1, 2)
+        low, high = words[:, 0], words[:, 1]
+        if (high != (low >> 63)).any():
+            raise UserError(f"{path}: a time does not fit in 64-bit nanoseconds (292 years)")
+        out.append(low.copy())
+    return _join(out, np.int64)
+
+
+class _SlowReader:
+    """Line by line, exact integers: for files pyarrow does not take, and to name bad lines."""
+
+    def __init__(self, layout: _Layout) -> None:
+        self.layout = layout
+        self._lines = array("q")
+
+    def batches(self, digits_extra: int) -> Batches:
+        lay = self.layout
+        need = max(lay.time_col, lay.level_col) + 1
+        self._lines = array("q")
+        times, values = array("q"), array("d")
+        with open(lay.path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                if lineno <= lay.skip:
+                    continue
+                line = _decode(lay.path, lineno, raw).strip()
+                if not line or line.startswith(_COMMENT_TEXT):
+                    continue
+                fields = _split(line, lay.delim)
+                if len(fields) < need:
+                    raise UserError(f"{lay.path}:{lineno}: {len(fields)} field(s) where {need} "
+                                    f"are expected ({excerpt(line)}); the file may be truncated")
+                t_text, v_text = fields[lay.time_col].strip('"'), fields[lay.level_col].strip('"')
+                ns = _decimal_ns(t_text, lay.digits)
+                try:
+                    v = float(v_text)
+                except ValueError:
+                    v = None
+                if ns is None or v is None or v != v:
+                    raise UserError(f"{lay.path}:{lineno}: cannot read {excerpt(line)} as "
+                                    "time,level numbers")
+                times.append(ns)
+                values.append(v)
+                self._lines.append(lineno)
+                if len(times) == 1 << 16:
+                    yield np.array(times, dtype=np.int64), np.array(values)
+                    times, values = array("q"), array("d")
+        if len(times):
+            yield np.array(times, dtype=np.int64), np.array(values)
+
+    def line_of(self, row: int) -> int:
+        return int(self._lines[row])
+
+
+def _decimal_ns(text: str, digits: int) -> int | None:
+    """Decimal text in a unit of 10**digits ns -> int ns, halves to even; None if no number."""
+    m = _NUMBER.match(text)
+    if not m or not (m.group(2) or m.group(3)):
+        return None
+    sign, whole, frac, exp = m.group(1), m.group(2) or "", m.group(3) or "", m.group(4)
+    scale = digits + (int(exp) if exp else 0) - len(frac)  # value = int(whole frac) * 10**scale
+    mantissa = int(whole + frac or "0")
+    if scale >= 0:
+        ns = mantissa * 10**scale
+    else:
+        q, r = divmod(mantissa, 10**-scale)
+        half = 10**-scale
+        ns = q + (1 if 2 * r > half or (2 * r == half and q % 2) else 0)
+    ns = -ns if sign == "-" else ns
+    return ns if -(2**63) <= ns < 2**63 else None
+
+
+def _decode(path: Path, lineno: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}:{lineno}: not a text CSV file ({exc.reason} at byte {exc.start} "
+                        "of the line); export the capture as CSV (time,level) or VCD") from None
 
 
 def _split(line: str, delim: str | None) -> list[str]:
@@ -89,6 +380,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _guess_unit(lines: list[tuple[int, str]], col: int, delim: str | None) -> str:
-    fractional = any(re.search(r"[.eE]", _split(line, delim)[col]) for _, line in lines[:1000])
-    return "s" if fractional else "ns"
+def _guess_unit(data: list[str], layout: _Layout) -> str:
+    for line in data:
+        if not line or line.startswith(_COMMENT_TEXT):
+            continue
+        fields = _split(line, layout.delim)
+        if len(fields) > layout.time_col and re.search(r"[.eE]", fields[layout.time_col]):
+            return "s"
+    return "ns"

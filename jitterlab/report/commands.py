@@ -146,6 +146,7 @@ def _export(sub) -> None:
 
 
 def _import(sub) -> None:
+    from jitterlab.importers import KINDS
     from jitterlab.importers.edges_csv import TIME_UNITS
 
     p = sub.add_parser(
@@ -153,8 +154,12 @@ def _import(sub) -> None:
         description="Import an oscilloscope or logic-analyzer capture of a square wave and "
         "analyse it exactly like a measured run (benchmark squarewave, probe import). "
         "CSV: `time,level` rows, time in seconds or ns (header auto-detected; a header like "
-        "time_ns or 'Time [s]' names the unit, else decimals are seconds and integers ns); "
-        "level 0/1 or volts. VCD: as sigrok writes it; the first 1-bit signal or --signal NAME. "
+        "time_ns or 'Time [s]' names the unit, else decimals are seconds and integers ns). "
+        "A CSV is an edge list (one row per edge, level 0/1) unless --kind samples or its "
+        "header names the level column for volts or samples ('V', '[V]', 'volts', 'sample'); "
+        "a level that repeats in an edge list is a lost edge (a warning names the lines). "
+        "VCD: as sigrok writes it; the first 1-bit signal or --signal NAME; times keep the "
+        "file's $timescale resolution (e.g. 1 ps) in the metrics. "
         "Runs go into the campaign `import`; --label target=, impl=, load= set those fields "
         "(defaults external, external, unknown).",
         epilog="example: jitterlab import edges scope.csv --period 1ms --label impl=c-fifo "
@@ -172,6 +177,9 @@ def _import(sub) -> None:
     e.add_argument("--signal", metavar="NAME", help="VCD: the signal to use (default: first 1-bit)")
     e.add_argument("--time-unit", choices=TIME_UNITS, default="auto",
                    help="CSV: unit of the time column (default: auto)")
+    e.add_argument("--kind", choices=KINDS, default="auto",
+                   help="CSV: rows are edges (one per edge) or samples (an edge where the level "
+                   "changes); default: from the header, else edges")
     e.add_argument("--warmup", default="0ns", metavar="DURATION",
                    help="drop this much from the start (default: 0ns; at least 2 periods are "
                    "always dropped)")
@@ -391,14 +399,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     warmup_ns = 0 if args.warmup.strip() in ("0", "0ns", "0s") else parse_duration_ns(args.warmup,
                                                                                        "--warmup")
     labels = parse_labels(args.label)
-    capture = read_capture(args.file, args.format, signal=args.signal, time_unit=args.time_unit)
+    capture = read_capture(args.file, args.format, signal=args.signal, time_unit=args.time_unit,
+                           kind=args.kind)
     store = Store(args.results)
     try:
         run = store_capture(store, capture, period_ns=period_ns, warmup_ns=warmup_ns,
                             labels=labels, campaign=args.campaign)
     finally:
         store.close()
-    console().print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
+    out = console()
+    for warning in capture.warnings:
+        out.print(f"warning: {warning}", highlight=False, markup=False)
+    out.print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
                     f"{format_ns(period_ns)}): max relative period error "
                     f"{percent(run.metric('max_rel_period_error'))}", highlight=False)
     return EXIT_OK

@@ -1,0 +1,219 @@
+"""The squarewave metrics' one pass over the edges, compiled with numba.
+
+One loop reads each edge once and keeps everything the metrics need: min/max of the periods,
+half periods and duty ratios, the exact sum of P_i - T, the sums of the drift fit, and a
+histogram of |P_i - T| from which the percentiles are selected exactly (a second pass over the
+edges is needed only when more large deviations came than scan() could keep aside). Numpy
+needed a dozen passes and a partition for the same; bench/analysis.py prints the time of this
+against one np.diff pass over the same edges.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+EXACT_NS = 1 << 16  # |P - T| below 65.5 us has one bucket per ns: percentiles there need no 2nd pass
+COARSE_SHIFT = 10  # then 1024 ns buckets up to 2**26 ns (67 ms); beyond: one overflow bucket
+COARSE_END = 1 << 26
+N_BUCKETS = EXACT_NS + (COARSE_END >> COARSE_SHIFT) + 1
+_FLUSH = 1024  # float sums are kept per 1024 terms and added compensated: no drift with n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _bucket(v: int) -> int:
+    if v < EXACT_NS:
+        return v
+    if v < COARSE_END:
+        return EXACT_NS + (v >> COARSE_SHIFT)
+    return N_BUCKETS - 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add(total, comp, x):  # Neumaier's compensated sum
+    s = total + x
+    if abs(total) >= abs(x):
+        comp += (total - s) + x
+    else:
+        comp += (x - s) + total
+    return s, comp
+
+
+def segments(n: int, p_lo, p_hi, h_lo, h_hi, f_lo, f_hi, m_at, m_cum) -> np.ndarray:
+    """Edge ranges [start, next start) over which nothing changes, as rows
+    (start, fit edge?, use half period k-1?, use period k-2?, missed edges before): the scan's
+    inner loop then runs without a check per edge."""
+    cuts = np.unique(np.concatenate(([2, n], p_lo + 2, p_hi + 2, h_lo + 1, h_hi + 1, f_lo,
+                                     f_hi, m_at)))
+    cuts = cuts[(cuts >= 2) & (cuts <= n)]
+    starts = cuts[:-1]
+
+    def inside(lo: np.ndarray, hi: np.ndarray, x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(hi, x, side="right")
+        return np.append(lo, np.iinfo(np.int64).max)[k] <= x
+
+    shift = np.concatenate(([0], m_cum))[np.searchsorted(m_at, starts, side="right")]
+    rows = np.stack([starts, ~inside(f_lo, f_hi, starts), ~inside(h_lo, h_hi, starts - 1),
+                     ~inside(p_lo, p_hi, starts - 2), shift], axis=1).astype(np.int64)
+    return np.concatenate([rows, [[n, 0, 0, 0, 0]]])
+
+
+def first_edges(p_lo, h_lo, h_hi, f_lo, f_hi, m_at, m_cum) -> np.ndarray:
+    """What scan() needs about edges 0 and 1, which come before the first segment."""
+    fit = [not (len(f_lo) and f_lo[0] <= k < f_hi[0]) for k in (0, 1)]
+    use_h0 = not (len(h_lo) and h_lo[0] == 0)
+    shift1 = int(m_cum[0]) if len(m_at) and m_at[0] <= 1 else 0
+    return np.array([*fit, use_h0, shift1], dtype=np.int64)
+
+
+def fit_moments(segs: np.ndarray, first: np.ndarray, center: float) -> tuple[int, float, float]:
+    """Count, sum and sum of squares of x_k = K_k - center over the fitted edges, in closed
+    form: within a segment x runs through consecutive values."""
+    fitted = segs[:-1, 1] == 1
+    y0 = (segs[:-1, 0] + segs[:-1, 4])[fitted] - center
+    length = (segs[1:, 0] - segs[:-1, 0])[fitted].astype(np.float64)
+    sx = float(np.sum(length * y0 + length * (length - 1) / 2))
+    sxx = float(np.sum(length * y0 * y0 + y0 * length * (length - 1)
+                       + (length - 1) * length * (2 * length - 1) / 6))
+    count = int(length.sum())
+    for k in (0, 1):
+        if first[k]:
+            x = k + first[3] * k - center
+            count, sx, sxx = count + 1, sx + x, sxx + x * x
+    return count, sx, sxx
+
+
+@numba.njit(cache=True, nogil=True)
+def scan(t, period, segs, first, center, hist, tail):
+    """Walk the edges 2..n-1 by segments (see segments()); fills `hist`, returns (ints, floats).
+
+    The |P - T| >= EXACT_NS of the used periods also go to `tail`, in order, while it has room
+    (ints[8] counts them all): the percentiles then need no second pass when it held them.
+
+    ints: pmin, pmax, dmin, dmax, sum(P - T), used periods, used half periods, fitted edges.
+    floats: qmin, qmax, sum (P - T)^2, Su, Sxu of the drift fit, where x_k = K_k - center
+    (K_k = k + missed edges before k, the true index) and u_k = t_k - t_0 - K_k T/2 (ns).
+    `first` describes edges 0 and 1: (fit edge 0?, fit edge 1?, use half period 0?, missed
+    edges before edge 1).
+    """
+    t0 = t[0]
+    big = np.iinfo(np.int64).max
+    pmin, pmax, dmin, dmax = big, -big, big, -big
+    sum_dev = 0
+    used_p = used_h = fitted = n_tail = 0
+    qmin, qmax = np.inf, -np.inf
+    tot = np.zeros(3)  # compensated totals of the block sums: sumsq, Su, Sxu
+    comp = np.zeros(3)
+    half = period / 2.0
+    su = sxu = 0.0
+    for k in range(2):
+        if first[k]:
+            true_k = k + first[3] * k
+            u = float(t[k] - t0) - true_k * half
+            su += u
+            sxu += (true_k - center) * u
+            fitted += 1
+    if first[2]:
+        dmin = dmax = t[1] - t0
+        used_h += 1
+    tot[1], tot[2] = su, sxu
+    for s in range(segs.shape[0] - 1):
+        a, b = segs[s, 0], segs[s + 1, 0]
+        fit, use_h, use_p, shift = segs[s, 1], segs[s, 2], segs[s, 3], segs[s, 4]
+        k = a
+        while k < b:
+            stop = min(b, k + _FLUSH)
+            sumsq = 0.0
+            # drift sums in exact integers (an add chain of 1 cycle, not 4): w = 2 u_k,
+            # ia = sum w, ib = sum l w with l = kk - k < _FLUSH; exact while |w| < 2**41
+            ia = ib = wmax = 0
+            for kk in range(k, stop):
+                tk = t[kk]
+                t1 = t[kk - 1]
+                d = tk - t1
+                if fit:
+                    w = 2 * (tk - t0) - (kk + shift) * period
+                    ia += w
+                    ib += (kk - k) * w
+                    wmax = max(wmax, abs(w))
+                if use_h:
+                    dmin = min(dmin, d)
+                    dmax = max(dmax, d)
+                if use_p:
+                    lead = t1 - t[kk - 2]
+                    p = lead + d
+                    pmin = min(pmin, p)
+                    pmax = max(pmax, p)
+                    q = lead / p
+                    qmin = min(qmin, q)
+                    qmax = max(qmax, q)
+                    dev = p - period
+                    sum_dev += dev
+                    sumsq += float(dev) * float(dev)
+                    v = abs(dev)
+                    hist[_bucket(v)] += 1
+                    if v >= EXACT_NS:
+                        if n_tail < tail.shape[0]:
+                            tail[n_tail] = v
+                        n_tail += 1
+            su = sxu = 0.0
+            if fit:
+                if wmax < 1 << 41:
+                    su = ia / 2.0
+                    sxu = ((k + shift - center) * ia + ib) / 2.0
+                else:  # deviations beyond 18 min: the same sums in floats
+                    for kk in range(k, stop):
+                        true_k = kk + shift
+                        u = float(t[kk] - t0) - true_k * half
+                        su += u
+                        sxu += (true_k - center) * u
+            n_in = stop - k
+            fitted += n_in * fit
+            used_h += n_in * use_h
+            used_p += n_in * use_p
+            for c, v in enumerate((sumsq, su, sxu)):
+                tot[c], comp[c] = _add(tot[c], comp[c], v)
+            k = stop
+    ints = np.array([pmin, pmax, dmin, dmax, sum_dev, used_p, used_h, fitted, n_tail],
+                    dtype=np.int64)
+    floats = np.array([qmin, qmax, tot[0] + comp[0], tot[1] + comp[1], tot[2] + comp[2]])
+    return ints, floats
+
+
+@numba.njit(cache=True, nogil=True)
+def collect(t, period, p_lo, p_hi, low, out):
+    """The |P_i - T| >= low of the used periods, in order, into `out` (sized by the histogram)."""
+    n = t.shape[0]
+    pi = 0
+    w = 0
+    for i in range(n - 2):
+        while pi < p_hi.shape[0] and p_hi[pi] <= i:
+            pi += 1
+        if pi < p_lo.shape[0] and p_lo[pi] <= i:
+            continue
+        v = abs(t[i + 2] - t[i] - period)
+        if v >= low:
+            out[w] = v
+            w += 1
+    return w
+
+
+def percentiles(t: np.ndarray, period: int, p_lo: np.ndarray, p_hi: np.ndarray,
+                hist: np.ndarray, ranks: list[int], tail: np.ndarray, n_tail: int) -> list[int]:
+    """The ranks-th smallest |P - T| (1-based) of the used periods, exactly.
+
+    A rank in an exact bucket is its bucket; a rank in a coarse bucket is read from the sorted
+    values >= EXACT_NS: those scan() kept in `tail`, or, when more than fit, a second pass.
+    """
+    cum = np.cumsum(hist)
+    buckets = [int(np.searchsorted(cum, r, side="left")) for r in ranks]
+    if all(b < EXACT_NS for b in buckets):
+        return buckets
+    below = int(cum[EXACT_NS - 1])  # values < EXACT_NS
+    if n_tail <= len(tail):
+        values = np.sort(tail[:n_tail])
+    else:
+        values = np.empty(n_tail, dtype=np.int64)
+        values = np.sort(values[: collect(t, period, p_lo, p_hi, EXACT_NS, values)])
+    return [b if b < EXACT_NS else int(values[r - below - 1])
+            for b, r in zip(buckets, ranks, strict=True)]
