@@ -14,7 +14,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from jitterlab import __version__, plugins
-from jitterlab.errors import UserError
+from jitterlab.console import SafeConsole
+from jitterlab.errors import UserError, shown
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_RESULTS = Path("results")
@@ -112,20 +113,30 @@ def _results_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_ERROR_CHARS = 2000  # an error echoing a huge input still prints as one readable line
+
+
 def main(argv: list[str] | None = None) -> int:
-    console = Console(stderr=True)
+    console = SafeConsole(stderr=True)
     try:
-        args = build_parser().parse_args(argv)
-        return args.func(args)
+        with _sigterm_as_interrupt():
+            args = build_parser().parse_args(argv)
+            return args.func(args)
     except UserError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        message = " ".join(str(exc).splitlines())
+        if len(message) > MAX_ERROR_CHARS:
+            message = f"{message[:MAX_ERROR_CHARS]}… ({len(message)} characters)"
+        console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before a campaign started: nothing to keep
+        console.print("[yellow]interrupted[/]", highlight=False)
+        return EXIT_INTERRUPTED
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from jitterlab.plugins import ALL
 
-    out = Console()
+    out = SafeConsole()
     for kind, registry in ALL.items():
         table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
         for entry in registry:
@@ -142,11 +153,14 @@ def _with_labels(campaign, pairs: list[str]):
     """The campaign with --label KEY=VALUE pairs set (they take part in the resume fingerprint)."""
     import dataclasses
 
+    from jitterlab.campaign import check_label
+
     labels = dict(campaign.labels)
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise UserError(f"--label {pair!r}: write KEY=VALUE, e.g. --label image=1.11")
+            raise UserError(f"--label {shown(pair)}: write KEY=VALUE, e.g. --label image=1.11")
+        check_label(key.strip(), value.strip(), f"--label {shown(pair)}")
         labels[key.strip()] = value.strip()
     return dataclasses.replace(campaign, labels=labels) if pairs else campaign
 
@@ -168,12 +182,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.store.catalog import Store
     from jitterlab.units import format_duration_s
 
-    out = Console()
+    out = SafeConsole()
     campaign = _with_labels(load_campaign(args.campaign), args.label)
     if args.retry_failed and not args.resume:
         raise UserError("--retry-failed: only with --resume (it re-measures runs of an earlier run)")
     if args.dry_run:
-        return _dry_run(out, campaign, estimate_s)
+        return _dry_run(out, campaign)
     sessions = open_targets(campaign)
     store = Store(args.results)
     try:
@@ -182,17 +196,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         todo, skipped = runner.pending(campaign_id)
         total_s = estimate_s(campaign, todo)
         out.print(
-            f"[bold]{campaign.name}[/]: {len(todo)} runs to measure"
+            f"[bold]{escape(campaign.name)}[/]: {len(todo)} runs to measure"
             + (f", {skipped} already committed" if skipped else "")
             + f", about {format_duration_s(total_s)} on {len(sessions)} target(s)"
         )
         for session in sessions:
             for w in session.warnings:
-                out.print(
-                    f"[yellow]warning[/] ({session.spec.name}): {escape(w.message)} — {escape(w.remedy)}"
-                )
+                out.print(f"[yellow]warning[/] ({escape(session.spec.name)}): "
+                          f"{escape(w.message)} — {escape(w.remedy)}")
         per_target = {s.spec.name: [x for x in todo if x[0].target == s.spec.name] for s in sessions}
-        with _progress(out) as progress, _sigterm_as_interrupt():
+        with _progress(out) as progress:
             tasks = {
                 name: progress.add_task(name, total=max(estimate_s(campaign, runs), 1e-9))
                 for name, runs in per_target.items()
@@ -203,36 +216,38 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if what is None:
                     progress.advance(tasks[target], seconds)
                     return
-                progress.update(tasks[target], description=f"{target}: {what}")
+                progress.update(tasks[target], description=escape(f"{target}: {what}"))
                 started[target] += 1
                 if not out.is_terminal:  # logs get one line per run instead of a live bar
                     task = progress.tasks[tasks[target]]
                     eta = task.total - task.completed
                     out.print(
-                        f"{target}: [{started[target]}/{len(per_target[target])}] {what}, "
-                        f"about {format_duration_s(eta)} left",
+                        escape(f"{target}: [{started[target]}/{len(per_target[target])}] {what}, "
+                               f"about {format_duration_s(eta)} left"),
                         highlight=False,
                     )
 
             runner.progress = report
-            runner.notice = lambda target, message: out.print(f"[yellow]{target}[/]: {escape(message)}")
+            runner.notice = lambda target, message: out.print(
+                f"[yellow]{escape(target)}[/]: {escape(message)}")
             outcome = runner.execute(sessions, campaign_id)
         runs = store.runs(campaign_id)
         for table in summary_tables(runs, campaign.name):
             out.print(table)
         failed = [r for r in runs if r.status != "ok"]
         for r in failed[:10]:
-            out.print(f"[red]{r.status}[/] {r.id} {r.target} {escape(run_label(r))}: {escape(r.error or '')}")
+            out.print(f"[red]{r.status}[/] {r.id} "
+                      + escape(f"{r.target} {run_label(r)}: {r.error or ''}"))
         if len(failed) > 10:
-            out.print(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})")
-        out.print(
+            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})"))
+        out.print(escape(
             f"results: {store.root / 'results.sqlite'} (raw series in {store.raw_dir}/); "
             f"details: jitterlab show --results {args.results}"
-        )
+        ))
         if outcome.interrupted:
             out.print(
                 f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
-                f"jitterlab run {args.campaign} --results {args.results} --resume"
+                + escape(f"jitterlab run {args.campaign} --results {args.results} --resume")
             )
             return EXIT_INTERRUPTED
         return EXIT_RUNS_FAILED if failed else EXIT_OK
@@ -242,26 +257,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         store.close()
 
 
-def _dry_run(out: Console, campaign, estimate_s) -> int:
+DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
+
+
+def _dry_run(out: Console, campaign) -> int:
     from jitterlab.units import format_duration_s, format_ns
 
     table = Table(
-        title=f"{campaign.name}: {len(campaign.cells)} cells x {campaign.repetitions} "
+        title=f"{escape(campaign.name)}: {len(campaign.cells)} cells x {campaign.repetitions} "
         f"repetitions of {format_ns(campaign.settings.duration_ns)}"
     )
     for name in ("target", "benchmark", "cell", "load", "estimate"):
         table.add_column(name)
-    for c in campaign.cells:
+    per_cell_s = 0.0
+    for i, c in enumerate(campaign.cells):
         bench = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
-        shown = {p.name: p.show for p in bench.params}
-        params = " ".join(f"{k}={shown[k](v)}" for k, v in c.params)
-        table.add_row(
-            c.target, c.benchmark, params, c.load, format_duration_s(bench.estimate_s(campaign.settings, c))
-        )
+        seconds = bench.estimate_s(campaign.settings, c)
+        per_cell_s += seconds
+        if i < DRY_RUN_ROWS:
+            shown = {p.name: p.show for p in bench.params}
+            params = " ".join(f"{k}={shown[k](v)}" for k, v in c.params)
+            table.add_row(c.target, c.benchmark, params, c.load, format_duration_s(seconds))
     out.print(table)
-    total = estimate_s(campaign, campaign.runs())
+    if len(campaign.cells) > DRY_RUN_ROWS:
+        out.print(f"... and {len(campaign.cells) - DRY_RUN_ROWS} more cells")
+    total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
-        f"{len(campaign.runs())} runs, estimated {format_duration_s(total)} "
+        f"{len(campaign.cells) * campaign.repetitions} runs, estimated {format_duration_s(total_s)} "
         "(plus building the programs once per target)"
     )
     return EXIT_OK
@@ -282,7 +304,7 @@ def _progress(console: Console) -> Progress:
 
 
 class _sigterm_as_interrupt:
-    """SIGTERM stops a campaign like Ctrl-C: processes stopped, committed runs kept."""
+    """SIGTERM stops jitterlab like Ctrl-C: processes stopped, committed runs kept, exit 130."""
 
     def __enter__(self) -> None:
         self._previous = None
@@ -298,7 +320,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from jitterlab.report.terminal import run_detail, runs_table, summary_tables
     from jitterlab.store.catalog import Store
 
-    out = Console()
+    out = SafeConsole()
     store = Store(args.results, create=False)
     try:
         if args.run_id:

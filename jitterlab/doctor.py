@@ -181,13 +181,22 @@ def add_command(sub) -> None:
     doctor.set_defaults(func=cmd_doctor)
 
 
-def cmd_doctor(args) -> int:
-    from rich.console import Console
+def _unreachable(reason: str) -> int:
     from rich.markup import escape
 
+    from jitterlab.console import SafeConsole
+
+    SafeConsole(stderr=True).print(f"[bold red]error:[/] {escape(reason)}", highlight=False, soft_wrap=True)
+    return 2
+
+
+def cmd_doctor(args) -> int:
+    from rich.markup import escape
+
+    from jitterlab.console import SafeConsole
     from jitterlab.errors import TargetLost
 
-    out = Console(highlight=False, soft_wrap=True)
+    out = SafeConsole(highlight=False, soft_wrap=True)
     ssh_options: dict[str, object] = {}
     for key, value in (("key", args.key), ("known_hosts", args.known_hosts),
                        ("connect_timeout", args.connect_timeout)):  # fmt: skip
@@ -200,16 +209,14 @@ def cmd_doctor(args) -> int:
     try:
         target = open_target(args.target, args.campaign, ssh_options)
     except TargetLost as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc.reason}", highlight=False, soft_wrap=True)
-        return 2
+        return _unreachable(exc.reason)
     try:
         info, findings = examine(target)
     except TargetLost as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc.reason}", highlight=False, soft_wrap=True)
-        return 2
+        return _unreachable(exc.reason)
     finally:
         target.close()
-    out.print(f"[bold]{args.target}[/]: {describe(info)}")
+    out.print(f"[bold]{escape(args.target)}[/]: {escape(describe(info))}")
     width = max(len(f.topic) for f in findings)
     for f in findings:
         mark = "[green]ok[/]  " if f.fix is None else "[red]fix[/] "

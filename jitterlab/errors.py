@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+MAX_SHOWN = 80  # characters of an input echoed back in a one-line error
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """repr(value) for an error message, cut to `limit` characters: a 30 MB value in a campaign
+    file must not become a 30 MB "one-line" error (repr escapes control characters)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
+
 
 class UserError(Exception):
     """Bad input: printed as one line without a traceback; the CLI exits with status 2.

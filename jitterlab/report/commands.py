@@ -9,11 +9,11 @@ import math
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from jitterlab.errors import UserError
+from jitterlab.console import SafeConsole, escape_controls
+from jitterlab.errors import UserError, shown
 
 DEFAULT_RESULTS = Path("results")
 EXIT_OK = 0
@@ -158,7 +158,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                         figure_files=not args.no_figure_files)
     finally:
         store.close()
-    out = Console()
+    out = SafeConsole()
     out.print(f"report: {report.path} ({report.n_runs} runs, {len(report.figure_files)} figure files)")
     for s in report.skipped:
         out.print(f"[yellow]skipped[/]: {escape(s)}", highlight=False)
@@ -212,8 +212,8 @@ def format_comparison(result, fmt: str) -> str:
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
-        return "\n".join([f"**{result.candidate}** vs **{result.baseline}**", "", *lines, "",
-                          *notes]) + "\n"
+        return escape_controls("\n".join([f"**{result.candidate}** vs **{result.baseline}**", "", *lines,
+                                           "", *notes]) + "\n")
     table = Table(title=f"{result.candidate} vs {result.baseline}")
     for h in heads:
         table.add_column(h, justify="right" if h in ("baseline", "candidate", "change", "p") else "left")
@@ -221,7 +221,7 @@ def format_comparison(result, fmt: str) -> str:
     for row in rows:
         s = style.get(row[-1])
         table.add_row(*row[:-1], f"[{s}]{row[-1]}[/]" if s else row[-1])
-    console = Console(file=io.StringIO(), width=200, force_terminal=False)
+    console = SafeConsole(file=io.StringIO(), width=200, force_terminal=False)
     console.print(table)
     for n in notes:
         console.print(n, highlight=False)
@@ -237,17 +237,20 @@ def cmd_export(args: argparse.Namespace) -> int:
         text = export(store, _runs(store, args.campaign), args.format, args.output)
     finally:
         store.close()
-    if text is not None:
-        sys.stdout.write(text)
+    if text is not None:  # data for a file or a pipe; a terminal sees its controls escaped
+        sys.stdout.write(escape_controls(text) if sys.stdout.isatty() else text)
     return EXIT_OK
 
 
 def parse_labels(items: list[str]) -> dict[str, str]:
+    from jitterlab.campaign import check_label
+
     labels = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"--label {item!r}: write KEY=VALUE, e.g. --label image=1.10")
+            raise UserError(f"--label {shown(item)}: write KEY=VALUE, e.g. --label image=1.10")
+        check_label(key.strip(), value.strip(), f"--label {shown(item)}")
         labels[key.strip()] = value.strip()
     return labels
 
@@ -269,7 +272,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                             labels=labels, campaign=args.campaign)
     finally:
         store.close()
-    Console().print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
-                    f"{format_ns(period_ns)}): max relative period error "
-                    f"{percent(run.metric('max_rel_period_error'))}", highlight=False)
+    SafeConsole().print(escape(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
+                               f"{format_ns(period_ns)}): max relative period error "
+                               f"{percent(run.metric('max_rel_period_error'))}"), highlight=False)
     return EXIT_OK
