@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--retry-failed", action="store_true", help="with --resume: measure failed/timed-out runs again"
     )
     run.add_argument(
+        "--retry-damaged", action="store_true",
+        help="with --resume: measure again the runs whose raw file is missing or damaged (sha256)",
+    )
+    run.add_argument(
         "--dry-run",
         action="store_true",
         help="print the expanded matrix and the estimated time; measure nothing",
@@ -184,14 +188,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     out = SafeConsole()
     campaign = _with_labels(load_campaign(args.campaign), args.label)
-    if args.retry_failed and not args.resume:
-        raise UserError("--retry-failed: only with --resume (it re-measures runs of an earlier run)")
+    for flag, given in (("--retry-failed", args.retry_failed), ("--retry-damaged", args.retry_damaged)):
+        if given and not args.resume:
+            raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
     if args.dry_run:
         return _dry_run(out, campaign)
-    sessions = open_targets(campaign)
-    store = Store(args.results)
+    store: Store | None = None
+    sessions = []
     try:
-        runner = Runner(campaign, store, resume=args.resume, retry_failed=args.retry_failed)
+        # a campaign to resume is locked before any target is opened: a second --resume stops at once;
+        # a new one is created once the targets are ready (a refused start leaves nothing behind)
+        if args.resume and (args.results / "results.sqlite").is_file():
+            store = Store(args.results)
+            Runner(campaign, store, resume=True).resumed_campaign()
+        sessions = open_targets(campaign)
+        store = store or Store(args.results)
+        runner = Runner(campaign, store, resume=args.resume, retry_failed=args.retry_failed,
+                        retry_damaged=args.retry_damaged)
         campaign_id = runner.campaign_id()
         todo, skipped = runner.pending(campaign_id)
         total_s = estimate_s(campaign, todo)
@@ -254,7 +267,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         for session in sessions:
             session.target.close()
-        store.close()
+        if store is not None:
+            store.close()
 
 
 DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted

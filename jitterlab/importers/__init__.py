@@ -70,30 +70,28 @@ def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: 
                                      probe=PROBE)
     except RunFailed as exc:
         raise UserError(f"{capture.source}: {exc.reason}; check --period and the file") from None
-    previous = store.latest_campaign(campaign)
-    if previous is None:
-        campaign_id = store.new_campaign(campaign, "import", capture.source, "", {})
-    else:
-        campaign_id = int(previous["id"])
+    campaign_id = store.campaign_named(campaign, "import", capture.source, "", {})
     # a real cell: labels name its target, impl and load; the others keep the runs apart
     cell = Cell(labels.get("target", "external"), "squarewave", labels.get("load", "unknown"),
                 (("impl", labels.get("impl", "external")), ("period", period_ns), ("probe", PROBE),
                  ("pin", "external")))
     others = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("target", "impl", "load"))
     cell_key = f"{cell.key} import={others}"
-    repetition = sum(1 for key, _ in store.committed(campaign_id) if key == cell_key)
     run_id = uuid.uuid4().hex[:12]
     raw_path = f"raw/{run_id}.parquet"
-    sha = write_raw(store.root / raw_path, {PROBE: EdgeSeries(capture.t_ns, capture.level)})
     with open(capture.source, "rb") as f:
         source_sha = hashlib.file_digest(f, "sha256").hexdigest()
+    sha = write_raw(store.root / raw_path, {PROBE: EdgeSeries(capture.t_ns, capture.level)})
     span_ns = int(capture.t_ns[-1] - capture.t_ns[0]) if len(capture.t_ns) else 0
     record = RunRecord(
-        id=run_id, campaign_id=campaign_id, cell=cell, cell_key=cell_key, repetition=repetition,
+        id=run_id, campaign_id=campaign_id, cell=cell, cell_key=cell_key, repetition=0,
         settings={"duration_ns": span_ns, "warmup_ns": warmup_ns, "source": capture.source,
                   "source_sha256": source_sha},
         labels=dict(labels), status="ok", error=None, started_ns=time.time_ns(), wall_s=0.0,
         raw_path=raw_path, raw_sha256=sha, sysinfo_id=None,
         metrics={(m.probe, m.name): m for m in metrics})
-    store.commit_run(record)
-    return record
+    try:  # the repetition is the next free one, counted in the commit's own transaction
+        return store.commit_run(record, next_repetition=True)
+    except BaseException:
+        (store.root / raw_path).unlink(missing_ok=True)  # no row names it: not an orphan
+        raise

@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -149,13 +150,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     from jitterlab.report.html import render
     from jitterlab.store.catalog import Store
 
-    if args.max_run_figures < 0:
-        raise UserError("--max-run-figures: give 0 or more")
+    if not 0 <= args.max_run_figures <= 10_000:
+        raise UserError("--max-run-figures: give 0 to 10000")
+    _writable_file(args.output, "-o")
+    if not args.no_figure_files:
+        figures = args.output.with_name(args.output.stem + "_figures")
+        if figures.exists() and not figures.is_dir():
+            raise UserError(f"-o {args.output}: the figures go to {figures}, which is a file; move it away "
+                            "or pass --no-figure-files")
     store = Store(args.results, create=False)
     try:
         report = render(store, args.output, campaigns=args.campaign,
                         max_run_figures=args.max_run_figures,
                         figure_files=not args.no_figure_files)
+    except OSError as exc:  # the disk filled, a permission changed meanwhile
+        raise UserError(f"-o {args.output}: cannot write the report: {exc.strerror or exc}") from None
     finally:
         store.close()
     out = SafeConsole()
@@ -182,6 +191,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     base = Selector.parse(args.baseline, "--baseline")
     cand = Selector.parse(args.candidate, "--candidate")
+    if (base.key, base.value) == (cand.key, cand.value):
+        raise UserError(f"--baseline and --candidate both select {base}: a group compared with itself "
+                        "tells nothing; give two different groups, e.g. --baseline image=1.10 "
+                        "--candidate image=1.11")
+    if not 0 <= args.seed < 2**32:
+        raise UserError(f"--seed {args.seed}: give a number from 0 to {2**32 - 1}")
     store = Store(args.results, create=False)
     try:
         result = compare(_runs(store, args.campaign), base, cand, metrics=args.metric, seed=args.seed)
@@ -232,14 +247,34 @@ def cmd_export(args: argparse.Namespace) -> int:
     from jitterlab.report.export import export
     from jitterlab.store.catalog import Store
 
+    if args.output is not None and args.format == "parquet":
+        if args.output.exists() and not args.output.is_dir():
+            raise UserError(f"-o {args.output}: is a file; --format parquet writes a directory of files, "
+                            "give the name of a directory")
+        _writable_file(args.output, "-o", directory=True)
+    elif args.output is not None:
+        _writable_file(args.output, "-o")
     store = Store(args.results, create=False)
     try:
         text = export(store, _runs(store, args.campaign), args.format, args.output)
+    except OSError as exc:  # the disk filled, a permission changed meanwhile
+        raise UserError(f"-o {args.output}: cannot write the export: {exc.strerror or exc}") from None
     finally:
         store.close()
     if text is not None:  # data for a file or a pipe; a terminal sees its controls escaped
         sys.stdout.write(escape_controls(text) if sys.stdout.isatty() else text)
     return EXIT_OK
+
+
+def _writable_file(path: Path, option: str, *, directory: bool = False) -> None:
+    """Refuse an output that cannot be written before anything is computed for it."""
+    if path.is_dir() and not directory:
+        raise UserError(f"{option} {path}: is a directory; give a file name, e.g. {path / 'out'}")
+    parent = path.parent if not directory or not path.is_dir() else path
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: the directory {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"{option} {path}: not writable here; choose another place")
 
 
 def parse_labels(items: list[str]) -> dict[str, str]:
