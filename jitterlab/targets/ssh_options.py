@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 from jitterlab.registry import did_you_mean
 from jitterlab.units import parse_duration_ns
 
@@ -25,6 +25,8 @@ OPTIONS = {
 # ssh reads these as words of its own config language: a name must not be taken for an option
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:%@+-]*$")
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.:-]*)$")
+# a compiler and its flags: words without anything a shell or make would read as syntax
+_CC_WORD = re.compile(r"^[A-Za-z0-9_./+=,:-]+$")
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,8 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     ):
         raise UserError(f'{where}.workdir: expected an absolute path, e.g. "/tmp/jitterlab", got {workdir!r}')
     cc = options.get("cc")
-    if cc is not None and (not isinstance(cc, str) or not cc.strip() or "\n" in cc):
-        raise UserError(f'{where}.cc: expected a compiler, e.g. cc = "aarch64-linux-gnu-gcc", got {cc!r}')
+    if cc is not None:
+        check_cc(cc, f"{where}.cc")
     return SSHOptions(
         host=host,
         port=port,
@@ -99,8 +101,22 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         accept_new_host_key=accept,
         connect_timeout_s=timeout_ns / 1e9,
         workdir=workdir.rstrip("/") if workdir else None,
-        cc=cc.strip() if cc else None,
+        cc=" ".join(cc.split()) if isinstance(cc, str) else None,
     )
+
+
+def check_cc(cc: object, where: str) -> str:
+    """A cross compiler, maybe with flags ("aarch64-linux-gnu-gcc -mcpu=cortex-a53"): words of
+    letters, digits and _./+=,:- only, the first not a flag. make hands $(CC) to /bin/sh, so a
+    quote, $, `, ;, | or & in it would run a command on this machine."""
+    words = cc.split() if isinstance(cc, str) else []
+    if not words or len(cc) > 500 or not all(_CC_WORD.match(w) for w in words) or words[0][0] == "-":
+        raise UserError(
+            f'{where}: expected a compiler and its flags, e.g. cc = "aarch64-linux-gnu-gcc -O2", '
+            f"as words of letters, digits and _./+=,:- (no quotes, $, `, ;, |, &, spaces inside a word), "
+            f"got {shown(cc)}"
+        )
+    return " ".join(words)
 
 
 def _path(options: Mapping[str, object], key: str, where: str, *, must_exist: bool) -> str | None:
