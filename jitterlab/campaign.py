@@ -15,6 +15,7 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.errors import UserError, shown
+from jitterlab.labels import CONTROL, MAX_NAME, check_label, printable
 from jitterlab.matrix import read_matrix
 from jitterlab.records import Cell, RunSettings
 from jitterlab.registry import did_you_mean
@@ -50,9 +51,6 @@ MAX_REPETITIONS = 100_000
 MAX_RUNS = 1_000_000
 MAX_RUN_NS = 7 * 24 * 3600 * 10**9  # any one duration of the campaign: a week
 MAX_CPU = 1023  # CPU numbers as the programs' cpu_set_t holds them
-MAX_NAME = 100  # characters of a campaign name, target name, label key
-MAX_LABEL = 200  # characters of a label value
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -136,7 +134,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
     name = section.get("name")
     if not isinstance(name, str) or not name.strip():
         raise UserError(f'{where}: campaign.name: give the campaign a name, e.g. name = "quickstart"')
-    _printable(name, MAX_NAME, f"{where}: campaign.name")
+    printable(name, MAX_NAME, f"{where}: campaign.name")
     repetitions = section.get("repetitions", 3)
     if (not isinstance(repetitions, int) or isinstance(repetitions, bool)
             or not 1 <= repetitions <= MAX_REPETITIONS):
@@ -212,22 +210,6 @@ def _table(
     return value
 
 
-def _printable(text: str, limit: int, where: str) -> None:
-    """A name people type and read back: one line of printable text, at most `limit` characters."""
-    if len(text) > limit or _CONTROL.search(text):
-        raise UserError(f"{where}: expected one line of printable text of at most {limit} characters, "
-                        f"got {shown(text)}")
-
-
-def check_label(key: str, value: str, where: str) -> None:
-    """A label is KEY = VALUE of one printable line each; compare selects runs by KEY=VALUE."""
-    _printable(key, MAX_NAME, f"{where} key")
-    if "=" in key or not key.strip():
-        raise UserError(f"{where}: a label key is a word without '=' (compare selects runs with "
-                        f"KEY=VALUE), got {shown(key)}")
-    _printable(value, MAX_LABEL, where)
-
-
 def _labels(table: Mapping[str, object], where: str) -> dict[str, str]:
     labels = {}
     for key, value in table.items():
@@ -260,7 +242,7 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
         plugins.TARGETS.get(kind, f"{where}: {key}.kind")
         name = entry.get("name", kind)
         if (not isinstance(name, str) or not name or len(name) > MAX_NAME or "/" in name
-                or any(c.isspace() for c in name) or _CONTROL.search(name)):
+                or any(c.isspace() for c in name) or CONTROL.search(name)):
             raise UserError(f"{where}: {key}.name: a target name is one word of printable characters "
                             f"without '/' (at most {MAX_NAME}), got {shown(name)}")
         if any(s.name == name for s in specs):

@@ -157,7 +157,7 @@ def _with_labels(campaign, pairs: list[str]):
     """The campaign with --label KEY=VALUE pairs set (they take part in the resume fingerprint)."""
     import dataclasses
 
-    from jitterlab.campaign import check_label
+    from jitterlab.labels import check_label
 
     labels = dict(campaign.labels)
     for pair in pairs:

@@ -19,6 +19,7 @@ from jitterlab.errors import UserError
 from jitterlab.params import ParamValue
 from jitterlab.records import Cell, Warning_
 from jitterlab.targets.base import Target
+from jitterlab.targets.labgrid_host_key import host_key_warning
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,9 @@ def examine(target: Target) -> tuple[dict, list[Finding]]:
         findings.append(Finding("missing tools", who, f"apt install {' '.join(packages)}"))
     if cross and shutil.which(cross.split()[0]) is None:
         findings.append(Finding("cross cc", f"{cross} is not installed here", "install the cross compiler"))
+    warning = host_key_warning(target)
+    if warning is not None:
+        findings.append(Finding("host key", warning.message, warning.remedy))
     covered: set[str] = set()
 
     def topic(name: str, state: str, warning: Warning_ | None) -> None:

@@ -278,7 +278,7 @@ def _writable_file(path: Path, option: str, *, directory: bool = False) -> None:
 
 
 def parse_labels(items: list[str]) -> dict[str, str]:
-    from jitterlab.campaign import check_label
+    from jitterlab.labels import check_label
 
     labels = {}
     for item in items:
