@@ -297,6 +297,8 @@ def _cpus(section: Mapping[str, object], where: str) -> dict[str, tuple[int, ...
             if hi > MAX_CPU:
                 raise UserError(f"{key}: CPU {hi} is out of range; CPUs are numbered 0 to {MAX_CPU}")
             cpus.update(range(lo, hi + 1))
+        if not cpus:
+            raise UserError(f'{key}: the list is empty; give at least one CPU, e.g. {role} = "0"')
         if role == "probe" and len(cpus) != 1:
             raise UserError(f'{key}: the probe busy-polls one CPU; give exactly one, e.g. probe = "1"')
         result[role] = tuple(sorted(cpus))

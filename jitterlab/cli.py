@@ -16,6 +16,7 @@ from rich.table import Table
 from jitterlab import __version__, plugins
 from jitterlab.console import SafeConsole
 from jitterlab.errors import UserError, shown
+from jitterlab.userpaths import name_arg, path_arg, run_id_arg
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_RESULTS = Path("results")
@@ -51,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Each run is committed whole or not at all; after a crash or Ctrl-C, "
         "--resume continues where it stopped.",
     )
-    run.add_argument("campaign", type=Path, metavar="CAMPAIGN", help="campaign file (TOML)")
+    run.add_argument("campaign", type=path_arg, metavar="CAMPAIGN", help="campaign file (TOML)")
     _results_option(run)
     run.add_argument(
         "--resume",
@@ -94,9 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--campaign NAME) with status and headline metric, and the summary. "
         "With RUN_ID (a prefix is enough): every metric, warning and the sysinfo.",
     )
-    show.add_argument("run_id", nargs="?", metavar="RUN_ID", help="run id or a unique prefix")
+    show.add_argument("run_id", nargs="?", type=run_id_arg, metavar="RUN_ID",
+                      help="run id or a unique prefix")
     _results_option(show)
-    show.add_argument("--campaign", metavar="NAME", help="campaign name (default: the latest)")
+    show.add_argument("--campaign", type=name_arg, metavar="NAME", help="campaign name (default: the latest)")
     show.set_defaults(func=cmd_show)
 
     from jitterlab.doctor import add_command as add_doctor
@@ -110,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _results_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results",
-        type=Path,
+        type=path_arg,
         default=DEFAULT_RESULTS,
         metavar="DIR",
         help=f"results directory (default: ./{DEFAULT_RESULTS})",

@@ -15,9 +15,11 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-# C0 and C1 controls but newline and tab, DEL, and the invisible characters that reorder or
-# break lines (bidi overrides and isolates, line/paragraph separators)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+# C0 and C1 controls but newline and tab, DEL, the invisible characters that reorder or break lines
+# (bidi overrides and isolates, line/paragraph separators), and lone surrogates (the bytes of a
+# non-UTF-8 file name or argument, which a UTF-8 terminal cannot be sent)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                      r"\ud800-\udfff]")
 
 
 def _escaped(match: re.Match[str]) -> str:

@@ -20,6 +20,7 @@ from jitterlab.params import ParamValue
 from jitterlab.records import Cell, Warning_
 from jitterlab.targets.base import Target
 from jitterlab.targets.labgrid_host_key import host_key_warning
+from jitterlab.userpaths import path_arg
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,8 @@ def add_command(sub) -> None:
         "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
     )
     doctor.add_argument("target", metavar="TARGET", help="local | ssh://user@host:port | a target name")
-    doctor.add_argument("--campaign", type=Path, metavar="FILE", help="take TARGET from this campaign file")
+    doctor.add_argument("--campaign", type=path_arg, metavar="FILE",
+                        help="take TARGET from this campaign file")
     doctor.add_argument("--key", metavar="FILE", help="with ssh://: identity file")
     doctor.add_argument("--known-hosts", metavar="FILE", help="with ssh://: known_hosts file")
     doctor.add_argument(

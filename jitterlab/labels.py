@@ -12,7 +12,7 @@ from jitterlab.errors import UserError, shown
 
 MAX_NAME = 100  # characters of a campaign name, target name, label key
 MAX_LABEL = 200  # characters of a label value
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # and undecodable bytes
 
 
 def printable(text: str, limit: int, where: str) -> None:
@@ -29,3 +29,5 @@ def check_label(key: str, value: str, where: str) -> None:
         raise UserError(f"{where}: a label key is a word without '=' (compare selects runs with "
                         f"KEY=VALUE), got {shown(key)}")
     printable(value, MAX_LABEL, where)
+    if not value.strip():
+        raise UserError(f'{where}: a label has a value, e.g. image = "1.10"; remove the label or give one')

@@ -179,8 +179,9 @@ def why_unseen(capture: ObserverCapture, own: SelfLog, cpu: int | None) -> str:
     elif stats.get("blind_ns", 0) > (end - start) / 2:
         return (f"it was blind {format_ns(int(stats['blind_ns']), 3)} of its {format_ns(end - start, 3)} of "
                 f"polling (longest gap {longest}): {taken}")
-    return (f"it polled {int(stats.get('polls', 0))} times in {format_ns(end - start, 3)} and the pin's level "
-            "never changed: the program wrote another file than the one it watched")
+    polls = int(stats.get("polls", 0))
+    return (f"it polled {polls} times in {format_ns(end - start, 3)} and the pin's level never changed: "
+            "the program wrote another file than the one it watched")
 
 
 def _observer_metrics(capture: ObserverCapture, n_self_edges: int) -> list[Metric]:

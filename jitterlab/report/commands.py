@@ -15,6 +15,7 @@ from rich.table import Table
 
 from jitterlab.console import SafeConsole, escape_controls
 from jitterlab.errors import UserError, shown
+from jitterlab.userpaths import name_arg, path_arg
 
 DEFAULT_RESULTS = Path("results")
 EXIT_OK = 0
@@ -29,12 +30,12 @@ def add_commands(subparsers) -> None:
 
 
 def _results(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", type=Path, default=DEFAULT_RESULTS, metavar="DIR",
+    p.add_argument("--results", type=path_arg, default=DEFAULT_RESULTS, metavar="DIR",
                    help=f"results directory (default: ./{DEFAULT_RESULTS})")
 
 
 def _campaign(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--campaign", action="append", metavar="NAME",
+    p.add_argument("--campaign", action="append", type=name_arg, metavar="NAME",
                    help=f"campaign name (its latest run of each label set, e.g. image=A and "
                    f"image=B); repeat to {what} several (default: the latest campaign)")
 
@@ -53,7 +54,7 @@ def _report(sub) -> None:
         "--campaign image-1.11 -o report.html")
     _results(p)
     _campaign(p, "report on")
-    p.add_argument("-o", "--output", type=Path, default=Path("report.html"), metavar="OUT",
+    p.add_argument("-o", "--output", type=path_arg, default=Path("report.html"), metavar="OUT",
                    help="HTML file to write (default: report.html)")
     p.add_argument("--max-run-figures", type=int, default=12, metavar="N",
                    help="draw histogram and timeline for the worst run of at most N cells "
@@ -97,12 +98,12 @@ def _export(sub) -> None:
         "samples.parquet (every sample series: round-trip times, latency histograms).",
         epilog="example: jitterlab export --format parquet -o export/")
     _results(p)
-    p.add_argument("--campaign", action="append", metavar="NAME",
+    p.add_argument("--campaign", action="append", type=name_arg, metavar="NAME",
                    help="only this campaign (its latest run of each label set); repeatable "
                    "(default: all runs)")
     p.add_argument("--format", choices=("csv", "json", "parquet"), required=True,
                    help="csv, json or parquet")
-    p.add_argument("-o", "--output", type=Path, metavar="PATH",
+    p.add_argument("-o", "--output", type=path_arg, metavar="PATH",
                    help="file (csv, json) or directory (parquet); csv/json go to stdout without it")
     p.set_defaults(func=cmd_export)
 
@@ -124,7 +125,7 @@ def _import(sub) -> None:
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
     e = what.add_parser("edges", help="a capture of edges (CSV or VCD)",
                         description=p.description, epilog=p.epilog)
-    e.add_argument("file", type=Path, metavar="FILE", help="CSV or VCD file")
+    e.add_argument("file", type=path_arg, metavar="FILE", help="CSV or VCD file")
     e.add_argument("--period", required=True, metavar="DURATION",
                    help="nominal period of the wave, e.g. 1ms, 250us")
     e.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
@@ -137,7 +138,7 @@ def _import(sub) -> None:
     e.add_argument("--warmup", default="0ns", metavar="DURATION",
                    help="drop this much from the start (default: 0ns; at least 2 periods are "
                    "always dropped)")
-    e.add_argument("--campaign", default="import", metavar="NAME",
+    e.add_argument("--campaign", default="import", type=name_arg, metavar="NAME",
                    help="campaign to add the run to (default: import)")
     _results(e)
     e.set_defaults(func=cmd_import)

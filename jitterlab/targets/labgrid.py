@@ -14,18 +14,20 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 from jitterlab.registry import did_you_mean
 from jitterlab.targets.labgrid_host_key import host_key_refused, verify_host_key
 from jitterlab.targets.ssh_sessions import OverSSH, SSHSessions
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
+_LOGIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,63}$")  # ssh -l reads it
 COORDINATOR_TIMEOUT_S = 10.0
 # labgrid's client keepalive settings, and a connection of our own (see _coordinator_call)
 _CHANNEL_OPTIONS = [
@@ -418,8 +420,13 @@ def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
                 f"{where}.{key}: unknown option of a labgrid target; {hint}known: {', '.join(OPTIONS)}"
             )
     for key, value in options.items():
-        if not isinstance(value, str) or not value:
-            raise UserError(f"{where}.{key}: expected a non-empty string ({OPTIONS[key]}), got {value!r}")
+        if (not isinstance(value, str) or not value.strip() or len(value) > 4096
+                or any(not c.isprintable() for c in value)):
+            raise UserError(f"{where}.{key}: expected one line of text ({OPTIONS[key]}), got {shown(value)}")
+    username = options.get("username")
+    if isinstance(username, str) and not _LOGIN.match(username):
+        raise UserError(f'{where}.username: expected a login name, e.g. username = "root", '
+                        f"got {shown(username)}")
     values: dict[str, str] = {str(k): str(v) for k, v in options.items()}
     if ("place" in values) == ("env" in values):
         raise UserError(
@@ -434,7 +441,7 @@ def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
     if "role" in values and "env" not in values:
         raise UserError(f'{where}.role: only with env = "board.yaml" (a role of that file)')
     if "workdir" in values and not values["workdir"].startswith("/"):
-        raise UserError(f"{where}.workdir: must be an absolute path, got {values['workdir']!r}")
+        raise UserError(f"{where}.workdir: must be an absolute path, got {shown(values['workdir'])}")
     for key in ("env", "keyfile", "known_hosts"):
         if key in values:
             values[key] = os.path.abspath(os.path.expanduser(values[key]))

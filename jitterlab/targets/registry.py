@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 from jitterlab.registry import Registry, did_you_mean
 from jitterlab.targets.base import Target
 from jitterlab.targets.labgrid import LabgridTarget
@@ -36,7 +36,7 @@ def _local_options(options: Mapping[str, object], where: str) -> str | None:
             raise UserError(f"{where}.{key}: unknown option of a local target; {hint}known: workdir")
     workdir = options.get("workdir")
     if workdir is not None and not (isinstance(workdir, str) and workdir.startswith("/")):
-        raise UserError(f"{where}.workdir: must be an absolute path, got {workdir!r}")
+        raise UserError(f"{where}.workdir: must be an absolute path, got {shown(workdir)}")
     return workdir
 
 
