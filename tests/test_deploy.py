@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,20 @@ def test_nothing_built_is_a_user_error(programs, tmp_path):
     (programs / "c" / "udp_common.h").write_text("#error broken compiler\n")
     with pytest.raises(UserError, match=r"building the C programs failed: .*apt install gcc make"):
         deploy.deploy(LocalTarget(workdir=str(tmp_path / "w")))
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_on_a_fresh_machine_both_measure(tmp_path):
+    """Issue 14's report: one of two `jitterlab run` failed with "building the C programs failed"."""
+    workdir = tmp_path / "fresh"
+    campaign = tmp_path / "c.toml"
+    campaign.write_text(f'[campaign]\nname = "t"\nduration = "300ms"\nrepetitions = 1\n[[target]]\n'
+                        f'name = "local"\nkind = "local"\nworkdir = "{workdir}"\n[matrix]\nimpl = "c-mmap"\n'
+                        'period = "10ms"\nprobe = "self"\n')
+    procs = [subprocess.Popen([sys.executable, "-m", "jitterlab", "run", str(campaign), "--results",
+                               str(tmp_path / f"r{i}")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for i in range(2)]
+    errors = [p.communicate(timeout=300)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    assert [p.name for p in workdir.iterdir() if p.name.startswith("programs-")] == [
+        f"programs-{deploy.programs_hash()}"]
