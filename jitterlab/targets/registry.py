@@ -63,7 +63,8 @@ TARGETS.add(
 OPTION_CHECKS["ssh"] = _ssh_options
 TARGETS.add(
     "labgrid",
-    "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH)",
+    "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH); "
+    "known_hosts = a file with its host key, which labgrid itself does not check",
     lambda name, options: LabgridTarget(name, _labgrid_options(options, f"target {name!r}")),
 )
 OPTION_CHECKS["labgrid"] = _labgrid_options
