@@ -402,7 +402,9 @@ def test_env_file_errors(farm, tmp_path):
         ({"place": "a", "plac": "b"}, r"where\.plac: unknown option .* did you mean 'place'"),
         ({"place": "a", "workdir": "rel"}, r"where\.workdir: must be an absolute path"),
         ({"place": "a", "role": "main"}, r"where\.role: only with env"),
-        ({"place": 3}, r"where\.place: expected a non-empty string"),
+        ({"place": 3}, r"where\.place: expected one line of text"),
+        ({"place": "a", "username": "-oProxyCommand=x"}, r"where\.username: expected a login name"),
+        ({"place": "a\nb"}, r"where\.place: expected one line of text"),
     ],
 )
 def test_option_errors_name_the_key(options, message):
