@@ -6,20 +6,21 @@ Every error names the file, the key and the fix, and is raised before anything r
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from jitterlab import plugins
-from jitterlab.errors import UserError
-from jitterlab.params import ParamValue
+from jitterlab.errors import UserError, shown
+from jitterlab.labels import CONTROL, MAX_NAME, check_label, printable
+from jitterlab.matrix import read_matrix
 from jitterlab.records import Cell, RunSettings
 from jitterlab.registry import did_you_mean
 from jitterlab.targets.registry import check_options as check_target_options
-from jitterlab.units import parse_duration_ns
+from jitterlab.units import format_ns, parse_duration_ns
 
 _CAMPAIGN_KEYS = {
     "name": 'a short name, e.g. "quickstart"',
@@ -46,6 +47,12 @@ _OPTION_TABLES = {
 }
 # keys every [[target]] has; the others are options of its kind, checked by the kind's own check
 _TARGET_KEYS = {"name", "kind"}
+# bounds, checked when the file is read (README, "Limits"): nothing later grows without end
+MAX_FILE_BYTES = 10 << 20
+MAX_REPETITIONS = 100_000
+MAX_RUNS = 1_000_000
+MAX_RUN_NS = 7 * 24 * 3600 * 10**9  # any one duration of the campaign: a week
+MAX_CPU = 1023  # CPU numbers as the programs' cpu_set_t holds them
 
 
 @dataclass(frozen=True)
@@ -99,11 +106,21 @@ class Campaign:
 def load_campaign(path: Path) -> Campaign:
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"{path}: no such campaign file; see examples/ for ones to start from") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read campaign file: {exc.strerror}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise UserError(f"{path}: over {MAX_FILE_BYTES >> 20} MiB; a campaign file is a short text file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "a campaign file is TOML, which is UTF-8: save it as UTF-8"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -119,22 +136,26 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
     name = section.get("name")
     if not isinstance(name, str) or not name.strip():
         raise UserError(f'{where}: campaign.name: give the campaign a name, e.g. name = "quickstart"')
+    printable(name, MAX_NAME, f"{where}: campaign.name")
     repetitions = section.get("repetitions", 3)
-    if not isinstance(repetitions, int) or isinstance(repetitions, bool) or repetitions < 1:
-        raise UserError(f"{where}: campaign.repetitions: expected a whole number >= 1, got {repetitions!r}")
+    if (not isinstance(repetitions, int) or isinstance(repetitions, bool)
+            or not 1 <= repetitions <= MAX_REPETITIONS):
+        raise UserError(f"{where}: campaign.repetitions: expected a whole number from 1 to "
+                        f"{MAX_REPETITIONS}, got {shown(repetitions)}")
+    description = section.get("description", "")
+    if not isinstance(description, str):
+        raise UserError(f'{where}: campaign.description: expected text, e.g. description = "...", '
+                        f"got {shown(description)}")
 
     def duration(key: str, default: str) -> int:
-        return parse_duration_ns(section.get(key, default), f"{where}: campaign.{key}")
+        return parse_duration_ns(section.get(key, default), f"{where}: campaign.{key}", MAX_RUN_NS)
 
     on_missing_rt = section.get("on_missing_rt", "error")
     if on_missing_rt not in ("error", "fallback"):
         raise UserError(
-            f'{where}: campaign.on_missing_rt: expected "error" or "fallback", got {on_missing_rt!r}'
+            f'{where}: campaign.on_missing_rt: expected "error" or "fallback", got {shown(on_missing_rt)}'
         )
-    labels = _table(section, "labels", where, prefix="campaign.")
-    for key, value in labels.items():
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise UserError(f'{where}: campaign.labels.{key}: labels are strings, e.g. {key} = "1.10"')
+    labels = _labels(_table(section, "labels", where, prefix="campaign."), where)
     targets = _targets(data, where)
     settings = RunSettings(
         duration_ns=duration("duration", "5s"),
@@ -146,21 +167,36 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         options={kind: _plugin_options(data, kind, where) for kind in _OPTION_TABLES},
         envelope=_envelope(section, where),
     )
+    for key, ns in (("warmup", settings.warmup_ns), ("blind_threshold", settings.blind_threshold_ns)):
+        if ns >= settings.duration_ns:
+            raise UserError(
+                f"{where}: campaign.{key}: {format_ns(ns)} is not shorter than campaign.duration "
+                f"({format_ns(settings.duration_ns)}), so nothing would be measured; shorten it or "
+                "lengthen the duration"
+            )
+    matrix = read_matrix(data, where, [t.name for t in targets])
+    cells = matrix.cells
+    if len(cells) * repetitions > MAX_RUNS:
+        raise UserError(
+            f"{where}: campaign.repetitions: {len(cells)} cells x {repetitions} repetitions is over "
+            f"{MAX_RUNS} runs; measure fewer repetitions or split the campaign"
+        )
     campaign = Campaign(
         path=path,
         name=name.strip(),
-        description=str(section.get("description", "")),
+        description=description,
         repetitions=repetitions,
         settings=settings,
-        labels={str(k): str(v) for k, v in labels.items()},
+        labels=labels,
         targets=targets,
-        cells=_cells(data, where, targets),
+        cells=cells,
         cpus=_cpus(section, where),
         source=source,
     )
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
+    matrix.check_excludes()
     return campaign
 
 
@@ -188,12 +224,23 @@ def _table(
     return value
 
 
-def _no_unknown(table: Mapping[str, object], known: set[str], where: str, prefix: str) -> None:
+def _labels(table: Mapping[str, object], where: str) -> dict[str, str]:
+    labels = {}
+    for key, value in table.items():
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise UserError(f'{where}: campaign.labels.{shown(key)}: labels are strings, e.g. '
+                            f'image = "1.10", got {shown(value)}')
+        check_label(key, str(value), f"{where}: campaign.labels.{shown(key)[1:-1]}")
+        labels[key] = str(value)
+    return labels
 
+
+def _no_unknown(table: Mapping[str, object], known: set[str], where: str, prefix: str) -> None:
     for key in table:
         if key not in known:
             hint = did_you_mean(key, sorted(known))
-            raise UserError(f"{where}: {prefix}{key}: unknown key; {hint}known: {', '.join(sorted(known))}")
+            raise UserError(f"{where}: {prefix}{shown(key)[1:-1]}: unknown key; {hint}"
+                            f"known: {', '.join(sorted(known))}")
 
 
 def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
@@ -208,8 +255,10 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
         kind = entry.get("kind", "local")
         plugins.TARGETS.get(kind, f"{where}: {key}.kind")
         name = entry.get("name", kind)
-        if not isinstance(name, str) or not name or any(c in name for c in "/ \n\t"):
-            raise UserError(f"{where}: {key}.name: a target name is one word without '/', got {name!r}")
+        if (not isinstance(name, str) or not name or len(name) > MAX_NAME or "/" in name
+                or any(c.isspace() for c in name) or CONTROL.search(name)):
+            raise UserError(f"{where}: {key}.name: a target name is one word of printable characters "
+                            f"without '/' (at most {MAX_NAME}), got {shown(name)}")
         if any(s.name == name for s in specs):
             raise UserError(f"{where}: {key}.name: target name {name!r} is used twice; names must differ")
         options = {k: v for k, v in entry.items() if k not in _TARGET_KEYS}
@@ -231,124 +280,6 @@ def _plugin_options(data: Mapping[str, object], kind: str, where: str) -> dict[s
     return result
 
 
-_COMMON = ("benchmark", "load")
-
-
-def _cells(
-    data: Mapping[str, object], where: str, targets: tuple[TargetSpec, ...]
-) -> tuple[Cell, ...]:
-    """[matrix] (one table) or [[matrix]] (several, e.g. one per benchmark) -> cells. Every key is
-    an axis when it holds a list and a fixed value otherwise (a `whole` key is always one value);
-    keys are the benchmark's params."""
-    raw = data.get("matrix")
-    if raw is None:
-        raise UserError(f"{where}: missing [matrix] table; see examples/quickstart.toml")
-    tables = raw if isinstance(raw, list) else [raw]
-    if not tables or not all(isinstance(t, dict) for t in tables):
-        raise UserError(f"{where}: matrix: expected a [matrix] table or [[matrix]] tables")
-    cells: list[Cell] = []
-    for i, table in enumerate(tables):
-        prefix = "matrix." if not isinstance(raw, list) else f"matrix[{i}]."
-        cells += _matrix_cells(table, f"{where}: {prefix}", targets)
-    excludes = _excludes(data, where, {c.benchmark for c in cells})
-    kept = [c for c in cells if not any(_matches(c, rule) for rule in excludes)]
-    if len(set(kept)) != len(kept):
-        raise UserError(f"{where}: matrix: two [[matrix]] tables give the same cell; remove one of them")
-    if not kept:
-        raise UserError(f"{where}: exclude: every cell of the matrix is excluded; nothing to run")
-    return tuple(kept)
-
-
-def _values(table: Mapping[str, object], key: str, where: str, default: object = None) -> list[object]:
-    value = table.get(key, default)
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise UserError(f"{where}{key}: the list is empty; give at least one value")
-    return values
-
-
-def _matrix_cells(table: Mapping[str, object], where: str, targets: tuple[TargetSpec, ...]) -> list[Cell]:
-    benchmarks = _values(table, "benchmark", where, "squarewave")
-    loads = _values(table, "load", where, "idle")
-    for name in benchmarks:
-        if not isinstance(name, str):
-            raise UserError(f"{where}benchmark: expected names (strings), got {name!r}")
-        plugins.BENCHMARKS.get(name, f"{where}benchmark")
-    for load in loads:
-        if not isinstance(load, str):
-            raise UserError(f"{where}load: expected names (strings), got {load!r}")
-        for part in load.split("+"):
-            plugins.LOADS.get(part, f"{where}load")
-    for key, values in (("benchmark", benchmarks), ("load", loads)):
-        if len(set(values)) != len(values):  # type: ignore[arg-type]
-            raise UserError(f"{where}{key}: a value is listed twice")
-    cells: list[Cell] = []
-    for name in benchmarks:
-        bench = plugins.BENCHMARKS.get(str(name), f"{where}benchmark")
-        params = {p.name: p for p in bench.params}
-        unknown = [k for k in table if k not in params and k not in _COMMON]
-        if unknown:
-
-            hint = did_you_mean(unknown[0], [*params, *_COMMON])
-            raise UserError(
-                f"{where}{unknown[0]}: unknown key for benchmark {name!r}; {hint}"
-                f"known: {', '.join([*_COMMON, *params])}"
-            )
-        axes: list[list[tuple[str, ParamValue]]] = []
-        for param in bench.params:
-            if param.name not in table and param.default is None:
-                raise UserError(
-                    f"{where}{param.name}: missing; benchmark {name!r} needs it "
-                    f"({param.help}), e.g. {param.name} = {param.example}"
-                )
-            if param.whole:  # a list here is the value itself, not an axis
-                raw_values = [table.get(param.name, param.default)]
-            else:
-                raw_values = _values(table, param.name, where, param.default)
-            parsed = [param.parse(v, f"{where}{param.name}") for v in raw_values]
-            if len(set(parsed)) != len(parsed):
-                raise UserError(f"{where}{param.name}: a value is listed twice")
-            axes.append([(param.name, v) for v in parsed])
-        for target, load, *values in itertools.product(targets, loads, *axes):
-            cells.append(Cell(target.name, str(name), str(load), tuple(values)))
-    return cells
-
-
-def _excludes(data: Mapping[str, object], where: str, benchmarks: set[str]) -> list[dict[str, set]]:
-    raw = data.get("exclude", [])
-    if not isinstance(raw, list):
-        raise UserError(f"{where}: exclude: expected [[exclude]] tables")
-    params = {
-        p.name: p for name in sorted(benchmarks) for p in plugins.BENCHMARKS.get(name, "benchmark").params
-    }
-    rules = []
-    for i, rule in enumerate(raw):
-        key = f"exclude[{i}]"
-        if not isinstance(rule, dict) or not rule:
-            raise UserError(f"{where}: {key}: expected a non-empty [[exclude]] table of axis = value")
-        _no_unknown(rule, {*params, *_COMMON, "target"}, where, f"{key}.")
-        parsed: dict[str, set] = {}
-        for axis, value in rule.items():
-            whole = axis in params and params[axis].whole
-            values = value if isinstance(value, list) and not whole else [value]
-            if axis in params:
-                parsed[axis] = {params[axis].parse(v, f"{where}: {key}.{axis}") for v in values}
-            else:
-                parsed[axis] = {str(v) for v in values}
-        rules.append(parsed)
-    return rules
-
-
-def _matches(cell: Cell, rule: Mapping[str, set]) -> bool:
-    common = {"target": cell.target, "benchmark": cell.benchmark, "load": cell.load}
-    missing = object()
-    for axis, allowed in rule.items():
-        value = common[axis] if axis in common else cell.param(axis, missing)  # type: ignore[arg-type]
-        if value is missing or value not in allowed:
-            return False
-    return True
-
-
 def _cpus(section: Mapping[str, object], where: str) -> dict[str, tuple[int, ...]]:
     """[campaign.cpus]: CPU lists per role, written like taskset -c ("0", "0-2,4") or [0, 1]."""
     table = _table(section, "cpus", where, prefix="campaign.")
@@ -356,17 +287,32 @@ def _cpus(section: Mapping[str, object], where: str) -> dict[str, tuple[int, ...
     result = {}
     for role, value in table.items():
         key = f"{where}: campaign.cpus.{role}"
-        items = value if isinstance(value, list) else str(value).split(",")
+        if isinstance(value, list):
+            items = value
+        elif isinstance(value, int | str) and not isinstance(value, bool):
+            items = str(value).split(",")
+        else:
+            items = [value]
         cpus: set[int] = set()
         for item in items:
-            text = str(item).strip()
-            lo, _, hi = text.partition("-")
-            if not lo.isdigit() or (hi and not hi.isdigit()) or (hi and int(hi) < int(lo)):
+            match = re.fullmatch(r"\s*([0-9]{1,6})\s*(?:-\s*([0-9]{1,6})\s*)?", item) if isinstance(
+                item, str) else None
+            if isinstance(item, int) and not isinstance(item, bool) and item >= 0:
+                lo = hi = item
+            elif match is not None:
+                lo, hi = int(match[1]), int(match[2] or match[1])
+            else:
+                lo, hi = 1, 0
+            if hi < lo:
                 raise UserError(
-                    f"{key}: cannot read CPU list {value!r}; write it like taskset -c, "
+                    f"{key}: cannot read CPU list {shown(value)}; write it like taskset -c, "
                     'e.g. "1" or "0-2,4" or [0, 1]'
                 )
-            cpus.update(range(int(lo), int(hi or lo) + 1))
+            if hi > MAX_CPU:
+                raise UserError(f"{key}: CPU {hi} is out of range; CPUs are numbered 0 to {MAX_CPU}")
+            cpus.update(range(lo, hi + 1))
+        if not cpus:
+            raise UserError(f'{key}: the list is empty; give at least one CPU, e.g. {role} = "0"')
         if role == "probe" and len(cpus) != 1:
             raise UserError(f'{key}: the probe busy-polls one CPU; give exactly one, e.g. probe = "1"')
         result[role] = tuple(sorted(cpus))

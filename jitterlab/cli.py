@@ -14,7 +14,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from jitterlab import __version__, plugins
-from jitterlab.errors import UserError
+from jitterlab.console import SafeConsole
+from jitterlab.errors import UserError, shown
+from jitterlab.userpaths import name_arg, path_arg, run_id_arg
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -49,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Each run is committed whole or not at all; after a crash or Ctrl-C, "
         "--resume continues where it stopped.",
     )
-    run.add_argument("campaign", type=Path, metavar="CAMPAIGN", help="campaign file (TOML)")
+    run.add_argument("campaign", type=path_arg, metavar="CAMPAIGN", help="campaign file (TOML)")
     _results_option(run)
     run.add_argument(
         "--resume",
@@ -58,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--retry-failed", action="store_true", help="with --resume: measure failed/timed-out runs again"
+    )
+    run.add_argument(
+        "--retry-damaged", action="store_true",
+        help="with --resume: measure again the runs whose raw file is missing or damaged (sha256)",
     )
     run.add_argument(
         "--dry-run",
@@ -88,9 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--campaign NAME) with status and headline metric, and the summary. "
         "With RUN_ID (a prefix is enough): every metric, warning and the sysinfo.",
     )
-    show.add_argument("run_id", nargs="?", metavar="RUN_ID", help="run id or a unique prefix")
+    show.add_argument("run_id", nargs="?", type=run_id_arg, metavar="RUN_ID",
+                      help="run id or a unique prefix")
     _results_option(show)
-    show.add_argument("--campaign", metavar="NAME", help="campaign name (default: the latest)")
+    show.add_argument("--campaign", type=name_arg, metavar="NAME", help="campaign name (default: the latest)")
     show.set_defaults(func=cmd_show)
 
     mon = sub.add_parser(
@@ -122,20 +129,30 @@ def _results_option(parser: argparse.ArgumentParser) -> None:
     add_results_option(parser)
 
 
+MAX_ERROR_CHARS = 2000  # an error echoing a huge input still prints as one readable line
+
+
 def main(argv: list[str] | None = None) -> int:
-    console = Console(stderr=True)
+    console = SafeConsole(stderr=True)
     try:
-        args = build_parser().parse_args(argv)
-        return args.func(args)
+        with _sigterm_as_interrupt():
+            args = build_parser().parse_args(argv)
+            return args.func(args)
     except UserError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        message = " ".join(str(exc).splitlines())
+        if len(message) > MAX_ERROR_CHARS:
+            message = f"{message[:MAX_ERROR_CHARS]}… ({len(message)} characters)"
+        console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before a campaign started: nothing to keep
+        console.print("[yellow]interrupted[/]", highlight=False)
+        return EXIT_INTERRUPTED
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from jitterlab.plugins import ALL
 
-    out = Console()
+    out = SafeConsole()
     for kind, registry in ALL.items():
         table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
         for entry in registry:
@@ -156,11 +173,14 @@ def _with_labels(campaign, pairs: list[str]):
     """The campaign with --label KEY=VALUE pairs set (they take part in the resume fingerprint)."""
     import dataclasses
 
+    from jitterlab.labels import check_label
+
     labels = dict(campaign.labels)
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise UserError(f"--label {pair!r}: write KEY=VALUE, e.g. --label image=1.11")
+            raise UserError(f"--label {shown(pair)}: write KEY=VALUE, e.g. --label image=1.11")
+        check_label(key.strip(), value.strip(), f"--label {shown(pair)}")
         labels[key.strip()] = value.strip()
     return dataclasses.replace(campaign, labels=labels) if pairs else campaign
 
@@ -185,31 +205,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.store.catalog import Store
     from jitterlab.units import format_duration_s
 
-    out = console()  # piped: tables as plain rows, lines not wrapped
+    out = console()  # piped: tables as plain rows, lines not wrapped; control characters escaped
     campaign = _with_labels(load_campaign(args.campaign), args.label)
-    if args.retry_failed and not args.resume:
-        raise UserError("--retry-failed: only with --resume (it re-measures runs of an earlier run)")
+    for flag, given in (("--retry-failed", args.retry_failed), ("--retry-damaged", args.retry_damaged)):
+        if given and not args.resume:
+            raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
     if args.dry_run:
-        return _dry_run(out, campaign, estimate_s)
-    sessions = open_targets(campaign)
-    store = Store(args.results)
+        return _dry_run(out, campaign)
+    from jitterlab.store.postgres import is_url
+
+    store: Store | None = None
+    sessions = []
     try:
-        runner = Runner(campaign, store, resume=args.resume, retry_failed=args.retry_failed)
+        # a campaign to resume is locked before any target is opened: a second --resume stops at once;
+        # a new one is created once the targets are ready (a refused start leaves nothing behind)
+        if args.resume and (is_url(args.results) or (Path(args.results) / "results.sqlite").is_file()):
+            store = Store(args.results)
+            Runner(campaign, store, resume=True).resumed_campaign()
+        sessions = open_targets(campaign)
+        store = store or Store(args.results)
+        runner = Runner(campaign, store, resume=args.resume, retry_failed=args.retry_failed,
+                        retry_damaged=args.retry_damaged)
         campaign_id = runner.campaign_id()
         todo, skipped = runner.pending(campaign_id)
         total_s = estimate_s(campaign, todo)
         out.print(
-            f"[bold]{campaign.name}[/]: {len(todo)} runs to measure"
+            f"[bold]{escape(campaign.name)}[/]: {len(todo)} runs to measure"
             + (f", {skipped} already committed" if skipped else "")
             + f", about {format_duration_s(total_s)} on {len(sessions)} target(s)"
         )
         for session in sessions:
             for w in session.warnings:
-                out.print(
-                    f"[yellow]warning[/] ({session.spec.name}): {escape(w.message)} — {escape(w.remedy)}"
-                )
+                out.print(f"[yellow]warning[/] ({escape(session.spec.name)}): "
+                          f"{escape(w.message)} — {escape(w.remedy)}")
         per_target = {s.spec.name: [x for x in todo if x[0].target == s.spec.name] for s in sessions}
-        with _progress(out) as progress, _sigterm_as_interrupt():
+        with _progress(out) as progress:
             tasks = {
                 name: progress.add_task(name, total=max(estimate_s(campaign, runs), 1e-9))
                 for name, runs in per_target.items()
@@ -220,65 +250,75 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if what is None:
                     progress.advance(tasks[target], seconds)
                     return
-                progress.update(tasks[target], description=f"{target}: {what}")
+                progress.update(tasks[target], description=escape(f"{target}: {what}"))
                 started[target] += 1
                 if not out.is_terminal:  # logs get one line per run instead of a live bar
                     task = progress.tasks[tasks[target]]
                     eta = task.total - task.completed
                     out.print(
-                        f"{target}: [{started[target]}/{len(per_target[target])}] {what}, "
-                        f"about {format_duration_s(eta)} left",
+                        escape(f"{target}: [{started[target]}/{len(per_target[target])}] {what}, "
+                               f"about {format_duration_s(eta)} left"),
                         highlight=False,
                     )
 
             runner.progress = report
-            runner.notice = lambda target, message: out.print(f"[yellow]{target}[/]: {escape(message)}")
+            runner.notice = lambda target, message: out.print(
+                f"[yellow]{escape(target)}[/]: {escape(message)}")
             outcome = runner.execute(sessions, campaign_id)
         runs = store.runs(campaign_id)
         for table in summary_tables(runs, campaign.name):
             out.print(table)
         failed = [r for r in runs if r.status != "ok"]
         for r in failed[:10]:
-            out.print(f"[red]{r.status}[/] {r.id} {r.target} {escape(run_label(r))}: {escape(r.error or '')}")
+            out.print(f"[red]{r.status}[/] {r.id} "
+                      + escape(f"{r.target} {run_label(r)}: {r.error or ''}"))
         if len(failed) > 10:
-            out.print(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})")
-        out.print(
+            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})"))
+        out.print(escape(
             f"results: {store.where} (raw series in {store.raw_dir}/); "
             f"details: jitterlab show --results {args.results}"
-        )
+        ))
         if outcome.interrupted:
             out.print(
                 f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
-                f"jitterlab run {args.campaign} --results {args.results} --resume"
+                + escape(f"jitterlab run {args.campaign} --results {args.results} --resume")
             )
             return EXIT_INTERRUPTED
         return EXIT_RUNS_FAILED if failed else EXIT_OK
     finally:
         for session in sessions:
             session.target.close()
-        store.close()
+        if store is not None:
+            store.close()
 
 
-def _dry_run(out: Console, campaign, estimate_s) -> int:
+DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
+
+
+def _dry_run(out: Console, campaign) -> int:
     from jitterlab.units import format_duration_s, format_ns
 
     table = Table(
-        title=f"{campaign.name}: {len(campaign.cells)} cells x {campaign.repetitions} "
+        title=f"{escape(campaign.name)}: {len(campaign.cells)} cells x {campaign.repetitions} "
         f"repetitions of {format_ns(campaign.settings.duration_ns)}"
     )
     for name in ("target", "benchmark", "cell", "load", "estimate"):
         table.add_column(name)
-    for c in campaign.cells:
+    per_cell_s = 0.0
+    for i, c in enumerate(campaign.cells):
         bench = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
-        shown = {p.name: p.show for p in bench.params}
-        params = " ".join(f"{k}={shown[k](v)}" for k, v in c.params)
-        table.add_row(
-            c.target, c.benchmark, params, c.load, format_duration_s(bench.estimate_s(campaign.settings, c))
-        )
+        seconds = bench.estimate_s(campaign.settings, c)
+        per_cell_s += seconds
+        if i < DRY_RUN_ROWS:
+            shown = {p.name: p.show for p in bench.params}
+            params = " ".join(f"{k}={shown[k](v)}" for k, v in c.params)
+            table.add_row(c.target, c.benchmark, params, c.load, format_duration_s(seconds))
     out.print(table)
-    total = estimate_s(campaign, campaign.runs())
+    if len(campaign.cells) > DRY_RUN_ROWS:
+        out.print(f"... and {len(campaign.cells) - DRY_RUN_ROWS} more cells")
+    total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
-        f"{len(campaign.runs())} runs, estimated {format_duration_s(total)} "
+        f"{len(campaign.cells) * campaign.repetitions} runs, estimated {format_duration_s(total_s)} "
         "(plus building the programs once per target)"
     )
     return EXIT_OK
@@ -299,7 +339,7 @@ def _progress(console: Console) -> Progress:
 
 
 class _sigterm_as_interrupt:
-    """SIGTERM stops a campaign like Ctrl-C: processes stopped, committed runs kept."""
+    """SIGTERM stops jitterlab like Ctrl-C: processes stopped, committed runs kept, exit 130."""
 
     def __enter__(self) -> None:
         self._previous = None
@@ -315,7 +355,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from jitterlab.report.terminal import console, run_detail, runs_table, show_warnings, summary_tables
     from jitterlab.store.catalog import Store
 
-    out = console()  # piped: tables as plain rows, lines not wrapped
+    out = console()  # piped: tables as plain rows, lines not wrapped; control characters escaped
     store = Store(args.results, create=False)
     try:
         if args.run_id:

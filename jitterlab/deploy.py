@@ -9,20 +9,23 @@ cross compiler), so an unchanged tree is neither rebuilt nor re-sent.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import shlex
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jitterlab.errors import UserError
+from jitterlab.errors import RunFailed, UserError
+from jitterlab.processes import owner_tag
 from jitterlab.targets.base import Target
+from jitterlab.targets.ssh_options import check_cc
 
 PROGRAMS_DIR = Path(__file__).parent / "programs"
 _SOURCE_SUFFIXES = {".c", ".h", ".sh", ".py", ".js"}
-# the marker's content: "native" or "cross <cc>" (tests read it)
+# the marker's content: "native" or "cross <cc>" (tests read it), then "partial <first error>" when
+# some programs did not build
 _MARK = 'printf "%s\\n" "$1" > "$0"'
 
 
@@ -60,45 +63,99 @@ class Deployment:
 
 # lists the executables of a directory, one name per line
 _EXECUTABLES = 'for f in "$0"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "${f##*/}"; done; exit 0'
+# puts a finished build ($1) in its place ($2) with one rename; of two builds racing for the place,
+# the first stays and the second is removed ("mv -T" where mv has it; else an mv that may move $1
+# into an existing $2, whence it is removed too)
+_INSTALL = r"""
+mv -T -- "$1" "$2" 2>/dev/null && exit 0
+[ -e "$2" ] || mv -- "$1" "$2" 2>/dev/null
+rm -rf -- "$1" "$2/${1##*/}"
+[ -e "$2/.built" ]
+"""
 
 
 def deploy(target: Target, timeout_s: float = 300.0) -> Deployment:
     """Copy the programs to `target` and build what can be built there (or here, for a cross
     compiler). A program whose build fails is left out, not fatal: the cells that need it are
-    unavailable, naming the package; nothing built at all is fatal (a broken compiler)."""
+    unavailable, naming the package; nothing built at all is fatal (a broken compiler).
+
+    Every build happens in a directory of its own (`programs-<hash>.build-<owner>`) that is renamed
+    into place when done, so two jitterlabs deploying at once never see each other's half-built
+    tree. A complete build goes to `programs-<hash>`, used as it is from then on; an incomplete one
+    (a library the target lacks) to `programs-<hash>.partial`, and the next campaign copies that and
+    tries the missing programs again (after the user installed what they need)."""
     cc: str | None = getattr(target, "cross_cc", None)
     bindir = f"{target.workdir}/programs-{programs_hash(cc)}"
-    marker = f"{bindir}/.built"
-    if target.run(["test", "-e", marker]).ok:
+    if target.run(["test", "-e", f"{bindir}/.built"]).ok:
         return Deployment(bindir, _built(target, bindir))
-    if not target.run(["test", "-e", f"{bindir}/.copied"]).ok:
-        with tempfile.TemporaryDirectory(prefix="jitterlab-programs-") as tmp:
-            staging = Path(tmp) / "programs"
-            for path in _sources():
-                dest = staging / path.relative_to(PROGRAMS_DIR)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, dest)
-            if cc:
-                _cross_build(target.name, staging / "c", cc, timeout_s)
-            target.run(["rm", "-rf", bindir])  # what an interrupted earlier copy left
-            target.put(staging, bindir)
-        target.run(["touch", f"{bindir}/.copied"])
-    error = ""
-    if not cc:
-        # -k: every program that can be built is; a failed one (a library the target lacks) is
-        # retried by the next campaign, after the user installed what it needs
-        built = target.run(["make", "-k", "-s", "-C", f"{bindir}/c"], timeout_s=timeout_s)
-        error = "" if built.ok else _first_error(built.stderr, built.stdout)
-        if not built.ok and not _built(target, bindir):
-            raise UserError(
-                f"target {target.name!r}: building the C programs failed: {error}"
-                f" (make exited {built.rc}); check that gcc and make work there (apt install gcc make), "
-                'or build here: cc = "<cross compiler>" in its [[target]]'
-            )
-        if not built.ok:
-            return Deployment(bindir, _built(target, bindir), error)
-    target.run(["sh", "-c", _MARK, marker, f"cross {cc}" if cc else "native"])
-    return Deployment(bindir, _built(target, bindir))
+    partial = f"{bindir}.partial"
+    before = _partial(target, partial)
+    work = f"{bindir}.build-{owner_tag()}"
+    target.run(["rm", "-rf", "--", work])  # what an interrupted build of this process left
+    try:
+        if before is not None:
+            target.run(["cp", "-a", "--", partial, work])  # make tries only what did not build
+        else:
+            _stage(target, work, cc, timeout_s)
+        error = "" if cc else _make(target, work, timeout_s)
+        mark = f"cross {cc}" if cc else "native"
+        target.run(["sh", "-c", _MARK, f"{work}/.built", mark + (f"\npartial {error}" if error else "")])
+        built = _built(target, work)
+        if error and before is not None and built <= before.built:
+            target.run(["rm", "-rf", "--", work])  # nothing more than last time: that one serves
+            return before
+        if error and before is not None:
+            return Deployment(work, built, error)  # more than last time: ours (swept when we are gone)
+        done = target.run(["sh", "-c", _INSTALL, "sh", work, partial if error else bindir])
+    except BaseException:
+        with contextlib.suppress(Exception):
+            target.run(["rm", "-rf", "--", work])
+        raise
+    if not done.ok:
+        raise RunFailed(f"target {target.name!r}: could not put the built programs in place "
+                        f"({_last(done.stderr)}); check {target.workdir}")
+    where = partial if error else bindir
+    return Deployment(where, _built(target, where), error)
+
+
+def _partial(target: Target, partial: str) -> Deployment | None:
+    """An incomplete build of the same sources, with the error that kept the rest from building."""
+    marker = target.run(["cat", f"{partial}/.built"])
+    if not marker.ok:
+        return None
+    error = next((line.removeprefix("partial ") for line in marker.stdout.splitlines()
+                  if line.startswith("partial ")), "")
+    return Deployment(partial, _built(target, partial), error)
+
+
+def _stage(target: Target, work: str, cc: str | None, timeout_s: float) -> None:
+    """Copy the sources to `work` on the target (cross-built here first when there is a cc)."""
+    with tempfile.TemporaryDirectory(prefix="jitterlab-programs-") as tmp:
+        staging = Path(tmp) / "programs"
+        for path in _sources():
+            dest = staging / path.relative_to(PROGRAMS_DIR)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
+        if cc:
+            _cross_build(target.name, staging / "c", cc, timeout_s)
+        target.put(staging, work)
+
+
+def _make(target: Target, work: str, timeout_s: float) -> str:
+    """Build on the target; "" when everything built, else the first error (a missing header)."""
+    # -k: every program that can be built is; a failed one (a library the target lacks) is
+    # retried by the next campaign, after the user installed what it needs
+    built = target.run(["make", "-k", "-s", "-C", f"{work}/c"], timeout_s=timeout_s)
+    if built.ok:
+        return ""
+    error = _first_error(built.stderr, built.stdout)
+    if not _built(target, work):
+        raise UserError(
+            f"target {target.name!r}: building the C programs failed: {error}"
+            f" (make exited {built.rc}); check that gcc and make work there (apt install gcc make), "
+            'or build here: cc = "<cross compiler>" in its [[target]]'
+        )
+    return error
 
 
 def _built(target: Target, bindir: str) -> frozenset[str]:
@@ -107,7 +164,8 @@ def _built(target: Target, bindir: str) -> frozenset[str]:
 
 def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> None:
     """Build static programs here with the target's cross compiler."""
-    compiler = shlex.split(cc)[0]
+    # make runs its recipes with /bin/sh: the compiler reaches it as words that cannot be a command
+    compiler = check_cc(cc, f"target {name!r}: cc").split()[0]
     if shutil.which(compiler) is None:
         raise UserError(
             f"target {name!r}: cc = {cc!r}: {compiler} is not installed on this machine; install the "

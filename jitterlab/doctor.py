@@ -19,6 +19,8 @@ from jitterlab.errors import UserError
 from jitterlab.params import ParamValue
 from jitterlab.records import Cell, Warning_
 from jitterlab.targets.base import Target
+from jitterlab.targets.labgrid_host_key import host_key_warning
+from jitterlab.userpaths import path_arg
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,9 @@ def examine(target: Target) -> tuple[dict, list[Finding]]:
         findings.append(Finding("missing tools", who, f"apt install {' '.join(packages)}"))
     if cross and shutil.which(cross.split()[0]) is None:
         findings.append(Finding("cross cc", f"{cross} is not installed here", "install the cross compiler"))
+    warning = host_key_warning(target)
+    if warning is not None:
+        findings.append(Finding("host key", warning.message, warning.remedy))
     covered: set[str] = set()
 
     def topic(name: str, state: str, warning: Warning_ | None) -> None:
@@ -223,7 +228,8 @@ def add_command(sub) -> None:
         "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
     )
     doctor.add_argument("target", metavar="TARGET", help="local | ssh://user@host:port | a target name")
-    doctor.add_argument("--campaign", type=Path, metavar="FILE", help="take TARGET from this campaign file")
+    doctor.add_argument("--campaign", type=path_arg, metavar="FILE",
+                        help="take TARGET from this campaign file")
     doctor.add_argument("--key", metavar="FILE", help="with ssh://: identity file")
     doctor.add_argument("--known-hosts", metavar="FILE", help="with ssh://: known_hosts file")
     doctor.add_argument(
@@ -233,13 +239,22 @@ def add_command(sub) -> None:
     doctor.set_defaults(func=cmd_doctor)
 
 
-def cmd_doctor(args) -> int:
-    from rich.console import Console
+def _unreachable(reason: str) -> int:
     from rich.markup import escape
 
+    from jitterlab.console import SafeConsole
+
+    SafeConsole(stderr=True).print(f"[bold red]error:[/] {escape(reason)}", highlight=False, soft_wrap=True)
+    return 2
+
+
+def cmd_doctor(args) -> int:
+    from rich.markup import escape
+
+    from jitterlab.console import SafeConsole
     from jitterlab.errors import TargetLost
 
-    out = Console(highlight=False, soft_wrap=True)
+    out = SafeConsole(highlight=False, soft_wrap=True)
     ssh_options: dict[str, object] = {}
     for key, value in (("key", args.key), ("known_hosts", args.known_hosts),
                        ("connect_timeout", args.connect_timeout)):  # fmt: skip
@@ -252,16 +267,14 @@ def cmd_doctor(args) -> int:
     try:
         target = open_target(args.target, args.campaign, ssh_options)
     except TargetLost as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc.reason}", highlight=False, soft_wrap=True)
-        return 2
+        return _unreachable(exc.reason)
     try:
         info, findings = examine(target)
     except TargetLost as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc.reason}", highlight=False, soft_wrap=True)
-        return 2
+        return _unreachable(exc.reason)
     finally:
         target.close()
-    out.print(f"[bold]{args.target}[/]: {describe(info)}")
+    out.print(f"[bold]{escape(args.target)}[/]: {escape(describe(info))}")
     width = max(len(f.topic) for f in findings)
     for f in findings:
         mark = "[green]ok[/]  " if f.fix is None else "[red]fix[/] "

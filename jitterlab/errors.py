@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+MAX_SHOWN = 80  # characters of an input echoed back in a one-line error
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """repr(value) for an error message, cut to `limit` characters: a 30 MB value in a campaign
+    file must not become a 30 MB "one-line" error (repr escapes control characters)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
+
+
+MAX_MESSAGE = 2000  # characters of an error message; a longer one keeps its start and its end
+
 
 class UserError(Exception):
     """Bad input: printed as one line without a traceback; the CLI exits with status 2.
 
-    The message names where the problem is (file:key, option) and how to fix it.
+    The message names where the problem is (file:key, option) and how to fix it. A message that
+    echoes a huge input is cut in the middle, keeping where (the start) and the fix (the end).
     """
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        if isinstance(message, str) and len(message) > MAX_MESSAGE:
+            cut = len(message) - 1500
+            message = f"{message[:1000]}… ({cut} characters cut) …{message[-500:]}"
+        super().__init__(message, *args)
 
 
 class RunFailed(Exception):

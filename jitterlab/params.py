@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 from jitterlab.records import ParamValue
 from jitterlab.registry import Registry, did_you_mean
 from jitterlab.units import format_ns, parse_duration_ns
@@ -39,6 +39,11 @@ class Param:
     whole: bool = False
 
 
+# bounds of keys that name none: what the programs and tools on a target read without overflow
+MAX_INT = 2**31 - 1
+MAX_SIZE = 1 << 50  # 1 PiB
+
+
 def duration(lo_ns: int = 1, hi_ns: int | None = None) -> Parser:
     def parse(value: object, where: str) -> ParamValue:
         ns = parse_duration_ns(value, where)
@@ -48,10 +53,10 @@ def duration(lo_ns: int = 1, hi_ns: int | None = None) -> Parser:
     return parse
 
 
-def integer(lo: int, hi: int | None = None) -> Parser:
+def integer(lo: int, hi: int = MAX_INT) -> Parser:
     def parse(value: object, where: str) -> ParamValue:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise UserError(f"{where}: expected a whole number, got {value!r}")
+            raise UserError(f"{where}: expected a whole number, got {shown(value)}")
         _in_range(value, lo, hi, where, str)
         return value
 
@@ -62,14 +67,14 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([kmgtKMGT]i?[bB]?|[bB])?\s*$")
 _SIZE_FACTOR = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def size(lo: int = 1, hi: int | None = None) -> Parser:
+def size(lo: int = 1, hi: int = MAX_SIZE) -> Parser:
     """Bytes: 64, "4k", "16MiB", "1G" (binary multiples); the one size grammar of campaigns."""
 
     def parse(value: object, where: str) -> ParamValue:
         ok = isinstance(value, int | str) and not isinstance(value, bool)
-        match = _SIZE.match(str(value)) if ok else None
+        match = _SIZE.match(str(value)) if ok and len(str(value)) <= 40 else None
         if match is None:
-            raise UserError(f'{where}: cannot read size {value!r}; write bytes like 64, "4k", "16M"')
+            raise UserError(f'{where}: cannot read size {shown(value)}; write bytes like 64, "4k", "16M"')
         n = int(match.group(1)) * _SIZE_FACTOR[(match.group(2) or "")[:1].lower()]
         _in_range(n, lo, hi, where, format_size)
         return n
@@ -87,10 +92,9 @@ def format_size(n: ParamValue) -> str:
 
 def choice(*names: str) -> Parser:
     def parse(value: object, where: str) -> ParamValue:
-        if value not in names:
-
-            hint = did_you_mean(str(value), names)
-            raise UserError(f"{where}: unknown value {value!r}; {hint}known: {', '.join(names)}")
+        if not isinstance(value, str) or value not in names:
+            hint = did_you_mean(str(value)[:100], names)
+            raise UserError(f"{where}: unknown value {shown(value)}; {hint}known: {', '.join(names)}")
         return str(value)
 
     return parse
@@ -99,7 +103,7 @@ def choice(*names: str) -> Parser:
 def registered(registry: Registry) -> Parser:
     def parse(value: object, where: str) -> ParamValue:
         if not isinstance(value, str):
-            raise UserError(f"{where}: expected a name (a string), got {value!r}")
+            raise UserError(f"{where}: expected a name (a string), got {shown(value)}")
         registry.get(value, where)
         return value
 
@@ -108,13 +112,13 @@ def registered(registry: Registry) -> Parser:
 
 def boolean(value: object, where: str) -> ParamValue:
     if not isinstance(value, bool):
-        raise UserError(f"{where}: expected true or false, got {value!r}")
+        raise UserError(f"{where}: expected true or false, got {shown(value)}")
     return value
 
 
 def text(value: object, where: str) -> ParamValue:
     if not isinstance(value, str) or not value:
-        raise UserError(f"{where}: expected a non-empty string, got {value!r}")
+        raise UserError(f"{where}: expected a non-empty string, got {shown(value)}")
     return value
 
 
@@ -159,7 +163,7 @@ def auto(parser: Parser) -> Parser:
     """The word "auto" (the tool's own choice) or a value `parser` reads."""
 
     def parse(value: object, where: str) -> ParamValue:
-        return "auto" if value == "auto" else parser(value, where)
+        return "auto" if isinstance(value, str) and value == "auto" else parser(value, where)
 
     return parse
 

@@ -12,6 +12,7 @@ from jitterlab.context import Placement
 from jitterlab.errors import TargetLost, UserError
 from jitterlab.records import Cell, Warning_
 from jitterlab.targets.base import Target
+from jitterlab.targets.labgrid_host_key import host_key_warning
 from jitterlab.targets.unreachable import UnreachableTarget
 
 _BUILD_TOOLS = {"make": "make", "cc": "gcc"}  # every C program is built with them on the target
@@ -134,6 +135,7 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
         )
     n_cpus = int(info.get("n_cpus") or 1)
     warnings = list(sysinfo.checks(info))
+    warnings += [w for w in [host_key_warning(target)] if w is not None]  # labgrid without known_hosts
     placement = _placement(campaign, cells, n_cpus, warnings)
     for tool in missing:
         warnings.append(

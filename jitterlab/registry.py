@@ -7,14 +7,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 
 T = TypeVar("T")
 
 
 def did_you_mean(name: object, known) -> str:
     """"did you mean 'x'? " for the known name closest to a mistyped one, else ""."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    close = difflib.get_close_matches(str(name)[:100], [str(k) for k in known], n=1)
     return f"did you mean {close[0]!r}? " if close else ""
 
 
@@ -48,6 +48,8 @@ class Registry(Generic[T]):
 
     def get(self, name: str, where: str) -> T:
         """Look up `name`; an unknown one raises UserError naming `where` and the closest name."""
+        if not isinstance(name, str):
+            raise UserError(f"{where}: expected a {self.kind} name (a string), got {shown(name)}")
         try:
             return self._entries[name].obj
         except KeyError:
@@ -55,7 +57,7 @@ class Registry(Generic[T]):
 
     def unknown(self, name: str) -> str:
         hint = did_you_mean(name, self._entries)
-        return f"unknown {self.kind} {name!r}; {hint}known: {', '.join(sorted(self._entries))}"
+        return f"unknown {self.kind} {shown(name)}; {hint}known: {', '.join(sorted(self._entries))}"
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

@@ -89,41 +89,68 @@ class Runner:
         *,
         resume: bool = False,
         retry_failed: bool = False,
+        retry_damaged: bool = False,
         progress: Progress | None = None,
     ) -> None:
         self.campaign = campaign
         self.store = store
         self.resume = resume
         self.retry_failed = retry_failed
+        self.retry_damaged = retry_damaged
+        self._replaces: dict[tuple[str, int], str] = {}  # a run measured again -> the run it replaces
+        self._campaign_id: int | None = None
         self.progress = progress or (lambda target, what, seconds: None)
         self.notice: Callable[[str, str], None] = lambda target, message: None
         self.stop_event = threading.Event()
         self._controller: LocalTarget | None = None
         self.only_repetitions: set[int] | None = None  # monitor: one interval's repetition at a time
 
-    def campaign_id(self) -> int:
+    def resumed_campaign(self) -> int | None:
+        """With --resume, the latest campaign of this name in the store, locked until the store is
+        closed (a second jitterlab measuring it is refused, naming who measures it); None when
+        there is none to resume."""
         c = self.campaign
-        if self.resume:
-            previous = self.store.latest_campaign(c.name)
-            if previous is not None:
-                if previous["fingerprint"] != c.fingerprint:
-                    raise UserError(
-                        f"{c.path}: --resume: campaign {c.name!r} in {self.store.where} was run with "
-                        "other settings (duration, warmup, labels, repetitions or load options "
-                        "changed); run without --resume to start it afresh, or restore the old file"
-                    )
-                return int(previous["id"])
-        return self.store.new_campaign(c.name, c.fingerprint, str(c.path), c.source, dict(c.labels))
+        if self._campaign_id is not None or not self.resume:
+            return self._campaign_id
+        previous = self.store.latest_campaign(c.name)
+        if previous is None:
+            return None
+        if previous["fingerprint"] != c.fingerprint:
+            raise UserError(
+                f"{c.path}: --resume: campaign {c.name!r} in {self.store.where} was run with "
+                "other settings (duration, warmup, labels, repetitions or load options "
+                "changed); run without --resume to start it afresh, or restore the old file"
+            )
+        self.store.lock_campaign(int(previous["id"]), c.name)
+        self._campaign_id = int(previous["id"])
+        return self._campaign_id
+
+    def campaign_id(self) -> int:
+        """The campaign's id in the store: resumed, or a new one; locked until the store is closed."""
+        if self.resumed_campaign() is None:
+            c = self.campaign
+            campaign_id = self.store.new_campaign(c.name, c.fingerprint, str(c.path), c.source,
+                                                  dict(c.labels))
+            self.store.lock_campaign(campaign_id, c.name)
+            self._campaign_id = campaign_id
+        assert self._campaign_id is not None
+        return self._campaign_id
 
     def pending(self, campaign_id: int) -> tuple[list[tuple[Cell, int]], int]:
         committed = self.store.committed(campaign_id)
+        ids = self.store.run_ids(campaign_id)
+        damaged = self.store.damaged(campaign_id) if self.retry_damaged else {}
         todo, skipped = [], 0
+        self._replaces.clear()
         for cell, rep in self.campaign.runs():
             if self.only_repetitions is not None and rep not in self.only_repetitions:
                 continue
             status = committed.get((cell.key, rep))
-            if status is None or (self.retry_failed and status != "ok"):
+            if status is None:
                 todo.append((cell, rep))
+            elif (self.retry_failed and status != "ok") or (cell.key, rep) in damaged:
+                todo.append((cell, rep))
+                self._replaces[(cell.key, rep)] = ids[(cell.key, rep)]
             else:
                 skipped += 1
         return todo, skipped
@@ -401,4 +428,4 @@ class Runner:
             metrics=metrics,
             attachments=self.store.write_attachments(run_id, attachments),
         )
-        self.store.commit_run(record, warnings)
+        self.store.commit_run(record, warnings, replaces=self._replaces.get((cell.key, rep)))

@@ -4,7 +4,7 @@
 the process and its children carry in their environment). `sweep` stops only processes that carry
 the marker of a record whose owner (the jitterlab process that spawned it) is no longer alive, so
 it cannot touch an unrelated process, nor one of a concurrent jitterlab run on the same host; it
-also removes the run directories and /dev/shm files of dead owners.
+also removes the run directories, /dev/shm files and unfinished program builds of dead owners.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ exit 0
 _OWNER = r"(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)"
 _SHM_FILE = re.compile(rf"^jitterlab-{_OWNER}-[0-9a-f]+\.[a-z]+$")
 _RECORD = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)~[0-9a-f]{16}$")
+_BUILD_DIR = re.compile(rf"^programs-[0-9a-f]+\.build-{_OWNER}$")  # deploy.py builds there
 STOP_GRACE_S = 2.0
 
 
@@ -92,6 +93,12 @@ def _stale_files(target: Target) -> list[str]:
         match = _SHM_FILE.match(name)
         if match and not _owner_alive(match["host"], match["pid"], match["start"]):
             stale.append(f"{SHM_DIR}/{name}")
+    for name in target.run(["ls", "-1", target.workdir]).stdout.split():
+        match = _BUILD_DIR.match(name)
+        # another host's build may be going on now: only this host's dead builders are known dead
+        if match and match["host"] == host_tag() and not _owner_alive(match["host"], match["pid"],
+                                                                         match["start"]):
+            stale.append(f"{target.workdir}/{name}")
     return stale
 
 

@@ -88,7 +88,7 @@ def test_fingerprint_changes_with_settings(tmp_path):
             ('period = ["10ms", "100us"]', 'period = ["10ms", "4us"]'),
             "matrix.period: 4us is too short for the vpin probe",
         ),
-        (("repetitions = 2", "repetitions = 0"), "campaign.repetitions: expected a whole number >= 1"),
+        (("repetitions = 2", "repetitions = 0"), "campaign.repetitions: expected a whole number from 1"),
         (('kind = "local"', 'kind = "lokal"'), "target[0].kind: unknown target kind 'lokal'"),
         (
             ('[[exclude]]\nimpl = "bash"', '[[exclude]]\nimpl = "bash"\nspeed = 1'),

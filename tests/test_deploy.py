@@ -3,7 +3,10 @@ that need it unavailable, naming the package; nothing built at all stops the cam
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from jitterlab.errors import UserError
 from jitterlab.fakes import squarewave_cell
 from jitterlab.registry import Entry
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.registry import check_options as check_target_options
 
 
 @pytest.fixture
@@ -32,13 +36,68 @@ def programs(tmp_path, monkeypatch) -> Path:
     return copy
 
 
-def test_a_program_that_does_not_build_is_left_out_and_retried(programs, tmp_path):
+def test_a_program_that_does_not_build_is_left_out_and_retried(programs, tmp_path, monkeypatch):
     target = LocalTarget(workdir=str(tmp_path / "w"))
     done = deploy.deploy(target)
     assert "c-fifo" in done.built and "observer" in done.built and "c-broken" not in done.built
     assert "no-such-library.h" in done.build_error
-    assert not Path(done.bindir, ".built").exists()  # the next campaign tries again
-    assert deploy.deploy(target).built == done.built
+    complete = Path(target.workdir, f"programs-{deploy.programs_hash()}")
+    assert done.bindir == f"{complete}.partial" and not complete.exists()
+    assert deploy.deploy(target) == done  # tried again: nothing more built, the same one serves
+    # the user installs the library: the next campaign builds the rest, and keeps it
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "no-such-library.h").write_text("/* installed */\n")
+    monkeypatch.setenv("CPATH", str(tmp_path / "inc"))
+    again = deploy.deploy(target)
+    assert again.bindir == str(complete) and again.built == done.built | {"c-broken"}
+    assert again.build_error == "" and deploy.deploy(target) == again
+    left = sorted(p.name for p in Path(target.workdir).iterdir())
+    assert left == [complete.name, f"{complete.name}.partial"]
+
+
+def _deploy_after(barrier, workdir: str, results) -> None:
+    barrier.wait()
+    done = deploy.deploy(LocalTarget(workdir=workdir))
+    results.append((done.bindir, sorted(done.built)))
+
+
+def test_jitterlabs_deploying_at_once_all_get_the_complete_build(tmp_path):
+    fork = multiprocessing.get_context("fork")
+    for attempt in range(3):
+        workdir = tmp_path / f"w{attempt}"
+        barrier, results = fork.Barrier(3), fork.Manager().list()
+        procs = [fork.Process(target=_deploy_after, args=(barrier, str(workdir), results)) for _ in range(3)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(300)
+        assert [p.exitcode for p in procs] == [0] * 3
+        assert len(set(map(str, results))) == 1  # the same directory with the same programs
+        bindir, built = results[0]
+        assert {"observer", "c-fifo", "c-mmap", "c-file"} <= set(built)
+        assert [p.name for p in workdir.iterdir()] == [Path(bindir).name]  # no build left behind
+        assert Path(bindir, ".built").read_text() == "native\n"
+
+
+@pytest.mark.parametrize("cc", ["gcc -DX=`touch {f}`", "gcc; touch {f}", "gcc $(touch {f})", "gcc 'a b'",
+                                "-gcc", "gcc -DX=$HOME", "gcc|tee {f}", ""])
+def test_a_cc_that_a_shell_would_read_as_a_command_is_refused(tmp_path, cc):
+    cc = cc.replace("{f}", str(tmp_path / "F"))
+    with pytest.raises(UserError, match=r"t\[0\].cc: expected a compiler and its flags"):
+        check_target_options("ssh", {"host": "b", "cc": cc}, "t[0]")
+    with pytest.raises(UserError, match="expected a compiler"):
+        deploy._cross_build("b", tmp_path, cc, 10)  # and where deploy gets a cc from elsewhere
+    assert not (tmp_path / "F").exists()
+
+
+def test_a_cc_with_flags_builds_with_them(tmp_path):
+    cdir = tmp_path / "c"
+    shutil.copytree(deploy.PROGRAMS_DIR / "c", cdir, ignore=shutil.ignore_patterns("*.o"))
+    for built in cdir.iterdir():
+        if built.is_file() and built.suffix == "" and built.name != "Makefile":
+            built.unlink()
+    deploy._cross_build("b", cdir, "gcc -DJL_FLAG=1 -O1", 120)
+    assert (cdir / "c-fifo").exists() and not list(cdir.glob("*.o"))
 
 
 def test_cells_of_an_unbuilt_program_are_unavailable_with_the_package(monkeypatch):
@@ -57,3 +116,20 @@ def test_nothing_built_is_a_user_error(programs, tmp_path):
     (programs / "c" / "udp_common.h").write_text("#error broken compiler\n")
     with pytest.raises(UserError, match=r"building the C programs failed: .*apt install gcc make"):
         deploy.deploy(LocalTarget(workdir=str(tmp_path / "w")))
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_on_a_fresh_machine_both_measure(tmp_path):
+    """Issue 14's report: one of two `jitterlab run` failed with "building the C programs failed"."""
+    workdir = tmp_path / "fresh"
+    campaign = tmp_path / "c.toml"
+    campaign.write_text(f'[campaign]\nname = "t"\nduration = "300ms"\nrepetitions = 1\n[[target]]\n'
+                        f'name = "local"\nkind = "local"\nworkdir = "{workdir}"\n[matrix]\nimpl = "c-mmap"\n'
+                        'period = "10ms"\nprobe = "self"\n')
+    procs = [subprocess.Popen([sys.executable, "-m", "jitterlab", "run", str(campaign), "--results",
+                               str(tmp_path / f"r{i}")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for i in range(2)]
+    errors = [p.communicate(timeout=300)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    assert [p.name for p in workdir.iterdir() if p.name.startswith("programs-")] == [
+        f"programs-{deploy.programs_hash()}"]

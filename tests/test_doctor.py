@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import pytest
 
 from jitterlab import doctor
@@ -122,6 +124,9 @@ def test_an_ssh_url(sshd, capsys):
 
 
 @needs_sshd
-def test_an_unreachable_target_exits_2(capsys):
-    assert main(["doctor", f"ssh://127.0.0.1:{free_port()}", "--connect-timeout", "1s"]) == 2
-    assert "cannot connect: connection refused" in capsys.readouterr().err
+def test_an_unreachable_target_exits_2_and_leaves_nothing(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the control socket's directory goes
+    for _ in range(2):
+        assert main(["doctor", f"ssh://127.0.0.1:{free_port()}", "--connect-timeout", "1s"]) == 2
+        assert "cannot connect: connection refused" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -37,3 +37,18 @@ def test_sweep_removes_only_dead_owners_files(tmp_path):
         for f in (my_pin, dead_pin, stranger):
             f.unlink(missing_ok=True)
         target.close()
+
+
+def test_sweep_removes_the_program_builds_of_dead_owners_of_this_host(tmp_path):
+    target = LocalTarget("local", str(tmp_path / "work"))
+    host, _, start = owner_tag().split("~")
+    builds = {name: Path(target.workdir, f"programs-0123456789ab.build-{name}")
+              for name in (owner_tag(), f"{host}~{2**22 + 7}~{start}", f"elsewhere~{2**22 + 7}~1")}
+    for path in builds.values():
+        (path / "c").mkdir(parents=True)
+    done = Path(target.workdir, "programs-0123456789ab")
+    done.mkdir()
+    sweep(target)
+    left = {p.name for p in Path(target.workdir).iterdir()}
+    mine, _, elsewhere = builds.values()  # the second one's owner is dead
+    assert left == {done.name, mine.name, elsewhere.name}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import configparser
 import io
+import math
 import re
 import zipfile
 from dataclasses import dataclass
@@ -130,6 +131,8 @@ def frequency_hz(text: object) -> int | None:
     if match is None:
         return None
     hz = float(match.group(1)) * _FREQ_FACTOR[match.group(2).lower()]
+    if not math.isfinite(hz) or hz > 1e13:  # no analyzer samples at 10 THz: a typo, not a rate
+        return None
     return round(hz) if hz >= 1 and abs(hz - round(hz)) < 1e-6 else None
 
 

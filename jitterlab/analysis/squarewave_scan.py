@@ -10,8 +10,30 @@ against one np.diff pass over the same edges.
 
 from __future__ import annotations
 
-import numba
-import numpy as np
+import os
+import tempfile
+
+
+def _numba_cache_dir() -> str:
+    """Where numba keeps compiled functions: beside the package when it may write there, else a
+    per-user cache (an installation the user may only read: numba would refuse to cache)."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    for candidate in (os.path.join(home, "jitterlab", "numba"),
+                      os.path.join(tempfile.gettempdir(), f"jitterlab-numba-{os.getuid()}")):
+        try:
+            os.makedirs(candidate, mode=0o700, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK):
+            return candidate
+    return ""
+
+
+if "NUMBA_CACHE_DIR" not in os.environ and not os.access(os.path.dirname(__file__), os.W_OK):
+    os.environ["NUMBA_CACHE_DIR"] = _numba_cache_dir()
+
+import numba  # noqa: E402  (after its cache directory is chosen)
+import numpy as np  # noqa: E402
 
 EXACT_NS = 1 << 16  # |P - T| below 65.5 us has one bucket per ns: percentiles there need no 2nd pass
 COARSE_SHIFT = 10  # then 1024 ns buckets up to 2**26 ns (67 ms); beyond: one overflow bucket

@@ -34,7 +34,7 @@ from jitterlab.units import format_ns, parse_duration_ns
 
 US = 1000  # ns
 _MAX_PATH = 255  # cyclictest copies --json= and --histfile= into 256-byte buffers
-_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_CPU_LIST = re.compile(r"^\d{1,4}(-\d{1,4})?(,\d{1,4}(-\d{1,4})?)*$")
 _NAN = re.compile(rb"(?<=:)\s*-?nan\b", re.IGNORECASE)
 
 

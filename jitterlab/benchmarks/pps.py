@@ -33,7 +33,7 @@ from jitterlab.records import Metric, Warning_
 SENDER, RECEIVER = "pps-send", "pps-recv"
 DRAIN_S = 0.2  # the receiver reads what is still queued after the sender ends
 RCVBUF_BYTES = 4 << 20
-_HOST = re.compile(r"^[A-Za-z0-9_.:%-]+$")
+_HOST = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")
 _SEND_KEYS = ("sent", "bytes", "elapsed_ns", "send_errors")
 _RECV_KEYS = ("received", "bytes", "first_ns", "last_ns", "drops", "rcvbuf")
 

@@ -63,6 +63,13 @@ class Squarewave(BenchmarkBase):
                             f"can be observed by {', '.join(sorted(pin.probes))}")
         pin.check(cell, settings, where.removesuffix("matrix"))
         probe.check(cell, settings, where)
+        period_ns = int(cell.param("period"))
+        needed_ns = max(settings.warmup_ns, 2 * period_ns) + 2 * period_ns  # warm-up, then 2 periods
+        if settings.duration_ns < needed_ns:
+            raise UserError(f"{where}.period: {format_ns(period_ns)} is too long for campaign.duration "
+                            f"({format_ns(settings.duration_ns)}): a run drops a warm-up of 2 periods "
+                            f"(or campaign.warmup) and measures 2 more; give a duration of at least "
+                            f"{format_ns(needed_ns)} or a shorter period")
 
     def tools(self, cell) -> dict[str, str]:
         impl, pin, probe = _parts(cell)

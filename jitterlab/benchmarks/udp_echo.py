@@ -42,7 +42,7 @@ from jitterlab.units import format_ns
 POLICIES = ("other", "fifo", "rr", "deadline")
 DEADLINE_PERIOD_IF_BACK_TO_BACK_NS = 1_000_000
 SERVER_SLACK_S = 10.0  # the server's own life limit beyond the client's longest run
-_HOST = re.compile(r"^[A-Za-z0-9_.:%-]+$")
+_HOST = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")
 _HEADER = "# jitterlab-udp-echo v1 "
 _END = re.compile(r"^# end sent=(\d+) received=(\d+) lost=(\d+) late=(\d+)$")
 _SAMPLES = re.compile(r"(?:\d+\n)*")

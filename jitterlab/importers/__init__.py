@@ -95,35 +95,34 @@ def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: 
                                      probe=PROBE, ticks_per_ns=tpn)
     except RunFailed as exc:
         raise UserError(f"{capture.source}: {exc.reason}; check --period and the file") from None
-    previous = store.latest_campaign(campaign)
-    if previous is None:
-        campaign_id = store.new_campaign(campaign, "import", capture.source, "", {})
-    else:
-        campaign_id = int(previous["id"])
+    campaign_id = store.campaign_named(campaign, "import", capture.source, "", {})
     # a real cell: labels name its target, impl and load; the others keep the runs apart
     cell = Cell(labels.get("target", "external"), "squarewave", labels.get("load", "unknown"),
                 (("impl", labels.get("impl", "external")), ("period", period_ns), ("probe", PROBE),
                  ("pin", "external")))
     others = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("target", "impl", "load"))
     cell_key = f"{cell.key} import={others}"
-    repetition = sum(1 for key, _ in store.committed(campaign_id) if key == cell_key)
     run_id = uuid.uuid4().hex[:12]
     series = {PROBE: EdgeSeries(capture.t_ns, capture.level)}
     if len(capture.blind_ticks):  # the figures apply the same blind rule as the metrics
         series[f"{PROBE}.blind"] = blind_series(_to_ns(capture.blind_ticks, tpn))
-    raw_path, sha = store.write_series(run_id, series)
     with open(capture.source, "rb") as f:
         source_sha = hashlib.file_digest(f, "sha256").hexdigest()
+    raw_path, sha = store.write_series(run_id, series)
     t_ns = capture.t_ns
     span_ns = int(t_ns[-1] - t_ns[0]) if len(t_ns) else 0
     record = RunRecord(
-        id=run_id, campaign_id=campaign_id, cell=cell, cell_key=cell_key, repetition=repetition,
+        id=run_id, campaign_id=campaign_id, cell=cell, cell_key=cell_key, repetition=0,
         settings={"duration_ns": span_ns, "warmup_ns": warmup_ns, "source": capture.source,
                   "source_sha256": source_sha, "time_resolution": capture.resolution},
         labels=dict(labels), status="ok", error=None, started_ns=time.time_ns(), wall_s=0.0,
         raw_path=raw_path, raw_sha256=sha, sysinfo_id=None,
         metrics={(m.probe, m.name): m for m in metrics})
-    store.commit_run(record, [Warning_(w, "check the instrument's sample rate and the export; "
-                                          "the periods across the gap are excluded")
-                              for w in capture.warnings])
-    return record
+    warnings = [Warning_(w, "check the instrument's sample rate and the export; the periods across the "
+                            "gap are excluded") for w in capture.warnings]
+    try:  # the repetition is the next free one, counted in the commit's own transaction
+        return store.commit_run(record, warnings, next_repetition=True)
+    except BaseException:
+        if not store.content_addressed:  # a hash-named file may be another run's too
+            (store.root / raw_path).unlink(missing_ok=True)  # no row names it: not an orphan
+        raise

@@ -21,6 +21,7 @@ also finds the line to name in an error.
 
 from __future__ import annotations
 
+import os
 import re
 from array import array
 from collections.abc import Iterator
@@ -246,7 +247,8 @@ class _FastReader:
         tname, lname = names[lay.time_col], names[lay.level_col]
         try:
             reader = pacsv.open_csv(
-                lay.path,
+                pa.OSFile(os.fsencode(lay.path)) if isinstance(lay.path, str) else
+                pa.OSFile(os.fsencode(str(lay.path))),
                 read_options=pacsv.ReadOptions(skip_rows=lay.skip, column_names=names,
                                                block_size=_BLOCK_BYTES, use_threads=False),
                 parse_options=pacsv.ParseOptions(delimiter=lay.delim, ignore_empty_lines=True),

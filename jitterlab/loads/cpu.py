@@ -30,7 +30,7 @@ from jitterlab.targets.base import CommandTimeout, Process
 
 
 def _stress_method(value: object, where: str) -> ParamValue:
-    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_+-]*", value):
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_+-]{0,63}", value):
         raise UserError(
             f'{where}: expected a stress-ng --cpu-method name like "all" or "matrixprod" '
             f"(see `stress-ng --cpu-method which`), got {value!r}"

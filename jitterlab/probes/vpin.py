@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
+
 from jitterlab.errors import RunFailed, UserError
 from jitterlab.pins.base import PinHandle
 from jitterlab.probes.base import PROBES, Capture, ProbeBase
@@ -124,6 +126,12 @@ class VpinProbe(ProbeBase):
     def stop(self, own: SelfLog) -> Capture:
         assert self._observer is not None, "stop() before start()"
         capture = self._observer.stop(self.ctx.local_dir)
+        if len(capture.t_ns) < 3 <= len(own.t_ns):  # the program made a wave the observer did not see
+            raise RunFailed(
+                f"unmeasurable: the vpin observer saw {len(capture.t_ns)} of the {len(own.t_ns)} edges the "
+                f"program wrote: {why_unseen(capture, own, self.ctx.placement.probe_cpu)}",
+                status="unmeasurable",
+            )
         return Capture(
             capture.t_ns,
             capture.level,
@@ -136,6 +144,39 @@ class VpinProbe(ProbeBase):
     def close(self) -> None:
         if self._observer is not None:
             self._observer.close()
+
+
+def why_unseen(capture: ObserverCapture, own: SelfLog, cpu: int | None) -> str:
+    """Why the observer saw (almost) none of the program's edges, from its stats and blind spans
+    and, when the program stamped its edges with the same clock, the program's own timeline."""
+    stats, blind = capture.stats, np.asarray(capture.blind, dtype=np.int64).reshape(-1, 2)
+    start, end = int(stats.get("start_ns", 0)), int(stats.get("end_ns", 0))
+    where = f"CPU {cpu}" if cpu is not None else "its CPU"
+    longest = format_ns(int(stats.get("poll_ns_max", 0)), 3)
+    taken = (f"{where} was taken from it (another real-time task at its priority on that CPU, or "
+             "the hypervisor descheduling the VM's CPU); give the probe a CPU of its own (isolcpus=)")
+    if own.clock == "monotonic" and len(own.t_ns):
+        first, last = int(own.t_ns[0]), int(own.t_ns[-1])
+        if end < first:
+            return (f"it stopped polling {format_ns(first - end, 3)} before the program's first edge, at "
+                    "the end of its allowance (duration + run_timeout): the program started that late")
+        if start > last:
+            return f"it started polling {format_ns(start - last, 3)} after the program's last edge"
+        covering = blind[(blind[:, 0] <= first) & (blind[:, 1] >= last)]
+        if len(covering):
+            gap = int(covering[0, 1] - covering[0, 0])
+            return (f"one gap of {format_ns(gap, 3)} between two of its polls covered the program's whole "
+                    f"run of {format_ns(last - first, 3)}: {taken}")
+        overlap = np.clip(np.minimum(blind[:, 1], last) - np.maximum(blind[:, 0], first), 0, None).sum()
+        if overlap > (last - first) / 2:
+            return (f"it was blind {format_ns(int(overlap), 3)} of the program's "
+                    f"{format_ns(last - first, 3)} run (longest gap {longest}): {taken}")
+    elif stats.get("blind_ns", 0) > (end - start) / 2:
+        return (f"it was blind {format_ns(int(stats['blind_ns']), 3)} of its {format_ns(end - start, 3)} of "
+                f"polling (longest gap {longest}): {taken}")
+    polls = int(stats.get("polls", 0))
+    return (f"it polled {polls} times in {format_ns(end - start, 3)} and the pin's level never changed: "
+            "the program wrote another file than the one it watched")
 
 
 def _observer_metrics(capture: ObserverCapture, n_self_edges: int) -> list[Metric]:

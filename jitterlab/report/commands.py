@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from jitterlab.errors import UserError
+from jitterlab.console import escape_controls
+from jitterlab.errors import UserError, shown
+from jitterlab.userpaths import name_arg, path_arg
 
 EXIT_OK = 0
 EXIT_WORSE = 1  # compare --fail-on worse
@@ -36,7 +39,7 @@ def _results(p: argparse.ArgumentParser) -> None:
 
 
 def _campaign(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--campaign", action="append", metavar="NAME",
+    p.add_argument("--campaign", action="append", type=name_arg, metavar="NAME",
                    help=f"campaign name (its latest run of each label set, e.g. image=A and "
                    f"image=B); repeat to {what} several (default: the latest campaign)")
 
@@ -74,7 +77,7 @@ def _report(sub) -> None:
         "--campaign image-1.11 -o report.html")
     _results(p)
     _campaign(p, "report on")
-    p.add_argument("-o", "--output", type=Path, default=Path("report.html"), metavar="OUT",
+    p.add_argument("-o", "--output", type=path_arg, default=Path("report.html"), metavar="OUT",
                    help="HTML file to write (default: report.html)")
     _trend(p, "draw")
     p.add_argument("--max-run-figures", type=int, default=12, metavar="N",
@@ -131,13 +134,13 @@ def _export(sub) -> None:
         "and samples.parquet (every sample series: round-trip times, latency histograms).",
         epilog="example: jitterlab export --format parquet -o export/")
     _results(p)
-    p.add_argument("--campaign", action="append", metavar="NAME",
+    p.add_argument("--campaign", action="append", type=name_arg, metavar="NAME",
                    help="only this campaign (its latest run of each label set); repeatable "
                    "(default: all runs)")
     p.add_argument("--format", choices=("csv", "json", "parquet"), required=True,
                    help="csv, json or parquet")
     _trend(p, "export")
-    p.add_argument("-o", "--output", type=Path, metavar="PATH",
+    p.add_argument("-o", "--output", type=path_arg, metavar="PATH",
                    help="file (csv, json) or directory (parquet); csv/json go to stdout without it")
     p.add_argument("--table", choices=("runs", "envelope"), default="runs",
                    help="csv: one row per run (default), or the operational envelope (one row per "
@@ -167,7 +170,7 @@ def _import(sub) -> None:
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
     e = what.add_parser("edges", help="a capture of edges (CSV or VCD)",
                         description=p.description, epilog=p.epilog)
-    e.add_argument("file", type=Path, metavar="FILE", help="CSV or VCD file")
+    e.add_argument("file", type=path_arg, metavar="FILE", help="CSV or VCD file")
     e.add_argument("--period", required=True, metavar="DURATION",
                    help="nominal period of the wave, e.g. 1ms, 250us")
     e.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
@@ -183,7 +186,7 @@ def _import(sub) -> None:
     e.add_argument("--warmup", default="0ns", metavar="DURATION",
                    help="drop this much from the start (default: 0ns; at least 2 periods are "
                    "always dropped)")
-    e.add_argument("--campaign", default="import", metavar="NAME",
+    e.add_argument("--campaign", default="import", type=name_arg, metavar="NAME",
                    help="campaign to add the run to (default: import)")
     _results(e)
     e.set_defaults(func=cmd_import)
@@ -210,8 +213,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
 
-    if args.max_run_figures < 0:
-        raise UserError("--max-run-figures: give 0 or more")
+    if not 0 <= args.max_run_figures <= 10_000:
+        raise UserError("--max-run-figures: give 0 to 10000")
+    _writable_file(args.output, "-o")
+    if not args.no_figure_files:
+        figures = args.output.with_name(args.output.stem + "_figures")
+        if figures.exists() and not figures.is_dir():
+            raise UserError(f"-o {args.output}: the figures go to {figures}, which is a file; move it away "
+                            "or pass --no-figure-files")
     store = Store(args.results, create=False)
     if args.trend:
         from jitterlab.report.trend import render as render_trend
@@ -226,6 +235,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         report = render(store, args.output, campaigns=args.campaign,
                         max_run_figures=args.max_run_figures,
                         figure_files=not args.no_figure_files)
+    except OSError as exc:  # the disk filled, a permission changed meanwhile
+        raise UserError(f"-o {args.output}: cannot write the report: {exc.strerror or exc}") from None
     finally:
         store.close()
     out = console()
@@ -253,6 +264,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     base = Selector.parse(args.baseline, "--baseline")
     cand = Selector.parse(args.candidate, "--candidate")
+    if (base.key, base.value) == (cand.key, cand.value):
+        raise UserError(f"--baseline and --candidate both select {base}: a group compared with itself "
+                        "tells nothing; give two different groups, e.g. --baseline image=1.10 "
+                        "--candidate image=1.11")
+    if not 0 <= args.seed < 2**32:
+        raise UserError(f"--seed {args.seed}: give a number from 0 to {2**32 - 1}")
     store = Store(args.results, create=False)
     try:
         pooled = None if args.no_pooled else (lambda r: run_distribution(store.root, r))
@@ -338,8 +355,8 @@ def format_comparison(result, fmt: str, *, terminal: bool = False) -> str:
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        return "\n".join([f"**{result.candidate}** vs **{result.baseline}**", "", *lines, "",
-                          comparison_note(result), "", *notes]) + "\n"
+        return escape_controls("\n".join([f"**{result.candidate}** vs **{result.baseline}**", "", *lines, "",
+                                           comparison_note(result), "", *notes]) + "\n")
     table = Table(title=f"{result.candidate} vs {result.baseline}")
     for h in heads:
         table.add_column(h, justify="right" if h in ("baseline", "candidate", "runs") else "left")
@@ -359,6 +376,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     from jitterlab.report.export import export
     from jitterlab.store.catalog import Store
 
+    if args.output is not None and args.format == "parquet":
+        if args.output.exists() and not args.output.is_dir():
+            raise UserError(f"-o {args.output}: is a file; --format parquet writes a directory of files, "
+                            "give the name of a directory")
+        _writable_file(args.output, "-o", directory=True)
+    elif args.output is not None:
+        _writable_file(args.output, "-o")
     store = Store(args.results, create=False)
     if args.trend:
         from jitterlab.report.trend import rows
@@ -372,19 +396,35 @@ def cmd_export(args: argparse.Namespace) -> int:
         return EXIT_OK
     try:
         text = export(store, _runs(store, args.campaign), args.format, args.output, table=args.table)
+    except OSError as exc:  # the disk filled, a permission changed meanwhile
+        raise UserError(f"-o {args.output}: cannot write the export: {exc.strerror or exc}") from None
     finally:
         store.close()
-    if text is not None:
-        sys.stdout.write(text)
+    if text is not None:  # data for a file or a pipe; a terminal sees its controls escaped
+        sys.stdout.write(escape_controls(text) if sys.stdout.isatty() else text)
     return EXIT_OK
 
 
+def _writable_file(path: Path, option: str, *, directory: bool = False) -> None:
+    """Refuse an output that cannot be written before anything is computed for it."""
+    if path.is_dir() and not directory:
+        raise UserError(f"{option} {path}: is a directory; give a file name, e.g. {path / 'out'}")
+    parent = path.parent if not directory or not path.is_dir() else path
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: the directory {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"{option} {path}: not writable here; choose another place")
+
+
 def parse_labels(items: list[str]) -> dict[str, str]:
+    from jitterlab.labels import check_label
+
     labels = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"--label {item!r}: write KEY=VALUE, e.g. --label image=1.10")
+            raise UserError(f"--label {shown(item)}: write KEY=VALUE, e.g. --label image=1.10")
+        check_label(key.strip(), value.strip(), f"--label {shown(item)}")
         labels[key.strip()] = value.strip()
     return labels
 
@@ -410,9 +450,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     out = console()
     for warning in capture.warnings:
         out.print(f"warning: {warning}", highlight=False, markup=False)
-    out.print(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
-                    f"{format_ns(period_ns)}): max relative period error "
-                    f"{percent(run.metric('max_rel_period_error'))}", highlight=False)
+    out.print(escape(f"imported {args.file} as run {run.id} ({len(capture.t_ns)} edges, period "
+                     f"{format_ns(period_ns)}): max relative period error "
+                     f"{percent(run.metric('max_rel_period_error'))}"), highlight=False)
     return EXIT_OK
 
 

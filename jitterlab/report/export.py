@@ -152,7 +152,7 @@ def _write(text: str, out: Path | None) -> str | None:
 def _parquet(store: Store, runs: list[RunRecord], rows: list[dict], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     columns, flat = _flat(rows)
-    table = pa.table({c: pa.array([_scalar(r.get(c)) for r in flat]) for c in columns})
+    table = pa.table({c: _column([_scalar(r.get(c)) for r in flat]) for c in columns})
     pq.write_table(table, out / "runs.parquet", compression="zstd")
     metrics = [(r.id, m.probe, m.name, m.value, m.unit, m.direction or direction(m.name))
                for r in runs for m in r.metrics.values()]
@@ -188,6 +188,15 @@ def _parquet(store: Store, runs: list[RunRecord], rows: list[dict], out: Path) -
                 else:
                     edge_writer.write_table(pa.table(
                         {**head, "t_ns": s.t_ns, "level": s.level}, schema=edges))
+
+
+def _column(values: list) -> pa.Array:
+    """One column; a key whose runs hold values of different types (iperf3's bitrate: "auto" in
+    one cell, 100000000 in another) becomes a column of their text."""
+    try:
+        return pa.array(values)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
 
 
 def _scalar(value):

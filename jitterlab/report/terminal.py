@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from jitterlab import cells
 from jitterlab.analysis.compare import direction
+from jitterlab.console import SafeConsole
 from jitterlab.records import Warning_
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.standard import headline_value, run_label
@@ -23,7 +23,7 @@ HEADLINE = "max_rel_period_error"
 GAP = "  "
 
 
-class Output(Console):
+class Output(SafeConsole):
     """A Console that prints tables as plain rows, and lines unwrapped, when it is not a terminal."""
 
     def __init__(self, **kwargs: Any) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,10 +17,13 @@ from jitterlab import __version__
 from jitterlab.errors import UserError
 from jitterlab.records import Cell, Metric, Warning_
 from jitterlab.store import postgres
+from jitterlab.store.connection import open_for_writing, open_read_only, transaction
+from jitterlab.store.locks import CampaignLock
 from jitterlab.store.raw import sha256_file, write_atomic, write_raw
-from jitterlab.store.schema import MIGRATIONS, RUN_COLUMNS, SCHEMA, SCHEMA_VERSION
+from jitterlab.store.schema import RUN_COLUMNS, SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "RunRecord", "Store"]
+__all__ = ["SCHEMA_VERSION", "RunExists", "RunRecord", "Store"]
+
 
 @dataclass(frozen=True)
 class RunRecord:
@@ -75,12 +78,20 @@ class RunRecord:
         return found.value if found else None
 
 
+class RunExists(UserError):
+    """The run a commit would add is there already (another jitterlab committed it meanwhile)."""
+
+
 class Store:
-    """A results directory (results.sqlite + raw/), or a PostgreSQL catalog with its raw directory
-    (store/postgres.py). Safe to share between threads."""
+    """A results directory: results.sqlite + raw/. Safe to share between threads and processes.
+
+    `create=False` opens an existing store read-only: nothing is written (show, report, export,
+    compare work in a directory the user may only read, and an empty file gets no schema)."""
 
     def __init__(self, root: Path | str, *, create: bool = True) -> None:
         self._lock = threading.RLock()
+        self._locks: list[CampaignLock] = []
+        self.read_only = not create
         if postgres.is_url(str(root)):
             self._open_postgres(str(root), create)
             return
@@ -89,11 +100,14 @@ class Store:
         self.where = str(self.root)
         self.raw_dir = self.root / "raw"
         db = self.root / "results.sqlite"
-        if not db.exists() and not create:
+        if not create and not db.is_file():
             raise UserError(
                 f"{db}: no results here; run a campaign first "
                 "(jitterlab run CAMPAIGN --results DIR) or pass --results"
             )
+        if not create:
+            self._db = open_read_only(db)
+            return
         try:
             self.raw_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -101,16 +115,7 @@ class Store:
                 f"--results {self.root}: cannot create the results directory: "
                 f"{exc.strerror}; choose a writable place"
             ) from None
-        try:
-            self._db = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate(db)
-        except sqlite3.DatabaseError as exc:
-            raise UserError(
-                f"{db}: not a jitterlab results database ({exc}); move it away or pass another --results"
-            ) from None
+        self._db = open_for_writing(db)
 
     def _open_postgres(self, url: str, create: bool) -> None:
         conninfo, raw_root, shown = postgres.split_url(url)
@@ -148,59 +153,55 @@ class Store:
             )
         return int(version)
 
-    def _migrate(self, db: Path) -> None:
-        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not tables:
-            with self._tx():
-                for statement in SCHEMA:
-                    self._db.execute(statement)
-            return
-        version = self._check_version(tables, db)
-        # foreign keys are off while tables are rebuilt (SQLite's recipe); each step is atomic
-        self._db.execute("PRAGMA foreign_keys=OFF")
-        try:
-            while version < SCHEMA_VERSION:
-                with self._tx():
-                    MIGRATIONS[version](self._db)
-                    version += 1
-                    self._db.execute("UPDATE schema_version SET version = ?", (version,))
-        finally:
-            self._db.execute("PRAGMA foreign_keys=ON")
-
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, transaction(self._db):
+            yield
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            for lock in self._locks:
+                lock.release()
+            self._locks.clear()
+
+    def lock_campaign(self, campaign_id: int, name: str) -> None:
+        """Hold the campaign's lock until close(): a second jitterlab measuring it is refused
+        (CampaignBusy, naming who measures it)."""
+        with self._lock:
+            if any(lock.campaign_id == campaign_id for lock in self._locks):
+                return  # ours already
+            lock = CampaignLock(self.root, campaign_id, name)
+            lock.acquire()
+            self._locks.append(lock)
 
     # --- campaigns -------------------------------------------------------------------------
 
     def new_campaign(self, name: str, fingerprint: str, source_path: str, source: str, labels: dict,
                      created_ns: int | None = None, version: str = __version__) -> int:
         with self._tx():
-            cur = self._db.execute(
-                "INSERT INTO campaigns (name, fingerprint, source_path, source, labels_json, "
-                "created_ns, jitterlab_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    name,
-                    fingerprint,
-                    source_path,
-                    source,
-                    json.dumps(labels, sort_keys=True),
-                    created_ns if created_ns is not None else time.time_ns(),
-                    version,
-                ),
-            )
-            return int(cur.lastrowid)
+            return self._insert_campaign(name, fingerprint, source_path, source, labels, created_ns, version)
+
+    def _insert_campaign(self, name: str, fingerprint: str, source_path: str, source: str,
+                         labels: dict, created_ns: int | None = None, version: str = __version__) -> int:
+        cur = self._db.execute(
+            "INSERT INTO campaigns (name, fingerprint, source_path, source, labels_json, "
+            "created_ns, jitterlab_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (name, fingerprint, source_path, source, json.dumps(labels, sort_keys=True),
+             created_ns if created_ns is not None else time.time_ns(), version),
+        )
+        return int(cur.lastrowid)
+
+    def campaign_named(self, name: str, fingerprint: str, source_path: str, source: str,
+                       labels: dict) -> int:
+        """The latest campaign of that name, created when there is none, in one transaction (two
+        imports at once into a new store share one campaign)."""
+        with self._tx():
+            row = self._db.execute("SELECT id FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1",
+                                   (name,)).fetchone()
+            if row is not None:
+                return int(row[0])
+            return self._insert_campaign(name, fingerprint, source_path, source, labels)
 
     def campaign(self, campaign_id: int) -> dict:
         """Every field of one campaign (labels decoded)."""
@@ -283,6 +284,8 @@ class Store:
             rows = self._db.execute(query + " ORDER BY id", args).fetchall()
         return [(r[0], Warning_(r[1], r[2])) for r in rows]
 
+    # --- runs ------------------------------------------------------------------------------
+
     def target_warnings(self, campaign_id: int) -> list[tuple[str | None, Warning_]]:
         """(target, warning) of the warnings that belong to no run (a target's, the campaign's)."""
         with self._lock:
@@ -290,13 +293,6 @@ class Store:
                 "SELECT target, message, remedy FROM warnings WHERE campaign_id = ? AND run_id IS NULL "
                 "ORDER BY id", (campaign_id,)).fetchall()
         return [(r[0], Warning_(r[1], r[2])) for r in rows]
-
-    # --- runs ------------------------------------------------------------------------------
-
-    def run_ids(self, campaign_id: int) -> set[str]:
-        with self._lock:
-            rows = self._db.execute("SELECT id FROM runs WHERE campaign_id = ?", (campaign_id,)).fetchall()
-        return {r[0] for r in rows}
 
     def committed(self, campaign_id: int) -> dict[tuple[str, int], str]:
         """(cell_key, repetition) -> status of every run already committed."""
@@ -346,20 +342,60 @@ class Store:
             paths[name] = relative
         return paths
 
-    def commit_run(self, run: RunRecord, warnings: Sequence[Warning_] = ()) -> None:
+    def run_ids(self, campaign_id: int) -> dict[tuple[str, int], str]:
+        """(cell_key, repetition) -> id of every run committed."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT cell_key, repetition, id FROM runs WHERE campaign_id = ?", (campaign_id,)
+            ).fetchall()
+        return {(r[0], r[1]): r[2] for r in rows}
+
+    def damaged(self, campaign_id: int) -> dict[tuple[str, int], str]:
+        """(cell_key, repetition) -> why, of the runs whose raw file is missing or not the bytes
+        the store recorded (its sha256)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT cell_key, repetition, raw_path, raw_sha256 FROM runs WHERE campaign_id = ? "
+                "AND raw_path IS NOT NULL", (campaign_id,)).fetchall()
+        found = {}
+        for key, rep, raw_path, sha in rows:
+            path = self.root / raw_path
+            if not path.is_file():
+                found[(key, rep)] = f"{raw_path} is missing"
+            elif sha and sha256_file(path) != sha.lower():
+                found[(key, rep)] = f"{raw_path} is damaged (sha256 differs)"
+        return found
+
+    def commit_run(self, run: RunRecord, warnings: Sequence[Warning_] = (), *,
+                   replaces: str | None = None, next_repetition: bool = False) -> RunRecord:
         """Insert a run with its metrics, attachments and warnings in one transaction; the raw
-        file and attachments are already durable under their final names."""
+        file and attachments are already durable under their final names. Returns the run as
+        stored.
+
+        A run of the same cell and repetition is replaced only when it is the run `replaces` names
+        (a retried failed or damaged run); any other is refused (RunExists): it was committed
+        meanwhile by another jitterlab, and is kept. `next_repetition`: the run takes the next
+        free repetition of its cell, counted inside the transaction (concurrent imports)."""
         with self._tx():
-            for table in ("metrics", "warnings", "attachments"):
-                self._db.execute(
-                    f"DELETE FROM {table} WHERE run_id IN (SELECT id FROM runs WHERE campaign_id = ? "
-                    "AND cell_key = ? AND repetition = ?)",
-                    (run.campaign_id, run.cell_key, run.repetition),
-                )
-            self._db.execute(
-                "DELETE FROM runs WHERE campaign_id = ? AND cell_key = ? AND repetition = ?",
+            if next_repetition:
+                row = self._db.execute(
+                    "SELECT COALESCE(MAX(repetition) + 1, 0) FROM runs WHERE campaign_id = ? "
+                    "AND cell_key = ?", (run.campaign_id, run.cell_key)).fetchone()
+                run = dataclasses.replace(run, repetition=int(row[0]))
+            existing = self._db.execute(
+                "SELECT id FROM runs WHERE campaign_id = ? AND cell_key = ? AND repetition = ?",
                 (run.campaign_id, run.cell_key, run.repetition),
-            )
+            ).fetchone()
+            if existing is not None and existing[0] != replaces:
+                raise RunExists(
+                    f"{self.where}: repetition {run.repetition + 1} of cell {run.cell_key!r} was "
+                    f"committed meanwhile by another jitterlab (run {existing[0]}); it is kept, and "
+                    f"run {run.id} is not stored"
+                )
+            if existing is not None:
+                for table in ("metrics", "warnings", "attachments"):
+                    self._db.execute(f"DELETE FROM {table} WHERE run_id = ?", (existing[0],))
+                self._db.execute("DELETE FROM runs WHERE id = ?", (existing[0],))
             marks = ",".join("?" * len(RUN_COLUMNS))
             self._db.execute(
                 f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks})",
@@ -395,6 +431,7 @@ class Store:
                 ],
             )
             self._insert_warnings(run.campaign_id, run.id, run.target, warnings)
+        return run
 
     def runs(self, campaign_id: int | None = None, run_id: str | None = None) -> list[RunRecord]:
         query = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"

@@ -33,7 +33,7 @@ def push(source: Store, dest: Store) -> Pushed:
             for target, w in source.target_warnings(camp["id"]):  # the targets' own, once
                 dest.add_warnings(dest_id, [w], target=target)
             done.campaigns += 1
-        have = dest.run_ids(dest_id)
+        have = set(dest.run_ids(dest_id).values())
         sysinfo_ids: dict[int, int] = {}
         warnings = source.warnings(camp["id"])
         for run in source.runs(camp["id"]):

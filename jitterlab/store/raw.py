@@ -164,8 +164,8 @@ def read_raw(path: Path, expected_sha256: str | None = None) -> dict[str, Series
     """All series of a raw file; UserError if it is missing, damaged or not the expected bytes."""
     path = Path(path)
     remedy = (
-        "delete it and re-run that run with `jitterlab run --resume`, "
-        "or restore the file from a backup"
+        "measure that run again with `jitterlab run CAMPAIGN --resume --retry-damaged` (an imported "
+        "capture: import it again), or restore the file from a backup"
     )
     try:
         if expected_sha256 is not None:

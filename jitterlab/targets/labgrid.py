@@ -14,17 +14,20 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 from jitterlab.registry import did_you_mean
+from jitterlab.targets.labgrid_host_key import host_key_refused, verify_host_key
 from jitterlab.targets.ssh_sessions import OverSSH, SSHSessions
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
+_LOGIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,63}$")  # ssh -l reads it
 COORDINATOR_TIMEOUT_S = 10.0
 # labgrid's client keepalive settings, and a connection of our own (see _coordinator_call)
 _CHANNEL_OPTIONS = [
@@ -43,6 +46,8 @@ OPTIONS = {
     "keyfile": 'identity file for SSH, e.g. keyfile = "~/.ssh/id_ed25519" (default: ssh\'s own)',
     "username": "login name, instead of the NetworkService's",
     "workdir": 'absolute directory on the board for jitterlab\'s files (default: "/tmp/jitterlab-<user>")',
+    "known_hosts": "a known_hosts file with the board's key: its host key is then verified like an ssh "
+                   "target's (labgrid's SSHDriver itself does not check host keys)",
 }
 
 
@@ -56,6 +61,7 @@ class LabgridOptions:
     keyfile: str | None = None
     username: str | None = None
     workdir: str | None = None
+    known_hosts: str | None = None
 
 
 def _one_line(text: str) -> str:
@@ -251,7 +257,8 @@ def _network_service(
     return resource
 
 
-def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str | None) -> Any:
+def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str | None,
+                  known_hosts: str | None = None) -> Any:
     """The target's SSHDriver (from the env file, else a new one), activated: its master runs."""
     from labgrid.driver import SSHDriver
     from labgrid.exceptions import NoDriverFoundError, NoResourceFoundError
@@ -272,11 +279,16 @@ def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str 
         if username:
             driver.username = username
     service = driver.networkservice
+    if known_hosts is not None:
+        verify_host_key(driver, known_hosts)
     with _collected_logs(driver.logger) as lines:
         try:
             lg_target.activate(driver)
         except Exception as exc:
             said = [line.removeprefix("ssh:").strip() for line in lines]
+            refused = host_key_refused(name, service, known_hosts, said) if known_hosts else None
+            if refused is not None:
+                raise refused from None
             why = next((line for line in reversed(said) if line), str(exc))
             raise UserError(
                 f"{_where(name)}: cannot connect by SSH to {driver._get_username()}@{service.address}"
@@ -306,7 +318,10 @@ class LabgridTarget(OverSSH):
             else:
                 assert options.place is not None
                 self._lg_target = self._from_place(options.place, options.service)
-            self._driver = _activate_ssh(name, self._lg_target, options.keyfile, options.username)
+            self._driver = _activate_ssh(name, self._lg_target, options.keyfile, options.username,
+                                         options.known_hosts)
+            # what doctor and the start of a run tell the user about this connection
+            self.host_key_verified = options.known_hosts is not None
             service = self._driver.networkservice
             self.username = self._driver._get_username()
             self.address = f"{self.username}@{service.address}:{service.port}"
@@ -405,8 +420,13 @@ def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
                 f"{where}.{key}: unknown option of a labgrid target; {hint}known: {', '.join(OPTIONS)}"
             )
     for key, value in options.items():
-        if not isinstance(value, str) or not value:
-            raise UserError(f"{where}.{key}: expected a non-empty string ({OPTIONS[key]}), got {value!r}")
+        if (not isinstance(value, str) or not value.strip() or len(value) > 4096
+                or any(not c.isprintable() for c in value)):
+            raise UserError(f"{where}.{key}: expected one line of text ({OPTIONS[key]}), got {shown(value)}")
+    username = options.get("username")
+    if isinstance(username, str) and not _LOGIN.match(username):
+        raise UserError(f'{where}.username: expected a login name, e.g. username = "root", '
+                        f"got {shown(username)}")
     values: dict[str, str] = {str(k): str(v) for k, v in options.items()}
     if ("place" in values) == ("env" in values):
         raise UserError(
@@ -421,8 +441,8 @@ def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
     if "role" in values and "env" not in values:
         raise UserError(f'{where}.role: only with env = "board.yaml" (a role of that file)')
     if "workdir" in values and not values["workdir"].startswith("/"):
-        raise UserError(f"{where}.workdir: must be an absolute path, got {values['workdir']!r}")
-    for key in ("env", "keyfile"):
+        raise UserError(f"{where}.workdir: must be an absolute path, got {shown(values['workdir'])}")
+    for key in ("env", "keyfile", "known_hosts"):
         if key in values:
             values[key] = os.path.abspath(os.path.expanduser(values[key]))
             if not os.path.isfile(values[key]):

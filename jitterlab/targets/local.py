@@ -4,14 +4,60 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+from jitterlab.errors import UserError
 from jitterlab.targets.base import CommandTimeout, Completed
+
+
+def default_workdir() -> str:
+    """$XDG_RUNTIME_DIR/jitterlab where the session has a runtime directory of this user's own
+    (private by definition), else /tmp/jitterlab-<uid>."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        with contextlib.suppress(OSError):
+            st = os.stat(runtime)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+                return f"{runtime.rstrip('/')}/jitterlab"
+    return f"/tmp/jitterlab-{os.getuid()}"
+
+
+def private_dir(path: str) -> str:
+    """Create `path` with mode 0700, or check the one that is there: a directory (not a link) of
+    this user that no one else may write. Programs are built and run from it, so a directory that
+    another user made or could write could hold their programs for us to run."""
+    parent = os.path.dirname(path.rstrip("/")) or "/"
+    try:
+        os.makedirs(parent, exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise UserError(f"workdir {path}: cannot create it: {exc.strerror}; set workdir = \"/some/dir\" "
+                        "in its [[target]]") from None
+    st = os.lstat(path)
+    fix = ('set workdir = "/some/dir" in its [[target]] (a directory of yours), or remove this one if '
+           "it is stale")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserError(f"workdir {path}: is not a directory (a link or a file is there); {fix}")
+    if st.st_uid != os.getuid():
+        try:
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except KeyError:
+            owner = f"uid {st.st_uid}"
+        raise UserError(f"workdir {path}: belongs to {owner}, not to you; jitterlab would run programs "
+                        f"from it that {owner} can replace; {fix}")
+    if st.st_mode & 0o022:
+        raise UserError(f"workdir {path}: others may write it (mode {stat.filemode(st.st_mode)}), so its "
+                        f"programs could be replaced; chmod go-w {path} if its content is yours, or {fix}")
+    return path
 
 
 def _kill_group(pgid: int, signum: int) -> None:
@@ -109,8 +155,7 @@ class LocalTarget:
 
     def __init__(self, name: str = "local", workdir: str | None = None) -> None:
         self.name = name
-        self.workdir = workdir or f"/tmp/jitterlab-{os.getuid()}"
-        Path(self.workdir).mkdir(parents=True, exist_ok=True)
+        self.workdir = private_dir(workdir or default_workdir())
         self._live: set[LocalProcess] = set()
         self._lock = threading.Lock()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 from jitterlab.registry import Registry, did_you_mean
 from jitterlab.targets.base import Target
 from jitterlab.targets.labgrid import LabgridTarget
@@ -36,7 +36,7 @@ def _local_options(options: Mapping[str, object], where: str) -> str | None:
             raise UserError(f"{where}.{key}: unknown option of a local target; {hint}known: workdir")
     workdir = options.get("workdir")
     if workdir is not None and not (isinstance(workdir, str) and workdir.startswith("/")):
-        raise UserError(f"{where}.workdir: must be an absolute path, got {workdir!r}")
+        raise UserError(f"{where}.workdir: must be an absolute path, got {shown(workdir)}")
     return workdir
 
 
@@ -63,7 +63,8 @@ TARGETS.add(
 OPTION_CHECKS["ssh"] = _ssh_options
 TARGETS.add(
     "labgrid",
-    "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH)",
+    "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH); "
+    "known_hosts = a file with its host key, which labgrid itself does not check",
     lambda name, options: LabgridTarget(name, _labgrid_options(options, f"target {name!r}")),
 )
 OPTION_CHECKS["labgrid"] = _labgrid_options

@@ -126,8 +126,13 @@ class SSHTarget(OverSSH):
     # --- connection -------------------------------------------------------------------------------
 
     def connect(self) -> SSHTarget:
-        """Open the master connection, create the workdir, check what spawn and put need there."""
-        self.workdir = self._sessions.connect(self.options.workdir)
+        """Open the master connection, create the workdir, check what spawn and put need there; on
+        failure nothing is left (the control socket's private directory included)."""
+        try:
+            self.workdir = self._sessions.connect(self.options.workdir)
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def close(self) -> None:

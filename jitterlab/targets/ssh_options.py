@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jitterlab.errors import UserError
+from jitterlab.errors import UserError, shown
 from jitterlab.registry import did_you_mean
 from jitterlab.units import parse_duration_ns
 
@@ -25,6 +25,8 @@ OPTIONS = {
 # ssh reads these as words of its own config language: a name must not be taken for an option
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:%@+-]*$")
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.:-]*)$")
+# a compiler and its flags: words without anything a shell or make would read as syntax
+_CC_WORD = re.compile(r"^[A-Za-z0-9_./+=,:-]+$")
 
 
 @dataclass(frozen=True)
@@ -65,31 +67,35 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         raise UserError(f'{where}.host: an ssh target needs a host, e.g. host = "board1.lab"')
     if not isinstance(host, str) or not _HOST.match(host):
         raise UserError(
-            f"{where}.host: expected a host name or address (letters, digits, '.', '-', ':'), got {host!r}"
+            f"{where}.host: expected a host name or address (letters, digits, '.', '-', ':'), "
+            f"got {shown(host)}"
         )
     port = options.get("port", 22)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-        raise UserError(f"{where}.port: expected a TCP port number 1-65535, e.g. port = 22, got {port!r}")
+        raise UserError(f"{where}.port: expected a TCP port number 1-65535, e.g. port = 22, "
+                        f"got {shown(port)}")
     user = options.get("user")
     if user is not None and (not isinstance(user, str) or not _NAME.match(user)):
-        raise UserError(f'{where}.user: expected a login name, e.g. user = "root", got {user!r}')
+        raise UserError(f'{where}.user: expected a login name, e.g. user = "root", got {shown(user)}')
     key = _path(options, "key", where, must_exist=check_files)
     known_hosts = _path(options, "known_hosts", where, must_exist=False) or "~/.ssh/known_hosts"
     accept = options.get("accept_new_host_key", False)
     if not isinstance(accept, bool):
-        raise UserError(f"{where}.accept_new_host_key: expected true or false, got {accept!r}")
+        raise UserError(f"{where}.accept_new_host_key: expected true or false, got {shown(accept)}")
     timeout = options.get("connect_timeout", "10s")
     timeout_ns = parse_duration_ns(timeout, f"{where}.connect_timeout")
     if timeout_ns < 1_000_000_000:
-        raise UserError(f'{where}.connect_timeout: ssh counts whole seconds; give "1s" or more: {timeout!r}')
+        raise UserError(f'{where}.connect_timeout: ssh counts whole seconds; give "1s" or more: '
+                        f"{shown(timeout)}")
     workdir = options.get("workdir")
     if workdir is not None and not (
         isinstance(workdir, str) and workdir.startswith("/") and workdir.rstrip("/") and "\n" not in workdir
     ):
-        raise UserError(f'{where}.workdir: expected an absolute path, e.g. "/tmp/jitterlab", got {workdir!r}')
+        raise UserError(f'{where}.workdir: expected an absolute path, e.g. "/tmp/jitterlab", '
+                        f"got {shown(workdir)}")
     cc = options.get("cc")
-    if cc is not None and (not isinstance(cc, str) or not cc.strip() or "\n" in cc):
-        raise UserError(f'{where}.cc: expected a compiler, e.g. cc = "aarch64-linux-gnu-gcc", got {cc!r}')
+    if cc is not None:
+        check_cc(cc, f"{where}.cc")
     return SSHOptions(
         host=host,
         port=port,
@@ -99,8 +105,22 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         accept_new_host_key=accept,
         connect_timeout_s=timeout_ns / 1e9,
         workdir=workdir.rstrip("/") if workdir else None,
-        cc=cc.strip() if cc else None,
+        cc=" ".join(cc.split()) if isinstance(cc, str) else None,
     )
+
+
+def check_cc(cc: object, where: str) -> str:
+    """A cross compiler, maybe with flags ("aarch64-linux-gnu-gcc -mcpu=cortex-a53"): words of
+    letters, digits and _./+=,:- only, the first not a flag. make hands $(CC) to /bin/sh, so a
+    quote, $, `, ;, | or & in it would run a command on this machine."""
+    words = cc.split() if isinstance(cc, str) else []
+    if not words or len(cc) > 500 or not all(_CC_WORD.match(w) for w in words) or words[0][0] == "-":
+        raise UserError(
+            f'{where}: expected a compiler and its flags, e.g. cc = "aarch64-linux-gnu-gcc -O2", '
+            f"as words of letters, digits and _./+=,:- (no quotes, $, `, ;, |, &, spaces inside a word), "
+            f"got {shown(cc)}"
+        )
+    return " ".join(words)
 
 
 def _path(options: Mapping[str, object], key: str, where: str, *, must_exist: bool) -> str | None:
@@ -108,9 +128,10 @@ def _path(options: Mapping[str, object], key: str, where: str, *, must_exist: bo
     if value is None:
         return None
     if not isinstance(value, str) or not value or any(c in value for c in '"\n\r\t'):
-        raise UserError(f'{where}.{key}: expected a file path, e.g. {key} = "~/.ssh/..." , got {value!r}')
+        raise UserError(f'{where}.{key}: expected a file path, e.g. {key} = "~/.ssh/...", '
+                        f"got {shown(value)}")
     if must_exist and not os.path.isfile(os.path.expanduser(value)):
-        raise UserError(f"{where}.{key}: no such file {value!r}; give the path of your private key")
+        raise UserError(f"{where}.{key}: no such file {shown(value)}; give the path of your private key")
     return value
 
 
@@ -118,7 +139,7 @@ def from_url(url: str, where: str, extra: Mapping[str, object] | None = None) ->
     """ssh://[user@]host[:port] (and `extra` options) -> options with defaults for the rest."""
     m = re.fullmatch(r"ssh://(?:(?P<user>[^@/]+)@)?(?P<host>\[[^\]]+\]|[^:/@]+)(?::(?P<port>\d+))?/?", url)
     if not m:
-        raise UserError(f"{where}: cannot read {url!r}; write it like ssh://user@host:22")
+        raise UserError(f"{where}: cannot read {shown(url)}; write it like ssh://user@host:22")
     raw: dict[str, object] = {**(extra or {}), "host": m["host"]}
     if m["user"]:
         raw["user"] = m["user"]

@@ -59,10 +59,16 @@ exec 3<&0 4>&1
 echo gone
 """
 
+# connect: create the workdir 0700, or check the one there: a directory (not a link) of ours that no
+# one else may write (programs are built and run from it)
 CONNECT = r"""
 d=${1:-/tmp/jitterlab-$(id -un)}
-mkdir -p -- "$d" || exit 3
+p=${d%/*}
+[ -z "$p" ] || mkdir -p -- "$p" || exit 3
+mkdir -m 700 -- "$d" 2>/dev/null || [ -e "$d" ] || [ -L "$d" ] || exit 3
+if [ -L "$d" ] || [ ! -d "$d" ]; then echo "notdir $d"; exit 0; fi
 [ -O "$d" ] || { echo "notours $d"; exit 0; }
+case $(ls -ld -- "$d") in ?????w*|????????w*) echo "writable $d"; exit 0 ;; esac
 echo "workdir $d"
 for t in setsid tar; do command -v "$t" >/dev/null 2>&1 || echo "missing $t"; done
 """

@@ -116,13 +116,19 @@ class SSHSessions:
                 f"{self.where}: cannot connect: {last_line(done.stderr) or 'ssh exited 255'}"
             )
         lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
-        if done.returncode != 0 or "notours" in lines:
-            problem = (
-                f"{lines['notours']} belongs to another user"
-                if "notours" in lines
-                else f"cannot create {workdir or 'the workdir'}: {last_line(done.stderr)}"
-            )
-            raise UserError(f'{self.where}: {problem}; set workdir = "/some/dir" in its [[target]]')
+        refusals = {
+            "notours": "belongs to another user, who could replace the programs jitterlab runs from it",
+            "writable": "may be written by other users, who could replace the programs jitterlab runs "
+                        "from it (chmod go-w it if its content is yours)",
+            "notdir": "is not a directory (a link or a file is there)",
+        }
+        for word, why in refusals.items():
+            if word in lines:
+                raise UserError(f'{self.where}: workdir {lines[word]} {why}; set workdir = "/some/dir" '
+                                "(a directory of yours) in its [[target]], or remove that one if it is stale")
+        if done.returncode != 0:
+            raise UserError(f"{self.where}: cannot create {workdir or 'the workdir'}: "
+                            f'{last_line(done.stderr)}; set workdir = "/some/dir" in its [[target]]')
         missing = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("missing ")]
         if missing:
             raise UserError(

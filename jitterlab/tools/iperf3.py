@@ -21,8 +21,8 @@ from jitterlab.tools.output import first_json
 CONNECT_TIMEOUT_MS = 3000
 SERVER_IDLE_TIMEOUT_S = 30  # a one-off server gives up on a client that never came
 START_TIMEOUT_S = 10.0
-HOST = re.compile(r"^[A-Za-z0-9_.:%-]+$")  # a name or address, never an option
-BITRATE = re.compile(r"^\d+(\.\d+)?[KMG]?$")
+HOST = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")  # a name or address, never an option
+BITRATE = re.compile(r"^\d{1,15}(\.\d{1,9})?[KMG]?$")
 _RATE_FACTOR = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3}  # iperf3 rates are decimal
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterlab.analysis.stats import mann_whitney_p
 from jitterlab.analysis.latency import histogram_metrics, latency_metrics
 from jitterlab.analysis.squarewave import squarewave_metrics
+from jitterlab.analysis.stats import mann_whitney_p
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 _BLOCK = re.compile(r"```example (\S+)\n(.*?)```", re.S)

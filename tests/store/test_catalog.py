@@ -9,7 +9,7 @@ import pytest
 from jitterlab.errors import UserError
 from jitterlab.fakes import cell, run_record, squarewave_cell
 from jitterlab.records import Metric, Warning_
-from jitterlab.store.catalog import SCHEMA_VERSION, RunRecord, Store
+from jitterlab.store.catalog import SCHEMA_VERSION, RunExists, RunRecord, Store
 
 
 def record(campaign_id: int, run_id: str = "r1", rep: int = 0, status: str = "ok") -> RunRecord:
@@ -48,12 +48,17 @@ def test_failed_commit_leaves_nothing(tmp_path):
         assert store._db.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 0
 
 
-def test_recommit_replaces_the_same_repetition(tmp_path):
+def test_recommit_replaces_only_the_run_it_names(tmp_path):
     store = Store(tmp_path)
     cid = store.new_campaign("c", "fp", "c.toml", "src", {})
     store.commit_run(record(cid, "r1", status="failed"))
-    store.commit_run(record(cid, "r2"))
-    assert [r.id for r in store.runs(cid)] == ["r2"]
+    with pytest.raises(RunExists, match=r"repetition 1 of cell 'k' was committed meanwhile .*run r1\)"):
+        store.commit_run(record(cid, "r2"))  # a second jitterlab measured it too: the first is kept
+    with pytest.raises(RunExists):
+        store.commit_run(record(cid, "r2"), replaces="r0")
+    assert [r.id for r in store.runs(cid)] == ["r1"]
+    store.commit_run(record(cid, "r2"), replaces="r1")  # --retry-failed
+    assert [(r.id, r.status) for r in store.runs(cid)] == [("r2", "ok")]
 
 
 def test_latest_campaign_by_name(tmp_path):

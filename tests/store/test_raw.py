@@ -76,7 +76,7 @@ def test_checksum_mismatch_names_the_file_and_the_fix(tmp_path, series):
     with pytest.raises(UserError) as error:
         read_raw(path, expected_sha256="0" * 64)
     assert str(path) in str(error.value)
-    assert "jitterlab run --resume" in str(error.value)
+    assert "--resume --retry-damaged" in str(error.value)
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.99])

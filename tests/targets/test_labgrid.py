@@ -402,12 +402,39 @@ def test_env_file_errors(farm, tmp_path):
         ({"place": "a", "plac": "b"}, r"where\.plac: unknown option .* did you mean 'place'"),
         ({"place": "a", "workdir": "rel"}, r"where\.workdir: must be an absolute path"),
         ({"place": "a", "role": "main"}, r"where\.role: only with env"),
-        ({"place": 3}, r"where\.place: expected a non-empty string"),
+        ({"place": 3}, r"where\.place: expected one line of text"),
+        ({"place": "a", "username": "-oProxyCommand=x"}, r"where\.username: expected a login name"),
+        ({"place": "a\nb"}, r"where\.place: expected one line of text"),
     ],
 )
 def test_option_errors_name_the_key(options, message):
     with pytest.raises(UserError, match=message):
         parse_options(options, "where")
+
+
+def test_the_host_key_is_verified_with_known_hosts_and_said_unverified_without(farm, tmp_path, board):
+    from jitterlab.doctor import examine
+    from jitterlab.targets.labgrid_host_key import host_key_warning
+
+    assert board.host_key_verified is False
+    warning = host_key_warning(board)
+    assert warning is not None and "StrictHostKeyChecking=no" in warning.message
+    assert 'known_hosts = "~/.ssh/known_hosts"' in warning.remedy
+    assert any(f.topic == "host key" and f.fix == warning.remedy for f in examine(board)[1])
+    options = farm.options("bbb-1", tmp_path / "work", known_hosts=str(farm.sshd.known_hosts))
+    target = TARGETS.get("labgrid", "test")("bbb", options)
+    try:
+        assert target.host_key_verified and host_key_warning(target) is None and target.run(["true"]).ok
+    finally:
+        target.close()
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    with pytest.raises(UserError, match=rf"the host key of 127.0.0.1:{farm.ssh_port} is not the one in "
+                                        rf"{empty} .*ssh-keyscan -p {farm.ssh_port} 127.0.0.1"):
+        TARGETS.get("labgrid", "test")("bbb", farm.options("bbb-1", tmp_path / "w", known_hosts=str(empty)))
+    assert farm.holder("bbb-1") is None
+    with pytest.raises(UserError, match=r"where.known_hosts: .*/nope does not exist"):
+        parse_options({"place": "a", "known_hosts": str(tmp_path / "nope")}, "where")
 
 
 def test_without_labgrid_installed_the_error_says_how_to_install(monkeypatch):
