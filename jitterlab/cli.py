@@ -212,6 +212,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
     if args.dry_run:
         return _dry_run(out, campaign)
+    from jitterlab.farm import image_targets
+
+    boards = image_targets(campaign)
+    if boards:
+        if args.resume:
+            raise UserError("--resume: an image campaign measures every image afresh; run it again")
+        return _run_images(out, campaign, boards, args)
     from jitterlab.store.postgres import is_url
 
     store: Store | None = None
@@ -290,6 +297,39 @@ def cmd_run(args: argparse.Namespace) -> int:
             session.target.close()
         if store is not None:
             store.close()
+
+
+def _run_images(out, campaign, boards, args) -> int:
+    """Each image on every board in turn (farm.py), one campaign per image value."""
+    from jitterlab.farm import run_images
+    from jitterlab.report.terminal import summary_tables
+    from jitterlab.store.catalog import Store
+
+    store = Store(args.results)
+    try:
+        def notice(target: str, message: str) -> None:
+            out.print(escape(f"{target + ': ' if target else ''}{message}"), highlight=False)
+
+        def progress(target: str, what: str | None, seconds: float) -> None:
+            if what is not None:
+                out.print(escape(f"{target}: {what}"), highlight=False)
+
+        with _sigterm_as_interrupt():
+            done = run_images(campaign, store, boards, notice, progress)
+        failed = 0
+        for value, campaign_id, _ in done:
+            runs = store.runs(campaign_id)
+            failed += sum(r.status != "ok" for r in runs)
+            for table in summary_tables(runs, f"{campaign.name} {boards[0][1].label}={value}"):
+                out.print(table)
+        label = boards[0][1].label
+        out.print(escape(f"results: {store.where}; compare the images with jitterlab compare --results "
+                         f"{args.results} --baseline {label}=A --candidate {label}=B"), highlight=False)
+        if done and done[-1][2].interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_RUNS_FAILED if failed else EXIT_OK
+    finally:
+        store.close()
 
 
 DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted

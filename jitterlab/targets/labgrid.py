@@ -24,6 +24,7 @@ from typing import Any
 from jitterlab.errors import UserError, shown
 from jitterlab.registry import did_you_mean
 from jitterlab.targets.labgrid_host_key import host_key_refused, verify_host_key
+from jitterlab.targets.labgrid_images import ImageOptions, split_image_options
 from jitterlab.targets.ssh_sessions import OverSSH, SSHSessions
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
@@ -62,6 +63,7 @@ class LabgridOptions:
     username: str | None = None
     workdir: str | None = None
     known_hosts: str | None = None
+    images: ImageOptions | None = None  # an image campaign: the images to flash, per label value
 
 
 def _one_line(text: str) -> str:
@@ -303,7 +305,9 @@ class LabgridTarget(OverSSH):
 
     kind = "labgrid"
 
-    def __init__(self, name: str, options: LabgridOptions) -> None:
+    def __init__(self, name: str, options: LabgridOptions, *, connect: bool = True) -> None:
+        """Open the board (acquire its place, or load its env file); with `connect`, also open the
+        SSH connection (an image campaign connects once the board has booted its image)."""
         _require_labgrid(name)
         self.name = name
         self.options = options
@@ -318,27 +322,38 @@ class LabgridTarget(OverSSH):
             else:
                 assert options.place is not None
                 self._lg_target = self._from_place(options.place, options.service)
-            self._driver = _activate_ssh(name, self._lg_target, options.keyfile, options.username,
-                                         options.known_hosts)
-            # what doctor and the start of a run tell the user about this connection
-            self.host_key_verified = options.known_hosts is not None
-            service = self._driver.networkservice
-            self.username = self._driver._get_username()
-            self.address = f"{self.username}@{service.address}:{service.port}"
-            ssh = [self._driver._get_tool("ssh"), "-x", *self._driver.ssh_prefix, "-o", "BatchMode=yes"]
-            ssh += ["-p", str(service.port), "-l", self.username, "--", service.address]
-            self._sessions = SSHSessions(
-                name,
-                f"{_where(name)} {self.address}",
-                lambda remote: [*ssh, shlex.join(remote)],
-                control_path=self._driver.control,
-                connect_timeout_s=self._driver.connection_timeout,
-            )
-            self.workdir = self._sessions.connect(options.workdir)
+            if connect:
+                self.connect()
         except BaseException:
             with contextlib.suppress(Exception):  # the reason we could not open matters more
                 self.close()
             raise
+
+    @property
+    def board(self) -> Any:
+        """The labgrid Target (its drivers: power, console, image writer)."""
+        return self._lg_target
+
+    def connect(self) -> None:
+        """Open the SSH connection (once the board runs); the board stays open when it fails."""
+        name, options = self.name, self.options
+        self._driver = _activate_ssh(name, self._lg_target, options.keyfile, options.username,
+                                     options.known_hosts)
+        # what doctor and the start of a run tell the user about this connection
+        self.host_key_verified = options.known_hosts is not None
+        service = self._driver.networkservice
+        self.username = self._driver._get_username()
+        self.address = f"{self.username}@{service.address}:{service.port}"
+        ssh = [self._driver._get_tool("ssh"), "-x", *self._driver.ssh_prefix, "-o", "BatchMode=yes"]
+        ssh += ["-p", str(service.port), "-l", self.username, "--", service.address]
+        self._sessions = SSHSessions(
+            name,
+            f"{_where(name)} {self.address}",
+            lambda remote: [*ssh, shlex.join(remote)],
+            control_path=self._driver.control,
+            connect_timeout_s=self._driver.connection_timeout,
+        )
+        self.workdir = self._sessions.connect(options.workdir)
 
     # -- opening --------------------------------------------------------------------------------------
 
@@ -392,6 +407,16 @@ class LabgridTarget(OverSSH):
 
     # -- the Target protocol (run/spawn/put/get: OverSSH) ---------------------------------------------
 
+    def disconnect(self) -> None:
+        """End the SSH connection and keep the board (an image campaign flashes it next)."""
+        if self._sessions is not None:
+            self._sessions.close()
+            self._sessions = None
+        driver = getattr(self, "_driver", None)
+        if driver is not None and self._lg_target is not None:
+            with contextlib.suppress(Exception):
+                self._lg_target.deactivate(driver)
+
     def close(self) -> None:
         """Stop what we spawned, end the SSH master, release the places we acquired. Idempotent."""
         if self._sessions is not None:
@@ -413,6 +438,7 @@ class LabgridTarget(OverSSH):
 
 def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
     """Check the options of one labgrid target; `where` is e.g. "campaign.toml: target[1]"."""
+    options, images = split_image_options(options, where)
     for key in options:
         if key not in OPTIONS:
             hint = did_you_mean(str(key), list(OPTIONS))
@@ -449,4 +475,4 @@ def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
                 raise UserError(
                     f"{where}.{key}: {values[key]} does not exist (a relative path starts at {os.getcwd()})"
                 )
-    return LabgridOptions(**values)
+    return LabgridOptions(**values, images=images)

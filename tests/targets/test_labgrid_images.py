@@ -1,0 +1,113 @@
+"""An image campaign on a labgrid board, with labgrid's own machinery and drivers standing in for
+the hardware: each image written, the board powered, the boot timed on the console, the cells
+measured with the image's label; a board that does not boot fails only its runs of that image."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+
+import pytest
+
+from jitterlab.cli import main
+from jitterlab.errors import UserError
+from jitterlab.store.catalog import Store
+from jitterlab.targets.labgrid_images import split_image_options
+
+pytest.importorskip("labgrid")
+DRIVERS = Path(__file__).parent.parent / "data" / "labgrid" / "fake_board.py"
+
+
+def env_file(path: Path, sshd) -> Path:
+    path.write_text(f"""targets:
+  main:
+    resources:
+      NetworkService:
+        address: 127.0.0.1
+        port: {sshd.port}
+        username: {getpass.getuser()}
+    drivers:
+      FakeBoardPower: {{}}
+      FakeImageWriter: {{}}
+      FakeBootConsole: {{}}
+      SSHDriver:
+        keyfile: {sshd.client_key}
+imports:
+  - {DRIVERS}
+""")
+    return path
+
+
+def campaign(tmp_path: Path, env: Path, images: dict[str, Path]) -> Path:
+    table = ", ".join(f'"{k}" = "{v}"' for k, v in images.items())
+    path = tmp_path / "ab.toml"
+    path.write_text(f"""[campaign]
+name = "ab"
+repetitions = 1
+duration = "200ms"
+warmup = "20ms"
+[[target]]
+name = "bbb"
+kind = "labgrid"
+env = "{env}"
+workdir = "{tmp_path / 'w'}"
+images = {{ {table} }}
+boot_timeout = "20s"
+[matrix]
+impl = "python"
+period = "10ms"
+probe = "self"
+""")
+    return path
+
+
+def test_each_image_is_flashed_booted_and_measured(sshd, tmp_path, monkeypatch):
+    log = tmp_path / "board.log"
+    monkeypatch.setenv("JITTERLAB_FAKE_BOARD_LOG", str(log))
+    images = {v: tmp_path / f"bbb-{v}.img" for v in ("1.9", "1.10")}
+    for p in images.values():
+        p.write_bytes(b"image " + p.name.encode())
+    path = campaign(tmp_path, env_file(tmp_path / "env.yaml", sshd), images)
+    assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 0
+    steps = log.read_text().splitlines()
+    assert steps == ["power off", f"write {images['1.9']}", "power on",  # natural order: 1.9 first
+                     "power off", f"write {images['1.10']}", "power on"]
+    store = Store(tmp_path / "r", create=False)
+    runs = store.runs()
+    assert sorted(r.labels["image"] for r in runs) == ["1.10", "1.9"] and {r.status for r in runs} == {"ok"}
+    infos = [store.sysinfo(r.sysinfo_id) for r in runs]
+    assert {Path(i["image"]).name for i in infos} == {"bbb-1.9.img", "bbb-1.10.img"}
+    assert all(i["console_boot_s"] >= 0 and len(i["image_sha256"]) == 64 for i in infos)
+
+
+def test_a_board_that_does_not_boot_fails_its_runs_of_that_image(sshd, tmp_path, monkeypatch):
+    monkeypatch.setenv("JITTERLAB_FAKE_BOARD_LOG", str(tmp_path / "board.log"))
+    images = {"1.10": tmp_path / "good.img", "1.11": tmp_path / "broken.img"}
+    for p in images.values():
+        p.write_bytes(b"x")
+    path = campaign(tmp_path, env_file(tmp_path / "env.yaml", sshd), images)
+    path.write_text(path.read_text().replace('boot_timeout = "20s"', 'boot_timeout = "2s"'))
+    assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 1
+    runs = {r.labels["image"]: r for r in Store(tmp_path / "r", create=False).runs()}
+    assert runs["1.10"].status == "ok"
+    assert runs["1.11"].status == "failed"
+    assert "broken.img: no 'login: ' on the console" in runs["1.11"].error
+    assert "Kernel panic" in runs["1.11"].error  # the console's last words say why
+
+
+def test_image_options_are_checked_when_the_campaign_is_read(tmp_path):
+    image = tmp_path / "a.img"
+    image.write_bytes(b"x")
+    rest, images = split_image_options({"env": "e.yaml", "images": {"1.0": str(image)},
+                                        "boot_timeout": "30s"}, "c.toml: target[0]")
+    assert rest == {"env": "e.yaml"} and images.images == (("1.0", str(image)),)
+    assert images.boot_timeout_s == 30.0 and images.label == "image"
+    for options, expected in (
+        ({"images": {"1.0": str(tmp_path / "nope.img")}}, r"images.1.0: .*nope.img does not exist"),
+        ({"images": "a.img"}, r"images: expected a table of label value = image file"),
+        ({"boot_prompt": "x"}, r"boot_prompt: goes with images"),
+        ({"images": {"1": str(image)}, "boot_prompt": "(["}, r"boot_prompt: not a regular expression"),
+        ({"images": {"1": str(image)}, "image_label": "a b"}, r"image_label: expected a label key"),
+    ):
+        with pytest.raises(UserError, match=f"^c.toml: target\\[0\\].{expected}"):
+            split_image_options(options, "c.toml: target[0]")
