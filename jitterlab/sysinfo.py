@@ -70,7 +70,11 @@ _GOOD_CLOCKSOURCE = {
 def snapshot(target: Target) -> dict:
     """Describe the target; a value that cannot be read is None, never an exception."""
     done = target.run(["sh", "-c", _SCRIPT], timeout_s=30.0)
-    return parse(done.stdout)
+    info = parse(done.stdout)
+    accel = getattr(target, "vm_accel", None)  # a VM jitterlab booted: "kvm" or "tcg" (emulation)
+    if accel is not None:
+        info["vm_accel"] = accel
+    return info
 
 
 def parse(text: str) -> dict:
@@ -287,6 +291,17 @@ def check_virtualized(info: dict) -> Warning_ | None:
     )
 
 
+def check_vm_accel(info: dict) -> Warning_ | None:
+    if info.get("vm_accel") != "tcg":
+        return None
+    return Warning_(
+        "the target is a VM under TCG emulation (no KVM): its results are functional evidence, never "
+        "timing evidence",
+        "boot it with accel = \"kvm\" on a machine whose CPU has vmx/svm and the kvm_intel/kvm_amd "
+        "module loaded, or measure on real hardware",
+    )
+
+
 def check_isolated_cpus(info: dict) -> Warning_ | None:
     if info.get("isolcpus") != [] or (info.get("n_cpus") or 0) < 2:
         return None
@@ -327,6 +342,7 @@ CHECKS: tuple[Callable[[dict], Warning_ | None], ...] = (
     check_rt_throttling,
     check_rt_permission,
     check_virtualized,
+    check_vm_accel,
     check_isolated_cpus,
     check_clocksource,
     check_load_average,

@@ -10,6 +10,8 @@ from jitterlab.targets.base import Target
 from jitterlab.targets.labgrid import LabgridTarget
 from jitterlab.targets.labgrid import parse_options as _labgrid_options
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.qemu import QemuTarget
+from jitterlab.targets.qemu_options import parse_options as _qemu_options
 from jitterlab.targets.ssh import SSHTarget
 from jitterlab.targets.ssh_options import parse_options as _ssh_options
 
@@ -53,6 +55,15 @@ def _ssh(name: str, options: Mapping[str, object]) -> Target:
         raise
 
 
+def _qemu(name: str, options: Mapping[str, object]) -> Target:
+    target = QemuTarget(name, _qemu_options(options, f"target {name!r}", check_files=True))
+    try:
+        return target.boot()
+    except BaseException:
+        target.close()
+        raise
+
+
 TARGETS.add("local", "this machine", _local)
 OPTION_CHECKS["local"] = _local_options
 TARGETS.add(
@@ -68,3 +79,9 @@ TARGETS.add(
     lambda name, options: LabgridTarget(name, _labgrid_options(options, f"target {name!r}")),
 )
 OPTION_CHECKS["labgrid"] = _labgrid_options
+TARGETS.add(
+    "qemu",
+    'a Debian kernel booted here with qemu (kernel = "standard" | "rt" | "6.12" | a bzImage), over SSH',
+    _qemu,
+)
+OPTION_CHECKS["qemu"] = _qemu_options
