@@ -200,7 +200,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from jitterlab.campaign import load_campaign
     from jitterlab.preflight import open_targets
     from jitterlab.report.standard import run_label
-    from jitterlab.report.terminal import console, summary_tables
+    from jitterlab.report.terminal import console, emulation_note, summary_tables
     from jitterlab.runner import Runner, estimate_s
     from jitterlab.store.catalog import Store
     from jitterlab.units import format_duration_s
@@ -275,6 +275,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         runs = store.runs(campaign_id)
         for table in summary_tables(runs, campaign.name):
             out.print(table)
+        if note := emulation_note(runs, store):
+            out.print(f"[yellow]note[/]: {escape(note)}")
         failed = [r for r in runs if r.status != "ok"]
         for r in failed[:10]:
             out.print(f"[red]{r.status}[/] {r.id} "
@@ -392,7 +394,14 @@ class _sigterm_as_interrupt:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from jitterlab.report.terminal import console, run_detail, runs_table, show_warnings, summary_tables
+    from jitterlab.report.terminal import (
+        console,
+        emulation_note,
+        run_detail,
+        runs_table,
+        show_warnings,
+        summary_tables,
+    )
     from jitterlab.store.catalog import Store
 
     out = console()  # piped: tables as plain rows, lines not wrapped; control characters escaped
@@ -425,6 +434,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         out.print(runs_table(runs))
         for table in summary_tables(runs, campaign["name"]):
             out.print(table)
+        if note := emulation_note(runs, store):
+            out.print(f"[yellow]note[/]: {escape(note)}")
         for part in show_warnings(runs, store.warnings(campaign["id"]), campaign["name"]):
             out.print(part)
         return EXIT_OK

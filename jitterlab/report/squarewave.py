@@ -65,8 +65,12 @@ class SquarewaveSection:
                                                f"error_vs_period_{t}")}
                  for t in sorted({r.target for r in runs})]
         heads, rows = envelope_rows(runs, impl_of)
+        emulated = emulated_targets(runs, ctx.store)
+        for row in rows:
+            row["emulated"] = row["target"] in emulated
         return {
             "paper": paper,
+            "emulated": sorted(emulated),
             "blind_mark": f"{figures.BLIND_MARK_FRACTION * 100:g} %",
             "rules": rules_of(runs),
             "envelope_heads": heads,
@@ -95,6 +99,16 @@ class SquarewaveSection:
                         f"high variance between repetitions (std/mean of {HEADLINE} = {cv:.2f})",
                         "measure longer (campaign.duration) or more repetitions; look for other load")))
         return out
+
+
+def emulated_targets(runs: list[RunRecord], store) -> set[str]:
+    """The targets that were VMs under TCG (an emulated CPU): their numbers are functional evidence
+    only, and the envelope says so."""
+    out = set()
+    for sysinfo_id in {r.sysinfo_id for r in runs if r.sysinfo_id is not None}:
+        if store.sysinfo(sysinfo_id).get("vm_accel") == "tcg":
+            out |= {r.target for r in runs if r.sysinfo_id == sysinfo_id}
+    return out
 
 
 def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]]:

@@ -110,6 +110,17 @@ def summary_tables(runs: list[RunRecord], campaign: str) -> list:
     return [table for section, mine in by_section(runs) for table in section.terminal(mine, campaign)]
 
 
+def emulation_note(runs: list[RunRecord], store) -> str | None:
+    """One line under the tables when a target was a VM under TCG: its numbers are not timing."""
+    from jitterlab.report.squarewave import emulated_targets
+
+    emulated = sorted(emulated_targets(runs, store))
+    if not emulated:
+        return None
+    return (f"{', '.join(emulated)}: an emulated CPU (qemu TCG): these numbers are functional evidence "
+            "(the programs ran, the pins toggled), never timing evidence")
+
+
 # --- one run ---------------------------------------------------------------------------------
 
 SYSINFO_GROUPS = {

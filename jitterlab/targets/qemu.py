@@ -146,8 +146,10 @@ class QemuTarget(OverSSH):
             return ""
 
     def _boot_error(self, state: str) -> Exception:
-        qemu_said = [line for line in self._qemu_log().splitlines() if line.startswith(QEMU)]
-        if qemu_said and not (self.vm and self.vm.console_text().strip()):
+        # qemu's own words count when it ended by itself; after a timeout jitterlab stopped it
+        qemu_said = [line for line in self._qemu_log().splitlines()
+                     if line.startswith(QEMU) and "terminating on signal" not in line]
+        if state != "timeout" and qemu_said and not (self.vm and self.vm.console_text().strip()):
             return UserError(f"{self.where()}: qemu refused to start: {qemu_said[-1]}")
         assert self.kernel is not None
         if state == "timeout":

@@ -1,0 +1,125 @@
+"""The qemu target's decisions that need no VM: its options, the accelerator, which Debian packages
+make a kernel (from apt's recorded answers), the boot modules' load order, and qemu's argv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jitterlab.errors import UserError
+from jitterlab.targets import qemu_accel
+from jitterlab.targets.qemu_apt import depends, parse_policy, parse_show, pick_version, resolve
+from jitterlab.targets.qemu_initrd import module_closure
+from jitterlab.targets.qemu_options import parse_kernel, parse_options
+from jitterlab.targets.qemu_vm import Machine, qemu_argv
+
+DATA = Path(__file__).parent.parent / "data" / "qemu"
+
+
+def test_defaults_and_every_kernel_form(tmp_path):
+    o = parse_options({}, "t")
+    assert (o.kernel.metapackage, o.cpus, o.memory_bytes, o.accel, o.boot_timeout_s) == (
+        "linux-image-amd64", 2, 1 << 30, "auto", 120.0)
+    rt = parse_kernel("rt", "k")
+    assert rt.metapackage == "linux-image-rt-amd64" and rt.rt and rt.version is None
+    v = parse_kernel("6.12-rt", "k")
+    assert (v.metapackage, v.version) == ("linux-image-rt-amd64", "6.12")
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"x")
+    assert parse_kernel(str(image), "k", check_files=True).path == str(image)
+    assert parse_options({"memory": "512M", "cpus": 1, "accel": "tcg"}, "t").memory_bytes == 512 << 20
+
+
+@pytest.mark.parametrize(("options", "words"), [
+    ({"kernle": "rt"}, ["t.kernle", "kernel"]),
+    ({"kernel": "realtime"}, ["t.kernel", "'realtime'", '"rt"']),
+    ({"kernel": "/no/such/bzImage"}, ["t.kernel", "no such file"]),
+    ({"cpus": 0}, ["t.cpus", "1-64"]),
+    ({"cpus": True}, ["t.cpus"]),
+    ({"memory": "64M"}, ["t.memory", "256M"]),
+    ({"memory": "lots"}, ["t.memory", '"1G"']),
+    ({"accel": "hvf"}, ["t.accel", '"auto"']),
+    ({"cmdline": "init=/bin/sh"}, ["t.cmdline", "init="]),
+    ({"cmdline": "a\nb"}, ["t.cmdline", "one line"]),
+    ({"boot_timeout": "1s"}, ["t.boot_timeout", '"5s"']),
+    ({"workdir": "relative"}, ["t.workdir", "absolute"]),
+])
+def test_bad_options_are_one_line_naming_the_key(options, words):
+    with pytest.raises(UserError) as e:
+        parse_options(options, "t", check_files=True)
+    message = str(e.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_auto_uses_kvm_only_with_the_cpu_extension_and_its_module():
+    intel, amd = {"fpu", "vmx"}, {"svm"}
+    assert qemu_accel.choose("auto", intel, {"kvm", "kvm_intel"}, True, "t").name == "kvm"
+    assert qemu_accel.choose("auto", amd, {"kvm_amd"}, True, "t").name == "kvm"
+    # a paravirtual /dev/kvm: no vmx/svm flag, so emulation, and the reason says why
+    pvm = qemu_accel.choose("auto", {"fpu", "hypervisor"}, {"kvm"}, True, "t")
+    assert pvm.name == "tcg" and "vmx or svm" in pvm.why
+    assert "modprobe kvm_intel" in qemu_accel.choose("auto", intel, set(), True, "t").why
+    assert "group kvm" in qemu_accel.choose("auto", intel, {"kvm_intel"}, False, "t").why
+    assert qemu_accel.choose("tcg", intel, {"kvm_intel"}, True, "t").name == "tcg"
+    with pytest.raises(UserError, match=r"t\.accel: kvm cannot work"):
+        qemu_accel.choose("kvm", {"fpu"}, set(), True, "t")
+
+
+def test_cpu_flags_and_modules_are_read_from_procfs_text():
+    cpuinfo = "processor\t: 0\nflags\t\t: fpu vme svm\n\nprocessor\t: 1\nflags\t\t: other\n"
+    assert qemu_accel.cpu_flags(cpuinfo) == {"fpu", "vme", "svm"}
+    assert qemu_accel.loaded_modules("kvm_amd 1 0 - Live 0x0\n", ["kvm"]) == {"kvm_amd", "kvm"}
+
+
+def _apt(argv: list[str]) -> str:
+    verb, package = argv
+    name = f"{verb}-{package.replace('=', '-').removesuffix('-6.1.192-2')}.txt"
+    for candidate in (name, name.replace("-6.12.95-1~bpo12+1", "-backports")):
+        if (DATA / candidate).exists():
+            return (DATA / candidate).read_text()
+    return ""
+
+
+def test_the_packages_of_a_kernel_come_from_apts_answers():
+    found = resolve(parse_kernel("standard", "k"), _apt, "t")
+    assert found is not None and found.release == "6.1.0-56-amd64"
+    assert str(found.image) == "linux-image-6.1.0-56-amd64=6.1.192-2"
+    names = [p.name for p in found.headers]
+    assert names[0] == "linux-headers-6.1.0-56-amd64"
+    assert "linux-headers-6.1.0-56-common" in names and "linux-kbuild-6.1" in names
+    rt = resolve(parse_kernel("rt", "k"), _apt, "t")
+    assert rt is not None and rt.release == "6.1.0-56-rt-amd64"
+    assert resolve(parse_kernel("5.10", "k"), _apt, "t") is None  # apt has no 5.10: the caller says so
+
+
+def test_apt_text_parsing():
+    candidate, versions = parse_policy((DATA / "policy-linux-image-amd64-backports.txt").read_text())
+    assert candidate == "6.12.95-1~bpo12+1" and versions[0] == candidate
+    assert pick_version(parse_kernel("6.12", "k"), candidate, versions) == candidate
+    assert pick_version(parse_kernel("6.1", "k"), candidate, versions) is None  # 6.12 is not 6.1
+    assert parse_show("Package: a\nDepends: b,\n c (>= 2)\n\nPackage: other\n")["Depends"] == "b, c (>= 2)"
+    assert depends("x (= 1.0), y | z, w:any (>= 2)") == [("x", "1.0"), ("y", None), ("w", "2")]
+
+
+def test_boot_modules_load_dependencies_first(tmp_path):
+    (tmp_path / "modules.dep").write_text(
+        "kernel/fs/9p/9p.ko.xz: kernel/net/9p/9pnet.ko.xz kernel/fs/netfs/netfs.ko.xz\n"
+        "kernel/net/9p/9pnet_virtio.ko.xz: kernel/net/9p/9pnet.ko.xz\n"
+        "kernel/net/9p/9pnet.ko.xz:\nkernel/fs/netfs/netfs.ko.xz:\nkernel/fs/overlayfs/overlay.ko.xz:\n"
+    )
+    order = [p.name for p in module_closure(tmp_path, ("9p", "9pnet_virtio", "overlay", "absent"))]
+    assert order == ["9pnet.ko.xz", "netfs.ko.xz", "9p.ko.xz", "9pnet_virtio.ko.xz", "overlay.ko.xz"]
+    assert module_closure(tmp_path / "none") == []  # a kernel with 9p built in needs no modules
+
+
+def test_qemu_argv_shares_forwards_and_never_uses_a_shell(tmp_path):
+    m = Machine(image=tmp_path / "vmlinux", initrd=tmp_path / "initrd", append="console=ttyS0",
+                cpus=2, memory_bytes=1 << 30, accel="tcg", shares=(("jlroot", Path("/")),),
+                ssh_port=2222, console=tmp_path / "console.log")
+    argv = qemu_argv(m)
+    text = " ".join(argv)
+    assert argv[0].startswith("qemu-system-x86_64") or argv[0].endswith("qemu-system-x86_64")
+    assert "tcg" in text and "hostfwd=tcp:127.0.0.1:2222-:22" in text
+    assert "mount_tag=jlroot" in text and "readonly=on" in text
+    assert argv[argv.index("-append") + 1] == "console=ttyS0"
