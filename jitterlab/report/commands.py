@@ -260,6 +260,7 @@ def _runs(store, campaigns: list[str] | None):
 def cmd_compare(args: argparse.Namespace) -> int:
     from jitterlab.analysis.compare import WORSE, Selector, compare
     from jitterlab.analysis.samples import run_distribution
+    from jitterlab.report.terminal import emulation_note
     from jitterlab.store.catalog import Store
 
     base = Selector.parse(args.baseline, "--baseline")
@@ -273,11 +274,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     store = Store(args.results, create=False)
     try:
         pooled = None if args.no_pooled else (lambda r: run_distribution(store.root, r))
-        result = compare(_runs(store, args.campaign), base, cand, metrics=args.metric, seed=args.seed,
-                         distributions=pooled)
+        runs = _runs(store, args.campaign)
+        result = compare(runs, base, cand, metrics=args.metric, seed=args.seed, distributions=pooled)
+        note = emulation_note([r for r in runs if base.matches(r) or cand.matches(r)], store)
     finally:
         store.close()
     sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty()))
+    if note:  # on stderr: --format json stays one document
+        sys.stderr.write(f"note: {note}; a timing verdict between them means nothing\n")
     if args.fail_on == "worse" and any(r.verdict == WORSE for r in result.rows):
         return EXIT_WORSE
     return EXIT_OK

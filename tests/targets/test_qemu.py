@@ -76,6 +76,9 @@ def test_a_campaign_runs_in_the_guest_and_says_it_was_emulated(tmp_path, monkeyp
     if info["vm_accel"] == "tcg":  # the summary, the envelope and the report say what it is worth
         assert "note: guest: an emulated CPU (qemu TCG)" in out and "never timing evidence" in out
         assert "Emulated CPU:</b> guest" in html.read_text() and "<i title=" in html.read_text()
+        assert main(["compare", "--results", str(tmp_path / "r"), "--baseline", "impl=python",
+                     "--candidate", "impl=c-file", "--no-pooled"]) == 0
+        assert "a timing verdict between them means nothing" in capsys.readouterr().err
 
 
 def test_a_guest_that_does_not_come_up_in_time_fails_its_runs_naming_the_kernel_and_console(tmp_path):
