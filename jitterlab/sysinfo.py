@@ -74,6 +74,7 @@ def snapshot(target: Target) -> dict:
     accel = getattr(target, "vm_accel", None)  # a VM jitterlab booted: "kvm" or "tcg" (emulation)
     if accel is not None:
         info["vm_accel"] = accel
+        info["vm_boot_s"] = getattr(target, "boot_s", None)  # qemu started -> guest ready, wall time
     return info
 
 

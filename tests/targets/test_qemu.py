@@ -70,6 +70,7 @@ def test_a_campaign_runs_in_the_guest_and_says_it_was_emulated(tmp_path, monkeyp
     assert {r.status for r in runs} == {"ok"}
     info = store.sysinfo(runs[0].sysinfo_id)
     assert info["vm_accel"] in ("kvm", "tcg") and info["kernel_release"].startswith("6.")
+    assert info["vm_boot_s"] > 0
     out = capsys.readouterr().out
     html = tmp_path / "report.html"
     assert main(["report", "--results", str(tmp_path / "r"), "-o", str(html)]) == 0
