@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from jitterlab.errors import TargetLost, UserError
-from jitterlab.targets import qemu_accel, qemu_kernels
+from jitterlab.targets import qemu_accel, qemu_kernels, qemu_vgpio
 from jitterlab.targets.loopback_sshd import free_port
 from jitterlab.targets.qemu_options import QemuOptions
 from jitterlab.targets.qemu_scripts import SSHD_CONFIG, STAGE2
@@ -94,6 +94,8 @@ class QemuTarget(OverSSH):
         else:
             raise TargetLost(f"{self.where()}: no free loopback port for its SSH forwarding after 3 tries")
         self._connect(port)
+        if o.gpio == "virtual":
+            qemu_vgpio.load(self, self.kernel.tree.parent, self.where())
         return self
 
     def _write_boot_share(self) -> Path:

@@ -19,6 +19,8 @@ OPTIONS = {
     "accel": '"auto" (kvm where it really works, else tcg), "kvm" or "tcg" (default "auto")',
     "cmdline": 'extra kernel parameters, e.g. cmdline = "isolcpus=1 nohz_full=1"',
     "boot_timeout": 'how long the guest may take to come up, e.g. "120s" (the default)',
+    "gpio": '"virtual": load the virtual GPIO chip "jl-vgpio" (4 lines, 0 drives 1, 2 drives 3; '
+    'docs/vm-lab.md), or "none" (the default: Debian\'s kernels have no GPIO chip)',
     "workdir": 'absolute directory in the guest for jitterlab\'s files (default: "/tmp/jitterlab-root")',
 }
 NAMED_KERNELS = {"standard": "linux-image-amd64", "rt": "linux-image-rt-amd64"}
@@ -55,6 +57,7 @@ class QemuOptions:
     cmdline: str = ""
     boot_timeout_s: float = 120.0
     workdir: str | None = None
+    gpio: str = "none"  # "virtual": the jl-vgpio chip is loaded at boot
 
 
 def parse_kernel(value: object, where: str, *, check_files: bool = False) -> KernelSpec:
@@ -132,8 +135,15 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         isinstance(workdir, str) and workdir.startswith("/") and workdir.rstrip("/") and "\n" not in workdir
     ):
         raise UserError(f'{where}.workdir: expected an absolute path, e.g. "/tmp/jitterlab", got {workdir!r}')
+    gpio = options.get("gpio", "none")
+    if gpio not in ("none", "virtual"):
+        raise UserError(f'{where}.gpio: expected "virtual" (the jl-vgpio chip) or "none", got {gpio!r}')
+    if gpio == "virtual" and kernel.path is not None:
+        raise UserError(f'{where}.gpio: the virtual GPIO chip is built against a Debian kernel\'s headers; '
+                        f'give kernel = "standard", "rt" or a version, or remove gpio')
     return QemuOptions(
         kernel=kernel,
+        gpio=gpio,  # type: ignore[arg-type]
         cpus=cpus,
         memory_bytes=memory,
         accel=accel,  # type: ignore[arg-type]
