@@ -234,3 +234,11 @@ def test_figures_draw_exactly_the_periods_the_metrics_used(report_store):
             assert values.max() == pytest.approx(r.metric("max_rel_period_error", probe))
             checked += 1
     assert checked > 0 and any((r.metric("excluded_periods") or 0) > 0 for r in report_store.runs())
+
+
+def test_an_impl_on_two_pins_is_two_lines_not_one():
+    runs = [run_record(squarewave_cell("python", pin=pin, probe="self"), id=pin) for pin in ("sysfs", "gpiod")]
+    impl_of = impl_namer(runs)
+    assert [impl_of(r) for r in runs] == ["python @sysfs", "python @gpiod"]
+    alone = runs[:1]
+    assert impl_namer(alone)(alone[0]) == "python"  # one pin: nothing to tell apart
