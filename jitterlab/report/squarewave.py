@@ -33,8 +33,9 @@ def period_ns(r: RunRecord) -> int:
 
 def impl_namer(runs: list[RunRecord]):
     """impl_of(run): the run's impl, with its pin when the runs use several ("python @gpiod") and
-    the labels that tell cells apart appended ("c-fifo [image=1.10]"), so runs of two images never merge into one line or cell; labels that only
-    number repetitions (capture=3) do not split cells (cells.identity_labels)."""
+    the labels that tell cells apart appended ("c-fifo [image=1.10]"), so runs of two images never
+    merge into one line or cell; labels that only number repetitions (capture=3) do not split cells
+    (cells.identity_labels)."""
     varying = cells.identity_labels(runs)
     several_pins = len({r.param("pin", "") for r in runs}) > 1  # python on sysfs is not python on gpiod
 

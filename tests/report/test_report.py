@@ -237,7 +237,8 @@ def test_figures_draw_exactly_the_periods_the_metrics_used(report_store):
 
 
 def test_an_impl_on_two_pins_is_two_lines_not_one():
-    runs = [run_record(squarewave_cell("python", pin=pin, probe="self"), id=pin) for pin in ("sysfs", "gpiod")]
+    runs = [run_record(squarewave_cell("python", pin=pin, probe="self"), id=pin)
+            for pin in ("sysfs", "gpiod")]
     impl_of = impl_namer(runs)
     assert [impl_of(r) for r in runs] == ["python @sysfs", "python @gpiod"]
     alone = runs[:1]
