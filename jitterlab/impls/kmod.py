@@ -92,6 +92,9 @@ def explain_build(rc: int, stderr: str, release: str) -> str:
         return "the kernel has no module support (CONFIG_MODULES); the kmod impls cannot run on it"
     if rc == 4:
         return f"no kernel headers for {release}: apt install linux-headers-{release} on the target"
+    if "pahole: not found" in said:
+        return (f"kernel {release} builds BTF for its modules and needs pahole: apt install dwarves on the "
+                "target")
     return f"building the kernel module failed ({said or 'no output'}); check gcc and linux-headers-{release}"
 
 

@@ -44,10 +44,8 @@ def load(target, cache_dir: Path, where: str) -> None:
         target.put(SOURCES, remote)
         built = target.run(["make", "-s", "-C", remote], timeout_s=BUILD_TIMEOUT_S)
         if not built.ok:
-            said = " | ".join(line.strip() for line in (built.stdout + built.stderr).splitlines()[-4:])
-            raise UserError(f"{where}: cannot build the virtual GPIO chip for kernel {release}: {said}; "
-                            "its headers are in the kernel cache (delete ~/.cache/jitterlab/kernels/"
-                            "<kernel> to fetch it again)")
+            raise UserError(f"{where}: cannot build the virtual GPIO chip for kernel {release}: "
+                            f"{build_failure(built.stdout + built.stderr)}")
         partial = cached.with_name(cached.name + f".{os.getpid()}.part")
         target.get(f"{remote}/jl_vgpio.ko", partial)
         os.replace(partial, cached)
@@ -56,3 +54,14 @@ def load(target, cache_dir: Path, where: str) -> None:
         kernel = target.run(["sh", "-c", "dmesg | tail -n 2"]).stdout.strip().replace("\n", " | ")
         raise UserError(f"{where}: kernel {release} refused the virtual GPIO chip: "
                         f"{loaded.stderr.strip()} (kernel: {kernel})")
+
+
+def build_failure(output: str) -> str:
+    """What a failed kbuild says that matters: the compiler's or shell's complaint, not make's
+    trailer, with the fix when it is known."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if any("pahole: not found" in line for line in lines):
+        return "the kernel builds BTF for its modules and needs pahole (apt install dwarves on this machine)"
+    telling = [line for line in lines if ("error" in line.lower() or "not found" in line)
+               and not line.startswith(("make:", "make["))]
+    return " | ".join((telling or lines)[-3:])[-400:] or "no output"

@@ -80,6 +80,8 @@ def test_a_pin_without_a_real_line_is_refused(tmp_path):
         (3, "", "no module support"),
         (4, "no headers for 6.1.0-56-amd64", "apt install linux-headers-6.1.0-56-amd64 on the target"),
         (5, "jl_wave.c:12: error: implicit declaration", "building the kernel module failed (jl_wave.c:12"),
+        (5, "  BTF [M] jl_wave.ko\n/bin/sh: 1: pahole: not found\nmake[3]: *** Error 127",  # a 6.12 kernel
+         "needs pahole: apt install dwarves on the target"),
     ],
 )
 def test_build_failures(rc, stderr, expected):

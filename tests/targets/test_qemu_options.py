@@ -123,3 +123,13 @@ def test_qemu_argv_shares_forwards_and_never_uses_a_shell(tmp_path):
     assert "tcg" in text and "hostfwd=tcp:127.0.0.1:2222-:22" in text
     assert "mount_tag=jlroot" in text and "readonly=on" in text
     assert argv[argv.index("-append") + 1] == "console=ttyS0"
+
+
+def test_a_failed_build_of_the_virtual_chip_says_what_matters():
+    from jitterlab.targets.qemu_vgpio import build_failure
+
+    kbuild = ("  CC [M]  /tmp/v/jl_vgpio.o\n  BTF [M] /tmp/v/jl_vgpio.ko\n/bin/sh: 1: pahole: not found\n"
+              "make[3]: *** [Makefile.modfinal:64: /tmp/v/jl_vgpio.ko] Error 127\nmake: *** [all] Error 2\n")
+    assert "apt install dwarves" in build_failure(kbuild)
+    compiler = "jl_vgpio.c:80:9: error: 'x' undeclared\nmake[2]: *** Error 1\nmake: *** [all] Error 2\n"
+    assert build_failure(compiler) == "jl_vgpio.c:80:9: error: 'x' undeclared"
