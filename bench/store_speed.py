@@ -34,7 +34,7 @@ def fill(store: Store, n: int, first: int = 0) -> float:
     t = np.cumsum(np.full(200, 500_000, dtype=np.int64))
     level = np.arange(200) % 2
     t0 = time.perf_counter()
-    for i in range(first, first + n):
+    for i in range(first, first + n):  # 12 distinct cells (6 impls x 4 periods, lcm 12), a repetition each
         run_id = f"r{i:08d}"
         raw, sha = store.write_series(run_id, {"self": EdgeSeries(t + i, level)})
         metrics = {("self", f"m{k}"): Metric(f"m{k}", float(i + k), "ratio", "self") for k in range(19)}
@@ -43,7 +43,7 @@ def fill(store: Store, n: int, first: int = 0) -> float:
         store.commit_run(RunRecord(
             id=run_id, campaign_id=cid, cell=squarewave_cell(IMPLS[i % 6], 10_000_000 // (1 + i % 4),
                                                              probe="self"),
-            repetition=i // 24, settings={"duration_ns": 10**8, "warmup_ns": 0}, labels={}, status="ok",
+            repetition=i // 12, settings={"duration_ns": 10**8, "warmup_ns": 0}, labels={}, status="ok",
             error=None, started_ns=i, wall_s=1.0, raw_path=raw, raw_sha256=sha, sysinfo_id=None,
             metrics=metrics))
     return time.perf_counter() - t0
