@@ -118,7 +118,7 @@ def emulation_note(runs: list[RunRecord], store) -> str | None:
     if not emulated:
         return None
     return (f"{', '.join(emulated)}: an emulated CPU (qemu TCG): these numbers are functional evidence "
-            "(the programs ran, the pins toggled), never timing evidence")
+            "(the programs ran and were measured), never timing evidence")
 
 
 # --- one run ---------------------------------------------------------------------------------
