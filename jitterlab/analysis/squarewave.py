@@ -83,7 +83,11 @@ def squarewave_metrics(
     tail = np.empty(max(4096, n >> 8), dtype=np.int64)
     ints, floats = scan.scan(t, period, segs, first, center, hist, tail)
     pmin, pmax, dmin, dmax, sum_dev, _, used_h, _, n_tail = (int(v) for v in ints)
-    qmin, qmax, sumsq, su, sxu = (float(v) for v in floats)
+    duty, _, sumsq, su, sxu = (float(v) for v in floats)
+    if used_h and dmin < 0:
+        raise RunFailed(
+            "unmeasurable: the edge times go backwards (a half period of "
+            f"{dmin} ns); the probe's clock or its log is broken", status="unmeasurable")
     fitted, sx, sxx = scan.fit_moments(segs, first, center)
     ranks = [(m * num + den - 1) // den for _, num, den in _QUANTILES]
     pct = scan.percentiles(t, period, ex.period_lo, ex.period_hi, hist, ranks, tail, n_tail)
@@ -107,7 +111,7 @@ def squarewave_metrics(
         ("min_period_ns", pmin * tick, "ns"),
         ("max_period_ns", pmax * tick, "ns"),
         ("max_half_period_error", half_err, "ratio"),
-        ("max_duty_error", max(2 * qmax - 1, 1 - 2 * qmin), "ratio"),
+        ("max_duty_error", duty, "ratio"),
         ("drift_ppm", drift, "ppm"),
         ("n_edges", n, "count"),
         ("n_periods", m, "count"),

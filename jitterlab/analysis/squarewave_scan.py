@@ -39,7 +39,10 @@ EXACT_NS = 1 << 16  # |P - T| below 65.5 us has one bucket per ns: percentiles t
 COARSE_SHIFT = 10  # then 1024 ns buckets up to 2**26 ns (67 ms); beyond: one overflow bucket
 COARSE_END = 1 << 26
 N_BUCKETS = EXACT_NS + (COARSE_END >> COARSE_SHIFT) + 1
-_FLUSH = 1024  # float sums are kept per 1024 terms and added compensated: no drift with n
+# sums are kept exact in integers per block of 1024 edges, then added compensated: no drift with n
+_FLUSH = 1024
+_W_EXACT = 1 << 41  # |w| below: sum l w over a block stays below 2**62
+_DEV_EXACT = 1 << 26  # |P - T| below (67 ms): sum (P - T)^2 over a block stays below 2**62
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -105,6 +108,41 @@ def fit_moments(segs: np.ndarray, first: np.ndarray, center: float) -> tuple[int
     return count, sx, sxx
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block(t, k, stop, t0, shift, period, fit, use_h, use_p, dev_buf):
+    """One block of scan(): its integer sums, minima and maxima; |P - T| into dev_buf. Drift
+    sums: w = 2 u_k, ia = sum w, ib = sum l w with l = kk - k < _FLUSH (exact while
+    |w| < _W_EXACT); sq = sum (P - T)^2 (exact while |P - T| < _DEV_EXACT)."""
+    big = np.iinfo(np.int64).max
+    ia = ib = wmax = sq = vmax = lmax = sum_dev = 0
+    pmin, pmax, dmin, dmax = big, -big, big, -big
+    for kk in range(k, stop):
+        tk = t[kk]
+        t1 = t[kk - 1]
+        d = tk - t1
+        if fit:
+            w = 2 * (tk - t0) - (kk + shift) * period
+            ia += w
+            ib += (kk - k) * w
+            wmax = max(wmax, abs(w))
+        if use_h:
+            dmin = min(dmin, d)
+            dmax = max(dmax, d)
+        if use_p:
+            lead = t1 - t[kk - 2]
+            p = lead + d
+            pmin = min(pmin, p)
+            pmax = max(pmax, p)
+            lmax = max(lmax, abs(lead - d))
+            dev = p - period
+            sum_dev += dev
+            sq += dev * dev
+            v = abs(dev)
+            vmax = max(vmax, v)
+            dev_buf[kk - k] = v
+    return ia, ib, wmax, sq, vmax, lmax, pmin, pmax, dmin, dmax, sum_dev
+
+
 @numba.njit(cache=True, nogil=True)
 def scan(t, period, segs, first, center, hist, tail):
     """Walk the edges 2..n-1 by segments (see segments()); fills `hist`, returns (ints, floats).
@@ -113,17 +151,22 @@ def scan(t, period, segs, first, center, hist, tail):
     (ints[8] counts them all): the percentiles then need no second pass when it held them.
 
     ints: pmin, pmax, dmin, dmax, sum(P - T), used periods, used half periods, fitted edges.
-    floats: qmin, qmax, sum (P - T)^2, Su, Sxu of the drift fit, where x_k = K_k - center
-    (K_k = k + missed edges before k, the true index) and u_k = t_k - t_0 - K_k T/2 (ns).
-    `first` describes edges 0 and 1: (fit edge 0?, fit edge 1?, use half period 0?, missed
-    edges before edge 1).
+    floats: max |lead - d| / P over the used periods of P > 0 (the duty error), unused, sum
+    (P - T)^2, Su, Sxu of the drift fit, where x_k = K_k - center (K_k = k + missed edges before
+    k, the true index) and u_k = t_k - t_0 - K_k T/2 (ns). `first` describes edges 0 and 1:
+    (fit edge 0?, fit edge 1?, use half period 0?, missed edges before edge 1).
+
+    The edges go by blocks of _FLUSH whose inner loop keeps only integer sums, minima and maxima
+    (the compiler vectorizes it) and the |P - T| in a buffer; the histogram is then filled from
+    the buffer, and a block is read again only when it may hold a larger duty error than found
+    so far (a division per edge cost more than everything else) or its sums left the exact range.
     """
     t0 = t[0]
     big = np.iinfo(np.int64).max
     pmin, pmax, dmin, dmax = big, -big, big, -big
     sum_dev = 0
     used_p = used_h = fitted = n_tail = 0
-    qmin, qmax = np.inf, -np.inf
+    duty = 0.0
     tot = np.zeros(3)  # compensated totals of the block sums: sumsq, Su, Sxu
     comp = np.zeros(3)
     half = period / 2.0
@@ -139,48 +182,49 @@ def scan(t, period, segs, first, center, hist, tail):
         dmin = dmax = t[1] - t0
         used_h += 1
     tot[1], tot[2] = su, sxu
+    dev_buf = np.empty(_FLUSH, dtype=np.int64)
     for s in range(segs.shape[0] - 1):
         a, b = segs[s, 0], segs[s + 1, 0]
         fit, use_h, use_p, shift = segs[s, 1], segs[s, 2], segs[s, 3], segs[s, 4]
         k = a
         while k < b:
             stop = min(b, k + _FLUSH)
-            sumsq = 0.0
-            # drift sums in exact integers (an add chain of 1 cycle, not 4): w = 2 u_k,
-            # ia = sum w, ib = sum l w with l = kk - k < _FLUSH; exact while |w| < 2**41
-            ia = ib = wmax = 0
-            for kk in range(k, stop):
-                tk = t[kk]
-                t1 = t[kk - 1]
-                d = tk - t1
-                if fit:
-                    w = 2 * (tk - t0) - (kk + shift) * period
-                    ia += w
-                    ib += (kk - k) * w
-                    wmax = max(wmax, abs(w))
-                if use_h:
-                    dmin = min(dmin, d)
-                    dmax = max(dmax, d)
-                if use_p:
-                    lead = t1 - t[kk - 2]
-                    p = lead + d
-                    pmin = min(pmin, p)
-                    pmax = max(pmax, p)
-                    q = lead / p
-                    qmin = min(qmin, q)
-                    qmax = max(qmax, q)
-                    dev = p - period
-                    sum_dev += dev
-                    sumsq += float(dev) * float(dev)
-                    v = abs(dev)
-                    hist[_bucket(v)] += 1
-                    if v >= EXACT_NS:
-                        if n_tail < tail.shape[0]:
-                            tail[n_tail] = v
-                        n_tail += 1
-            su = sxu = 0.0
+            n_in = stop - k
+            if fit and use_h and use_p:  # the usual case: a copy of the loop without branches
+                r = _block(t, k, stop, t0, shift, period, True, True, True, dev_buf)
+            else:
+                r = _block(t, k, stop, t0, shift, period, fit, use_h, use_p, dev_buf)
+            ia, ib, wmax, sq, vmax, lmax, bpmin, bpmax, bdmin, bdmax, bsum = r
+            pmax, dmin, dmax = max(pmax, bpmax), min(dmin, bdmin), max(dmax, bdmax)
+            sum_dev += bsum
+            sumsq = su = sxu = 0.0
+            if use_p:
+                pmin = min(pmin, bpmin)
+                if vmax < EXACT_NS:  # the usual block: every |P - T| has its own bucket
+                    for j in range(n_in):
+                        hist[dev_buf[j]] += 1
+                else:
+                    for j in range(n_in):
+                        v = dev_buf[j]
+                        hist[_bucket(v)] += 1
+                        if v >= EXACT_NS:
+                            if n_tail < tail.shape[0]:
+                                tail[n_tail] = v
+                            n_tail += 1
+                if vmax < _DEV_EXACT:
+                    sumsq = float(sq)
+                else:  # a period off by more than 67 ms: this block's squares in floats
+                    for j in range(n_in):
+                        sumsq += float(dev_buf[j]) * float(dev_buf[j])
+                # no period here beats the duty error found so far: lmax/bpmin bounds them all
+                if lmax > 0 and lmax >= duty * bpmin * (1.0 - 1e-12):
+                    for kk in range(k, stop):
+                        lead = t[kk - 1] - t[kk - 2]
+                        d = t[kk] - t[kk - 1]
+                        if lead + d > 0:
+                            duty = max(duty, abs(lead - d) / (lead + d))
             if fit:
-                if wmax < 1 << 41:
+                if wmax < _W_EXACT:
                     su = ia / 2.0
                     sxu = ((k + shift - center) * ia + ib) / 2.0
                 else:  # deviations beyond 18 min: the same sums in floats
@@ -189,7 +233,6 @@ def scan(t, period, segs, first, center, hist, tail):
                         u = float(t[kk] - t0) - true_k * half
                         su += u
                         sxu += (true_k - center) * u
-            n_in = stop - k
             fitted += n_in * fit
             used_h += n_in * use_h
             used_p += n_in * use_p
@@ -198,7 +241,7 @@ def scan(t, period, segs, first, center, hist, tail):
             k = stop
     ints = np.array([pmin, pmax, dmin, dmax, sum_dev, used_p, used_h, fitted, n_tail],
                     dtype=np.int64)
-    floats = np.array([qmin, qmax, tot[0] + comp[0], tot[1] + comp[1], tot[2] + comp[2]])
+    floats = np.array([duty, 0.0, tot[0] + comp[0], tot[1] + comp[1], tot[2] + comp[2]])
     return ints, floats
 
 

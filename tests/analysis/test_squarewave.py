@@ -228,10 +228,13 @@ def reference(t, level, period, warmup_ns, blind, true_index):
     return out
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(16))
 def test_matches_plain_definitions_on_random_waves(seed):
+    """Seeds 12-15 have periods of 0.1-2 s whose outliers leave the exact integer range of the
+    sum of squares (|P - T| >= 67 ms): those blocks take the float path."""
     rng = np.random.default_rng(seed)
-    period = int(rng.integers(1_000, 10_000_000)) // 2 * 2
+    high = 10_000_000 if seed < 12 else 2_000_000_000
+    period = int(rng.integers(high // 20, high)) // 2 * 2
     t, level = square_wave(
         period,
         int(rng.integers(50, 20_000)),
@@ -280,6 +283,25 @@ def test_levels_that_do_not_alternate_are_unmeasurable():
         squarewave_metrics(t, level, T, warmup_ns=0)
     assert failure.value.status == "unmeasurable"
     assert "does not alternate" in failure.value.reason
+
+
+def test_three_edges_on_one_timestamp_have_no_duty_ratio():
+    """A probe coarser than a glitch stamps three edges alike: that period has length 0 and no
+    duty ratio; the others count."""
+    t, level = square_wave(T, 40, start_ns=START)
+    t[20] = t[21] = t[22]
+    got = metrics(t, level, warmup_ns=0)
+    assert got["max_early"] == 1.0  # P = 0
+    assert got["max_duty_error"] == 1.0  # periods [t19, t21] and [t22, t24]: one half is 0
+
+
+def test_edge_times_that_go_backwards_are_unmeasurable():
+    t, level = square_wave(T, 40, start_ns=START)
+    t[20] = t[19] - 1
+    with pytest.raises(RunFailed) as failure:
+        squarewave_metrics(t, level, T, warmup_ns=0)
+    assert failure.value.status == "unmeasurable"
+    assert "go backwards (a half period of -" in failure.value.reason
 
 
 def test_short_blind_gap_between_edges_excludes_nothing():
