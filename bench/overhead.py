@@ -7,6 +7,10 @@ under idle and cpu load) and prints, per load, the wall time of a run divided by
 duration (goal: <= 1.10 for idle cells), the whole campaign's ratio, and the time spent in each
 phase of a run (load start and warm-up, observer start, the program, the observer's stop, load
 stop, commit), summed over the runs.
+
+What a run costs besides its duration, by design: the campaign's `warmup` (its edges are dropped;
+50 ms here), the program's start, and for a loaded cell the load's start and `load_warmup`
+(300 ms). At 1 s runs those alone are 1.05x idle and 1.35x loaded; longer runs amortize them.
 """
 
 from __future__ import annotations

@@ -26,8 +26,9 @@ LIVE_DIR = "live"
 RUNS_DIR = "runs"
 SHM_DIR = "/dev/shm"
 
-# Constant script; paths, markers and argv reach it as positional parameters, never as text.
-LAUNCH = 'echo $$ > "$0" && exec "$@"'
+# Constant script; paths, markers and argv reach it as positional parameters, never as text. It
+# makes the record's directory itself: a round trip less per process (tens of ms on a small board)
+LAUNCH = 'mkdir -p -- "${0%/*}" && echo $$ > "$0" && exec "$@"'
 # removes a run's directory, and its owner's when it was the last run in it
 _REMOVE_SCRATCH = 'rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; exit 0'
 
@@ -133,7 +134,6 @@ class RecordedProcess:
 def spawn_recorded(target: Target, argv: list[str], log_path: str | None = None) -> RecordedProcess:
     """target.spawn(argv), recorded so that a later sweep can stop it if this run is killed."""
     marker = new_marker()
-    target.run(["mkdir", "-p", live_dir(target)])
     wrapped = ["sh", "-c", LAUNCH, f"{live_dir(target)}/{marker}.pid"]
     wrapped += ["env", f"{MARKER_VAR}={marker}", *argv]
     return RecordedProcess(target.spawn(wrapped, log_path=log_path), target, marker)

@@ -51,6 +51,12 @@ def _bench(cell: Cell) -> Benchmark:
     return plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
 
 
+def _warm(benches: set[Benchmark]) -> None:
+    for bench in benches:
+        with contextlib.suppress(Exception):  # a failure here shows again where it matters: in a run
+            bench.warm()
+
+
 def _lost_meanwhile(target: Target) -> TargetLost | None:
     """After a failed run: is the target itself gone? (one command, only when a run failed)"""
     try:
@@ -160,6 +166,10 @@ class Runner:
         outcome = Outcome(campaign_id, skipped=skipped)
         lock = threading.Lock()
         errors: list[BaseException] = []
+        # the analysis' compiled code loads while the targets are prepared, not in the first run
+        warming = threading.Thread(target=_warm, args=({_bench(c) for c, _ in todo},),
+                                   name="warm-analysis", daemon=True)
+        warming.start()
 
         def worker(session: TargetSession) -> None:
             try:
@@ -168,6 +178,7 @@ class Runner:
                         self._prepare(session, campaign_id)
                     except RunFailed as exc:  # unreachable, or its disk is full: no run can work
                         session.lost = exc.reason
+                warming.join()
                 mine = [x for x in todo if x[0].target == session.spec.name]
                 for i, (cell, rep) in enumerate(mine):
                     if self.stop_event.is_set():

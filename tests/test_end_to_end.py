@@ -101,6 +101,39 @@ def test_self_probe_runs_without_observer(tmp_path):
     assert set(read_raw(results / run.raw_path)) == {"self"}
 
 
+def test_the_analysis_warms_before_the_first_run_and_its_failure_harms_nothing(tmp_path, monkeypatch):
+    """The compiled analysis loads while the target is prepared, once, before any run starts; a
+    warm-up that fails only leaves the first run to load it."""
+    from jitterlab.benchmarks.squarewave import Squarewave
+
+    events: list[str] = []
+    execute = Squarewave.execute
+
+    def warm(self):
+        events.append("warm")
+        raise RuntimeError("no cache here")
+
+    def measured(self, ctx):
+        events.append("run")
+        return execute(self, ctx)
+
+    monkeypatch.setattr(Squarewave, "warm", warm)
+    monkeypatch.setattr(Squarewave, "execute", measured)
+    results = tmp_path / "results"
+    path = campaign(tmp_path, probe='"self"', duration="300ms", reps=2)
+    assert main(["run", str(path), "--results", str(results)]) == 0
+    assert events == ["warm", "run", "run"]
+    assert [r.status for r in Store(results).runs()] == ["ok", "ok"]
+
+
+def test_the_squarewave_warm_up_loads_the_analysis():
+    from jitterlab.analysis import squarewave_scan
+    from jitterlab.benchmarks.squarewave import Squarewave
+
+    Squarewave().warm()
+    assert squarewave_scan.scan.signatures  # compiled (or loaded from the cache) for int64 edges
+
+
 def test_cpu_load_is_measured_and_stopped(tmp_path):
     results = tmp_path / "results"
     assert (

@@ -72,6 +72,11 @@ class Benchmark(Protocol):
         """A short human name of the cell for progress lines and tables."""
         ...
 
+    def warm(self) -> None:
+        """Load on the controller what the analysis of a run compiles (once per process), while the
+        targets are prepared, so that the first run's wall time does not pay for it."""
+        ...
+
     def execute(self, ctx: RunContext) -> Measurement:
         """Measure once; raise RunFailed when the run cannot be measured."""
         ...
@@ -106,6 +111,9 @@ class BenchmarkBase:
         return None
 
     def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
+        return None
+
+    def warm(self) -> None:
         return None
 
     def label(self, cell: Cell) -> str:

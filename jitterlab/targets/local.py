@@ -91,13 +91,15 @@ def _stop_group(pgid: int, popen: subprocess.Popen, grace_s: float) -> None:
     """SIGTERM the group; SIGKILL whatever of it still runs after grace_s, leader or not."""
     _kill_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
+    pause_s = 0.001  # most exit within milliseconds of SIGTERM: look often first, then less
     while popen.poll() is None or _group_alive(pgid):
         if time.monotonic() >= deadline:
             _kill_group(pgid, signal.SIGKILL)
             popen.wait()
             _await_group_gone(pgid)
             return
-        time.sleep(0.01)
+        time.sleep(pause_s)
+        pause_s = min(2 * pause_s, 0.02)
 
 
 def _await_group_gone(pgid: int, timeout_s: float = 5.0) -> None:
