@@ -47,3 +47,7 @@ class RunContext:
     loads_ready: Callable[[], None] = _nothing
     """A benchmark that sets `awaits_loads` prepares (e.g. starts its probe) while the loads warm
     up, and calls this right before it measures; for the others the runner calls it first."""
+    loads_done: Callable[[], None] = _nothing
+    """A benchmark calls this once what it measures has ended and before it analyses: the loads are
+    checked and stopped then, so the analysis does not compete with them for the CPU (and the
+    run's wall time does not pay for that). The runner calls it after execute() otherwise."""

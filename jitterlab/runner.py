@@ -87,6 +87,25 @@ class _LoadWarmup:
             self._check(name, load, "before")
 
 
+class _LoadStop:
+    """Called once the benchmark's measurement has ended: checks that the loads ran all along,
+    stops them and keeps what they report. Idempotent."""
+
+    def __init__(self, loads: list, check, stop) -> None:
+        self._loads, self._check, self._stop = loads, check, stop
+        self.metrics: list[Metric] = []
+        self._done = False
+
+    def __call__(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        for name, load in self._loads:
+            self._check(name, load, "during")
+        self.metrics = self._stop(self._loads)
+        self._loads.clear()
+
+
 class Runner:
     def __init__(
         self,
@@ -288,6 +307,7 @@ class Runner:
             loads = self._start_loads(cell, target, scratch, session.placement)
             until = time.monotonic() + settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
             warmed = _LoadWarmup(loads, until, self._check_load)
+            finished = _LoadStop(loads, self._check_load, self._stop_loads)
             ctx = RunContext(
                 target,
                 settings,
@@ -300,15 +320,14 @@ class Runner:
                 session.rt_permitted,
                 controller=target if getattr(target, "kind", "") == "local" else self._controller,
                 loads_ready=warmed,
+                loads_done=finished,
             )
             if not getattr(bench, "awaits_loads", False):
                 warmed()
             measurement = bench.execute(ctx)
             warmed()  # a benchmark that awaits the loads itself may have failed before it did
-            for name, load in loads:
-                self._check_load(name, load, "during")
-            load_metrics = self._stop_loads(loads)
-            loads = []
+            finished()  # unless the benchmark stopped them before its analysis
+            load_metrics = finished.metrics
         except RunFailed as exc:
             status, error, attachments = exc.status, exc.reason, exc.attachments
             lost = exc if isinstance(exc, TargetLost) else _lost_meanwhile(target)

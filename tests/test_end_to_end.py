@@ -134,7 +134,25 @@ def test_the_squarewave_warm_up_loads_the_analysis():
     assert squarewave_scan.scan.signatures  # compiled (or loaded from the cache) for int64 edges
 
 
-def test_cpu_load_is_measured_and_stopped(tmp_path):
+def test_cpu_load_is_measured_and_stopped_before_the_analysis(tmp_path, monkeypatch):
+    """The load runs through the measurement and is stopped before the edges are analysed, so the
+    analysis does not compete with it for the CPU."""
+    from jitterlab import runner as runner_module
+    from jitterlab.benchmarks import squarewave
+
+    events: list[str] = []
+    stop_loads, measurement = runner_module.Runner._stop_loads, squarewave._measurement
+
+    def stopping(loads):
+        events.append(f"stop {[name for name, _ in loads]}")
+        return stop_loads(loads)
+
+    def analysing(*args):
+        events.append("analysis")
+        return measurement(*args)
+
+    monkeypatch.setattr(runner_module.Runner, "_stop_loads", staticmethod(stopping))
+    monkeypatch.setattr(squarewave, "_measurement", analysing)
     results = tmp_path / "results"
     assert (
         main(["run", str(campaign(tmp_path, load="cpu", duration="500ms")), "--results", str(results)]) == 0
@@ -142,6 +160,7 @@ def test_cpu_load_is_measured_and_stopped(tmp_path):
     [run] = Store(results).runs()
     assert run.status == "ok", run.error
     assert run.metric("load_bogo_ops_per_s", "") > 0
+    assert events == ["stop ['cpu']", "analysis"]
     assert processes_mentioning(str(tmp_path)) == []
 
 

@@ -104,6 +104,7 @@ class Squarewave(BenchmarkBase):
             output = impl.run(ctx, handle)
             own = _own_edges(ctx, output)
             capture = probe.stop(own)
+        ctx.loads_done()  # the wave is over: stop the loads before analysing
         return _measurement(ctx, output, own, capture)
 
 
