@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -252,6 +253,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 for name, runs in per_target.items()
             }
             started = dict.fromkeys(per_target, 0)
+            first_start: dict[str, float] = {}
 
             def report(target: str, what: str | None, seconds: float) -> None:
                 if what is None:
@@ -259,9 +261,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                     return
                 progress.update(tasks[target], description=escape(f"{target}: {what}"))
                 started[target] += 1
+                now = time.monotonic()
+                first_start.setdefault(target, now)
                 if not out.is_terminal:  # logs get one line per run instead of a live bar
                     task = progress.tasks[tasks[target]]
-                    eta = task.total - task.completed
+                    eta = eta_s(task.total, task.completed, now - first_start[target])
                     out.print(
                         escape(f"{target}: [{started[target]}/{len(per_target[target])}] {what}, "
                                f"about {format_duration_s(eta)} left"),
@@ -364,6 +368,13 @@ def _dry_run(out: Console, campaign) -> int:
         "(plus building the programs once per target)"
     )
     return EXIT_OK
+
+
+def eta_s(total_s: float, completed_s: float, elapsed_s: float) -> float:
+    """Time left: the estimate of the runs still to come, scaled by how long the runs so far took
+    against their estimate (a loaded or slow machine takes longer than the estimates say)."""
+    pace = elapsed_s / completed_s if completed_s > 0 else 1.0
+    return max(total_s - completed_s, 0.0) * pace
 
 
 def _progress(console: Console) -> Progress:

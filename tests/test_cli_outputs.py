@@ -58,3 +58,18 @@ def test_parquet_export_of_a_key_with_values_of_two_types(store_dir, tmp_path):
     runs = pq.read_table(out / "runs.parquet").to_pydict()
     assert sorted(zip(runs["id"], runs["param.bitrate"], strict=True)) == [("r0", "auto"),
                                                                            ("r1", "100000000")]
+
+
+@pytest.mark.parametrize(
+    ("total_s", "completed_s", "elapsed_s", "left_s"),
+    [
+        (100.0, 0.0, 0.0, 100.0),  # nothing done yet: the estimate as it is
+        (100.0, 20.0, 30.0, 120.0),  # runs took 1.5x their estimate: so will the other 80 s
+        (100.0, 50.0, 25.0, 25.0),  # a fast machine
+        (100.0, 100.0, 130.0, 0.0),
+    ],
+)
+def test_time_left_follows_the_pace_of_the_runs_so_far(total_s, completed_s, elapsed_s, left_s):
+    from jitterlab.cli import eta_s
+
+    assert eta_s(total_s, completed_s, elapsed_s) == pytest.approx(left_s)
