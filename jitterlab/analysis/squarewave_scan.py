@@ -217,12 +217,15 @@ def scan(t, period, segs, first, center, hist, tail):
                     for j in range(n_in):
                         sumsq += float(dev_buf[j]) * float(dev_buf[j])
                 # no period here beats the duty error found so far: lmax/bpmin bounds them all
-                if lmax > 0 and lmax >= duty * bpmin * (1.0 - 1e-12):
+                # and within a block that may, only a |lead - d| that reaches duty * bpmin may
+                low = duty * bpmin * (1.0 - 1e-12)
+                if lmax > 0 and lmax >= low:
                     for kk in range(k, stop):
                         lead = t[kk - 1] - t[kk - 2]
                         d = t[kk] - t[kk - 1]
-                        if lead + d > 0:
-                            duty = max(duty, abs(lead - d) / (lead + d))
+                        x = abs(lead - d)
+                        if x >= low and lead + d > 0:
+                            duty = max(duty, x / (lead + d))
             if fit:
                 if wmax < _W_EXACT:
                     su = ia / 2.0

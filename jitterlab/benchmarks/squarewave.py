@@ -90,7 +90,7 @@ class Squarewave(BenchmarkBase):
         # loads them from its cache: ~0.3 s once per process)
         t = np.arange(0, 40_000, 500, dtype=np.int64)
         t[-10:] += 200_000
-        squarewave_metrics(t, np.arange(len(t)) % 2, 1000, warmup_ns=0)
+        squarewave_metrics(t, (np.arange(len(t)) % 2).astype(np.uint8), 1000, warmup_ns=0)
 
     def execute(self, ctx: RunContext) -> Measurement:
         impl, pin_kind, probe_kind = _parts(ctx.cell)
