@@ -15,6 +15,7 @@ import re
 import secrets
 import signal
 import socket
+import threading
 import time
 from collections.abc import Sequence
 
@@ -29,8 +30,14 @@ SHM_DIR = "/dev/shm"
 # Constant script; paths, markers and argv reach it as positional parameters, never as text. It
 # makes the record's directory itself: a round trip less per process (tens of ms on a small board)
 LAUNCH = 'mkdir -p -- "${0%/*}" && echo $$ > "$0" && exec "$@"'
-# removes a run's directory, and its owner's when it was the last run in it
-_REMOVE_SCRATCH = 'rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; exit 0'
+# removes a run's directory, and its owner's when it was the last run in it; then the records
+# named after them (of processes that have exited)
+_REMOVE_SCRATCH = 'rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; shift 2; [ $# -eq 0 ] || rm -f -- "$@"; exit 0'
+# records of stopped processes, removed with the next run directory of their target: a round trip
+# less per process (tens of ms on a small board). A record left meanwhile is harmless: sweep.py
+# stops only a process that still carries its marker, and removes a dead owner's records.
+_RETIRED: dict[int, list[str]] = {}  # id(target) -> record paths
+_RETIRED_LOCK = threading.Lock()
 
 
 def owner_start_ticks(pid: int) -> int | None:
@@ -62,8 +69,22 @@ def scratch_dir(target: Target, run_id: str) -> str:
 
 
 def remove_scratch(target: Target, scratch: str) -> None:
-    """Remove a run's directory (and its owner's when it was the last one in it)."""
-    target.run(["sh", "-c", _REMOVE_SCRATCH, "sh", scratch, scratch.rsplit("/", 1)[0]])
+    """Remove a run's directory (and its owner's when it was the last one in it), and the records
+    of the processes stopped on the target since the last time."""
+    target.run(["sh", "-c", _REMOVE_SCRATCH, "sh", scratch, scratch.rsplit("/", 1)[0],
+                *_retired(target)])
+
+
+def remove_records(target: Target) -> None:
+    """Remove the records of the processes stopped on the target (remove_scratch does it too)."""
+    records = _retired(target)
+    if records:
+        target.run(["rm", "-f", "--", *records])
+
+
+def _retired(target: Target) -> list[str]:
+    with _RETIRED_LOCK:
+        return _RETIRED.pop(id(target), [])
 
 
 def shm_path(scratch: str, suffix: str) -> str:
@@ -95,7 +116,7 @@ def describe_exit(rc: int | None) -> str:
 
 
 class RecordedProcess:
-    """A spawned Process whose record is removed when it is stopped."""
+    """A spawned Process whose record is retired when it is stopped."""
 
     def __init__(self, inner: Process, target: Target, marker: str) -> None:
         self._inner = inner
@@ -120,9 +141,11 @@ class RecordedProcess:
         return rc
 
     def forget(self) -> None:
-        """Remove the record of a process that has been stopped (idempotent)."""
+        """Retire the record of a process that has been stopped (idempotent): it is removed with
+        the run's directory (remove_scratch) or by remove_records."""
         if not self._forgotten:
-            self._target.run(["rm", "-f", self.pidfile])
+            with _RETIRED_LOCK:
+                _RETIRED.setdefault(id(self._target), []).append(self.pidfile)
             self._forgotten = True
 
     def pgid(self) -> int | None:

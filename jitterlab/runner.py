@@ -20,7 +20,7 @@ from jitterlab.deploy import deploy
 from jitterlab.errors import RunFailed, TargetLost, UserError
 from jitterlab.loads.base import LoadContext
 from jitterlab.preflight import TargetSession, open_targets, unbuilt
-from jitterlab.processes import remove_scratch, scratch_dir
+from jitterlab.processes import remove_records, remove_scratch, scratch_dir
 from jitterlab.records import Cell, Metric, Warning_
 from jitterlab.store.catalog import RunRecord, Store
 from jitterlab.sweep import sweep
@@ -221,6 +221,10 @@ class Runner:
                 if not self.stop_event.is_set():
                     errors.append(exc)
                 self.stop_event.set()
+            finally:
+                if session.lost is None:
+                    with contextlib.suppress(Exception):  # records of processes stopped after a run
+                        remove_records(session.target)
 
         threads = [
             threading.Thread(target=worker, args=(s,), name=f"target-{s.spec.name}", daemon=True)

@@ -57,6 +57,7 @@ def test_running_owners_and_unrecorded_processes_are_left_alone(tmp_path):
         for p in (stranger, impostor):
             p.kill()
             p.wait()
+    processes.remove_records(target)  # what the end of a run does
     assert os.listdir(tmp_path / "live") == []
 
 

@@ -19,6 +19,7 @@ from jitterlab.fakes import squarewave_cell
 from jitterlab.pins.base import PinHandle
 from jitterlab.probes.logs import SelfLog
 from jitterlab.probes.sigrok import _scan_channels, classify, demo_period_ns, format_rate
+from jitterlab.processes import remove_records
 from jitterlab.records import RunSettings
 from jitterlab.targets.local import LocalTarget
 
@@ -121,6 +122,7 @@ def test_the_demo_devices_wave_is_decoded_to_its_exact_period(tmp_path, channel,
     assert metrics["align_offset_ns"] == -period_ns // 2 and metrics["self_lag_spread_max_ns"] == 0
     assert any("not the program's wave" in w.message for w in capture.warnings)
     assert not (ctx.local_dir / "sigrok.bin").exists(), "the raw capture does not outlive the run"
+    remove_records(ctx.target)  # what the end of a run does
     assert LocalTarget("x", ctx.target.workdir).run(["ls", f"{ctx.target.workdir}/live"]).stdout == ""
 
 

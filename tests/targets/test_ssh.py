@@ -322,7 +322,7 @@ def test_campaign_checks_ssh_options_before_connecting(tmp_path):
 
 
 def test_a_hostile_workdir_is_used_literally(sshd, tmp_path):
-    from jitterlab.processes import live_dir, spawn_recorded
+    from jitterlab.processes import live_dir, remove_records, spawn_recorded
     from jitterlab.sweep import sweep
 
     workdir = tmp_path / "w $(touch PWNED);'\"`touch PWNED` x"
@@ -334,6 +334,7 @@ def test_a_hostile_workdir_is_used_literally(sshd, tmp_path):
         assert Path(live_dir(t)).is_dir()
         assert sweep(t) == []  # its owner (this process) is alive: not a leftover
         proc.stop()
+        remove_records(t)  # what the end of a run does
         assert not Path(proc.pidfile).exists()
     finally:
         t.close()
