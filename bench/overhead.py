@@ -6,7 +6,7 @@ Runs a fixed campaign on this machine (squarewave: python and c-fifo at 10 ms wi
 under idle and cpu load) and prints, per load, the wall time of a run divided by its measured
 duration (goal: <= 1.10 for idle cells), the whole campaign's ratio, and the time spent in each
 phase of a run (load start and warm-up, observer start, the program, the observer's stop, load
-stop, commit), summed over the runs.
+stop, analysis, commit), summed over the runs.
 
 What a run costs besides its duration, by design: the campaign's `warmup` (its edges are dropped;
 50 ms here), the program's start, and for a loaded cell the load's start and `load_warmup`
@@ -26,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from jitterlab import plugins
+from jitterlab.benchmarks import squarewave
 from jitterlab.campaign import load_campaign
 from jitterlab.preflight import open_targets
 from jitterlab.runner import Runner
@@ -60,6 +61,7 @@ def instrument() -> None:
     for kind in {type(entry.obj) for entry in plugins.IMPLS}:
         timed(kind, "run", "program")
     timed(plugins.PINS.get("vpin", "bench"), "setup", "pin setup")
+    timed(squarewave, "_measurement", "analysis")
 
 
 def main() -> None:
