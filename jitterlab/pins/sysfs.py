@@ -11,14 +11,17 @@ from jitterlab.pins.base import PINS, PinBase, PinHandle
 from jitterlab.pins.chips import explain, find_chip
 
 GPIO = "/sys/class/gpio"
-# $1: the global line number; exports it, makes it an output driven low, says the value path
+# $1: the global line number; exports it, makes it an output driven low, says the value path; a
+# line it exported but could not make an output (the driver refused) is unexported again: the
+# teardown undoes only a setup that succeeded, and the next run would find the line busy
 _EXPORT = r"""
 g=/sys/class/gpio
 [ -d "$g" ] || { echo "no $g: the kernel lacks CONFIG_GPIO_SYSFS" >&2; exit 3; }
 [ -e "$g/gpio$1" ] && { echo "gpio$1 is already exported: Device or resource busy" >&2; exit 4; }
 echo "$1" > "$g/export" || exit 5
 i=0; while [ ! -w "$g/gpio$1/direction" ] && [ $i -lt 50 ]; do sleep 0.02; i=$((i+1)); done
-echo low > "$g/gpio$1/direction" || exit 6
+echo low > "$g/gpio$1/direction" 2>/dev/null || {
+  echo "$1" > "$g/unexport"; echo "the driver refused to make it an output (an input-only line?)" >&2; exit 6; }
 echo "$g/gpio$1/value"
 """
 _UNEXPORT = 'echo 0 > "/sys/class/gpio/gpio$1/value"; echo "$1" > /sys/class/gpio/unexport; exit 0'
