@@ -21,7 +21,8 @@ g=/sys/class/gpio
 echo "$1" > "$g/export" || exit 5
 i=0; while [ ! -w "$g/gpio$1/direction" ] && [ $i -lt 50 ]; do sleep 0.02; i=$((i+1)); done
 echo low > "$g/gpio$1/direction" 2>/dev/null || {
-  echo "$1" > "$g/unexport"; echo "the driver refused to make it an output (an input-only line?)" >&2; exit 6; }
+  echo "$1" > "$g/unexport"
+  echo "the driver refused to make it an output (an input-only line?)" >&2; exit 6; }
 echo "$g/gpio$1/value"
 """
 _UNEXPORT = 'echo 0 > "/sys/class/gpio/gpio$1/value"; echo "$1" > /sys/class/gpio/unexport; exit 0'

@@ -83,7 +83,7 @@ def context(target, pin: str, options: dict, tmp_path: Path) -> RunContext:
 
 
 def test_sysfs_exports_the_chip_base_plus_line_and_unexports(tmp_path):
-    from jitterlab.pins.sysfs import _EXPORT, _UNEXPORT
+    from jitterlab.pins.sysfs import _EXPORT
 
     target = FakeTarget()
     target.respond(["sh", "-c"], CHIPS)
@@ -108,7 +108,7 @@ def test_sysfs_exports_the_chip_base_plus_line_and_unexports(tmp_path):
     ],
 )
 def test_sysfs_refusals_say_the_fix(tmp_path, stderr, expected):
-    from jitterlab.pins.sysfs import _EXPORT
+    from jitterlab.pins.sysfs import _EXPORT, _UNEXPORT
 
     target = FakeTarget()
     target.respond(["sh", "-c"], CHIPS)
