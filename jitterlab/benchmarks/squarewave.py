@@ -95,6 +95,7 @@ class Squarewave(BenchmarkBase):
     def execute(self, ctx: RunContext) -> Measurement:
         impl, pin_kind, probe_kind = _parts(ctx.cell)
         pin, probe = pin_kind(ctx), probe_kind(ctx)
+        impl.prepare(ctx)  # e.g. a kernel module built: not while the probe watches
         with contextlib.ExitStack() as cleanup:
             cleanup.callback(pin.teardown)
             handle = pin.setup()

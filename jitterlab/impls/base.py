@@ -39,6 +39,11 @@ class Impl(Protocol):
         impl's cells unavailable, naming the package."""
         ...
 
+    def prepare(self, ctx: RunContext) -> None:
+        """Make what the run needs on the target before its pin and probe start (a kernel module
+        built), so that its time is not part of what the probe watches. RunFailed when it cannot."""
+        ...
+
     def run(self, ctx: RunContext, pin: PinHandle) -> str:
         """Make the wave for the run's duration; leave the edge log in `<scratch>/self.log`;
         return what the program printed. RunFailed when it fails."""

@@ -1,10 +1,11 @@
 """The kernel-space impls: kmod-busy, kmod-hrtimer and kmod-rt (jitterlab/programs/kmod/jl_wave.c).
 
 The module is built on the target with kbuild against the running kernel's headers
-(/lib/modules/$(uname -r)/build), once per kernel release, loaded with the run's parameters,
-read back through /proc/jl_wave when it says it is done, and unloaded on every path. It drives a
-real GPIO line through the kernel's consumer API, so its pins are the real ones (gpiod, sysfs):
-the line is found by its chip's label and offset.
+(/lib/modules/$(uname -r)/build), once per kernel release and before the run's pin and probe start
+(prepare: a build takes minutes on a slow board). It is loaded with the run's parameters, read
+back through /proc/jl_wave when it says it is done, and unloaded on every path. It drives a real
+GPIO line through the kernel's consumer API, so its pins are the real ones (gpiod, sysfs): the
+line is found by its chip's label and offset.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class KmodImpl:
 
     def programs(self) -> dict[str, str]:
         return {}
+
+    def prepare(self, ctx: RunContext) -> None:
+        build(ctx)  # minutes on a slow board: before the probe watches, whose time is bounded
 
     def run(self, ctx: RunContext, pin: PinHandle) -> str:
         if not pin.chip_label or pin.line < 0:

@@ -30,6 +30,9 @@ class ProgramImpl:
     def programs(self) -> dict[str, str]:
         return dict(self.build)
 
+    def prepare(self, ctx: RunContext) -> None:
+        return None  # its program was built when the programs were deployed
+
     def run(self, ctx: RunContext, pin: PinHandle) -> str:
         *interpreter, path = self.command
         allow = self.realtime and not ctx.rt_permitted

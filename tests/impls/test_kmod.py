@@ -106,3 +106,9 @@ def test_insmod_refusals(stderr, dmesg, expected):
     target.respond(["sh", "-c"], dmesg)
     said = explain_insmod(stderr, target)
     assert expected in said and (not dmesg or dmesg in said)
+
+
+def test_prepare_builds_the_module_before_the_run(tmp_path):
+    target = target_with()
+    plugins.IMPLS.get("kmod-hrtimer", "t").prepare(context(target, tmp_path))
+    assert [c[:3] for c in target.calls] == [("uname", "-r"), ("sh", "-c", _BUILD)]
