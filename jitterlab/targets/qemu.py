@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from jitterlab.errors import TargetLost, UserError
-from jitterlab.targets import qemu_accel, qemu_kernels, qemu_vgpio
+from jitterlab.targets import qemu_accel, qemu_kernels, qemu_modules, qemu_vgpio
 from jitterlab.targets.loopback_sshd import free_port
 from jitterlab.targets.qemu_options import QemuOptions
 from jitterlab.targets.qemu_scripts import SSHD_CONFIG, STAGE2
@@ -97,6 +97,14 @@ class QemuTarget(OverSSH):
         if o.gpio == "virtual":
             qemu_vgpio.load(self, self.kernel.tree.parent, self.where())
         return self
+
+    def kernel_module(self, sources: Path, name: str) -> str:
+        """`name`.ko of the kbuild sources in `sources` for the guest's kernel, in the guest (its
+        path there): built in the guest once per kernel and source version and kept with the
+        kernel here, since the guest forgets it at every boot and builds it in minutes.
+        UserError naming the kernel and the cause when it cannot be built."""
+        assert self.kernel is not None, "kernel_module() before boot()"
+        return qemu_modules.guest_module(self, sources, name, self.kernel.tree.parent, self.where())
 
     def _write_boot_share(self) -> Path:
         """Keys, sshd's configuration, stage 2 and the host name: what the guest reads at boot."""

@@ -7,9 +7,9 @@ import pytest
 
 from jitterlab import plugins
 from jitterlab.context import Placement, RunContext
-from jitterlab.errors import RunFailed
+from jitterlab.errors import RunFailed, UserError
 from jitterlab.fakes import squarewave_cell
-from jitterlab.impls.kmod import _BUILD, explain_build, explain_insmod
+from jitterlab.impls.kmod import _BUILD, SOURCES, build, explain_build, explain_insmod
 from jitterlab.pins.base import PinHandle
 from jitterlab.records import RunSettings
 from jitterlab.targets.base import Completed
@@ -112,3 +112,28 @@ def test_prepare_builds_the_module_before_the_run(tmp_path):
     target = target_with()
     plugins.IMPLS.get("kmod-hrtimer", "t").prepare(context(target, tmp_path))
     assert [c[:3] for c in target.calls] == [("uname", "-r"), ("sh", "-c", _BUILD)]
+
+
+def test_a_target_that_keeps_kernel_modules_is_asked_instead(tmp_path):
+    """A qemu guest forgets what it built at every boot and builds for minutes: it builds the
+    module once per kernel and keeps it, so the impl asks it rather than running kbuild."""
+    target = target_with()
+    asked = []
+
+    def kernel_module(sources, name):
+        asked.append((sources, name))
+        return "/w/modules/jl_wave/jl_wave.ko"
+
+    target.kernel_module = kernel_module
+    ctx = context(target, tmp_path)
+    assert build(ctx) == "/w/modules/jl_wave/jl_wave.ko"
+    assert asked == [(SOURCES, "jl_wave")] and (SOURCES / "jl_wave.c").is_file()
+    assert not [c for c in target.calls if c[:3] == ("sh", "-c", _BUILD)]
+
+    def cannot(sources, name):
+        raise UserError("target 'vm' (qemu, kernel 6.1.0-56-amd64): cannot build jl_wave.ko: x")
+
+    target.kernel_module = cannot
+    with pytest.raises(RunFailed, match="cannot build jl_wave.ko") as err:
+        build(ctx)
+    assert err.value.status == "unavailable"

@@ -126,7 +126,7 @@ def test_qemu_argv_shares_forwards_and_never_uses_a_shell(tmp_path):
 
 
 def test_a_failed_build_of_the_virtual_chip_says_what_matters():
-    from jitterlab.targets.qemu_vgpio import build_failure
+    from jitterlab.targets.qemu_modules import build_failure
 
     kbuild = ("  CC [M]  /tmp/v/jl_vgpio.o\n  BTF [M] /tmp/v/jl_vgpio.ko\n/bin/sh: 1: pahole: not found\n"
               "make[3]: *** [Makefile.modfinal:64: /tmp/v/jl_vgpio.ko] Error 127\nmake: *** [all] Error 2\n")
