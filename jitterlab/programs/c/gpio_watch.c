@@ -121,12 +121,21 @@ static void watch(const struct opts *o, int line_fd, struct capture *c)
     int64_t last = c->start_ns;
     uint32_t next_seqno = 0;
     const int64_t deadline = o->max_duration_ns > 0 ? c->start_ns + o->max_duration_ns : INT64_MAX;
-    while (!sw_stop_requested && sw_now_ns() < deadline) {
-        if (poll(&pfd, 1, 50) <= 0)
+    for (;;) {
+        /* Once stopping, the events the kernel still holds are read without waiting, then the
+         * watch ends: an edge made just before the stop is not left in the queue. */
+        const int stopping = sw_stop_requested || sw_now_ns() >= deadline;
+        if (poll(&pfd, 1, stopping ? 0 : 50) <= 0) {
+            if (stopping)
+                break;
             continue;
+        }
         ssize_t got = read(line_fd, ev, sizeof ev);
-        if (got < (ssize_t)sizeof ev[0])
+        if (got < (ssize_t)sizeof ev[0]) {
+            if (stopping)
+                break;
             continue;
+        }
         for (size_t i = 0; i < (size_t)got / sizeof ev[0]; i++) {
             int64_t t = (int64_t)ev[i].timestamp_ns;
             int v = ev[i].id == GPIO_V2_LINE_EVENT_RISING_EDGE;

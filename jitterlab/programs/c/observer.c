@@ -166,6 +166,23 @@ static void signal_ready(const char *path)
         exit(1);
 }
 
+/* A span [s, e] in which the pin was not looked at; one that starts where the last one ended
+ * (a stall, then the signal handler's work) extends it, so a span's length is the whole time the
+ * observer was away. */
+static void add_blind(struct capture *c, int64_t s, int64_t e)
+{
+    c->blind_ns += (uint64_t)(e - s);
+    if (c->n_blind > 0 && c->blind[c->n_blind - 1].b == s) {
+        c->blind[c->n_blind - 1].b = e;
+        return;
+    }
+    c->blind_total++;
+    if (c->n_blind < MAX_BLIND)
+        c->blind[c->n_blind++] = (struct rec){s, e};
+    else
+        c->blind_dropped++;
+}
+
 /* The hot loop: read, timestamp, account the gap, note a level change. */
 static void poll_loop(const struct opts *o, volatile const unsigned char *pin, struct capture *c)
 {
@@ -175,7 +192,10 @@ static void poll_loop(const struct opts *o, volatile const unsigned char *pin, s
     int64_t prev = sw_now_ns();
     const int64_t deadline = o->max_duration_ns > 0 ? prev + o->max_duration_ns : INT64_MAX;
     c->start_ns = prev;
-    while (!sw_stop_requested) {
+    for (;;) {
+        /* The stop flag is read before the pin, so the last look at the pin comes after the stop
+         * was asked: an edge made while this process was not running is still recorded. */
+        const int stopping = sw_stop_requested;
         int v = (*pin == '1');
         int64_t t = sw_now_ns();
         int64_t gap = t - prev;
@@ -186,15 +206,14 @@ static void poll_loop(const struct opts *o, volatile const unsigned char *pin, s
             c->hist_overflow++;
         if (gap > c->poll_max_ns)
             c->poll_max_ns = gap;
-        if (gap > thr) {
-            c->blind_total++;
-            c->blind_ns += (uint64_t)gap;
-            if (c->n_blind < MAX_BLIND)
-                c->blind[c->n_blind++] = (struct rec){prev, t};
-            else
-                c->blind_dropped++;
-        }
+        if (gap > thr)
+            add_blind(c, prev, t);
         if (v != level) {
+            /* The pin was last read during the previous iteration, before that iteration's
+             * timestamp: when that gap was blind, the edge may lie anywhere in it, so the span is
+             * stretched to this stamp (the analysis then knows the stamp may be late). */
+            if (gap <= thr && c->n_blind > 0 && c->blind[c->n_blind - 1].b == prev)
+                add_blind(c, prev, t);
             level = v;
             if (c->n_edges < max_edges)
                 c->edges[c->n_edges++] = (struct rec){t, v};
@@ -202,7 +221,7 @@ static void poll_loop(const struct opts *o, volatile const unsigned char *pin, s
                 c->overflow_edges++;
         }
         prev = t;
-        if (t >= deadline)
+        if (stopping || t >= deadline)
             break;
     }
     c->end_ns = prev;
