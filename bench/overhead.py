@@ -6,11 +6,12 @@ Runs a fixed campaign on this machine (squarewave: python and c-fifo at 10 ms wi
 under idle and cpu load) and prints, per load, the wall time of a run divided by its measured
 duration (goal: <= 1.10 for idle cells), the whole campaign's ratio, and the time spent in each
 phase of a run (load start and warm-up, observer start, the program, the observer's stop, load
-stop, analysis, commit), summed over the runs.
+stop, analysis, commit, and the rest), per load.
 
-What a run costs besides its duration, by design: the campaign's `warmup` (its edges are dropped;
-50 ms here), the program's start, and for a loaded cell the load's start and `load_warmup`
-(300 ms). At 1 s runs those alone are 1.05x idle and 1.35x loaded; longer runs amortize them.
+What a run costs besides its duration that is not jitterlab's: the program's start and end (an
+interpreter's start: ~10-50 ms for Debian's python3, ~190 ms through a pyenv shim) and for a loaded
+cell `load_warmup` (300 ms). Each impl's table shows them apart from what jitterlab adds itself.
+The campaign's `warmup` is part of the duration (its edges are dropped from the metrics).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from jitterlab import plugins
+from jitterlab import plugins, runner
 from jitterlab.benchmarks import squarewave
 from jitterlab.campaign import load_campaign
 from jitterlab.preflight import open_targets
@@ -33,7 +34,8 @@ from jitterlab.runner import Runner
 from jitterlab.store.catalog import Store
 from jitterlab.units import parse_duration_ns
 
-PHASES: dict[str, float] = defaultdict(float)
+PHASES: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # load -> phase -> s
+_current_load = ["?"]
 
 
 def timed(owner, name: str, phase: str) -> None:
@@ -46,20 +48,33 @@ def timed(owner, name: str, phase: str) -> None:
         try:
             return original(*args, **kwargs)
         finally:
-            PHASES[phase] += time.monotonic() - t0
+            PHASES[_current_load[0]][phase] += time.monotonic() - t0
 
     setattr(owner, name, staticmethod(wrapper) if static else wrapper)
 
 
 def instrument() -> None:
+    one_run = Runner._one_run
+
+    @functools.wraps(one_run)
+    def whole_run(self, session, campaign_id, cell, rep):
+        _current_load[0] = f"{cell.load} {cell.param('impl')}"
+        t0 = time.monotonic()
+        try:
+            return one_run(self, session, campaign_id, cell, rep)
+        finally:
+            PHASES[_current_load[0]]["(whole run)"] += time.monotonic() - t0
+
+    Runner._one_run = whole_run
     vpin = plugins.PROBES.get("vpin", "bench")
-    timed(Runner, "_start_loads", "load start + warm-up")
-    timed(Runner, "_stop_loads", "load stop")
+    timed(Runner, "_start_loads", "load start")
+    timed(runner._LoadWarmup, "__call__", "load warm-up (rest) + check")
+    timed(runner._LoadStop, "__call__", "load check + stop")
     timed(Runner, "_commit", "commit")
     timed(vpin, "start", "probe start")
     timed(vpin, "stop", "probe stop")
     for kind in {type(entry.obj) for entry in plugins.IMPLS}:
-        timed(kind, "run", "program")
+        timed(kind, "run", "program: start and end")
     timed(plugins.PINS.get("vpin", "bench"), "setup", "pin setup")
     timed(squarewave, "_measurement", "analysis")
 
@@ -102,10 +117,19 @@ def main() -> None:
     measured = len(runs) * duration_s
     print(f"campaign: {t2 - t0:.2f} s wall (open + preflight {t1 - t0:.2f} s) for {measured:g} s measured: "
           f"ratio {(t2 - t0) / measured:.3f} (runs only {(t2 - t1) / measured:.3f})")
-    print("time per phase, summed over the runs:")
-    for phase, seconds in sorted(PHASES.items(), key=lambda kv: -kv[1]):
-        print(f"  {phase:22s} {seconds:7.2f} s  ({seconds / len(runs) * 1e3:6.0f} ms per run)")
-
+    nominal_s = duration_s  # the campaign's warm-up is part of the program's duration
+    for key, phases in sorted(PHASES.items()):
+        n = len(by_load[key.split()[0]]) // 2
+        whole = phases.pop("(whole run)")
+        phases["(the rest: scratch, records, sampling)"] = whole - sum(phases.values())
+        phases["program: start and end"] -= nominal_s * n
+        phases["program: duration"] = nominal_s * n
+        own = whole - phases["program: duration"] - phases["program: start and end"]
+        print(f"{key}: time per run by phase (mean over {n} runs; whole run {whole / n * 1e3:.0f} ms; "
+              f"jitterlab's own {own / n * 1e3:.0f} ms, i.e. {(nominal_s * n + own) / (nominal_s * n):.3f}x "
+              "without the program's start and end):")
+        for phase, seconds in sorted(phases.items(), key=lambda kv: -kv[1]):
+            print(f"  {phase:40s} {seconds / n * 1e3:6.0f} ms")
 
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):

@@ -110,6 +110,20 @@ def test_signal_and_wait(target):
     check_signal_and_wait(target, timeout_s=10)
 
 
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
+def test_wait_with_a_timeout_returns_the_status_or_names_the_timeout(target, monkeypatch, pidfd):
+    if not pidfd:  # a kernel before 5.3: Popen.wait does the waiting
+        monkeypatch.setattr("os.pidfd_open", lambda pid: (_ for _ in ()).throw(OSError(38, "ENOSYS")))
+    proc = target.spawn(["sh", "-c", "read x; exit 3"])  # runs until its stdin (DEVNULL) ends
+    assert proc.wait(10) == 3
+    assert proc.wait(0.01) == 3  # an exited process: its status again, at once
+    slow = target.spawn(["sleep", "100"])
+    with pytest.raises(CommandTimeout, match=r"sleep still running after 0\.2s"):
+        slow.wait(0.2)
+    assert slow.poll() is None  # a timed-out wait leaves the process alone
+    slow.stop()
+
+
 def test_close_stops_every_live_process(tmp_path):
     target = LocalTarget(workdir=str(tmp_path))
     procs = [target.spawn(["sh", "-c", "sleep 100 & sleep 100"]) for _ in range(2)]
