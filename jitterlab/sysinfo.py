@@ -54,6 +54,11 @@ v() { command -v systemd-detect-virt >/dev/null 2>&1 && systemd-detect-virt "$1"
 s virt; v --vm
 s container; v --container
 s rt_permission; command -v chrt >/dev/null 2>&1 && { chrt -f 1 true >/dev/null 2>&1; echo $?; }
+s runtimes
+for t in bash python3 node cc; do
+  p=$(command -v "$t" 2>/dev/null) || continue
+  printf '%s\t%s\t%s\n' "$t" "$p" "$("$t" --version 2>&1 </dev/null | head -n 1)"
+done
 """ + tuning.SCRIPT + "exit 0\n"
 
 # The clocksource that is cheap to read and stable, per `uname -m`.
@@ -110,8 +115,24 @@ def parse(text: str) -> dict:
         "virtualization": _virtualization(sec, machine),
         "container": sec.get("container"),
         "rt_permission": None if sec.get("rt_permission") is None else sec["rt_permission"] == "0",
+        "runtimes": _runtimes(sec.get("runtimes")),
         **tuning.parse(sec),  # idle states, SMT, THP, IRQs, memory, BogoMIPS, ...
     }
+
+
+def _runtimes(text: str | None) -> dict[str, dict[str, str]] | None:
+    """What runs the impls' programs: name -> {"path", "version"} (the first line of `--version`).
+
+    The path tells a distribution's interpreter from a wrapper (a pyenv shim starts ~20x slower),
+    the version what changed between two images. Names the target lacks are left out.
+    """
+    out = {}
+    for line in (text or "").splitlines():
+        name, _, rest = line.partition("\t")
+        path, _, version = rest.partition("\t")
+        if name and path.startswith("/"):
+            out[name] = {"path": path, "version": version.strip()}
+    return out or None
 
 
 def _sections(text: str) -> dict[str, str | None]:

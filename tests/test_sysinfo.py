@@ -34,6 +34,7 @@ KEYS = {
     "virtualization",
     "container",
     "rt_permission",
+    "runtimes",
     # tuning.py
     "mem_total_kb",
     "mem_available_kb",
@@ -82,6 +83,9 @@ PI = script_output(
     virt="none",
     container="none",
     rt_permission="0",
+    runtimes="bash\t/bin/bash\tGNU bash, version 5.2.15(1)-release\n"
+    "python3\t/usr/bin/python3\tPython 3.11.2\n"
+    "cc\t/usr/bin/cc\t",  # a --version that printed nothing
 )
 
 
@@ -100,6 +104,8 @@ def test_snapshot_of_this_machine_has_every_key_with_sane_types():
     assert isinstance(info["rt_runtime_us"], int)
     assert info["isolcpus"] is None or isinstance(info["isolcpus"], list)
     assert info["rt_permission"] in (True, False, None)
+    assert info["runtimes"]["bash"]["path"].startswith("/")  # what runs the bash impl
+    assert info["runtimes"]["bash"]["version"].startswith("GNU bash")
     assert all(w.remedy for w in sysinfo.checks(info))
 
 
@@ -144,6 +150,11 @@ def test_parse_a_raspberry_pi_with_rt_kernel():
         "virtualization": "none",
         "container": "none",
         "rt_permission": True,
+        "runtimes": {
+            "bash": {"path": "/bin/bash", "version": "GNU bash, version 5.2.15(1)-release"},
+            "python3": {"path": "/usr/bin/python3", "version": "Python 3.11.2"},
+            "cc": {"path": "/usr/bin/cc", "version": ""},
+        },
         "rcu_nocbs": [2, 3],  # from the command line; the other tuning sections were not printed
         **dict.fromkeys(("mem_total_kb", "mem_available_kb", "bogomips", "cpu_vendor", "cpuidle_driver",
                          "cpuidle_states", "cpu_dma_latency_us", "smt_active", "thread_siblings", "thp",

@@ -32,7 +32,7 @@ from jitterlab.store.raw import EdgeSeries, read_raw
 COMPARE_METRICS = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
 SYSINFO_KEYS = ("hostname", "os_name", "kernel_release", "preemption", "machine", "cpu_model",
                 "n_cpus", "clocksource", "virtualization", "isolcpus", "nohz_full",
-                "rt_permission", "cmdline")
+                "rt_permission", "cmdline", "runtimes")
 MAX_RUN_FIGURES = 12
 MAX_COMPARISONS = 4
 

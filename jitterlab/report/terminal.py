@@ -128,6 +128,7 @@ SYSINFO_GROUPS = {
     "kernel": ("kernel_release", "kernel_version", "preemption", "clocksource",
                "clocksources_available", "rt_runtime_us", "rt_period_us", "cmdline"),
     "CPUs": ("cpu_model", "n_cpus", "cpus_online", "isolcpus", "nohz_full", "cpus", "rt_permission"),
+    "programs": ("runtimes",),
 }
 
 
@@ -141,6 +142,9 @@ def sysinfo_text(key: str, value: object) -> str:
             low, high = round(min(mhz)), round(max(mhz))
             text += f"; {low} MHz" if low == high else f"; {low}–{high} MHz"
         return text
+    if key == "runtimes" and isinstance(value, dict):
+        return "; ".join(f"{name} {v.get('version') or '?'} ({v.get('path')})"
+                         for name, v in value.items() if isinstance(v, dict)) or "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list | tuple):

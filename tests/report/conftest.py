@@ -86,7 +86,8 @@ PARAMS = {"interval": MS, "priority": 95, "threads": 1, "policy": "fifo", "affin
           "histogram": 2000, "breaktrace": 0}
 LATENCY_SYSINFO = {"hostname": "vm1", "kernel_release": "6.1.0-18-amd64", "preemption": "PREEMPT_DYNAMIC",
            "cpu_model": "AMD EPYC", "n_cpus": 2, "clocksource": "kvm-clock", "virtualization": "kvm",
-           "cpus": [{"cpu": 0, "governor": None, "cur_mhz": 2400}], "cmdline": "quiet"}
+           "cpus": [{"cpu": 0, "governor": None, "cur_mhz": 2400}], "cmdline": "quiet",
+           "runtimes": {"python3": {"path": "/root/.pyenv/shims/python3", "version": "Python 3.11.7"}}}
 
 
 def build_latency_store(root) -> Store:

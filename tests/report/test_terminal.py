@@ -95,8 +95,10 @@ def test_run_detail_groups_sysinfo_and_orders_percentiles(store):
     assert names == ["latency_p50_ns", "latency_p99_ns", "latency_p999_ns", "latency_p9999_ns"]
     assert any("latency_max_ns" in line and "40.2 ms" in line for line in lines)
     assert any("latency_overflow" in line and line.split()[2] == "4" for line in lines)
-    groups = [r[0] for r in rows if r and r[0] in ("system", "kernel", "CPUs")]
-    assert groups == ["system", "kernel", "CPUs"]
+    groups = [r[0] for r in rows if r and r[0] in ("system", "kernel", "CPUs", "programs")]
+    assert groups == ["system", "kernel", "CPUs", "programs"]
+    assert any("runtimes" in line and "python3 Python 3.11.7 (/root/.pyenv/shims/python3)" in line
+               for line in lines)
     assert any("preemption" in line and "PREEMPT_DYNAMIC" in line for line in lines)
     assert any("frequency" in line and "2400 MHz" in line for line in lines)
 
