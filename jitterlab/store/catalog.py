@@ -136,8 +136,7 @@ class Store:
             with self._tx():  # one creator: the others wait on the lock, then find the tables
                 self._db.execute(postgres.SCHEMA_LOCK)
                 if not self._db.tables():
-                    for statement in [*postgres.SCHEMA,
-                                      f"INSERT INTO schema_version VALUES ({SCHEMA_VERSION})"]:
+                    for statement in postgres.SCHEMA:
                         self._db.execute(statement)
             tables = self._db.tables()
         self._check_version(tables, shown)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from jitterlab.errors import UserError
 from jitterlab.fakes import cell, run_record, squarewave_cell
 from jitterlab.records import Metric, Warning_
+from jitterlab.store import postgres, schema
 from jitterlab.store.catalog import SCHEMA_VERSION, RunExists, RunRecord, Store
 
 
@@ -177,3 +179,14 @@ def test_schema_1_store_is_migrated_in_place(tmp_path):
         "c-fifo", 1_000_000, "vpin", "vpin")
     assert con.execute("SELECT impl, period_ns FROM runs WHERE id = 'old2'").fetchone() == ("", 0)
     con.close()
+
+
+def test_the_postgresql_schema_is_the_sqlite_schema_translated():
+    """One schema, in schema.py: what PostgreSQL gets has nothing of SQLite's dialect left and
+    the same tables, columns and version row."""
+    assert len(postgres.SCHEMA) == len(schema.SCHEMA)
+    for pg, lite in zip(postgres.SCHEMA, schema.SCHEMA, strict=True):
+        assert not re.search(r"json_extract|VIRTUAL|\bREAL\b|INTEGER PRIMARY KEY|_ns INTEGER", pg), pg
+        columns = [line.split()[0] for line in lite.splitlines()[1:] if line.startswith("    ")]
+        assert [line.split()[0] for line in pg.splitlines()[1:] if line.startswith("    ")] == columns
+    assert postgres.SCHEMA[-1] == f"INSERT INTO schema_version VALUES ({schema.SCHEMA_VERSION})"
