@@ -137,9 +137,9 @@ def _block(t, k, stop, t0, shift, period, fit, use_h, use_p, dev_buf):
             dev = p - period
             sum_dev += dev
             sq += dev * dev
-            v = abs(dev)
-            vmax = max(vmax, v)
-            dev_buf[kk - k] = v
+            dev_buf[kk - k] = abs(dev)
+    if use_p and pmax >= pmin:  # max |P - T|, from the extremes instead of per edge
+        vmax = max(pmax - period, period - pmin)
     return ia, ib, wmax, sq, vmax, lmax, pmin, pmax, dmin, dmax, sum_dev
 
 
