@@ -23,7 +23,7 @@ import inspect
 import statistics
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from jitterlab import plugins, runner
@@ -34,8 +34,9 @@ from jitterlab.runner import Runner
 from jitterlab.store.catalog import Store
 from jitterlab.units import parse_duration_ns
 
-PHASES: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # load -> phase -> s
-_current_load = ["?"]
+PHASES: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # "load impl" -> phase -> s
+RUNS: Counter[str] = Counter()  # "load impl" -> runs
+_current_key = ["?"]
 
 
 def timed(owner, name: str, phase: str) -> None:
@@ -48,7 +49,7 @@ def timed(owner, name: str, phase: str) -> None:
         try:
             return original(*args, **kwargs)
         finally:
-            PHASES[_current_load[0]][phase] += time.monotonic() - t0
+            PHASES[_current_key[0]][phase] += time.monotonic() - t0
 
     setattr(owner, name, staticmethod(wrapper) if static else wrapper)
 
@@ -58,12 +59,13 @@ def instrument() -> None:
 
     @functools.wraps(one_run)
     def whole_run(self, session, campaign_id, cell, rep):
-        _current_load[0] = f"{cell.load} {cell.param('impl')}"
+        _current_key[0] = f"{cell.load} {cell.param('impl')}"
+        RUNS[_current_key[0]] += 1
         t0 = time.monotonic()
         try:
             return one_run(self, session, campaign_id, cell, rep)
         finally:
-            PHASES[_current_load[0]]["(whole run)"] += time.monotonic() - t0
+            PHASES[_current_key[0]]["(whole run)"] += time.monotonic() - t0
 
     Runner._one_run = whole_run
     vpin = plugins.PROBES.get("vpin", "bench")
@@ -119,7 +121,7 @@ def main() -> None:
           f"ratio {(t2 - t0) / measured:.3f} (runs only {(t2 - t1) / measured:.3f})")
     nominal_s = duration_s  # the campaign's warm-up is part of the program's duration
     for key, phases in sorted(PHASES.items()):
-        n = len(by_load[key.split()[0]]) // 2
+        n = RUNS[key]
         whole = phases.pop("(whole run)")
         phases["(the rest: scratch, records, sampling)"] = whole - sum(phases.values())
         phases["program: start and end"] -= nominal_s * n
@@ -130,6 +132,7 @@ def main() -> None:
               "without the program's start and end):")
         for phase, seconds in sorted(phases.items(), key=lambda kv: -kv[1]):
             print(f"  {phase:40s} {seconds / n * 1e3:6.0f} ms")
+
 
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):

@@ -125,12 +125,7 @@ static void watch(const struct opts *o, int line_fd, struct capture *c)
         /* Once stopping, the events the kernel still holds are read without waiting, then the
          * watch ends: an edge made just before the stop is not left in the queue. */
         const int stopping = sw_stop_requested || sw_now_ns() >= deadline;
-        if (poll(&pfd, 1, stopping ? 0 : 50) <= 0) {
-            if (stopping)
-                break;
-            continue;
-        }
-        ssize_t got = read(line_fd, ev, sizeof ev);
+        ssize_t got = poll(&pfd, 1, stopping ? 0 : 50) > 0 ? read(line_fd, ev, sizeof ev) : 0;
         if (got < (ssize_t)sizeof ev[0]) {
             if (stopping)
                 break;

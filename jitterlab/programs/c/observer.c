@@ -78,21 +78,11 @@ static struct opts parse_opts(int argc, char **argv)
     return o;
 }
 
-/* A zeroed buffer whose pages are all present before the capture starts. Anonymous memory asked
- * for transparent huge pages where the kernel has them: the 16 MB blind buffer then costs a few
- * faults instead of thousands, which used to be most of the observer's start time. */
 static void *alloc_prefaulted(size_t len, const char *what)
 {
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    void *p = sw_alloc_prefaulted(len);
+    if (p == NULL)
         sw_die(PROG, "cannot allocate", what);
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, len, MADV_HUGEPAGE); /* a hint; refused on kernels without THP */
-#endif
-    long page = sysconf(_SC_PAGESIZE);
-    volatile unsigned char *b = p;
-    for (size_t i = 0; i < len; i += (size_t)(page > 0 ? page : 4096))
-        b[i] = 0;
     return p;
 }
 

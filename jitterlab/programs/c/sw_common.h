@@ -139,18 +139,24 @@ static inline int sw_write_file(const char *prog, const char *path, const char *
     return sw_file_commit(&w);
 }
 
-/* Touch every page now so the measured loop never takes a page fault. */
-static inline void sw_prefault(void *buf, size_t len)
+/* A zeroed buffer of len bytes whose pages are all present now, so the measured loop never takes
+ * a page fault; NULL when it cannot be had. Anonymous memory with a hint for transparent huge
+ * pages where the kernel has them: a 16 MB buffer then costs a few faults instead of thousands. */
+static inline void *sw_alloc_prefaulted(size_t len)
 {
+    if (len == 0)
+        len = 1;
+    void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(buf, len, MADV_HUGEPAGE); /* a hint; refused on kernels without THP */
+#endif
     long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0)
-        page = 4096;
     volatile unsigned char *p = buf;
-    for (size_t i = 0; i < len; i += (size_t)page)
-        p[i] = 1;
-    if (len > 0)
-        p[len - 1] = 1;
-    memset(buf, 0, len);
+    for (size_t i = 0; i < len; i += (size_t)(page > 0 ? page : 4096))
+        p[i] = 0;
+    return buf;
 }
 
 /* A setup step failed: say which and why, exit 1. */
@@ -348,11 +354,8 @@ static inline int sw_log_init(struct sw_log *log, const struct sw_args *a)
     log->cap = (size_t)want;
     log->n = 0;
     log->dropped = 0;
-    log->t_ns = malloc(log->cap * sizeof *log->t_ns);
-    if (log->t_ns == NULL)
-        return -1;
-    sw_prefault(log->t_ns, log->cap * sizeof *log->t_ns);
-    return 0;
+    log->t_ns = sw_alloc_prefaulted(log->cap * sizeof *log->t_ns);
+    return log->t_ns == NULL ? -1 : 0;
 }
 
 static inline void sw_log_add(struct sw_log *log, int64_t t_ns)

@@ -216,10 +216,9 @@ int main(int argc, char **argv)
     parse_args(argc, argv);
     uint64_t want = (uint64_t)(duration_ns / interval_ns + 2) * (uint64_t)(n_threads - 1);
     cap = want < SW_MAX_LOGGED_EDGES ? (size_t)want : SW_MAX_LOGGED_EDGES;
-    samples = malloc(cap * sizeof *samples);
+    samples = sw_alloc_prefaulted(cap * sizeof *samples);
     if (samples == NULL)
         sw_die(PROG, "cannot allocate the sample buffer", NULL);
-    sw_prefault(samples, cap * sizeof *samples);
     if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
         if (!allow_no_rt)
             sw_die(PROG, "mlockall (pass --allow-no-rt to run without)", NULL);
