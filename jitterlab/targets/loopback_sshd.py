@@ -158,5 +158,12 @@ class LoopbackSSHD:
         if self._proc is not None:
             self._proc.wait()
 
+    def freeze(self, frozen: bool = True) -> None:
+        """Stop (SIGSTOP) the server and its connections, as a target too busy to answer; False:
+        let them go on."""
+        for pid in self._server_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+
     def stop(self) -> None:
         self.drop()

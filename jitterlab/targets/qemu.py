@@ -29,7 +29,10 @@ from jitterlab.targets.ssh_options import SSHOptions
 from jitterlab.targets.ssh_sessions import OverSSH, SSHSessions
 
 BASE_CMDLINE = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
-SSH_CONNECT_TIMEOUT_S = 20.0  # an emulated guest is slow to answer a handshake
+# An emulated (tcg) guest answers a handshake or a keep-alive slowly, and not at all while its
+# emulated CPUs run real-time threads (timerlat at FIFO 95 on every CPU) on a busy host: a minute
+# of silence is tolerated there before the guest counts as lost; under kvm what an ssh target gets.
+SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, alive)
 _PORT_TAKEN = "Could not set up host forwarding rule"
 
 
@@ -121,13 +124,15 @@ class QemuTarget(OverSSH):
     def _connect(self, port: int) -> None:
         key_type, key = (self.dir / "boot" / "host_key.pub").read_text().split()[:2]
         (self.dir / "known_hosts").write_text(f"[127.0.0.1]:{port} {key_type} {key}\n")
+        connect_s, alive_s = SSH_TIMEOUTS_S[self.vm_accel or "tcg"]
         options = SSHOptions(
             host="127.0.0.1",
             port=port,
             user="root",
             key=str(self.dir / "client_key"),
             known_hosts=str(self.dir / "known_hosts"),
-            connect_timeout_s=SSH_CONNECT_TIMEOUT_S,
+            connect_timeout_s=connect_s,
+            alive_timeout_s=alive_s,
             workdir=self.options.workdir,
         )
         self._ssh = SSHTarget(self.name, options)  # builds the ssh command line, owns the master
@@ -136,9 +141,11 @@ class QemuTarget(OverSSH):
             self.where(),
             self._ssh.ssh_argv,
             control_path=self._ssh.control_path,
-            connect_timeout_s=SSH_CONNECT_TIMEOUT_S,
+            connect_timeout_s=connect_s,
             failure=self._failure,
         )
+        self._sessions.lost_hint = (f"; the guest ({self.vm_accel}) may also have been silent for "
+                                    f"{alive_s:g}s: an emulated guest on a busy machine")
         self.workdir = self._sessions.connect(self.options.workdir)
 
     # --- errors -----------------------------------------------------------------------------------

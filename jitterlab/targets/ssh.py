@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 from jitterlab.errors import TargetLost, UserError
-from jitterlab.targets.ssh_options import SSHOptions
+from jitterlab.targets.ssh_options import ALIVE_INTERVAL_S, SSHOptions
 from jitterlab.targets.ssh_sessions import OverSSH, SSHSessions, last_line
 
 CONTROL_PERSIST_S = 60  # an idle master lingers this long, also after a killed controller
@@ -47,6 +47,10 @@ class SSHTarget(OverSSH):
             connect_timeout_s=options.connect_timeout_s,
             failure=self.failure,
         )
+        self._sessions.lost_hint = (
+            f"; it may also have been silent for {options.alive_timeout_s:g}s (alive_timeout), e.g. "
+            "kept busy by real-time work: raise alive_timeout in its [[target]] if so"
+        )
 
     # --- the ssh command line ---------------------------------------------------------------------
 
@@ -60,8 +64,8 @@ class SSHTarget(OverSSH):
             "-o", "BatchMode=yes",
             "-o", "LogLevel=ERROR",
             "-o", f"ConnectTimeout={math.ceil(o.connect_timeout_s)}",
-            "-o", "ServerAliveInterval=5",
-            "-o", "ServerAliveCountMax=3",
+            "-o", f"ServerAliveInterval={ALIVE_INTERVAL_S}",
+            "-o", f"ServerAliveCountMax={max(1, math.ceil(o.alive_timeout_s / ALIVE_INTERVAL_S))}",
             "-o", f"StrictHostKeyChecking={'accept-new' if o.accept_new_host_key else 'yes'}",
             "-o", f"UserKnownHostsFile={_config_path(o.known_hosts_path())}",
             "-o", f"ControlMaster={master}",

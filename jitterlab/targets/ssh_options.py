@@ -19,6 +19,8 @@ OPTIONS = {
     "known_hosts": 'file of trusted host keys (default: "~/.ssh/known_hosts")',
     "accept_new_host_key": "true: trust and record the host key of a target seen for the first time",
     "connect_timeout": 'how long to wait for the connection, e.g. "10s"',
+    "alive_timeout": 'how long the target may not answer before its connection counts as lost, e.g. "60s" '
+                     '(default "15s"; raise it for a board that real-time loads keep busy for longer)',
     "workdir": 'absolute directory on the target for jitterlab\'s files (default: "/tmp/jitterlab-<user>")',
     "cc": 'cross compiler on this machine, e.g. cc = "aarch64-linux-gnu-gcc": build here, static',
 }
@@ -27,6 +29,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:%@+-]*$")
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.:-]*)$")
 # a compiler and its flags: words without anything a shell or make would read as syntax
 _CC_WORD = re.compile(r"^[A-Za-z0-9_./+=,:-]+$")
+ALIVE_INTERVAL_S = 5  # ssh's keep-alive probe interval (ServerAliveInterval)
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class SSHOptions:
     known_hosts: str = "~/.ssh/known_hosts"
     accept_new_host_key: bool = False
     connect_timeout_s: float = 10.0
+    alive_timeout_s: float = 15.0  # keep-alive probes unanswered this long: the connection is lost
     workdir: str | None = None
     cc: str | None = None
 
@@ -87,6 +91,11 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     if timeout_ns < 1_000_000_000:
         raise UserError(f'{where}.connect_timeout: ssh counts whole seconds; give "1s" or more: '
                         f"{shown(timeout)}")
+    alive = options.get("alive_timeout", "15s")
+    alive_ns = parse_duration_ns(alive, f"{where}.alive_timeout")
+    if alive_ns < ALIVE_INTERVAL_S * 1_000_000_000:
+        raise UserError(f'{where}.alive_timeout: ssh asks every {ALIVE_INTERVAL_S} s; give '
+                        f'"{ALIVE_INTERVAL_S}s" or more: {shown(alive)}')
     workdir = options.get("workdir")
     if workdir is not None and not (
         isinstance(workdir, str) and workdir.startswith("/") and workdir.rstrip("/") and "\n" not in workdir
@@ -104,6 +113,7 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         known_hosts=known_hosts,
         accept_new_host_key=accept,
         connect_timeout_s=timeout_ns / 1e9,
+        alive_timeout_s=alive_ns / 1e9,
         workdir=workdir.rstrip("/") if workdir else None,
         cc=" ".join(cc.split()) if isinstance(cc, str) else None,
     )

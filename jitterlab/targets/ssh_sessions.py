@@ -67,6 +67,8 @@ class SSHSessions:
         self.control_path = control_path
         self.connect_timeout_s = connect_timeout_s
         self.failure = failure
+        # said after "connection lost": what the connection tolerated, and how to tolerate more
+        self.lost_hint = ""
         self._live: set[SSHProcess] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -75,7 +77,7 @@ class SSHSessions:
 
     def allowance_s(self) -> float:
         """Extra time a command may need when it has to connect first (no master yet)."""
-        return 0.0 if os.path.exists(self.control_path) else self.connect_timeout_s + 5.0
+        return 0.0 if self.connected() else self.connect_timeout_s + 5.0
 
     def control(self, operation: str) -> subprocess.CompletedProcess:
         """`ssh -O operation` on the master (check, exit)."""
@@ -87,13 +89,27 @@ class SSHSessions:
         """True while the multiplexing master connection runs (`ssh -O check`)."""
         return os.path.exists(self.control_path) and self.control("check").returncode == 0
 
-    def _lost_or_none(self, rc: int, stderr: str) -> Exception | None:
-        """Why a command that ended with `rc` did not really run, or None when it did."""
+    def connected(self) -> bool:
+        """True when a command started now goes over the master connection (no handshake)."""
+        return os.path.exists(self.control_path)
+
+    def _lost_or_none(self, rc: int, stderr: str, connected: bool) -> Exception | None:
+        """Why a command that ended with `rc` did not really run, or None when it did; `connected`:
+        whether the master connection was there when the command started."""
         if rc != 255:
             return None
         error = self.failure(stderr)
         if error is None and not self.master_alive():
             error = TargetLost(f"{self.where}: connection lost ({last_line(stderr) or 'ssh exited 255'})")
+        if not isinstance(error, TargetLost):
+            return error
+        if connected and ": cannot connect: " in error.reason:
+            # the master died under the command (its keep-alive got no answer) and ssh fell back to
+            # a connection of its own, which found the target as silent: the connection was lost
+            error = TargetLost(error.reason.replace(": cannot connect: ", ": connection lost, and a new "
+                                                    "connection failed too: ", 1))
+        if ": connection lost" in error.reason:
+            error = TargetLost(error.reason + self.lost_hint)
         return error
 
     def _check_open(self) -> None:
@@ -149,6 +165,7 @@ class SSHSessions:
 
     def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
         self._check_open()
+        connected = self.connected()
         read_end, write_end = os.pipe()  # held open until the command ends: EOF would kill it
         try:
             popen = subprocess.Popen(
@@ -178,7 +195,7 @@ class SSHSessions:
             if write_end >= 0:
                 os.close(write_end)
         stderr = _without_mux_notes(err.decode(errors="replace"))
-        error = self._lost_or_none(popen.returncode, stderr)
+        error = self._lost_or_none(popen.returncode, stderr, connected)
         if error is not None:
             raise error
         return Completed(tuple(argv), exit_status(popen.returncode), out.decode(errors="replace"), stderr)
@@ -208,6 +225,7 @@ class SSHSessions:
                 self._transfer(["sh", "-c", PUT_FILE, "sh", remote], remote, stdin=f)
 
     def _transfer(self, remote_argv: list[str], remote: str, *, stdin=None, tree: Path | None = None) -> None:
+        connected = self.connected()
         popen = subprocess.Popen(
             self.ssh_argv(remote_argv),
             stdin=stdin if tree is None else subprocess.PIPE,
@@ -229,7 +247,7 @@ class SSHSessions:
             popen.wait()
             raise RunFailed(f"{self.where}: copying to {remote} took over {TRANSFER_TIMEOUT_S:g}s") from None
         stderr = err.decode(errors="replace")
-        error = self._lost_or_none(popen.returncode, stderr)
+        error = self._lost_or_none(popen.returncode, stderr, connected)
         if error is not None:
             raise error
         if popen.returncode != 0:
@@ -245,6 +263,7 @@ class SSHSessions:
         local = Path(local)
         local.parent.mkdir(parents=True, exist_ok=True)
         partial = local.with_name(local.name + ".part")
+        connected = self.connected()
         popen = subprocess.Popen(
             self.ssh_argv(["sh", "-c", GET, "sh", remote]),
             stdin=subprocess.DEVNULL,
@@ -280,7 +299,7 @@ class SSHSessions:
         finally:
             timer.cancel()
         stderr = b"".join(stderr_chunks).decode(errors="replace")
-        error = self._lost_or_none(popen.returncode, stderr)
+        error = self._lost_or_none(popen.returncode, stderr, connected)
         if error is not None:
             partial.unlink(missing_ok=True)
             raise error

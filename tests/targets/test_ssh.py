@@ -270,6 +270,25 @@ def test_a_dropped_connection_kills_the_command_and_says_lost(tmp_path, start_ss
         t.close()
 
 
+def test_a_silent_target_is_lost_after_alive_timeout_and_the_error_says_so(tmp_path, start_sshd):
+    server = start_sshd("sshd")
+    options = server.options(workdir=str(tmp_path / "w"), connect_timeout="2s", alive_timeout="5s")
+    t = connect("board", options)
+    try:
+        assert "ServerAliveCountMax=1" in t.ssh_argv(["true"])  # asked every 5 s: one unanswered is lost
+        server.freeze()  # up, but answers nothing (a CPU hogged by real-time threads)
+        started = time.monotonic()
+        # the master's keep-alive gave up; ssh then tried a connection of its own, as silent
+        lost = r"connection lost, and a new connection failed too: no answer within 2s"
+        lost += r".*silent for 5s \(alive_timeout\).*raise alive_timeout"
+        with pytest.raises(TargetLost, match=lost):
+            t.run(["sleep", "60"], timeout_s=90)
+        assert time.monotonic() - started < 45  # the keep-alive gave up, not the command's timeout
+    finally:
+        server.freeze(False)
+        t.close()
+
+
 # --- options -----------------------------------------------------------------------------------
 
 
@@ -283,6 +302,7 @@ def test_a_dropped_connection_kills_the_command_and_says_lost(tmp_path, start_ss
         ({"host": "b", "user": "-l"}, "t.user: expected a login name"),
         ({"host": "b", "key": "/nonexistent/key"}, "t.key: no such file"),
         ({"host": "b", "connect_timeout": 10}, "t.connect_timeout: expected a duration"),
+        ({"host": "b", "alive_timeout": "2s"}, 't.alive_timeout: ssh asks every 5 s; give "5s" or more'),
         ({"host": "b", "accept_new_host_key": "yes"}, "t.accept_new_host_key: expected true or false"),
         ({"host": "b", "workdir": "tmp"}, "t.workdir: expected an absolute path"),
     ],
@@ -296,8 +316,8 @@ def test_bad_options_name_the_key(options, message):
 
 def test_defaults_and_url():
     o = parse_options({"host": "board1.lab"}, "t")
-    assert (o.port, o.user, o.known_hosts, o.accept_new_host_key, o.connect_timeout_s) == (
-        22, None, "~/.ssh/known_hosts", False, 10.0,
+    assert (o.port, o.user, o.known_hosts, o.accept_new_host_key, o.connect_timeout_s, o.alive_timeout_s) == (
+        22, None, "~/.ssh/known_hosts", False, 10.0, 15.0,
     )  # fmt: skip
     u = from_url("ssh://pi@10.1.2.3:2222", "doctor")
     assert (u.user, u.host, u.port) == ("pi", "10.1.2.3", 2222)
