@@ -127,6 +127,9 @@ class Runner:
         self.progress = progress or (lambda target, what, seconds: None)
         self.notice: Callable[[str, str], None] = lambda target, message: None
         self.stop_event = threading.Event()
+        # on an interrupt: set once the main thread has stopped what ran on the targets, so a run's
+        # cleanup does not remove its directory while its observer and loads still write into it
+        self._interrupting, self._stopped = threading.Event(), threading.Event()
         self._controller: LocalTarget | None = None
         self.only_repetitions: set[int] | None = None  # monitor: one interval's repetition at a time
 
@@ -190,6 +193,10 @@ class Runner:
                                    name="warm-analysis", daemon=True)
         warming.start()
 
+        # set by each worker as it ends: waited on instead of Thread.join, which an interrupt arriving
+        # inside it can leave believing the thread ended while it still cleans up (CPython gh-90882)
+        ended = {s.spec.name: threading.Event() for s in sessions}
+
         def worker(session: TargetSession) -> None:
             try:
                 if session.lost is None:
@@ -222,9 +229,12 @@ class Runner:
                     errors.append(exc)
                 self.stop_event.set()
             finally:
-                if session.lost is None:
-                    with contextlib.suppress(Exception):  # records of processes stopped after a run
-                        remove_records(session.target)
+                try:
+                    if session.lost is None:
+                        with contextlib.suppress(Exception):  # records of processes stopped after a run
+                            remove_records(session.target)
+                finally:
+                    ended[session.spec.name].set()
 
         threads = [
             threading.Thread(target=worker, args=(s,), name=f"target-{s.spec.name}", daemon=True)
@@ -236,16 +246,20 @@ class Runner:
             for thread in threads:
                 thread.start()
             try:
-                while any(t.is_alive() for t in threads):
-                    for thread in threads:
-                        thread.join(0.2)
+                while not all(e.is_set() for e in ended.values()):
+                    for event in ended.values():
+                        event.wait(0.2)
             except KeyboardInterrupt:
                 outcome.interrupted = True
+                self._interrupting.set()
                 self.stop_event.set()
-                for session in sessions:
-                    session.target.close()  # kills what runs; the interrupted run is not committed
-                for thread in threads:
-                    thread.join(30)
+                try:
+                    for session in sessions:
+                        session.target.close()  # kills what runs; the interrupted run is not committed
+                finally:
+                    self._stopped.set()
+                for event in ended.values():
+                    event.wait(30)  # the interrupted runs remove their directories
         finally:
             if self._controller is not None:
                 self._controller.close()
@@ -348,6 +362,8 @@ class Runner:
             for _, load in loads:
                 with contextlib.suppress(Exception):
                     load.stop()
+            if self._interrupting.is_set():
+                self._stopped.wait(60)  # its processes are being stopped: they may still write there
             with contextlib.suppress(Exception):
                 remove_scratch(target, scratch)
             self.progress(session.spec.name, None, estimate)

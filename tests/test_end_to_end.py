@@ -16,6 +16,7 @@ import pytest
 
 from jitterlab import plugins
 from jitterlab.cli import main
+from jitterlab.processes import RUNS_DIR
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from tests.support import processes_mentioning, wait_gone
@@ -234,6 +235,9 @@ def test_interrupt_stops_everything_and_keeps_committed_runs(tmp_path, signum):
     proc.send_signal(signum)
     assert proc.wait(30) == 130, proc.stderr.read().decode()
     assert wait_gone(str(tmp_path), timeout_s=5) == []
+    # the interrupted run's directory went with it (the files its observer and load wrote as they
+    # were stopped included), not left for the next campaign's sweep
+    assert [p.name for p in (tmp_path / "target" / RUNS_DIR).glob("*/*")] == []
     committed = _committed(results)
     assert 1 <= committed < 20
     assert all(r.status == "ok" for r in Store(results).runs())
