@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,
                                 reason="qemu-system-x86 is not installed (scripts/install-deps test)")
 
 
-def campaign(tmp_path: Path, *, boot_timeout: str = "180s", duration: str = "300ms") -> Path:
+def campaign(tmp_path: Path, *, boot_timeout: str = "180s", duration: str = "300ms",
+             cmdline: str = "") -> Path:
     path = tmp_path / "vm.toml"
     path.write_text(f"""[campaign]
 name = "vm"
@@ -37,6 +38,7 @@ kernel = "standard"
 cpus = 2
 memory = "1G"
 boot_timeout = "{boot_timeout}"
+cmdline = "{cmdline}"
 [matrix]
 impl = ["python", "c-file"]
 period = "20ms"
@@ -83,7 +85,10 @@ def test_a_campaign_runs_in_the_guest_and_says_it_was_emulated(tmp_path, monkeyp
 
 
 def test_a_guest_that_does_not_come_up_in_time_fails_its_runs_naming_the_kernel_and_console(tmp_path):
-    rc = main(["run", str(campaign(tmp_path, boot_timeout="5s")), "--results", str(tmp_path / "r")])
+    # every kernel message printed, each held 100 ms (boot_delay): a boot of tens of seconds whatever
+    # this machine's speed (an emulated guest can come up in under 5 s)
+    slow = campaign(tmp_path, boot_timeout="5s", cmdline="loglevel=8 boot_delay=100")
+    rc = main(["run", str(slow), "--results", str(tmp_path / "r")])
     assert rc == 1  # an unreachable target: its runs fail, the campaign (other targets) goes on
     runs = Store(tmp_path / "r", create=False).runs()
     assert len(runs) == 2 and {r.status for r in runs} == {"failed"}
