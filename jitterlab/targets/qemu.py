@@ -143,9 +143,9 @@ class QemuTarget(OverSSH):
             control_path=self._ssh.control_path,
             connect_timeout_s=connect_s,
             failure=self._failure,
+            lost_hint=f"; the guest ({self.vm_accel}) may also have been silent for {alive_s:g}s"
+                      + (": an emulated guest on a busy machine" if self.vm_accel == "tcg" else ""),
         )
-        self._sessions.lost_hint = (f"; the guest ({self.vm_accel}) may also have been silent for "
-                                    f"{alive_s:g}s: an emulated guest on a busy machine")
         self.workdir = self._sessions.connect(self.options.workdir)
 
     # --- errors -----------------------------------------------------------------------------------

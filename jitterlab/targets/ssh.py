@@ -46,10 +46,8 @@ class SSHTarget(OverSSH):
             control_path=self.control_path,
             connect_timeout_s=options.connect_timeout_s,
             failure=self.failure,
-        )
-        self._sessions.lost_hint = (
-            f"; it may also have been silent for {options.alive_timeout_s:g}s (alive_timeout), e.g. "
-            "kept busy by real-time work: raise alive_timeout in its [[target]] if so"
+            lost_hint=f"; it may also have been silent for {options.alive_timeout_s:g}s (alive_timeout), "
+                      "e.g. kept busy by real-time work: raise alive_timeout in its [[target]] if so",
         )
 
     # --- the ssh command line ---------------------------------------------------------------------

@@ -60,6 +60,7 @@ class SSHSessions:
         control_path: str,
         connect_timeout_s: float,
         failure: Callable[[str], Exception | None] = lambda stderr: None,
+        lost_hint: str = "",
     ) -> None:
         self.name = name
         self.where = where  # e.g. "target 'bbb' (root@bbb, port 22)", for errors
@@ -68,7 +69,7 @@ class SSHSessions:
         self.connect_timeout_s = connect_timeout_s
         self.failure = failure
         # said after "connection lost": what the connection tolerated, and how to tolerate more
-        self.lost_hint = ""
+        self.lost_hint = lost_hint
         self._live: set[SSHProcess] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -87,7 +88,7 @@ class SSHSessions:
 
     def master_alive(self) -> bool:
         """True while the multiplexing master connection runs (`ssh -O check`)."""
-        return os.path.exists(self.control_path) and self.control("check").returncode == 0
+        return self.connected() and self.control("check").returncode == 0
 
     def connected(self) -> bool:
         """True when a command started now goes over the master connection (no handshake)."""
