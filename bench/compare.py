@@ -22,8 +22,8 @@ import numpy as np
 
 from jitterlab.analysis.compare import BETTER, NO_CHANGE, WORSE, Selector, compare
 from jitterlab.analysis.stats import mann_whitney_p, pooled_effects
-from jitterlab.fakes import run_record, squarewave_cell
-from jitterlab.records import Metric
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric
 
 A, B = Selector("image", "a"), Selector("image", "b")
 

@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.analysis.latency import histogram, histogram_metrics
-from jitterlab.cli import main as jitterlab
+from jitterlab.cli.main import main as jitterlab
+from jitterlab.model.units import format_ns, parse_duration_ns
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
-from jitterlab.units import format_ns, parse_duration_ns
 
 PRIORITY = 80  # what the squarewave benchmark gives c-fifo
 BUCKETS = 20_000  # 20 ms of 1 µs buckets: VM hiccups stay inside the histogram

@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 
-import jitterlab.loads  # noqa: F401  (registers the built-in loads)
-from jitterlab.errors import RunFailed
-from jitterlab.loads.base import LOADS, LoadContext
+import jitterlab.measure.loads  # noqa: F401  (registers the built-in loads)
+from jitterlab.measure.loads.base import LOADS, LoadContext
+from jitterlab.model.errors import RunFailed
 from jitterlab.targets.local import LocalTarget
 
 RUN_S = 3.0

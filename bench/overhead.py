@@ -26,13 +26,14 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jitterlab import plugins, runner
-from jitterlab.benchmarks import squarewave
-from jitterlab.campaign import load_campaign
-from jitterlab.preflight import open_targets
-from jitterlab.runner import Runner
+from jitterlab import plugins
+from jitterlab.campaign.file import load_campaign
+from jitterlab.execution import runner
+from jitterlab.execution.preflight import open_targets
+from jitterlab.execution.runner import Runner
+from jitterlab.measure.benchmarks import squarewave
+from jitterlab.model.units import parse_duration_ns
 from jitterlab.store.catalog import Store
-from jitterlab.units import parse_duration_ns
 
 PHASES: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # "load impl" -> phase -> s
 RUNS: Counter[str] = Counter()  # "load impl" -> runs

@@ -25,16 +25,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from jitterlab.campaign import load_campaign
-from jitterlab.deploy import deploy
-from jitterlab.preflight import open_targets
-from jitterlab.runner import Runner
+from jitterlab.campaign.file import load_campaign
+from jitterlab.execution.deploy import deploy
+from jitterlab.execution.preflight import open_targets
+from jitterlab.execution.runner import Runner
+from jitterlab.model.units import parse_duration_ns
 from jitterlab.store.catalog import Store
 from jitterlab.targets.local import LocalTarget
-from jitterlab.targets.loopback_sshd import LoopbackSSHD
 from jitterlab.targets.registry import TARGETS
-from jitterlab.targets.ssh import SSHTarget
-from jitterlab.units import parse_duration_ns
+from jitterlab.targets.ssh.loopback_sshd import LoopbackSSHD
+from jitterlab.targets.ssh.target import SSHTarget
 
 N_TARGETS = 4
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import jitterlab.programs
-from jitterlab.probes.logs import read_observer
+from jitterlab.measure.squarewave.probes.logs import read_observer
 
 
 def build(dst: Path) -> Path:

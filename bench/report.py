@@ -16,8 +16,8 @@ from pathlib import Path
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.fakes import run_record, squarewave_cell
-from jitterlab.records import Metric
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric
 from jitterlab.report.html import render
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries, write_raw

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from jitterlab.fakes import squarewave_cell
-from jitterlab.records import Metric
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import Metric, RunRecord
 from jitterlab.report.html import render
 from jitterlab.store import pgserver
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries
 
 IMPLS = ("bash", "python", "node", "c-file", "c-mmap", "c-fifo")

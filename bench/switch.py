@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from jitterlab.cli import main as jitterlab
+from jitterlab.cli.main import main as jitterlab
 from jitterlab.store.catalog import Store
 
 CAMPAIGN = """

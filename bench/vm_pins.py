@@ -20,7 +20,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from jitterlab.cli import main as jitterlab
+from jitterlab.cli.main import main as jitterlab
 from jitterlab.store.catalog import Store
 
 CELLS = [  # impl, pin, probes

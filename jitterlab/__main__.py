@@ -1,3 +1,3 @@
-from jitterlab.cli import main
+from jitterlab.cli.main import main
 
 raise SystemExit(main())

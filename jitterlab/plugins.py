@@ -6,41 +6,41 @@ docs/architecture.md).
 
 from __future__ import annotations
 
-import jitterlab.benchmarks.boot as _boot  # noqa: F401  (registers boot)
-import jitterlab.benchmarks.command as _command  # noqa: F401  (registers command)
-import jitterlab.benchmarks.crypto as _crypto  # noqa: F401  (registers crypto)
-import jitterlab.benchmarks.cyclictest as _cyclictest  # noqa: F401  (registers cyclictest)
-import jitterlab.benchmarks.disk as _disk  # noqa: F401  (registers disk)
-import jitterlab.benchmarks.hwlat as _hwlat  # noqa: F401  (registers hwlat)
-import jitterlab.benchmarks.ipc as _ipc  # noqa: F401  (registers ipc-latency)
-import jitterlab.benchmarks.iperf3 as _iperf3  # noqa: F401  (registers iperf3)
-import jitterlab.benchmarks.membw as _membw  # noqa: F401  (registers membw)
-import jitterlab.benchmarks.pps as _pps  # noqa: F401  (registers pps)
-import jitterlab.benchmarks.rtla as _rtla  # noqa: F401  (registers timerlat, osnoise)
-import jitterlab.benchmarks.squarewave as _squarewave  # noqa: F401  (registers squarewave)
-import jitterlab.benchmarks.switch as _switch  # noqa: F401  (registers switch)
-import jitterlab.benchmarks.sysbench as _sysbench  # noqa: F401  (registers sysbench-cpu)
-import jitterlab.benchmarks.tmpfs as _tmpfs  # noqa: F401  (registers tmpfs-write)
-import jitterlab.benchmarks.transfer as _transfer  # noqa: F401  (registers ssh-transfer)
-import jitterlab.benchmarks.udp_echo as _udp_echo  # noqa: F401  (registers udp-echo)
-import jitterlab.impls.kmod as _kmod  # noqa: F401  (registers kmod-busy, kmod-hrtimer, kmod-rt)
-import jitterlab.impls.userspace as _userspace  # noqa: F401  (registers bash ... c-fifo)
-import jitterlab.loads as _loads  # noqa: F401  (registers the built-in loads)
-import jitterlab.pins.external as _external_pin  # noqa: F401  (registers pin external)
-import jitterlab.pins.gpiod as _gpiod_pin  # noqa: F401  (registers pin gpiod)
-import jitterlab.pins.gpiomem as _gpiomem_pin  # noqa: F401  (registers pin gpiomem)
-import jitterlab.pins.sysfs as _sysfs_pin  # noqa: F401  (registers pin sysfs)
-import jitterlab.pins.vpin as _vpin_pin  # noqa: F401  (registers pin vpin)
-import jitterlab.probes.gpio_loopback as _loopback  # noqa: F401  (registers probe gpio-loopback)
-import jitterlab.probes.scpi as _scpi_probe  # noqa: F401  (registers probe scpi)
-import jitterlab.probes.self as _self_probe  # noqa: F401  (registers probe self)
-import jitterlab.probes.sigrok as _sigrok_probe  # noqa: F401  (registers probe sigrok)
-import jitterlab.probes.vpin as _vpin_probe  # noqa: F401  (registers probe vpin)
-from jitterlab.benchmarks.base import BENCHMARKS
-from jitterlab.impls.base import IMPLS
-from jitterlab.loads.base import LOADS
-from jitterlab.pins.base import PINS
-from jitterlab.probes.base import PROBES
+import jitterlab.measure.benchmarks.boot as _boot  # noqa: F401  (registers boot)
+import jitterlab.measure.benchmarks.command as _command  # noqa: F401  (registers command)
+import jitterlab.measure.benchmarks.crypto as _crypto  # noqa: F401  (registers crypto)
+import jitterlab.measure.benchmarks.cyclictest as _cyclictest  # noqa: F401  (registers cyclictest)
+import jitterlab.measure.benchmarks.disk as _disk  # noqa: F401  (registers disk)
+import jitterlab.measure.benchmarks.hwlat as _hwlat  # noqa: F401  (registers hwlat)
+import jitterlab.measure.benchmarks.ipc as _ipc  # noqa: F401  (registers ipc-latency)
+import jitterlab.measure.benchmarks.iperf3 as _iperf3  # noqa: F401  (registers iperf3)
+import jitterlab.measure.benchmarks.membw as _membw  # noqa: F401  (registers membw)
+import jitterlab.measure.benchmarks.pps as _pps  # noqa: F401  (registers pps)
+import jitterlab.measure.benchmarks.rtla as _rtla  # noqa: F401  (registers timerlat, osnoise)
+import jitterlab.measure.benchmarks.squarewave as _squarewave  # noqa: F401  (registers squarewave)
+import jitterlab.measure.benchmarks.switch as _switch  # noqa: F401  (registers switch)
+import jitterlab.measure.benchmarks.sysbench as _sysbench  # noqa: F401  (registers sysbench-cpu)
+import jitterlab.measure.benchmarks.tmpfs as _tmpfs  # noqa: F401  (registers tmpfs-write)
+import jitterlab.measure.benchmarks.transfer as _transfer  # noqa: F401  (registers ssh-transfer)
+import jitterlab.measure.benchmarks.udp_echo as _udp_echo  # noqa: F401  (registers udp-echo)
+import jitterlab.measure.loads as _loads  # noqa: F401  (registers the built-in loads)
+import jitterlab.measure.squarewave.impls.kmod as _kmod  # noqa: F401  (registers kmod-busy, kmod-hrtimer, kmod-rt)
+import jitterlab.measure.squarewave.impls.userspace as _userspace  # noqa: F401  (registers bash ... c-fifo)
+import jitterlab.measure.squarewave.pins.external as _external_pin  # noqa: F401  (registers pin external)
+import jitterlab.measure.squarewave.pins.gpiod as _gpiod_pin  # noqa: F401  (registers pin gpiod)
+import jitterlab.measure.squarewave.pins.gpiomem as _gpiomem_pin  # noqa: F401  (registers pin gpiomem)
+import jitterlab.measure.squarewave.pins.sysfs as _sysfs_pin  # noqa: F401  (registers pin sysfs)
+import jitterlab.measure.squarewave.pins.vpin as _vpin_pin  # noqa: F401  (registers pin vpin)
+import jitterlab.measure.squarewave.probes.gpio_loopback as _loopback  # noqa: F401  (registers probe gpio-loopback)
+import jitterlab.measure.squarewave.probes.scpi as _scpi_probe  # noqa: F401  (registers probe scpi)
+import jitterlab.measure.squarewave.probes.self as _self_probe  # noqa: F401  (registers probe self)
+import jitterlab.measure.squarewave.probes.sigrok as _sigrok_probe  # noqa: F401  (registers probe sigrok)
+import jitterlab.measure.squarewave.probes.vpin as _vpin_probe  # noqa: F401  (registers probe vpin)
+from jitterlab.measure.benchmarks.base import BENCHMARKS
+from jitterlab.measure.loads.base import LOADS
+from jitterlab.measure.squarewave.impls.base import IMPLS
+from jitterlab.measure.squarewave.pins.base import PINS
+from jitterlab.measure.squarewave.probes.base import PROBES
 from jitterlab.targets.registry import TARGETS
 
 ALL = {

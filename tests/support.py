@@ -21,13 +21,13 @@ from typing import TypeVar
 
 import pytest
 
-from jitterlab.campaign import Campaign, parse_campaign
-from jitterlab.cli import main
-from jitterlab.processes import MARKER_VAR, new_marker
-from jitterlab.records import Metric
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.campaign.file import Campaign, parse_campaign
+from jitterlab.cli.main import main
+from jitterlab.model.records import Metric, RunRecord
+from jitterlab.store.catalog import Store
 from jitterlab.targets.base import CommandTimeout
-from jitterlab.targets.loopback_sshd import LoopbackSSHD, _keygen
+from jitterlab.targets.processes import MARKER_VAR, new_marker
+from jitterlab.targets.ssh.loopback_sshd import LoopbackSSHD, _keygen
 
 T = TypeVar("T")
 

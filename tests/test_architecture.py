@@ -1,8 +1,9 @@
-"""The shape of the code, read from the code: layers import downwards only, modules stay small."""
+"""The shape of the code, read from the code: layers import downwards only, no circles, modules small."""
 
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -10,38 +11,69 @@ import pytest
 PACKAGE = Path(__file__).parent.parent / "jitterlab"
 MAX_LINES = 500
 
-# module (or package prefix) -> what it must never import: keeps plug-ins independent of the
-# campaign file and the runner, and presentation apart from measurement
-FORBIDDEN = {
-    "jitterlab.records": ("jitterlab.",),  # the bottom layer: everyone may import it
-    "jitterlab.context": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.plugins", "jitterlab.report"),
-    "jitterlab.benchmarks": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.preflight",
-                             "jitterlab.report", "jitterlab.loads"),
-    "jitterlab.impls": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.report", "jitterlab.benchmarks"),
-    "jitterlab.pins": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.report", "jitterlab.benchmarks",
-                       "jitterlab.probes", "jitterlab.impls"),
-    "jitterlab.probes": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.report", "jitterlab.benchmarks",
-                         "jitterlab.impls"),
-    "jitterlab.loads": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.report", "jitterlab.benchmarks"),
-    "jitterlab.analysis": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.report"),
-    "jitterlab.store": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.report", "jitterlab.plugins",
-                        "jitterlab.benchmarks"),
-    "jitterlab.report": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.preflight", "jitterlab.targets",
-                         "jitterlab.benchmarks", "jitterlab.loads"),
-    "jitterlab.targets": ("jitterlab.campaign", "jitterlab.runner", "jitterlab.report",
-                          "jitterlab.benchmarks"),
+# layer (a package prefix) -> the layers it may import besides itself. A whitelist: a new import
+# across layers is a decision made here, not an accident. The more specific prefix wins.
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "jitterlab.model": (),
+    "jitterlab.programs": ("jitterlab.model",),
+    "jitterlab.targets.base": ("jitterlab.model",),
+    "jitterlab.targets": ("jitterlab.model", "jitterlab.programs"),
+    "jitterlab.analysis": ("jitterlab.model",),
+    "jitterlab.store": ("jitterlab.model", "jitterlab.analysis"),
+    "jitterlab.system": ("jitterlab.model", "jitterlab.targets.base", "jitterlab.targets.capabilities",
+                         "jitterlab.targets.processes"),
+    "jitterlab.measure": ("jitterlab.model", "jitterlab.analysis", "jitterlab.targets.base",
+                          "jitterlab.targets.capabilities", "jitterlab.programs", "jitterlab.system",
+                          "jitterlab.store.raw", "jitterlab.targets.processes"),
+    "jitterlab.plugins": ("jitterlab.model", "jitterlab.measure", "jitterlab.targets"),
+    "jitterlab.campaign": ("jitterlab.model", "jitterlab.plugins", "jitterlab.measure",
+                           "jitterlab.targets.registry"),
+    "jitterlab.importers": ("jitterlab.model", "jitterlab.analysis", "jitterlab.store"),
+    "jitterlab.report": ("jitterlab.model", "jitterlab.analysis", "jitterlab.store",
+                         "jitterlab.campaign.cells", "jitterlab.plugins"),
+    "jitterlab.execution": ("jitterlab.model", "jitterlab.analysis", "jitterlab.store", "jitterlab.campaign",
+                            "jitterlab.plugins", "jitterlab.measure", "jitterlab.targets", "jitterlab.system",
+                            "jitterlab.programs"),
+    "jitterlab.cli": ("jitterlab",),
+    "jitterlab.__main__": ("jitterlab.cli",),
+    "jitterlab": (),
 }
+
+
+# Modules that still break a rule above while the redesign goes on: each must still break it (so a
+# fixed one leaves this list), and the list ends empty.
+PENDING = {
+    "jitterlab.analysis.compare", "jitterlab.analysis.rtla", "jitterlab.analysis.samples",
+    "jitterlab.analysis.trend", "jitterlab.execution.deploy", "jitterlab.execution.farm",
+    "jitterlab.execution.preflight", "jitterlab.measure.benchmarks.transfer",
+    "jitterlab.measure.benchmarks.udp_programs", "jitterlab.report.html", "jitterlab.store",
+    "jitterlab.system.doctor",
+}
+PENDING_CIRCLES = True
+SNIFFING = {"jitterlab.execution.runner", "jitterlab.targets.processes", "jitterlab.system.sysinfo",
+            "jitterlab.measure.squarewave.impls.kmod", "jitterlab.execution.preflight",
+            "jitterlab.execution.farm", "jitterlab.targets.labgrid.host_key"}
 
 
 def _modules() -> list[tuple[str, Path]]:
     out = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if "programs" in path.relative_to(PACKAGE).parts:
+        if "programs" in path.relative_to(PACKAGE).parts[:1] and path.name != "__init__.py":
             continue  # what runs on targets is not part of the package's layering
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         out.append((name, path))
     return out
+
+
+MODULES = dict(_modules())
+
+
+def _resolve(name: str) -> str:
+    """A dotted name imported -> the module it is (`a.b.C` -> `a.b` when C is no module)."""
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
 
 
 def _imports(path: Path) -> set[str]:
@@ -50,19 +82,85 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
             found.update(f"{node.module}.{a.name}" for a in node.names)
-    return {m for m in found if m.startswith("jitterlab")}
+    return {_resolve(m) for m in found if m.startswith("jitterlab")}
+
+
+def _layer(name: str) -> str:
+    return max((p for p in ALLOWED if name == p or name.startswith(p + ".")), key=len)
+
+
+def _allowed(importer: str, imported: str) -> bool:
+    if imported == "jitterlab":  # the package's version
+        return True
+    layer = _layer(importer)
+    if imported == layer or imported.startswith(layer + "."):
+        return True
+    return any(imported == p or imported.startswith(p + ".") for p in ALLOWED[layer])
 
 
 @pytest.mark.parametrize(("name", "path"), _modules(), ids=[n for n, _ in _modules()])
 def test_layers_import_downwards(name, path):
-    rules = [bad for prefix, bad in FORBIDDEN.items() if name == prefix or name.startswith(prefix + ".")]
-    imported = _imports(path)
-    for bad in (b for rule in rules for b in rule):
-        offenders = sorted(m for m in imported if m == bad or m.startswith(bad.rstrip(".") + ".")
-                           or (bad.endswith(".") and m.startswith(bad)))
-        assert not offenders, f"{name} imports {offenders}"
+    offenders = sorted(m for m in _imports(path) if not _allowed(name, m))
+    if name in PENDING - {"jitterlab.execution.deploy", "jitterlab.execution.farm",
+                            "jitterlab.execution.preflight"}:
+        assert offenders, f"{name} keeps its layer now: remove it from PENDING"
+        return
+    assert not offenders, f"{name} (layer {_layer(name)}) imports {offenders}"
+
+
+def test_generic_code_imports_no_target_kind():
+    """Only the registry of target kinds and the kinds themselves know ssh, labgrid or qemu."""
+    kinds = ("jitterlab.targets.ssh", "jitterlab.targets.labgrid", "jitterlab.targets.qemu")
+    for name, path in MODULES.items():
+        if name.startswith(kinds) or name in ("jitterlab.targets.registry", "jitterlab.plugins") \
+                or name in PENDING | {"jitterlab.execution.deploy"}:
+            continue
+        bad = sorted(m for m in _imports(path) if m.startswith(kinds))
+        assert not bad, f"{name} imports {bad}: ask the target for a capability instead"
+
+
+def test_no_import_circles():
+    """No module reaches itself through the imports of others, counting plugins.py's."""
+    graph = {name: {m for m in _imports(path) if m != name} for name, path in MODULES.items()}
+    for name, path in MODULES.items():
+        if path.name == "__init__.py":  # a package's __init__ imports nothing here but its own
+            graph[name] = {m for m in graph[name] if m.startswith(name + ".")}
+    state: dict[str, int] = defaultdict(int)
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state[nxt] == 1:
+                cycle = [*stack[stack.index(nxt):], nxt]
+                raise AssertionError("import circle: " + " -> ".join(cycle))
+            if state[nxt] == 0:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    try:
+        for name in sorted(graph):
+            if state[name] == 0:
+                visit(name)
+    except AssertionError:
+        if PENDING_CIRCLES:
+            return
+        raise
+    assert not PENDING_CIRCLES, "no circle left: set PENDING_CIRCLES = False"
+
+
+def test_no_target_attribute_is_sniffed():
+    """Code asks a target for a capability (targets/capabilities.py), never getattr(target, ...)."""
+    for name, path in MODULES.items():
+        if name in PENDING or name in SNIFFING:
+            continue
+        text = path.read_text()
+        for needle in ("getattr(target", "getattr(ctx.target", "getattr(s.target", "getattr(self._target",
+                       "hasattr(target"):
+            assert needle not in text, f"{name} sniffs a target: {needle}"
 
 
 @pytest.mark.parametrize(("name", "path"), _modules(), ids=[n for n, _ in _modules()])
@@ -72,7 +170,7 @@ def test_modules_stay_small(name, path):
 
 def test_no_plugin_name_is_spelled_in_the_runner():
     """The runner and preflight ask plug-ins (needs_probe_cpu, programs, needer) instead of naming them."""
-    for module in ("runner.py", "preflight.py"):
+    for module in ("execution/runner.py", "execution/preflight.py"):
         text = (PACKAGE / module).read_text()
         for name in ('"vpin"', '"squarewave"', '"impl"', '"c-fifo"'):
             assert name not in text, f"{module} names {name}"

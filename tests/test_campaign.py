@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.campaign import load_campaign
-from jitterlab.errors import UserError
+from jitterlab.campaign.file import load_campaign
+from jitterlab.model.errors import UserError
 
 GOOD = """
 [campaign]
@@ -235,8 +235,8 @@ def test_plugin_option_tables_are_read_with_their_params(tmp_path):
 
 def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp_path, monkeypatch):
     from jitterlab import plugins
-    from jitterlab.pins.base import PinBase
-    from jitterlab.registry import Entry
+    from jitterlab.measure.squarewave.pins.base import PinBase
+    from jitterlab.model.registry import Entry
 
     class Wired(PinBase):  # a pin only an instrument could watch
         probes = frozenset({"self"})

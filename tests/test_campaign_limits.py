@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.campaign import MAX_REPETITIONS, load_campaign
-from jitterlab.cli import main
-from jitterlab.errors import UserError
+from jitterlab.campaign.file import MAX_REPETITIONS, load_campaign
+from jitterlab.cli.main import main
+from jitterlab.model.errors import UserError
 
 BASE = """
 [campaign]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from jitterlab.cli import main
-from jitterlab.fakes import cell, run_record
+from jitterlab.cli.main import main
+from jitterlab.model.fakes import cell, run_record
 from jitterlab.store.catalog import Store
 
 
@@ -70,6 +70,6 @@ def test_parquet_export_of_a_key_with_values_of_two_types(store_dir, tmp_path):
     ],
 )
 def test_time_left_follows_the_pace_of_the_runs_so_far(total_s, completed_s, elapsed_s, left_s):
-    from jitterlab.cli import eta_s
+    from jitterlab.cli.main import eta_s
 
     assert eta_s(total_s, completed_s, elapsed_s) == pytest.approx(left_s)

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab import deploy, plugins, preflight
-from jitterlab.errors import UserError
-from jitterlab.fakes import squarewave_cell
-from jitterlab.registry import Entry
+from jitterlab import plugins
+from jitterlab.execution import deploy, preflight
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.registry import Entry
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.registry import check_options as check_target_options
 

@@ -6,10 +6,10 @@ import tempfile
 
 import pytest
 
-from jitterlab import doctor
-from jitterlab.cli import main
+from jitterlab.cli.main import main
+from jitterlab.system import doctor
 from jitterlab.targets.local import LocalTarget
-from jitterlab.targets.loopback_sshd import available, free_port
+from jitterlab.targets.ssh.loopback_sshd import available, free_port
 
 HEALTHY = {
     "os_name": "Debian GNU/Linux 12",

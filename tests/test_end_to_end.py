@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from jitterlab import plugins
-from jitterlab.cli import main
-from jitterlab.processes import RUNS_DIR
+from jitterlab.cli.main import main
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
+from jitterlab.targets.processes import RUNS_DIR
 from tests.support import processes_mentioning, wait_gone
 
 pytestmark = pytest.mark.slow
@@ -105,7 +105,7 @@ def test_self_probe_runs_without_observer(tmp_path):
 def test_the_analysis_warms_before_the_first_run_and_its_failure_harms_nothing(tmp_path, monkeypatch):
     """The compiled analysis loads while the target is prepared, once, before any run starts; a
     warm-up that fails only leaves the first run to load it."""
-    from jitterlab.benchmarks.squarewave import Squarewave
+    from jitterlab.measure.benchmarks.squarewave import Squarewave
 
     events: list[str] = []
     execute = Squarewave.execute
@@ -129,7 +129,7 @@ def test_the_analysis_warms_before_the_first_run_and_its_failure_harms_nothing(t
 
 def test_the_squarewave_warm_up_loads_the_analysis():
     from jitterlab.analysis import squarewave_scan
-    from jitterlab.benchmarks.squarewave import Squarewave
+    from jitterlab.measure.benchmarks.squarewave import Squarewave
 
     Squarewave().warm()
     assert squarewave_scan.scan.signatures  # compiled (or loaded from the cache) for int64 edges
@@ -138,8 +138,8 @@ def test_the_squarewave_warm_up_loads_the_analysis():
 def test_cpu_load_is_measured_and_stopped_before_the_analysis(tmp_path, monkeypatch):
     """The load runs through the measurement and is stopped before the edges are analysed, so the
     analysis does not compete with it for the CPU."""
-    from jitterlab import runner as runner_module
-    from jitterlab.benchmarks import squarewave
+    from jitterlab.execution import runner as runner_module
+    from jitterlab.measure.benchmarks import squarewave
 
     events: list[str] = []
     stop_loads, measurement = runner_module.Runner._stop_loads, squarewave._measurement

@@ -15,9 +15,9 @@ import pytest
 
 from jitterlab import plugins
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.campaign import load_campaign
-from jitterlab.cli import main
-from jitterlab.errors import UserError
+from jitterlab.campaign.file import load_campaign
+from jitterlab.cli.main import main
+from jitterlab.model.errors import UserError
 
 MAX_MESSAGE = 2200  # the CLI cuts an error at 2000 characters; the rest is its frame
 HUGE = "9" * 20_000

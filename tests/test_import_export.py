@@ -10,10 +10,10 @@ import pytest
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.cli import build_parser
-from jitterlab.errors import UserError
+from jitterlab.cli.commands.results import add_commands
+from jitterlab.cli.main import build_parser
 from jitterlab.importers import read_capture
-from jitterlab.report.commands import add_commands
+from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
 
 PERIOD_NS = 1_000_000

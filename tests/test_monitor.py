@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from jitterlab.campaign import load_campaign
-from jitterlab.errors import UserError
-from jitterlab.monitor import Schedule, monitor
-from jitterlab.preflight import open_targets
+from jitterlab.campaign.file import load_campaign
+from jitterlab.execution.monitor import Schedule, monitor
+from jitterlab.execution.preflight import open_targets
+from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
 
 CAMPAIGN = """

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.errors import UserError
-from jitterlab.params import boolean, choice, duration, format_size, integer, size
+from jitterlab.model.errors import UserError
+from jitterlab.model.params import boolean, choice, duration, format_size, integer, size
 
 
 @pytest.mark.parametrize(("text", "n"), [(64, 64), ("4k", 4096), ("16MiB", 16 << 20), ("1G", 1 << 30),
@@ -40,7 +40,7 @@ def test_errors_name_the_key(parser, value, expected):
 
 
 def test_words_are_one_canonical_value():
-    from jitterlab.params import show_words, word_list, words
+    from jitterlab.model.params import show_words, word_list, words
 
     value = words(1)(["python3", "a b", "{x}"], "k")
     assert isinstance(value, str) and word_list(value) == ["python3", "a b", "{x}"]
@@ -62,7 +62,7 @@ def test_a_whole_key_is_never_an_axis_nor_split_by_an_exclude():
     assert len(campaign.cells) == 2
     import tomllib
 
-    from jitterlab.campaign import parse_campaign
+    from jitterlab.campaign.file import parse_campaign
 
     text = ('[campaign]\nname = "t"\n[matrix]\nbenchmark = "command"\nname = "a"\nargv = ["echo", "1"]\n'
             f'variant = [1, 2]\n{metric}[[exclude]]\nargv = ["echo", "1"]\nvariant = 2\n')

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab import preflight
-from jitterlab.campaign import load_campaign
-from jitterlab.cli import main
-from jitterlab.errors import UserError
-from jitterlab.impls.base import IMPLS
+from jitterlab.campaign.file import load_campaign
+from jitterlab.cli.main import main
+from jitterlab.execution import preflight
+from jitterlab.measure.squarewave.impls.base import IMPLS
+from jitterlab.model.errors import UserError
 from jitterlab.targets.local import LocalTarget
 
 
@@ -72,7 +72,7 @@ def test_unavailable_cells_are_stored_and_the_others_run(tmp_path, monkeypatch):
 
 
 def test_missing_load_tool_stops_the_campaign(tmp_path, monkeypatch):
-    from jitterlab.loads.base import LOADS
+    from jitterlab.measure.loads.base import LOADS
 
     entry = LOADS._entries["cpu"]
     spec = entry.obj

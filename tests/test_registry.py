@@ -1,7 +1,7 @@
 import pytest
 
-from jitterlab.errors import UserError
-from jitterlab.registry import Registry
+from jitterlab.model.errors import UserError
+from jitterlab.model.registry import Registry
 
 
 def test_duplicate_name_raises():
@@ -29,7 +29,7 @@ def test_builtin_registries_have_help():
 
 
 def test_list_shows_every_benchmark_key(capsys):
-    from jitterlab.cli import main
+    from jitterlab.cli.main import main
 
     assert main(["list"]) == 0
     out = " ".join(capsys.readouterr().out.split())

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab import preflight
-from jitterlab.cli import main
+from jitterlab.cli.main import main
+from jitterlab.execution import preflight
 from jitterlab.store.catalog import Store
-from jitterlab.targets.loopback_sshd import available, free_port
+from jitterlab.targets.ssh.loopback_sshd import available, free_port
 from tests.support import wait_gone
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(available() is not None, reason=str(available()))]

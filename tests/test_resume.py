@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.cli import main
-from jitterlab.errors import UserError
+from jitterlab.cli.main import main
+from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from tests.support import local_campaign

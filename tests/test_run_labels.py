@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jitterlab.cli import main
+from jitterlab.cli.main import main
 from jitterlab.store.catalog import Store
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab import processes, sweep
+from jitterlab.execution import sweep
+from jitterlab.targets import processes
 from jitterlab.targets.local import LocalTarget
 from tests.support import group_alive
 
@@ -63,8 +64,8 @@ def test_running_owners_and_unrecorded_processes_are_left_alone(tmp_path):
 
 _RUNNER = """
 import sys, time
-import jitterlab.loads
-from jitterlab.loads.base import LOADS, LoadContext
+import jitterlab.measure.loads
+from jitterlab.measure.loads.base import LOADS, LoadContext
 from jitterlab.targets.local import LocalTarget
 target = LocalTarget(workdir=sys.argv[1])
 load = LOADS.get("cpu", "t").factory()

@@ -7,9 +7,9 @@ import os
 import secrets
 from pathlib import Path
 
-from jitterlab.processes import SHM_DIR, owner_tag, scratch_dir, shm_path
-from jitterlab.sweep import sweep
+from jitterlab.execution.sweep import sweep
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.processes import SHM_DIR, owner_tag, scratch_dir, shm_path
 
 
 def test_sweep_removes_only_dead_owners_files(tmp_path):

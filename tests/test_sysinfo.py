@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from jitterlab import sysinfo
-from jitterlab.records import Warning_
+from jitterlab.model.records import Warning_
+from jitterlab.system import sysinfo
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
 

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.cli import main
-from jitterlab.console import SafeConsole, escape_controls
+from jitterlab.cli.main import main
+from jitterlab.report.console import SafeConsole, escape_controls
 from tests.support import wait_gone
 
 HOSTILE = "cap\x1b]0;pwned\x07\x1b[2J\u202eevil\r"

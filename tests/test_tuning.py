@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jitterlab import sysinfo, tuning
+from jitterlab.system import sysinfo, tuning
 from tests.test_sysinfo import script_output
 
 # An Intel server with SMT, deep C-states, THP always and an IRQ on an isolated CPU, as the script prints it

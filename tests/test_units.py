@@ -1,7 +1,7 @@
 import pytest
 
-from jitterlab.errors import UserError
-from jitterlab.units import format_duration_s, format_ns, parse_duration_ns
+from jitterlab.model.errors import UserError
+from jitterlab.model.units import format_duration_s, format_ns, parse_duration_ns
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitterlab import cells
 from jitterlab.analysis.stats import (
     ALPHA,
     N_BOOTSTRAP,
@@ -33,9 +32,9 @@ from jitterlab.analysis.stats import (
     pooled_effects,
 )
 from jitterlab.analysis.summary import rule_text, summarize
-from jitterlab.errors import UserError
-from jitterlab.records import Warning_
-from jitterlab.store.catalog import RunRecord
+from jitterlab.campaign import cells
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import RunRecord, Warning_
 
 MIN_RUNS = 3  # per group, for a verdict
 CORRECTION = "holm"

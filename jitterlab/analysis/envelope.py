@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from jitterlab.store.catalog import RunRecord
+from jitterlab.model.records import RunRecord
 
 HEADLINE = "max_rel_period_error"
 DEFAULT_THRESHOLDS = (0.01, 0.10)

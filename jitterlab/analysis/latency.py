@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitterlab.errors import RunFailed
-from jitterlab.records import Metric
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.records import Metric
 
 HISTOGRAM_UNIT = "count per 1us bucket"  # unit of a Samples series that holds histogram counts
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p999": 0.999, "p9999": 0.9999}

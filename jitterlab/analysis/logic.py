@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jitterlab.errors import RunFailed
+from jitterlab.model.errors import RunFailed
 
 CHUNK_SAMPLES = 1 << 22  # 4 Mi samples per block (4 MiB at one byte per sample)
 

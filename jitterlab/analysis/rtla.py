@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics
-from jitterlab.errors import RunFailed
-from jitterlab.records import Metric
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.records import Metric
 from jitterlab.store.raw import Samples
 
 US = 1000

@@ -10,8 +10,8 @@ import numpy as np
 
 from jitterlab.analysis.latency import BUCKET_NS, HISTOGRAM_UNIT
 from jitterlab.analysis.squarewave import period_split
-from jitterlab.errors import RunFailed
-from jitterlab.store.catalog import RunRecord
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.records import RunRecord
 from jitterlab.store.raw import EdgeSeries, Samples, blind_spans, read_raw
 
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from jitterlab.analysis import squarewave_scan as scan
 from jitterlab.analysis.blind import Exclusions, as_spans, exclusions
-from jitterlab.errors import RunFailed
-from jitterlab.records import Metric
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.records import Metric
 
 _QUANTILES = (  # name, q as an exact fraction num/den
     ("p50_rel_period_error", 1, 2),

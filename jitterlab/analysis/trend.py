@@ -14,9 +14,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from jitterlab import cells
-from jitterlab.errors import UserError
-from jitterlab.store.catalog import RunRecord
+from jitterlab.campaign import cells
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import RunRecord
 
 SPECIAL = ("time", "date", "campaign")
 

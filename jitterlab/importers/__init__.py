@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.analysis.squarewave import squarewave_metrics
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.records import Cell, Warning_
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.records import Cell, RunRecord, Warning_
+from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries, blind_series
 
 PROBE = "import"

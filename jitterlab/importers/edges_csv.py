@@ -32,8 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from jitterlab.errors import UserError
 from jitterlab.importers import Capture, excerpt
+from jitterlab.model.errors import UserError
 
 _DIGITS = {"s": 9, "ms": 6, "us": 3, "µs": 3, "ns": 0}  # decimal digits of ns per unit
 _UNIT_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(s|ms|us|µs|ns)(?:$|[\s\])])", re.I)

@@ -17,8 +17,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from jitterlab.errors import UserError
 from jitterlab.importers import Capture, excerpt
+from jitterlab.model.errors import UserError
 
 _FS = {"s": 10**15, "ms": 10**12, "us": 10**9, "ns": 10**6, "ps": 10**3, "fs": 1}
 _SKIP_SECTIONS = {"$comment", "$date", "$version", "$scope", "$upscope"}

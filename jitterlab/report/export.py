@@ -22,11 +22,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jitterlab import cells
 from jitterlab.analysis import envelope as env
 from jitterlab.analysis.compare import direction
-from jitterlab.errors import UserError
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.campaign import cells
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import RunRecord
+from jitterlab.store.catalog import Store
 from jitterlab.store.raw import Samples, read_raw
 
 FORMATS = ("csv", "json", "parquet")

@@ -23,8 +23,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from matplotlib.transforms import blended_transform_factory
 
 from jitterlab.analysis import samples
+from jitterlab.model.records import RunRecord
 from jitterlab.report.format import _digits, duration
-from jitterlab.store.catalog import RunRecord
 
 HEADLINE = "max_rel_period_error"
 THRESHOLDS = (0.01, 0.10, 1.0)

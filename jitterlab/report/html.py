@@ -15,18 +15,20 @@ from pathlib import Path
 
 import jinja2
 
-from jitterlab import __version__, cells
+from jitterlab import __version__
 from jitterlab.analysis.compare import Comparison, compare, label_pairs, metric_names
 from jitterlab.analysis.samples import run_distribution
-from jitterlab.errors import UserError
+from jitterlab.campaign import cells
+from jitterlab.cli.commands.results import comparison_note, comparison_rows
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import RunRecord
 from jitterlab.report import figures, figures_std
-from jitterlab.report.commands import comparison_note, comparison_rows
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
 from jitterlab.report.standard import summarize
 from jitterlab.report.terminal import sysinfo_text
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries, read_raw
 
 COMPARE_METRICS = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")

@@ -10,9 +10,9 @@ from typing import Protocol
 
 from matplotlib.figure import Figure
 
-from jitterlab.records import Warning_
-from jitterlab.registry import Registry
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.registry import Registry
+from jitterlab.store.catalog import Store
 
 DEFAULT = "standard"
 

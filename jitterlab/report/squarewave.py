@@ -10,16 +10,15 @@ from collections import Counter, defaultdict
 from rich.table import Table
 from rich.text import Text
 
-from jitterlab import cells
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope, rules_of
-from jitterlab.errors import UserError
-from jitterlab.records import Warning_
+from jitterlab.campaign import cells
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.units import format_ns
 from jitterlab.report import figures
 from jitterlab.report.format import percent
 from jitterlab.report.sections import SECTIONS, SectionContext
-from jitterlab.store.catalog import RunRecord
 from jitterlab.store.raw import blind_spans, read_raw
-from jitterlab.units import format_ns
 
 HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from jitterlab import cells, plugins
+from jitterlab import plugins
 from jitterlab.analysis import summary
 from jitterlab.analysis.compare import direction
 from jitterlab.analysis.samples import overflow_count, run_distribution
-from jitterlab.errors import UserError
-from jitterlab.records import Warning_
+from jitterlab.campaign import cells
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import figures_std
 from jitterlab.report.format import format_value
 from jitterlab.report.sections import SECTIONS, SectionContext
-from jitterlab.store.catalog import RunRecord
 
 MAX_COLUMNS = 6
 

@@ -10,14 +10,13 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from jitterlab import cells
 from jitterlab.analysis.compare import direction
-from jitterlab.console import SafeConsole
-from jitterlab.records import Warning_
+from jitterlab.campaign import cells
+from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.report.console import SafeConsole
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.standard import headline_value, run_label
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Group, Note, grouped
-from jitterlab.store.catalog import RunRecord
 
 HEADLINE = "max_rel_period_error"
 GAP = "  "

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from jitterlab.records import Warning_
+from jitterlab.model.records import Warning_
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 RUN, CELL, SYSTEM = "run", "cell", "system"

@@ -10,8 +10,8 @@ RESULTS_ENV = "JITTERLAB_RESULTS"
 
 def results_arg(text: str) -> str:
     """--results: a PostgreSQL URL as it is, else a directory path (checked like every path)."""
+    from jitterlab.cli.paths import path_arg
     from jitterlab.store.postgres import is_url
-    from jitterlab.userpaths import path_arg
 
     return text if is_url(text) else str(path_arg(text))
 

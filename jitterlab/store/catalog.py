@@ -10,12 +10,11 @@ import shutil
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from jitterlab import __version__
-from jitterlab.errors import UserError
-from jitterlab.records import Cell, Metric, Warning_
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
 from jitterlab.store import postgres
 from jitterlab.store.connection import open_for_writing, open_read_only, transaction
 from jitterlab.store.locks import CampaignLock
@@ -23,59 +22,6 @@ from jitterlab.store.raw import sha256_file, write_atomic, write_raw
 from jitterlab.store.schema import RUN_COLUMNS, SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "RunExists", "RunRecord", "Store"]
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """A run as stored: its cell, the settings it ran with, labels, status, metrics keyed
-    (probe, name). `cell_key` is its identity for --resume (the cell's key unless given)."""
-
-    id: str
-    campaign_id: int
-    cell: Cell
-    repetition: int
-    settings: dict
-    labels: dict
-    status: str
-    error: str | None
-    started_ns: int
-    wall_s: float
-    raw_path: str | None
-    raw_sha256: str | None
-    sysinfo_id: int | None
-    metrics: dict[tuple[str, str], Metric]
-    attachments: dict[str, str] = field(default_factory=dict)  # name -> path in the results dir
-    cell_key: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.cell_key:
-            object.__setattr__(self, "cell_key", self.cell.key)
-
-    @property
-    def target(self) -> str:
-        return self.cell.target
-
-    @property
-    def benchmark(self) -> str:
-        return self.cell.benchmark
-
-    @property
-    def load(self) -> str:
-        return self.cell.load
-
-    def param(self, name: str, default: object = None) -> object:
-        """A matrix parameter of the run's cell (e.g. "size" of a udp-echo run)."""
-        return self.cell.param(name, default)  # type: ignore[arg-type]
-
-    @property
-    def probe(self) -> str:
-        """The probe whose metrics are the run's own ("" for benchmarks without probes)."""
-        return str(self.cell.param("probe", ""))
-
-    def metric(self, name: str, probe: str | None = None) -> float | None:
-        """A metric of the run's own probe (or of `probe`), None when absent."""
-        found = self.metrics.get((self.probe if probe is None else probe, name))
-        return found.value if found else None
 
 
 class RunExists(UserError):

@@ -13,7 +13,7 @@ import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
-from jitterlab.errors import UserError
+from jitterlab.model.errors import UserError
 from jitterlab.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 
 # how long a writer waits for another one's transaction (a run's commit takes milliseconds; a

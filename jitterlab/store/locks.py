@@ -16,7 +16,7 @@ import socket
 import time
 from pathlib import Path
 
-from jitterlab.errors import UserError
+from jitterlab.model.errors import UserError
 
 
 class CampaignBusy(UserError):

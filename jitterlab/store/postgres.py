@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from jitterlab.errors import UserError
+from jitterlab.model.errors import UserError
 from jitterlab.store import schema
 
 SCHEMES = ("postgresql://", "postgres://")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from jitterlab.errors import UserError
-from jitterlab.store.catalog import RunRecord, Store
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import RunRecord
+from jitterlab.store.catalog import Store
 
 
 @dataclass

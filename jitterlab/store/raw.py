@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from jitterlab.errors import UserError
+from jitterlab.model.errors import UserError
 
 FORMAT = "jitterlab.raw/2"
 _READABLE = ("jitterlab.raw/1", FORMAT)  # /1 had edge series only

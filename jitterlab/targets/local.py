@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from jitterlab.errors import UserError
+from jitterlab.model.errors import UserError
 from jitterlab.targets.base import CommandTimeout, Completed
 
 

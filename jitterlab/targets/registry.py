@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from jitterlab.errors import UserError, shown
-from jitterlab.registry import Registry, did_you_mean
+from jitterlab.model.errors import UserError, shown
+from jitterlab.model.registry import Registry, did_you_mean
 from jitterlab.targets.base import Target
-from jitterlab.targets.labgrid import LabgridTarget
-from jitterlab.targets.labgrid import parse_options as _labgrid_options
+from jitterlab.targets.labgrid.target import LabgridTarget
+from jitterlab.targets.labgrid.target import parse_options as _labgrid_options
 from jitterlab.targets.local import LocalTarget
-from jitterlab.targets.qemu import QemuTarget
-from jitterlab.targets.qemu_options import parse_options as _qemu_options
-from jitterlab.targets.ssh import SSHTarget
-from jitterlab.targets.ssh_options import parse_options as _ssh_options
+from jitterlab.targets.qemu.options import parse_options as _qemu_options
+from jitterlab.targets.qemu.target import QemuTarget
+from jitterlab.targets.ssh.options import parse_options as _ssh_options
+from jitterlab.targets.ssh.target import SSHTarget
 
 TargetFactory = Callable[[str, Mapping[str, object]], Target]
 TARGETS: Registry[TargetFactory] = Registry("target kind")

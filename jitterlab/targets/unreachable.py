@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jitterlab.errors import TargetLost
+from jitterlab.model.errors import TargetLost
 from jitterlab.targets.base import Completed, Process
 
 

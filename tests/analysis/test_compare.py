@@ -16,10 +16,9 @@ from jitterlab.analysis.compare import (
     label_pairs,
 )
 from jitterlab.analysis.stats import bootstrap_ratio_ci, holm
-from jitterlab.errors import UserError
-from jitterlab.fakes import run_record, squarewave_cell
-from jitterlab.records import Metric
-from jitterlab.store.catalog import RunRecord
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric, RunRecord
 
 
 def run(i: int, image: str, values: dict[str, float], impl: str = "c-fifo",

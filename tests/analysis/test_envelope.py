@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from jitterlab import cells
 from jitterlab.analysis import envelope as env
 from jitterlab.analysis.envelope import envelope
-from jitterlab.fakes import run_record, squarewave_cell
-from jitterlab.records import Metric
-from jitterlab.store.catalog import RunRecord
+from jitterlab.campaign import cells
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric, RunRecord
 
 MS = 1_000_000
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from jitterlab.analysis.latency import histogram, histogram_metrics, latency_metrics
-from jitterlab.errors import RunFailed
+from jitterlab.model.errors import RunFailed
 
 
 def by_name(metrics):

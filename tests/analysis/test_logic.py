@@ -12,7 +12,7 @@ import pytest
 
 from jitterlab.analysis import logic
 from jitterlab.analysis.logic import align, decode_binary, decode_srzip, edges_ns, frequency_hz
-from jitterlab.errors import RunFailed
+from jitterlab.model.errors import RunFailed
 
 DATA = Path(__file__).parent.parent / "data" / "sigrok"
 

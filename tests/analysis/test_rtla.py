@@ -10,7 +10,7 @@ import pytest
 
 from jitterlab.analysis import rtla
 from jitterlab.analysis.latency import HISTOGRAM_UNIT
-from jitterlab.errors import RunFailed
+from jitterlab.model.errors import RunFailed
 
 DATA = Path(__file__).parent.parent / "data" / "rtla"
 
@@ -215,7 +215,7 @@ def test_timerlat_runs_in_the_report_and_compare(tmp_path):
     """The standard report shows timerlat's declared headline and draws its thread latency only;
     compare grades its metrics by their stored direction."""
     from jitterlab.analysis.compare import Selector, compare
-    from jitterlab.fakes import cell, run_record
+    from jitterlab.model.fakes import cell, run_record
     from jitterlab.report.html import render
     from jitterlab.report.standard import summarize
     from jitterlab.store.catalog import Store

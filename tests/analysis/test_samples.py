@@ -6,7 +6,7 @@ import numpy as np
 
 from jitterlab.analysis.latency import histogram_metrics
 from jitterlab.analysis.samples import overflow_count, run_distribution
-from jitterlab.fakes import cell, run_record
+from jitterlab.model.fakes import cell, run_record
 from jitterlab.store.raw import Samples, write_raw
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import blind_intervals, observe, square_wave
-from jitterlab.errors import RunFailed
+from jitterlab.model.errors import RunFailed
 
 T = 1_000  # ns; half period 500 ns keeps hand arithmetic readable
 START = 1_000_000

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from jitterlab.analysis.trend import trend
-from jitterlab.cli import main
-from jitterlab.errors import UserError
-from jitterlab.fakes import cell, run_record, squarewave_cell
-from jitterlab.records import Metric
+from jitterlab.cli.main import main
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import cell, run_record, squarewave_cell
+from jitterlab.model.records import Metric
 from jitterlab.store.catalog import Store
 
 CAMPAIGNS = {1: {"name": "a", "created_ns": 2 * 86_400 * 10**9}, 2: {"name": "a", "created_ns": 1}}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import boot
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.measure.benchmarks import boot
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
 from tests.support import campaign_from_toml, own_metrics, run_local_campaign

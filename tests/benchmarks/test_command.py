@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import command
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.params import word_list
-from jitterlab.records import RunSettings
+from jitterlab.measure.benchmarks import command
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.params import word_list
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.local import LocalTarget
 from tests.support import campaign_from_toml, run_local_campaign, units_and_directions
 
@@ -66,7 +66,7 @@ def test_two_tables_of_different_commands_are_different_cells():
             f'[[matrix.metric]]\n{FPS}')
     import tomllib
 
-    from jitterlab.campaign import parse_campaign
+    from jitterlab.campaign.file import parse_campaign
 
     campaign = parse_campaign(tomllib.loads(text), Path("c.toml"), text)
     assert [c.param("name") for c in campaign.cells] == ["a", "b"]
@@ -116,7 +116,7 @@ def test_bad_keys_are_one_line_errors_naming_the_key(lines, metrics, expected):
 def test_the_argv_key_is_required_and_named_in_a_list_of_tables():
     import tomllib
 
-    from jitterlab.campaign import parse_campaign
+    from jitterlab.campaign.file import parse_campaign
 
     text = f'[campaign]\nname = "t"\n[[matrix]]\nbenchmark = "command"\nname = "a"\n[[matrix.metric]]\n{FPS}'
     with pytest.raises(UserError, match=r"c.toml: matrix\[0\].argv: missing; benchmark 'command' needs it"):
@@ -342,8 +342,8 @@ load = ["idle", "cpu"]
 
 def test_compare_grades_a_command_metric_by_its_declared_direction(tmp_path):
     from jitterlab.analysis.compare import Selector, compare
-    from jitterlab.fakes import cell, run_record
-    from jitterlab.records import Metric
+    from jitterlab.model.fakes import cell, run_record
+    from jitterlab.model.records import Metric
     from jitterlab.store.catalog import Store
 
     store = Store(tmp_path)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import crypto
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.processes import LAUNCH
+from jitterlab.measure.benchmarks import crypto
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+from jitterlab.targets.processes import LAUNCH
 from tests.support import campaign_from_toml, run_local_campaign, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "openssl"

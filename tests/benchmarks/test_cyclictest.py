@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterlab.benchmarks import cyclictest as ct
-from jitterlab.benchmarks import ftrace
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.processes import LAUNCH
+from jitterlab.measure.benchmarks import cyclictest as ct
+from jitterlab.measure.benchmarks import ftrace
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+from jitterlab.targets.processes import LAUNCH
 from tests.support import campaign_from_toml, processes_mentioning, run_local_campaign, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "cyclictest"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import disk
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.measure.benchmarks import disk
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget

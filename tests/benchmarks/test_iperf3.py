@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from jitterlab import plugins
-from jitterlab.benchmarks import iperf3
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.cli import main
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.loads import net
-from jitterlab.records import Cell
+from jitterlab.cli.main import main
+from jitterlab.measure.benchmarks import iperf3
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.measure.loads import net
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.records import Cell
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from jitterlab.targets.base import Completed
@@ -255,7 +255,7 @@ def test_run_refuses_a_peer_without_a_server_before_measuring(tmp_path, capsys):
 
 
 def test_the_image_comparison_example():
-    from jitterlab.campaign import load_campaign
+    from jitterlab.campaign.file import load_campaign
 
     campaign = load_campaign(Path(__file__).parent.parent.parent / "examples" / "image-compare.toml")
     assert campaign.labels == {"image": "A"}
@@ -270,6 +270,6 @@ def test_the_image_comparison_example():
     ("duration_ns", "seconds"), [(300_000_000, 1), (1_000_000_000, 1), (1_500_000_000, 2)]
 )
 def test_duration_is_rounded_up_to_whole_seconds(duration_ns, seconds):
-    from jitterlab.benchmarks.iperf3 import _seconds
+    from jitterlab.measure.benchmarks.iperf3 import _seconds
 
     assert _seconds(duration_ns) == seconds

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import membw
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.measure.benchmarks import membw
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.raw import read_raw
 from tests.support import campaign_from_toml, run_local_campaign, spawned_by_us, units_and_directions
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks.pps import Pps, parse_stats, pps_metrics
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.measure.benchmarks.pps import Pps, parse_stats, pps_metrics
+from jitterlab.model.errors import RunFailed, UserError
 from tests.support import (
     campaign_from_dict,
     free_port,

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import hwlat, rtla
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.benchmarks.tracefs import Tracefs
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.processes import LAUNCH
+from jitterlab.measure.benchmarks import hwlat, rtla
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.measure.benchmarks.tracefs import Tracefs
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.processes import LAUNCH
 from tests.support import campaign_from_toml, run_local_campaign
 
 DATA = Path(__file__).parent.parent / "data" / "rtla"

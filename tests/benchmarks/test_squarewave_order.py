@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from jitterlab.benchmarks import squarewave
-from jitterlab.context import Placement, RunContext
-from jitterlab.errors import RunFailed
-from jitterlab.fakes import squarewave_cell
-from jitterlab.pins.base import PinHandle
-from jitterlab.records import RunSettings
+from jitterlab.measure.benchmarks import squarewave
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.fake import FakeTarget
 
 

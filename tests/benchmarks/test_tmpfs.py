@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import tmpfs
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.measure.benchmarks import tmpfs
+from jitterlab.model.errors import RunFailed, UserError
 from tests.support import campaign_from_toml, run_local_campaign, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "dd"

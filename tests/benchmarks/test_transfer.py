@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.benchmarks import transfer
-from jitterlab.benchmarks.base import Placement, RunContext
-from jitterlab.cli import main
-from jitterlab.errors import RunFailed
+from jitterlab.cli.main import main
+from jitterlab.measure.benchmarks import transfer
+from jitterlab.measure.benchmarks.base import Placement, RunContext
+from jitterlab.model.errors import RunFailed
 from jitterlab.store.catalog import Store
 from jitterlab.targets.local import LocalTarget
-from jitterlab.targets.loopback_sshd import available
+from jitterlab.targets.ssh.loopback_sshd import available
 from tests.support import campaign_from_toml, units_and_directions
 
 # as SSHTarget.ssh_argv and labgrid's SSHDriver (ssh_prefix with -F none) build them

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from jitterlab import plugins
-from jitterlab.benchmarks.udp_echo import UdpEcho, deadline_params, parse_client_output, sched_flags
-from jitterlab.campaign import parse_campaign
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.campaign.file import parse_campaign
+from jitterlab.measure.benchmarks.udp_echo import UdpEcho, deadline_params, parse_client_output, sched_flags
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.raw import Samples, read_raw
 from tests.support import (
     campaign_from_dict,
@@ -212,8 +212,8 @@ class _Remote:
 
 @pytest.mark.slow
 def test_client_on_the_controller_of_a_remote_target(tmp_path):
-    from jitterlab.benchmarks.base import Placement, RunContext
-    from jitterlab.deploy import deploy
+    from jitterlab.execution.deploy import deploy
+    from jitterlab.measure.benchmarks.base import Placement, RunContext
     from jitterlab.targets.local import LocalTarget
 
     target = _Remote(LocalTarget("board", str(tmp_path / "board")))

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from jitterlab import plugins
-from jitterlab.context import Placement, RunContext
-from jitterlab.deploy import PROGRAMS_DIR
-from jitterlab.errors import RunFailed
-from jitterlab.fakes import squarewave_cell
-from jitterlab.impls.base import PROGRAM_PRIORITY
-from jitterlab.impls.userspace import ProgramImpl
-from jitterlab.pins.base import PinHandle
-from jitterlab.processes import LAUNCH
-from jitterlab.records import RunSettings
+from jitterlab.execution.deploy import PROGRAMS_DIR
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.impls.base import PROGRAM_PRIORITY
+from jitterlab.measure.squarewave.impls.userspace import ProgramImpl
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
+from jitterlab.targets.processes import LAUNCH
 
 MAKE_TARGETS = set(re.findall(r"[\w-]+", " ".join(
     re.findall(r"^(?:UDP_)?PROGRAMS \+?= (.*)$", (PROGRAMS_DIR / "c" / "Makefile").read_text(), re.M))))

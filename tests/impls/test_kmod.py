@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from jitterlab import plugins
-from jitterlab.context import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.fakes import squarewave_cell
-from jitterlab.impls.kmod import _BUILD, SOURCES, build, explain_build, explain_insmod
-from jitterlab.pins.base import PinHandle
-from jitterlab.records import RunSettings
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.impls.kmod import _BUILD, SOURCES, build, explain_build, explain_insmod
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
 

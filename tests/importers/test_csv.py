@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.errors import UserError
 from jitterlab.importers import read_capture, store_capture
+from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
 
 PERIOD_NS = 1_000_000

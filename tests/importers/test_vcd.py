@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitterlab.errors import UserError
 from jitterlab.importers import read_capture, store_capture
+from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
 
 PERIOD_NS = 250_000  # 250 us

@@ -10,10 +10,10 @@ import types
 
 import pytest
 
-import jitterlab.loads  # noqa: F401  (registers the built-in loads)
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.loads import cpu, idle
-from jitterlab.loads.base import LOADS, LoadContext
+import jitterlab.measure.loads  # noqa: F401  (registers the built-in loads)
+from jitterlab.measure.loads import cpu, idle
+from jitterlab.measure.loads.base import LOADS, LoadContext
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from jitterlab.targets.local import LocalTarget

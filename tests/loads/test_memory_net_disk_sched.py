@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import jitterlab.loads  # noqa: F401  (registers the built-in loads)
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.loads import disk, memory, net, sched
-from jitterlab.loads.base import LOADS, LoadContext, lifetime_s
-from jitterlab.processes import MARKER_VAR, remove_records
+import jitterlab.measure.loads  # noqa: F401  (registers the built-in loads)
+from jitterlab.measure.loads import disk, memory, net, sched
+from jitterlab.measure.loads.base import LOADS, LoadContext, lifetime_s
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.processes import MARKER_VAR, remove_records
 
 FAST_OPTIONS = {
     "memory": {"workers": 1, "bytes": "8M"},

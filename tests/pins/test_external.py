@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from jitterlab import plugins
-from jitterlab.benchmarks.squarewave import Squarewave
-from jitterlab.errors import UserError
-from jitterlab.fakes import squarewave_cell
-from jitterlab.records import RunSettings
+from jitterlab.measure.benchmarks.squarewave import Squarewave
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 
 from .test_vpin import context
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from jitterlab import plugins
-from jitterlab.campaign import load_campaign
-from jitterlab.context import Placement, RunContext
-from jitterlab.deploy import deploy
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.fakes import squarewave_cell
-from jitterlab.pins import chips
-from jitterlab.pins.socs import SOCS
-from jitterlab.records import RunSettings
+from jitterlab.campaign.file import load_campaign
+from jitterlab.execution.deploy import deploy
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.pins import chips
+from jitterlab.measure.squarewave.pins.socs import SOCS
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
@@ -83,7 +83,7 @@ def context(target, pin: str, options: dict, tmp_path: Path) -> RunContext:
 
 
 def test_sysfs_exports_the_chip_base_plus_line_and_unexports(tmp_path):
-    from jitterlab.pins.sysfs import _EXPORT
+    from jitterlab.measure.squarewave.pins.sysfs import _EXPORT
 
     target = FakeTarget()
     target.respond(["sh", "-c"], CHIPS)
@@ -108,7 +108,7 @@ def test_sysfs_exports_the_chip_base_plus_line_and_unexports(tmp_path):
     ],
 )
 def test_sysfs_refusals_say_the_fix(tmp_path, stderr, expected):
-    from jitterlab.pins.sysfs import _EXPORT, _UNEXPORT
+    from jitterlab.measure.squarewave.pins.sysfs import _EXPORT, _UNEXPORT
 
     target = FakeTarget()
     target.respond(["sh", "-c"], CHIPS)
@@ -122,7 +122,7 @@ def test_sysfs_refusals_say_the_fix(tmp_path, stderr, expected):
 
 
 def test_gpiod_hands_the_program_chip_and_line_and_refuses_a_used_line(tmp_path):
-    from jitterlab.pins.gpiod import _CHECK
+    from jitterlab.measure.squarewave.pins.gpiod import _CHECK
 
     target = FakeTarget()
     target.respond(["sh", "-c"], CHIPS)

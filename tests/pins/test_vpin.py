@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from jitterlab import plugins
-from jitterlab.context import Placement, RunContext
-from jitterlab.fakes import squarewave_cell
-from jitterlab.processes import scratch_dir
-from jitterlab.records import RunSettings
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.processes import scratch_dir
 
 
 def context(tmp_path: Path) -> RunContext:

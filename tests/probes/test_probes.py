@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from jitterlab import plugins
-from jitterlab.context import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.fakes import squarewave_cell
-from jitterlab.pins.base import PinHandle
-from jitterlab.probes.base import LOCATIONS
-from jitterlab.probes.logs import SelfLog
-from jitterlab.records import RunSettings
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.probes.base import LOCATIONS
+from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.fake import FakeTarget
 
 
@@ -66,7 +66,7 @@ def test_gpio_loopback_capture_and_what_it_lost(tmp_path):
     import json
     import struct
 
-    from jitterlab.probes.gpio_loopback import GpioLoopbackProbe
+    from jitterlab.measure.squarewave.probes.gpio_loopback import GpioLoopbackProbe
 
     edges = [(1_000, 1), (6_000, 0), (11_000, 1), (21_000, 1)]  # the last is a lost falling edge
     kept, blind = edges[:3], [(11_000, 21_000)]

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 from jitterlab import plugins
-from jitterlab.cli import main
-from jitterlab.context import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.fakes import squarewave_cell
-from jitterlab.pins.base import PinHandle
-from jitterlab.probes.logs import SelfLog
-from jitterlab.probes.scpi import UNAVAILABLE, period_statistics_metrics
-from jitterlab.probes.scpi_profile import load_profile, shipped
-from jitterlab.records import RunSettings
+from jitterlab.cli.main import main
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.measure.squarewave.probes.scpi import UNAVAILABLE, period_statistics_metrics
+from jitterlab.measure.squarewave.probes.scpi_profile import load_profile, shipped
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.fake import FakeTarget
 
 pytest.importorskip("pyvisa_sim")

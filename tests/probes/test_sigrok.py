@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from jitterlab import plugins
-from jitterlab.cli import main
-from jitterlab.context import Placement, RunContext
-from jitterlab.errors import RunFailed, UserError
-from jitterlab.fakes import squarewave_cell
-from jitterlab.pins.base import PinHandle
-from jitterlab.probes.logs import SelfLog
-from jitterlab.probes.sigrok import _scan_channels, classify, demo_period_ns, format_rate
-from jitterlab.processes import remove_records
-from jitterlab.records import RunSettings
+from jitterlab.cli.main import main
+from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.measure.squarewave.probes.sigrok import _scan_channels, classify, demo_period_ns, format_rate
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.fakes import squarewave_cell
+from jitterlab.model.records import RunSettings
 from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.processes import remove_records
 
 SIGROK = plugins.PROBES.get("sigrok", "test")
 needs_sigrok = pytest.mark.skipif(shutil.which("sigrok-cli") is None, reason="apt install sigrok-cli")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitterlab.probes.logs import ObserverCapture, SelfLog
-from jitterlab.probes.vpin import why_unseen
+from jitterlab.measure.squarewave.probes.logs import ObserverCapture, SelfLog
+from jitterlab.measure.squarewave.probes.vpin import why_unseen
 
 MS = 1_000_000
 # the program: 200 edges, 5 ms apart, from t = 1000 ms to 1995 ms

@@ -20,8 +20,8 @@ import pytest
 
 import jitterlab.programs
 from jitterlab import plugins
-from jitterlab.errors import RunFailed
-from jitterlab.probes.logs import OBSERVER_STATS_KEYS, read_observer, read_self_log
+from jitterlab.measure.squarewave.probes.logs import OBSERVER_STATS_KEYS, read_observer, read_self_log
+from jitterlab.model.errors import RunFailed
 
 PROGRAMS = Path(jitterlab.programs.__file__).parent
 C_PROGRAMS = ("observer", "c-file", "c-mmap", "c-fifo", "c-gpiod")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import jitterlab.programs
-from jitterlab.benchmarks.pps import parse_stats
-from jitterlab.benchmarks.udp_echo import parse_client_output
+from jitterlab.measure.benchmarks.pps import parse_stats
+from jitterlab.measure.benchmarks.udp_echo import parse_client_output
 from tests.support import free_port, group_alive
 
 PROGRAMS = Path(jitterlab.programs.__file__).parent

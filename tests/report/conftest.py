@@ -9,8 +9,8 @@ import pytest
 from jitterlab.analysis.latency import histogram_metrics
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.fakes import cell, run_record, squarewave_cell
-from jitterlab.records import Metric, Warning_
+from jitterlab.model.fakes import cell, run_record, squarewave_cell
+from jitterlab.model.records import Metric, Warning_
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import EdgeSeries, Samples, blind_series, write_raw
 

@@ -11,12 +11,12 @@ import pytest
 
 from jitterlab.analysis.compare import Selector, compare
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.cli import build_parser
-from jitterlab.errors import UserError
-from jitterlab.fakes import run_record, squarewave_cell
-from jitterlab.records import Metric
+from jitterlab.cli.commands.results import add_commands, format_comparison
+from jitterlab.cli.main import build_parser
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric
 from jitterlab.report import figures, figures_std
-from jitterlab.report.commands import add_commands, format_comparison
 from jitterlab.report.html import render
 from jitterlab.report.squarewave import impl_namer, most_informative
 from jitterlab.store.catalog import Store
@@ -161,7 +161,7 @@ def test_bad_input(tmp_path, report_store):
     # a campaign without squarewave runs still renders, and says what it skipped
     store = Store(tmp_path / "other")
     cid = store.new_campaign("latency", "fp", "c.toml", "", {})
-    from jitterlab.fakes import cell, run_record
+    from jitterlab.model.fakes import cell, run_record
     store.commit_run(run_record(cell("cyclictest", {"interval": 1000}, target="t"), id="c1",
                                 campaign_id=cid, cell_key="k"))
     render(store, tmp_path / "x.html")

@@ -7,8 +7,8 @@ from rich.console import Console
 
 from jitterlab.analysis.compare import Selector, compare
 from jitterlab.analysis.latency import latency_metrics
-from jitterlab.fakes import cell, run_record
-from jitterlab.records import Metric
+from jitterlab.model.fakes import cell, run_record
+from jitterlab.model.records import Metric
 from jitterlab.report.html import render
 from jitterlab.report.standard import summarize
 from jitterlab.report.terminal import runs_table, summary_tables
@@ -123,7 +123,7 @@ def test_export_has_cell_parameters_directions_and_samples(tmp_path):
 def test_compare_names_the_values_a_cell_key_takes(tmp_path):
     import pytest
 
-    from jitterlab.errors import UserError
+    from jitterlab.model.errors import UserError
 
     store = _store(tmp_path)
     with pytest.raises(UserError, match=r"--candidate policy=fifoo: .*policy takes: deadline, fifo, other"):

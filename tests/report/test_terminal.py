@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from jitterlab.fakes import run_record
-from jitterlab.records import Metric, Warning_
+from jitterlab.model.fakes import run_record
+from jitterlab.model.records import Metric, Warning_
 from jitterlab.report.terminal import console, plain_table, run_detail, show_warnings, summary_tables
 from jitterlab.report.warning_groups import RUN, SYSTEM, Note, grouped
 
@@ -117,7 +117,7 @@ def test_warnings_grouped_by_cause_once_with_counts_system_first():
 
 
 def test_show_warnings_counts_cells_with_too_few_repetitions(tmp_path):
-    from jitterlab.fakes import squarewave_cell
+    from jitterlab.model.fakes import squarewave_cell
 
     runs = [run_record(squarewave_cell("c-fifo", p, target="t"), id=f"r{p}", cell_key=f"{p}",
                        metrics=[Metric("max_rel_period_error", 0.01, "ratio", "vpin")])

@@ -7,11 +7,11 @@ import sqlite3
 
 import pytest
 
-from jitterlab.errors import UserError
-from jitterlab.fakes import cell, run_record, squarewave_cell
-from jitterlab.records import Metric, Warning_
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import cell, run_record, squarewave_cell
+from jitterlab.model.records import Metric, RunRecord, Warning_
 from jitterlab.store import postgres, schema
-from jitterlab.store.catalog import SCHEMA_VERSION, RunExists, RunRecord, Store
+from jitterlab.store.catalog import SCHEMA_VERSION, RunExists, Store
 
 
 def record(campaign_id: int, run_id: str = "r1", rep: int = 0, status: str = "ok") -> RunRecord:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.errors import UserError
 from jitterlab.importers import Capture, store_capture
+from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
 from jitterlab.store.locks import CampaignBusy, CampaignLock
 

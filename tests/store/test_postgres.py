@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.errors import UserError
-from jitterlab.fakes import cell, run_record, squarewave_cell
-from jitterlab.records import Metric, Warning_
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import cell, run_record, squarewave_cell
+from jitterlab.model.records import Metric, Warning_
 from jitterlab.store import pgserver
 from jitterlab.store.catalog import Store
 from jitterlab.store.push import push

@@ -7,7 +7,7 @@ import pytest
 
 import jitterlab.store.raw as raw
 from jitterlab.analysis.synthetic import blind_intervals, square_wave
-from jitterlab.errors import UserError
+from jitterlab.model.errors import UserError
 from jitterlab.store.raw import (
     EdgeSeries,
     blind_series,

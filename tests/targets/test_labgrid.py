@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.cli import main
-from jitterlab.errors import RunFailed, UserError
+from jitterlab.cli.main import main
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
 from jitterlab.targets.base import CommandTimeout, Process, Target
-from jitterlab.targets.labgrid import LabgridTarget, parse_options
-from jitterlab.targets.loopback_sshd import SSHD, LoopbackSSHD, free_port
+from jitterlab.targets.labgrid.target import LabgridTarget, parse_options
 from jitterlab.targets.registry import TARGETS
+from jitterlab.targets.ssh.loopback_sshd import SSHD, LoopbackSSHD, free_port
 from tests.support import eventually, group_members, processes_mentioning, wait_gone
 
 BIN = Path(sys.executable).parent  # labgrid's commands come with the package, in the venv
@@ -413,8 +413,8 @@ def test_option_errors_name_the_key(options, message):
 
 
 def test_the_host_key_is_verified_with_known_hosts_and_said_unverified_without(farm, tmp_path, board):
-    from jitterlab.doctor import examine
-    from jitterlab.targets.labgrid_host_key import host_key_warning
+    from jitterlab.system.doctor import examine
+    from jitterlab.targets.labgrid.host_key import host_key_warning
 
     assert board.host_key_verified is False
     warning = host_key_warning(board)

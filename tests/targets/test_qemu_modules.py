@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.errors import UserError
+from jitterlab.model.errors import UserError
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
-from jitterlab.targets.qemu_modules import guest_module, source_digest
+from jitterlab.targets.qemu.modules import guest_module, source_digest
 
 
 def sources(tmp_path: Path) -> Path:

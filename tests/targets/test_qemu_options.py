@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.errors import UserError
-from jitterlab.targets import qemu_accel
-from jitterlab.targets.qemu_apt import depends, parse_policy, parse_show, pick_version, resolve
-from jitterlab.targets.qemu_initrd import module_closure
-from jitterlab.targets.qemu_options import parse_kernel, parse_options
-from jitterlab.targets.qemu_vm import Machine, qemu_argv
+from jitterlab.model.errors import UserError
+from jitterlab.targets.qemu import accel as qemu_accel
+from jitterlab.targets.qemu.apt import depends, parse_policy, parse_show, pick_version, resolve
+from jitterlab.targets.qemu.initrd import module_closure
+from jitterlab.targets.qemu.options import parse_kernel, parse_options
+from jitterlab.targets.qemu.vm import Machine, qemu_argv
 
 DATA = Path(__file__).parent.parent / "data" / "qemu"
 
@@ -126,7 +126,7 @@ def test_qemu_argv_shares_forwards_and_never_uses_a_shell(tmp_path):
 
 
 def test_a_failed_build_of_the_virtual_chip_says_what_matters():
-    from jitterlab.targets.qemu_modules import build_failure
+    from jitterlab.targets.qemu.modules import build_failure
 
     kbuild = ("  CC [M]  /tmp/v/jl_vgpio.o\n  BTF [M] /tmp/v/jl_vgpio.ko\n/bin/sh: 1: pahole: not found\n"
               "make[3]: *** [Makefile.modfinal:64: /tmp/v/jl_vgpio.ko] Error 127\nmake: *** [all] Error 2\n")

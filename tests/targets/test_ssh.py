@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.campaign import parse_campaign
-from jitterlab.errors import RunFailed, TargetLost, UserError
+from jitterlab.campaign.file import parse_campaign
+from jitterlab.model.errors import RunFailed, TargetLost, UserError
 from jitterlab.targets.base import CommandTimeout, Process, Target
-from jitterlab.targets.loopback_sshd import available, free_port
 from jitterlab.targets.registry import TARGETS
-from jitterlab.targets.ssh import SSHTarget
-from jitterlab.targets.ssh_options import from_url, parse_options
+from jitterlab.targets.ssh.loopback_sshd import available, free_port
+from jitterlab.targets.ssh.options import from_url, parse_options
+from jitterlab.targets.ssh.target import SSHTarget
 from tests.support import (
     check_signal_and_wait,
     eventually,
@@ -342,8 +342,8 @@ def test_campaign_checks_ssh_options_before_connecting(tmp_path):
 
 
 def test_a_hostile_workdir_is_used_literally(sshd, tmp_path):
-    from jitterlab.processes import live_dir, remove_records, spawn_recorded
-    from jitterlab.sweep import sweep
+    from jitterlab.execution.sweep import sweep
+    from jitterlab.targets.processes import live_dir, remove_records, spawn_recorded
 
     workdir = tmp_path / "w $(touch PWNED);'\"`touch PWNED` x"
     t = connect("board", sshd.options(workdir=str(workdir)))

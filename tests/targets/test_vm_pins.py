@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.cli import main
+from jitterlab.cli.main import main
 from jitterlab.store.catalog import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,

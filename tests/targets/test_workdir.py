@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.cli import main
-from jitterlab.deploy import programs_hash
-from jitterlab.errors import UserError
+from jitterlab.cli.main import main
+from jitterlab.execution.deploy import programs_hash
+from jitterlab.model.errors import UserError
 from jitterlab.plugins import TARGETS
 from jitterlab.targets.local import LocalTarget, default_workdir
 

@@ -1,0 +1,3 @@
+from jitterlab.cli.main import main
+
+raise SystemExit(main())

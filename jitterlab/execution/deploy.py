@@ -1,0 +1,209 @@
+"""Put the programs on a target and build them, once per content version.
+
+The sources travel as one copy of a staged tree (one tar stream over SSH, not a round trip per
+file). They are built on the target with its make and cc, or, when the target has a cross
+compiler configured (`cc = "aarch64-linux-gnu-gcc"` in its [[target]]), built here as static
+programs and sent ready to run. The directory is named by a hash of the sources (and of the
+cross compiler), so an unchanged tree is neither rebuilt nor re-sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from jitterlab import programs
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.targets.base import Target
+from jitterlab.targets.processes import owner_tag
+from jitterlab.targets.ssh.options import check_cc
+
+PROGRAMS_DIR = programs.SOURCES
+_SOURCE_SUFFIXES = {".c", ".h", ".sh", ".py", ".js"}
+# the marker's content: "native" or "cross <cc>" (tests read it), then "partial <first error>" when
+# some programs did not build
+_MARK = 'printf "%s\\n" "$1" > "$0"'
+
+
+def _sources() -> list[Path]:
+    return sorted(
+        p
+        for p in PROGRAMS_DIR.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.name != "__init__.py"
+        and (p.suffix in _SOURCE_SUFFIXES or p.name in ("Makefile", "Kbuild"))
+    )
+
+
+def programs_hash(cc: str | None = None) -> str:
+    """Content hash of the program sources, and of the cross compiler when there is one."""
+    digest = hashlib.sha256()
+    for path in _sources():
+        digest.update(str(path.relative_to(PROGRAMS_DIR)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    if cc:
+        digest.update(b"cross-cc\0" + cc.encode())
+    return digest.hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The programs on a target: their directory, the C programs that built, and for those that
+    did not, the build's last words (a missing library's header, usually)."""
+
+    bindir: str
+    built: frozenset[str]
+    build_error: str = ""
+
+
+# lists the executables of a directory, one name per line
+_EXECUTABLES = 'for f in "$0"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "${f##*/}"; done; exit 0'
+# puts a finished build ($1) in its place ($2) with one rename; of two builds racing for the place,
+# the first stays and the second is removed ("mv -T" where mv has it; else an mv that may move $1
+# into an existing $2, whence it is removed too)
+_INSTALL = r"""
+mv -T -- "$1" "$2" 2>/dev/null && exit 0
+[ -e "$2" ] || mv -- "$1" "$2" 2>/dev/null
+rm -rf -- "$1" "$2/${1##*/}"
+[ -e "$2/.built" ]
+"""
+
+
+def deploy(target: Target, timeout_s: float = 300.0) -> Deployment:
+    """Copy the programs to `target` and build what can be built there (or here, for a cross
+    compiler). A program whose build fails is left out, not fatal: the cells that need it are
+    unavailable, naming the package; nothing built at all is fatal (a broken compiler).
+
+    Every build happens in a directory of its own (`programs-<hash>.build-<owner>`) that is renamed
+    into place when done, so two jitterlabs deploying at once never see each other's half-built
+    tree. A complete build goes to `programs-<hash>`, used as it is from then on; an incomplete one
+    (a library the target lacks) to `programs-<hash>.partial`, and the next campaign copies that and
+    tries the missing programs again (after the user installed what they need)."""
+    cc: str | None = getattr(target, "cross_cc", None)
+    bindir = f"{target.workdir}/programs-{programs_hash(cc)}"
+    if target.run(["test", "-e", f"{bindir}/.built"]).ok:
+        return Deployment(bindir, _built(target, bindir))
+    partial = f"{bindir}.partial"
+    before = _partial(target, partial)
+    work = f"{bindir}.build-{owner_tag()}"
+    target.run(["rm", "-rf", "--", work])  # what an interrupted build of this process left
+    try:
+        if before is not None:
+            target.run(["cp", "-a", "--", partial, work])  # make tries only what did not build
+        else:
+            _stage(target, work, cc, timeout_s)
+        error = "" if cc else _make(target, work, timeout_s)
+        mark = f"cross {cc}" if cc else "native"
+        target.run(["sh", "-c", _MARK, f"{work}/.built", mark + (f"\npartial {error}" if error else "")])
+        built = _built(target, work)
+        if error and before is not None and built <= before.built:
+            target.run(["rm", "-rf", "--", work])  # nothing more than last time: that one serves
+            return before
+        if error and before is not None:
+            return Deployment(work, built, error)  # more than last time: ours (swept when we are gone)
+        done = target.run(["sh", "-c", _INSTALL, "sh", work, partial if error else bindir])
+    except BaseException:
+        with contextlib.suppress(Exception):
+            target.run(["rm", "-rf", "--", work])
+        raise
+    if not done.ok:
+        raise RunFailed(f"target {target.name!r}: could not put the built programs in place "
+                        f"({_last(done.stderr)}); check {target.workdir}")
+    where = partial if error else bindir
+    return Deployment(where, _built(target, where), error)
+
+
+def _partial(target: Target, partial: str) -> Deployment | None:
+    """An incomplete build of the same sources, with the error that kept the rest from building."""
+    marker = target.run(["cat", f"{partial}/.built"])
+    if not marker.ok:
+        return None
+    error = next((line.removeprefix("partial ") for line in marker.stdout.splitlines()
+                  if line.startswith("partial ")), "")
+    return Deployment(partial, _built(target, partial), error)
+
+
+def _stage(target: Target, work: str, cc: str | None, timeout_s: float) -> None:
+    """Copy the sources to `work` on the target (cross-built here first when there is a cc)."""
+    with tempfile.TemporaryDirectory(prefix="jitterlab-programs-") as tmp:
+        staging = Path(tmp) / "programs"
+        for path in _sources():
+            dest = staging / path.relative_to(PROGRAMS_DIR)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest)
+        if cc:
+            _cross_build(target.name, staging / "c", cc, timeout_s)
+        target.put(staging, work)
+
+
+def _make(target: Target, work: str, timeout_s: float) -> str:
+    """Build on the target; "" when everything built, else the first error (a missing header)."""
+    # -k: every program that can be built is; a failed one (a library the target lacks) is
+    # retried by the next campaign, after the user installed what it needs
+    built = target.run(["make", "-k", "-s", "-C", f"{work}/c"], timeout_s=timeout_s)
+    if built.ok:
+        return ""
+    error = _first_error(built.stderr, built.stdout)
+    if not _built(target, work):
+        raise UserError(
+            f"target {target.name!r}: building the C programs failed: {error}"
+            f" (make exited {built.rc}); check that gcc and make work there (apt install gcc make), "
+            'or build here: cc = "<cross compiler>" in its [[target]]'
+        )
+    return error
+
+
+def _built(target: Target, bindir: str) -> frozenset[str]:
+    return frozenset(target.run(["sh", "-c", _EXECUTABLES, f"{bindir}/c"]).stdout.split())
+
+
+def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> None:
+    """Build static programs here with the target's cross compiler."""
+    # make runs its recipes with /bin/sh: the compiler reaches it as words that cannot be a command
+    compiler = check_cc(cc, f"target {name!r}: cc").split()[0]
+    if shutil.which(compiler) is None:
+        raise UserError(
+            f"target {name!r}: cc = {cc!r}: {compiler} is not installed on this machine; install the "
+            "cross compiler (e.g. apt install gcc-aarch64-linux-gnu) or remove cc to build on the target"
+        )
+    try:
+        built = subprocess.run(
+            ["make", "-s", "-C", str(cdir), f"CC={cc}", "LDFLAGS=-static"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise UserError(f"target {name!r}: cross-compiling needs make here (apt install make)") from None
+    if built.returncode != 0:
+        raise UserError(
+            f"target {name!r}: cross-compiling the C programs with cc = {cc!r} failed: "
+            f"{_last(built.stderr, built.stdout)}; static programs need the target's libc for "
+            "static linking here too (e.g. apt install libc6-dev-arm64-cross)"
+        )
+    for leftover in cdir.glob("*.o"):
+        leftover.unlink()
+
+
+def _last(*texts: str) -> str:
+    for text in texts:
+        lines = text.strip().splitlines()
+        if lines:
+            return lines[-1]
+    return "(no output)"
+
+
+def _first_error(*texts: str) -> str:
+    """The compiler's first error line (the missing header, usually), else the last line."""
+    for text in texts:
+        for line in text.splitlines():
+            if ": error:" in line or ": fatal error:" in line:
+                return line.strip()
+    return _last(*texts)

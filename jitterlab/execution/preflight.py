@@ -1,0 +1,212 @@
+"""Before anything runs: connect to every target, read its sysinfo, check the tools, permissions
+and CPUs the campaign's cells need there, and decide where program, probe and loads run."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from jitterlab import plugins
+from jitterlab.campaign.file import Campaign, TargetSpec
+from jitterlab.measure.context import Placement
+from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.model.records import Cell, Warning_
+from jitterlab.system import sysinfo
+from jitterlab.targets.base import Target
+from jitterlab.targets.labgrid.host_key import host_key_warning
+from jitterlab.targets.unreachable import UnreachableTarget
+
+_BUILD_TOOLS = {"make": "make", "cc": "gcc"}  # every C program is built with them on the target
+
+
+@dataclass
+class TargetSession:
+    """A target opened for a campaign, with what preflight learned about it."""
+
+    spec: TargetSpec
+    target: Target
+    info: dict
+    placement: Placement
+    rt_permitted: bool
+    bindir: str = ""
+    sysinfo_id: int | None = None
+    warnings: list[Warning_] = field(default_factory=list)
+    lost: str | None = None  # why the target cannot be reached: its remaining runs fail with this
+    # cells that cannot run on this target (it lacks their interpreter, tool or a library) -> why
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+def open_targets(campaign: Campaign) -> list[TargetSession]:
+    """Connect to every target (in parallel), read its sysinfo, check tools and permissions.
+
+    Raises UserError; a target that cannot be reached gets a session with `lost` set instead.
+    """
+    opened: dict[str, TargetSession | BaseException] = {}
+
+    def open_one(spec: TargetSpec) -> None:
+        target = None
+        try:
+            factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
+            target = factory(spec.name, spec.options)
+            opened[spec.name] = preflight(campaign, spec, target)
+        except TargetLost as exc:
+            if target is not None:
+                target.close()
+            stand_in = UnreachableTarget(spec.name, exc.reason)
+            nowhere = Placement(None, None)
+            opened[spec.name] = TargetSession(spec, stand_in, {}, nowhere, False, lost=exc.reason)
+        except BaseException as exc:
+            if target is not None:
+                target.close()
+            opened[spec.name] = exc
+
+    threads = [threading.Thread(target=open_one, args=(s,), daemon=True) for s in campaign.targets]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)
+    finally:
+        sessions = [x for x in opened.values() if isinstance(x, TargetSession)]
+        errors = [opened[s.name] for s in campaign.targets if isinstance(opened.get(s.name), BaseException)]
+        if errors or len(opened) < len(threads):  # an error, or interrupted while connecting
+            for session in sessions:
+                session.target.close()
+    if errors:
+        raise errors[0]
+    return [opened[s.name] for s in campaign.targets]  # type: ignore[misc]
+
+
+def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSession:
+    cells = [c for c in campaign.cells if c.target == spec.name]
+    settings = campaign.settings
+    info = sysinfo.snapshot(target)
+    needs: dict[str, tuple[str, set[str]]] = {}
+    cell_tools: dict[str, set[str]] = {}  # tool -> keys of the cells that need it
+    for cell in cells:
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        tools = dict(bench.tools(cell))
+        if bench.programs(cell):
+            tools.update(_BUILD_TOOLS)
+        for tool, package in tools.items():
+            needs.setdefault(tool, (package, set()))[1].add(bench.needer(cell))
+            cell_tools.setdefault(tool, set()).add(cell.key)
+        for load in cell.load.split("+"):
+            for tool, package in plugins.LOADS.get(load, "matrix.load").tools.items():
+                needs.setdefault(tool, (package, set()))[1].add(f"load {load}")
+    for load in sorted({part for cell in cells for part in cell.load.split("+")}):
+        load_spec = plugins.LOADS.get(load, "matrix.load")
+        if load_spec.preflight is not None:
+            options = settings.options_of("loads", load)
+            load_spec.preflight(target, options, f"{campaign.path}: loads.{load}")
+    if getattr(target, "cross_cc", None):  # the programs are built here and sent ready to run
+        for tool in _BUILD_TOOLS:
+            needs.pop(tool, None)
+    missing = _missing_tools(target, sorted(needs))
+    # a tool only some cells need (node for impl node, sysbench for sysbench-cpu) makes those cells
+    # unavailable, and the others run; a load's tool, or the compiler every program needs, stops all
+    hard = [t for t in missing if t in _BUILD_TOOLS or any(n.startswith("load ") for n in needs[t][1])]
+    if hard:
+        what = "; ".join(
+            f"{t} (apt install {needs[t][0]}; needed by {', '.join(sorted(needs[t][1]))})" for t in hard
+        )
+        raise UserError(f"target {spec.name!r}: missing tools: {what}")
+    unavailable: dict[str, str] = {}
+    for tool in missing:
+        for key in cell_tools[tool]:
+            why = f"{tool} (apt install {needs[tool][0]})"
+            unavailable[key] = f"{unavailable[key]}, {why}" if key in unavailable else why
+    unavailable = {k: f"the target lacks {v}" for k, v in unavailable.items()}
+    cells = [c for c in cells if c.key not in unavailable]
+    for name in sorted({c.benchmark for c in cells}):  # what only the target can tell (a peer's answer)
+        bench = plugins.BENCHMARKS.get(name, "matrix.benchmark")
+        mine = [c for c in cells if c.benchmark == name]
+        bench.preflight(target, settings, mine, f"{campaign.path}: matrix")
+    realtime = sorted({
+        plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needer(c) for c in cells
+        if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_rt(c)
+    })
+    rt_permitted = bool(info.get("rt_permission"))
+    if realtime and not rt_permitted and settings.on_missing_rt == "error":
+        raise UserError(
+            f"{campaign.path}: target {spec.name!r} does not permit SCHED_FIFO, which "
+            f"{', '.join(realtime)} needs; run as root or grant CAP_SYS_NICE (or an rtprio limit), "
+            'or set campaign.on_missing_rt = "fallback" to run it as SCHED_OTHER, marked in each run'
+        )
+    n_cpus = int(info.get("n_cpus") or 1)
+    warnings = list(sysinfo.checks(info))
+    warnings += [w for w in [host_key_warning(target)] if w is not None]  # labgrid without known_hosts
+    placement = _placement(campaign, cells, n_cpus, warnings)
+    for tool in missing:
+        warnings.append(
+            Warning_(
+                f"{tool} is missing: {', '.join(sorted(needs[tool][1]))} cannot run on this target "
+                "(its runs are stored as unavailable)",
+                f"apt install {needs[tool][0]} on the target, then jitterlab run --resume --retry-failed",
+            )
+        )
+    return TargetSession(
+        spec, target, info, placement, rt_permitted, warnings=warnings, unavailable=unavailable
+    )
+
+
+def unbuilt(cells: list[Cell], built: frozenset[str], build_error: str) -> dict[str, str]:
+    """Cells whose programs did not build on the target -> why, naming the package to install."""
+    why: dict[str, str] = {}
+    for cell in cells:
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        missing = {p: pkg for p, pkg in bench.programs(cell).items() if p not in built}
+        if missing:
+            hint = ", ".join(f"apt install {pkg}" for pkg in sorted(set(missing.values())) if pkg)
+            why[cell.key] = (f"the target could not build {', '.join(sorted(missing))} "
+                             f"({build_error or 'see make -C <programs>/c'})" + (f"; {hint}" if hint else ""))
+    return why
+
+
+def _placement(campaign: Campaign, cells: list[Cell], n_cpus: int, warnings: list[Warning_]) -> Placement:
+    """Where program, probe and loads run: [campaign.cpus], else a probe that needs a CPU of its
+    own on the last CPU."""
+    for role, cpus in campaign.cpus.items():
+        if max(cpus) >= n_cpus:
+            raise UserError(
+                f"{campaign.path}: campaign.cpus.{role}: CPU {max(cpus)} does not exist on "
+                f"a target with {n_cpus} CPUs (0-{n_cpus - 1})"
+            )
+    polling = any(plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c) for c in cells)
+    if polling and n_cpus == 1:  # a busy-polling probe beside the program on one CPU sees nothing true
+        probes = sorted({str(c.param("probe")) for c in cells
+                         if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c)})
+        raise UserError(
+            f"{campaign.path}: matrix.probe: probe {', '.join(probes)} needs a CPU of its own beside the "
+            "program, and this target has one CPU; use probe = \"self\", \"gpio-loopback\" (a second GPIO "
+            "line wired to the pin) or an instrument (\"sigrok\", \"scpi\")"
+        )
+    probe = campaign.cpus.get("probe", (n_cpus - 1,) if polling and n_cpus > 1 else ())
+    probe_cpu = probe[0] if probe else None
+    default_program = tuple(c for c in range(n_cpus) if c != probe_cpu) or None
+    program = campaign.cpus.get("program", default_program if probe_cpu is not None else None)
+    loads = campaign.cpus.get("load")
+    if polling and any(c.load != "idle" for c in cells) and (loads is None or probe_cpu in loads):
+        warnings.append(
+            Warning_(
+                f"loads run on CPU {probe_cpu} too, where the probe polls: it will be blind more often",
+                'keep loads off the probe\'s CPU with [campaign.cpus] load = "..." or isolate it (isolcpus=)',
+            )
+        )
+    if polling and program and probe_cpu in program:
+        warnings.append(
+            Warning_(
+                f"the program and the probe share CPU {probe_cpu}",
+                "give them different CPUs in [campaign.cpus]",
+            )
+        )
+    return Placement(program_cpus=program, probe_cpu=probe_cpu, load_cpus=loads)
+
+
+def _missing_tools(target: Target, tools: list[str]) -> list[str]:
+    if not tools:
+        return []
+    script = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
+    done = target.run(["sh", "-c", script, "sh", *tools], timeout_s=30)
+    return done.stdout.split()

@@ -1,0 +1,356 @@
+"""command: the user's own program as a benchmark, its metrics read from its output.
+
+The program runs in the run's scratch directory on the target, with the files the campaign ships
+there and after an optional build step, under the campaign's matrix, loads and repetitions.
+Placeholders such as {duration_s} are substituted inside each argv word; a word stays one word
+whatever the value (no shell ever sees the command). Each [[matrix.metric]] table reads one
+number: the first group of the LAST match of `regex` in the output (stdout and stderr together),
+or the number at `json_path` of the output as JSON (the whole output, else its last JSON line),
+or of a file the program wrote (`file`). A metric that cannot be read fails the run with the
+output attached; the program's process group is stopped when the run ends.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.params import Param, ParamValue, show_words, text, word_list, words
+from jitterlab.model.records import Metric
+from jitterlab.targets.processes import pinned, run_recorded
+
+# Constant: the working directory and the argv reach it as positional parameters.
+IN_DIR = 'cd -- "$0" && exec "$@"'
+LOG = "command.log"
+BUILD_LOG = "build.log"
+PLACEHOLDERS = {
+    "duration_s": "campaign.duration in seconds (decimal: 0.5, 10)",
+    "duration_ms": "campaign.duration in milliseconds (decimal)",
+    "duration_ns": "campaign.duration in nanoseconds",
+    "duration_whole_s": "campaign.duration in whole seconds, rounded up (at least 1)",
+    "scratch": "the run's working directory on the target (where the files are)",
+    "cpus": 'the program CPUs of the placement, like taskset -c ("" when unplaced)',
+    "repetition": "the repetition, from 0",
+    "variant": "the cell's variant value",
+    "name": "the matrix table's name",
+    "target": "the target's name",
+}
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_PATH_STEP = re.compile(r'\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|\["([^"\\]*)"\]')
+_METRIC_KEYS = {"name", "regex", "json_path", "file", "unit", "direction"}
+_DIRECTIONS = ("lower", "higher", "none")
+
+
+# --- placeholders ----------------------------------------------------------------------------
+
+
+def placeholders_in(word: str, where: str) -> list[str]:
+    """The placeholder names in a word; UserError for an unknown one or a lone brace."""
+    names = []
+    for match in _TOKEN.finditer(word):
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            continue
+        name = match.group(1)
+        if name is None:
+            raise UserError(f"{where}: lone {token!r} in {word!r}; write {{{{ or }}}} for a literal brace")
+        if name not in PLACEHOLDERS:
+            raise UserError(f"{where}: unknown placeholder {{{name}}} in {word!r}; known: "
+                            + ", ".join(f"{{{k}}}" for k in PLACEHOLDERS))
+        names.append(name)
+    return names
+
+
+def substitute(word: str, values: dict[str, str]) -> str:
+    """`word` with each {name} replaced by values[name] (and {{ }} by single braces)."""
+
+    def one(match: re.Match) -> str:
+        token = match.group(0)
+        return token[0] if token in ("{{", "}}") else values[match.group(1)]
+
+    return _TOKEN.sub(one, word)
+
+
+def _decimal(ns: int, per: int) -> str:
+    whole, rest = divmod(ns, per)
+    digits = len(str(per)) - 1
+    return f"{whole}.{rest:0{digits}d}".rstrip("0").rstrip(".") if rest else str(whole)
+
+
+def placeholder_values(ctx: RunContext) -> dict[str, str]:
+    ns, cell = ctx.settings.duration_ns, ctx.cell
+    return {
+        "duration_s": _decimal(ns, 1_000_000_000),
+        "duration_ms": _decimal(ns, 1_000_000),
+        "duration_ns": str(ns),
+        "duration_whole_s": str(max(1, -(-ns // 1_000_000_000))),
+        "scratch": ctx.scratch,
+        "cpus": ",".join(map(str, ctx.placement.program_cpus or ())),
+        "repetition": str(ctx.repetition),
+        "variant": str(cell.param("variant", "")),
+        "name": str(cell.param("name", "")),
+        "target": cell.target,
+    }
+
+
+# --- keys ------------------------------------------------------------------------------------
+
+
+def _argv(lo: int):
+    read = words(lo)
+
+    def parse(value: object, where: str) -> ParamValue:
+        canonical = read(value, where)
+        for word in word_list(canonical):
+            placeholders_in(word, where)
+        if lo and not word_list(canonical)[0]:
+            raise UserError(f"{where}: the first word (the program) is empty")
+        return canonical
+
+    return parse
+
+
+def _files(value: object, where: str) -> ParamValue:
+    """Local files or directories (relative to the directory jitterlab runs in), distinct names."""
+    canonical = words()(value, where)
+    names: set[str] = set()
+    for item in word_list(canonical):
+        path = Path(item)
+        if not path.exists():
+            raise UserError(f"{where}: {item} does not exist (a relative path starts at {Path.cwd()})")
+        if path.name in names or path.name in (LOG, BUILD_LOG):
+            raise UserError(f"{where}: two files are named {path.name!r} in the working directory; "
+                            "rename one")
+        names.add(path.name)
+    return canonical
+
+
+def json_path_steps(path: str, where: str) -> list[str | int]:
+    """`$.a.b[0]["c d"]` -> ["a", "b", 0, "c d"]; UserError naming the key otherwise."""
+    if not path.startswith("$"):
+        raise UserError(f'{where}: a JSON path starts with $, e.g. "$.fps" or "$.results[0].fps"; '
+                        f"got {path!r}")
+    steps: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        match = _PATH_STEP.match(path, pos)
+        if match is None:
+            raise UserError(f"{where}: cannot read {path!r} from {path[pos:]!r} on; "
+                            'write steps like .key, [0] or ["odd key"]')
+        key, index, quoted = match.groups()
+        steps.append(int(index) if index is not None else key if key is not None else quoted)
+        pos = match.end()
+    return steps
+
+
+def _metric_table(entry: object, where: str) -> dict[str, str]:
+    if not isinstance(entry, dict):
+        raise UserError(f'{where}: expected a [[matrix.metric]] table with name, regex or json_path, '
+                        'unit and direction')
+    for key in entry:
+        if key not in _METRIC_KEYS:
+            raise UserError(f"{where}.{key}: unknown key; known: {', '.join(sorted(_METRIC_KEYS))}")
+        if not isinstance(entry[key], str):
+            raise UserError(f"{where}.{key}: expected a string, got {entry[key]!r}")
+    name = entry.get("name", "")
+    if not _NAME.match(name) or name.startswith("load_"):
+        raise UserError(f'{where}.name: a metric name is lower case letters, digits and _, not starting '
+                        f'with load_ (put the unit in it: "fps", "latency_p99_ns"); got {name!r}')
+    if ("regex" in entry) == ("json_path" in entry):
+        raise UserError(f"{where}: give exactly one of regex (its first group is the number) or json_path")
+    if "regex" in entry:
+        try:
+            groups = re.compile(entry["regex"]).groups
+        except re.error as exc:
+            raise UserError(f"{where}.regex: not a regular expression: {exc}") from None
+        if groups < 1:
+            raise UserError(f"{where}.regex: put the number in a group, e.g. 'fps=([0-9.]+)'")
+    else:
+        json_path_steps(entry["json_path"], f"{where}.json_path")
+    direction = entry.get("direction")
+    if direction not in _DIRECTIONS:
+        raise UserError(f'{where}.direction: say which way is better: "higher", "lower" or "none" '
+                        f"(describes, does not grade); got {direction!r}")
+    file = entry.get("file", "")
+    if file.startswith("/") or ".." in Path(file).parts:
+        raise UserError(f"{where}.file: a file the program writes in its working directory, e.g. "
+                        f'"result.json"; got {file!r}')
+    return {"unit": "", "file": "", **entry}
+
+
+def _metrics(value: object, where: str) -> ParamValue:
+    if not isinstance(value, list) or not value:
+        raise UserError(f'{where}: give one or more [[matrix.metric]] tables, e.g. name = "fps", '
+                        "regex = 'fps=([0-9.]+)', unit = \"1/s\", direction = \"higher\"")
+    tables = [_metric_table(entry, f"{where}[{i}]") for i, entry in enumerate(value)]
+    names = [t["name"] for t in tables]
+    if len(set(names)) != len(names):
+        raise UserError(f"{where}: two metrics are named the same; names must differ")
+    return json.dumps(tables, sort_keys=True)
+
+
+def _variant(value: object, where: str) -> ParamValue:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise UserError(f"{where}: expected a string or a number, got {value!r}")
+    return value
+
+
+def _package(value: object, where: str) -> ParamValue:
+    if value == "":
+        return ""
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", value):
+        raise UserError(f'{where}: expected a Debian package name like "python3", got {value!r}')
+    return value
+
+
+def _show_text(value: ParamValue) -> str:
+    return '""' if value == "" else str(value)
+
+
+def metric_specs(cell) -> list[dict[str, str]]:
+    return json.loads(str(cell.param("metric")))
+
+
+# --- reading the output ----------------------------------------------------------------------
+
+
+def read_metric(spec: dict[str, str], text: str, source: str) -> float:
+    """One metric's number from `text` (the output or the named file); RunFailed saying why not."""
+    name = spec["name"]
+    if "regex" in spec:
+        matches = list(re.finditer(spec["regex"], text, re.MULTILINE))
+        if not matches:
+            raise RunFailed(f"metric {name}: regex {spec['regex']!r} matched nothing in {source}")
+        found = matches[-1].group(1)
+        try:
+            value = float(found)
+        except (TypeError, ValueError):
+            raise RunFailed(f"metric {name}: regex {spec['regex']!r} found {found!r} in {source}, "
+                            "not a number") from None
+    else:
+        value = _at_path(_json_of(text, name, source), spec["json_path"], name, source)
+    if not math.isfinite(value):
+        raise RunFailed(f"metric {name}: {value} in {source} is not a finite number")
+    return value
+
+
+def _json_of(text: str, name: str, source: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for line in reversed(text.splitlines()):
+        if line.strip()[:1] in ("{", "["):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise RunFailed(f"metric {name}: {source} is not JSON and has no line of JSON")
+
+
+def _at_path(data: object, path: str, name: str, source: str) -> float:
+    node = data
+    for step in json_path_steps(path, "json_path"):
+        try:
+            node = node[step]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            raise RunFailed(f"metric {name}: {source} has nothing at {path} (no {step!r})") from None
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        raise RunFailed(f"metric {name}: {path} in {source} is {json.dumps(node)[:80]}, not a number")
+    return float(node)
+
+
+# --- the benchmark ---------------------------------------------------------------------------
+
+
+class Command(BenchmarkBase):
+    params = (
+        Param("name", "what the program measures, naming the cell in reports", text, '"stack-fps"'),
+        Param("argv", "the program and its arguments; placeholders like {duration_s} are substituted "
+              "per word", _argv(1), '["python3", "fps.py", "--seconds", "{duration_s}"]', show=show_words,
+              whole=True),
+        Param("metric", "[[matrix.metric]] tables: name, regex or json_path (and file), unit, direction",
+              _metrics, '[{name = "fps", regex = "fps=([0-9.]+)", unit = "1/s", direction = "higher"}]',
+              show=lambda v: ",".join(t["name"] for t in json.loads(str(v))), whole=True),
+        Param("files", "local files or directories copied into the working directory before each run",
+              _files, '["examples/fps.py"]', default=(), show=show_words, whole=True),
+        Param("build", "a command run in the working directory before each run (not timed)", _argv(0),
+              '["make", "fps"]', default=(), show=show_words, whole=True),
+        Param("variant", "a value of your own for {variant}; a list makes it an axis", _variant,
+              '["small", "large"]', default="", show=_show_text),
+        Param("package", "the Debian package with the program, for the missing-tool message", _package,
+              '"python3"', default="", show=_show_text),
+    )
+
+    def tools(self, cell) -> dict[str, str]:
+        tools = {}
+        shipped = {Path(f).name for f in word_list(cell.param("files"))}
+        for key in ("build", "argv"):
+            argv = word_list(cell.param(key))
+            if argv and "/" not in argv[0] and "{" not in argv[0] and argv[0] not in shipped:
+                tools[argv[0]] = str(cell.param("package") or argv[0]) if key == "argv" else argv[0]
+        return tools
+
+    def needer(self, cell) -> str:
+        return f"command {cell.param('name')}"
+
+    def estimate_s(self, settings, cell) -> float:
+        return super().estimate_s(settings, cell) + (5.0 if word_list(cell.param("build")) else 0.0)
+
+    def label(self, cell) -> str:
+        variant = cell.param("variant")
+        return " ".join(str(p) for p in ("command", cell.param("name"), variant, cell.load) if p != "")
+
+    def execute(self, ctx: RunContext) -> Measurement:
+        cell, target = ctx.cell, ctx.target
+        values = placeholder_values(ctx)
+        for item in word_list(cell.param("files")):
+            path = Path(item)
+            target.put(path, f"{ctx.scratch}/{path.name}")
+            if path.is_file() and os.access(path, os.X_OK):  # not every put keeps the mode
+                target.run(["chmod", "+x", f"{ctx.scratch}/{path.name}"])
+        build = [substitute(w, values) for w in word_list(cell.param("build"))]
+        if build:
+            self._build(ctx, build)
+        argv = [substitute(w, values) for w in word_list(cell.param("argv"))]
+        command = [*pinned(ctx.placement.program_cpus), "sh", "-c", IN_DIR, ctx.scratch, *argv]
+        rc, output = run_tool(ctx, command, f"command {cell.param('name')}", LOG)
+        if rc != 0:
+            raise failed(f"command {cell.param('name')}", rc, output, LOG)
+        text = output.decode(errors="replace")
+        metrics, files = [], {}
+        for spec in metric_specs(cell):
+            source, body = "the program's output", text
+            if spec["file"]:
+                raw = files.setdefault(spec["file"], fetch(ctx, spec["file"]))
+                source, body = f"{spec['file']} (written by the program)", raw.decode(errors="replace")
+            try:
+                value = read_metric(spec, body, source)
+            except RunFailed as exc:
+                attachments = {LOG: output, **{f"out-{k}": v for k, v in files.items()}}
+                raise RunFailed(exc.reason, attachments=attachments) from None
+            metrics.append(Metric(spec["name"], value, spec["unit"], "", spec["direction"]))
+        return Measurement(metrics=metrics)
+
+    def _build(self, ctx: RunContext, build: list[str]) -> None:
+        timeout_s = ctx.settings.run_timeout_ns / 1e9
+        rc = run_recorded(ctx.target, ["sh", "-c", IN_DIR, ctx.scratch, *build], f"{ctx.scratch}/{BUILD_LOG}",
+                          timeout_s=timeout_s, name="the build step", budget="campaign.run_timeout")
+        if rc != 0:
+            exc = failed("the build step", rc, fetch(ctx, BUILD_LOG), BUILD_LOG)
+            raise RunFailed(exc.reason, attachments=exc.attachments)
+
+
+BENCHMARKS.add(
+    "command",
+    "your own program as a benchmark: argv with placeholders, files to ship, a build step; metrics "
+    "read from its output by regex or JSON path",
+    Command(),
+)

@@ -1,0 +1,192 @@
+"""timerlat and osnoise: the kernel's own latency tracers, run through rtla (Debian package rtla).
+
+timerlat: a per-CPU kernel thread wakes on a periodic timer; the tracer records how late the timer
+IRQ ran (IRQ latency) and how late the thread ran (thread latency), so a late wake-up can be put
+on the interrupt path or on the scheduler. `rtla timerlat hist` gives 1 µs histograms of both per
+CPU; both are stored. osnoise: a per-CPU thread spins and the tracer accounts every interruption
+of it by source (hardware/firmware, NMI, IRQ, softirq, other threads): `rtla osnoise top -q`.
+
+Both need root, tracefs and a kernel built with the tracer; where it is missing the cell is
+unavailable and says which kernel option builds it. rtla counts whole seconds (-d): a duration
+that is not one is rounded up, with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jitterlab.analysis import rtla
+from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.measure.benchmarks.tool import failed, run_tool, whole_seconds
+from jitterlab.measure.benchmarks.tracefs import Tracefs
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.params import Param, ParamValue, duration, integer
+from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.units import format_ns
+
+US = 1000
+LOG = "rtla.log"
+_CPUS_HELP = 'CPUs to measure (-c); "" = the program CPUs of the placement, else all'
+_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def _cpus(value: object, where: str) -> ParamValue:
+    text = value.replace(" ", "") if isinstance(value, str) else None
+    if text is None or (text and not _CPU_LIST.match(text)):
+        raise UserError(f'{where}: expected a CPU list like "1" or "0-2,4" ("" = the program CPUs, else '
+                        f"all), got {value!r}")
+    return text
+
+
+def _whole_us(lo_ns: int, hi_ns: int):
+    read = duration(lo_ns, hi_ns)
+
+    def parse(value: object, where: str) -> ParamValue:
+        ns = int(read(value, where))
+        if ns % US:
+            raise UserError(f"{where}: rtla takes whole microseconds; {format_ns(ns)} is not one")
+        return ns
+
+    return parse
+
+
+def _show_ns(value: ParamValue) -> str:
+    return value if isinstance(value, str) else format_ns(int(value))
+
+
+def cpus_of(ctx: RunContext) -> str:
+    """The cell's CPU list, else the program CPUs of the placement; "" = every CPU."""
+    chosen = str(ctx.cell.param("cpus") or "")
+    return chosen or ",".join(map(str, ctx.placement.program_cpus or ()))
+
+
+def seconds_warning(ctx: RunContext, seconds: int, tool: str) -> list[Warning_]:
+    if seconds * 1_000_000_000 == ctx.settings.duration_ns:
+        return []
+    return [Warning_(f"{tool} runs whole seconds: it ran {seconds} s for a campaign.duration of "
+                     f"{ctx.settings.duration_ns / 1e9:g} s", "give campaign.duration in whole seconds")]
+
+
+class _Rtla(BenchmarkBase):
+    tracer = ""
+
+    def tools(self, cell) -> dict[str, str]:
+        return {"rtla": "rtla"}
+
+    def estimate_s(self, settings, cell) -> float:
+        rounded_up_s = whole_seconds(settings.duration_ns) - settings.duration_ns / 1e9
+        return super().estimate_s(settings, cell) + rounded_up_s + 1.0
+
+    def run(self, ctx: RunContext, argv: list[str]) -> str:
+        """Run rtla with tracefs mounted and the tracer present; its output (stdout and stderr)."""
+        with Tracefs(ctx.target) as fs:
+            fs.require(self.tracer)
+            rc, output = run_tool(ctx, argv, f"rtla {self.tracer}", LOG)
+        if rc != 0:
+            raise failed(f"rtla {self.tracer}", rc, output, LOG)
+        return output.decode(errors="replace")
+
+
+class Timerlat(_Rtla):
+    tracer = "timerlat"
+    headline = ("thread_latency_max_ns", "thread_latency_p99_ns", "irq_latency_max_ns", "irq_latency_p99_ns")
+
+    params = (
+        Param("period", "timer period of the timerlat threads (-p, whole µs)", _whole_us(100 * US, 10**9),
+              '"1ms"', default="1ms", show=_show_ns),
+        Param("priority", "SCHED_FIFO priority of the timerlat threads (-P f:N)", integer(1, 99), "95",
+              default=95),
+        Param("cpus", _CPUS_HELP, _cpus, '"1-3"', default=""),
+        Param("histogram", "histogram range in µs (1 µs buckets, -E); later samples count as overflow",
+              integer(10, 1_000_000), "1000", default=1000),
+    )
+
+    def label(self, cell) -> str:
+        cpus = cell.param("cpus") or "program CPUs"
+        return (f"timerlat every {format_ns(int(cell.param('period')))} fifo:{cell.param('priority')} "
+                f"cpus {cpus} {cell.load}")
+
+    def execute(self, ctx: RunContext) -> Measurement:
+        cell = ctx.cell
+        seconds = whole_seconds(ctx.settings.duration_ns)
+        entries = int(cell.param("histogram"))
+        argv = ["rtla", "timerlat", "hist", "-d", str(seconds), "-p", str(int(cell.param("period")) // US),
+                "-P", f"f:{cell.param('priority')}", "-E", str(entries), "-b", "1"]
+        if cpus_of(ctx):
+            argv += ["-c", cpus_of(ctx)]
+        output = self.run(ctx, argv)
+        try:
+            columns = rtla.parse_timerlat_hist(output, entries)
+            metrics, series = rtla.timerlat_metrics(columns)
+        except RunFailed as exc:
+            raise RunFailed(exc.reason, exc.status, {LOG: output.encode()}) from None
+        warnings = seconds_warning(ctx, seconds, "rtla timerlat")
+        over = sum(c.overflow for c in columns)
+        if over:
+            warnings.append(Warning_(f"{over} timerlat sample(s) were later than the histogram's {entries} "
+                                     "µs; quantiles among them are given as the maximum", "raise histogram"))
+        return Measurement(metrics=metrics, series=series, warnings=warnings)
+
+
+class Osnoise(_Rtla):
+    tracer = "osnoise"
+    headline = ("cpu_available_percent", "noise_max_single_ns", "noise_max_ns", "hw_noise_events")
+
+    params = (
+        Param("period", "osnoise period (-p)", _whole_us(10 * US, 10 * 10**9), '"1s"', default="1s",
+              show=_show_ns),
+        Param("runtime", "time the osnoise thread spins in each period (-r); leave some for the rest",
+              _whole_us(10 * US, 10 * 10**9), '"900ms"', default="900ms", show=_show_ns),
+        Param("priority", "SCHED_FIFO priority of the osnoise threads (-P f:N); 0 = SCHED_OTHER",
+              integer(0, 99), "1", default=0),
+        Param("cpus", _CPUS_HELP, _cpus, '"1-3"', default=""),
+    )
+
+    def check(self, cell, settings, where, target_kind) -> None:
+        if int(cell.param("runtime")) > int(cell.param("period")):
+            raise UserError(f"{where}.runtime: {format_ns(int(cell.param('runtime')))} is longer than the "
+                            f"period {format_ns(int(cell.param('period')))}; give a runtime <= period")
+
+    def label(self, cell) -> str:
+        cpus = cell.param("cpus") or "program CPUs"
+        return (f"osnoise {format_ns(int(cell.param('runtime')))}/{format_ns(int(cell.param('period')))} "
+                f"cpus {cpus} {cell.load}")
+
+    def execute(self, ctx: RunContext) -> Measurement:
+        cell = ctx.cell
+        seconds = whole_seconds(ctx.settings.duration_ns)
+        argv = ["rtla", "osnoise", "top", "-q", "-d", str(seconds), "-p",
+                str(int(cell.param("period")) // US), "-r", str(int(cell.param("runtime")) // US)]
+        if cell.param("priority"):
+            argv += ["-P", f"f:{cell.param('priority')}"]
+        if cpus_of(ctx):
+            argv += ["-c", cpus_of(ctx)]
+        output = self.run(ctx, argv)
+        try:
+            metrics = rtla.osnoise_metrics(rtla.parse_osnoise_top(output))
+        except RunFailed as exc:
+            raise RunFailed(exc.reason, exc.status, {LOG: output.encode()}) from None
+        warnings = seconds_warning(ctx, seconds, "rtla osnoise")
+        hw = next((m.value for m in metrics if m.name == "hw_noise_events" and m.probe == ""), 0.0)
+        if hw:
+            warnings.append(Warning_(
+                f"osnoise saw {hw:.0f} hardware/firmware interruption(s) (HW): time the CPU was taken away "
+                "that no kernel or scheduling setting can give back (SMIs, a hypervisor)",
+                "run the hwlat benchmark to see how long they last; on bare metal, look at BIOS power and "
+                "management settings"))
+        metrics.append(Metric("duration_s", float(seconds), "s", "", "none"))
+        return Measurement(metrics=metrics, warnings=warnings)
+
+
+BENCHMARKS.add(
+    "timerlat",
+    "rtla timerlat: the kernel's timer latency tracer, IRQ latency and thread latency per CPU "
+    "(1 µs histograms of both)",
+    Timerlat(),
+)
+BENCHMARKS.add(
+    "osnoise",
+    "rtla osnoise: the kernel's OS noise tracer, per-CPU noise and its sources (hw, nmi, irq, "
+    "softirq, thread)",
+    Osnoise(),
+)

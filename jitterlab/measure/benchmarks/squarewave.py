@@ -1,0 +1,167 @@
+"""The core benchmark: an impl toggles a pin every half period; a probe timestamps the edges.
+
+The pin, the probe and the impl are plug-ins (jitterlab/pins, probes, impls); this module only
+wires them for one run and turns what was seen into metrics: the probe's edges, and the program's
+own edges beside them (so the bias of self-measurement is visible on the very same run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
+from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.measure.squarewave.impls.base import IMPLS, SELF_LOG
+from jitterlab.measure.squarewave.pins.base import PINS
+from jitterlab.measure.squarewave.probes.base import PROBES, Capture
+from jitterlab.measure.squarewave.probes.logs import SelfLog, read_self_log
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.params import Param, duration, registered
+from jitterlab.model.records import Cell, Metric, Warning_
+from jitterlab.model.units import format_ns
+from jitterlab.store.raw import EdgeSeries
+
+
+def _parts(cell: Cell):
+    """The cell's impl, pin class and probe class."""
+    return (IMPLS.get(str(cell.param("impl")), "matrix.impl"), PINS.get(str(cell.param("pin")), "matrix.pin"),
+            PROBES.get(str(cell.param("probe")), "matrix.probe"))
+
+
+class Squarewave(BenchmarkBase):
+    params = (
+        Param("impl", "the programming model that makes the wave", registered(IMPLS), '["python", "c-fifo"]'),
+        Param("period", "the wave's nominal period", duration(), '["10ms", "1ms"]', show=format_ns),
+        Param("probe", "how edges are observed", registered(PROBES), '"vpin"', default="vpin"),
+        Param("pin", "where the wave goes", registered(PINS), '"vpin"', default="vpin"),
+    )
+
+    headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
+    awaits_loads = True  # the pin and the probe are set up while the loads warm up
+
+    def needs_rt(self, cell) -> bool:
+        return _parts(cell)[0].realtime
+
+    def needs_probe_cpu(self, cell) -> bool:
+        return _parts(cell)[2].needs_cpu
+
+    def needer(self, cell) -> str:
+        return f"impl {cell.param('impl')}"
+
+    def label(self, cell) -> str:
+        period = format_ns(int(cell.param("period")))
+        return f"{cell.param('impl')} {period} {cell.load} ({cell.param('probe')})"
+
+    def check(self, cell, settings, where, target_kind) -> None:
+        impl, pin, probe = _parts(cell)
+        impl_name, pin_name, probe_name = (cell.param(k) for k in ("impl", "pin", "probe"))
+        if pin_name not in impl.pins:
+            raise UserError(f"{where}.pin: impl {impl_name!r} cannot drive pin {pin_name!r}; it drives "
+                            f"{', '.join(sorted(impl.pins))} (exclude the combination with [[exclude]])")
+        if probe_name not in pin.probes:
+            raise UserError(f"{where}.probe: probe {probe_name!r} cannot observe pin {pin_name!r}; it "
+                            f"can be observed by {', '.join(sorted(pin.probes))}")
+        pin.check(cell, settings, where.removesuffix("matrix"))
+        probe.check(cell, settings, where)
+        period_ns = int(cell.param("period"))
+        needed_ns = max(settings.warmup_ns, 2 * period_ns) + 2 * period_ns  # warm-up, then 2 periods
+        if settings.duration_ns < needed_ns:
+            raise UserError(f"{where}.period: {format_ns(period_ns)} is too long for campaign.duration "
+                            f"({format_ns(settings.duration_ns)}): a run drops a warm-up of 2 periods "
+                            f"(or campaign.warmup) and measures 2 more; give a duration of at least "
+                            f"{format_ns(needed_ns)} or a shorter period")
+
+    def tools(self, cell) -> dict[str, str]:
+        impl, pin, probe = _parts(cell)
+        return {**impl.tools(), **pin.tools, **probe.tools, "taskset": "util-linux"}
+
+    def programs(self, cell) -> dict[str, str]:
+        impl, _, probe = _parts(cell)
+        return {**impl.programs(), **probe.programs}
+
+    def estimate_s(self, settings, cell) -> float:
+        load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
+        return settings.duration_ns / 1e9 + load_s + 0.4
+
+    def warm(self) -> None:
+        # a wave of a few edges, one of them far off, takes the analysis' compiled paths (numba
+        # loads them from its cache: ~0.3 s once per process)
+        t = np.arange(0, 40_000, 500, dtype=np.int64)
+        t[-10:] += 200_000
+        squarewave_metrics(t, (np.arange(len(t)) % 2).astype(np.uint8), 1000, warmup_ns=0)
+
+    def execute(self, ctx: RunContext) -> Measurement:
+        impl, pin_kind, probe_kind = _parts(ctx.cell)
+        pin, probe = pin_kind(ctx), probe_kind(ctx)
+        impl.prepare(ctx)  # e.g. a kernel module built: not while the probe watches
+        with contextlib.ExitStack() as cleanup:
+            cleanup.callback(pin.teardown)
+            handle = pin.setup()
+            cleanup.callback(probe.close)
+            probe.start(handle)
+            ctx.loads_ready()
+            output = impl.run(ctx, handle)
+            own = _own_edges(ctx, output)
+            capture = probe.stop(own)
+        ctx.loads_done()  # the wave is over: stop the loads before analysing
+        return _measurement(ctx, output, own, capture)
+
+
+def _own_edges(ctx: RunContext, output: str) -> SelfLog:
+    local = ctx.local_dir / SELF_LOG
+    try:
+        ctx.target.get(f"{ctx.scratch}/{SELF_LOG}", local)
+    except OSError:
+        raise RunFailed(f"{ctx.cell.param('impl')} wrote no edge log; its output: {output}") from None
+    return read_self_log(local)
+
+
+def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -> Measurement:
+    cell, settings = ctx.cell, ctx.settings
+    probe, period_ns = str(cell.param("probe")), int(cell.param("period"))
+    warnings = [Warning_(line.removeprefix("warning: "), "see the program's message")
+                for line in output.splitlines() if line.startswith("warning:")]
+    series: dict = {"self": EdgeSeries(own.t_ns, own.level)}
+    metrics: list[Metric] = []
+    if probe == "self":
+        metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
+                                      probe="self")
+    else:
+        series.update(capture.series)
+        if capture.summary is not None:  # an instrument's statistics: no edges to analyse
+            metrics += capture.summary
+        else:
+            series[probe] = EdgeSeries(capture.t_ns, capture.level)
+            metrics += squarewave_metrics(capture.t_ns, capture.level, period_ns,
+                                          warmup_ns=settings.warmup_ns, blind=capture.blind, probe=probe)
+            if len(capture.blind):  # what the program saw of the periods the probe had to exclude
+                split = period_split(capture.t_ns, capture.level, period_ns, warmup_ns=settings.warmup_ns,
+                                     blind=capture.blind)
+                metrics += excluded_seen_by_self(split, own.t_ns, period_ns, probe=probe)
+        if capture.unavailable:
+            warnings.append(Warning_(
+                f"the {probe} probe cannot give {', '.join(capture.unavailable)} (unavailable, not stored)",
+                "use a probe that timestamps every edge (sigrok, vpin) for percentiles"))
+        metrics += capture.metrics
+        warnings += capture.warnings
+        try:  # the program's own view of the same run, for the self-measurement bias
+            metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
+                                          probe="self")
+        except RunFailed as exc:
+            warnings.append(Warning_(f"self probe: {exc.reason}", f"see the {probe} metrics"))
+    if own.clock != "monotonic":
+        warnings.append(Warning_(
+            f"{cell.param('impl')} timestamps its edges with CLOCK_{own.clock.upper()}, which NTP may slew",
+            f"trust the {probe} probe's figures for this impl" if probe != "self" else
+            "use an independent probe for this impl"))
+    return Measurement(metrics=metrics, series=series, warnings=warnings)
+
+
+BENCHMARKS.add(
+    "squarewave",
+    "a program toggles a pin every half period; a probe timestamps the "
+    "edges; metrics: relative period error, jitter, drift",
+    Squarewave(),
+)

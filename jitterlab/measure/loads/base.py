@@ -1,0 +1,196 @@
+"""What every load does: start on a target, prove it runs, stop, say what it achieved."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.params import Param, parse_options
+from jitterlab.model.records import Metric
+from jitterlab.model.registry import Registry
+from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.processes import RecordedProcess, describe_exit, pinned, spawn_recorded
+
+DEFAULT_MAX_DURATION_S = 3600.0
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    """Where and how a load runs for one run.
+
+    `scratch` is a directory on the target private to this run (logs, temp files);
+    `cpus` is the CPU set the load may use (None: all CPUs);
+    `max_duration_s` bounds the life of the load's tools by themselves, so that nothing runs
+    forever even if jitterlab is SIGKILLed (None: DEFAULT_MAX_DURATION_S).
+    """
+
+    target: Target
+    scratch: str
+    cpus: tuple[int, ...] | None = None
+    options: dict[str, object] = field(default_factory=dict)
+    max_duration_s: float | None = None
+
+
+class Load(Protocol):
+    """One disturbance beside the benchmark. Instances live for one run."""
+
+    def start(self, ctx: LoadContext) -> None:
+        """Start the load; raise RunFailed if it cannot start."""
+        ...
+
+    def check(self) -> None:
+        """Raise RunFailed if the load is not (or no longer) running and producing."""
+        ...
+
+    def stop(self) -> list[Metric]:
+        """Stop everything the load started; return what it achieved (`load_*` metrics)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """A registered load: a factory, the tools it needs on the target (tool -> Debian package),
+    its options as Params (read from [loads.NAME] like matrix keys), and `preflight(target,
+    options, where)`, which, if given, runs once per target before the campaign and raises
+    UserError for what only the target can tell (e.g. a network peer that does not answer).
+    """
+
+    factory: type
+    tools: dict[str, str]
+    params: tuple[Param, ...] = ()
+    preflight: Callable[[Target, dict, str], None] | None = None
+
+    def validate(self, options: Mapping[str, object], where: str) -> dict:
+        """The options with defaults filled in; UserError naming `where`.key otherwise."""
+        return parse_options(self.params, options, where, "this load")
+
+
+LOADS: Registry[LoadSpec] = Registry("load")
+
+
+def lifetime_s(ctx: LoadContext) -> int:
+    """Whole seconds a tool may live by itself: ctx.max_duration_s or the default, at least 1."""
+    limit = ctx.max_duration_s if ctx.max_duration_s is not None else DEFAULT_MAX_DURATION_S
+    return max(1, int(limit + 0.999))
+
+
+# --- helpers shared by the loads: one supervised tool -------------------------------------------
+
+# Constant script: prints the recorded leader pid, then every /proc/<pid>/stat line.
+GROUP_SCRIPT = 'cat "$0" 2>/dev/null && cat /proc/[0-9]*/stat 2>/dev/null; exit 0'
+_USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
+
+
+@dataclass(frozen=True)
+class ProcGroup:
+    """A tool's process group as /proc shows it."""
+
+    workers: int  # members other than the leader: running or runnable, not stopped, no zombies
+    stopped: int
+    cpu_ticks: int  # user+system of the live members, and of the children they waited for
+
+
+def parse_group(text: str) -> ProcGroup | None:
+    """The group of the leader on the first line of GROUP_SCRIPT's output (None: leader gone)."""
+    lines = text.splitlines()
+    if not lines or not lines[0].strip().isdigit():
+        return None
+    leader = int(lines[0])
+    procs = {}
+    for line in lines[1:]:
+        head, _, tail = line.rpartition(")")
+        fields = tail.split()
+        if len(fields) < 13 or not head.split(" ", 1)[0].isdigit():
+            continue
+        procs[int(head.split(" ", 1)[0])] = fields
+    if leader not in procs or procs[leader][0] in "ZX":
+        return None
+    pgid = procs[leader][2]
+    members = [f for pid, f in procs.items() if f[2] == pgid and pid != leader and f[0] not in "ZX"]
+    ticks = sum(sum(int(v) for v in f[11:15]) for f in [procs[leader], *members])
+    stopped = sum(1 for f in members if f[0] in "Tt")
+    return ProcGroup(len(members) - stopped, stopped, ticks)
+
+
+class Tool:
+    """One long-running tool of a load: recorded for the leftover sweep, in its own process
+    group, pinned to ctx.cpus, output to `<scratch>/<log_name>`. `label` prefixes every error."""
+
+    def __init__(self, ctx: LoadContext, label: str, argv: list[str], log_name: str) -> None:
+        self.target = ctx.target
+        self.label = label
+        self.log = f"{ctx.scratch}/{log_name}"
+        self.proc: RecordedProcess = spawn_recorded(ctx.target, [*pinned(ctx.cpus), *argv], log_path=self.log)
+        self._last: tuple[float, int] | None = None
+
+    def group(self) -> ProcGroup | None:
+        return parse_group(self.target.run(["sh", "-c", GROUP_SCRIPT, self.proc.pidfile]).stdout)
+
+    def alive_or_fail(self) -> None:
+        rc = self.proc.poll()
+        if rc is not None:
+            raise RunFailed(f"{self.label} is no longer running ({describe_exit(rc)}); "
+                            f"{self.log_tail()}")
+
+    def await_running(self, workers: int = 0, timeout_s: float = 10.0) -> ProcGroup:
+        """Return once the leader and `workers` more processes of its group run; stop it if not."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                self.alive_or_fail()
+                group = self.group()
+                if group is not None and group.workers >= workers:
+                    self._last = (time.monotonic(), group.cpu_ticks)
+                    return group
+                if time.monotonic() > deadline:
+                    raise RunFailed(f"{self.label} did not start {workers} workers within "
+                                    f"{timeout_s:g}s; {self.log_tail()}")
+                time.sleep(0.02)
+        except BaseException:
+            self.proc.stop()
+            raise
+
+    def check(self, workers: int = 0, idle_after_s: float = 3.0) -> ProcGroup:
+        """Alive, `workers` processes running, none stopped, and CPU time used since the last
+        check when that was more than `idle_after_s` ago (a busy VM may starve it briefly)."""
+        self.alive_or_fail()
+        group = self.group()
+        if group is None:
+            raise RunFailed(f"{self.label}: its process is gone from /proc")
+        if group.stopped:
+            raise RunFailed(f"{self.label}: {group.stopped} of its processes are stopped (SIGSTOP?)")
+        if group.workers < workers:
+            raise RunFailed(f"{self.label}: only {group.workers} of {workers} workers are running")
+        now = time.monotonic()
+        if self._last is not None and now - self._last[0] >= idle_after_s:
+            if group.cpu_ticks <= self._last[1]:
+                raise RunFailed(
+                    f"{self.label} used no CPU time in the last {now - self._last[0]:.1f}s"
+                )
+            self._last = (now, group.cpu_ticks)
+        elif self._last is None:
+            self._last = (now, group.cpu_ticks)
+        return group
+
+    def finish(self, signum: int = signal.SIGINT, timeout_s: float = 10.0) -> int:
+        """Send `signum` (the tool's "finish and report"), wait, then stop the whole group."""
+        try:
+            if self.proc.poll() is None:
+                self.proc.signal(signum)
+                with contextlib.suppress(CommandTimeout):  # then stop() below kills it
+                    self.proc.wait(timeout_s)
+        finally:
+            rc = self.proc.stop()
+        return rc
+
+    def read(self, path: str) -> str:
+        return self.target.run(["cat", path]).stdout
+
+    def log_tail(self) -> str:
+        tail = self.target.run(["tail", "-n", "3", self.log]).stdout.strip()
+        return f"last lines of {self.log}: {tail}" if tail else f"{self.log} is empty"

@@ -1,0 +1,83 @@
+"""What an impl is: a programming model that toggles a pin every half period for a run and logs
+its own edges, with what it needs on the target (tools, programs to build, the pins it drives).
+
+Every impl takes the same flags (jitterlab/programs/*: --period-ns --duration-ns, the pin's own
+flags, --log --prio [--allow-no-rt]) and writes `<scratch>/self.log` in the
+`# jitterlab-edges v1` format, which the self probe reads.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.registry import Registry
+from jitterlab.targets.processes import run_recorded
+
+PROGRAM_PRIORITY = 80  # SCHED_FIFO priority of RT impls: below an observer (99), above any load
+SELF_LOG = "self.log"
+# a program that exits with this (sysexits EX_UNAVAILABLE) says the target lacks something it
+# needs (a library, a binding); its last line names it and the run is stored as unavailable
+EXIT_UNAVAILABLE = 69
+
+
+class Impl(Protocol):
+    pins: frozenset[str]
+    """The pin kinds it can drive."""
+    realtime: bool
+    """True when it cannot be measured honestly without a real-time scheduling class."""
+
+    def tools(self) -> dict[str, str]:
+        """Commands it needs on the target at run time -> Debian package."""
+        ...
+
+    def programs(self) -> dict[str, str]:
+        """Programs of jitterlab/programs/c it needs -> the Debian package their build needs
+        beyond gcc, make and libc ("" for none). A program the target cannot build makes the
+        impl's cells unavailable, naming the package."""
+        ...
+
+    def prepare(self, ctx: RunContext) -> None:
+        """Make what the run needs on the target before its pin and probe start (a kernel module
+        built), so that its time is not part of what the probe watches. RunFailed when it cannot."""
+        ...
+
+    def run(self, ctx: RunContext, pin: PinHandle) -> str:
+        """Make the wave for the run's duration; leave the edge log in `<scratch>/self.log`;
+        return what the program printed. RunFailed when it fails."""
+        ...
+
+
+def run_program(ctx: RunContext, name: str, argv: list[str]) -> str:
+    """Run a wave-making program to its end (recorded, bounded by duration + run_timeout) and
+    return its output; RunFailed with its last line when it exits non-zero."""
+    settings, target = ctx.settings, ctx.target
+    log = f"{ctx.scratch}/program.log"
+    rc = run_recorded(
+        target, argv, log, timeout_s=(settings.duration_ns + settings.run_timeout_ns) / 1e9,
+        name=name, budget="duration + campaign.run_timeout",
+    )  # fmt: skip
+    output = target.run(["cat", log]).stdout.strip()
+    if rc != 0:
+        last = output.splitlines()[-1] if output else "(no output)"
+        if rc == EXIT_UNAVAILABLE:
+            raise RunFailed(last, status="unavailable")
+        raise RunFailed(f"{name} exited with status {rc}: {last}")
+    return output
+
+
+def common_flags(ctx: RunContext, pin: PinHandle, *, allow_no_rt: bool = False) -> list[str]:
+    """The flags every wave-making program takes, for this run and pin."""
+    flags = [
+        "--period-ns", str(ctx.cell.param("period")),
+        "--duration-ns", str(ctx.settings.duration_ns),
+        *pin.program_args,
+        "--log", f"{ctx.scratch}/{SELF_LOG}",
+        "--prio", str(PROGRAM_PRIORITY),
+    ]  # fmt: skip
+    return [*flags, "--allow-no-rt"] if allow_no_rt else flags
+
+
+IMPLS: Registry[Impl] = Registry("impl")

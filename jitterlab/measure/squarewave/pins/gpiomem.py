@@ -1,0 +1,64 @@
+"""A GPIO line driven through the SoC's memory-mapped GPIO registers (/dev/gpiomem on a Raspberry
+Pi, /dev/mem on a BeagleBone): the fastest user-space path, and one the kernel does not see. The
+register map comes from a SoC profile (pins/socs.py)."""
+
+from __future__ import annotations
+
+from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
+from jitterlab.measure.squarewave.pins.chips import explain
+from jitterlab.measure.squarewave.pins.socs import SOCS
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.params import Param, ParamValue, choice, integer
+
+_CHECK = '[ -e "$1" ] || { echo "$1: No such file or directory" >&2; exit 3; }; ' \
+         '[ -w "$1" ] || { echo "$1: Permission denied" >&2; exit 4; }; exit 0'
+
+
+def _device(value: object, where: str) -> ParamValue:
+    if value == "" or (isinstance(value, str) and value.startswith("/dev/")):
+        return value
+    raise UserError(f'{where}: expected a device path like "/dev/gpiomem" (or "" for the SoC\'s), '
+                    f"got {value!r}")
+
+
+class GpiomemPin(PinBase):
+    probes = frozenset({"self", "gpio-loopback", "sigrok", "scpi"})
+    params = (
+        Param("soc", "the SoC's register map: " + ", ".join(f"{s.name} ({s.help})" for s in SOCS.values()),
+              choice(*SOCS), '"bcm2711"'),
+        Param("line", "the line: BCM GPIO number on a Raspberry Pi, 32 * bank + bit on AM335x "
+              "(gpio1_28 = 60)", integer(0, 127), "17"),
+        Param("device", 'the memory device ("": the SoC\'s, /dev/gpiomem or /dev/mem)', _device,
+              '"/dev/gpiomem"', default=""),
+    )
+
+    @classmethod
+    def check(cls, cell, settings, where: str) -> None:
+        opts = cls.validate(settings.options_of("pins", "gpiomem"), f"{where}pins.gpiomem")
+        soc = SOCS[str(opts["soc"])]
+        if int(opts["line"]) >= soc.lines:
+            raise UserError(f"{where}pins.gpiomem.line: {soc.name} has lines 0-{soc.lines - 1}, "
+                            f"not {opts['line']}")
+
+    def setup(self) -> PinHandle:
+        opts = self.options()
+        soc = SOCS[str(opts["soc"])]
+        regs = soc.registers(int(opts["line"]))
+        device = str(opts["device"]) or regs.device
+        done = self.ctx.target.run(["sh", "-c", _CHECK, "sh", device])
+        if not done.ok:
+            raise RunFailed(explain(done.stderr, f"pins.gpiomem: {device}") +
+                            ("" if "denied" not in done.stderr else
+                             "; /dev/gpiomem needs the gpio group, /dev/mem root"), status="unavailable")
+        return PinHandle("gpiomem", regs.flags(device),
+                         description=f"{soc.name} line {opts['line']} via {device}")
+
+    def teardown(self) -> None:
+        return None  # the program leaves the line low; nothing is held
+
+
+PINS.add(
+    "gpiomem",
+    "a GPIO line through the SoC's registers, mmap'd (/dev/gpiomem, /dev/mem): [pins.gpiomem] soc, line",
+    GpiomemPin,
+)

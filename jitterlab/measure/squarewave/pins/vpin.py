@@ -1,0 +1,38 @@
+"""The virtual pin: a file in /dev/shm laid out like a GPIO `value` file (byte 0 is '0' or '1',
+written in place, never truncated), so it works on any Linux and can be mmap'd by an observer."""
+
+from __future__ import annotations
+
+import contextlib
+
+from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
+from jitterlab.targets.processes import shm_path
+
+
+class VirtualPin(PinBase):
+    probes = frozenset({"vpin", "self"})
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._path: str | None = None
+
+    def setup(self) -> PinHandle:
+        path = shm_path(self.ctx.scratch, "pin")
+        initial = self.ctx.local_dir / "pin"
+        initial.write_bytes(b"0\n")
+        self._path = path
+        self.ctx.target.put(initial, path)
+        return PinHandle("vpin", ("--pin", path), level_path=path, description=path)
+
+    def teardown(self) -> None:
+        if self._path is not None:
+            with contextlib.suppress(Exception):
+                self.ctx.target.run(["rm", "-f", self._path])
+            self._path = None
+
+
+PINS.add(
+    "vpin",
+    "virtual pin: a GPIO-value-like file in /dev/shm, written in place, mmap-able (any Linux)",
+    VirtualPin,
+)

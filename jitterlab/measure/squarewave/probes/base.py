@@ -1,0 +1,135 @@
+"""What a probe is: something that timestamps the edges of a pin during a run, says where it
+runs and what it needs, and hands back a capture (edges, the spans it could not see, its own
+metrics and warnings)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.model.params import Param, parse_options
+from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
+from jitterlab.model.registry import Registry
+from jitterlab.store.raw import EdgeSeries
+
+# where a probe runs: a process on a CPU of the target, the program itself, the controller
+# machine (a logic analyzer plugged in there), or an instrument reached over the network
+LOCATIONS = ("target", "program", "controller", "instrument")
+
+
+def no_blind() -> np.ndarray:
+    return np.empty((0, 2), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What a probe saw in one run. Times in ns on the clock of the probe (int64), levels 0/1.
+
+    `blind` holds (start_ns, end_ns) spans the probe could not see; `series` raw series to store
+    beside the edges (e.g. "vpin.blind"); `metrics` the probe's own figures (poll interval,
+    resolution) with the probe's name.
+
+    A probe that sees no edges but statistics (an oscilloscope's period measurement) leaves t_ns and
+    level empty and hands its squarewave metrics in `summary` instead; `unavailable` names the
+    metrics it cannot give (percentiles from min/max/mean/std), which are then reported missing.
+    """
+
+    t_ns: np.ndarray
+    level: np.ndarray
+    blind: np.ndarray = field(default_factory=no_blind)
+    metrics: tuple[Metric, ...] = ()
+    warnings: tuple[Warning_, ...] = ()
+    series: Mapping[str, EdgeSeries] = field(default_factory=dict)
+    summary: tuple[Metric, ...] | None = None
+    unavailable: tuple[str, ...] = ()
+
+
+class Probe(Protocol):
+    """One kind of probe: class attributes describe it, an instance serves one run."""
+
+    independent: ClassVar[bool]
+    """False when it is the program under test observing itself."""
+    location: ClassVar[str]
+    """One of LOCATIONS."""
+    needs_cpu: ClassVar[bool]
+    """True when it needs a CPU of the target of its own (the runner places it there)."""
+    params: ClassVar[tuple[Param, ...]]
+    """Its options, in [probes.NAME]."""
+    tools: ClassVar[dict[str, str]]
+    """Commands it needs on the target -> Debian package."""
+    controller_tools: ClassVar[dict[str, str]]
+    """Commands it needs on the controller -> Debian package."""
+    programs: ClassVar[dict[str, str]]
+    """Programs of jitterlab/programs/c it needs on the target -> the package their build needs."""
+
+    @classmethod
+    def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
+
+    @classmethod
+    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+        """Refuse a cell this probe cannot measure with these settings (UserError)."""
+        ...
+
+    def start(self, pin: PinHandle) -> None:
+        """Start observing `pin`; return once the probe sees it. RunFailed if it cannot."""
+        ...
+
+    def stop(self, own: SelfLog) -> Capture:
+        """Stop (the program has ended) and return what was seen. `own` is the program's own
+        edge log, for probes that align their clock with it or count edges they missed."""
+        ...
+
+    def close(self) -> None:
+        """Stop whatever still runs. Idempotent; called on every path."""
+        ...
+
+
+class ProbeBase:
+    """Defaults for the optional parts of the Probe protocol; keeps the run context."""
+
+    independent: ClassVar[bool] = True
+    location: ClassVar[str] = "target"
+    needs_cpu: ClassVar[bool] = False
+    params: ClassVar[tuple[Param, ...]] = ()
+    tools: ClassVar[dict[str, str]] = {}
+    controller_tools: ClassVar[dict[str, str]] = {}
+    programs: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+
+    @classmethod
+    def validate(cls, options: Mapping[str, object], where: str) -> dict:
+        return parse_options(cls.params, options, where, "this probe")
+
+    @classmethod
+    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+        return None
+
+    @classmethod
+    def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:
+        """The [probes.NAME] options as the campaign read them (canonical values), defaults filled in;
+        UserError naming `where` when a required one is missing."""
+        given = settings.options_of("probes", name)
+        rest = [p for p in cls.params if p.name not in given]
+        return {**parse_options(rest, {}, where, f"probe {name!r}"), **given}
+
+    def options(self) -> dict:
+        """This probe's [probes.NAME] options for the run, defaults filled in."""
+        name = str(self.ctx.cell.param("probe", ""))
+        return self.options_in(self.ctx.settings, name, f"probes.{name}")
+
+    def start(self, pin: PinHandle) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+PROBES: Registry[type[ProbeBase]] = Registry("probe")

@@ -1,0 +1,33 @@
+"""Labels (image = "1.10") and the names people type and read back: one printable line each.
+
+A label is KEY = VALUE from [campaign.labels] or --label; compare selects runs by KEY=VALUE, so a
+key holds no '='. Control characters (ESC, newline, ...) are refused: names are printed and typed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jitterlab.model.errors import UserError, shown
+
+MAX_NAME = 100  # characters of a campaign name, target name, label key
+MAX_LABEL = 200  # characters of a label value
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # and undecodable bytes
+
+
+def printable(text: str, limit: int, where: str) -> None:
+    """A name people type and read back: one line of printable text, at most `limit` characters."""
+    if len(text) > limit or CONTROL.search(text):
+        raise UserError(f"{where}: expected one line of printable text of at most {limit} characters, "
+                        f"got {shown(text)}")
+
+
+def check_label(key: str, value: str, where: str) -> None:
+    """A label is KEY = VALUE of one printable line each; compare selects runs by KEY=VALUE."""
+    printable(key, MAX_NAME, f"{where} key")
+    if "=" in key or not key.strip():
+        raise UserError(f"{where}: a label key is a word without '=' (compare selects runs with "
+                        f"KEY=VALUE), got {shown(key)}")
+    printable(value, MAX_LABEL, where)
+    if not value.strip():
+        raise UserError(f'{where}: a label has a value, e.g. image = "1.10"; remove the label or give one')

@@ -1,0 +1,163 @@
+"""Immutable records that carry measurements and their metadata: the cell, the run settings,
+metrics and warnings. Nothing here imports a plug-in: every layer may import this module."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+ParamValue = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix: target x benchmark x load x the benchmark's own parameters.
+
+    `params` holds the benchmark's matrix keys with canonical values (int ns for a duration, int
+    bytes for a size, str for a name), in the benchmark's order.
+    """
+
+    target: str
+    benchmark: str
+    load: str
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+    def param(self, name: str, default: ParamValue | None = None) -> ParamValue | None:
+        for key, value in self.params:
+            if key == name:
+                return value
+        return default
+
+    def has(self, name: str) -> bool:
+        return any(key == name for key, _ in self.params)
+
+    @property
+    def key(self) -> str:
+        """Stable text identity, used to find committed runs on --resume."""
+        values = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"target={self.target} benchmark={self.benchmark} load={self.load} {values}".rstrip()
+
+    def field(self, name: str, default: object = None) -> object:
+        """A cell field by the name users select it with: target, benchmark, load or a param."""
+        if name in ("target", "benchmark", "load"):
+            return getattr(self, name)
+        return self.param(name, default)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How every run of a campaign is measured: what benchmarks, probes, pins and loads receive
+    instead of the whole campaign. Durations in ns.
+
+    `options` holds the validated option tables by kind and name: options["loads"]["cpu"],
+    options["probes"]["sigrok"], options["pins"]["gpiod"] (defaults filled in).
+    """
+
+    duration_ns: int = 5_000_000_000
+    warmup_ns: int = 50_000_000
+    load_warmup_ns: int = 300_000_000
+    blind_threshold_ns: int = 5_000
+    run_timeout_ns: int = 20_000_000_000
+    on_missing_rt: str = "error"  # "error" | "fallback": run RT cells as SCHED_OTHER, marked
+    options: Mapping[str, Mapping[str, Mapping[str, object]]] = field(default_factory=dict)
+    envelope: tuple[str, ...] = ("max", "p99")  # the report's envelope rules; measures nothing
+
+    def options_of(self, kind: str, name: str) -> dict[str, object]:
+        """The options of one plug-in (e.g. kind "probes", name "sigrok"); {} when none are set."""
+        return dict(self.options.get(kind, {}).get(name, {}))
+
+    def as_json(self) -> dict:
+        """The settings as stored with each run (params_json)."""
+        return {
+            "duration_ns": self.duration_ns,
+            "warmup_ns": self.warmup_ns,
+            "load_warmup_ns": self.load_warmup_ns,
+            "blind_threshold_ns": self.blind_threshold_ns,
+            "run_timeout_ns": self.run_timeout_ns,
+            "on_missing_rt": self.on_missing_rt,
+            "envelope": list(self.envelope),
+            **{
+                f"{kind[:-1]}_options": {name: dict(v) for name, v in tables.items()}
+                for kind, tables in sorted(self.options.items())
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number a run produced. `probe` is the observer it came from ("" for non-edge metrics).
+
+    `direction` says which way is better: "lower", "higher", or "none" for numbers that describe
+    a run rather than grade it; "" leaves it to the table in analysis.compare (older stores).
+    """
+
+    name: str
+    value: float
+    unit: str
+    probe: str = ""
+    direction: str = ""
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("", "lower", "higher", "none"):
+            raise ValueError(f"metric {self.name}: direction {self.direction!r}")
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """Something that may spoil a measurement, with what to do about it."""
+
+    message: str
+    remedy: str
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as stored: its cell, the settings it ran with, labels, status, metrics keyed
+    (probe, name). `cell_key` is its identity for --resume (the cell's key unless given)."""
+
+    id: str
+    campaign_id: int
+    cell: Cell
+    repetition: int
+    settings: dict
+    labels: dict
+    status: str
+    error: str | None
+    started_ns: int
+    wall_s: float
+    raw_path: str | None
+    raw_sha256: str | None
+    sysinfo_id: int | None
+    metrics: dict[tuple[str, str], Metric]
+    attachments: dict[str, str] = field(default_factory=dict)  # name -> path in the results dir
+    cell_key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.cell_key:
+            object.__setattr__(self, "cell_key", self.cell.key)
+
+    @property
+    def target(self) -> str:
+        return self.cell.target
+
+    @property
+    def benchmark(self) -> str:
+        return self.cell.benchmark
+
+    @property
+    def load(self) -> str:
+        return self.cell.load
+
+    def param(self, name: str, default: object = None) -> object:
+        """A matrix parameter of the run's cell (e.g. "size" of a udp-echo run)."""
+        return self.cell.param(name, default)  # type: ignore[arg-type]
+
+    @property
+    def probe(self) -> str:
+        """The probe whose metrics are the run's own ("" for benchmarks without probes)."""
+        return str(self.cell.param("probe", ""))
+
+    def metric(self, name: str, probe: str | None = None) -> float | None:
+        """A metric of the run's own probe (or of `probe`), None when absent."""
+        found = self.metrics.get((self.probe if probe is None else probe, name))
+        return found.value if found else None

@@ -1,0 +1,69 @@
+"""Explicit registries of plug-ins, keyed by the names users type in campaigns."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from jitterlab.model.errors import UserError, shown
+
+T = TypeVar("T")
+
+
+def did_you_mean(name: object, known) -> str:
+    """"did you mean 'x'? " for the known name closest to a mistyped one, else ""."""
+    close = difflib.get_close_matches(str(name)[:100], [str(k) for k in known], n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    name: str
+    help: str
+    obj: T
+
+
+class Registry(Generic[T]):
+    """Name -> plug-in. A duplicate name is a bug (ValueError); an unknown name is a UserError."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry[T]] = {}
+
+    def add(self, name: str, help: str, obj: T) -> T:
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is registered twice")
+        self._entries[name] = Entry(name, help, obj)
+        return obj
+
+    def register(self, name: str, help: str) -> Callable[[T], T]:
+        """Decorator form of add()."""
+
+        def decorate(obj: T) -> T:
+            return self.add(name, help, obj)
+
+        return decorate
+
+    def get(self, name: str, where: str) -> T:
+        """Look up `name`; an unknown one raises UserError naming `where` and the closest name."""
+        if not isinstance(name, str):
+            raise UserError(f"{where}: expected a {self.kind} name (a string), got {shown(name)}")
+        try:
+            return self._entries[name].obj
+        except KeyError:
+            raise UserError(f"{where}: {self.unknown(name)}") from None
+
+    def unknown(self, name: str) -> str:
+        hint = did_you_mean(name, self._entries)
+        return f"unknown {self.kind} {shown(name)}; {hint}known: {', '.join(sorted(self._entries))}"
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        return iter(sorted(self._entries.values(), key=lambda e: e.name))
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)

@@ -1,0 +1,262 @@
+"""The tuning an RT engineer checks first, read with the sysinfo snapshot: idle states and
+cpu_dma_latency, nohz_full and rcu_nocbs against isolcpus, interrupts delivered to isolated CPUs,
+hyperthread siblings, transparent huge pages and the SMI counter cyclictest --smi reads; plus the
+memory left to applications and BogoMIPS.
+
+SCRIPT is a constant fragment of sysinfo's snapshot script (nothing from a campaign goes into
+it); `parse` turns its sections into snapshot fields; each check is one small function returning
+a Warning_ with its remedy, or None, and is listed in CHECKS (sysinfo.checks and doctor use them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from jitterlab.model.records import Warning_
+
+SCRIPT = r"""
+s meminfo; grep -E '^(MemTotal|MemAvailable):' /proc/meminfo 2>/dev/null
+s bogomips; grep -iE '^bogomips[[:space:]]*:' /proc/cpuinfo 2>/dev/null
+s vendor; grep -m1 -E '^vendor_id[[:space:]]*:' /proc/cpuinfo 2>/dev/null
+s cpuidle_driver; cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null
+s cpuidle
+for d in /sys/devices/system/cpu/cpu0/cpuidle/state[0-9]*; do
+  [ -d "$d" ] || continue
+  echo "$(cat "$d/latency" 2>/dev/null || echo -) $(cat "$d/disable" 2>/dev/null || echo 0) $(cat "$d/name")"
+done
+s cpu_dma_latency; od -An -td4 -N4 /dev/cpu_dma_latency 2>/dev/null
+s smt_active; cat /sys/devices/system/cpu/smt/active 2>/dev/null
+s siblings
+for d in /sys/devices/system/cpu/cpu[0-9]*; do
+  t=$(cat "$d/topology/thread_siblings_list" 2>/dev/null) && echo "${d##*/cpu} $t"
+done
+s thp; cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null
+s irqs
+for d in /proc/irq/[0-9]*; do
+  n=""; for h in "$d"/*/; do [ -d "$h" ] && h=${h%/} && n="$n${n:+,}${h##*/}"; done
+  [ -n "$n" ] || continue
+  a=$(cat "$d/effective_affinity_list" 2>/dev/null)
+  [ -n "$a" ] || a=$(cat "$d/smp_affinity_list" 2>/dev/null)
+  echo "${d##*/} ${a:--} $n"
+done
+s msr; [ -e /dev/cpu/0/msr ] && echo yes || echo no
+"""
+
+DEEP_IDLE_US = 10  # an idle state whose exit latency is above this shows in latency figures
+NO_QOS_REQUEST = 2_000_000_000  # what /dev/cpu_dma_latency reads when nobody holds a request
+_CMDLINE_LIST = r"(?:^|\s){}=(\S+)"
+
+
+def parse(sec: dict) -> dict:
+    """Snapshot fields from the sections of SCRIPT (and the cmdline); None where unreadable."""
+    mem = dict(re.findall(r"^(\w+):\s+(\d+) kB", sec.get("meminfo") or "", re.M))
+    vendor = re.search(r":\s*(\S+)", sec.get("vendor") or "")
+    return {
+        "mem_total_kb": int(mem["MemTotal"]) if "MemTotal" in mem else None,
+        "mem_available_kb": int(mem["MemAvailable"]) if "MemAvailable" in mem else None,
+        "bogomips": [float(x) for x in re.findall(r":\s*([\d.]+)", sec.get("bogomips") or "")] or None,
+        "cpu_vendor": vendor.group(1) if vendor else None,
+        "cpuidle_driver": sec.get("cpuidle_driver"),
+        "cpuidle_states": _idle_states(sec.get("cpuidle")),
+        "cpu_dma_latency_us": _int(sec.get("cpu_dma_latency")),
+        "smt_active": None if sec.get("smt_active") is None else sec["smt_active"] == "1",
+        "thread_siblings": _siblings(sec.get("siblings")),
+        "thp": _chosen(sec.get("thp")),
+        "irqs": _irqs(sec.get("irqs")),
+        "msr_device": None if sec.get("msr") is None else sec["msr"] == "yes",
+        "rcu_nocbs": _cmdline_cpus(sec.get("cmdline"), "rcu_nocbs"),
+    }
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text.strip()) if text else None
+    except ValueError:
+        return None
+
+
+def _cpus(text: str) -> list[int] | None:
+    cpus: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return None
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def _idle_states(text: str | None) -> list[dict] | None:
+    states = []
+    for line in (text or "").splitlines():
+        latency, disabled, *name = line.split()
+        states.append({"name": " ".join(name), "latency_us": int(latency) if latency.isdigit() else None,
+                       "disabled": disabled == "1"})
+    return states or None
+
+
+def _siblings(text: str | None) -> dict[str, list[int]] | None:
+    """CPU (a string, as the snapshot is stored in JSON) -> the hardware threads of its core."""
+    out = {}
+    for line in (text or "").splitlines():
+        cpu, _, siblings = line.partition(" ")
+        listed = _cpus(siblings.strip())
+        if cpu.isdigit() and listed is not None:
+            out[cpu] = listed
+    return out or None
+
+
+def _chosen(text: str | None) -> str | None:
+    """The [bracketed] choice of a sysfs setting: "always [madvise] never" -> "madvise"."""
+    found = re.search(r"\[(\w+)\]", text or "")
+    return found.group(1) if found else None
+
+
+def _irqs(text: str | None) -> list[dict] | None:
+    irqs = []
+    for line in (text or "").splitlines():
+        fields = line.split(" ", 2)
+        if len(fields) == 3 and fields[0].isdigit():
+            irqs.append({"irq": int(fields[0]), "cpus": _cpus(fields[1]) if fields[1] != "-" else None,
+                         "actions": fields[2]})
+    return irqs or None
+
+
+def _cmdline_cpus(cmdline: str | None, key: str) -> list[int] | None:
+    """A CPU list given on the kernel command line (rcu_nocbs=2-3); [] when not given, None when the
+    command line is unknown."""
+    if cmdline is None:
+        return None
+    found = re.search(_CMDLINE_LIST.format(re.escape(key)), cmdline)
+    return (_cpus(found.group(1)) or []) if found else []
+
+
+def _fmt(cpus) -> str:
+    """{0, 1, 2, 5} -> "0-2,5"."""
+    runs: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if runs and cpu == runs[-1][-1] + 1:
+            runs[-1].append(cpu)
+        else:
+            runs.append([cpu])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def _cmdline_has(info: dict, *words: str) -> bool:
+    return any(re.search(rf"(?:^|\s){re.escape(w)}(?:\s|$)", info.get("cmdline") or "") for w in words)
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def check_cstates(info: dict) -> Warning_ | None:
+    states = info.get("cpuidle_states") or []
+    deep = [s for s in states if not s["disabled"] and (s["latency_us"] or 0) > DEEP_IDLE_US]
+    held = info.get("cpu_dma_latency_us")
+    if not deep or _cmdline_has(info, "idle=poll") or (held is not None and held <= DEEP_IDLE_US):
+        return None
+    worst = max(deep, key=lambda s: s["latency_us"])
+    return Warning_(
+        f"CPU idle states up to {worst['name']} (exit latency {worst['latency_us']} µs) are enabled: a CPU "
+        "that slept wakes that much later",
+        "boot with idle=poll (or processor.max_cstate=1 intel_idle.max_cstate=0), or hold "
+        "/dev/cpu_dma_latency at 0 while measuring (cyclictest does unless --laptop)")
+
+
+def check_nohz_rcu(info: dict) -> Warning_ | None:
+    isolated = set(info.get("isolcpus") or [])
+    if not isolated:
+        return None
+    missing = [f"{key}={_fmt(info[key]) or 'none'}" for key in ("nohz_full", "rcu_nocbs")
+               if info.get(key) is not None and not isolated <= set(info[key])]  # None: unknown
+    if not missing:
+        return None
+    cpus = _fmt(isolated)
+    return Warning_(
+        f"isolated CPUs {cpus} still take the scheduler tick or RCU callbacks ({', '.join(missing)})",
+        f"boot with nohz_full={cpus} rcu_nocbs={cpus} beside isolcpus={cpus}")
+
+
+def check_irq_affinity(info: dict) -> Warning_ | None:
+    isolated = set(info.get("isolcpus") or [])
+    if not isolated:
+        return None
+    hit = [q for q in info.get("irqs") or [] if q["cpus"] and isolated & set(q["cpus"])]
+    if not hit:
+        return None
+    named = ", ".join(f"{q['irq']} ({q['actions']})" for q in hit[:5]) + (" ..." if len(hit) > 5 else "")
+    housekeeping = _fmt(set(range(int(info.get("n_cpus") or 0))) - isolated) or "<housekeeping CPUs>"
+    return Warning_(
+        f"{len(hit)} interrupt(s) are delivered to isolated CPUs {_fmt(isolated)}: {named}",
+        f"write {housekeeping} to /proc/irq/N/smp_affinity_list, or boot with irqaffinity={housekeeping} "
+        f"and isolcpus=managed_irq,domain,{_fmt(isolated)}")
+
+
+def check_smt(info: dict) -> Warning_ | None:
+    if not info.get("smt_active"):
+        return None
+    isolated = set(info.get("isolcpus") or [])
+    siblings = info.get("thread_siblings") or {}
+    if isolated:
+        exposed = sorted(c for c in isolated if set(siblings.get(str(c), [c])) - isolated)
+        if not exposed:
+            return None
+        what = f"isolated CPUs {_fmt(exposed)} share a core with CPUs that are not isolated"
+    else:
+        what = "SMT (hyperthreading) is on"
+    return Warning_(
+        f"{what}: work on a hyperthread sibling slows the measured thread",
+        "echo off > /sys/devices/system/cpu/smt/control (or boot with nosmt), or isolate whole cores; "
+        "the switch benchmark's sibling_load shows the cost")
+
+
+def check_thp(info: dict) -> Warning_ | None:
+    if info.get("thp") != "always":
+        return None
+    return Warning_(
+        "transparent huge pages are always on: huge-page faults and khugepaged's compaction stall tasks",
+        "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled "
+        "(or boot with transparent_hugepage=never)")
+
+
+def check_smi_counter(info: dict) -> Warning_ | None:
+    if info.get("cpu_vendor") != "GenuineIntel" or info.get("virtualization") not in (None, "none"):
+        return None  # only Intel CPUs count SMIs (MSR_SMI_COUNT); a guest does not see them
+    if info.get("msr_device"):
+        return None
+    return Warning_(
+        "SMIs cannot be counted: /dev/cpu/0/msr is missing",
+        "modprobe msr; then cyclictest --smi counts SMIs per thread (or run the hwlat benchmark)")
+
+
+CHECKS: tuple[Callable[[dict], Warning_ | None], ...] = (
+    check_cstates, check_nohz_rcu, check_irq_affinity, check_smt, check_thp, check_smi_counter,
+)
+
+
+def topics(info: dict) -> list[tuple[str, str, Warning_ | None]]:
+    """(topic, state, warning) for `jitterlab doctor`, one per check plus memory and BogoMIPS."""
+    states = info.get("cpuidle_states") or []
+    idle = ", ".join(f"{s['name']} {s['latency_us']}µs{' off' if s['disabled'] else ''}" for s in states)
+    dma = info.get("cpu_dma_latency_us")
+    held = "" if dma is None else f"; cpu_dma_latency {dma} µs held" if dma < NO_QOS_REQUEST else ""
+    isolated = info.get("isolcpus") or []
+    irqs = info.get("irqs") or []
+    smi = ("no SMI counter (not an Intel CPU, or a VM)" if info.get("cpu_vendor") != "GenuineIntel"
+           or info.get("virtualization") not in (None, "none") else "cyclictest --smi can count SMIs")
+    mem, total = info.get("mem_available_kb"), info.get("mem_total_kb")
+    bogomips = info.get("bogomips") or []
+    return [
+        ("idle states", (idle or "no cpuidle") + held, check_cstates(info)),
+        ("nohz/rcu", f"nohz_full {_fmt(info.get('nohz_full') or []) or 'none'}, rcu_nocbs "
+         f"{_fmt(info.get('rcu_nocbs') or []) or 'none'}", check_nohz_rcu(info)),
+        ("IRQ affinity", f"{len(irqs)} interrupts" + (f", isolated CPUs {_fmt(isolated)}" * bool(isolated)),
+         check_irq_affinity(info)),
+        ("SMT", {True: "on", False: "off", None: "unknown"}[info.get("smt_active")], check_smt(info)),
+        ("transparent hugepages", str(info.get("thp") or "unknown"), check_thp(info)),
+        ("SMI counter", smi, check_smi_counter(info)),
+        ("memory", f"{mem // 1024} MiB available of {total // 1024} MiB" if mem and total else "unknown",
+         None),
+        ("BogoMIPS", f"{bogomips[0]:g}" + (f" (x{len(bogomips)} CPUs)" if len(bogomips) > 1 else "")
+         if bogomips else "unknown", None),
+    ]

@@ -1,0 +1,200 @@
+"""How a run starts processes on a target: recorded (so a killed run's leftovers can be found),
+pinned to CPUs, in a scratch directory of their owner, with their exit described for people.
+
+`spawn_recorded` starts a command through a constant launcher that writes the group leader's pid
+to `<workdir>/live/<marker>.pid` and puts `JITTERLAB_LIVE=<marker>` in its environment, which every
+child inherits (stress-ng workers, hackbench senders, ...); `sweep.py` stops what such records
+name once their owner is gone. Every benchmark, probe, pin and load starts its processes here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import signal
+import socket
+import threading
+import time
+from collections.abc import Sequence
+
+from jitterlab.model.errors import RunFailed
+from jitterlab.targets.base import CommandTimeout, Process, Target
+
+MARKER_VAR = "JITTERLAB_LIVE"
+LIVE_DIR = "live"
+RUNS_DIR = "runs"
+SHM_DIR = "/dev/shm"
+
+# Constant script; paths, markers and argv reach it as positional parameters, never as text. It
+# makes the record's directory itself: a round trip less per process (tens of ms on a small board)
+LAUNCH = 'mkdir -p -- "${0%/*}" && echo $$ > "$0" && exec "$@"'
+# removes a run's directory, and its owner's when it was the last run in it; then the records
+# named after them (of processes that have exited)
+_REMOVE_SCRATCH = 'rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; shift 2; [ $# -eq 0 ] || rm -f -- "$@"; exit 0'
+# records of stopped processes, removed with the next run directory of their target: a round trip
+# less per process (tens of ms on a small board). A record left meanwhile is harmless: sweep.py
+# stops only a process that still carries its marker, and removes a dead owner's records.
+_RETIRED: dict[int, list[str]] = {}  # id(target) -> record paths
+_RETIRED_LOCK = threading.Lock()
+
+
+def owner_start_ticks(pid: int) -> int | None:
+    """Start time of a local process in clock ticks since boot (tells a pid from its reuse)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def host_tag() -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
+
+
+def owner_tag() -> str:
+    """This jitterlab process as the owner of a run's files: host~pid~start."""
+    return f"{host_tag()}~{os.getpid()}~{owner_start_ticks(os.getpid()) or 0}"
+
+
+def new_marker() -> str:
+    """A marker naming its owner (this host and process) and unique among runs."""
+    return f"{owner_tag()}~{secrets.token_hex(8)}"
+
+
+def scratch_dir(target: Target, run_id: str) -> str:
+    """A run's directory on the target, under its owner's, so a killed owner's runs are found."""
+    return f"{target.workdir}/{RUNS_DIR}/{owner_tag()}/{run_id}"
+
+
+def remove_scratch(target: Target, scratch: str) -> None:
+    """Remove a run's directory (and its owner's when it was the last one in it), and the records
+    of the processes stopped on the target since the last time."""
+    target.run(["sh", "-c", _REMOVE_SCRATCH, "sh", scratch, scratch.rsplit("/", 1)[0],
+                *_retired(target)])
+
+
+def remove_records(target: Target) -> None:
+    """Remove the records of the processes stopped on the target (remove_scratch does it too)."""
+    records = _retired(target)
+    if records:
+        target.run(["rm", "-f", "--", *records])
+
+
+def _retired(target: Target) -> list[str]:
+    with _RETIRED_LOCK:
+        return _RETIRED.pop(id(target), [])
+
+
+def shm_path(scratch: str, suffix: str) -> str:
+    """A file of the run in /dev/shm (tmpfs, for mmap), named after its owner and run."""
+    run_dir = scratch.rstrip("/")
+    owner, run_id = run_dir.split("/")[-2:]
+    return f"{SHM_DIR}/jitterlab-{owner}-{run_id}.{suffix}"
+
+
+def live_dir(target: Target) -> str:
+    return f"{target.workdir}/{LIVE_DIR}"
+
+
+def pinned(cpus: Sequence[int] | None) -> list[str]:
+    """The `taskset -c CPUS` prefix that keeps a command on `cpus` (nothing when unplaced)."""
+    return ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+
+
+def describe_exit(rc: int | None) -> str:
+    """An exit status for people: "exit status 3", "killed by SIGKILL", "still running"."""
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit status {rc}"
+
+
+class RecordedProcess:
+    """A spawned Process whose record is retired when it is stopped."""
+
+    def __init__(self, inner: Process, target: Target, marker: str) -> None:
+        self._inner = inner
+        self._target = target
+        self.marker = marker
+        self.pidfile = f"{live_dir(target)}/{marker}.pid"
+        self.argv = inner.argv
+        self._forgotten = False
+
+    def poll(self) -> int | None:
+        return self._inner.poll()
+
+    def wait(self, timeout_s: float | None = None) -> int:
+        return self._inner.wait(timeout_s)
+
+    def signal(self, signum: int) -> None:
+        self._inner.signal(signum)
+
+    def stop(self, grace_s: float = 2.0) -> int:
+        rc = self._inner.stop(grace_s)
+        self.forget()
+        return rc
+
+    def forget(self) -> None:
+        """Retire the record of a process that has been stopped (idempotent): it is removed with
+        the run's directory (remove_scratch) or by remove_records."""
+        if not self._forgotten:
+            with _RETIRED_LOCK:
+                _RETIRED.setdefault(id(self._target), []).append(self.pidfile)
+            self._forgotten = True
+
+    def pgid(self) -> int | None:
+        """The group leader's pid as written by the launcher on the target (None until then)."""
+        text = self._target.run(["cat", self.pidfile]).stdout.strip()
+        return int(text) if text.isdigit() else None
+
+
+def spawn_recorded(target: Target, argv: list[str], log_path: str | None = None) -> RecordedProcess:
+    """target.spawn(argv), recorded so that a later sweep can stop it if this run is killed."""
+    marker = new_marker()
+    wrapped = ["sh", "-c", LAUNCH, f"{live_dir(target)}/{marker}.pid"]
+    wrapped += ["env", f"{MARKER_VAR}={marker}", *argv]
+    return RecordedProcess(target.spawn(wrapped, log_path=log_path), target, marker)
+
+
+def run_recorded(target: Target, argv: list[str], log_path: str, *, timeout_s: float, name: str,
+                 budget: str) -> int:
+    """Run `argv` to its end as spawn_recorded does; return its exit status. A program still
+    running after `timeout_s` is stopped and the run fails as "timeout", saying what the time
+    was made of (`budget`) and keeping the program's output with the run."""
+    proc = spawn_recorded(target, argv, log_path=log_path)
+    try:
+        return proc.wait(timeout_s)
+    except CommandTimeout:
+        proc.stop()
+        output = target.run(["cat", log_path]).stdout
+        raise RunFailed(
+            f"{name} still running {timeout_s:.0f}s after start ({budget}); killed",
+            status="timeout",
+            attachments={log_path.rsplit("/", 1)[-1]: output.encode()},
+        ) from None
+    finally:
+        with contextlib.suppress(Exception):
+            proc.stop()
+
+
+def wait_for_path(target: Target, path: str, timeout_s: float, alive: Process | None = None) -> bool:
+    """Poll until `path` exists on the target; False on timeout or when `alive` exits first."""
+    fast = getattr(target, "wait_for_path", None)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if fast is not None:
+            if fast(path, 0.05):
+                return True
+        elif target.run(["test", "-e", path]).ok:
+            return True
+        else:
+            time.sleep(0.02)
+        if alive is not None and alive.poll() is not None:
+            return fast(path, 0) if fast else target.run(["test", "-e", path]).ok
+    return False

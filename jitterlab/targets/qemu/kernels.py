@@ -1,0 +1,156 @@
+"""Debian kernels for qemu targets, fetched into a per-user cache and prepared to boot.
+
+The packages of a kernel (qemu_apt.py) are fetched once and unpacked with `dpkg-deb -x` into
+<cache>/kernels/<image package>_<version>/tree — nothing is installed on this machine. The tree
+is the guest's top file-system layer, so /lib/modules/<release> (with `build`), /usr/src/
+linux-headers-* and /boot/config-<release> appear in the guest where Debian puts them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from jitterlab.model.errors import UserError
+from jitterlab.targets.qemu import initrd as qemu_initrd
+from jitterlab.targets.qemu.apt import Apt, Resolved, find_packages, last_line
+from jitterlab.targets.qemu.options import KernelSpec
+
+
+def cache_root() -> Path:
+    """The per-user cache: $XDG_CACHE_HOME/jitterlab, else ~/.cache/jitterlab."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "jitterlab"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel ready to boot."""
+
+    description: str  # for messages: "linux-image-6.1.0-56-rt-amd64 6.1.192-2" or the file
+    release: str
+    image: Path  # the ELF kernel (PVH entry) or the bzImage
+    pvh: bool
+    initrd: Path
+    tree: Path  # the guest's top layer: the unpacked packages (empty for a kernel file)
+
+
+# --- the cache -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One preparer per kernel (other targets and jitterlab processes wait for it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def prepare(spec: KernelSpec, where: str, cache: Path | None = None) -> Kernel:
+    """Fetch (once) and prepare the kernel `spec` names; `where` prefixes errors."""
+    cache = cache or cache_root()
+    kernels = cache / "kernels"
+    if spec.path is not None:
+        return _prepare_file(Path(spec.path), where, cache)
+    resolved, apt = find_packages(spec, where, cache)
+    entry = kernels / resolved.key
+    with _locked(kernels / f"{resolved.key}.lock"):
+        if not (entry / "tree").is_dir():
+            if apt.state is not None and not (apt.state / "lists").is_dir():
+                apt.update_backports()
+            _fetch(resolved, apt, entry, where)
+        return _bootable(
+            entry,
+            entry / "tree",
+            resolved.release,
+            f"{resolved.image.name} {resolved.image.version}",
+            entry / "tree" / "boot" / f"vmlinuz-{resolved.release}",
+            cache,
+            where,
+        )
+
+
+def _fetch(resolved: Resolved, apt: Apt, entry: Path, where: str) -> None:
+    entry.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=entry, prefix="fetch-") as tmp:
+        debs, tree = Path(tmp) / "debs", Path(tmp) / "tree"
+        debs.mkdir()
+        tree.mkdir()
+        apt.download([resolved.image, *resolved.headers], debs)
+        for deb in sorted(debs.glob("*.deb")):
+            done = subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise UserError(
+                    f"{where}: cannot unpack {deb.name}: {last_line(done.stderr)}; delete {entry}"
+                )
+        _merge_usr(tree)
+        _depmod(tree, resolved.release, where)
+        os.replace(tree, entry / "tree")
+
+
+def _merge_usr(tree: Path) -> None:
+    """Move /lib into /usr/lib when this machine's /lib is a link there (merged /usr): as a layer
+    over this root, a real /lib directory would hide the system's libraries."""
+    if not os.path.islink("/lib") or os.path.islink(tree / "lib") or not (tree / "lib").is_dir():
+        return
+    (tree / "usr" / "lib").mkdir(parents=True, exist_ok=True)
+    shutil.copytree(tree / "lib", tree / "usr" / "lib", symlinks=True, dirs_exist_ok=True)
+    shutil.rmtree(tree / "lib")
+    os.symlink("usr/lib", tree / "lib")
+
+
+def _depmod(tree: Path, release: str, where: str) -> None:
+    depmod = shutil.which("depmod") or next(
+        (p for p in ("/usr/sbin/depmod", "/sbin/depmod") if os.path.exists(p)), None
+    )
+    if depmod is None:
+        raise UserError(f"{where}: depmod is missing on this machine (apt install kmod)")
+    done = subprocess.run([depmod, "-b", str(tree), release], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise UserError(f"{where}: depmod for {release} failed: {last_line(done.stderr)}")
+
+
+def _prepare_file(bzimage: Path, where: str, cache: Path) -> Kernel:
+    """A kernel file: its modules come from /lib/modules/<release> of this machine, if it has them."""
+    if not bzimage.is_file():
+        raise UserError(f"{where}: no such file {str(bzimage)!r}; give the path of a bzImage")
+    release = qemu_initrd.kernel_release(bzimage)
+    if release is None:
+        raise UserError(f"{where}: {bzimage} is not an x86 bzImage (no setup header); give a vmlinuz file")
+    digest = hashlib.sha256(bzimage.read_bytes()).hexdigest()[:16]
+    entry = cache / "kernels" / f"file-{digest}"
+    with _locked(cache / "kernels" / f"file-{digest}.lock"):
+        (entry / "tree").mkdir(parents=True, exist_ok=True)  # nothing to lay over the root
+        return _bootable(entry, Path("/"), release, str(bzimage), bzimage, cache, where)
+
+
+def _bootable(
+    entry: Path, root: Path, release: str, description: str, bzimage: Path, cache: Path, where: str
+) -> Kernel:
+    """The ELF kernel (if it has a PVH entry) and the initramfs, made once per kernel."""
+    if not bzimage.is_file():
+        raise UserError(f"{where}: the package holds no {bzimage.name}; delete {entry} and retry")
+    elf = entry / "vmlinux"
+    config = root / "boot" / f"config-{release}"
+    pvh = config.is_file() and "CONFIG_PVH=y" in config.read_text(errors="replace").splitlines()
+    if pvh and not elf.exists():
+        pvh = qemu_initrd.extract_elf(bzimage, elf)
+    init = qemu_initrd.init_program(cache / "init")
+    initrd = entry / f"initrd-{init.name}.cpio"
+    if not initrd.exists():
+        modules = qemu_initrd.module_closure(root / "lib" / "modules" / release)
+        qemu_initrd.write_initrd(initrd, init, modules)
+    tree = entry / "tree" if root == Path("/") else root
+    return Kernel(description, release, elf if pvh else bzimage, pvh, initrd, tree)

@@ -1,0 +1,153 @@
+"""The [[target]] options of kind = "qemu", validated into QemuOptions (nothing is booted here)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from jitterlab.model.errors import UserError
+from jitterlab.model.registry import did_you_mean
+from jitterlab.model.units import parse_duration_ns
+
+OPTIONS = {
+    "kernel": 'the kernel: "standard" (linux-image-amd64), "rt" (linux-image-rt-amd64), a version like '
+    '"6.12" or "6.12-rt" (Debian backports), or the path of a bzImage (default: "standard")',
+    "cpus": "virtual CPUs, e.g. cpus = 2 (default 2)",
+    "memory": 'guest memory, e.g. memory = "1G" (default "1G"; at least "256M")',
+    "accel": '"auto" (kvm where it really works, else tcg), "kvm" or "tcg" (default "auto")',
+    "cmdline": 'extra kernel parameters, e.g. cmdline = "isolcpus=1 nohz_full=1"',
+    "boot_timeout": 'how long the guest may take to come up, e.g. "120s" (the default)',
+    "gpio": '"virtual": load the virtual GPIO chip "jl-vgpio" (4 lines, 0 drives 1, 2 drives 3; '
+    'docs/vm-lab.md), or "none" (the default: Debian\'s kernels have no GPIO chip)',
+    "workdir": 'absolute directory in the guest for jitterlab\'s files (default: "/tmp/jitterlab-root")',
+}
+NAMED_KERNELS = {"standard": "linux-image-amd64", "rt": "linux-image-rt-amd64"}
+_VERSION = re.compile(r"^(\d+\.\d+)(-rt)?$")
+MIN_MEMORY = 256 << 20
+MAX_MEMORY = 64 << 30
+MAX_CPUS = 64
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+# the guest's boot depends on these; a cmdline that sets them would break it
+_RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Which kernel: a Debian metapackage (and version prefix), or a file on this machine."""
+
+    text: str  # as written in the campaign
+    metapackage: str | None = None  # linux-image-amd64 / linux-image-rt-amd64
+    version: str | None = None  # "6.12": the newest 6.12.x; None: apt's candidate
+    path: str | None = None
+
+    @property
+    def rt(self) -> bool:
+        return self.metapackage == NAMED_KERNELS["rt"]
+
+
+@dataclass(frozen=True)
+class QemuOptions:
+    kernel: KernelSpec
+    cpus: int = 2
+    memory_bytes: int = 1 << 30
+    accel: str = "auto"
+    cmdline: str = ""
+    boot_timeout_s: float = 120.0
+    workdir: str | None = None
+    gpio: str = "none"  # "virtual": the jl-vgpio chip is loaded at boot
+
+
+def parse_kernel(value: object, where: str, *, check_files: bool = False) -> KernelSpec:
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(
+            f'{where}: expected "standard", "rt", a version like "6.12", or a path, got {value!r}'
+        )
+    text = value.strip()
+    if text in NAMED_KERNELS:
+        return KernelSpec(text, metapackage=NAMED_KERNELS[text])
+    if m := _VERSION.match(text):
+        meta = NAMED_KERNELS["rt" if m[2] else "standard"]
+        return KernelSpec(text, metapackage=meta, version=m[1])
+    if text.startswith(("/", "~", "./", "../")):
+        path = os.path.expanduser(text)
+        if check_files and not os.path.isfile(path):
+            raise UserError(
+                f"{where}: no such file {text!r}; give the path of a bzImage (e.g. /boot/vmlinuz-...)"
+            )
+        return KernelSpec(text, path=os.path.abspath(path))
+    hint = did_you_mean(text, list(NAMED_KERNELS))
+    raise UserError(
+        f'{where}: unknown kernel {text!r}; {hint}write "standard", "rt", a Debian version like "6.12" '
+        'or "6.12-rt", or the path of a bzImage'
+    )
+
+
+def memory_bytes(value: object, where: str) -> int:
+    match = _SIZE.match(value) if isinstance(value, str) else None
+    n = int(match[1]) * _SIZE_FACTOR[match[2].upper()] if match else value
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise UserError(f'{where}: expected a size like "1G" or "512M", got {value!r}')
+    if not MIN_MEMORY <= n <= MAX_MEMORY:
+        raise UserError(f'{where}: {value!r} is out of range; give "256M" to "64G" (the guest runs from RAM)')
+    return n
+
+
+def parse_options(options: Mapping[str, object], where: str, *, check_files: bool = False) -> QemuOptions:
+    """Check the options of one qemu target; `where` is e.g. "campaign.toml: target[1]".
+
+    `check_files`: also that a kernel given as a path exists here (when booting, not when reading
+    a campaign, which may be checked on another machine).
+    """
+    for key in options:
+        if key not in OPTIONS:
+            hint = did_you_mean(str(key), list(OPTIONS))
+            raise UserError(
+                f"{where}.{key}: unknown option of a qemu target; {hint}known: {', '.join(sorted(OPTIONS))}"
+            )
+    kernel = parse_kernel(options.get("kernel", "standard"), f"{where}.kernel", check_files=check_files)
+    cpus = options.get("cpus", 2)
+    if isinstance(cpus, bool) or not isinstance(cpus, int) or not 1 <= cpus <= MAX_CPUS:
+        raise UserError(f"{where}.cpus: expected a number of CPUs 1-{MAX_CPUS}, e.g. cpus = 2, got {cpus!r}")
+    memory = memory_bytes(options.get("memory", "1G"), f"{where}.memory")
+    accel = options.get("accel", "auto")
+    if accel not in ("auto", "kvm", "tcg"):
+        hint = did_you_mean(str(accel), ["auto", "kvm", "tcg"])
+        raise UserError(f'{where}.accel: expected "auto", "kvm" or "tcg", got {accel!r}; {hint}'.rstrip("; "))
+    cmdline = options.get("cmdline", "")
+    if not isinstance(cmdline, str) or not cmdline.isprintable() or len(cmdline) > 1024:
+        raise UserError(
+            f'{where}.cmdline: expected kernel parameters on one line, e.g. "isolcpus=1", got {cmdline!r}'
+        )
+    for word in cmdline.split():
+        if word.startswith(_RESERVED_PARAMS):
+            raise UserError(
+                f"{where}.cmdline: {word.split('=')[0]}= is set by jitterlab to boot the guest; "
+                f"remove {word!r}"
+            )
+    timeout_ns = parse_duration_ns(options.get("boot_timeout", "120s"), f"{where}.boot_timeout")
+    if timeout_ns < 5_000_000_000:
+        raise UserError(f'{where}.boot_timeout: a guest needs seconds to boot; give "5s" or more')
+    workdir = options.get("workdir")
+    if workdir is not None and not (
+        isinstance(workdir, str) and workdir.startswith("/") and workdir.rstrip("/") and "\n" not in workdir
+    ):
+        raise UserError(f'{where}.workdir: expected an absolute path, e.g. "/tmp/jitterlab", got {workdir!r}')
+    gpio = options.get("gpio", "none")
+    if gpio not in ("none", "virtual"):
+        raise UserError(f'{where}.gpio: expected "virtual" (the jl-vgpio chip) or "none", got {gpio!r}')
+    if gpio == "virtual" and kernel.path is not None:
+        raise UserError(f'{where}.gpio: the virtual GPIO chip is built against a Debian kernel\'s headers; '
+                        f'give kernel = "standard", "rt" or a version, or remove gpio')
+    return QemuOptions(
+        kernel=kernel,
+        gpio=gpio,  # type: ignore[arg-type]
+        cpus=cpus,
+        memory_bytes=memory,
+        accel=accel,  # type: ignore[arg-type]
+        cmdline=cmdline.strip(),
+        boot_timeout_s=timeout_ns / 1e9,
+        workdir=workdir.rstrip("/") if workdir else None,
+    )

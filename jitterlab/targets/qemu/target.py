@@ -1,0 +1,247 @@
+"""A Debian kernel booted with qemu on this machine, reached over SSH like any board.
+
+The guest runs this machine's own root file system, shared read-only over 9p under a tmpfs
+overlay (init.c), with the kernel package's tree laid on top, so it has every tool this
+machine has (sh, make, gcc, python3, ...) and the kernel's modules and headers where Debian puts
+them. Its sshd (this machine's /usr/sbin/sshd, with keys made for this boot) listens behind qemu's
+user-mode network on a free loopback port; commands and files then travel as SSH sessions over
+one ControlMaster connection, exactly as for an ssh target (ssh_sessions.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.targets.qemu import accel as qemu_accel
+from jitterlab.targets.qemu import kernels as qemu_kernels
+from jitterlab.targets.qemu import modules as qemu_modules
+from jitterlab.targets.qemu import vgpio as qemu_vgpio
+from jitterlab.targets.qemu.options import QemuOptions
+from jitterlab.targets.qemu.scripts import SSHD_CONFIG, STAGE2
+from jitterlab.targets.qemu.vm import QEMU, VM, Machine
+from jitterlab.targets.ssh.loopback_sshd import free_port
+from jitterlab.targets.ssh.options import SSHOptions
+from jitterlab.targets.ssh.sessions import OverSSH, SSHSessions
+from jitterlab.targets.ssh.target import SSHTarget
+
+BASE_CMDLINE = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
+# An emulated (tcg) guest answers a handshake or a keep-alive slowly, and not at all while its
+# emulated CPUs run real-time threads (timerlat at FIFO 95 on every CPU) on a busy host: a minute
+# of silence is tolerated there before the guest counts as lost; under kvm what an ssh target gets.
+SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, alive)
+_PORT_TAKEN = "Could not set up host forwarding rule"
+
+
+class QemuTarget(OverSSH):
+    """A VM this process boots; boot() before use, close() shuts it down (also on errors)."""
+
+    kind = "qemu"
+
+    def __init__(self, name: str, options: QemuOptions) -> None:
+        self.name = name
+        self.options = options
+        self.workdir = options.workdir or ""
+        # the guest runs this machine's own userland (its root over 9p): programs built here run there
+        # unchanged, and an emulated guest compiles an order of magnitude slower
+        self.cross_cc: str | None = "cc"
+        self.kernel: qemu_kernels.Kernel | None = None
+        self.vm_accel: str | None = None  # "kvm" | "tcg", recorded in the sysinfo snapshot
+        self.accel_why = ""
+        self.boot_s: float | None = None  # qemu started -> guest ready (wall time)
+        self.vm: VM | None = None
+        self.dir = Path(tempfile.mkdtemp(prefix="jl-qemu-"))
+        self._ssh: SSHTarget | None = None
+        self._sessions = None  # type: ignore[assignment]
+
+    def where(self) -> str:
+        kernel = self.kernel.release if self.kernel else self.options.kernel.text
+        return f"target {self.name!r} (qemu, kernel {kernel})"
+
+    # --- boot -------------------------------------------------------------------------------------
+
+    def boot(self) -> QemuTarget:
+        """Prepare the kernel (fetched once into the cache), start qemu, wait for the guest, connect."""
+        o, where = self.options, f"target {self.name!r}"
+        _check_host(o, where)
+        accel = qemu_accel.detect(o.accel, where)
+        self.vm_accel, self.accel_why = accel.name, accel.why
+        self.kernel = qemu_kernels.prepare(o.kernel, f"{where}.kernel")
+        boot_dir = self._write_boot_share()
+        shares = (("jlroot", Path("/")), ("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
+        for _attempt in range(3):
+            port = free_port()
+            machine = Machine(
+                image=self.kernel.image,
+                initrd=self.kernel.initrd,
+                append=f"{BASE_CMDLINE} {o.cmdline}".strip(),
+                cpus=o.cpus,
+                memory_bytes=o.memory_bytes,
+                accel=accel.name,
+                shares=shares,
+                ssh_port=port,
+                console=self.dir / "console.log",
+            )
+            started = time.monotonic()
+            self.vm = VM(machine, self.dir / "qemu.log")
+            state, _uptime = self.vm.wait_ready(o.boot_timeout_s)
+            if state == "ready":
+                self.boot_s = time.monotonic() - started
+                break
+            self.vm.stop()
+            if _PORT_TAKEN not in self._qemu_log():  # else another program took the port: again
+                raise self._boot_error(state)
+        else:
+            raise TargetLost(f"{self.where()}: no free loopback port for its SSH forwarding after 3 tries")
+        self._connect(port)
+        if o.gpio == "virtual":
+            qemu_vgpio.load(self, self.kernel.tree.parent, self.where())
+        return self
+
+    def kernel_module(self, sources: Path, name: str) -> str:
+        """`name`.ko of the kbuild sources in `sources` for the guest's kernel, in the guest (its
+        path there): built in the guest once per kernel and source version and kept with the
+        kernel here, since the guest forgets it at every boot and builds it in minutes.
+        UserError naming the kernel and the cause when it cannot be built."""
+        assert self.kernel is not None, "kernel_module() before boot()"
+        return qemu_modules.guest_module(self, sources, name, self.kernel.tree.parent, self.where())
+
+    def _write_boot_share(self) -> Path:
+        """Keys, sshd's configuration, stage 2 and the host name: what the guest reads at boot."""
+        boot = self.dir / "boot"
+        boot.mkdir()
+        _keygen(boot / "host_key")
+        _keygen(self.dir / "client_key")
+        (boot / "authorized_keys").write_text((self.dir / "client_key.pub").read_text())
+        (boot / "sshd_config").write_text(SSHD_CONFIG)
+        (boot / "stage2.sh").write_text(STAGE2)
+        (boot / "hostname").write_text(re.sub(r"[^A-Za-z0-9-]", "-", self.name)[:63] or "jitterlab")
+        return boot
+
+    def _connect(self, port: int) -> None:
+        key_type, key = (self.dir / "boot" / "host_key.pub").read_text().split()[:2]
+        (self.dir / "known_hosts").write_text(f"[127.0.0.1]:{port} {key_type} {key}\n")
+        connect_s, alive_s = SSH_TIMEOUTS_S[self.vm_accel or "tcg"]
+        options = SSHOptions(
+            host="127.0.0.1",
+            port=port,
+            user="root",
+            key=str(self.dir / "client_key"),
+            known_hosts=str(self.dir / "known_hosts"),
+            connect_timeout_s=connect_s,
+            alive_timeout_s=alive_s,
+            workdir=self.options.workdir,
+        )
+        self._ssh = SSHTarget(self.name, options)  # builds the ssh command line, owns the master
+        self._sessions = SSHSessions(
+            self.name,
+            self.where(),
+            self._ssh.ssh_argv,
+            control_path=self._ssh.control_path,
+            connect_timeout_s=connect_s,
+            failure=self._failure,
+            lost_hint=f"; the guest ({self.vm_accel}) may also have been silent for {alive_s:g}s"
+                      + (": an emulated guest on a busy machine" if self.vm_accel == "tcg" else ""),
+        )
+        self.workdir = self._sessions.connect(self.options.workdir)
+
+    # --- errors -----------------------------------------------------------------------------------
+
+    def console_tail(self, lines: int = 4) -> str:
+        """The last lines the guest printed, on one line."""
+        text = self.vm.console_text() if self.vm else ""
+        tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail)[-400:] or "(the console is empty)"
+
+    def _qemu_log(self) -> str:
+        try:
+            return (self.dir / "qemu.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def _boot_error(self, state: str) -> Exception:
+        # qemu's own words count when it ended by itself; after a timeout jitterlab stopped it
+        qemu_said = [line for line in self._qemu_log().splitlines()
+                     if line.startswith(QEMU) and "terminating on signal" not in line]
+        if state != "timeout" and qemu_said and not (self.vm and self.vm.console_text().strip()):
+            return UserError(f"{self.where()}: qemu refused to start: {qemu_said[-1]}")
+        assert self.kernel is not None
+        if state == "timeout":
+            return TargetLost(
+                f"{self.where()}: {self.kernel.description} did not come up within "
+                f"{self.options.boot_timeout_s:g}s (boot_timeout); console: {self.console_tail()}"
+            )
+        return TargetLost(
+            f"{self.where()}: {self.kernel.description} did not boot; console: {self.console_tail()}"
+        )
+
+    def _failure(self, stderr: str) -> Exception | None:
+        if self.vm is not None and not self.vm.alive():
+            return TargetLost(f"{self.where()}: the VM stopped; console: {self.console_tail()}")
+        return self._ssh.failure(stderr) if self._ssh is not None else None
+
+    # --- the end ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop what runs in the guest, end the SSH connection, shut qemu down (idempotent)."""
+        try:
+            if self._sessions is not None:
+                self._sessions.close()
+            if self._ssh is not None:
+                self._ssh.close()
+        finally:
+            if self.vm is not None:
+                self.vm.stop()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _check_host(o: QemuOptions, where: str) -> None:
+    """What this machine must have to boot the guest (the options themselves are already valid)."""
+    if shutil.which(QEMU) is None:
+        raise UserError(f"{where}: {QEMU} is missing on this machine (apt install qemu-system-x86)")
+    for tool, package in (
+        ("setpriv", "util-linux"),
+        ("ssh", "openssh-client"),
+        ("ssh-keygen", "openssh-client"),
+    ):
+        if shutil.which(tool) is None:
+            raise UserError(f"{where}: {tool} is missing on this machine (apt install {package})")
+    if not os.access("/usr/sbin/sshd", os.X_OK):
+        raise UserError(f"{where}: the guest runs this machine's /usr/sbin/sshd (apt install openssh-server)")
+    host_cpus = os.cpu_count() or 1
+    if o.cpus > host_cpus:
+        raise UserError(
+            f"{where}.cpus: {o.cpus} virtual CPUs, but this machine has {host_cpus}; "
+            f"give cpus = {host_cpus} or fewer"
+        )
+    total = _mem_total_bytes()
+    if total is not None and o.memory_bytes >= total:
+        raise UserError(
+            f"{where}.memory: {o.memory_bytes >> 20} MiB is not less than this machine's "
+            f"{total >> 20} MiB; give less"
+        )
+
+
+def _mem_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "jitterlab-qemu", "-f", str(path)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )

@@ -1,0 +1,134 @@
+"""One qemu process: its command line, its start, the wait for the guest, and its end.
+
+qemu runs under a small launcher (qemu_scripts.LAUNCH) in a session of its own, so Ctrl-C in
+the terminal reaches jitterlab, which shuts the guest down in order; and the launcher stops qemu
+when jitterlab's end of a pipe closes, which the kernel does also when jitterlab is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from jitterlab.targets.qemu.scripts import FAILED, LAUNCH, READY
+
+QEMU = "qemu-system-x86_64"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What qemu is asked to run."""
+
+    image: Path  # ELF (PVH) or bzImage
+    initrd: Path
+    append: str  # the kernel command line
+    cpus: int
+    memory_bytes: int
+    accel: str  # "kvm" | "tcg"
+    shares: tuple[tuple[str, Path], ...]  # (9p mount tag, directory on this machine), read-only
+    ssh_port: int  # on 127.0.0.1, forwarded to the guest's port 22
+    console: Path  # the serial console's output
+
+
+def _opt(value: object) -> str:
+    """A value inside qemu's comma-separated option syntax (a comma is written twice)."""
+    return str(value).replace(",", ",,")
+
+
+def qemu_argv(m: Machine) -> list[str]:
+    accel = (
+        ["-accel", "kvm", "-cpu", "host"]
+        if m.accel == "kvm"
+        else ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    )
+    argv = [
+        QEMU, "-nodefaults", "-no-user-config", "-machine", "q35", *accel,
+        "-smp", str(m.cpus), "-m", f"{m.memory_bytes >> 20}M",
+        "-kernel", str(m.image), "-initrd", str(m.initrd), "-append", m.append,
+        "-display", "none", "-no-reboot",
+        "-chardev", f"file,id=console,path={_opt(m.console)}", "-serial", "chardev:console",
+        "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{m.ssh_port}-:22",
+        "-device", "virtio-net-pci,netdev=net0",
+        "-device", "virtio-rng-pci",
+    ]  # fmt: skip
+    for i, (tag, path) in enumerate(m.shares):
+        argv += [
+            "-fsdev",
+            f"local,id=fs{i},path={_opt(path)},security_model=none,readonly=on,multidevs=remap",
+            "-device",
+            f"virtio-9p-pci,fsdev=fs{i},mount_tag={tag}",
+        ]
+    return argv
+
+
+class VM:
+    """A started qemu; stop() (idempotent) ends it and waits for it."""
+
+    def __init__(self, machine: Machine, log: Path) -> None:
+        self.machine = machine
+        self.log = log  # qemu's own messages
+        read_end, self._pipe = os.pipe()  # non-inheritable: only the launcher gets it, as stdin
+        try:
+            with open(log, "ab") as out:
+                self._launcher = subprocess.Popen(
+                    ["sh", "-c", LAUNCH, "launch", *qemu_argv(machine)],
+                    stdin=read_end,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        except BaseException:
+            os.close(self._pipe)
+            raise
+        finally:
+            os.close(read_end)
+
+    @property
+    def pgid(self) -> int:
+        """The launcher's process group: the launcher and qemu."""
+        return self._launcher.pid
+
+    def alive(self) -> bool:
+        return self._launcher.poll() is None
+
+    def wait_ready(self, timeout_s: float) -> tuple[str, float | None]:
+        """("ready", guest uptime s) once the guest says so; ("failed", None) when it reported a
+        failure or qemu exited; ("timeout", None) after timeout_s."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            text = self.console_text()
+            for line in text.splitlines():
+                if line.startswith(READY):
+                    words = line.split()
+                    return "ready", float(words[1]) if len(words) > 1 else None
+                if line.startswith(FAILED):
+                    return "failed", None
+            if not self.alive():
+                return "failed", None
+            if time.monotonic() > deadline:
+                return "timeout", None
+            time.sleep(0.05)
+
+    def console_text(self) -> str:
+        try:
+            return self.machine.console.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Close the pipe (the launcher TERMs qemu, KILLs it after 5 s); KILL the group if it lingers."""
+        if self._pipe >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._pipe)
+            self._pipe = -1
+        try:
+            self._launcher.wait(grace_s + 5.0)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pgid, signal.SIGKILL)
+            self._launcher.wait()
