@@ -18,9 +18,10 @@ from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
+from jitterlab.model.series import EdgeSeries
 from jitterlab.report.html import render
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import EdgeSeries, write_raw
+from jitterlab.store.raw import write_raw
 
 IMPLS = {"c-fifo": 2_000, "c-mmap": 1_000, "c-file": 5_000, "python": 20_000, "bash": 60_000}
 LOADS = ("idle", "cpu")

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.store.raw import EdgeSeries, read_raw, write_raw
+from jitterlab.model.series import EdgeSeries
+from jitterlab.store.raw import read_raw, write_raw
 
 PERIOD_NS = 1_000_000
 

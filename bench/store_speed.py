@@ -19,10 +19,10 @@ import numpy as np
 
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import Metric, RunRecord
+from jitterlab.model.series import EdgeSeries
 from jitterlab.report.html import render
 from jitterlab.store import pgserver
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import EdgeSeries
 
 IMPLS = ("bash", "python", "node", "c-file", "c-mmap", "c-fifo")
 

@@ -29,7 +29,7 @@ import numpy as np
 from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import Metric
-from jitterlab.store.raw import Samples
+from jitterlab.model.series import Samples
 
 US = 1000
 IRQ_HISTOGRAM_UNIT = "count per 1us bucket, timer IRQ"  # drawn apart from the thread latency

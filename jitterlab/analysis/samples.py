@@ -12,7 +12,8 @@ from jitterlab.analysis.latency import BUCKET_NS, HISTOGRAM_UNIT
 from jitterlab.analysis.squarewave import period_split
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import RunRecord
-from jitterlab.store.raw import EdgeSeries, Samples, blind_spans, read_raw
+from jitterlab.model.series import EdgeSeries, Samples, blind_spans
+from jitterlab.store.raw import read_raw
 
 
 def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,

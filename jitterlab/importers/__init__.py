@@ -13,8 +13,8 @@ import numpy as np
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Cell, RunRecord, Warning_
+from jitterlab.model.series import EdgeSeries, blind_series
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import EdgeSeries, blind_series
 
 PROBE = "import"
 CAMPAIGN = "import"

@@ -27,8 +27,9 @@ from jitterlab.analysis.compare import direction
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.model.series import Samples
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import Samples, read_raw
+from jitterlab.store.raw import read_raw
 
 FORMATS = ("csv", "json", "parquet")
 SYSINFO_SUMMARY = ("hostname", "kernel_release", "preemption", "cpu_model", "n_cpus",

@@ -22,6 +22,7 @@ from jitterlab.campaign import cells
 from jitterlab.cli.commands.results import comparison_note, comparison_rows
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.model.series import EdgeSeries
 from jitterlab.report import figures, figures_std
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
@@ -29,7 +30,7 @@ from jitterlab.report.standard import summarize
 from jitterlab.report.terminal import sysinfo_text
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import EdgeSeries, read_raw
+from jitterlab.store.raw import read_raw
 
 COMPARE_METRICS = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
 SYSINFO_KEYS = ("hostname", "os_name", "kernel_release", "preemption", "machine", "cpu_model",

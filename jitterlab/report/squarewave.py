@@ -14,11 +14,12 @@ from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope, rules_of
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.series import blind_spans
 from jitterlab.model.units import format_ns
 from jitterlab.report import figures
 from jitterlab.report.format import percent
 from jitterlab.report.sections import SECTIONS, SectionContext
-from jitterlab.store.raw import blind_spans, read_raw
+from jitterlab.store.raw import read_raw
 
 HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",

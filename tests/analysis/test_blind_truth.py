@@ -8,8 +8,8 @@ import pytest
 from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
 from jitterlab.analysis.synthetic import blind_intervals, observe, square_wave
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.series import EdgeSeries
 from jitterlab.report.figures import period_errors
-from jitterlab.store.raw import EdgeSeries
 
 START = 1_000_000_000
 

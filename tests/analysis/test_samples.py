@@ -7,7 +7,8 @@ import numpy as np
 from jitterlab.analysis.latency import histogram_metrics
 from jitterlab.analysis.samples import overflow_count, run_distribution
 from jitterlab.model.fakes import cell, run_record
-from jitterlab.store.raw import Samples, write_raw
+from jitterlab.model.series import Samples
+from jitterlab.store.raw import write_raw
 
 
 def test_histogram_with_overflow_reaches_the_recorded_maximum(tmp_path):

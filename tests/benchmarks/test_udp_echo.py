@@ -11,7 +11,8 @@ from jitterlab import plugins
 from jitterlab.campaign.file import parse_campaign
 from jitterlab.measure.benchmarks.udp_echo import UdpEcho, deadline_params, parse_client_output, sched_flags
 from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.store.raw import Samples, read_raw
+from jitterlab.model.series import Samples
+from jitterlab.store.raw import read_raw
 from tests.support import (
     campaign_from_dict,
     check_described,

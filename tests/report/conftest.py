@@ -11,8 +11,9 @@ from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import EdgeSeries, Samples, blind_series
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import EdgeSeries, Samples, blind_series, write_raw
+from jitterlab.store.raw import write_raw
 
 MS = 1_000_000
 IMPLS = {"c-fifo": 2_000, "bash": 30_000}  # jitter sd in ns

@@ -16,11 +16,11 @@ from jitterlab.cli.main import build_parser
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
+from jitterlab.model.series import EdgeSeries
 from jitterlab.report import figures, figures_std
 from jitterlab.report.html import render
 from jitterlab.report.squarewave import impl_namer, most_informative
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import EdgeSeries
 
 CAMPAIGNS = ["board-1.10", "board-1.11"]
 MS = 1_000_000

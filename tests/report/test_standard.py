@@ -9,11 +9,12 @@ from jitterlab.analysis.compare import Selector, compare
 from jitterlab.analysis.latency import latency_metrics
 from jitterlab.model.fakes import cell, run_record
 from jitterlab.model.records import Metric
+from jitterlab.model.series import Samples
 from jitterlab.report.html import render
 from jitterlab.report.standard import summarize
 from jitterlab.report.terminal import runs_table, summary_tables
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import Samples, write_raw
+from jitterlab.store.raw import write_raw
 
 BENCH = "latency-fixture"  # not registered: the summary falls back to the graded metrics
 

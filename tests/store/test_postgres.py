@@ -13,10 +13,11 @@ import pytest
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import EdgeSeries
 from jitterlab.store import pgserver
 from jitterlab.store.catalog import Store
 from jitterlab.store.push import push
-from jitterlab.store.raw import EdgeSeries, read_raw
+from jitterlab.store.raw import read_raw
 from jitterlab.store.schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.skipif(pgserver.available() is not None, reason=str(pgserver.available()))

@@ -8,14 +8,8 @@ import pytest
 import jitterlab.store.raw as raw
 from jitterlab.analysis.synthetic import blind_intervals, square_wave
 from jitterlab.model.errors import UserError
-from jitterlab.store.raw import (
-    EdgeSeries,
-    blind_series,
-    blind_spans,
-    read_raw,
-    sha256_file,
-    write_raw,
-)
+from jitterlab.model.series import EdgeSeries, blind_series, blind_spans
+from jitterlab.store.raw import read_raw, sha256_file, write_raw
 
 
 @pytest.fixture
@@ -120,7 +114,7 @@ def test_write_is_atomic_and_leaves_no_temp_file(tmp_path, series, monkeypatch):
 
 
 def test_samples_round_trip_beside_edges(tmp_path):
-    from jitterlab.store.raw import Samples
+    from jitterlab.model.series import Samples
 
     rtt = np.array([51_000, 48_500, 1_200_000, 50_100], dtype=np.int64)
     path = tmp_path / "r.parquet"

@@ -9,7 +9,7 @@ from jitterlab.measure.context import Placement, RunContext
 from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
-from jitterlab.store.raw import EdgeSeries, Samples
+from jitterlab.model.series import EdgeSeries, Samples
 from jitterlab.targets.base import Target
 
 __all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Placement", "RunContext"]

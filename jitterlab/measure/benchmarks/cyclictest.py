@@ -29,8 +29,8 @@ from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, boolean, choice, duration, integer
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import Samples
 from jitterlab.model.units import format_ns, parse_duration_ns
-from jitterlab.store.raw import Samples
 
 US = 1000  # ns
 _MAX_PATH = 255  # cyclictest copies --json= and --histfile= into 256-byte buffers

@@ -31,7 +31,7 @@ from jitterlab.measure.tools.output import first_json
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, auto, choice, integer, size
 from jitterlab.model.records import Metric
-from jitterlab.store.raw import Samples
+from jitterlab.model.series import Samples
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.targets.processes import RecordedProcess, describe_exit, pinned, run_recorded, spawn_recorded
 

@@ -16,7 +16,7 @@ from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measure
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, auto, choice, format_size, size
 from jitterlab.model.records import Metric, Warning_
-from jitterlab.store.raw import Samples
+from jitterlab.model.series import Samples
 from jitterlab.targets.base import CommandTimeout
 from jitterlab.targets.processes import describe_exit, pinned, run_recorded
 

@@ -20,8 +20,8 @@ from jitterlab.measure.squarewave.probes.logs import SelfLog, read_self_log
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
+from jitterlab.model.series import EdgeSeries
 from jitterlab.model.units import format_ns
-from jitterlab.store.raw import EdgeSeries
 
 
 def _parts(cell: Cell):

@@ -24,8 +24,8 @@ from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, auto, boolean, duration, integer
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import Samples
 from jitterlab.model.units import format_ns
-from jitterlab.store.raw import Samples
 
 PROGRAM = "switch-latency"
 OUT = "switch.out"

@@ -35,8 +35,8 @@ from jitterlab.measure.benchmarks.udp_programs import (
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, choice, duration, format_size, integer, size
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import Samples
 from jitterlab.model.units import format_ns
-from jitterlab.store.raw import Samples
 from jitterlab.targets.processes import pinned
 
 POLICIES = ("other", "fifo", "rr", "deadline")

@@ -16,7 +16,7 @@ from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
-from jitterlab.store.raw import EdgeSeries
+from jitterlab.model.series import EdgeSeries
 
 # where a probe runs: a process on a CPU of the target, the program itself, the controller
 # machine (a logic analyzer plugged in there), or an instrument reached over the network

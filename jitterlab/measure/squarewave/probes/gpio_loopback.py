@@ -19,7 +19,7 @@ from jitterlab.measure.squarewave.probes.logs import SelfLog, read_capture, read
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, choice, integer
 from jitterlab.model.records import Metric, Warning_
-from jitterlab.store.raw import blind_series
+from jitterlab.model.series import blind_series
 from jitterlab.targets.processes import RecordedProcess, spawn_recorded, wait_for_path
 
 STATS_KEYS = frozenset({"events", "edges", "lost_events", "same_polarity", "overflow_edges",

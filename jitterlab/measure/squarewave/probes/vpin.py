@@ -15,8 +15,8 @@ from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import ObserverCapture, SelfLog, read_observer
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
-from jitterlab.store.raw import blind_series
 from jitterlab.targets.base import Process, Target
 from jitterlab.targets.processes import spawn_recorded, wait_for_path
 
