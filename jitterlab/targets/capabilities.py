@@ -13,7 +13,7 @@ from typing import TypeVar
 from jitterlab.model.errors import UserError
 
 
-class Capability(ABC):
+class Capability(ABC):  # noqa: B024  (a marker: most capabilities add methods, some none)
     """A capability; `does` completes "this target cannot ..." in errors."""
 
     does: str = ""
