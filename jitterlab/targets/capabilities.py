@@ -8,6 +8,7 @@ wrapper around a target (a farm's board) passes on what it wraps with `capabilit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import TypeVar
 
 from jitterlab.model.errors import UserError
@@ -17,6 +18,10 @@ class Capability(ABC):  # noqa: B024  (a marker: most capabilities add methods, 
     """A capability; `does` completes "this target cannot ..." in errors."""
 
     does: str = ""
+
+    def offers(self, cap: type[Capability]) -> bool:
+        """False where a kind has `cap` only when configured so (an ssh target without `cc`)."""
+        return True
 
 
 class ControllerMachine(Capability):
@@ -42,7 +47,7 @@ class KeepsKernelModules(Capability):
     does = "keep kernel modules it built between boots"
 
     @abstractmethod
-    def kernel_module(self, name: str, sources: object) -> str:
+    def kernel_module(self, sources: Path, name: str) -> str:
         """Path on the target of module `name` built from `sources` for its running kernel."""
 
 
@@ -78,8 +83,8 @@ class ReachedBySSH(Capability):
     does = "be reached with ssh (use an ssh, labgrid or qemu target)"
 
     @abstractmethod
-    def ssh_command(self) -> list[str]:
-        """argv prefix that runs a command on the target through ssh (its options and host)."""
+    def ssh_command(self, remote: list[str]) -> list[str]:
+        """argv that runs `remote` on the target through ssh (its options and host)."""
 
 
 class HostKeyStatus(Capability):
@@ -98,8 +103,10 @@ C = TypeVar("C", bound=Capability)
 
 def has(target: object, cap: type[C]) -> C | None:
     """The target as `cap` when it has that capability, else None."""
-    found = capabilities_of(target).get(cap)
-    return found if found is not None else (target if isinstance(target, cap) else None)  # type: ignore[return-value]
+    found = capabilities_of(target).get(cap) or (target if isinstance(target, cap) else None)
+    if found is None or not found.offers(cap):  # type: ignore[attr-defined]
+        return None
+    return found  # type: ignore[return-value]
 
 
 def need(target: object, cap: type[C], why: str) -> C:
