@@ -19,11 +19,11 @@ from jitterlab import __version__
 from jitterlab.analysis.compare import Comparison, compare, label_pairs, metric_names
 from jitterlab.analysis.samples import run_distribution
 from jitterlab.campaign import cells
-from jitterlab.cli.commands.results import comparison_note, comparison_rows
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.model.series import EdgeSeries
 from jitterlab.report import figures, figures_std
+from jitterlab.report.comparison import comparison_note, comparison_rows
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
 from jitterlab.report.standard import summarize

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from jitterlab.model.errors import UserError
 from jitterlab.targets.base import CommandTimeout, Completed
+from jitterlab.targets.capabilities import ControllerMachine, WaitsForPath
 
 
 def default_workdir() -> str:
@@ -170,7 +171,7 @@ class LocalProcess:
         return self._popen.returncode
 
 
-class LocalTarget:
+class LocalTarget(ControllerMachine, WaitsForPath):
     """Runs commands on this machine with subprocess, one process group per command."""
 
     kind = "local"

@@ -11,13 +11,14 @@ import pytest
 
 from jitterlab.analysis.compare import Selector, compare
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.cli.commands.results import add_commands, format_comparison
+from jitterlab.cli.commands.results import add_commands
 from jitterlab.cli.main import build_parser
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
 from jitterlab.model.series import EdgeSeries
 from jitterlab.report import figures, figures_std
+from jitterlab.report.comparison import format_comparison
 from jitterlab.report.html import render
 from jitterlab.report.squarewave import impl_namer, most_informative
 from jitterlab.store.catalog import Store
