@@ -1,12 +1,13 @@
 """Dead time of a campaign: wall time against the time actually measured, and where the rest goes.
 
-    python bench/overhead.py [--duration 1s] [--repetitions 2]
+    python bench/overhead.py [--duration 1s] [--repetitions 2] [--loads idle,cpu]
 
 Runs a fixed campaign on this machine (squarewave: python and c-fifo at 10 ms with the vpin probe,
-under idle and cpu load) and prints, per load, the wall time of a run divided by its measured
-duration (goal: <= 1.10 for idle cells), the whole campaign's ratio, and the time spent in each
-phase of a run (load start and warm-up, observer start, the program, the observer's stop, load
-stop, analysis, commit, and the rest), per load.
+under idle and cpu load, or the loads given) and prints, per load, the wall time of a run divided by
+its measured duration (goal: <= 1.10 for idle cells), the whole campaign's ratio, and the time spent
+in each phase of a run (load start or keeping, the rest of its warm-up, observer start, the program,
+the observer's stop, loads down, analysis, commit, and the rest), per load. A load that reports as
+it goes (sched) is kept up between the two impls' runs of a repetition; cpu is started every run.
 
 What a run costs besides its duration that is not jitterlab's: the program's start and end (an
 interpreter's start: ~10-50 ms for Debian's python3, ~190 ms through a pyenv shim) and for a loaded
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.campaign.file import load_campaign
-from jitterlab.execution import runner
+from jitterlab.execution.loads import TargetLoads
 from jitterlab.execution.preflight import open_targets
 from jitterlab.execution.runner import Runner
 from jitterlab.measure.benchmarks import squarewave
@@ -59,20 +60,20 @@ def instrument() -> None:
     one_run = Runner._one_run
 
     @functools.wraps(one_run)
-    def whole_run(self, session, campaign_id, cell, rep):
+    def whole_run(self, session, campaign_id, cell, rep, *args):
         _current_key[0] = f"{cell.load} {cell.param('impl')}"
         RUNS[_current_key[0]] += 1
         t0 = time.monotonic()
         try:
-            return one_run(self, session, campaign_id, cell, rep)
+            return one_run(self, session, campaign_id, cell, rep, *args)
         finally:
             PHASES[_current_key[0]]["(whole run)"] += time.monotonic() - t0
 
     Runner._one_run = whole_run
     vpin = plugins.PROBES.get("vpin", "bench")
-    timed(Runner, "_start_loads", "load start")
-    timed(runner._LoadWarmup, "__call__", "load warm-up (rest) + check")
-    timed(runner._LoadStop, "__call__", "load check + stop")
+    timed(TargetLoads, "start", "load start (or kept: check)")
+    timed(TargetLoads, "up", "load warm-up (rest) + check")
+    timed(TargetLoads, "down", "load check + read/stop")
     timed(Runner, "_commit", "commit")
     timed(vpin, "start", "probe start")
     timed(vpin, "stop", "probe stop")
@@ -86,7 +87,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", default="1s")
     parser.add_argument("--repetitions", type=int, default=2)
+    parser.add_argument("--loads", default="idle,cpu", help="the matrix's loads, comma-separated")
     args = parser.parse_args()
+    loads = ", ".join(f'"{name}"' for name in args.loads.split(","))
     duration_s = parse_duration_ns(args.duration, "--duration") / 1e9
     instrument()
     with tempfile.TemporaryDirectory(prefix="jitterlab-overhead-") as tmp:
@@ -94,7 +97,7 @@ def main() -> None:
         path.write_text(
             f'[campaign]\nname = "overhead"\nrepetitions = {args.repetitions}\n'
             f'duration = "{args.duration}"\n[matrix]\nimpl = ["python", "c-fifo"]\n'
-            'period = ["10ms"]\nload = ["idle", "cpu"]\nprobe = "vpin"\n')
+            f'period = ["10ms"]\nload = [{loads}]\nprobe = "vpin"\n')
         campaign = load_campaign(path)
         store = Store(Path(tmp) / "results")
         t0 = time.monotonic()
@@ -115,7 +118,7 @@ def main() -> None:
         by_load[r.load].append(r.wall_s)
     print(f"{len(runs)} runs of {duration_s:g} s; failed: {sum(r.status != 'ok' for r in runs)}")
     for load, walls in sorted(by_load.items()):
-        print(f"  {load:5s} run wall / measured: median {statistics.median(walls) / duration_s:.3f}, "
+        print(f"  {load:6s} run wall / measured: median {statistics.median(walls) / duration_s:.3f}, "
               f"max {max(walls) / duration_s:.3f}")
     measured = len(runs) * duration_s
     print(f"campaign: {t2 - t0:.2f} s wall (open + preflight {t1 - t0:.2f} s) for {measured:g} s measured: "

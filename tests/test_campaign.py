@@ -234,23 +234,31 @@ def test_plugin_option_tables_are_read_with_their_params(tmp_path):
 
 
 def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp_path, monkeypatch):
+    """A new pin kind is a class that declares its offers: impls and probes bind to it by form."""
     from jitterlab import plugins
     from jitterlab.measure.squarewave.pins.base import PinBase
+    from jitterlab.measure.squarewave.pins.offers import Offer, ValueFile
     from jitterlab.model.registry import Entry
 
-    class Wired(PinBase):  # a pin only an instrument could watch
-        probes = frozenset({"self"})
+    class Wire(Offer):
+        what = "a wire"
+
+    class Wired(PinBase):  # a pin only an impl that needs a wire can drive, only self can watch
+        offers = frozenset({Wire})
 
     monkeypatch.setitem(plugins.PINS._entries, "wired", Entry("wired", "test pin", Wired))
-    with pytest.raises(UserError, match=r"matrix.pin: impl 'bash' cannot drive pin 'wired'; it drives "
-                                        r"external, sysfs, vpin"):
+    hint = r" \(exclude the combination with \[\[exclude\]\]\)$"
+    with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.pin: impl 'bash' cannot drive pin 'wired': "
+                                        r"it needs a value file to write '0'/'1' into, which pins external, "
+                                        r"sysfs, vpin offer" + hint):
         load_campaign(write(tmp_path, GOOD.replace('pin = "vpin"', 'pin = "wired"')))
     bash = plugins.IMPLS.get("bash", "test")
     monkeypatch.setitem(plugins.IMPLS._entries, "bash", Entry(
-        "bash", "test", dataclasses.replace(bash, pins=frozenset({"vpin", "wired"}))))
+        "bash", "test", dataclasses.replace(bash, needs=(ValueFile, Wire))))
     text = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('impl = ["bash", "c-fifo"]', 'impl = "bash"')
-    with pytest.raises(UserError, match=r"matrix.probe: probe 'vpin' cannot observe pin 'wired'; it can be "
-                                        r"observed by self"):
+    with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.probe: probe 'vpin' cannot observe pin "
+                                        r"'wired': it needs a level byte an observer can map and poll, which "
+                                        r"pin vpin offers; pin 'wired' can be observed by self" + hint):
         load_campaign(write(tmp_path, text))
     campaign = load_campaign(write(tmp_path, text.replace('probe = ["vpin", "self"]', 'probe = "self"')))
     assert {c.param("pin") for c in campaign.cells} == {"wired"}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import jitterlab.programs
 from jitterlab import plugins
 from jitterlab.execution import deploy, preflight
 from jitterlab.model.errors import UserError
@@ -117,6 +118,49 @@ def test_nothing_built_is_a_user_error(programs, tmp_path):
     (programs / "c" / "udp_common.h").write_text("#error broken compiler\n")
     with pytest.raises(UserError, match=r"building the C programs failed: .*apt install gcc make"):
         deploy.deploy(LocalTarget(workdir=str(tmp_path / "w")))
+
+
+def test_a_declared_directory_is_shipped_and_built_without_changing_deploy(programs, tmp_path, monkeypatch):
+    """A plug-in with programs of its own declares their directory: deploy ships the files its
+    patterns name (not build output, not other files), builds it when asked, and its executables
+    count as built programs; a directory that only travels is not built."""
+    firmware = programs / "firmware"
+    firmware.mkdir()
+    (firmware / "wave.S").write_text("; the coprocessor's wave\n")
+    (firmware / "notes.txt").write_text("not a source\n")
+    (firmware / "Makefile").write_text("all:\n\tprintf '#!/bin/sh\\n' > fw-load && chmod +x fw-load\n")
+    scripts = programs / "scripts"
+    scripts.mkdir()
+    (scripts / "go.sh").write_text("#!/bin/sh\n")
+    (scripts / "Makefile").write_text("all:\n\tfalse\n")  # never run: the directory is not built
+    monkeypatch.setitem(jitterlab.programs.DIRS, "firmware",
+                        jitterlab.programs.ProgramDir("firmware", ("*.S", "Makefile"), built=True))
+    monkeypatch.setitem(jitterlab.programs.DIRS, "scripts",
+                        jitterlab.programs.ProgramDir("scripts", ("*.sh",)))
+    target = LocalTarget(workdir=str(tmp_path / "w"))
+    done = deploy.deploy(target)
+    assert "fw-load" in done.built and "c-fifo" in done.built and "c-broken" not in done.built
+    shipped = Path(done.bindir)
+    assert (shipped / "firmware" / "wave.S").is_file() and not (shipped / "firmware" / "notes.txt").exists()
+    assert sorted(p.name for p in (shipped / "scripts").iterdir()) == ["go.sh"]
+    before = deploy.programs_hash()
+    (firmware / "notes.txt").write_text("changed, still not a source\n")
+    assert deploy.programs_hash() == before, "only what ships makes the version"
+    (firmware / "wave.S").write_text("; a new wave\n")
+    assert deploy.programs_hash() != before
+
+
+def test_every_declared_directory_exists_and_a_name_is_declared_once():
+    assert {"c", "bash", "python", "node", "kmod"} <= set(jitterlab.programs.DIRS)
+    for directory in jitterlab.programs.DIRS.values():
+        assert list(deploy._sources()) and any(p.parent == directory.path for p in deploy._sources())
+    c = jitterlab.programs.DIRS["c"]
+    assert jitterlab.programs.declare(c) is c  # declaring the same again is harmless
+    with pytest.raises(ValueError, match="declared twice"):
+        jitterlab.programs.declare(jitterlab.programs.ProgramDir("c", ("*.c",)))
+    with pytest.raises(ValueError, match="does not exist"):
+        jitterlab.programs.declare(jitterlab.programs.ProgramDir("no-such-dir", ("*.c",)))
+    assert "no-such-dir" not in jitterlab.programs.DIRS
 
 
 @pytest.mark.slow

@@ -6,8 +6,10 @@ import tempfile
 
 import pytest
 
+from jitterlab.cli.commands import doctor as command
 from jitterlab.cli.main import main
 from jitterlab.system import doctor
+from jitterlab.targets.capabilities import CrossBuilt, HostKeyStatus
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.ssh.loopback_sshd import available, free_port
 
@@ -65,19 +67,64 @@ def test_what_needs_fixing_is_listed_with_its_fix_and_exits_1(monkeypatch, capsy
 
 
 def test_every_tool_of_every_benchmark_and_load_is_looked_for():
-    needs = doctor.needed_tools()
+    needs = command.needed_tools()
     assert needs["node"][0] == "nodejs" and "impl node" in needs["node"][1]
     assert needs["stress-ng"][0] == "stress-ng" and "load cpu" in needs["stress-ng"][1]
     assert needs["cc"][0] == "gcc"
 
 
+class CrossBuiltLocal(LocalTarget, CrossBuilt):
+    def __init__(self, workdir: str, cc: str) -> None:
+        super().__init__(workdir=workdir)
+        self._cc = cc
+
+    @property
+    def cross_cc(self) -> str:
+        return self._cc
+
+
 def test_a_cross_compiling_target_needs_no_compiler(monkeypatch, tmp_path):
     fake_machine(monkeypatch, missing=("make", "cc"))
-    target = LocalTarget(workdir=str(tmp_path))
-    target.cross_cc = "gcc"  # type: ignore[attr-defined]
-    _, findings = doctor.examine(target)
+    _, findings = doctor.examine(CrossBuiltLocal(str(tmp_path), "gcc"), command.needed_tools())
     assert not [f for f in findings if f.topic == "missing tools"]
     assert "make" not in findings[0].state
+    assert not [f for f in findings if f.topic == "cross cc"]  # gcc is installed here
+
+
+def test_a_cross_compiler_missing_on_the_controller_is_to_fix(monkeypatch, tmp_path):
+    fake_machine(monkeypatch)
+    target = CrossBuiltLocal(str(tmp_path), "no-such-cc -m32")
+    _, findings = doctor.examine(target, {"cc": ("gcc", {"x"})})
+    [cross] = [f for f in findings if f.topic == "cross cc"]
+    assert cross.state == "no-such-cc -m32 is not installed here"
+    assert cross.fix == "install the cross compiler"
+
+
+class UnverifiedLocal(LocalTarget, HostKeyStatus):
+    host_key_verified = False
+    host_key_unverified = ("connected without checking the host key", "set known_hosts")
+
+
+def test_an_unverified_host_key_follows_the_tools(monkeypatch, tmp_path):
+    fake_machine(monkeypatch, missing=("node",))
+    needs = {"node": ("nodejs", {"impl node"})}
+    _, findings = doctor.examine(UnverifiedLocal(workdir=str(tmp_path)), needs)
+    assert [f.topic for f in findings[:3]] == ["tools", "missing tools", "host key"]
+    said = doctor.Finding("host key", "connected without checking the host key", "set known_hosts")
+    assert findings[2] == said
+    _, findings = doctor.examine(LocalTarget(workdir=str(tmp_path)), needs)
+    assert "host key" not in [f.topic for f in findings]
+
+
+def test_the_probes_usable_are_listed_after_the_checks(monkeypatch, capsys):
+    fake_machine(monkeypatch)
+    monkeypatch.setattr(command, "visa_resources", lambda: ["USB0::1::2::INSTR"])
+    assert main(["doctor", "local"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    [probes] = [i for i, line in enumerate(lines) if line.split()[1:2] == ["probes"]]
+    assert probes > next(i for i, line in enumerate(lines) if "RT throttling" in line)
+    assert lines[probes].endswith("scpi") and "USB0::1::2::INSTR" in out  # an instrument on USB: scpi
 
 
 def test_the_real_local_machine(capsys):
@@ -130,3 +177,9 @@ def test_an_unreachable_target_exits_2_and_leaves_nothing(capsys, tmp_path, monk
         assert main(["doctor", f"ssh://127.0.0.1:{free_port()}", "--connect-timeout", "1s"]) == 2
         assert "cannot connect: connection refused" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_probes_of_the_virtual_pin_follow_the_cpus(monkeypatch):
+    monkeypatch.setattr(command, "visa_resources", lambda: [])
+    assert command.probe_findings({"n_cpus": 4})[0].state.startswith("self, vpin")
+    assert command.probe_findings({"n_cpus": 1})[0].state.startswith("self, (vpin needs a second CPU)")

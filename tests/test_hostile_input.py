@@ -203,3 +203,48 @@ def test_every_option_with_every_hostile_value(store, tmp_path, monkeypatch, cap
             one_line(err)
             assert err.startswith(("error: ", "interrupted")), (name, err[:200])
     assert not list(tmp_path.rglob("PWNED"))
+
+
+COMMAND_METRIC = '[[matrix.metric]]\nname = "n"\njson_path = "$.n"\ndirection = "none"\n'
+COMMAND_CASES = {  # the command benchmark's keys with what would copy, hang or abort at run time
+    "files-device": ('files = ["/dev/zero"]', "matrix.files: /dev/zero is a character device"),
+    "files-root": ('files = ["/"]', "matrix.files: '/' is the root directory"),
+    "files-parent": ('files = [".."]', "matrix.files: '..' does not end in a file or directory name"),
+    "files-here": ('files = ["."]', "matrix.files: '.' does not end in a file or directory name"),
+    "files-empty": ('files = [""]', "matrix.files: an empty path"),
+    "files-kernel": ('files = ["/proc/self/status"]', "matrix.files: /proc/self/status is under /proc"),
+    "build-empty": ('build = [""]', "matrix.build: the first word (the program to run) is empty"),
+    "argv-long": (f'argv = ["echo", "{"a" * (128 << 10)}"]', "matrix.argv: the command is 131077 bytes"),
+    "metric-file-dot": (COMMAND_METRIC + 'file = "."', "matrix.metric[0].file: a file the program writes"),
+}
+
+
+@pytest.mark.parametrize("case", COMMAND_CASES)
+def test_command_keys_that_would_break_a_run_are_refused_when_read(tmp_path, monkeypatch, case):
+    monkeypatch.chdir(tmp_path)
+    line, says = COMMAND_CASES[case]
+    argv = "" if line.startswith("argv") else 'argv = ["true"]\n'
+    metric = "" if line.startswith("[[") else COMMAND_METRIC
+    path = tmp_path / "c.toml"
+    path.write_text(f'[campaign]\nname = "t"\n[matrix]\nbenchmark = "command"\nname = "c"\n{argv}{line}\n'
+                    + metric)
+    with no_hang(), pytest.raises(UserError) as info:
+        load_campaign(path)
+    one_line(str(info.value))
+    assert str(info.value).startswith(f"{path}: {says}"), str(info.value)[:300]
+    assert not (tmp_path / "target").exists()
+
+
+def test_a_command_printing_json_nested_too_deeply_fails_only_its_run(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(f'[campaign]\nname = "t"\nduration = "100ms"\nrepetitions = 1\n'
+                    '[[target]]\nname = "local"\nkind = "local"\n'
+                    f'workdir = "{tmp_path / "target"}"\n[matrix]\nbenchmark = "command"\nname = "c"\n'
+                    f'argv = ["python3", "-c", "print(\'[\' * 200000)"]\n{COMMAND_METRIC}')
+    with no_hang(60):
+        rc = main(["run", str(path), "--results", str(tmp_path / "r")])
+    assert rc == 1, capsys.readouterr().err
+    from jitterlab.store.catalog import Store
+
+    [run] = Store(tmp_path / "r", create=False).runs()
+    assert run.status == "failed" and "JSON nested too deeply to read" in (run.error or "")

@@ -10,7 +10,6 @@ import pytest
 
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.cli.commands.results import add_commands
 from jitterlab.cli.main import build_parser
 from jitterlab.importers import read_capture
 from jitterlab.model.errors import UserError
@@ -22,11 +21,7 @@ EXPECTED = {m.name: m.value for m in squarewave_metrics(T, LEVEL, PERIOD_NS, war
 
 
 def run_cli(argv: list[str]) -> int:
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    if "import" not in sub.choices:
-        add_commands(sub)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 

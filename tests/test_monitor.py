@@ -7,6 +7,9 @@ import threading
 import pytest
 
 from jitterlab.campaign.file import load_campaign
+from jitterlab.cli.main import main
+from jitterlab.execution import monitor as monitor_module
+from jitterlab.execution import preflight
 from jitterlab.execution.monitor import Schedule, monitor
 from jitterlab.execution.preflight import open_targets
 from jitterlab.model.errors import UserError
@@ -73,3 +76,51 @@ def test_intervals_are_repetitions_and_resume_goes_on(tmp_path):
     assert done == (2, 0)
     assert [r.repetition for r in store.runs(camp["id"])] == [0, 1, 2] and len(store.campaigns()) == 1
     assert [text.split(" (")[0] for text in seen[-2:]] == ["interval 2/3", "interval 3/3"]
+
+
+class _Session:
+    """What open_targets hands back, as far as the command uses it: a target to close."""
+
+    def __init__(self, closed: list[str], name: str) -> None:
+        self.target = self
+        self._closed, self.name = closed, name
+
+    def close(self) -> None:
+        self._closed.append(self.name)
+
+
+def _fake_targets(monkeypatch, closed: list[str]) -> None:
+    sessions = [_Session(closed, "vm"), _Session(closed, "rpi")]
+    monkeypatch.setattr(preflight, "open_targets", lambda campaign: sessions)
+
+
+def test_a_store_that_cannot_open_lets_the_opened_targets_go(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "m.toml"
+    path.write_text(CAMPAIGN.format(workdir=tmp_path / "w"))
+    (tmp_path / "r").write_text("a file where the results directory should be")
+    closed: list[str] = []
+    _fake_targets(monkeypatch, closed)
+    assert main(["monitor", str(path), "--for", "2s", "--every", "1s", "--results", str(tmp_path / "r")]) == 2
+    assert sorted(closed) == ["rpi", "vm"]  # a labgrid place, a booted VM: released
+    assert f"--results {tmp_path / 'r'}" in capsys.readouterr().err.replace("\n", "")
+
+
+def test_monitor_prints_escaped_and_an_interrupt_says_how_to_go_on(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "m\x1b]0;x\x07.toml"
+    path.write_text(CAMPAIGN.format(workdir=tmp_path / "w"))
+    closed: list[str] = []
+    _fake_targets(monkeypatch, closed)
+
+    def interrupted(campaign, store, sessions, schedule, *, resume, notice, stop):
+        notice("interval 1/2 \x1b[2J")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(monitor_module, "monitor", interrupted)
+    argv = ["monitor", str(path), "--for", "2s", "--every", "1s", "--results", str(tmp_path / "r")]
+    assert main(argv) == 130
+    out = capsys.readouterr().out.replace("\n", "")
+    assert "\x1b" not in out and "\x07" not in out
+    assert "mon: interval 1/2 \\x1b[2J" in out
+    assert f"interrupted: go on with jitterlab monitor {tmp_path}/m\\x1b]0;x\\x07.toml --for 2s --every 1s " \
+           "--resume" in out
+    assert sorted(closed) == ["rpi", "vm"]

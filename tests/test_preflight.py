@@ -12,6 +12,7 @@ from jitterlab.cli.main import main
 from jitterlab.execution import preflight
 from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.model.errors import UserError
+from jitterlab.targets.capabilities import CrossBuilt, HostKeyStatus, Wrapper
 from jitterlab.targets.local import LocalTarget
 
 
@@ -159,3 +160,49 @@ def test_one_cpu_is_fine_for_a_probe_off_the_target(tmp_path):
     campaign = load_campaign(path)
     placement = preflight._placement(campaign, list(campaign.cells), 1, [])
     assert placement.probe_cpu is None
+
+
+class _Board(Wrapper, HostKeyStatus, CrossBuilt):
+    """This machine as a board reached without checking its host key, its programs built here."""
+
+    @property
+    def host_key_verified(self) -> bool:
+        return False
+
+    @property
+    def host_key_unverified(self) -> tuple[str, str]:
+        return "the board's host key is not verified", 'set known_hosts = "..." in its [[target]]'
+
+    @property
+    def cross_cc(self) -> str:
+        return "no-such-cc-xyz"
+
+
+def test_a_target_says_its_host_key_is_unchecked_and_a_cross_built_one_needs_no_compiler(tmp_path):
+    campaign = load_campaign(campaign_file(tmp_path, "python"))
+    spec = campaign.targets[0]
+    target = LocalTarget("local", str(tmp_path / "w"))
+    try:
+        plain = preflight.preflight(campaign, spec, target)
+        assert not [w for w in plain.warnings if "host key" in w.message]
+        # make and cc are not looked for on a target whose programs are built on the controller
+        target.run = _hiding(target.run, ("make", "cc"))  # type: ignore[method-assign]
+        with pytest.raises(UserError, match=r"missing tools: cc \(apt install gcc; .*make \(apt"):
+            preflight.preflight(campaign, spec, target)
+        session = preflight.preflight(campaign, spec, _Board(target))
+        [warning] = [w for w in session.warnings if "host key" in w.message]
+        assert warning.message == "the board's host key is not verified"
+        assert warning.remedy == 'set known_hosts = "..." in its [[target]]'
+    finally:
+        target.close()
+
+
+def _hiding(run, tools):
+    """target.run as if `tools` were not installed (the lookup of missing tools reports them)."""
+    def hidden(argv, timeout_s=60.0):
+        done = run(argv, timeout_s)
+        if argv[:2] == ["sh", "-c"] and argv[2].startswith("for t; do command -v"):
+            missing = [t for t in argv[4:] if t in tools] + done.stdout.split()
+            return type(done)(done.argv, done.rc, "\n".join(missing) + "\n", done.stderr)
+        return done
+    return hidden

@@ -8,6 +8,7 @@ import pytest
 
 from jitterlab.model.records import Warning_
 from jitterlab.system import sysinfo
+from jitterlab.targets.capabilities import VirtualMachine, Wrapper
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
 
@@ -116,6 +117,27 @@ def test_snapshot_is_one_fixed_command():
     sysinfo.snapshot(target)
     assert len(target.calls) == 2 and target.calls[0] == target.calls[1]
     assert target.calls[0][:2] == ("sh", "-c") and len(target.calls[0]) == 3
+
+
+class _VM(Wrapper, VirtualMachine):
+    """A target that is a VM jitterlab booted, emulated."""
+
+    @property
+    def vm_accel(self) -> str:
+        return "tcg"
+
+    @property
+    def boot_s(self) -> float | None:
+        return 12.5
+
+
+def test_a_vm_jitterlab_booted_records_its_accelerator_and_boot_time():
+    target = FakeTarget()
+    target.respond(["sh", "-c"], PI)
+    assert "vm_accel" not in sysinfo.snapshot(target) and "vm_boot_s" not in sysinfo.snapshot(target)
+    info = sysinfo.snapshot(_VM(target))
+    assert (info["vm_accel"], info["vm_boot_s"]) == ("tcg", 12.5)
+    assert any("tcg" in w.message or "emulat" in w.message for w in sysinfo.checks(info))
 
 
 def test_parse_a_raspberry_pi_with_rt_kernel():

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.stats import (
     ALPHA,
     N_BOOTSTRAP,
@@ -32,7 +33,7 @@ from jitterlab.analysis.stats import (
     pooled_effects,
 )
 from jitterlab.analysis.summary import rule_text, summarize
-from jitterlab.campaign import cells
+from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord, Warning_
 
@@ -42,30 +43,6 @@ BETTER, WORSE, NO_CHANGE, CHANGED, UNDECIDED = (
     "better", "worse", "no significant change", "changed", "undecided")
 VERDICTS = (WORSE, BETTER, CHANGED, NO_CHANGE, UNDECIDED)
 POOLED_NAMES = tuple(f"pooled_{s}_{what}" for what in ("rel_period_error", "latency_ns") for s in STATS)
-
-# Which way is good, by metric name: the first matching pattern wins. "none" marks metrics
-# that describe the run rather than grade it (a longer mean period is neither good nor bad).
-_DIRECTIONS: list[tuple[str, str]] = [
-    # drift has a sign: a ratio of medians of signed values does not grade it
-    (r"^(n_edges|n_periods|warmup_ns|mean_period_ns|min_period_ns|max_period_ns|drift_ppm)$",
-     "none"),
-    (r"^load_ctxt", "none"),  # context switches an idle machine saw: a description, not a grade
-    (r"^load_(bogo_ops_per_s|.*_per_s|.*mbit.*|.*throughput.*|.*ops.*)$", "higher"),
-    (r"^load_", "none"),  # load_workers, load_loadavg_1m: what was asked/seen, not a grade
-    (r"(_error|_delay|_early|^std_period_ns|latency|jitter)", "lower"),
-    (r"(excluded|missed|blind|unobserved|overflow|^probe_poll)", "lower"),
-    (r"(throughput|_per_s$|mbit|bandwidth|ops)", "higher"),
-]
-DEFAULT_DIRECTION = "lower"  # a timing tool mostly measures errors and latencies
-
-
-def direction(metric: str) -> str:
-    """"lower", "higher" (is better) or "none" (informational) for a metric name."""
-    for pattern, way in _DIRECTIONS:
-        if re.search(pattern, metric):
-            return way
-    return DEFAULT_DIRECTION
-
 
 # cell fields that --baseline/--candidate may select on besides labels and the benchmark's keys
 _FIELDS = ("target", "benchmark", "load")
@@ -86,13 +63,15 @@ class Selector:
             raise UserError(f"{option} {text!r}: write KEY=VALUE, e.g. {option} image=1.10")
         return cls(key.strip(), value.strip())
 
-    def matches(self, run: RunRecord) -> bool:
+    def matches(self, run: RunRecord, names: CellNames = PLAIN) -> bool:
+        """Whether the run has this label, cell field or parameter; a parameter's value may be
+        written as `names` shows it (period=1ms) or as stored (period=1000000)."""
         if self.key in run.labels:
             return str(run.labels[self.key]) == self.value
         if self.key in _FIELDS:
             return str(getattr(run, self.key)) == self.value
         if run.cell.has(self.key):  # as stored (1000000) or as written in a campaign (1ms)
-            return self.value in (str(run.param(self.key)), cells.show_value(run.cell, self.key))
+            return self.value in (str(run.param(self.key)), names.show_value(run.cell, self.key))
         return False
 
     def __str__(self) -> str:
@@ -165,16 +144,17 @@ Distributions = Callable[[RunRecord], dict[str, tuple[np.ndarray, np.ndarray]]]
 
 def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             metrics: list[str] | None = None, seed: int = 0, n_bootstrap: int = N_BOOTSTRAP,
-            distributions: Distributions | None = None) -> Comparison:
+            distributions: Distributions | None = None, names: CellNames = PLAIN) -> Comparison:
     """Compare the ok runs selected by `baseline` and `candidate` in every cell both have, per
     run and, with `distributions` (a run's within-run samples as (value, count) by name), pooled
-    (p99 and max of all samples of each group); p-values adjusted over all rows (Holm)."""
-    group_a = [r for r in runs if baseline.matches(r) and r.status == "ok"]
-    group_b = [r for r in runs if candidate.matches(r) and r.status == "ok"]
+    (p99 and max of all samples of each group); p-values adjusted over all rows (Holm). `names`
+    writes the cells' parameters (campaign.cells.names(): as a campaign does, defaults left out)."""
+    group_a = [r for r in runs if baseline.matches(r, names) and r.status == "ok"]
+    group_b = [r for r in runs if candidate.matches(r, names) and r.status == "ok"]
     for sel, group, option in ((baseline, group_a, "--baseline"), (candidate, group_b, "--candidate")):
         if not group:
             raise UserError(f"{option} {sel}: no successful run has it; "
-                            f"labels in the store: {_known_labels(runs)}{_known_params(sel, runs)}")
+                            f"labels in the store: {_known_labels(runs)}{_known_params(sel, runs, names)}")
     known = metric_names(group_a + group_b)
     if metrics:
         pooled_names = POOLED_NAMES if distributions else ()
@@ -186,7 +166,8 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
     # a field that selects the groups must not split the cells, else no cell is common
     cell_fields = tuple(f for f in _CELL if f not in (baseline.key, candidate.key))
     selected = (baseline.key, candidate.key)
-    cells_a, cells_b = _by_cell(group_a, cell_fields, selected), _by_cell(group_b, cell_fields, selected)
+    cells_a = _by_cell(group_a, cell_fields, names, selected)
+    cells_b = _by_cell(group_b, cell_fields, names, selected)
     common = [c for c in cells_a if c in cells_b]
     result = Comparison(baseline, candidate, cell_fields)
     if not common:
@@ -212,7 +193,7 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
                 continue
             first = a_runs[0].metrics.get((probe, name)) or b_runs[0].metrics[(probe, name)]
             rows.append(_row(cell, probe, name, first.unit, np.asarray(a, float),
-                             np.asarray(b, float), rng, n_bootstrap, first.direction))
+                             np.asarray(b, float), rng, n_bootstrap, direction_of(first)))
         if distributions is not None and pooled_wanted:
             rows += _pooled_rows(cell, a_runs, b_runs, distributions, pooled_wanted, rng, result)
     result.rows = _adjusted(rows)
@@ -220,8 +201,7 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
 
 
 def _row(cell: tuple, probe: str, name: str, unit: str, a: np.ndarray, b: np.ndarray,
-         rng: np.random.Generator, n_bootstrap: int, stored_direction: str = "") -> Row:
-    way = stored_direction or direction(name)
+         rng: np.random.Generator, n_bootstrap: int, way: str) -> Row:
     sa, sb = summarize(a, name, way, unit), summarize(b, name, way, unit)
     assert sa is not None and sb is not None
     e = per_run_effect(a, b, rng, n_bootstrap)
@@ -294,11 +274,11 @@ def verdict(row: Row, p_adjusted: float) -> str:
     return BETTER if (row.sign > 0) == (row.direction == "higher") else WORSE
 
 
-def _by_cell(runs: list[RunRecord], fields: tuple[str, ...],
+def _by_cell(runs: list[RunRecord], fields: tuple[str, ...], names: CellNames,
              selected: tuple[str, ...] = ()) -> dict[tuple, list[RunRecord]]:
     out: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
-        key = tuple(cells.params_text(r.cell, leave_out=selected) if f == "params" else getattr(r, f)
+        key = tuple(names.params_text(r.cell, leave_out=selected) if f == "params" else getattr(r, f)
                     for f in fields)
         out[key].append(r)
     return dict(out)
@@ -329,9 +309,9 @@ def _varying_fields(comparison: Comparison) -> set[int]:
     return varying or set(range(len(comparison.cell_fields)))  # one cell: name it whole
 
 
-def _known_params(selector: Selector, runs: list[RunRecord]) -> str:
+def _known_params(selector: Selector, runs: list[RunRecord], names: CellNames) -> str:
     """The values a cell key takes in the store, when the selector names one (policy=fifoo)."""
-    values = sorted({cells.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
+    values = sorted({names.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
     return f"; {selector.key} takes: {', '.join(values)}" if values else ""
 
 

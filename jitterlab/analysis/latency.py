@@ -88,14 +88,6 @@ def histogram(samples_ns: np.ndarray, n_buckets: int) -> tuple[np.ndarray, int]:
     return counts[:n_buckets], int(counts[n_buckets])
 
 
-def histogram_samples(counts: np.ndarray, limit: int = 10_000_000) -> np.ndarray:
-    """The samples (ns, bucket starts) a histogram stands for, for drawing; at most `limit`."""
-    counts = np.asarray(counts, dtype=np.int64)
-    if counts.sum() > limit:
-        counts = np.ceil(counts * (limit / counts.sum())).astype(np.int64)
-    return np.repeat(np.arange(len(counts), dtype=np.int64) * BUCKET_NS, counts)
-
-
 def _metrics(values: dict[str, float], n: int, prefix: str, probe: str) -> list[Metric]:
     out = [
         Metric(f"{prefix}_{name}_ns", value, "ns", probe, "lower")

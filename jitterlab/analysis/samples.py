@@ -1,10 +1,11 @@
 """The within-run samples of a run, for distributions and pooled comparisons: the relative period
 errors of a squarewave probe, the latencies of a latency benchmark (raw samples, or the 1 µs
-histogram with its overflow counted at the recorded maximum)."""
+histogram with its overflow counted at the recorded maximum). From the run and its raw series as
+the store reads them (Store.read_series): nothing here opens a file."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -12,8 +13,7 @@ from jitterlab.analysis.latency import BUCKET_NS, HISTOGRAM_UNIT
 from jitterlab.analysis.squarewave import period_split
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import RunRecord
-from jitterlab.model.series import EdgeSeries, Samples, blind_spans
-from jitterlab.store.raw import read_raw
+from jitterlab.model.series import EdgeSeries, Samples, Series, blind_spans
 
 
 def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
@@ -45,12 +45,10 @@ def weighted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, c
 
 
-def run_distribution(root: Path, run: RunRecord) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def distribution(run: RunRecord, series: Mapping[str, Series]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The run's within-run distributions as (value, count) by what they are: for squarewave the
     |relative period error| seen by each probe; for a latency benchmark its latencies in ns (all
-    threads together, a histogram's overflow at the recorded maximum). Raises UserError when the
-    raw file is damaged."""
-    series = read_raw(Path(root) / run.raw_path, run.raw_sha256) if run.raw_path else {}
+    threads together, a histogram's overflow at the recorded maximum), from its raw `series`."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if run.benchmark == "squarewave":
         period, warmup = int(run.param("period", 0) or 0), int(run.settings.get("warmup_ns", 0))

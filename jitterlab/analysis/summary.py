@@ -8,7 +8,7 @@ terminal, the report, compare and export alike.
 - every other metric: the median over the runs, with the spread (min – max) beside it. For counts
   the lower median, so that a count stays a count some run produced.
 
-The rule is declared here by metric name, like the direction in analysis.compare; the first
+The rule is declared here by metric name, like the direction in analysis.direction; the first
 matching pattern wins.
 """
 

@@ -14,7 +14,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from jitterlab.campaign import cells
+from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 
@@ -43,9 +43,11 @@ def natural(text: str) -> list:
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text)]
 
 
-def trend(runs: list[RunRecord], campaigns: dict[int, dict], metric: str, by: str) -> list[Series]:
+def trend(runs: list[RunRecord], campaigns: dict[int, dict], metric: str, by: str, *,
+          names: CellNames = PLAIN) -> list[Series]:
     """Series of `metric` per cell, x from the label `by`, or "date" / "campaign" (campaigns maps
-    id -> {name, created_ns}). UserError when no run has both the metric and the key."""
+    id -> {name, created_ns}); `names` writes the cells (campaign.cells.names(): as a campaign
+    does). UserError when no run has both the metric and the key."""
     grouped: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     order: dict[str, object] = {}
     for r in runs:
@@ -59,7 +61,7 @@ def trend(runs: list[RunRecord], campaigns: dict[int, dict], metric: str, by: st
         if x is None:
             continue
         unit = next(m.unit for (p, n), m in r.metrics.items() if n == metric and p == probe)
-        name = " ".join(p for p in (r.target, r.benchmark, cells.params_text(r.cell), r.load) if p)
+        name = " ".join(p for p in (r.target, r.benchmark, names.params_text(r.cell), r.load) if p)
         grouped[(name, probe, unit)][x].append(value)
     if not grouped:
         raise UserError(f"--trend {metric} --by {by}: no successful run has both (try a metric named by "

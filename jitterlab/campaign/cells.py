@@ -1,7 +1,11 @@
-"""How a cell reads for people: its benchmark's own short label, and its parameters as written
-in a campaign (period=1ms, size=64, bitrate=100M, breaktrace=off), in the benchmark's order,
-defaults left out; and which run labels tell cells apart (image=1.10) rather than repetitions
-(capture=3)."""
+"""How a cell reads for people, by the registered benchmarks: its benchmark's own short label, and
+its parameters as written in a campaign (period=1ms, size=64, bitrate=100M, breaktrace=off), in the
+benchmark's order, defaults left out (model.cellnames); and which run labels tell cells apart
+(image=1.10) rather than repetitions (capture=3).
+
+The benchmarks are looked up when a cell is first named, not when this module is imported, so code
+that only groups runs by their labels does not load every plug-in.
+"""
 
 from __future__ import annotations
 
@@ -11,73 +15,52 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
-from jitterlab import plugins
-from jitterlab.model.records import Cell, ParamValue
+from jitterlab.model.cellnames import CellNames
+from jitterlab.model.params import Param
+from jitterlab.model.records import Cell
 
 if TYPE_CHECKING:
     from jitterlab.model.records import RunRecord
 
 
-def _params(benchmark: str) -> dict:
+def _params_of(benchmark: str) -> Sequence[Param]:
+    from jitterlab import plugins
+
     if benchmark not in plugins.BENCHMARKS:
-        return {}
-    bench = plugins.BENCHMARKS.get(benchmark, "benchmark")
-    return {p.name: p for p in getattr(bench, "params", ())}
+        return ()
+    return tuple(plugins.BENCHMARKS.get(benchmark, "benchmark").params)
 
 
-def _show(benchmark: str, key: str, value: ParamValue | None) -> str:
-    param = _params(benchmark).get(key)
-    if isinstance(value, bool) and (param is None or param.show is str):
-        return "true" if value else "false"  # as TOML writes it
-    return param.show(value) if param is not None else str(value)
+def _label_of(cell: Cell) -> str | None:
+    from jitterlab import plugins
+
+    if cell.benchmark not in plugins.BENCHMARKS:
+        return None
+    bench = plugins.BENCHMARKS.get(cell.benchmark, "benchmark")
+    return bench.label(cell) if all(cell.has(p.name) for p in bench.params) else None
 
 
 @cache
-def _default(benchmark: str, key: str) -> object:
-    """The canonical default of a key (None when it has none or it cannot be read)."""
-    param = _params(benchmark).get(key)
-    if param is None or param.default is None:
-        return None
-    try:
-        return param.parse(param.default, key)
-    except Exception:  # a default that needs the target to be read: never equal
-        return None
-
-
-def is_default(cell: Cell, key: str) -> bool:
-    default = _default(cell.benchmark, key)
-    return default is not None and cell.param(key) == default and type(cell.param(key)) is type(default)
-
-
-def ordered(cell: Cell) -> list[str]:
-    """The cell's parameter names in its benchmark's order (unknown ones last, by name)."""
-    shown = _params(cell.benchmark)
-    names = [name for name, _ in cell.params]
-    return [k for k in shown if k in names] + sorted(k for k in names if k not in shown)
+def names() -> CellNames:
+    """Cell naming by the registered benchmarks (for analysis.compare and analysis.trend)."""
+    return CellNames(_params_of, _label_of)
 
 
 def params_text(cell: Cell, keys: Iterable[str] | None = None, leave_out: Iterable[str] = (),
                 *, defaults: bool = False) -> str:
     """"impl=c-fifo period=1ms probe=vpin": the parameters (or only `keys`), values as written,
     those at their default left out unless `defaults`."""
-    wanted, skip = None if keys is None else set(keys), set(leave_out)
-    return " ".join(f"{k}={_show(cell.benchmark, k, cell.param(k))}" for k in ordered(cell)
-                    if (wanted is None or k in wanted) and k not in skip
-                    and (defaults or not is_default(cell, k)))
+    return names().params_text(cell, keys, leave_out, defaults=defaults)
 
 
 def label(cell: Cell) -> str:
     """The benchmark's own short name of the cell ("c-fifo 1ms cpu (vpin)"), else a generic one."""
-    if cell.benchmark in plugins.BENCHMARKS:
-        bench = plugins.BENCHMARKS.get(cell.benchmark, "benchmark")
-        if all(cell.has(p.name) for p in bench.params):
-            return bench.label(cell)
-    return " ".join(p for p in (cell.benchmark, params_text(cell), cell.load) if p)
+    return names().label(cell)
 
 
 def show_value(cell: Cell, key: str) -> str:
     """One parameter's value as written in a campaign ("1ms" for a period of 1000000 ns)."""
-    return _show(cell.benchmark, key, cell.param(key))
+    return names().show_value(cell, key)
 
 
 def identity_labels(runs: Sequence[RunRecord]) -> list[str]:

@@ -1,6 +1,7 @@
 """What users type on the command line as paths, names and run ids, checked as argparse types
 before anything looks at a file: "File name too long" or an undecodable byte is an option error
-(exit 2, naming the option), never a traceback from deep inside."""
+(exit 2, naming the option), never a traceback from deep inside. An output file is checked before
+any work is done for it."""
 
 from __future__ import annotations
 
@@ -50,3 +51,14 @@ def run_id_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(f"a run id is hex digits like 3f9c1a (see jitterlab show), got "
                                          f"{shown(text)}")
     return text
+
+
+def writable_file(path: Path, option: str, *, directory: bool = False) -> None:
+    """Refuse an output that cannot be written before anything is computed for it."""
+    if path.is_dir() and not directory:
+        raise UserError(f"{option} {path}: is a directory; give a file name, e.g. {path / 'out'}")
+    parent = path.parent if not directory or not path.is_dir() else path
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: the directory {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"{option} {path}: not writable here; choose another place")

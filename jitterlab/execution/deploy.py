@@ -1,10 +1,12 @@
 """Put the programs on a target and build them, once per content version.
 
-The sources travel as one copy of a staged tree (one tar stream over SSH, not a round trip per
-file). They are built on the target with its make and cc, or, when the target has a cross
-compiler configured (`cc = "aarch64-linux-gnu-gcc"` in its [[target]]), built here as static
-programs and sent ready to run. The directory is named by a hash of the sources (and of the
-cross compiler), so an unchanged tree is neither rebuilt nor re-sent.
+What travels is what the plug-ins declared (programs.DIRS: a directory of jitterlab/programs, the
+files of it that ship, whether make builds it), so a plug-in with programs of its own declares
+them and nothing here changes. The sources travel as one copy of a staged tree (one tar stream
+over SSH, not a round trip per file). The built directories are built on the target with its make
+and cc, or, when the target is cross-built (`cc = "aarch64-linux-gnu-gcc"` in its [[target]]),
+here as static programs sent ready to run. The directory is named by a hash of the sources (and
+of the cross compiler), so an unchanged tree is neither rebuilt nor re-sent.
 """
 
 from __future__ import annotations
@@ -19,26 +21,29 @@ from pathlib import Path
 
 from jitterlab import programs
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.programs import DIRS, ProgramDir, check_cc
 from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import CrossBuilt, has
 from jitterlab.targets.processes import owner_tag
-from jitterlab.targets.ssh.options import check_cc
 
 PROGRAMS_DIR = programs.SOURCES
-_SOURCE_SUFFIXES = {".c", ".h", ".sh", ".py", ".js"}
 # the marker's content: "native" or "cross <cc>" (tests read it), then "partial <first error>" when
 # some programs did not build
 _MARK = 'printf "%s\\n" "$1" > "$0"'
 
 
+def _dirs() -> list[ProgramDir]:
+    return [DIRS[name] for name in sorted(DIRS)]
+
+
+def _built_dirs() -> list[str]:
+    return [d.name for d in _dirs() if d.built]
+
+
 def _sources() -> list[Path]:
-    return sorted(
-        p
-        for p in PROGRAMS_DIR.rglob("*")
-        if p.is_file()
-        and "__pycache__" not in p.parts
-        and p.name != "__init__.py"
-        and (p.suffix in _SOURCE_SUFFIXES or p.name in ("Makefile", "Kbuild"))
-    )
+    """The files that travel: those of every declared directory its patterns name."""
+    return sorted({p for d in _dirs() for pattern in d.ships for p in (PROGRAMS_DIR / d.name).glob(pattern)
+                   if p.is_file() and "__pycache__" not in p.parts})
 
 
 def programs_hash(cc: str | None = None) -> str:
@@ -62,8 +67,10 @@ class Deployment:
     build_error: str = ""
 
 
-# lists the executables of a directory, one name per line
-_EXECUTABLES = 'for f in "$0"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "${f##*/}"; done; exit 0'
+# lists the executables of the directories it is given, one name per line
+_EXECUTABLES = r"""
+for d; do for f in "$d"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "${f##*/}"; done; done; exit 0
+"""
 # puts a finished build ($1) in its place ($2) with one rename; of two builds racing for the place,
 # the first stays and the second is removed ("mv -T" where mv has it; else an mv that may move $1
 # into an existing $2, whence it is removed too)
@@ -85,7 +92,8 @@ def deploy(target: Target, timeout_s: float = 300.0) -> Deployment:
     tree. A complete build goes to `programs-<hash>`, used as it is from then on; an incomplete one
     (a library the target lacks) to `programs-<hash>.partial`, and the next campaign copies that and
     tries the missing programs again (after the user installed what they need)."""
-    cc: str | None = getattr(target, "cross_cc", None)
+    cross = has(target, CrossBuilt)
+    cc = cross.cross_cc if cross is not None else None
     bindir = f"{target.workdir}/programs-{programs_hash(cc)}"
     if target.run(["test", "-e", f"{bindir}/.built"]).ok:
         return Deployment(bindir, _built(target, bindir))
@@ -138,7 +146,8 @@ def _stage(target: Target, work: str, cc: str | None, timeout_s: float) -> None:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dest)
         if cc:
-            _cross_build(target.name, staging / "c", cc, timeout_s)
+            for name in _built_dirs():
+                _cross_build(target.name, staging / name, cc, timeout_s)
         target.put(staging, work)
 
 
@@ -146,21 +155,23 @@ def _make(target: Target, work: str, timeout_s: float) -> str:
     """Build on the target; "" when everything built, else the first error (a missing header)."""
     # -k: every program that can be built is; a failed one (a library the target lacks) is
     # retried by the next campaign, after the user installed what it needs
-    built = target.run(["make", "-k", "-s", "-C", f"{work}/c"], timeout_s=timeout_s)
-    if built.ok:
+    failed = [done for done in (target.run(["make", "-k", "-s", "-C", f"{work}/{name}"], timeout_s=timeout_s)
+                                for name in _built_dirs()) if not done.ok]
+    if not failed:
         return ""
-    error = _first_error(built.stderr, built.stdout)
+    error = _first_error(failed[0].stderr, failed[0].stdout)
     if not _built(target, work):
         raise UserError(
             f"target {target.name!r}: building the C programs failed: {error}"
-            f" (make exited {built.rc}); check that gcc and make work there (apt install gcc make), "
+            f" (make exited {failed[0].rc}); check that gcc and make work there (apt install gcc make), "
             'or build here: cc = "<cross compiler>" in its [[target]]'
         )
     return error
 
 
 def _built(target: Target, bindir: str) -> frozenset[str]:
-    return frozenset(target.run(["sh", "-c", _EXECUTABLES, f"{bindir}/c"]).stdout.split())
+    dirs = [f"{bindir}/{name}" for name in _built_dirs()]
+    return frozenset(target.run(["sh", "-c", _EXECUTABLES, "sh", *dirs]).stdout.split())
 
 
 def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> None:

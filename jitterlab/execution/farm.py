@@ -1,8 +1,13 @@
-"""An image campaign: the same cells measured on every image a board is flashed with, unattended
-(labgrid targets with `images`, see targets/labgrid_images.py). For each label value, in natural
-order, every board is flashed and booted in parallel, the campaign runs with that label, and the
-next image follows. A board that fails to flash or boot has its runs of that image stored as failed
-with the console's last words; the other boards go on."""
+"""An image campaign: the same cells measured on every system image a board is flashed with,
+unattended. Any target whose [[target]] names images (targets/images.py) and that can be flashed
+(capabilities.FlashesImages: today a labgrid board with power, image writer and console drivers)
+takes part. For each label value, in natural order, every board is flashed and booted in parallel,
+the campaign runs with that label, and the next image follows. A board that fails to flash or boot
+has its runs of that image stored as failed with the console's last words; the other boards go on.
+
+It lives here, not with a target kind: it is a way of running a campaign (preflight, the runner, a
+campaign per image in the store) that asks its boards only for capabilities, so a board of another
+kind that can be flashed takes part without a change here."""
 
 from __future__ import annotations
 
@@ -14,26 +19,28 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from jitterlab import plugins
 from jitterlab.analysis.trend import natural
 from jitterlab.campaign.file import Campaign, TargetSpec
-from jitterlab.execution.preflight import TargetSession, preflight
+from jitterlab.execution.preflight import TargetSession, lost_session, preflight
 from jitterlab.execution.runner import Outcome, Runner
-from jitterlab.measure.context import Placement
-from jitterlab.model.errors import RunFailed, TargetLost, UserError
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
-from jitterlab.targets.labgrid.images import ImageOptions, install
-from jitterlab.targets.labgrid.target import LabgridTarget, parse_options
-from jitterlab.targets.unreachable import UnreachableTarget
+from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import FlashesImages, Wrapper, need
+from jitterlab.targets.images import ImageOptions, split_image_options
 
 Notice = Callable[[str, str], None]
+CONNECT_RETRY_S = 2.0  # between attempts to reach a booted image whose sshd is still starting
 
 
 def image_targets(campaign: Campaign) -> list[tuple[TargetSpec, ImageOptions]]:
     """The targets that name images; every target must, when one does."""
     found = []
     for spec in campaign.targets:
-        images = parse_options(spec.options, f"{campaign.path}: target {spec.name!r}").images \
-            if spec.kind == "labgrid" else None
+        if "images" not in spec.options:  # image keys without images are the kind's own to refuse
+            continue                      # (a qemu target's boot_timeout is its own option)
+        _, images = split_image_options(spec.options, f"{campaign.path}: target {spec.name!r}")
         if images is not None:
             found.append((spec, images))
     if found and len(found) != len(campaign.targets):
@@ -53,27 +60,26 @@ def run_images(campaign: Campaign, store: Store, boards: list[tuple[TargetSpec, 
     Each board is opened once (its place acquired, its env loaded) and kept for every image."""
     label = boards[0][1].label
     values = sorted({v for _, options in boards for v, _ in options.images}, key=natural)
-    opened: dict[str, LabgridTarget] = {}
+    opened: dict[str, Target] = {}
     done = []
     try:
         for spec, _ in boards:
-            opened[spec.name] = LabgridTarget(spec.name, parse_options(spec.options, f"target {spec.name!r}"),
-                                              connect=False)
+            factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
+            opened[spec.name] = factory(spec.name, spec.options)
+        flashed = {name: need(target, FlashesImages, f"{campaign.path}: target {name!r} names images")
+                   for name, target in opened.items()}
         for value in values:
             measured = dataclasses.replace(campaign, labels={**campaign.labels, label: value})
             notice("", f"{label}={value}: flashing and booting {len(boards)} board(s)")
-            sessions = _boot_all(measured, boards, opened, value, notice)
+            sessions = _boot_all(measured, boards, opened, flashed, value, notice)
             try:
-                runner = Runner(measured, store)
-                runner.notice = notice
-                if progress is not None:
-                    runner.progress = progress
+                runner = Runner(measured, store, notice=notice, progress=progress)
                 campaign_id = runner.campaign_id()
                 outcome = runner.execute(sessions, campaign_id)
             finally:
-                for spec, _ in boards:
+                for board in flashed.values():
                     with contextlib.suppress(Exception):
-                        opened[spec.name].disconnect()
+                        board.disconnect()
             done.append((value, campaign_id, outcome))
             if outcome.interrupted:
                 break
@@ -84,75 +90,73 @@ def run_images(campaign: Campaign, store: Store, boards: list[tuple[TargetSpec, 
     return done
 
 
-def _boot_all(campaign: Campaign, boards, opened: dict[str, LabgridTarget], value: str,
-              notice: Notice) -> list[TargetSession]:
+def _boot_all(campaign: Campaign, boards: list[tuple[TargetSpec, ImageOptions]], opened: dict[str, Target],
+              flashed: dict[str, FlashesImages], value: str, notice: Notice) -> list[TargetSession]:
     ready: dict[str, TargetSession] = {}
     errors: list[BaseException] = []
+    # set by each thread as it ends: Thread.join can be fooled by an interrupt (CPython gh-90882)
+    ended = {spec.name: threading.Event() for spec, _ in boards}
 
     def one(spec: TargetSpec, options: ImageOptions) -> None:
         try:
-            ready[spec.name] = _boot_one(campaign, spec, opened[spec.name], options, value, notice)
+            ready[spec.name] = _boot_one(campaign, spec, opened[spec.name], flashed[spec.name], options,
+                                         value, notice)
         except BaseException as exc:  # a bug or bad input: raised once every board has finished
             errors.append(exc)
+        finally:
+            ended[spec.name].set()
 
     threads = [threading.Thread(target=one, args=b, daemon=True) for b in boards]
     for t in threads:
         t.start()
-    for t in threads:
-        while t.is_alive():
-            t.join(0.2)
+    for event in ended.values():
+        while not event.wait(0.2):
+            pass
     if errors:
         raise errors[0]
     return [ready[spec.name] for spec, _ in boards]
 
 
-def _boot_one(campaign: Campaign, spec: TargetSpec, target: LabgridTarget, options: ImageOptions,
-              value: str, notice: Notice) -> TargetSession:
+def _boot_one(campaign: Campaign, spec: TargetSpec, target: Target, board: FlashesImages,
+              options: ImageOptions, value: str, notice: Notice) -> TargetSession:
     image = options.image(value)
     if image is None:
-        return _lost(spec, f"no image for {options.label}={value} in its images")
+        return lost_session(spec, f"no image for {options.label}={value} in its images")
     try:
-        boot_s = install(target.board, image, options)
+        boot_s = board.install(image, options.boot_prompt, options.boot_timeout_s)
         notice(spec.name, f"{Path(image).name} booted in {boot_s:.1f} s (console prompt)")
-        _connect(target, options.boot_timeout_s)
-        session = preflight(campaign, spec, _Kept(target))
-    except (TimeoutError, TargetLost, RunFailed) as exc:
-        reason = getattr(exc, "reason", None) or str(exc)
-        return _lost(spec, f"{Path(image).name}: {reason}")
+        _connect(board, options.boot_timeout_s)
+        session = preflight(campaign, spec, _Kept(target, board))
+    except (TimeoutError, RunFailed) as exc:  # TargetLost is a RunFailed
+        reason = exc.reason if isinstance(exc, RunFailed) else str(exc)
+        return lost_session(spec, f"{Path(image).name}: {reason}")
     session.info.update({"image": image, "image_sha256": _sha256(image), "console_boot_s": round(boot_s, 3)})
     return session
 
 
-class _Kept:
+class _Kept(Wrapper):
     """The board as the runner sees it for one image: closing it ends the connection, not the
     board (the next image is flashed on it)."""
 
-    def __init__(self, target: LabgridTarget) -> None:
-        self._target = target
-
-    def __getattr__(self, name: str):
-        return getattr(self._target, name)
+    def __init__(self, target: Target, board: FlashesImages) -> None:
+        super().__init__(target)
+        self._board = board
 
     def close(self) -> None:
-        self._target.disconnect()
+        self._board.disconnect()
 
 
-def _connect(target: LabgridTarget, timeout_s: float) -> None:
-    """SSH once the image has booted: its sshd may start a moment after the login prompt."""
+def _connect(board: FlashesImages, timeout_s: float) -> None:
+    """Reach the image once it has booted: its sshd may start a moment after the login prompt."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            target.connect()
+            board.connect()
             return
-        except (TargetLost, RunFailed):
+        except RunFailed:  # TargetLost too
             if time.monotonic() > deadline:
                 raise
-            time.sleep(2.0)
-
-
-def _lost(spec: TargetSpec, reason: str) -> TargetSession:
-    return TargetSession(spec, UnreachableTarget(spec.name, reason), {}, Placement(None, None), False,
-                         lost=reason)
+            time.sleep(CONNECT_RETRY_S)
 
 
 def _sha256(path: str) -> str:

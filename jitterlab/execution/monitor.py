@@ -49,8 +49,7 @@ def monitor(campaign: Campaign, store: Store, sessions: list[TargetSession], sch
     (intervals measured now, runs that failed). Each interval starts on its slot, or at once when
     the previous one overran it (said, with how late: every interval is measured)."""
     monitored = schedule.campaign(campaign)
-    runner = Runner(monitored, store, resume=resume)
-    campaign_id = runner.campaign_id()
+    campaign_id = Runner(monitored, store, resume=resume).campaign_id()  # created or resumed, and locked
     committed = {rep for (_, rep) in store.committed(campaign_id)}
     start = time.monotonic()
     first = min((k for k in range(schedule.intervals) if k not in committed), default=schedule.intervals)
@@ -64,8 +63,8 @@ def monitor(campaign: Campaign, store: Store, sessions: list[TargetSession], sch
                (f" ({late_s:.1f} s late: the previous one overran its slot)" if late_s > 1.0 else ""))
         if stop.is_set():
             break
-        runner.only_repetitions = {k}
-        outcome = runner.execute(sessions, campaign_id)
+        # a runner per interval, measuring that interval's repetition of every cell
+        outcome = Runner(monitored, store, only_repetitions={k}).execute(sessions, campaign_id)
         done += 1
         failed += outcome.failed
         if outcome.interrupted:

@@ -13,7 +13,7 @@ from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.records import Cell, Warning_
 from jitterlab.system import sysinfo
 from jitterlab.targets.base import Target
-from jitterlab.targets.labgrid.host_key import host_key_warning
+from jitterlab.targets.capabilities import CrossBuilt, has, host_key_warning
 from jitterlab.targets.unreachable import UnreachableTarget
 
 _BUILD_TOOLS = {"make": "make", "cc": "gcc"}  # every C program is built with them on the target
@@ -42,31 +42,29 @@ def open_targets(campaign: Campaign) -> list[TargetSession]:
     Raises UserError; a target that cannot be reached gets a session with `lost` set instead.
     """
     opened: dict[str, TargetSession | BaseException] = {}
+    # set by each thread as it ends: Thread.join can be fooled by an interrupt (CPython gh-90882)
+    ended = {s.name: threading.Event() for s in campaign.targets}
 
     def open_one(spec: TargetSpec) -> None:
         target = None
         try:
             factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
             target = factory(spec.name, spec.options)
-            opened[spec.name] = preflight(campaign, spec, target)
-        except TargetLost as exc:
-            if target is not None:
-                target.close()
-            stand_in = UnreachableTarget(spec.name, exc.reason)
-            nowhere = Placement(None, None)
-            opened[spec.name] = TargetSession(spec, stand_in, {}, nowhere, False, lost=exc.reason)
+            opened[spec.name] = _preflight_or_lost(campaign, spec, target)
         except BaseException as exc:
             if target is not None:
                 target.close()
-            opened[spec.name] = exc
+            opened[spec.name] = lost_session(spec, exc.reason) if isinstance(exc, TargetLost) else exc
+        finally:
+            ended[spec.name].set()
 
     threads = [threading.Thread(target=open_one, args=(s,), daemon=True) for s in campaign.targets]
     try:
         for thread in threads:
             thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)
+        for event in ended.values():
+            while not event.wait(0.2):
+                pass
     finally:
         sessions = [x for x in opened.values() if isinstance(x, TargetSession)]
         errors = [opened[s.name] for s in campaign.targets if isinstance(opened.get(s.name), BaseException)]
@@ -76,6 +74,23 @@ def open_targets(campaign: Campaign) -> list[TargetSession]:
     if errors:
         raise errors[0]
     return [opened[s.name] for s in campaign.targets]  # type: ignore[misc]
+
+
+def lost_session(spec: TargetSpec, reason: str) -> TargetSession:
+    """A target that cannot be reached: its runs fail with the reason, the others go on."""
+    return TargetSession(spec, UnreachableTarget(spec.name, reason), {}, Placement(None, None), False,
+                         lost=reason)
+
+
+def _preflight_or_lost(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSession:
+    """preflight(), or the target as lost when it went away meanwhile; then it is closed here,
+    outside the handler, so that an error closing it (a place not released) is raised, not lost."""
+    try:
+        return preflight(campaign, spec, target)
+    except TargetLost as exc:
+        reason = exc.reason
+    target.close()
+    return lost_session(spec, reason)
 
 
 def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSession:
@@ -100,7 +115,7 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
         if load_spec.preflight is not None:
             options = settings.options_of("loads", load)
             load_spec.preflight(target, options, f"{campaign.path}: loads.{load}")
-    if getattr(target, "cross_cc", None):  # the programs are built here and sent ready to run
+    if has(target, CrossBuilt) is not None:  # the programs are built here and sent ready to run
         for tool in _BUILD_TOOLS:
             needs.pop(tool, None)
     missing = _missing_tools(target, sorted(needs))
@@ -136,7 +151,7 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
         )
     n_cpus = int(info.get("n_cpus") or 1)
     warnings = list(sysinfo.checks(info))
-    warnings += [w for w in [host_key_warning(target)] if w is not None]  # labgrid without known_hosts
+    warnings += [w for w in [host_key_warning(target)] if w is not None]  # e.g. labgrid without known_hosts
     placement = _placement(campaign, cells, n_cpus, warnings)
     for tool in missing:
         warnings.append(

@@ -1,4 +1,6 @@
-"""Executes the cells of a campaign on its targets: preflight, loads, benchmark, commit, resume."""
+"""Schedules the runs of a campaign on its targets: one run at a time per target, the targets in
+parallel; prepares each target (leftovers swept, programs deployed), runs each run's phases
+(execution/run.py) and commits it; interrupts, lost targets, retries and resume."""
 
 from __future__ import annotations
 
@@ -14,17 +16,19 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign
+from jitterlab.execution.controller import open_controller
 from jitterlab.execution.deploy import deploy
+from jitterlab.execution.loads import TargetLoads, load_key
 from jitterlab.execution.preflight import TargetSession, open_targets, unbuilt
+from jitterlab.execution.run import Measured, measure
 from jitterlab.execution.sweep import sweep
-from jitterlab.measure.benchmarks.base import Benchmark, Measurement
-from jitterlab.measure.context import Placement, RunContext
-from jitterlab.measure.loads.base import LoadContext
-from jitterlab.model.errors import RunFailed, TargetLost, UserError
+from jitterlab.measure.benchmarks.base import Benchmark
+from jitterlab.measure.context import RunContext
+from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
 from jitterlab.store.catalog import Store
-from jitterlab.targets.base import CommandTimeout, Target
-from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import ControllerMachine, has
 from jitterlab.targets.processes import remove_records, remove_scratch, scratch_dir
 
 __all__ = ["Outcome", "Runner", "TargetSession", "estimate_s", "open_targets"]
@@ -57,55 +61,6 @@ def _warm(benches: set[Benchmark]) -> None:
             bench.warm()
 
 
-def _lost_meanwhile(target: Target) -> TargetLost | None:
-    """After a failed run: is the target itself gone? (one command, only when a run failed)"""
-    try:
-        target.run(["true"], timeout_s=30)
-    except TargetLost as exc:
-        return exc
-    except (RunFailed, CommandTimeout):
-        return None
-    return None
-
-
-class _LoadWarmup:
-    """Called once the benchmark is about to measure: waits out the rest of the loads' warm-up
-    (the benchmark may have prepared its probe meanwhile) and checks that they run. Idempotent."""
-
-    def __init__(self, loads: list, until: float, check) -> None:
-        self._loads, self._until, self._check = loads, until, check
-        self._done = False
-
-    def __call__(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        if not self._until:
-            return
-        time.sleep(max(0.0, self._until - time.monotonic()))
-        for name, load in self._loads:
-            self._check(name, load, "before")
-
-
-class _LoadStop:
-    """Called once the benchmark's measurement has ended: checks that the loads ran all along,
-    stops them and keeps what they report. Idempotent."""
-
-    def __init__(self, loads: list, check, stop) -> None:
-        self._loads, self._check, self._stop = loads, check, stop
-        self.metrics: list[Metric] = []
-        self._done = False
-
-    def __call__(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        for name, load in self._loads:
-            self._check(name, load, "during")
-        self.metrics = self._stop(self._loads)
-        self._loads.clear()
-
-
 class Runner:
     def __init__(
         self,
@@ -116,6 +71,8 @@ class Runner:
         retry_failed: bool = False,
         retry_damaged: bool = False,
         progress: Progress | None = None,
+        notice: Callable[[str, str], None] | None = None,
+        only_repetitions: set[int] | None = None,
     ) -> None:
         self.campaign = campaign
         self.store = store
@@ -125,13 +82,13 @@ class Runner:
         self._replaces: dict[tuple[str, int], str] = {}  # a run measured again -> the run it replaces
         self._campaign_id: int | None = None
         self.progress = progress or (lambda target, what, seconds: None)
-        self.notice: Callable[[str, str], None] = lambda target, message: None
+        self.notice: Callable[[str, str], None] = notice or (lambda target, message: None)
         self.stop_event = threading.Event()
         # on an interrupt: set once the main thread has stopped what ran on the targets, so a run's
         # cleanup does not remove its directory while its observer and loads still write into it
         self._interrupting, self._stopped = threading.Event(), threading.Event()
-        self._controller: LocalTarget | None = None
-        self.only_repetitions: set[int] | None = None  # monitor: one interval's repetition at a time
+        self._controller: Target | None = None
+        self.only_repetitions = only_repetitions  # monitor: one interval's repetition at a time
 
     def resumed_campaign(self) -> int | None:
         """With --resume, the latest campaign of this name in the store, locked until the store is
@@ -198,6 +155,7 @@ class Runner:
         ended = {s.spec.name: threading.Event() for s in sessions}
 
         def worker(session: TargetSession) -> None:
+            loads = TargetLoads(self.campaign, session.target, session.placement, self.notice)
             try:
                 if session.lost is None:
                     try:
@@ -210,6 +168,7 @@ class Runner:
                     if self.stop_event.is_set():
                         return
                     if session.lost is not None:
+                        loads.stop()
                         failed = self._not_run(session, campaign_id, mine[i:])
                         with lock:
                             outcome.done += failed
@@ -218,7 +177,8 @@ class Runner:
                     if cell.key in session.unavailable:
                         status = self._unavailable(session, campaign_id, cell, rep)
                     else:
-                        status = self._one_run(session, campaign_id, cell, rep)
+                        status = self._one_run(session, campaign_id, cell, rep, loads,
+                                               self._same_loads(session, mine[i:]))
                     if status is None:
                         return
                     with lock:
@@ -230,6 +190,9 @@ class Runner:
                 self.stop_event.set()
             finally:
                 try:
+                    if self._interrupting.is_set():
+                        self._stopped.wait(60)  # its processes are being stopped: they may still write
+                    loads.stop()  # the target's runs are over: nothing is kept up past them
                     if session.lost is None:
                         with contextlib.suppress(Exception):  # records of processes stopped after a run
                             remove_records(session.target)
@@ -240,8 +203,8 @@ class Runner:
             threading.Thread(target=worker, args=(s,), name=f"target-{s.spec.name}", daemon=True)
             for s in sessions
         ]
-        if any(getattr(s.target, "kind", "") != "local" for s in sessions):
-            self._controller = LocalTarget(name="controller")  # where instruments and clients run
+        if any(has(s.target, ControllerMachine) is None for s in sessions):
+            self._controller = open_controller()  # where instruments and clients run
         try:
             for thread in threads:
                 thread.start()
@@ -275,19 +238,15 @@ class Runner:
             "(measure them later with run --resume --retry-failed)",
         )
         for cell, rep in runs:
-            self._commit(
-                session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
-                "failed", f"not run: {session.lost}", None, [], {},
-            )  # fmt: skip
+            self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
+                         Measured("failed", f"not run: {session.lost}"))
             self.progress(session.spec.name, None, _bench(cell).estimate_s(self.campaign.settings, cell))
         return len(runs)
 
     def _unavailable(self, session: TargetSession, campaign_id: int, cell: Cell, rep: int) -> str:
         """Commit a run the target cannot do (it lacks the cell's tool) as unavailable, with why."""
-        self._commit(
-            session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
-            "unavailable", session.unavailable[cell.key], None, [], {},
-        )  # fmt: skip
+        self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
+                     Measured("unavailable", session.unavailable[cell.key]))
         self.progress(session.spec.name, None, _bench(cell).estimate_s(self.campaign.settings, cell))
         return "unavailable"
 
@@ -306,8 +265,19 @@ class Runner:
             for why in sorted(set(missing.values())):
                 self.notice(session.spec.name, f"{why}; those cells are stored as unavailable")
 
-    def _one_run(self, session: TargetSession, campaign_id: int, cell: Cell, rep: int) -> str | None:
-        """Measure and commit one run; None when interrupted (nothing is committed then)."""
+    def _same_loads(self, session: TargetSession, runs: list[tuple[Cell, int]]) -> int:
+        """How many of these runs, from the first on, use the first one's loads in a row."""
+        key, n = load_key(self.campaign, runs[0][0]), 0
+        for cell, _ in runs:
+            if cell.key in session.unavailable or load_key(self.campaign, cell) != key:
+                break
+            n += 1
+        return n
+
+    def _one_run(self, session: TargetSession, campaign_id: int, cell: Cell, rep: int, loads: TargetLoads,
+                 runs: int) -> str | None:
+        """Measure and commit one run; None when interrupted (nothing is committed then). `runs`:
+        consecutive runs of the target (this one included) that use this run's loads."""
         target, settings = session.target, self.campaign.settings
         bench = _bench(cell)
         estimate = bench.estimate_s(settings, cell)
@@ -316,118 +286,33 @@ class Runner:
         scratch = scratch_dir(target, run_id)
         local_dir = Path(tempfile.mkdtemp(prefix=f"jitterlab-{run_id}-"))
         started_ns, t0 = time.time_ns(), time.monotonic()
-        loads: list = []
-        measurement, status, error = None, "ok", None
-        attachments: dict[str, bytes] = {}
-        load_metrics: list[Metric] = []
         try:
             target.run(["mkdir", "-p", scratch])
-            loads = self._start_loads(cell, target, scratch, session.placement)
-            until = time.monotonic() + settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
-            warmed = _LoadWarmup(loads, until, self._check_load)
-            finished = _LoadStop(loads, self._check_load, self._stop_loads)
-            ctx = RunContext(
-                target,
-                settings,
-                cell,
-                rep,
-                scratch,
-                local_dir,
-                session.bindir,
-                session.placement,
-                session.rt_permitted,
-                controller=target if getattr(target, "kind", "") == "local" else self._controller,
-                loads_ready=warmed,
-                loads_done=finished,
-            )
-            if not getattr(bench, "awaits_loads", False):
-                warmed()
-            measurement = bench.execute(ctx)
-            warmed()  # a benchmark that awaits the loads itself may have failed before it did
-            finished()  # unless the benchmark stopped them before its analysis
-            load_metrics = finished.metrics
-        except RunFailed as exc:
-            status, error, attachments = exc.status, exc.reason, exc.attachments
-            lost = exc if isinstance(exc, TargetLost) else _lost_meanwhile(target)
-            if lost is not None:  # a program killed by a dropped connection is no finding of the run
-                session.lost = lost.reason
-                error = exc.reason if lost is exc else f"{lost.reason} (the run itself said: {exc.reason})"
-        except CommandTimeout as exc:
-            status, error = "timeout", str(exc)
+            controller = target if has(target, ControllerMachine) else self._controller
+            ctx = RunContext(target, settings, cell, rep, scratch, local_dir, session.bindir,
+                             session.placement, session.rt_permitted, controller=controller)
+            result = measure(bench, ctx, loads, keep=runs > 1, runs=runs)
+            if result.lost is not None:
+                session.lost = result.lost
         except Exception:
             if self.stop_event.is_set():
-                return None
-            raise  # a bug in jitterlab: keep its traceback
+                result = None
+            else:
+                raise  # a bug in jitterlab: keep its traceback
         finally:
-            for _, load in loads:
-                with contextlib.suppress(Exception):
-                    load.stop()
             if self._interrupting.is_set():
                 self._stopped.wait(60)  # its processes are being stopped: they may still write there
             with contextlib.suppress(Exception):
                 remove_scratch(target, scratch)
             self.progress(session.spec.name, None, estimate)
-        if self.stop_event.is_set():
+        if self.stop_event.is_set() or result is None:
             shutil.rmtree(local_dir, ignore_errors=True)
             return None
         try:
-            self._commit(
-                session,
-                campaign_id,
-                cell,
-                rep,
-                run_id,
-                started_ns,
-                time.monotonic() - t0,
-                status,
-                error,
-                measurement,
-                load_metrics,
-                attachments,
-            )
+            self._commit(session, campaign_id, cell, rep, run_id, started_ns, time.monotonic() - t0, result)
         finally:
             shutil.rmtree(local_dir, ignore_errors=True)
-        return status
-
-    def _start_loads(self, cell: Cell, target: Target, scratch: str, placement: Placement) -> list:
-        parts = cell.load.split("+")
-        c = self.campaign.settings
-        # the tools bound their own lifetime too, so not even a SIGKILLed runner leaves them forever
-        lifetime_s = (c.load_warmup_ns + c.warmup_ns + c.duration_ns + c.run_timeout_ns) / 1e9 + 30
-        started = []
-        for name in parts:
-            spec = plugins.LOADS.get(name, "matrix.load")
-            load = spec.factory()
-            options = c.options_of("loads", name)
-            load.start(
-                LoadContext(
-                    target, f"{scratch}/load-{name}", placement.load_cpus, options, max_duration_s=lifetime_s
-                )
-            )
-            started.append((name, load))
-        return started
-
-    @staticmethod
-    def _check_load(name: str, load, when: str) -> None:
-        try:
-            load.check()
-        except TargetLost:
-            raise
-        except RunFailed as exc:
-            raise RunFailed(
-                f"load {name} was not running {when} the measurement: {exc.reason}", status="failed"
-            ) from None
-
-    @staticmethod
-    def _stop_loads(loads: list) -> list[Metric]:
-        metrics: list[Metric] = []
-        for name, load in loads:
-            for m in load.stop():
-                metrics.append(
-                    Metric(m.name if len(loads) == 1 else f"{m.name}_{name}", m.value, m.unit, m.probe,
-                           m.direction)
-                )
-        return metrics
+        return result.status
 
     def _commit(
         self,
@@ -438,19 +323,16 @@ class Runner:
         run_id: str,
         started_ns: int,
         wall_s: float,
-        status: str,
-        error: str | None,
-        measurement: Measurement | None,
-        load_metrics: list[Metric],
-        attachments: dict[str, bytes],
+        result: Measured,
     ) -> None:
-        raw_path = raw_sha = None
+        series = None
         metrics: dict[tuple[str, str], Metric] = {}
         warnings: list[Warning_] = []
+        status, error, measurement, attachments = (result.status, result.error, result.measurement,
+                                                    result.attachments)
         if measurement is not None and status == "ok":
-            if measurement.series:
-                raw_path, raw_sha = self.store.write_series(run_id, measurement.series)
-            for m in [*measurement.metrics, *load_metrics]:
+            series = measurement.series or None
+            for m in [*measurement.metrics, *result.load_metrics]:
                 metrics[(m.probe, m.name)] = m
             warnings = measurement.warnings
             attachments = {**measurement.attachments, **attachments}
@@ -472,10 +354,11 @@ class Runner:
             error=error,
             started_ns=started_ns,
             wall_s=wall_s,
-            raw_path=raw_path,
-            raw_sha256=raw_sha,
+            raw_path=None,
+            raw_sha256=None,
             sysinfo_id=session.sysinfo_id,
             metrics=metrics,
-            attachments=self.store.write_attachments(run_id, attachments),
         )
-        self.store.commit_run(record, warnings, replaces=self._replaces.get((cell.key, rep)))
+        # the store writes the raw series and attachments, then the rows: the one commit path of imports too
+        self.store.commit_run(record, warnings, series=series, files=attachments,
+                              replaces=self._replaces.get((cell.key, rep)))

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from jitterlab.importers import Capture, excerpt
+from jitterlab.importers.capture import Capture, excerpt
 from jitterlab.model.errors import UserError
 
 _DIGITS = {"s": 9, "ms": 6, "us": 3, "µs": 3, "ns": 0}  # decimal digits of ns per unit

@@ -17,7 +17,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from jitterlab.importers import Capture, excerpt
+from jitterlab.importers.capture import Capture, excerpt
 from jitterlab.model.errors import UserError
 
 _FS = {"s": 10**15, "ms": 10**12, "us": 10**9, "ns": 10**6, "ps": 10**3, "fs": 1}

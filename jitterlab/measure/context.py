@@ -4,7 +4,6 @@ receive this one record."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +18,6 @@ class Placement:
     program_cpus: tuple[int, ...] | None
     probe_cpu: int | None
     load_cpus: tuple[int, ...] | None = None
-
-
-def _nothing() -> None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -44,10 +39,3 @@ class RunContext:
     placement: Placement
     rt_permitted: bool
     controller: Target | None = None
-    loads_ready: Callable[[], None] = _nothing
-    """A benchmark that sets `awaits_loads` prepares (e.g. starts its probe) while the loads warm
-    up, and calls this right before it measures; for the others the runner calls it first."""
-    loads_done: Callable[[], None] = _nothing
-    """A benchmark calls this once what it measures has ended and before it analyses: the loads are
-    checked and stopped then, so the analysis does not compete with them for the CPU (and the
-    run's wall time does not pay for that). The runner calls it after execute() otherwise."""

@@ -1,4 +1,6 @@
-"""The two kinds of trouble: bad input (the user's to fix) and a run that could not be measured."""
+"""The kinds of trouble: bad input (the user's to fix), a condition of the moment that stops a command
+(another jitterlab measures the campaign, the database cannot be reached), and a run that could not
+be measured."""
 
 from __future__ import annotations
 
@@ -27,6 +29,16 @@ class UserError(Exception):
             cut = len(message) - 1500
             message = f"{message[:1000]}… ({cut} characters cut) …{message[-500:]}"
         super().__init__(message, *args)
+
+
+class RuntimeProblem(UserError):
+    """Not bad input but a condition of the moment: the campaign is measured by another jitterlab, a
+    run was committed meanwhile by another, the results database cannot be reached or is locked.
+
+    Printed as one line like a UserError (and caught wherever one is), but the CLI exits with
+    status 1, not 2: the same command may well work later, and a script should not read it as a
+    mistake in how it called jitterlab.
+    """
 
 
 class RunFailed(Exception):

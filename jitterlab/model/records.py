@@ -88,7 +88,7 @@ class Metric:
     """One number a run produced. `probe` is the observer it came from ("" for non-edge metrics).
 
     `direction` says which way is better: "lower", "higher", or "none" for numbers that describe
-    a run rather than grade it; "" leaves it to the table in analysis.compare (older stores).
+    a run rather than grade it; "" leaves it to the table by name in analysis.direction (older stores).
     """
 
     name: str

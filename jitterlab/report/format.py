@@ -77,15 +77,6 @@ def format_value(value: float | None, unit: str) -> str:
     return f"{_digits(value)} {unit}"
 
 
-def unit_label(unit: str) -> str:
-    """The unit a column or an axis of `format_value` values is in, for headers ("%", "count")."""
-    if unit in TIME_UNITS:
-        return "time"
-    if unit in RATIO_UNITS:
-        return "%"
-    return unit
-
-
 def change(ratio: float) -> str:
     """A ratio candidate/baseline as a change: 1.5 -> "+50 %", 0.25 -> "-75 %", 3.007 -> "+201 %"."""
     if not math.isfinite(ratio):

@@ -17,20 +17,19 @@ import jinja2
 
 from jitterlab import __version__
 from jitterlab.analysis.compare import Comparison, compare, label_pairs, metric_names
-from jitterlab.analysis.samples import run_distribution
+from jitterlab.analysis.samples import distribution
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
-from jitterlab.model.series import EdgeSeries
-from jitterlab.report import figures, figures_std
 from jitterlab.report.comparison import comparison_note, comparison_rows
+from jitterlab.report.figures.base import quiet, svg_text
+from jitterlab.report.figures.compare import compare_figure
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
-from jitterlab.report.standard import summarize
+from jitterlab.report.summaries import summarize
 from jitterlab.report.terminal import sysinfo_text
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
 from jitterlab.store.catalog import Store
-from jitterlab.store.raw import read_raw
 
 COMPARE_METRICS = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
 SYSINFO_KEYS = ("hostname", "os_name", "kernel_release", "preemption", "machine", "cpu_model",
@@ -83,7 +82,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         fig_dir.mkdir(parents=True, exist_ok=True)
 
     def emit(fig, name: str) -> str:
-        svg = figures.svg_text(fig)
+        svg = svg_text(fig)
         if figure_files:
             (fig_dir / f"{name}.svg").write_text(svg)
             png = fig_dir / f"{name}.png"
@@ -94,7 +93,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
     ctx = SectionContext(store, emit, report.skipped, max_run_figures)
     if not runs:
         report.skipped.append("every section: the selected campaign has no runs")
-    with figures.quiet():
+    with quiet():
         sections = [{"title": section.title, "template": section.template, "s": section.build(mine, ctx)}
                     for section, mine in by_section(runs)]
         comparisons = _comparisons(store, runs, emit, report.skipped)
@@ -179,14 +178,15 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
     for base, cand in pairs[:MAX_COMPARISONS]:
         try:
             result: Comparison = compare(runs, base, cand, metrics=wanted or None,
-                                         distributions=lambda r: run_distribution(store.root, r))
+                                         distributions=lambda r: distribution(r, store.read_series(r)),
+                                         names=cells.names())
         except UserError as exc:
             skipped.append(f"comparison {cand} vs {base}: {exc}")
             continue
         heads, rows = comparison_rows(result)
         out.append({
             "title": f"{cand} vs {base}",
-            "svg": emit(figures_std.compare_figure(result, charted),
+            "svg": emit(compare_figure(result, charted),
                         f"compare_{base.key}_{base.value}_{cand.value}"),
             "heads": heads, "rows": rows, "verdicts": [r.verdict for r in result.rows],
             "note": comparison_note(result),
@@ -194,12 +194,3 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
         })
     return out
 
-
-def load_series_for(store: Store, run: RunRecord) -> dict[str, EdgeSeries]:
-    """The raw series of a run; UserError naming the run when missing or damaged."""
-    if not run.raw_path:
-        raise UserError(f"run {run.id}: has no raw series (status {run.status})")
-    try:
-        return read_raw(store.root / run.raw_path, run.raw_sha256)
-    except UserError as exc:
-        raise UserError(f"run {run.id}: {exc}") from None

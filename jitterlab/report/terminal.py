@@ -10,12 +10,12 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from jitterlab.analysis.compare import direction
+from jitterlab.analysis.direction import direction_of
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report.console import SafeConsole
 from jitterlab.report.format import format_value, percent
-from jitterlab.report.standard import headline_value, run_label
+from jitterlab.report.summaries import headline_value, run_label
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Group, Note, grouped
 
 HEADLINE = "max_rel_period_error"
@@ -111,7 +111,7 @@ def summary_tables(runs: list[RunRecord], campaign: str) -> list:
 
 def emulation_note(runs: list[RunRecord], store) -> str | None:
     """One line under the tables when a target was a VM under TCG: its numbers are not timing."""
-    from jitterlab.report.squarewave import emulated_targets
+    from jitterlab.report.sections.squarewave import emulated_targets
 
     emulated = sorted(emulated_targets(runs, store))
     if not emulated:
@@ -200,7 +200,7 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
     for name in ("probe", "metric", "value", "direction"):
         metrics.add_column(name, justify="right" if name == "value" else "left")
     for (probe, name), m in sorted(run.metrics.items(), key=lambda kv: (kv[0][0], metric_order(kv[0][1]))):
-        way = m.direction or direction(name)
+        way = direction_of(m)
         metrics.add_row(probe or "-", name, format_value(m.value, m.unit),
                         {"lower": "lower is better", "higher": "higher is better"}.get(way, ""))
     parts: list = [head, metrics]

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from jitterlab import __version__
 from jitterlab.analysis.trend import Series
-from jitterlab.report import figures
+from jitterlab.report.figures.base import svg_text
 from jitterlab.report.format import format_value
 
 MAX_LINES = 12
@@ -63,5 +63,5 @@ def render(series: list[Series], metric: str, by: str, out: Path) -> Path:
     out.write_text(env.get_template("trend.html.j2").render(
         metric=metric, by=by, version=__version__, generated=dt.datetime.now().isoformat(timespec="seconds"),
         n_cells=len(series), max_lines=MAX_LINES, rows=table,
-        svg=figures.svg_text(trend_figure(series, metric, by))), encoding="utf-8")
+        svg=svg_text(trend_figure(series, metric, by))), encoding="utf-8")
     return out

@@ -1,25 +1,28 @@
-"""Where results are kept: a results directory (SQLite + Parquet) or a PostgreSQL catalog."""
+"""Where results are kept: a store, named by a spec (a results directory, or a database URL), opened
+through the backend that speaks it (backends.py). Callers name a store only by its spec: which
+files are inside a store is its backend's business.
+
+The functions here import their backends when called: importing a part of the store (raw.py, for
+measurement) loads no database driver."""
 
 from __future__ import annotations
-
-import argparse
-import os
 
 RESULTS_ENV = "JITTERLAB_RESULTS"
 
 
-def results_arg(text: str) -> str:
-    """--results: a PostgreSQL URL as it is, else a directory path (checked like every path)."""
-    from jitterlab.cli.paths import path_arg
-    from jitterlab.store.postgres import is_url
+def results_spec(text: str) -> str:
+    """The --results value checked: a URL of a backend jitterlab speaks (complete: a PostgreSQL URL
+    names its raw_dir), or a path the system can take; the spec to open. UserError (one line,
+    naming --results) otherwise."""
+    from jitterlab.store.backends import check_spec
 
-    return text if is_url(text) else str(path_arg(text))
+    return check_spec(text)
 
 
-def add_results_option(parser: argparse.ArgumentParser) -> None:
-    """--results DIR|URL, defaulting to $JITTERLAB_RESULTS, else ./results."""
-    default = os.environ.get(RESULTS_ENV) or "results"
-    parser.add_argument(
-        "--results", type=results_arg, default=default, metavar="DIR|URL",
-        help=f"results directory, or a PostgreSQL URL postgresql://user@host/db?raw_dir=DIR "
-             f"(default: ${RESULTS_ENV}, else ./results; now {default})")
+def store_exists(spec: str) -> bool:
+    """Is there a store at `spec` (a results directory with its database, a database with the
+    catalog's tables)? Creates nothing; UserError when it cannot be told (an unreachable database)."""
+    from jitterlab.store.backends import backend_for
+
+    return backend_for(spec).exists(spec)
+

@@ -1,106 +1,53 @@
-"""results.sqlite: campaigns, runs, metrics, sysinfo and warnings. One transaction per run."""
+"""The catalog of a store: campaigns, runs, metrics, sysinfo and warnings, written once against the
+Backend interface (backend.py), whatever database holds it. One transaction per run."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import json
-import os
-import shutil
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from jitterlab import __version__
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
-from jitterlab.store import postgres
-from jitterlab.store.connection import open_for_writing, open_read_only, transaction
+from jitterlab.model.series import Series
+from jitterlab.store.backends import open_backend
+from jitterlab.store.files import RunFiles
 from jitterlab.store.locks import CampaignLock
-from jitterlab.store.raw import sha256_file, write_atomic, write_raw
 from jitterlab.store.schema import RUN_COLUMNS, SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "RunExists", "RunRecord", "Store"]
 
 
-class RunExists(UserError):
+class RunExists(RuntimeProblem):
     """The run a commit would add is there already (another jitterlab committed it meanwhile)."""
 
 
 class Store:
-    """A results directory: results.sqlite + raw/. Safe to share between threads and processes.
+    """A store opened from its spec (a results directory, a database URL: see backends.py). Safe to
+    share between threads and processes.
 
     `create=False` opens an existing store read-only: nothing is written (show, report, export,
     compare work in a directory the user may only read, and an empty file gets no schema)."""
 
-    def __init__(self, root: Path | str, *, create: bool = True) -> None:
+    def __init__(self, spec: Path | str, *, create: bool = True) -> None:
         self._lock = threading.RLock()
         self._locks: list[CampaignLock] = []
         self.read_only = not create
-        if postgres.is_url(str(root)):
-            self._open_postgres(str(root), create)
-            return
-        self.content_addressed = False
-        self.root = Path(root)
-        self.where = str(self.root)
+        self._db = open_backend(str(spec), create=create)
+        self.where = self._db.where
+        self.root = self._db.files  # raw/ and attachments/ live here; rows hold paths relative to it
         self.raw_dir = self.root / "raw"
-        db = self.root / "results.sqlite"
-        if not create and not db.is_file():
-            raise UserError(
-                f"{db}: no results here; run a campaign first "
-                "(jitterlab run CAMPAIGN --results DIR) or pass --results"
-            )
-        if not create:
-            self._db = open_read_only(db)
-            return
-        try:
-            self.raw_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(
-                f"--results {self.root}: cannot create the results directory: "
-                f"{exc.strerror}; choose a writable place"
-            ) from None
-        self._db = open_for_writing(db)
-
-    def _open_postgres(self, url: str, create: bool) -> None:
-        conninfo, raw_root, shown = postgres.split_url(url)
-        self.content_addressed = True  # raw files named by their hash: controllers never collide
-        self.root, self.where = raw_root, shown
-        self.raw_dir = self.root / "raw"
-        try:
-            self.raw_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"--results {shown}: cannot create the raw directory {self.raw_dir}: "
-                            f"{exc.strerror}; choose another raw_dir") from None
-        self._db = postgres.PgConnection(conninfo, shown)
-        tables = self._db.tables()
-        if not tables and not create:
-            self._db.close()
-            raise UserError(f"--results {shown}: no results in this database yet; run a campaign first")
-        if not tables:
-            with self._tx():  # one creator: the others wait on the lock, then find the tables
-                self._db.execute(postgres.SCHEMA_LOCK)
-                if not self._db.tables():
-                    for statement in postgres.SCHEMA:
-                        self._db.execute(statement)
-            tables = self._db.tables()
-        self._check_version(tables, shown)
-
-    def _check_version(self, tables: set[str], where: object) -> int:
-        if "schema_version" not in tables:
-            raise UserError(f"{where}: not a jitterlab results database; pass another --results")
-        version = self._db.execute("SELECT version FROM schema_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise UserError(
-                f"{where}: written by a newer jitterlab (schema {version}, this one knows "
-                f"{SCHEMA_VERSION}); upgrade jitterlab (pip install -U jitterlab)"
-            )
-        return int(version)
+        self.content_addressed = self._db.content_addressed
+        self._files = RunFiles(self.root, self.content_addressed)
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
-        with self._lock, transaction(self._db):
+        with self._lock, self._db.transaction():
             yield
 
     def close(self) -> None:
@@ -116,9 +63,7 @@ class Store:
         with self._lock:
             if any(lock.campaign_id == campaign_id for lock in self._locks):
                 return  # ours already
-            lock = CampaignLock(self.root, campaign_id, name)
-            lock.acquire()
-            self._locks.append(lock)
+            self._locks.append(self._db.lock_campaign(campaign_id, name))
 
     # --- campaigns -------------------------------------------------------------------------
 
@@ -129,13 +74,12 @@ class Store:
 
     def _insert_campaign(self, name: str, fingerprint: str, source_path: str, source: str,
                          labels: dict, created_ns: int | None = None, version: str = __version__) -> int:
-        cur = self._db.execute(
+        return self._db.insert(
             "INSERT INTO campaigns (name, fingerprint, source_path, source, labels_json, "
             "created_ns, jitterlab_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (name, fingerprint, source_path, source, json.dumps(labels, sort_keys=True),
              created_ns if created_ns is not None else time.time_ns(), version),
         )
-        return int(cur.lastrowid)
 
     def campaign_named(self, name: str, fingerprint: str, source_path: str, source: str,
                        labels: dict) -> int:
@@ -194,11 +138,10 @@ class Store:
 
     def add_sysinfo(self, campaign_id: int, target: str, info: dict) -> int:
         with self._tx():
-            cur = self._db.execute(
+            return self._db.insert(
                 "INSERT INTO sysinfo (campaign_id, target, taken_ns, json) VALUES (?, ?, ?, ?)",
                 (campaign_id, target, time.time_ns(), json.dumps(info, sort_keys=True, default=str)),
             )
-            return int(cur.lastrowid)
 
     def sysinfo(self, sysinfo_id: int) -> dict:
         with self._lock:
@@ -247,45 +190,24 @@ class Store:
             ).fetchall()
         return {(r[0], r[1]): r[2] for r in rows}
 
-    def write_series(self, run_id: str, series: dict) -> tuple[str, str]:
+    def write_series(self, run_id: str, series: Mapping[str, Series]) -> tuple[str, str]:
         """Write a run's raw series durably before it is committed; (path relative to the
         store's root, sha256). A shared (PostgreSQL) store names the file by its hash."""
-        if not self.content_addressed:
-            relative = f"raw/{run_id}.parquet"
-            return relative, write_raw(self.root / relative, series)
-        staging = self.raw_dir / f".{run_id}.{os.getpid()}.parquet"
-        sha = write_raw(staging, series)
-        relative = f"raw/{sha[:2]}/{sha}.parquet"
-        (self.root / relative).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging, self.root / relative)
-        return relative, sha
+        return self._files.write_series(run_id, series)
 
     def adopt_raw(self, run_id: str, source: Path, sha256: str) -> str:
         """Copy a run's raw file from another store (its sha256 checked); the relative path."""
-        relative = f"raw/{sha256[:2]}/{sha256}.parquet" if self.content_addressed else f"raw/{run_id}.parquet"
-        final = self.root / relative
-        if final.exists() and sha256_file(final) == sha256:
-            return relative  # the same content is already here
-        final.parent.mkdir(parents=True, exist_ok=True)
-        staging = final.with_name(f".{run_id}.{os.getpid()}.tmp")
-        shutil.copyfile(source, staging)
-        if sha256_file(staging) != sha256:
-            staging.unlink()
-            raise UserError(f"{source}: its sha256 is not the one run {run_id} recorded; the file was "
-                            "damaged after the run; it was not pushed")
-        os.replace(staging, final)
-        return relative
+        return self._files.adopt_raw(run_id, source, sha256)
 
-    def write_attachments(self, run_id: str, files: dict[str, bytes]) -> dict[str, str]:
+    def write_attachments(self, run_id: str, files: Mapping[str, bytes]) -> dict[str, str]:
         """Write a run's attachments durably under attachments/<run_id>/ before the run is
         committed; returns name -> path relative to the results directory."""
-        paths = {}
-        for name, content in files.items():
-            safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".") or "file"
-            relative = f"attachments/{run_id}/{safe}"
-            write_atomic(self.root / relative, content)
-            paths[name] = relative
-        return paths
+        return self._files.write_attachments(run_id, files)
+
+    def read_series(self, run: RunRecord) -> dict[str, Series]:
+        """The run's raw series ({} when it has none); UserError when its file is missing or is
+        not the bytes the store recorded."""
+        return self._files.read_series(run)
 
     def run_ids(self, campaign_id: int) -> dict[tuple[str, int], str]:
         """(cell_key, repetition) -> id of every run committed."""
@@ -304,23 +226,39 @@ class Store:
                 "AND raw_path IS NOT NULL", (campaign_id,)).fetchall()
         found = {}
         for key, rep, raw_path, sha in rows:
-            path = self.root / raw_path
-            if not path.is_file():
-                found[(key, rep)] = f"{raw_path} is missing"
-            elif sha and sha256_file(path) != sha.lower():
-                found[(key, rep)] = f"{raw_path} is damaged (sha256 differs)"
+            why = self._files.damage(raw_path, sha)
+            if why is not None:
+                found[(key, rep)] = why
         return found
 
     def commit_run(self, run: RunRecord, warnings: Sequence[Warning_] = (), *,
+                   series: Mapping[str, Series] | None = None, files: Mapping[str, bytes] | None = None,
                    replaces: str | None = None, next_repetition: bool = False) -> RunRecord:
-        """Insert a run with its metrics, attachments and warnings in one transaction; the raw
-        file and attachments are already durable under their final names. Returns the run as
-        stored.
+        """The one way a run enters the store (measured or imported): its raw `series` and
+        attachment `files` (name -> bytes), when given, are written durably under their final
+        names first and the run names them; then the run, its metrics, attachments and warnings
+        are inserted in one transaction. When that fails, the files written here are removed (no
+        row names them). Returns the run as stored.
 
         A run of the same cell and repetition is replaced only when it is the run `replaces` names
         (a retried failed or damaged run); any other is refused (RunExists): it was committed
         meanwhile by another jitterlab, and is kept. `next_repetition`: the run takes the next
         free repetition of its cell, counted inside the transaction (concurrent imports)."""
+        written_raw, written_files = None, {}
+        try:
+            if series is not None:
+                written_raw, sha = self._files.write_series(run.id, series)
+                run = dataclasses.replace(run, raw_path=written_raw, raw_sha256=sha)
+            if files:
+                written_files = self._files.write_attachments(run.id, files)
+                run = dataclasses.replace(run, attachments={**run.attachments, **written_files})
+            return self._insert_run(run, warnings, replaces, next_repetition)
+        except BaseException:
+            self._files.discard(written_raw, written_files)
+            raise
+
+    def _insert_run(self, run: RunRecord, warnings: Sequence[Warning_], replaces: str | None,
+                    next_repetition: bool) -> RunRecord:
         with self._tx():
             if next_repetition:
                 row = self._db.execute(
@@ -370,10 +308,7 @@ class Store:
             )
             self._db.executemany(
                 "INSERT INTO attachments (run_id, name, path, sha256, size_bytes) VALUES (?,?,?,?,?)",
-                [
-                    (run.id, name, path, sha256_file(self.root / path), (self.root / path).stat().st_size)
-                    for name, path in run.attachments.items()
-                ],
+                self._files.attachment_rows(run),
             )
             self._insert_warnings(run.campaign_id, run.id, run.target, warnings)
         return run

@@ -16,10 +16,10 @@ import socket
 import time
 from pathlib import Path
 
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import RuntimeProblem
 
 
-class CampaignBusy(UserError):
+class CampaignBusy(RuntimeProblem):
     """Another process measures this campaign now."""
 
 

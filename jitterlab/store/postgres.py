@@ -5,19 +5,25 @@ hash so that two controllers never collide and a pushed file is verified by its 
 
     --results 'postgresql://user@host/db?raw_dir=/srv/jitterlab'   (or JITTERLAB_RESULTS)
 
-`PgConnection` offers the slice of sqlite3's connection API the catalog uses (execute with `?`
-placeholders, executemany, explicit BEGIN/COMMIT, lastrowid), so the catalog's SQL is written once.
+The catalog's SQL is SQLite's spelling, written once: `?` placeholders become `%s`, an insert
+returns its id with RETURNING. The schema is schema.py's, translated; its migrations are this
+module's own (MIGRATIONS), run under an advisory lock so that controllers opening an old database at
+once migrate it once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.store import schema
+from jitterlab.store.backend import Backend
+from jitterlab.store.schema import SCHEMA_VERSION, refuse_newer
 
 SCHEMES = ("postgresql://", "postgres://")
 RAW_DIR_ENV = "JITTERLAB_RAW_DIR"
@@ -41,7 +47,8 @@ def _postgres_ddl(statement: str) -> str:
 SCHEMA = [_postgres_ddl(statement) for statement in schema.SCHEMA]  # its last: the version row
 # held while the schema is created, so that two controllers opening a new database do not race
 SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(7361726)"
-_RETURNING_ID = re.compile(r"^\s*INSERT INTO (campaigns|sysinfo|warnings)\b", re.I)
+# version -> the step to version + 1 (each in one transaction). PostgreSQL stores began at schema 3.
+MIGRATIONS: dict[int, Callable[[PostgresBackend], None]] = {}
 
 
 def is_url(text: object) -> bool:
@@ -69,61 +76,104 @@ def _join(scheme: str, netloc: str, path: str, query: str) -> str:
     return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
 
 
-class _Cursor:
-    def __init__(self, cur, lastrowid: int | None = None) -> None:
-        self._cur = cur
-        self.lastrowid = lastrowid
-        self.description = cur.description if cur is not None else None
+class PostgresBackend(Backend):
+    """A catalog in a PostgreSQL database, its files in a directory every controller reaches."""
 
-    def fetchone(self):
-        return self._cur.fetchone() if self._cur is not None else None
+    name = "postgresql"
+    form = "postgresql://user@host/db?raw_dir=DIR"
+    content_addressed = True  # raw files named by their hash: controllers never collide
 
-    def fetchall(self):
-        return self._cur.fetchall() if self._cur is not None and self._cur.description else []
-
-    def __iter__(self):
-        return iter(self.fetchall())
-
-
-class PgConnection:
-    """psycopg with the calls the catalog makes on an sqlite3 connection."""
-
-    dialect = "postgresql"
-
-    def __init__(self, conninfo: str, shown: str) -> None:
+    def __init__(self, conninfo: str, raw_dir: Path, shown: str) -> None:
+        self.where, self.files = shown, raw_dir
         try:
             import psycopg
         except ImportError:
             raise UserError(f"--results {shown}: the PostgreSQL driver is missing; "
                             "pip install 'jitterlab[postgres]' (psycopg 3)") from None
-        self._psycopg = psycopg
         try:
             self._conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise UserError(f"--results {shown}: cannot connect: {_one_line(exc)}") from None
+            raise RuntimeProblem(f"--results {shown}: cannot connect: {_one_line(exc)}") from None
 
-    @staticmethod
-    def _sql(sql: str) -> str | None:
-        text = sql.strip()
-        if text.upper().startswith("PRAGMA"):
-            return None
-        if text.upper() == "BEGIN IMMEDIATE":
-            return "BEGIN"
-        return sql.replace("?", "%s")
+    @classmethod
+    def claims(cls, text: str) -> bool:
+        return is_url(text)
 
-    def execute(self, sql: str, args=()):
-        translated = self._sql(sql)
-        if translated is None:
-            return _Cursor(None)
-        returning = bool(_RETURNING_ID.match(translated))
-        cur = self._conn.execute(translated + (" RETURNING id" if returning else ""), tuple(args))
-        return _Cursor(cur, int(cur.fetchone()[0]) if returning else None)
+    @classmethod
+    def check_spec(cls, text: str) -> str:
+        split_url(text)  # refuses a URL without a raw directory
+        return text
 
-    def executemany(self, sql: str, rows) -> None:
+    @classmethod
+    def exists(cls, spec: str) -> bool:
+        conninfo, raw_dir, shown = split_url(spec)
+        backend = cls(conninfo, raw_dir, shown)
+        try:
+            return "schema_version" in backend.tables()
+        finally:
+            backend.close()
+
+    @classmethod
+    def open(cls, spec: str, *, create: bool) -> PostgresBackend:
+        conninfo, raw_dir, shown = split_url(spec)
+        try:
+            (raw_dir / "raw").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--results {shown}: cannot create the raw directory {raw_dir / 'raw'}: "
+                            f"{exc.strerror}; choose another raw_dir") from None
+        backend = cls(conninfo, raw_dir, shown)
+        try:
+            backend._create_or_migrate(create)
+        except BaseException:
+            backend.close()
+            raise
+        return backend
+
+    def _create_or_migrate(self, create: bool) -> None:
+        """One creator, one migrator: the others wait on the advisory lock, then find it done."""
+        tables = self.tables()
+        if not tables and not create:
+            raise UserError(f"--results {self.where}: no results in this database yet; run a campaign first")
+        if not tables:
+            with self.transaction():
+                self.execute(SCHEMA_LOCK)
+                if not self.tables():
+                    for statement in SCHEMA:
+                        self.execute(statement)
+            tables = self.tables()
+        if "schema_version" not in tables:
+            raise UserError(f"{self.where}: not a jitterlab results database; pass another --results")
+        while True:
+            with self.transaction():
+                self.execute(SCHEMA_LOCK)
+                version = int(self.execute("SELECT version FROM schema_version").fetchone()[0])
+                refuse_newer(version, self.where)
+                if version >= SCHEMA_VERSION:
+                    return
+                MIGRATIONS[version](self)
+                self.execute("UPDATE schema_version SET version = ?", (version + 1,))
+
+    def execute(self, sql: str, args: Sequence = ()) -> _Cursor:
+        return _Cursor(self._conn.execute(sql.replace("?", "%s"), tuple(args)))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> None:
         rows = [tuple(r) for r in rows]
         if rows:
             with self._conn.cursor() as cur:
-                cur.executemany(self._sql(sql), rows)
+                cur.executemany(sql.replace("?", "%s"), rows)
+
+    def insert(self, sql: str, args: Sequence) -> int:
+        return int(self.execute(sql + " RETURNING id", args).fetchone()[0])
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self._conn.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def tables(self) -> set[str]:
         rows = self._conn.execute(
@@ -133,9 +183,23 @@ class PgConnection:
     def close(self) -> None:
         self._conn.close()
 
-    @property
-    def errors(self) -> tuple[type[BaseException], ...]:
-        return (self._psycopg.Error,)
+
+class _Cursor:
+    """psycopg's cursor as the catalog reads one: no rows (rather than an error) after a statement
+    that returns none."""
+
+    def __init__(self, cur) -> None:
+        self._cur = cur
+        self.description = cur.description
+
+    def fetchone(self):
+        return self._cur.fetchone() if self._cur.description else None
+
+    def fetchall(self):
+        return self._cur.fetchall() if self._cur.description else []
+
+    def __iter__(self):
+        return iter(self.fetchall())
 
 
 def _one_line(exc: BaseException) -> str:

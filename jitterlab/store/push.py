@@ -47,20 +47,20 @@ def push(source: Store, dest: Store) -> Pushed:
             moved = _moved(source, dest, run, dest_id, sysinfo_ids)
             if moved.raw_path:
                 done.raw_bytes += (dest.root / moved.raw_path).stat().st_size
-            dest.commit_run(moved, [w for run_id, w in warnings if run_id == run.id])
+            files = {name: (source.root / path).read_bytes() for name, path in run.attachments.items()}
+            dest.commit_run(moved, [w for run_id, w in warnings if run_id == run.id], files=files)
             done.runs += 1
     return done
 
 
 def _moved(source: Store, dest: Store, run: RunRecord, dest_id: int,
            sysinfo_ids: dict[int, int]) -> RunRecord:
-    """The run as the destination stores it: its files copied there (raw verified), ids remapped."""
+    """The run as the destination stores it: its raw file copied there (verified), ids remapped;
+    its attachments are written by the commit."""
     raw_path = None
     if run.raw_path:
         if not run.raw_sha256:
             raise UserError(f"run {run.id}: its raw file has no recorded sha256, so it cannot be verified")
         raw_path = dest.adopt_raw(run.id, source.root / run.raw_path, run.raw_sha256)
-    files = {name: (source.root / path).read_bytes() for name, path in run.attachments.items()}
     sysinfo_id = sysinfo_ids.get(run.sysinfo_id) if run.sysinfo_id is not None else None
-    return replace(run, campaign_id=dest_id, raw_path=raw_path, sysinfo_id=sysinfo_id,
-                   attachments=dest.write_attachments(run.id, files))
+    return replace(run, campaign_id=dest_id, raw_path=raw_path, sysinfo_id=sysinfo_id, attachments={})

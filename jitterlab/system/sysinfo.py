@@ -13,6 +13,7 @@ from collections.abc import Callable
 from jitterlab.model.records import Warning_
 from jitterlab.system import tuning
 from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import VirtualMachine, has
 
 _MARK = "@@jitterlab-section "
 _ABSENT = "@@absent"
@@ -76,10 +77,10 @@ def snapshot(target: Target) -> dict:
     """Describe the target; a value that cannot be read is None, never an exception."""
     done = target.run(["sh", "-c", _SCRIPT], timeout_s=30.0)
     info = parse(done.stdout)
-    accel = getattr(target, "vm_accel", None)  # a VM jitterlab booted: "kvm" or "tcg" (emulation)
-    if accel is not None:
-        info["vm_accel"] = accel
-        info["vm_boot_s"] = getattr(target, "boot_s", None)  # qemu started -> guest ready, wall time
+    vm = has(target, VirtualMachine)
+    if vm is not None:  # a VM jitterlab booted: "kvm" or "tcg" (emulation), and its boot's wall time
+        info["vm_accel"] = vm.vm_accel
+        info["vm_boot_s"] = vm.boot_s
     return info
 
 

@@ -2,7 +2,8 @@
 
 A target kind declares a capability by inheriting its class (nominal, like labgrid's protocols);
 code asks with `has(target, Cap)` or `need(target, Cap, why)` and never looks for attributes. A
-wrapper around a target (a farm's board) passes on what it wraps with `capabilities_of`.
+wrapper around a target (a farm's board, the controller as runs see it) is a `Wrapper`: it has
+what it declares itself and, through it, what the target it wraps has.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from jitterlab.model.errors import UserError
+from jitterlab.model.records import Warning_
+from jitterlab.targets.base import Completed, Process, Target
 
 
 class Capability(ABC):  # noqa: B024  (a marker: most capabilities add methods, some none)
@@ -39,6 +42,18 @@ class CrossBuilt(Capability):
     @abstractmethod
     def cross_cc(self) -> str:
         """The C compiler (argv word) that builds for the target on the controller."""
+
+
+class BuildsProgramsOnDemand(Capability):
+    """jitterlab's programs are built on this machine the first time a run asks (the controller,
+    as the far end of a network test: the runner builds the target's programs, not its own)."""
+
+    does = "build jitterlab's programs when a run asks (no controller with programs was given)"
+
+    @abstractmethod
+    def programs_dir(self) -> str:
+        """Directory of the built programs on this machine (`<dir>/c/<name>`); UserError naming the
+        cause when they cannot be built."""
 
 
 class KeepsKernelModules(Capability):
@@ -97,45 +112,117 @@ class HostKeyStatus(Capability):
     def host_key_verified(self) -> bool:
         """False when the connection was made without checking the host key."""
 
+    @property
+    @abstractmethod
+    def host_key_unverified(self) -> tuple[str, str]:
+        """What an unverified key risks on this kind of target, and the option that makes it
+        verified: the message and the remedy of the warning a run starts with."""
+
+
+class FlashesImages(Capability):
+    """A board jitterlab can give another system image, unattended: power off, write the image,
+    power on, wait for its boot prompt, then reach it; the board stays open between images."""
+
+    does = "be flashed with a system image (it has no power, image writer and console to do it with)"
+
+    @abstractmethod
+    def install(self, image: str, boot_prompt: str, boot_timeout_s: float) -> float:
+        """Write `image` and boot it; seconds from power-on to `boot_prompt` (a regular expression)
+        on the console. UserError naming what the board lacks; TimeoutError with the console's
+        last words when it does not boot."""
+
+    @abstractmethod
+    def connect(self) -> None:
+        """Reach the booted image (once; the caller retries while its services start)."""
+
+    @abstractmethod
+    def disconnect(self) -> None:
+        """End the connection to the image and keep the board (the next image is flashed on it)."""
+
 
 C = TypeVar("C", bound=Capability)
 
 
 def has(target: object, cap: type[C]) -> C | None:
     """The target as `cap` when it has that capability, else None."""
-    found = capabilities_of(target).get(cap) or (target if isinstance(target, cap) else None)
+    found = target if isinstance(target, cap) else capabilities_of(target).get(cap)
     if found is None or not found.offers(cap):  # type: ignore[attr-defined]
         return None
     return found  # type: ignore[return-value]
+
+
+def host_key_warning(target: object) -> Warning_ | None:
+    """The warning a run (and doctor) starts with when the target was reached without checking its
+    host key; None when it was checked, or the kind does not tell."""
+    status = has(target, HostKeyStatus)
+    if status is None or status.host_key_verified:
+        return None
+    message, remedy = status.host_key_unverified
+    return Warning_(message, remedy)
+
+
+def lacks(target: object, cap: type[Capability], why: str) -> str:
+    """The one-line "target NAME cannot ...: why" (for a caller that raises something else)."""
+    return f"target {target.name!r} cannot {cap.does}: {why}"  # type: ignore[attr-defined]
 
 
 def need(target: object, cap: type[C], why: str) -> C:
     """The target as `cap`; UserError "target NAME cannot ...: why" when it lacks it."""
     found = has(target, cap)
     if found is None:
-        raise UserError(f"target {target.name!r} cannot {cap.does}: {why}")  # type: ignore[attr-defined]
+        raise UserError(lacks(target, cap, why))
     return found
 
 
 class Wrapper:
-    """Base of a target that wraps another (a farm's board): it has what the inner target has."""
+    """Base of a target that wraps another: the Target protocol is passed on member by member (a
+    subclass overrides what it changes), and it has what the inner target has."""
 
-    def __init__(self, inner: object) -> None:
+    def __init__(self, inner: Target) -> None:
         self._inner = inner
 
     @property
-    def inner(self) -> object:
+    def inner(self) -> Target:
         return self._inner
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def workdir(self) -> str:
+        return self._inner.workdir
+
+    def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
+        return self._inner.run(argv, timeout_s)
+
+    def spawn(self, argv: list[str], log_path: str | None = None) -> Process:
+        return self._inner.spawn(argv, log_path)
+
+    def put(self, local: Path, remote: str) -> None:
+        self._inner.put(local, remote)
+
+    def get(self, remote: str, local: Path) -> None:
+        self._inner.get(remote, local)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def capabilities_of(target: object) -> dict[type, object]:
-    """Capabilities reached through wrappers: {Capability class: the object that has it}."""
+    """Capabilities reached through wrappers: {Capability class: the object that has it}; a
+    wrapper's own come before those of what it wraps."""
     found: dict[type, object] = {}
     seen = target
-    while isinstance(seen, Wrapper):
-        seen = seen.inner
+    while True:
         for cls in type(seen).__mro__:
-            if isinstance(cls, type) and issubclass(cls, Capability) and cls is not Capability:
+            if _is_capability(cls):
                 found.setdefault(cls, seen)
-    return found
+        if not isinstance(seen, Wrapper):
+            return found
+        seen = seen.inner
 
+
+def _is_capability(cls: type) -> bool:
+    """A capability class says what it `does`; a target class that inherits capabilities does not."""
+    return issubclass(cls, Capability) and cls is not Capability and "does" in cls.__dict__

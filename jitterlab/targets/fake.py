@@ -1,15 +1,23 @@
-"""A Target for hermetic tests: canned command output, fake processes on a fake clock."""
+"""A Target for hermetic tests: canned command output, fake processes on a fake clock.
+
+Registered as the target kind `fake` (targets/registry.py), so that a campaign file can name it and
+`jitterlab run` can be tested without a machine: every command it is not told about succeeds and
+prints nothing, its processes exist only on its clock, and a test can make it lose its connection.
+"""
 
 from __future__ import annotations
 
 import signal as signals
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jitterlab.model.errors import TargetLost
 from jitterlab.targets.base import CommandTimeout, Completed
-from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.capabilities import ControllerMachine
+from jitterlab.targets.local import LocalTarget, workdir_only
 
 Response = Completed | Exception | Callable[[list[str]], Completed]
 
@@ -77,22 +85,27 @@ class FakeProcess:
         return self._rc
 
 
-class FakeTarget:
+class FakeTarget(ControllerMachine):
     """Records every argv; `run` answers from canned responses (longest matching argv prefix),
-    else runs the command for real locally (`fallback_local=True`) or answers rc 127."""
+    else runs the command for real locally (`fallback_local=True`), or answers rc 127 (rc 0 and no
+    output when `quiet`). It is the controller too: what would run there is as fake as the rest."""
 
     kind = "fake"
 
     def __init__(
-        self, name: str = "fake", workdir: str | None = None, fallback_local: bool = False
+        self, name: str = "fake", workdir: str | None = None, fallback_local: bool = False,
+        quiet: bool = False,
     ) -> None:
         self.name = name
         self.workdir = workdir or tempfile.mkdtemp(prefix="jitterlab-fake-")
         self.fallback_local = fallback_local
+        self.quiet = quiet
         self.clock_s = 0.0  # fake time: advances only in wait()/stop() or by the test
         self.calls: list[tuple[str, ...]] = []  # every run and spawn argv, in order
         self.processes: list[FakeProcess] = []
         self.closed = False
+        self.closing = threading.Event()  # set by close(): what "runs" on it is being stopped
+        self.lost: str | None = None  # why it cannot be reached since lose()
         self._responses: list[tuple[tuple[str, ...], Response]] = []
         self._behaviours: list[tuple[tuple[str, ...], FakeBehaviour]] = []
         self._local = LocalTarget(name, self.workdir)  # the "filesystem" and the fallback
@@ -120,7 +133,22 @@ class FakeTarget:
         hits = [(len(p), i, v) for i, (p, v) in enumerate(table) if tuple(argv[: len(p)]) == p]
         return max(hits, key=lambda h: h[:2])[2] if hits else None
 
+    def lose(self, reason: str = "connection to the fake target lost") -> None:
+        """From now on every command raises TargetLost(reason), and its processes are gone."""
+        self.lost = reason
+        for proc in list(self.processes):
+            proc._end(-signals.SIGKILL)
+
+    def _reachable(self) -> None:
+        if self.lost is not None:
+            raise TargetLost(self.lost)
+
+    def running(self) -> list[FakeProcess]:
+        """Its processes that have not ended."""
+        return [p for p in list(self.processes) if p.poll() is None]
+
     def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
+        self._reachable()
         self.calls.append(tuple(argv))
         answer = self._match(self._responses, argv)
         if isinstance(answer, Exception):
@@ -131,9 +159,12 @@ class FakeTarget:
             return Completed(tuple(argv), answer.rc, answer.stdout, answer.stderr)
         if self.fallback_local:
             return self._local.run(argv, timeout_s)
+        if self.quiet:
+            return Completed(tuple(argv), 0, "", "")
         return Completed(tuple(argv), 127, "", f"{argv[0]}: no canned response in FakeTarget")
 
     def spawn(self, argv: list[str], log_path: str | None = None) -> FakeProcess:
+        self._reachable()
         self.calls.append(tuple(argv))
         behaviour = self._match(self._behaviours, argv) or FakeBehaviour()
         if log_path:
@@ -144,12 +175,31 @@ class FakeTarget:
         return proc
 
     def put(self, local: Path, remote: str) -> None:
+        self._reachable()
         self._local.put(local, remote)
 
     def get(self, remote: str, local: Path) -> None:
+        self._reachable()
         self._local.get(remote, local)
 
     def close(self) -> None:
-        for proc in self.processes:
+        self.closing.set()
+        for proc in list(self.processes):
             proc.stop()
         self.closed = True
+
+
+OPENED: list[FakeTarget] = []
+"""Every FakeTarget the `fake` kind opened in this process, for a test to look at afterwards."""
+
+
+def parse_options(options: Mapping[str, object], where: str) -> str | None:
+    """The `fake` kind's options: `workdir` (an absolute path; default: a new temporary directory)."""
+    return workdir_only(options, where, "fake")
+
+
+def open_fake(name: str, options: Mapping[str, object]) -> FakeTarget:
+    """A quiet FakeTarget (every command it is not told about succeeds), recorded in OPENED."""
+    target = FakeTarget(name, parse_options(options, f"target {name!r}"), quiet=True)
+    OPENED.append(target)
+    return target

@@ -12,9 +12,11 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import UserError, shown
+from jitterlab.model.registry import did_you_mean
 from jitterlab.targets.base import CommandTimeout, Completed
 from jitterlab.targets.capabilities import ControllerMachine, WaitsForPath
 
@@ -174,8 +176,6 @@ class LocalProcess:
 class LocalTarget(ControllerMachine, WaitsForPath):
     """Runs commands on this machine with subprocess, one process group per command."""
 
-    kind = "local"
-
     def __init__(self, name: str = "local", workdir: str | None = None) -> None:
         self.name = name
         self.workdir = private_dir(workdir or default_workdir())
@@ -262,3 +262,15 @@ class LocalTarget(ControllerMachine, WaitsForPath):
                 return True
             time.sleep(0.002)
         return os.path.exists(path)
+
+
+def workdir_only(options: Mapping[str, object], where: str, kind: str) -> str | None:
+    """The options of a kind whose only option is `workdir` (an absolute path, or None)."""
+    for key in options:
+        if key != "workdir":
+            hint = did_you_mean(str(key), ["workdir"])
+            raise UserError(f"{where}.{key}: unknown option of a {kind} target; {hint}known: workdir")
+    workdir = options.get("workdir")
+    if workdir is not None and not (isinstance(workdir, str) and workdir.startswith("/")):
+        raise UserError(f"{where}.workdir: must be an absolute path, got {shown(workdir)}")
+    return workdir

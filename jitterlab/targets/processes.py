@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from jitterlab.model.errors import RunFailed
 from jitterlab.targets.base import CommandTimeout, Process, Target
+from jitterlab.targets.capabilities import WaitsForPath, has
 
 MARKER_VAR = "JITTERLAB_LIVE"
 LIVE_DIR = "live"
@@ -185,16 +186,16 @@ def run_recorded(target: Target, argv: list[str], log_path: str, *, timeout_s: f
 
 def wait_for_path(target: Target, path: str, timeout_s: float, alive: Process | None = None) -> bool:
     """Poll until `path` exists on the target; False on timeout or when `alive` exits first."""
-    fast = getattr(target, "wait_for_path", None)
+    fast = has(target, WaitsForPath)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if fast is not None:
-            if fast(path, 0.05):
+            if fast.wait_for_path(path, 0.05):
                 return True
         elif target.run(["test", "-e", path]).ok:
             return True
         else:
             time.sleep(0.02)
         if alive is not None and alive.poll() is not None:
-            return fast(path, 0) if fast else target.run(["test", "-e", path]).ok
+            return fast.wait_for_path(path, 0) if fast else target.run(["test", "-e", path]).ok
     return False

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from jitterlab.model.errors import UserError, shown
-from jitterlab.model.registry import Registry, did_you_mean
+from jitterlab.model.registry import Registry
 from jitterlab.targets.base import Target
+from jitterlab.targets.fake import open_fake
+from jitterlab.targets.fake import parse_options as _fake_options
 from jitterlab.targets.labgrid.target import LabgridTarget
 from jitterlab.targets.labgrid.target import parse_options as _labgrid_options
-from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.local import LocalTarget, workdir_only
 from jitterlab.targets.qemu.options import parse_options as _qemu_options
 from jitterlab.targets.qemu.target import QemuTarget
 from jitterlab.targets.ssh.options import parse_options as _ssh_options
@@ -32,14 +33,7 @@ def check_options(kind: str, options: Mapping[str, object], where: str) -> None:
 
 
 def _local_options(options: Mapping[str, object], where: str) -> str | None:
-    for key in options:
-        if key != "workdir":
-            hint = did_you_mean(str(key), ["workdir"])
-            raise UserError(f"{where}.{key}: unknown option of a local target; {hint}known: workdir")
-    workdir = options.get("workdir")
-    if workdir is not None and not (isinstance(workdir, str) and workdir.startswith("/")):
-        raise UserError(f"{where}.workdir: must be an absolute path, got {shown(workdir)}")
-    return workdir
+    return workdir_only(options, where, "local")
 
 
 def _local(name: str, options: Mapping[str, object]) -> Target:
@@ -81,7 +75,15 @@ TARGETS.add(
 OPTION_CHECKS["labgrid"] = _labgrid_options
 TARGETS.add(
     "qemu",
-    'a Debian kernel booted here with qemu (kernel = "standard" | "rt" | "6.12" | a bzImage), over SSH',
+    'a Debian kernel booted here with qemu (machine = "pc"; kernel = "standard" | "rt" | "6.12" | a '
+    'bzImage), over SSH',
     _qemu,
 )
 OPTION_CHECKS["qemu"] = _qemu_options
+TARGETS.add(
+    "fake",
+    "for jitterlab's own tests: a machine that is not there (commands succeed silently, processes are "
+    "fake, on a fake clock); workdir",
+    open_fake,
+)
+OPTION_CHECKS["fake"] = _fake_options

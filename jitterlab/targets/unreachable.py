@@ -11,8 +11,6 @@ from jitterlab.targets.base import Completed, Process
 class UnreachableTarget:
     """Every call raises TargetLost(reason); close() does nothing."""
 
-    kind = "unreachable"
-
     def __init__(self, name: str, reason: str) -> None:
         self.name = name
         self.reason = reason

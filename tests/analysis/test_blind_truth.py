@@ -9,7 +9,7 @@ from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, s
 from jitterlab.analysis.synthetic import blind_intervals, observe, square_wave
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.series import EdgeSeries
-from jitterlab.report.figures import period_errors
+from jitterlab.report.figures.squarewave import period_errors
 
 START = 1_000_000_000
 

@@ -12,9 +12,9 @@ from jitterlab.analysis.compare import (
     WORSE,
     Selector,
     compare,
-    direction,
     label_pairs,
 )
+from jitterlab.analysis.direction import direction
 from jitterlab.analysis.stats import bootstrap_ratio_ci, holm
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import run_record, squarewave_cell
@@ -229,3 +229,37 @@ def test_select_on_a_run_field_and_label_pairs():
     assert "impl" not in result.cell_fields and result.rows[0].ratio == pytest.approx(50)
     more = runs + [run(i, "1.9", {"max_rel_period_error": 0.01}) for i in range(3)]
     assert [(str(a), str(b)) for a, b in label_pairs(more)] == [("image=1.9", "image=1.10")]
+
+
+def test_cells_are_named_by_the_naming_given():
+    """compare names no benchmark itself: with the registered ones (campaign.cells.names) a period
+    is selected as written (1ms) and defaults leave the cell's name; without, values as stored."""
+    from jitterlab.campaign.cells import names
+
+    runs = ([run(i, "1.10", {"max_rel_period_error": 0.01}) for i in range(3)]
+            + [run(i, "1.11", {"max_rel_period_error": 0.02}) for i in range(3)])
+    assert Selector("period", "1ms").matches(runs[0], names())
+    assert not Selector("period", "1ms").matches(runs[0])
+    assert Selector("period", "1000000").matches(runs[0])
+    named = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"), names=names())
+    plain = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"))
+    assert named.rows[0].cell[-1] == "impl=c-fifo period=1ms"
+    assert plain.rows[0].cell[-1] == "impl=c-fifo period=1000000 pin=vpin probe=vpin"  # by name
+    with pytest.raises(UserError, match="period takes: 1ms"):
+        compare(runs, Selector("image", "1.10"), Selector("period", "2ms"), names=names())
+
+
+def test_analysis_loads_no_plug_in():
+    """Comparing and trending stored runs imports the model, not the targets, benchmarks or probes
+    (campaign.cells looks the benchmarks up when a cell is first named)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, jitterlab.analysis.compare, jitterlab.analysis.trend, jitterlab.campaign.cells; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('jitterlab'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert "jitterlab.analysis.compare" in loaded
+    heavy = ("jitterlab.measure", "jitterlab.targets", "jitterlab.plugins", "jitterlab.store",
+             "jitterlab.system")
+    assert not [m for m in loaded if m.startswith(heavy)], loaded

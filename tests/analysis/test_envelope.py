@@ -91,7 +91,7 @@ def test_labels_that_number_repetitions_are_not_cell_identity():
 
 
 def test_export_and_report_keep_repetition_labels_in_one_envelope_row(tmp_path):
-    from jitterlab.report.export import envelope_records
+    from jitterlab.report.formats.rows import envelope_records
 
     runs = [pct_run(p, 0.005, 0.001, rep, {"grp": "a", "capture": f"{p}-{rep}"})
             for p in (10 * MS, MS) for rep in range(3)]

@@ -217,7 +217,7 @@ def test_timerlat_runs_in_the_report_and_compare(tmp_path):
     from jitterlab.analysis.compare import Selector, compare
     from jitterlab.model.fakes import cell, run_record
     from jitterlab.report.html import render
-    from jitterlab.report.standard import summarize
+    from jitterlab.report.summaries import summarize
     from jitterlab.store.catalog import Store
     from jitterlab.store.raw import write_raw
 
@@ -234,7 +234,7 @@ def test_timerlat_runs_in_the_report_and_compare(tmp_path):
             store.commit_run(run_record(cell("timerlat", {"period": 1_000_000}), id=run_id, campaign_id=cid,
                                         repetition=rep, labels={"image": image}, raw_path=raw, raw_sha256=sha,
                                         metrics=metrics, cell_key="tl"))
-    drawn = sorted(k for k, v in series.items() if v.unit in ("ns", HISTOGRAM_UNIT))  # report/standard.py
+    drawn = sorted(k for k, v in series.items() if v.unit in ("ns", HISTOGRAM_UNIT))  # the standard section
     assert drawn == ["cpu1.thread.histogram_1us"]  # the last output: one CPU; its IRQ series is not drawn
     [bench] = summarize(store.runs())
     assert bench.columns == ["thread_latency_max_ns", "thread_latency_p99_ns", "irq_latency_max_ns",

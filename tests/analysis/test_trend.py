@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jitterlab.analysis.trend import trend
+from jitterlab.campaign.cells import names
 from jitterlab.cli.main import main
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
@@ -29,11 +30,16 @@ def runs():
 
 
 def test_points_per_label_value_in_natural_order():
-    [series] = trend(runs(), CAMPAIGNS, "max_rel_period_error", "kernel")
+    [series] = trend(runs(), CAMPAIGNS, "max_rel_period_error", "kernel", names=names())
     assert series.cell == "board squarewave impl=c-fifo period=1ms idle"  # defaults left out
     assert series.probe == "vpin" and series.unit == "ratio"
     assert [(p.x, p.median, p.low, p.high, p.n) for p in series.points] == [
         ("6.1", pytest.approx(0.3), 0.2, 0.4, 2), ("6.9", 0.3, 0.3, 0.3, 1), ("6.12", 0.3, 0.1, 0.5, 2)]
+
+
+def test_without_the_benchmarks_every_key_is_named_as_stored():
+    [series] = trend(runs(), CAMPAIGNS, "max_rel_period_error", "kernel")
+    assert series.cell == "board squarewave impl=c-fifo period=1000000 pin=vpin probe=vpin idle"
 
 
 def test_by_campaign_and_by_date_and_metrics_without_a_probe():

@@ -358,3 +358,288 @@ def test_compare_grades_a_command_metric_by_its_declared_direction(tmp_path):
     rows = {r.metric: r for r in compare(store.runs(), Selector("image", "a"), Selector("image", "b")).rows}
     assert (rows["fps"].direction, rows["fps"].verdict) == ("higher", "better")
     assert (rows["lag_ms"].direction, rows["lag_ms"].verdict) == ("lower", "worse")
+
+
+
+# --- hostile input: refused when the campaign is read, or failing only its own run -----------
+
+
+def cli_run(tmp_path: Path, capsys, matrix_lines: str, *options: str, repetitions: int = 1):
+    """`jitterlab run` of a command campaign on this machine: (exit status, stderr, results dir)."""
+    from jitterlab.cli.main import main
+    from tests.support import local_campaign
+
+    path = local_campaign(tmp_path, f'[[matrix]]\nbenchmark = "command"\n{matrix_lines}',
+                          name="hostile", duration="100ms", repetitions=repetitions)
+    capsys.readouterr()
+    rc = main(["run", str(path), "--results", str(tmp_path / "results"), *options])
+    return rc, capsys.readouterr().err, tmp_path / "results"
+
+
+def stored_runs(results: Path) -> dict:
+    """The stored runs by (name, repetition)."""
+    from jitterlab.store.catalog import Store
+
+    return {(r.param("name"), r.repetition): r for r in Store(results, create=False).runs()}
+
+
+def left_in_workdir(tmp_path: Path) -> list[Path]:
+    runs = tmp_path / "target" / "runs"
+    return sorted(runs.rglob("*")) if runs.exists() else []
+
+
+def special_tree(tmp_path: Path, kind: str) -> Path:
+    """A directory to ship holding one entry of `kind` besides a regular file."""
+    tree = tmp_path / f"tree-{kind}"
+    tree.mkdir()
+    (tree / "ok.txt").write_text("x")
+    if kind == "fifo":
+        os.mkfifo(tree / "pipe")
+    elif kind == "device-link":
+        (tree / "zero").symlink_to("/dev/zero")
+    elif kind == "outside-link":
+        (tree / "up").symlink_to("..")
+    elif kind == "socket":
+        import socket
+
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(tree / "sock"))
+    return tree
+
+
+def with_fps(lines: str) -> str:
+    return f'name = "t"\n{lines}\n[[matrix.metric]]\n{FPS}'
+
+
+@pytest.mark.parametrize(("item", "says"), [
+    ("/dev/zero", "/dev/zero is a character device; ship only regular files and directories"),
+    ("/", "'/' is the root directory; name the files the program needs"),
+    ("..", "'..' does not end in a file or directory name; name the directory itself"),
+    (".", "'.' does not end in a file or directory name"),
+    ("x/..", "'x/..' does not end in a file or directory name"),
+    ("", "an empty path"),
+    ("/proc/self/status", "/proc/self/status is under /proc"),
+    ("tree-fifo", "pipe is a FIFO (named pipe); ship only regular files and directories"),
+    ("tree-socket", "sock is a socket"),
+    ("tree-device-link", "zero is a symbolic link inside a shipped directory, which is not followed"),
+    ("tree-outside-link", "up is a symbolic link inside a shipped directory"),
+])
+def test_files_that_are_no_regular_file_or_directory_are_refused_when_read(tmp_path, capsys, monkeypatch,
+                                                                           item, says):
+    monkeypatch.chdir(tmp_path)
+    if item.startswith("tree-"):
+        item = str(special_tree(tmp_path, item.removeprefix("tree-")))
+    rc, err, _ = cli_run(tmp_path, capsys, with_fps(f'argv = ["true"]\nfiles = [{json.dumps(item)}]'))
+    assert rc == 2, err
+    assert err.startswith(f"error: {tmp_path / 'c.toml'}: matrix[0].files: ") and err.count("\n") == 1, err
+    assert says in err, err
+    assert not (tmp_path / "target").exists() and not (tmp_path / "results").exists()
+
+
+def test_a_named_symbolic_link_is_followed(tmp_path):
+    program = write_program(tmp_path, "run.sh", "echo fps=9\n")
+    (tmp_path / "link.sh").symlink_to(program)
+    measurement, _ = execute(tmp_path, f'argv = ["sh", "link.sh"]\nfiles = ["{tmp_path / "link.sh"}"]')
+    assert measurement.metrics[0].value == 9.0
+
+
+def test_files_over_the_bounds_are_refused_when_read(tmp_path, capsys, monkeypatch):
+    from jitterlab.measure.benchmarks import command_files
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(6):
+        (tree / f"f{i}").write_text("x" * 100)
+    lines = with_fps(f'argv = ["echo", "fps=1"]\nfiles = ["{tree}"]')
+    monkeypatch.setattr(command_files, "MAX_FILES_ENTRIES", 5)
+    rc, err, _ = cli_run(tmp_path, capsys, lines)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "matrix[0].files: more than 5 files and directories to copy" in err, err
+    monkeypatch.setattr(command_files, "MAX_FILES_ENTRIES", 100)
+    monkeypatch.setattr(command_files, "MAX_FILES_BYTES", 500)
+    rc, err, _ = cli_run(tmp_path, capsys, lines)
+    assert rc == 2 and "matrix[0].files: more than 500 bytes to copy" in err, err
+    monkeypatch.setattr(command_files, "MAX_FILES_BYTES", 600)
+    rc, err, _ = cli_run(tmp_path, capsys, lines)
+    assert rc == 0, err
+
+
+def test_a_file_that_turned_into_a_fifo_fails_its_run_not_the_campaign(tmp_path, capsys):
+    data = tmp_path / "data.txt"
+    data.write_text("frames\n")
+    # the first run turns the shipped file into a FIFO, which a copy would wait on forever
+    script = f"rm {data} && mkfifo {data}; echo fps=5"
+    rc, err, results = cli_run(tmp_path, capsys, with_fps(f'argv = ["sh", "-c", {json.dumps(script)}]\n'
+                                                          f'files = ["{data}"]'), repetitions=2)
+    assert rc == 1, err
+    runs = stored_runs(results)
+    assert runs["t", 0].status == "ok" and runs["t", 0].metric("fps", "") == 5.0
+    assert runs["t", 1].status == "failed"
+    assert runs["t", 1].error == (f"files: {data} is a FIFO (named pipe); ship only regular files and "
+                                  "directories")
+    assert not left_in_workdir(tmp_path)
+
+
+def test_a_copy_that_fails_fails_its_run_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from jitterlab.targets.local import LocalTarget
+
+    data = tmp_path / "data.txt"
+    data.write_text("frames\n")
+    real_put = LocalTarget.put
+
+    def put(self, local, remote):
+        real_put(self, local, remote)  # a part of it there, then the disk is full
+        if Path(local) == data:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(LocalTarget, "put", put)
+    tables = (with_fps(f'argv = ["echo", "fps=1"]\nfiles = ["{data}"]').replace('name = "t"', 'name = "a"')
+              + '[[matrix]]\nbenchmark = "command"\n' + with_fps('argv = ["echo", "fps=2"]'))
+    rc, err, results = cli_run(tmp_path, capsys, tables)
+    assert rc == 1, err
+    runs = stored_runs(results)
+    assert runs["t", 0].status == "ok" and runs["t", 0].metric("fps", "") == 2.0
+    assert runs["a", 0].status == "failed"
+    assert runs["a", 0].error == (f"files: could not copy {data} to the working directory: "
+                                  "No space left on device")
+    assert not left_in_workdir(tmp_path)
+
+
+@pytest.mark.parametrize(("lines", "metrics", "says"), [
+    ('build = [""]', FPS, "c.toml: matrix.build: the first word (the program to run) is empty; name it"),
+    ('build = ["", "x"]', FPS, "c.toml: matrix.build: the first word (the program to run) is empty"),
+    ("", 'name = "a"\nregex = "(1)"\ndirection = "none"\nfile = "."\n',
+     "c.toml: matrix.metric[0].file: a file the program writes in its working directory"),
+    ("", 'name = "a"\nregex = "(1)"\ndirection = "none"\nfile = "./"\n',
+     "c.toml: matrix.metric[0].file: a file the program writes in its working directory"),
+    ("", 'name = "a"\nregex = "(1)"\ndirection = "none"\nfile = ""\n',
+     "c.toml: matrix.metric[0].file: a file the program writes in its working directory"),
+])
+def test_an_empty_build_and_a_metric_file_that_names_no_file_are_refused(lines, metrics, says):
+    message = error_of(f'argv = ["x"]\n{lines}', metrics)
+    assert says in message and "\n" not in message
+
+
+def test_a_metric_file_in_a_subdirectory_is_accepted():
+    [cell] = cells_of('argv = ["x"]', 'name = "a"\nregex = "(1)"\ndirection = "none"\nfile = "out/r.txt"\n')
+    assert command.metric_specs(cell)[0]["file"] == "out/r.txt"
+
+
+def test_an_argv_longer_than_a_command_line_carries_is_refused_at_dry_run(tmp_path, capsys):
+    long = "a" * (128 << 10)
+    # (the campaign names a table's key by its index when reading it, not when checking its cells)
+    for lines, key in ((f'argv = ["echo", "{long}"]', "matrix[0].argv"),
+                       (f'argv = ["echo", "{{variant}}"]\nvariant = "{long}"', "matrix.argv"),  # {variant}
+                       (f'argv = ["true"]\nbuild = ["echo", "{long}"]', "matrix[0].build")):
+        rc, err, _ = cli_run(tmp_path, capsys, with_fps(lines), "--dry-run")
+        assert rc == 2 and err.count("\n") == 1, err[:300]
+        assert f"c.toml: {key}: the command is " in err, err[:300]
+        assert "over the 64 KiB a command line carries to every target" in err, err[:300]
+    short = "a" * (60 << 10)
+    rc, err, _ = cli_run(tmp_path, capsys, with_fps(f'argv = ["echo", "fps=1", "{short}"]'))
+    assert rc == 0, err
+
+
+def test_deeply_nested_json_fails_the_run_and_the_campaign_goes_on(tmp_path, capsys):
+    nested = 'name = "n"\njson_path = "$.n"\ndirection = "none"\n'
+    tables = (f'name = "a"\nargv = ["echo", "{{{{\\"n\\": 1}}}}"]\n[[matrix.metric]]\n{nested}'
+              '[[matrix]]\nbenchmark = "command"\nname = "b"\n'
+              f'argv = ["python3", "-c", "print(\'[\' * 200000)"]\n[[matrix.metric]]\n{nested}')
+    rc, err, results = cli_run(tmp_path, capsys, tables)
+    assert rc == 1, err
+    runs = stored_runs(results)
+    assert runs["a", 0].status == "ok" and runs["a", 0].metric("n", "") == 1.0
+    assert runs["b", 0].status == "failed"
+    assert runs["b", 0].error == ("metric n: the program's output is not JSON and has no line of JSON "
+                                  "(JSON nested too deeply to read is skipped)")
+    assert (results / runs["b", 0].attachments["command.log"]).read_bytes() == b"[" * 200000 + b"\n"
+
+
+@pytest.fixture
+def small_bounds(monkeypatch):
+    from jitterlab.measure.benchmarks import command_output
+
+    monkeypatch.setattr(command_output, "HEAD_BYTES", 1000)
+    monkeypatch.setattr(command_output, "TAIL_BYTES", 3000)
+
+
+NOISE = "import sys\nprint('fps=1 started')\nfor i in range(20000):\n    print('frame', i)\n"
+
+
+def test_a_long_output_is_kept_cut_and_the_stored_run_says_so(tmp_path, capsys, small_bounds):
+    program = write_program(tmp_path, "noisy.py", NOISE + "sys.exit(3)\n")
+    lines = with_fps(f'argv = ["python3", "noisy.py"]\nfiles = ["{program}"]')
+    rc, err, results = cli_run(tmp_path, capsys, lines)
+    assert rc == 1, err
+    run = stored_runs(results)["t", 0]
+    total = len(b"fps=1 started\n") + sum(len(f"frame {i}\n") for i in range(20000))
+    assert run.error == (f"command t failed (exit status 3): frame 19999 (command.log keeps the first 1000 "
+                         f"bytes and the last 3000 bytes of {total} bytes; {total - 4000} bytes "
+                         "left out)")
+    kept = (results / run.attachments["command.log"]).read_bytes()
+    assert kept.startswith(b"fps=1 started\nframe 0\n") and kept.endswith(b"frame 19999\n")
+    assert f"\n[... {total - 4000} bytes left out here ...]\n".encode() in kept and len(kept) < 4100
+
+
+def test_metrics_of_a_long_output_are_read_from_its_end(tmp_path, small_bounds):
+    program = write_program(tmp_path, "noisy.py", NOISE + "print('fps=250')\n")
+    measurement, _ = execute(tmp_path / "a", f'argv = ["python3", "noisy.py"]\nfiles = ["{program}"]')
+    assert measurement.metrics[0].value == 250.0
+    [warning] = measurement.warnings
+    assert "its metrics were read from the last 3000 bytes of its output" in warning.message
+    # the only match is in the part left out: no number rather than an early one
+    program = write_program(tmp_path, "noisy.py", NOISE)
+    with pytest.raises(RunFailed) as info:
+        execute(tmp_path / "b", f'argv = ["python3", "noisy.py"]\nfiles = ["{program}"]')
+    assert info.value.reason.startswith("metric fps: regex 'fps=([0-9.]+)' matched nothing in the last 3000 "
+                                        "bytes of the program's output (")
+    assert len(info.value.attachments["command.log"]) < 4100
+
+
+def test_a_timed_out_program_keeps_a_bounded_output(tmp_path, small_bounds):
+    script = "i=0; while [ $i -lt 3000 ]; do echo line $i; i=$((i+1)); done; exec sleep 600"
+    with pytest.raises(RunFailed) as info:
+        execute(tmp_path, f'argv = ["sh", "-c", {json.dumps(script)}]',
+                duration_ns=100_000_000, run_timeout_ns=1_000_000_000)
+    assert info.value.status == "timeout" and "command.log keeps the first 1000 bytes" in info.value.reason
+    kept = info.value.attachments["command.log"]
+    assert kept.startswith(b"line 0\n") and kept.endswith(b"line 2999\n") and len(kept) < 4100
+
+
+def test_over_ssh_the_bounds_hold(sshd, tmp_path, small_bounds):
+    """The longest command the bound lets through reaches an ssh target; a long output is cut there."""
+    from jitterlab.targets.registry import TARGETS
+    from jitterlab.targets.ssh.loopback_sshd import available
+
+    if available() is not None:
+        pytest.skip(str(available()))
+    target = TARGETS.get("ssh", "test")("board", sshd.options(workdir=str(tmp_path / "work")))
+    try:
+        long = "'" * ((command.MAX_COMMAND_BYTES - 400) // 5)  # each ' quoted takes 5 bytes
+        program = write_program(tmp_path, "noisy.py", NOISE + "print('fps=%d' % len(sys.argv[1]))\n")
+        [cell] = cells_of(f'argv = ["python3", "noisy.py", {json.dumps(long)}]\nfiles = ["{program}"]')
+        ctx = context(cell, tmp_path, target)
+        target.run(["mkdir", "-p", ctx.scratch])
+        measurement = command.Command().execute(ctx)
+        assert measurement.metrics[0].value == len(long)
+        assert "the last 3000 bytes of its output" in measurement.warnings[0].message
+    finally:
+        target.close()
+
+
+def test_a_command_that_cannot_start_fails_its_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(command, "MAX_COMMAND_BYTES", 1 << 20)  # past the check, to the kernel's limit
+    with pytest.raises(RunFailed) as info:
+        execute(tmp_path, f'argv = ["echo", "{"a" * (200 << 10)}"]')
+    assert info.value.reason == "command t could not start: Argument list too long"
+
+
+def test_a_directory_holding_the_working_directory_is_not_copied_into_itself(tmp_path):
+    shipped = tmp_path / "project"
+    shipped.mkdir()
+    with pytest.raises(RunFailed) as info:
+        execute(shipped, f'argv = ["true"]\nfiles = ["{shipped}"]')  # its scratch is in shipped/
+    assert info.value.reason.startswith(f"files: {shipped} holds the run's working directory")
+    assert not (shipped / "scratch" / "project").exists()

@@ -11,6 +11,7 @@ from jitterlab import plugins
 from jitterlab.campaign.file import parse_campaign
 from jitterlab.measure.benchmarks.udp_echo import UdpEcho, deadline_params, parse_client_output, sched_flags
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.records import RunSettings
 from jitterlab.model.series import Samples
 from jitterlab.store.raw import read_raw
 from tests.support import (
@@ -199,9 +200,8 @@ port = {port}
 
 
 class _Remote:
-    """A local target that does not say it is local: the client must go to the controller."""
-
-    kind = "remote"
+    """A local target that does not say it is the controller (it declares no ControllerMachine):
+    the client must go to the controller."""
 
     def __init__(self, inner) -> None:
         self._inner = inner
@@ -211,13 +211,58 @@ class _Remote:
         return getattr(self._inner, name)
 
 
+def _controller_context(target, tmp_path, controller=None):
+    from jitterlab.measure.benchmarks.base import Placement, RunContext
+
+    cell = campaign_from_dict("udp-echo", {"client": "controller", "host": "127.0.0.1"}).cells[0]
+    return RunContext(target, RunSettings(), cell, 0, "/s", tmp_path, "/b", Placement(None, None), True,
+                      controller=controller)
+
+
+def test_the_controller_side_is_the_target_itself_when_it_is_the_controller(tmp_path):
+    from jitterlab.measure.benchmarks.udp_programs import controller_side
+    from jitterlab.targets.local import LocalTarget
+
+    local = LocalTarget("here", str(tmp_path / "w"))
+    with controller_side(_controller_context(local, tmp_path)) as side:
+        assert (side.target, side.bindir, side.scratch, side.is_controller) == (local, "/b", "/s", True)
+
+
+def test_a_controller_that_cannot_build_the_programs_makes_the_cell_unavailable(tmp_path):
+    from jitterlab.measure.benchmarks.udp_programs import controller_side
+    from jitterlab.targets.capabilities import BuildsProgramsOnDemand, Wrapper
+    from jitterlab.targets.local import LocalTarget
+    from jitterlab.targets.unreachable import UnreachableTarget
+
+    # a target that is not the controller (nothing is run on it here)
+    board, here = UnreachableTarget("board", "elsewhere"), LocalTarget("controller", str(tmp_path / "w"))
+    for controller, said in (
+        (None, "no controller was given to this run: the client end"),
+        (here, "target 'controller' cannot build jitterlab's programs when a run asks"),
+    ):
+        ctx = _controller_context(board, tmp_path, controller)
+        with pytest.raises(RunFailed) as info, controller_side(ctx):
+            pass
+        assert info.value.status == "unavailable" and info.value.reason.startswith(said)
+
+    class Builds(Wrapper, BuildsProgramsOnDemand):
+        def programs_dir(self) -> str:
+            return "/opt/jl"
+
+    with controller_side(_controller_context(board, tmp_path, Builds(here))) as side:
+        assert (side.bindir, side.scratch) == ("/opt/jl", str(tmp_path / "controller")) and side.is_controller
+        assert side.target.name == "controller" and (tmp_path / "controller").is_dir()
+
+
 @pytest.mark.slow
 def test_client_on_the_controller_of_a_remote_target(tmp_path):
+    from jitterlab.execution.controller import Controller
     from jitterlab.execution.deploy import deploy
     from jitterlab.measure.benchmarks.base import Placement, RunContext
     from jitterlab.targets.local import LocalTarget
 
     target = _Remote(LocalTarget("board", str(tmp_path / "board")))
+    controller = Controller(LocalTarget("controller", str(tmp_path / "controller-workdir")))
     campaign = parse_campaign(
         {"campaign": {"name": "t", "duration": "200ms", "warmup": "10ms"},
          "matrix": {"benchmark": "udp-echo", "client": "controller", "host": "127.0.0.1",
@@ -229,11 +274,12 @@ def test_client_on_the_controller_of_a_remote_target(tmp_path):
     (tmp_path / "local").mkdir()
     ctx = RunContext(
         target, campaign.settings, campaign.cells[0], 0, str(scratch), tmp_path / "local",
-                     deploy(target).bindir, Placement(None, None), rt_permitted=True)
+                     deploy(target).bindir, Placement(None, None), rt_permitted=True, controller=controller)
     try:
         m = UdpEcho().execute(ctx)
     finally:
         target.close()
+        controller.close()
     by_name = {x.name: x.value for x in m.metrics}
     assert by_name["messages"] > 0 and by_name["rtt_samples"] > 0
     assert (tmp_path / "local" / "controller" / "rtt.txt").exists()  # written on the controller

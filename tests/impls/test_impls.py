@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 
+import jitterlab.programs
 from jitterlab import plugins
 from jitterlab.execution.deploy import PROGRAMS_DIR
 from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.bindings import pins_driven_by
 from jitterlab.measure.squarewave.impls.base import PROGRAM_PRIORITY
 from jitterlab.measure.squarewave.impls.userspace import ProgramImpl
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import ChipLine, KernelLine, MappedLevel, Offer, ValueFile
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
@@ -29,7 +33,8 @@ PROGRAM_IMPLS = [e.name for e in plugins.IMPLS if isinstance(e.obj, ProgramImpl)
 @pytest.mark.parametrize("name", IMPLS)
 def test_an_impl_names_what_it_needs(name):
     impl = plugins.IMPLS.get(name, "test")
-    assert impl.pins and set(impl.pins) <= set(plugins.PINS.names())
+    assert impl.needs and all(issubclass(form, Offer) for form in impl.needs)
+    assert pins_driven_by(name), "no registered pin offers what it needs"
     assert set(impl.programs()) <= MAKE_TARGETS, "a program the Makefile does not build"
     assert all(isinstance(p, str) for p in impl.tools().values())
 
@@ -40,7 +45,10 @@ def test_an_impl_runs_its_program_with_the_common_flags(name, tmp_path):
     target = FakeTarget(workdir=str(tmp_path))
     target.behave(["sh", "-c", LAUNCH], FakeBehaviour(duration_s=0.1, log="done\n"))
     target.respond(["cat"], "done\n")
-    pin = PinHandle(sorted(impl.pins)[0], ("--pin", "/dev/shm/p"), level_path="/dev/shm/p")
+    pin = PinHandle("any", (ValueFile("/dev/shm/p"), MappedLevel("/dev/shm/p"),
+                            ChipLine("/dev/gpiochip0", 17), KernelLine("chip0", 17)))
+    form = pin.bind(impl.needs)
+    assert form is not None and form is pin.get(impl.needs[0]), "the impl's first choice of form"
     ctx = RunContext(target, RunSettings(duration_ns=10**9), squarewave_cell(name, 2_000_000), 0,
                      "/s", tmp_path, "/b", Placement((0,), 1), rt_permitted=False)
     assert impl.run(ctx, pin) == "done"
@@ -49,12 +57,23 @@ def test_an_impl_runs_its_program_with_the_common_flags(name, tmp_path):
     assert argv[:3] == ["taskset", "-c", "0"]
     flags = argv[argv.index("--period-ns"):]
     assert flags[:4] == ["--period-ns", "2000000", "--duration-ns", "1000000000"]
-    assert flags[flags.index("--pin") + 1] == "/dev/shm/p" and "--log" in flags
+    assert flags[4:4 + len(form.program_args)] == list(form.program_args) and "--log" in flags
     assert flags[flags.index("--prio") + 1] == str(PROGRAM_PRIORITY)
     assert ("--allow-no-rt" in flags) == impl.realtime  # RT not permitted here
     program = next(a for a in argv[3:] if a.startswith("/b/"))
     assert Path(PROGRAMS_DIR / program.removeprefix("/b/")).exists() or program.removeprefix("/b/c/") in (
         MAKE_TARGETS)
+
+
+@pytest.mark.parametrize("name", PROGRAM_IMPLS)
+def test_an_impls_program_is_in_a_directory_that_is_deployed(name):
+    """Deployment ships what is declared: a program outside every declared directory never arrives."""
+    directory, _, program = plugins.IMPLS.get(name, "test").command[-1].partition("/")
+    declared = jitterlab.programs.DIRS[directory]
+    shipped = (PROGRAMS_DIR / directory / program).is_file() and any(
+        fnmatch(program, pattern) for pattern in declared.ships)
+    built = declared.built and program in MAKE_TARGETS
+    assert shipped or built, f"{name}: {directory}/{program} never arrives"
 
 
 def test_a_failing_program_fails_the_run_with_its_last_line(tmp_path):
@@ -64,4 +83,4 @@ def test_a_failing_program_fails_the_run_with_its_last_line(tmp_path):
     ctx = RunContext(target, RunSettings(), squarewave_cell("c-fifo"), 0, "/s", tmp_path, "/b",
                      Placement(None, None), rt_permitted=True)
     with pytest.raises(RunFailed, match=r"^c-fifo exited with status 2: c-fifo: SCHED_FIFO refused$"):
-        plugins.IMPLS.get("c-fifo", "test").run(ctx, PinHandle("vpin", ("--pin", "/p")))
+        plugins.IMPLS.get("c-fifo", "test").run(ctx, PinHandle("vpin", (MappedLevel("/p"),)))

@@ -9,17 +9,30 @@ from jitterlab import plugins
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.impls.kmod import _BUILD, SOURCES, build, explain_build, explain_insmod
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import ChipLine, KernelLine, ValueFile
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.targets.base import Completed
+from jitterlab.targets.capabilities import KeepsKernelModules
 from jitterlab.targets.fake import FakeTarget
 
-PIN = PinHandle("gpiod", ("--chip", "/dev/gpiochip1", "--line", "0"), chip_label="jitterlab-vgpio", line=0)
+PIN = PinHandle("gpiod", (ChipLine("/dev/gpiochip1", 0), KernelLine("jitterlab-vgpio", 0)))
 
 
-def target_with(insmod: Completed | None = None, states=("running", "done")) -> FakeTarget:
-    target = FakeTarget()
+class KeepingTarget(FakeTarget, KeepsKernelModules):
+    """A fake target that keeps the kernel modules it built (as a qemu guest does)."""
+
+    def __init__(self, answer) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def kernel_module(self, sources, name) -> str:
+        return self.answer(sources, name)
+
+
+def target_with(insmod: Completed | None = None, states=("running", "done"), target=None) -> FakeTarget:
+    target = target or FakeTarget()
     target.respond(["uname", "-r"], "6.1.0-56-rt-amd64\n")
     target.respond(["sh", "-c", _BUILD], "/b/kmod-6.1.0-56-rt-amd64/jl_wave.ko\n")
     target.respond(["insmod"], response=insmod or Completed((), 0, "", ""))
@@ -70,8 +83,12 @@ def test_a_run_that_never_ends_is_stopped_and_the_module_unloaded(tmp_path):
 
 
 def test_a_pin_without_a_real_line_is_refused(tmp_path):
-    with pytest.raises(RunFailed, match="drives a real GPIO line"):
-        plugins.IMPLS.get("kmod-rt", "t").run(context(target_with(), tmp_path), PinHandle("vpin", ()))
+    kmod = plugins.IMPLS.get("kmod-rt", "t")
+    with pytest.raises(RunFailed, match="cannot drive pin 'vpin': it needs a GPIO line the kernel") as err:
+        kmod.run(context(target_with(), tmp_path), PinHandle("vpin", (ValueFile("/dev/shm/p"),)))
+    assert err.value.status == "unavailable"
+    with pytest.raises(RunFailed, match="drives a real GPIO line; pin 'gpiod' names none"):
+        kmod.run(context(target_with(), tmp_path), PinHandle("gpiod", (KernelLine("", -1),)))
 
 
 @pytest.mark.parametrize(
@@ -117,14 +134,13 @@ def test_prepare_builds_the_module_before_the_run(tmp_path):
 def test_a_target_that_keeps_kernel_modules_is_asked_instead(tmp_path):
     """A qemu guest forgets what it built at every boot and builds for minutes: it builds the
     module once per kernel and keeps it, so the impl asks it rather than running kbuild."""
-    target = target_with()
     asked = []
 
     def kernel_module(sources, name):
         asked.append((sources, name))
         return "/w/modules/jl_wave/jl_wave.ko"
 
-    target.kernel_module = kernel_module
+    target = target_with(target=KeepingTarget(kernel_module))
     ctx = context(target, tmp_path)
     assert build(ctx) == "/w/modules/jl_wave/jl_wave.ko"
     assert asked == [(SOURCES, "jl_wave")] and (SOURCES / "jl_wave.c").is_file()
@@ -133,7 +149,7 @@ def test_a_target_that_keeps_kernel_modules_is_asked_instead(tmp_path):
     def cannot(sources, name):
         raise UserError("target 'vm' (qemu, kernel 6.1.0-56-amd64): cannot build jl_wave.ko: x")
 
-    target.kernel_module = cannot
+    target.answer = cannot
     with pytest.raises(RunFailed, match="cannot build jl_wave.ko") as err:
         build(ctx)
     assert err.value.status == "unavailable"

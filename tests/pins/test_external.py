@@ -9,6 +9,7 @@ import pytest
 
 from jitterlab import plugins
 from jitterlab.measure.benchmarks.squarewave import Squarewave
+from jitterlab.measure.squarewave.pins.offers import LevelPage, MappedLevel, OutsideSignal, ValueFile
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
@@ -19,8 +20,10 @@ from .test_vpin import context
 def test_the_program_writes_a_pin_file_no_observer_may_map(tmp_path):
     pin = plugins.PINS.get("external", "test")(context(tmp_path))
     handle = pin.setup()
-    path = Path(handle.program_args[1])
-    assert handle.kind == "external" and handle.level_path is None
+    path = Path(handle.get(ValueFile).path)
+    assert handle.kind == "external" and handle.get(LevelPage) is None and handle.get(OutsideSignal)
+    assert handle.get(MappedLevel).path == str(path)
+    assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
     assert path.read_bytes() == b"0\n" and "outside signal" in handle.description
     pin.teardown()
     assert not path.exists()
@@ -32,6 +35,8 @@ def test_only_instruments_and_self_observe_it():
     settings = RunSettings(options={"probes": {"scpi": {"resource": "x", "profile": "rigol"}}})
     for impl in ("python", "c-fifo"):  # a file pin and a mapped pin
         bench.check(squarewave_cell(impl, probe="scpi", pin="external"), settings, "c: matrix", "local")
-    with pytest.raises(UserError, match="probe 'vpin' cannot observe pin 'external'; it can be observed by "
-                       "scpi, self, sigrok"):
+    with pytest.raises(UserError, match="^c: matrix.probe: probe 'vpin' cannot observe pin 'external': "
+                       "it needs a level byte an observer can map and poll, which pin vpin offers; pin "
+                       "'external' can be observed by scpi, self, sigrok "
+                       r"\(exclude the combination with \[\[exclude\]\]\)$"):
         bench.check(squarewave_cell(probe="vpin", pin="external"), settings, "c: matrix", "local")

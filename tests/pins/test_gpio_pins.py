@@ -14,6 +14,15 @@ from jitterlab.campaign.file import load_campaign
 from jitterlab.execution.deploy import deploy
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins import chips
+from jitterlab.measure.squarewave.pins.offers import (
+    BoardLine,
+    ChipLine,
+    InstrumentInput,
+    KernelLine,
+    LevelPage,
+    RegisterBlock,
+    ValueFile,
+)
 from jitterlab.measure.squarewave.pins.socs import SOCS
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.fakes import squarewave_cell
@@ -92,7 +101,11 @@ def test_sysfs_exports_the_chip_base_plus_line_and_unexports(tmp_path):
     pin = plugins.PINS.get("sysfs", "t")(context(target, "sysfs", {"chip": "pinctrl-bcm2711", "line": 17},
                                                   tmp_path))
     handle = pin.setup()
-    assert handle.program_args == ("--pin", "/sys/class/gpio/gpio529/value") and handle.level_path is None
+    assert handle.get(ValueFile).program_args == ("--pin", "/sys/class/gpio/gpio529/value")
+    assert handle.get(KernelLine) == KernelLine("pinctrl-bcm2711", 17)
+    assert handle.get(BoardLine) == BoardLine("pinctrl-bcm2711", 17)
+    assert handle.get(LevelPage) is None and handle.get(InstrumentInput) is not None
+    assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
     assert target.calls[-1][-1] == "529"  # base 512 + line 17
     pin.teardown()
     assert target.calls[-1][-1] == "529" and "unexport" in target.calls[-1][2]
@@ -129,7 +142,10 @@ def test_gpiod_hands_the_program_chip_and_line_and_refuses_a_used_line(tmp_path)
     target.respond(["sh", "-c", _CHECK], "")
     options = {"chip": "gpiochip0", "line": 17}
     pin = plugins.PINS.get("gpiod", "t")(context(target, "gpiod", options, tmp_path))
-    assert pin.setup().program_args == ("--chip", "/dev/gpiochip0", "--line", "17")
+    handle = pin.setup()
+    assert handle.get(ChipLine).program_args == ("--chip", "/dev/gpiochip0", "--line", "17")
+    assert handle.get(ValueFile) is None and handle.get(KernelLine).line == 17
+    assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
     target.respond(["sh", "-c", _CHECK], response=Completed(
         (), 4, "", 'line 17: "GPIO17" "sysfs" output active-high [used]: Device or resource busy'))
     with pytest.raises(RunFailed, match=r"pins.gpiod: /dev/gpiochip0 line 17: busy"):
@@ -141,7 +157,10 @@ def test_gpiomem_passes_the_register_layout(tmp_path):
     target.respond(["sh", "-c"], "")
     options = {"soc": "am335x", "line": 60}
     pin = plugins.PINS.get("gpiomem", "t")(context(target, "gpiomem", options, tmp_path))
-    args = pin.setup().program_args
+    handle = pin.setup()
+    assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
+    assert handle.get(BoardLine) == BoardLine() and handle.get(KernelLine) is None
+    args = handle.get(RegisterBlock).program_args
     assert args[:4] == ("--gpiomem", "/dev/mem", "--map-base", "0x4804c000")
     assert args[args.index("--mask") + 1] == hex(1 << 28)
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.bindings import probes_observing
+from jitterlab.measure.squarewave.pins.offers import LevelPage, MappedLevel, Offer, ValueFile
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.targets.local import LocalTarget
@@ -24,8 +26,11 @@ def context(tmp_path: Path) -> RunContext:
 def test_setup_makes_a_level_file_and_teardown_removes_it(tmp_path):
     pin = plugins.PINS.get("vpin", "test")(context(tmp_path))
     handle = pin.setup()
-    path = Path(handle.level_path)
-    assert handle.program_args == ("--pin", str(path)) and path.read_bytes() == b"0\n"
+    page = handle.get(LevelPage)
+    path = Path(page.path)
+    assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
+    assert handle.get(ValueFile).program_args == handle.get(MappedLevel).program_args == ("--pin", str(path))
+    assert page.offset == 0 and path.read_bytes() == b"0\n"
     assert str(path).startswith("/dev/shm/jitterlab-")
     pin.teardown()
     assert not path.exists()
@@ -36,6 +41,8 @@ def test_teardown_before_setup_is_harmless(tmp_path):
     plugins.PINS.get("vpin", "test")(context(tmp_path)).teardown()
 
 
-def test_every_pin_names_probes_that_exist():
+def test_every_pin_offers_forms_and_is_observed_by_self_and_another_probe():
     for entry in plugins.PINS:
-        assert entry.obj.probes and set(entry.obj.probes) <= set(plugins.PROBES.names()), entry.name
+        assert entry.obj.offers and all(issubclass(o, Offer) for o in entry.obj.offers), entry.name
+        observers = probes_observing(entry.name)
+        assert "self" in observers and len(observers) > 1, entry.name

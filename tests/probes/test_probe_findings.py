@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
+from jitterlab.cli.commands import doctor
 from jitterlab.measure.squarewave.probes import sigrok
-from jitterlab.system import doctor
 
 
 def _findings(monkeypatch, n_cpus: int, analyzers: list[str], resources: list[str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from jitterlab import plugins
 from jitterlab.cli.main import main
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import OutsideSignal
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.scpi import UNAVAILABLE, period_statistics_metrics
 from jitterlab.measure.squarewave.probes.scpi_profile import load_profile, shipped
@@ -59,7 +60,7 @@ def _own(n_edges: int = 2101) -> SelfLog:
 def _measure(ctx: RunContext, wait_s: float = 0.15):
     probe = SCPI(ctx)
     try:
-        probe.start(PinHandle("external", ()))
+        probe.start(PinHandle("external", (OutsideSignal(),)))
         time.sleep(wait_s)  # past the warm-up, when the statistics are reset once more
         return probe.stop(_own())
     finally:

@@ -15,6 +15,7 @@ from jitterlab import plugins
 from jitterlab.cli.main import main
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import OutsideSignal
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.sigrok import _scan_channels, classify, demo_period_ns, format_rate
 from jitterlab.model.errors import RunFailed, UserError
@@ -108,7 +109,7 @@ def test_the_demo_devices_wave_is_decoded_to_its_exact_period(tmp_path, channel,
                margin=100_000_000)
     probe = SIGROK(ctx)
     try:
-        probe.start(PinHandle("external", ()))
+        probe.start(PinHandle("external", (OutsideSignal(),)))
         capture = probe.stop(_program(period_ns, 200))
     finally:
         probe.close()

@@ -20,13 +20,14 @@ import pytest
 
 import jitterlab.programs
 from jitterlab import plugins
+from jitterlab.measure.squarewave.bindings import pins_driven_by
 from jitterlab.measure.squarewave.probes.logs import OBSERVER_STATS_KEYS, read_observer, read_self_log
 from jitterlab.model.errors import RunFailed
 
 PROGRAMS = Path(jitterlab.programs.__file__).parent
 C_PROGRAMS = ("observer", "c-file", "c-mmap", "c-fifo", "c-gpiod")
 # every registered impl that drives the virtual pin: they all run here without hardware
-IMPLS = tuple(e.name for e in plugins.IMPLS if "vpin" in e.obj.pins)
+IMPLS = tuple(e.name for e in plugins.IMPLS if "vpin" in pins_driven_by(e.name))
 PERIOD_NS = 20_000_000
 DURATION_NS = 300_000_000
 NO_NODE = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -11,16 +11,16 @@ import pytest
 
 from jitterlab.analysis.compare import Selector, compare
 from jitterlab.analysis.synthetic import square_wave
-from jitterlab.cli.commands.results import add_commands
 from jitterlab.cli.main import build_parser
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
 from jitterlab.model.series import EdgeSeries
-from jitterlab.report import figures, figures_std
 from jitterlab.report.comparison import format_comparison
+from jitterlab.report.figures import compare as compare_figures
+from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.html import render
-from jitterlab.report.squarewave import impl_namer, most_informative
+from jitterlab.report.sections.squarewave import impl_namer, most_informative
 from jitterlab.store.catalog import Store
 
 CAMPAIGNS = ["board-1.10", "board-1.11"]
@@ -28,11 +28,7 @@ MS = 1_000_000
 
 
 def run_cli(argv):
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    if "report" not in sub.choices:
-        add_commands(sub)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 
@@ -92,7 +88,7 @@ def test_paper_panels_run_idle_cpu_net_then_the_others():
 def test_compare_figure_labels_every_row_with_its_change(report_store):
     result = compare(report_store.runs(), Selector("image", "1.10"), Selector("image", "1.11"),
                      metrics=["max_rel_period_error"])
-    fig = figures_std.compare_figure(result)
+    fig = compare_figures.compare_figure(result)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.texts]
     assert len(labels) == len(result.rows) == 16  # 8 cells x 2 probes
@@ -222,13 +218,13 @@ def test_export_holds_the_envelope_by_rule(report_store, tmp_path):
 
 
 def test_figures_draw_exactly_the_periods_the_metrics_used(report_store):
-    from jitterlab.analysis.samples import run_distribution
+    from jitterlab.analysis.samples import distribution
 
     checked = 0
     for r in report_store.runs():
         if r.status != "ok":
             continue
-        found = run_distribution(report_store.root, r)
+        found = distribution(r, report_store.read_series(r))
         for probe in ("vpin", "self"):
             values, counts = found[probe]
             assert counts.sum() == r.metric("n_periods", probe), (r.id, probe)

@@ -11,7 +11,7 @@ from jitterlab.model.fakes import cell, run_record
 from jitterlab.model.records import Metric
 from jitterlab.model.series import Samples
 from jitterlab.report.html import render
-from jitterlab.report.standard import summarize
+from jitterlab.report.summaries import summarize
 from jitterlab.report.terminal import runs_table, summary_tables
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import write_raw

@@ -197,3 +197,39 @@ def test_two_controllers_write_into_one_database_at_once(tmp_path, pg_url):
         assert read_raw(store.root / r.raw_path, r.raw_sha256)  # every file whole, by its hash
     assert len(store.campaigns()) == 2
     assert not any(Path(store.raw_dir).glob(".*.parquet"))  # no staging file left
+
+
+def test_store_exists_asks_the_database_and_creates_nothing(pg_url):
+    from jitterlab.store import store_exists
+
+    assert not store_exists(pg_url)
+    assert not store_exists(pg_url)  # asking created no table
+    Store(pg_url).close()
+    assert store_exists(pg_url)
+    with pytest.raises(UserError, match=r"^--results postgresql:///jl\?host=/nonexistent/sock&"
+                                        r"raw_dir=/tmp/x: cannot connect: "):
+        store_exists("postgresql:///jl?host=/nonexistent/sock&raw_dir=/tmp/x")
+
+
+def test_an_older_schema_is_migrated_once_by_the_backends_own_steps(pg_url, monkeypatch):
+    import psycopg
+
+    from jitterlab.store import postgres
+
+    Store(pg_url).close()
+    with psycopg.connect(pg_url.split("&raw_dir=")[0], autocommit=True) as conn:
+        conn.execute("UPDATE schema_version SET version = %s", (SCHEMA_VERSION - 1,))
+    steps = []
+
+    def step(backend):
+        steps.append(backend.where)
+        backend.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
+
+    monkeypatch.setattr(postgres, "MIGRATIONS", {SCHEMA_VERSION - 1: step})
+    Store(pg_url, create=False).close()
+    Store(pg_url).close()  # found up to date: the step is not run again
+    assert len(steps) == 1
+    with psycopg.connect(pg_url.split("&raw_dir=")[0]) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        assert "note" in {r[0] for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")}

@@ -97,3 +97,52 @@ def test_put_and_get_use_the_workdir(tmp_path):
     t.put(tmp_path / "f", f"{t.workdir}/in/f")
     t.get(f"{t.workdir}/in/f", tmp_path / "back")
     assert (tmp_path / "back").read_text() == "data"
+
+
+def test_a_quiet_fake_answers_every_other_command_with_success_and_no_output():
+    t = FakeTarget(quiet=True)
+    t.respond(["cat"], "canned\n")
+    assert (t.run(["make", "-C", "x"]).rc, t.run(["make"]).stdout) == (0, "")
+    assert t.run(["cat", "f"]).stdout == "canned\n"
+
+
+def test_a_lost_fake_raises_target_lost_for_every_command_and_its_processes_are_gone(tmp_path):
+    from jitterlab.model.errors import TargetLost
+
+    t = FakeTarget(workdir=str(tmp_path), quiet=True)
+    proc = t.spawn(["daemon"])
+    t.lose("cable pulled")
+    assert proc.poll() == -signal.SIGKILL and t.running() == []
+    for call in (lambda: t.run(["true"]), lambda: t.spawn(["x"]), lambda: t.get("/a", tmp_path / "b"),
+                 lambda: t.put(tmp_path, "/a")):
+        with pytest.raises(TargetLost, match="cable pulled"):
+            call()
+
+
+def test_close_tells_whoever_waits_on_it():
+    t = FakeTarget()
+    assert not t.closing.is_set()
+    t.close()
+    assert t.closing.wait(0)
+
+
+def test_the_fake_is_its_own_controller():
+    from jitterlab.targets.capabilities import ControllerMachine, has
+
+    t = FakeTarget()
+    assert has(t, ControllerMachine) is t
+
+
+def test_the_fake_kind_is_registered_and_checks_its_options(tmp_path):
+    from jitterlab.model.errors import UserError
+    from jitterlab.targets import fake
+    from jitterlab.targets.registry import TARGETS, check_options
+
+    opened = TARGETS.get("fake", "test")("board", {"workdir": str(tmp_path)})
+    assert opened in fake.OPENED and opened.quiet and opened.workdir == str(tmp_path)
+    fake.OPENED.remove(opened)
+    check_options("fake", {}, "c.toml: target[1]")
+    with pytest.raises(UserError, match=r"^c.toml: target\[1\].workdir: must be an absolute path, got"):
+        check_options("fake", {"workdir": "rel"}, "c.toml: target[1]")
+    with pytest.raises(UserError, match=r"target\[1\].wrkdir: unknown option of a fake target; did you mean"):
+        check_options("fake", {"wrkdir": "/x"}, "c.toml: target[1]")

@@ -413,14 +413,14 @@ def test_option_errors_name_the_key(options, message):
 
 
 def test_the_host_key_is_verified_with_known_hosts_and_said_unverified_without(farm, tmp_path, board):
-    from jitterlab.system.doctor import examine
-    from jitterlab.targets.labgrid.host_key import host_key_warning
+    from jitterlab.cli.commands.doctor import diagnose
+    from jitterlab.targets.capabilities import host_key_warning
 
     assert board.host_key_verified is False
     warning = host_key_warning(board)
     assert warning is not None and "StrictHostKeyChecking=no" in warning.message
     assert 'known_hosts = "~/.ssh/known_hosts"' in warning.remedy
-    assert any(f.topic == "host key" and f.fix == warning.remedy for f in examine(board)[1])
+    assert any(f.topic == "host key" and f.fix == warning.remedy for f in diagnose(board)[1])
     options = farm.options("bbb-1", tmp_path / "work", known_hosts=str(farm.sshd.known_hosts))
     target = TARGETS.get("labgrid", "test")("bbb", options)
     try:

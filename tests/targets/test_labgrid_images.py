@@ -12,7 +12,7 @@ import pytest
 from jitterlab.cli.main import main
 from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
-from jitterlab.targets.labgrid.images import split_image_options
+from jitterlab.targets.images import split_image_options
 
 pytest.importorskip("labgrid")
 DRIVERS = Path(__file__).parent.parent / "data" / "labgrid" / "fake_board.py"

@@ -11,6 +11,7 @@ from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import accel as qemu_accel
 from jitterlab.targets.qemu.apt import depends, parse_policy, parse_show, pick_version, resolve
 from jitterlab.targets.qemu.initrd import module_closure
+from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.options import parse_kernel, parse_options
 from jitterlab.targets.qemu.vm import Machine, qemu_argv
 
@@ -110,11 +111,12 @@ def test_boot_modules_load_dependencies_first(tmp_path):
     )
     order = [p.name for p in module_closure(tmp_path, ("9p", "9pnet_virtio", "overlay", "absent"))]
     assert order == ["9pnet.ko.xz", "netfs.ko.xz", "9p.ko.xz", "9pnet_virtio.ko.xz", "overlay.ko.xz"]
-    assert module_closure(tmp_path / "none") == []  # a kernel with 9p built in needs no modules
+    # a kernel with 9p built in needs no modules
+    assert module_closure(tmp_path / "none", PC.boot_modules) == []
 
 
 def test_qemu_argv_shares_forwards_and_never_uses_a_shell(tmp_path):
-    m = Machine(image=tmp_path / "vmlinux", initrd=tmp_path / "initrd", append="console=ttyS0",
+    m = Machine(profile=PC, image=tmp_path / "vmlinux", initrd=tmp_path / "initrd", append="console=ttyS0",
                 cpus=2, memory_bytes=1 << 30, accel="tcg", shares=(("jlroot", Path("/")),),
                 ssh_port=2222, console=tmp_path / "console.log")
     argv = qemu_argv(m)

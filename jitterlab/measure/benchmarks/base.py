@@ -1,4 +1,18 @@
-"""What a benchmark is: tools it needs, how long it takes, and one run's measurement."""
+"""What a benchmark is: tools it needs, how long it takes, and the phases of one run's measurement.
+
+The runner drives a run through explicit phases (execution/run.py):
+
+    measuring = bench.prepare(ctx)      the loads warm up meanwhile (a pin set up, a probe started)
+    (loads up: warmed up and checked)
+    raw = measuring.measure()           with the loads running
+    measuring.close()                   on every path, once prepare() returned
+    (loads down: checked, read, stopped or kept for the next run)
+    bench.analyse(ctx, raw)             with the loads down: no competition for the CPU
+    (commit)
+
+A benchmark that measures and analyses in one go implements `execute(ctx)` and inherits the rest
+from BenchmarkBase (its loads then stay up through its analysis).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +26,8 @@ from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries, Samples
 from jitterlab.targets.base import Target
 
-__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Placement", "RunContext"]
+__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Measuring", "Placement",
+           "RunContext"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +39,19 @@ class Measurement:
     series: dict[str, EdgeSeries | Samples] = field(default_factory=dict)
     warnings: list[Warning_] = field(default_factory=list)
     attachments: dict[str, bytes] = field(default_factory=dict)
+
+
+class Measuring(Protocol):
+    """One run's measurement once prepared: measure() once, then close() on every path."""
+
+    def measure(self) -> object:
+        """Measure with the loads up; return what Benchmark.analyse() turns into a Measurement.
+        Raise RunFailed when the run cannot be measured."""
+        ...
+
+    def close(self) -> None:
+        """Undo what prepare() set up (stop a probe, tear a pin down); idempotent."""
+        ...
 
 
 class Benchmark(Protocol):
@@ -77,9 +105,27 @@ class Benchmark(Protocol):
         targets are prepared, so that the first run's wall time does not pay for it."""
         ...
 
-    def execute(self, ctx: RunContext) -> Measurement:
-        """Measure once; raise RunFailed when the run cannot be measured."""
+    def prepare(self, ctx: RunContext) -> Measuring:
+        """Set up what the measurement needs while the loads warm up; raise RunFailed when it
+        cannot (after undoing what it did: the runner closes only what prepare() returned)."""
         ...
+
+    def analyse(self, ctx: RunContext, measured: object) -> Measurement:
+        """Turn what Measuring.measure() returned into metrics, with the loads down."""
+        ...
+
+
+class _Executing:
+    """The phases of a benchmark that measures and analyses in one call, execute(ctx)."""
+
+    def __init__(self, bench: BenchmarkBase, ctx: RunContext) -> None:
+        self._bench, self._ctx = bench, ctx
+
+    def measure(self) -> object:
+        return self._bench.execute(self._ctx)
+
+    def close(self) -> None:
+        return None
 
 
 class BenchmarkBase:
@@ -115,6 +161,18 @@ class BenchmarkBase:
 
     def warm(self) -> None:
         return None
+
+    def prepare(self, ctx: RunContext) -> Measuring:
+        return _Executing(self, ctx)
+
+    def execute(self, ctx: RunContext) -> Measurement:
+        """Measure and analyse once (the benchmarks that do not split their phases); RunFailed when
+        the run cannot be measured."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither prepare() nor execute()")
+
+    def analyse(self, ctx: RunContext, measured: object) -> Measurement:
+        assert isinstance(measured, Measurement), "execute() returns a Measurement"
+        return measured
 
     def label(self, cell: Cell) -> str:
         shown = {p.name: p.show for p in self.params}

@@ -8,22 +8,34 @@ number: the first group of the LAST match of `regex` in the output (stdout and s
 or the number at `json_path` of the output as JSON (the whole output, else its last JSON line),
 or of a file the program wrote (`file`). A metric that cannot be read fails the run with the
 output attached; the program's process group is stopped when the run ends.
+
+Everything a careless or hostile campaign could make unbounded is bounded: what `files` may ship
+(command_files), the length of a command line (MAX_COMMAND_BYTES, checked when the campaign is
+read) and what is kept of the output (command_output).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
 import re
+import shlex
 from pathlib import Path
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
+from jitterlab.measure.benchmarks.command_files import check_files, ship_files
+from jitterlab.measure.benchmarks.command_output import (
+    json_path_steps,
+    read_metric,
+    read_output,
+    run_program,
+)
+from jitterlab.measure.benchmarks.tool import failed
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, show_words, text, word_list, words
 from jitterlab.model.records import Metric
-from jitterlab.targets.processes import pinned, run_recorded
+from jitterlab.targets.processes import pinned
+
+__all__ = ["Command", "json_path_steps", "placeholder_values", "read_metric", "substitute"]
 
 # Constant: the working directory and the argv reach it as positional parameters.
 IN_DIR = 'cd -- "$0" && exec "$@"'
@@ -43,7 +55,12 @@ PLACEHOLDERS = {
 }
 _TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_PATH_STEP = re.compile(r'\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|\["([^"\\]*)"\]')
+# a command line as one shell line: over ssh the whole command (with the launcher around it) travels
+# as ONE word to the target's shell, and Linux takes no word over 128 KiB (MAX_ARG_STRLEN)
+MAX_COMMAND_BYTES = 64 << 10
+# what {scratch} and {cpus} may take when the campaign is read (the target's paths are not known then)
+_ROOM = {"scratch": 4096, "cpus": 1024, "repetition": 10}
+_ROUNDING_S = 1.0  # as for the wrapped tools: a program that counts whole seconds may take one more
 _METRIC_KEYS = {"name", "regex", "json_path", "file", "unit", "direction"}
 _DIRECTIONS = ("lower", "higher", "none")
 
@@ -85,15 +102,19 @@ def _decimal(ns: int, per: int) -> str:
 
 
 def placeholder_values(ctx: RunContext) -> dict[str, str]:
-    ns, cell = ctx.settings.duration_ns, ctx.cell
+    return _values(ctx.settings.duration_ns, ctx.cell, ctx.scratch,
+                   ",".join(map(str, ctx.placement.program_cpus or ())), str(ctx.repetition))
+
+
+def _values(ns: int, cell, scratch: str, cpus: str, repetition: str) -> dict[str, str]:
     return {
         "duration_s": _decimal(ns, 1_000_000_000),
         "duration_ms": _decimal(ns, 1_000_000),
         "duration_ns": str(ns),
         "duration_whole_s": str(max(1, -(-ns // 1_000_000_000))),
-        "scratch": ctx.scratch,
-        "cpus": ",".join(map(str, ctx.placement.program_cpus or ())),
-        "repetition": str(ctx.repetition),
+        "scratch": scratch,
+        "cpus": cpus,
+        "repetition": repetition,
         "variant": str(cell.param("variant", "")),
         "name": str(cell.param("name", "")),
         "target": cell.target,
@@ -108,46 +129,35 @@ def _argv(lo: int):
 
     def parse(value: object, where: str) -> ParamValue:
         canonical = read(value, where)
-        for word in word_list(canonical):
+        argv = word_list(canonical)
+        for word in argv:
             placeholders_in(word, where)
-        if lo and not word_list(canonical)[0]:
+        if lo and not argv[0]:
             raise UserError(f"{where}: the first word (the program) is empty")
+        if argv and not argv[0]:
+            raise UserError(f'{where}: the first word (the program to run) is empty; name it, e.g. '
+                            '["make", "fps"], or leave the key out for none')
+        check_length(argv, where)
         return canonical
 
     return parse
 
 
+def check_length(argv: list[str], where: str, raised: type[Exception] = UserError) -> None:
+    """`raised` when the command, quoted as one shell line, is longer than MAX_COMMAND_BYTES."""
+    size = len(shlex.join(argv).encode(errors="replace"))
+    if size > MAX_COMMAND_BYTES:
+        raise raised(f"{where}: the command is {size} bytes as one shell line, over the "
+                     f"{MAX_COMMAND_BYTES >> 10} KiB a command line carries to every target (placeholders "
+                     "filled in); put long input in a file of `files` and pass its name")
+
+
 def _files(value: object, where: str) -> ParamValue:
-    """Local files or directories (relative to the directory jitterlab runs in), distinct names."""
+    """Local files or directories (relative to the directory jitterlab runs in), distinct names;
+    see command_files for what may be shipped."""
     canonical = words()(value, where)
-    names: set[str] = set()
-    for item in word_list(canonical):
-        path = Path(item)
-        if not path.exists():
-            raise UserError(f"{where}: {item} does not exist (a relative path starts at {Path.cwd()})")
-        if path.name in names or path.name in (LOG, BUILD_LOG):
-            raise UserError(f"{where}: two files are named {path.name!r} in the working directory; "
-                            "rename one")
-        names.add(path.name)
+    check_files(word_list(canonical), (LOG, BUILD_LOG), where)
     return canonical
-
-
-def json_path_steps(path: str, where: str) -> list[str | int]:
-    """`$.a.b[0]["c d"]` -> ["a", "b", 0, "c d"]; UserError naming the key otherwise."""
-    if not path.startswith("$"):
-        raise UserError(f'{where}: a JSON path starts with $, e.g. "$.fps" or "$.results[0].fps"; '
-                        f"got {path!r}")
-    steps: list[str | int] = []
-    pos = 1
-    while pos < len(path):
-        match = _PATH_STEP.match(path, pos)
-        if match is None:
-            raise UserError(f"{where}: cannot read {path!r} from {path[pos:]!r} on; "
-                            'write steps like .key, [0] or ["odd key"]')
-        key, index, quoted = match.groups()
-        steps.append(int(index) if index is not None else key if key is not None else quoted)
-        pos = match.end()
-    return steps
 
 
 def _metric_table(entry: object, where: str) -> dict[str, str]:
@@ -178,10 +188,11 @@ def _metric_table(entry: object, where: str) -> dict[str, str]:
     if direction not in _DIRECTIONS:
         raise UserError(f'{where}.direction: say which way is better: "higher", "lower" or "none" '
                         f"(describes, does not grade); got {direction!r}")
-    file = entry.get("file", "")
-    if file.startswith("/") or ".." in Path(file).parts:
+    file = entry.get("file")
+    if file is not None and (file.startswith("/") or ".." in Path(file).parts
+                             or Path(file).name in ("", ".")):
         raise UserError(f"{where}.file: a file the program writes in its working directory, e.g. "
-                        f'"result.json"; got {file!r}')
+                        f'"result.json" (leave file out to read the output); got {file!r}')
     return {"unit": "", "file": "", **entry}
 
 
@@ -218,55 +229,6 @@ def metric_specs(cell) -> list[dict[str, str]]:
     return json.loads(str(cell.param("metric")))
 
 
-# --- reading the output ----------------------------------------------------------------------
-
-
-def read_metric(spec: dict[str, str], text: str, source: str) -> float:
-    """One metric's number from `text` (the output or the named file); RunFailed saying why not."""
-    name = spec["name"]
-    if "regex" in spec:
-        matches = list(re.finditer(spec["regex"], text, re.MULTILINE))
-        if not matches:
-            raise RunFailed(f"metric {name}: regex {spec['regex']!r} matched nothing in {source}")
-        found = matches[-1].group(1)
-        try:
-            value = float(found)
-        except (TypeError, ValueError):
-            raise RunFailed(f"metric {name}: regex {spec['regex']!r} found {found!r} in {source}, "
-                            "not a number") from None
-    else:
-        value = _at_path(_json_of(text, name, source), spec["json_path"], name, source)
-    if not math.isfinite(value):
-        raise RunFailed(f"metric {name}: {value} in {source} is not a finite number")
-    return value
-
-
-def _json_of(text: str, name: str, source: str) -> object:
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    for line in reversed(text.splitlines()):
-        if line.strip()[:1] in ("{", "["):
-            try:
-                return json.loads(line)
-            except ValueError:
-                continue
-    raise RunFailed(f"metric {name}: {source} is not JSON and has no line of JSON")
-
-
-def _at_path(data: object, path: str, name: str, source: str) -> float:
-    node = data
-    for step in json_path_steps(path, "json_path"):
-        try:
-            node = node[step]  # type: ignore[index]
-        except (KeyError, IndexError, TypeError):
-            raise RunFailed(f"metric {name}: {source} has nothing at {path} (no {step!r})") from None
-    if isinstance(node, bool) or not isinstance(node, int | float):
-        raise RunFailed(f"metric {name}: {path} in {source} is {json.dumps(node)[:80]}, not a number")
-    return float(node)
-
-
 # --- the benchmark ---------------------------------------------------------------------------
 
 
@@ -279,7 +241,8 @@ class Command(BenchmarkBase):
         Param("metric", "[[matrix.metric]] tables: name, regex or json_path (and file), unit, direction",
               _metrics, '[{name = "fps", regex = "fps=([0-9.]+)", unit = "1/s", direction = "higher"}]',
               show=lambda v: ",".join(t["name"] for t in json.loads(str(v))), whole=True),
-        Param("files", "local files or directories copied into the working directory before each run",
+        Param("files", "local regular files or directories (10,000 entries and 1 GiB in all) copied into "
+              "the working directory before each run",
               _files, '["examples/fps.py"]', default=(), show=show_words, whole=True),
         Param("build", "a command run in the working directory before each run (not timed)", _argv(0),
               '["make", "fps"]', default=(), show=show_words, whole=True),
@@ -308,44 +271,53 @@ class Command(BenchmarkBase):
         variant = cell.param("variant")
         return " ".join(str(p) for p in ("command", cell.param("name"), variant, cell.load) if p != "")
 
+    def check(self, cell, settings, where, target_kind) -> None:
+        # with the cell's own values, and room for those only the target knows (its paths)
+        room = ("x" * _ROOM[k] for k in ("scratch", "cpus", "repetition"))
+        values = _values(settings.duration_ns, cell, *room)
+        for key in ("build", "argv"):
+            check_length([substitute(w, values) for w in word_list(cell.param(key))], f"{where}.{key}")
+
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, target = ctx.cell, ctx.target
+        cell = ctx.cell
         values = placeholder_values(ctx)
-        for item in word_list(cell.param("files")):
-            path = Path(item)
-            target.put(path, f"{ctx.scratch}/{path.name}")
-            if path.is_file() and os.access(path, os.X_OK):  # not every put keeps the mode
-                target.run(["chmod", "+x", f"{ctx.scratch}/{path.name}"])
+        ship_files(ctx, word_list(cell.param("files")))
         build = [substitute(w, values) for w in word_list(cell.param("build"))]
         if build:
+            check_length(build, "build", RunFailed)
             self._build(ctx, build)
         argv = [substitute(w, values) for w in word_list(cell.param("argv"))]
+        check_length(argv, "argv", RunFailed)
         command = [*pinned(ctx.placement.program_cpus), "sh", "-c", IN_DIR, ctx.scratch, *argv]
-        rc, output = run_tool(ctx, command, f"command {cell.param('name')}", LOG)
+        name = f"command {cell.param('name')}"
+        timeout_s = (ctx.settings.duration_ns + ctx.settings.run_timeout_ns) / 1e9 + _ROUNDING_S
+        rc, output = run_program(ctx, command, name, LOG, timeout_s=timeout_s,
+                                 budget="duration + campaign.run_timeout")
         if rc != 0:
-            raise failed(f"command {cell.param('name')}", rc, output, LOG)
-        text = output.decode(errors="replace")
+            exc = failed(name, rc, output.kept(), LOG)
+            raise RunFailed(exc.reason + output.note(LOG), attachments=exc.attachments)
         metrics, files = [], {}
         for spec in metric_specs(cell):
-            source, body = "the program's output", text
+            source, read = "the program's output", output
             if spec["file"]:
-                raw = files.setdefault(spec["file"], fetch(ctx, spec["file"]))
-                source, body = f"{spec['file']} (written by the program)", raw.decode(errors="replace")
+                read = files.setdefault(spec["file"], read_output(ctx, spec["file"]))
+                source = f"{spec['file']} (written by the program)"
             try:
-                value = read_metric(spec, body, source)
+                value = read_metric(spec, read.text(), read.source(source))
             except RunFailed as exc:
-                attachments = {LOG: output, **{f"out-{k}": v for k, v in files.items()}}
-                raise RunFailed(exc.reason, attachments=attachments) from None
+                attachments = {LOG: output.kept(), **{f"out-{k}": v.kept() for k, v in files.items()}}
+                notes = output.note(LOG) + "".join(v.note(f"out-{k}") for k, v in files.items())
+                raise RunFailed(exc.reason + notes, attachments=attachments) from None
             metrics.append(Metric(spec["name"], value, spec["unit"], "", spec["direction"]))
-        return Measurement(metrics=metrics)
+        warnings = [output.warning("its output")] if output.left_out else []
+        return Measurement(metrics=metrics, warnings=warnings)
 
     def _build(self, ctx: RunContext, build: list[str]) -> None:
-        timeout_s = ctx.settings.run_timeout_ns / 1e9
-        rc = run_recorded(ctx.target, ["sh", "-c", IN_DIR, ctx.scratch, *build], f"{ctx.scratch}/{BUILD_LOG}",
-                          timeout_s=timeout_s, name="the build step", budget="campaign.run_timeout")
+        rc, output = run_program(ctx, ["sh", "-c", IN_DIR, ctx.scratch, *build], "the build step", BUILD_LOG,
+                                 timeout_s=ctx.settings.run_timeout_ns / 1e9, budget="campaign.run_timeout")
         if rc != 0:
-            exc = failed("the build step", rc, fetch(ctx, BUILD_LOG), BUILD_LOG)
-            raise RunFailed(exc.reason, attachments=exc.attachments)
+            exc = failed("the build step", rc, output.kept(), BUILD_LOG)
+            raise RunFailed(exc.reason + output.note(BUILD_LOG), attachments=exc.attachments)
 
 
 BENCHMARKS.add(

@@ -1,10 +1,10 @@
 """cyclictest (rt-tests): how late a periodic real-time thread wakes up, per thread and overall.
 
 cyclictest runs `loops = duration / interval` wake-ups per thread (-l, so every run has the same
-sample count) with a histogram of 1 µs buckets (-h), and writes its results with --json. The JSON
-has quirks the parser knows: keys with a colon ("cmdline:"), per-thread results under "thread"
-keyed by the thread's number as a string, a histogram of the non-empty buckets only (its overflow
-is cycles - sum), whole microseconds (truncated), and "avg": -nan for a thread that never woke.
+sample count) with a histogram of 1 µs buckets (-h), and writes its results with --json, read by
+analysis.rttests like the other rt-tests'. A thread's entry holds a histogram of the non-empty
+buckets only (its overflow is cycles - sum), whole microseconds (truncated), and "avg": -nan for a
+thread that never woke.
 
 breaktrace: cyclictest -b stops the run at the first latency above the threshold; --tracemark
 makes it write a mark into the kernel trace and switch tracing off, and the tail of the trace
@@ -15,7 +15,6 @@ are still worth having.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics
+from jitterlab.analysis.rttests import average_us, read_json
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.ftrace import TraceSession, TraceUnavailable
 from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
@@ -35,7 +35,6 @@ from jitterlab.model.units import format_ns, parse_duration_ns
 US = 1000  # ns
 _MAX_PATH = 255  # cyclictest copies --json= and --histfile= into 256-byte buffers
 _CPU_LIST = re.compile(r"^\d{1,4}(-\d{1,4})?(,\d{1,4}(-\d{1,4})?)*$")
-_NAN = re.compile(rb"(?<=:)\s*-?nan\b", re.IGNORECASE)
 
 
 def _affinity(value: object, where: str) -> ParamValue:
@@ -91,21 +90,10 @@ class Break:
 
 def parse_json(raw: bytes, n_buckets: int) -> list[ThreadResult]:
     """Threads of cyclictest's --json output, in thread order; RunFailed if it is not whole."""
-    try:
-        data = json.loads(_NAN.sub(b" null", raw))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RunFailed(f"cyclictest --json output is not JSON ({exc})") from None
-    threads = data.get("thread") if isinstance(data, dict) else None
-    if not isinstance(threads, dict) or not threads:
-        raise RunFailed('cyclictest --json output has no "thread" results')
-    if data.get("resolution_in_ns"):
+    output = read_json(raw, "cyclictest")
+    if output.document.get("resolution_in_ns"):
         raise RunFailed("cyclictest --json output is in ns (-N); jitterlab reads microseconds")
-    if data.get("return_code", 0) != 0:
-        raise RunFailed(f"cyclictest reported return code {data['return_code']} in its --json output")
-    numbers = sorted(str(i) for i in range(len(threads)))
-    if sorted(threads) != numbers or data.get("num_threads", len(threads)) != len(threads):
-        raise RunFailed(f"cyclictest --json output: threads {sorted(threads)} do not match num_threads")
-    return [_thread(threads[str(i)], i, n_buckets) for i in range(len(threads))]
+    return [_thread(entry, i, n_buckets) for i, entry in enumerate(output.entries)]
 
 
 def _thread(entry: object, i: int, n_buckets: int) -> ThreadResult:
@@ -113,7 +101,7 @@ def _thread(entry: object, i: int, n_buckets: int) -> ThreadResult:
     try:
         cycles, lo, hi, cpu = (int(entry[k]) for k in ("cycles", "min", "max", "cpu"))
         avg = entry["avg"]
-        avg_us = None if avg is None else float(avg)
+        avg_us = average_us(avg)
     except (KeyError, TypeError, ValueError):
         raise RunFailed(f"{where}: wants cycles, min, max, avg and cpu numbers") from None
     if cycles < 0 or (cycles and (avg_us is None or not math.isfinite(avg_us) or lo > hi)):

@@ -4,19 +4,19 @@ rt-tests' ptsematest (POSIX mutex), sigwaittest (a signal taken with sigwait) an
 
 Each tool runs `pairs` sender/receiver pairs; every `interval` a sender timestamps and sends, its
 receiver timestamps on receipt. jitterlab runs `duration / interval` loops (-l), all pairs at the
-same interval (-d 0) on one CPU (-a), and reads --json. The tools report only min, avg and max
-per pair, in whole microseconds (no histogram, no percentiles): the metrics are exactly those.
-They always ask for SCHED_FIFO (there is no SCHED_OTHER mode), so a target that refuses it makes
-the cell unavailable.
+same interval (-d 0) on one CPU (-a), and reads --json (analysis.rttests, as for cyclictest). The
+tools report only min, avg and max per pair, in whole microseconds (no histogram, no percentiles):
+the metrics are exactly those. They always ask for SCHED_FIFO (there is no SCHED_OTHER mode), so
+a target that refuses it makes the cell unavailable.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 
+from jitterlab.analysis.rttests import average_us, read_json
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.switch import measured_cpu
 from jitterlab.measure.benchmarks.tool import fetch, run_tool
@@ -30,7 +30,6 @@ US = 1000
 TOOLS = {"mutex": "ptsematest", "signal": "sigwaittest", "mqueue": "pmqtest"}
 LOG, JSON_OUT = "ipc.log", "ipc.json"
 _MAX_PATH = 255
-_NAN = re.compile(rb"(?<=:)\s*-?nan\b", re.IGNORECASE)
 _REASON = re.compile(r"^(ERROR:.*|Unable to .*|.*[Ff]ailed.*)$", re.MULTILINE)
 
 
@@ -47,19 +46,7 @@ class Pair:
 
 def parse_json(raw: bytes, tool: str) -> list[Pair]:
     """Pairs of the tool's --json output, in order; RunFailed if it is not whole."""
-    try:
-        data = json.loads(_NAN.sub(b" null", raw))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RunFailed(f"{tool} --json output is not JSON ({exc})") from None
-    threads = data.get("thread") if isinstance(data, dict) else None
-    if not isinstance(threads, dict) or not threads:
-        raise RunFailed(f'{tool} --json output has no "thread" results')
-    if data.get("return_code", 0) != 0:
-        raise RunFailed(f"{tool} reported return code {data['return_code']} in its --json output")
-    if sorted(threads) != sorted(str(i) for i in range(len(threads))):
-        raise RunFailed(f"{tool} --json output: pairs {sorted(threads)} are not numbered "
-                        f"0..{len(threads) - 1}")
-    return [_pair(threads[str(i)], tool, i) for i in range(len(threads))]
+    return [_pair(entry, tool, i) for i, entry in enumerate(read_json(raw, tool, "pair").entries)]
 
 
 def _pair(entry: object, tool: str, i: int) -> Pair:
@@ -68,7 +55,7 @@ def _pair(entry: object, tool: str, i: int) -> Pair:
         sender, receiver = entry["sender"], entry["receiver"]  # type: ignore[index]
         samples, cpu = int(sender["samples"]), int(receiver["cpu"])
         lo, hi, avg = int(receiver["min"]), int(receiver["max"]), receiver["avg"]
-        avg_us = None if avg is None else float(avg)
+        avg_us = average_us(avg)
     except (KeyError, TypeError, ValueError):
         raise RunFailed(f"{where}: wants sender.samples and receiver min, avg, max and cpu") from None
     if samples < 0 or (samples and (avg_us is None or not math.isfinite(avg_us) or not lo <= avg_us <= hi)):

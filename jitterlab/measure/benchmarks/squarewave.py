@@ -13,6 +13,7 @@ import numpy as np
 
 from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.measure.squarewave.bindings import refusal
 from jitterlab.measure.squarewave.impls.base import IMPLS, SELF_LOG
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture
@@ -39,7 +40,6 @@ class Squarewave(BenchmarkBase):
     )
 
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
-    awaits_loads = True  # the pin and the probe are set up while the loads warm up
 
     def needs_rt(self, cell) -> bool:
         return _parts(cell)[0].realtime
@@ -55,14 +55,10 @@ class Squarewave(BenchmarkBase):
         return f"{cell.param('impl')} {period} {cell.load} ({cell.param('probe')})"
 
     def check(self, cell, settings, where, target_kind) -> None:
-        impl, pin, probe = _parts(cell)
-        impl_name, pin_name, probe_name = (cell.param(k) for k in ("impl", "pin", "probe"))
-        if pin_name not in impl.pins:
-            raise UserError(f"{where}.pin: impl {impl_name!r} cannot drive pin {pin_name!r}; it drives "
-                            f"{', '.join(sorted(impl.pins))} (exclude the combination with [[exclude]])")
-        if probe_name not in pin.probes:
-            raise UserError(f"{where}.probe: probe {probe_name!r} cannot observe pin {pin_name!r}; it "
-                            f"can be observed by {', '.join(sorted(pin.probes))}")
+        _, pin, probe = _parts(cell)
+        refused = refusal(*(str(cell.param(k)) for k in ("impl", "pin", "probe")), where)
+        if refused is not None:  # the impl or the probe needs a form of the pin it does not offer
+            raise UserError(refused[1])
         pin.check(cell, settings, where.removesuffix("matrix"))
         probe.check(cell, settings, where)
         period_ns = int(cell.param("period"))
@@ -92,7 +88,8 @@ class Squarewave(BenchmarkBase):
         t[-10:] += 200_000
         squarewave_metrics(t, (np.arange(len(t)) % 2).astype(np.uint8), 1000, warmup_ns=0)
 
-    def execute(self, ctx: RunContext) -> Measurement:
+    def prepare(self, ctx: RunContext) -> _Wave:
+        """The impl prepared, the pin set up and the probe watching, while the loads warm up."""
         impl, pin_kind, probe_kind = _parts(ctx.cell)
         pin, probe = pin_kind(ctx), probe_kind(ctx)
         impl.prepare(ctx)  # e.g. a kernel module built: not while the probe watches
@@ -101,12 +98,26 @@ class Squarewave(BenchmarkBase):
             handle = pin.setup()
             cleanup.callback(probe.close)
             probe.start(handle)
-            ctx.loads_ready()
-            output = impl.run(ctx, handle)
-            own = _own_edges(ctx, output)
-            capture = probe.stop(own)
-        ctx.loads_done()  # the wave is over: stop the loads before analysing
-        return _measurement(ctx, output, own, capture)
+            return _Wave(ctx, impl, handle, probe, cleanup.pop_all())
+
+    def analyse(self, ctx: RunContext, measured: object) -> Measurement:
+        return _measurement(ctx, *measured)  # type: ignore[misc]
+
+
+class _Wave:
+    """One run's wave: the program makes it, the probe's capture ends with it; close() undoes the
+    probe and the pin (after measure(), or after a failure anywhere once prepared)."""
+
+    def __init__(self, ctx: RunContext, impl, handle, probe, cleanup: contextlib.ExitStack) -> None:
+        self._ctx, self._impl, self._handle, self._probe, self._cleanup = ctx, impl, handle, probe, cleanup
+
+    def measure(self) -> tuple[str, SelfLog, Capture]:
+        output = self._impl.run(self._ctx, self._handle)
+        own = _own_edges(self._ctx, output)
+        return output, own, self._probe.stop(own)
+
+    def close(self) -> None:
+        self._cleanup.close()
 
 
 def _own_edges(ctx: RunContext, output: str) -> SelfLog:

@@ -4,8 +4,8 @@ developer copying an image to a board sees it (MB/s, 1 MB = 10^6 bytes).
 scp and sftp run on the jitterlab machine over the target's own SSH connection (its options, key,
 known_hosts and master, read from the target's ssh command line), back to back for
 campaign.duration (at least once), each timed from start to exit. The file is random (nothing to
-compress) and its size is checked on arrival. A local target has no SSH link: its cells are
-unavailable (an ssh target at ssh://localhost measures loopback).
+compress) and its size is checked on arrival. A target not reached by ssh (capabilities.ReachedBySSH)
+has no SSH link: its cells are unavailable (an ssh target at ssh://localhost measures loopback).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from jitterlab.measure.benchmarks.tool import failed
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import Param, choice, format_size, size
 from jitterlab.model.records import Metric
-from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.capabilities import ReachedBySSH, has, lacks
 from jitterlab.targets.processes import run_recorded
 
 REMOTE_FILE = "transfer.bin"
@@ -130,12 +130,14 @@ class SSHTransfer(BenchmarkBase):
 
     def execute(self, ctx: RunContext) -> Measurement:
         cell, target = ctx.cell, ctx.target
-        command = getattr(target, "ssh_command", None)
-        if command is None:
-            raise RunFailed(f"ssh-transfer measures the SSH link to a target; target {target.name!r} is "
-                            f"{getattr(target, 'kind', 'local')}, with none (use an ssh target, e.g. "
-                            "ssh://localhost for loopback)", status="unavailable")
-        parts = ssh_parts(command(["true"]))
+        ssh = has(target, ReachedBySSH)
+        if ssh is None:
+            why = "ssh-transfer measures the SSH link to a target (e.g. ssh://localhost for loopback)"
+            raise RunFailed(lacks(target, ReachedBySSH, why), status="unavailable")
+        if ctx.controller is None:
+            raise RunFailed("ssh-transfer runs scp and sftp on the controller, and this run was given "
+                            "none (RunContext.controller)", status="unavailable")
+        parts = ssh_parts(ssh.ssh_command(["true"]))
         n_bytes, way, method = int(cell.param("size")), str(cell.param("way")), str(cell.param("method"))
         local, remote = ctx.local_dir / REMOTE_FILE, f"{ctx.scratch}/{REMOTE_FILE}"
         if way == "upload":
@@ -150,7 +152,7 @@ class SSHTransfer(BenchmarkBase):
         if method == "sftp":
             batch.write_text(sftp_batch(way, str(local), remote))
         argv = transfer_argv(method, way, parts, str(local), remote, str(batch))
-        controller = ctx.controller or LocalTarget(workdir=str(ctx.local_dir / "controller"))
+        controller = ctx.controller
         seconds: list[float] = []
         deadline = time.monotonic() + ctx.settings.duration_ns / 1e9
         while not seconds or time.monotonic() < deadline:

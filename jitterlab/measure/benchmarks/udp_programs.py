@@ -12,12 +12,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jitterlab.execution.deploy import deploy
 from jitterlab.measure.benchmarks.base import RunContext
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Warning_
 from jitterlab.targets.base import Target
-from jitterlab.targets.local import LocalTarget
+from jitterlab.targets.capabilities import BuildsProgramsOnDemand, ControllerMachine, has, lacks
 from jitterlab.targets.processes import RecordedProcess, run_recorded, spawn_recorded
 
 EXIT_POLICY_REFUSED = 3  # udp_common.h: the kernel refused the scheduling policy
@@ -106,27 +105,29 @@ class Side:
 
 
 def is_local(target: Target) -> bool:
-    return getattr(target, "kind", "") == "local"
+    """True when the target is the controller itself (capabilities.ControllerMachine)."""
+    return has(target, ControllerMachine) is not None
 
 
 @contextlib.contextmanager
 def controller_side(ctx: RunContext) -> Iterator[Side]:
-    """The jitterlab machine as one end: the target itself when the target is local, else the
-    controller (ctx.controller, or a local target of our own) with the programs built here (once
-    per source version, like on a target)."""
+    """The jitterlab machine as one end: the target itself when it is the controller, else
+    ctx.controller, which builds the programs the first time a run asks (once per source
+    version, like a target; the runner's controller offers capabilities.BuildsProgramsOnDemand)."""
     if is_local(ctx.target):
         yield Side(ctx.target, ctx.bindir, ctx.scratch, is_controller=True)
         return
-    own = ctx.controller is None
-    local = ctx.controller or LocalTarget(name="controller")  # its default workdir, swept like a target's
+    controller = ctx.controller
+    why = "the client end of this cell runs on the controller with jitterlab's programs built there"
+    if controller is None:
+        raise RunFailed(f"no controller was given to this run: {why}", "unavailable")
+    programs = has(controller, BuildsProgramsOnDemand)
+    if programs is None:
+        raise RunFailed(lacks(controller, BuildsProgramsOnDemand, why), "unavailable")
     try:
-        try:
-            bindir = deploy(local).bindir
-        except UserError as exc:
-            raise RunFailed(f"cannot build the programs on the controller: {exc}", "unavailable") from None
-        scratch = str(ctx.local_dir / "controller")
-        local.run(["mkdir", "-p", scratch])
-        yield Side(local, bindir, scratch, is_controller=True)
-    finally:
-        if own:
-            local.close()
+        bindir = programs.programs_dir()
+    except UserError as exc:
+        raise RunFailed(f"cannot build the programs on the controller: {exc}", "unavailable") from None
+    scratch = str(ctx.local_dir / "controller")
+    controller.run(["mkdir", "-p", scratch])
+    yield Side(controller, bindir, scratch, is_controller=True)

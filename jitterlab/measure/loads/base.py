@@ -1,10 +1,12 @@
-"""What every load does: start on a target, prove it runs, stop, say what it achieved."""
+"""What every load does: start on a target, prove it runs, stop, say what it achieved; and what a
+load that can stay up from one run to the next does besides (Sustained: a reading per run)."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -37,7 +39,8 @@ class LoadContext:
 
 
 class Load(Protocol):
-    """One disturbance beside the benchmark. Instances live for one run."""
+    """One disturbance beside the benchmark. An instance lives for one run, or for consecutive runs
+    of a target that use it with the same options when it is Sustained."""
 
     def start(self, ctx: LoadContext) -> None:
         """Start the load; raise RunFailed if it cannot start."""
@@ -50,6 +53,24 @@ class Load(Protocol):
     def stop(self) -> list[Metric]:
         """Stop everything the load started; return what it achieved (`load_*` metrics)."""
         ...
+
+
+class Sustained(ABC):
+    """A load that can stay up between consecutive runs that use it, its warm-up paid once: the
+    runner checks it before each run, calls mark() when the run measures, reads it after the run
+    with snapshot() (it keeps running), restarts it only when it failed, and stop()s it after the
+    last of those runs, which then reads like snapshot(). A load whose tools report only when they
+    exit (stress-ng) hands over to a fresh instance in snapshot(), so that the target is never
+    without it; a load that starts and stops with every run is simply not Sustained."""
+
+    @abstractmethod
+    def mark(self) -> None:
+        """A run's reading begins now (what the load did between two runs is no run's)."""
+
+    @abstractmethod
+    def snapshot(self) -> list[Metric]:
+        """What the load achieved since the last mark() (or its start), leaving it running: the
+        same `load_*` metrics stop() gives, which then also reads from the last mark()."""
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,15 @@
 
 stress-ng (0.15) stops cleanly on SIGINT/SIGTERM/SIGALRM and then writes its metrics to the
 `--yaml` file; stop() sends SIGINT to the group, waits, and reads that file through the target.
+It tells nothing before it exits (SIGUSR1/SIGUSR2 give no bogo-ops), so between two runs that use
+the load a fresh stress-ng takes over before the old one stops and reports (snapshot()): the target
+is never without the load, so the next run needs no warm-up, and each run gets its own figures.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import signal
 import time
@@ -17,6 +21,7 @@ from jitterlab.measure.loads.base import (
     LoadContext,
     LoadSpec,
     ProcGroup,
+    Sustained,
     Tool,
     lifetime_s,
     parse_group,
@@ -73,7 +78,7 @@ def parse_bogo_ops_per_s(yaml_text: str, log_text: str = "") -> float | None:
     return sum(float(r) for r in rows) if rows else None
 
 
-class CpuLoad:
+class CpuLoad(Sustained):
     """N stress-ng CPU workers (one per CPU of the target or of ctx.cpus by default).
 
     Subclasses change the stressor: `name`, `validate` and `_stressor_argv`.
@@ -85,6 +90,8 @@ class CpuLoad:
         self._ctx: LoadContext | None = None
         self._proc: Process | None = None
         self._result: list[Metric] | None = None
+        self._relays = 0  # stress-ngs that took over from the first (each in a directory of its own)
+        self._first_scratch: str | None = None
 
     @staticmethod
     def validate(options: dict, where: str) -> dict:
@@ -155,6 +162,26 @@ class CpuLoad:
                 f"{self.name} load: stress-ng used no CPU time in the last {now - then:.1f}s"
             )
         self._last = (now, group.cpu_ticks)
+
+    def mark(self) -> None:
+        """Nothing to do: each reading starts where the stress-ng that gives it started."""
+
+    def snapshot(self) -> list[Metric]:
+        """A fresh stress-ng takes over (started and all its workers running), then this one stops
+        and reports: what was achieved since the previous relay (or the start)."""
+        assert self._ctx is not None, "start() comes first"
+        first = self._first_scratch or self._ctx.scratch
+        successor = type(self)()
+        successor.start(dataclasses.replace(self._ctx, scratch=f"{first}.{self._relays + 1}"))
+        try:
+            figures = self.stop()
+            self._ctx.target.run(["rm", "-rf", "--", self._ctx.scratch])  # read: not kept run after run
+        except BaseException:
+            successor.stop()
+            raise
+        successor._relays, successor._first_scratch = self._relays + 1, first
+        vars(self).update(vars(successor))  # this instance goes on as the new stress-ng
+        return figures
 
     def stop(self) -> list[Metric]:
         """Stop stress-ng so that it writes its metrics; return what it achieved."""

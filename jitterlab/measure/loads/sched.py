@@ -2,7 +2,8 @@
 
 hackbench prints its result ("Time: 0.612") only when a round ends and nothing when signalled,
 so a constant shell loop runs rounds of `loops` messages until stopped (or until its deadline,
-which bounds its life); achieved = messages of the finished rounds / their time.
+which bounds its life); achieved = messages of the finished rounds / their time. The log grows with
+every round, so the load is read per run as it goes (Sustained): kept up between runs that use it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from jitterlab.measure.loads.base import (
     LOADS,
     LoadContext,
     LoadSpec,
+    Sustained,
     Tool,
     lifetime_s,
 )
@@ -49,12 +51,13 @@ def parse_rounds(log_text: str) -> list[float]:
     return [float(t) for t in _TIME.findall(log_text)]
 
 
-class SchedLoad:
+class SchedLoad(Sustained):
     """hackbench rounds, back to back, in one process group."""
 
     def __init__(self) -> None:
         self._tool: Tool | None = None
         self._result: list[Metric] | None = None
+        self._read = 0  # rounds of the log already read by mark()
 
     def start(self, ctx: LoadContext) -> None:
         opts = validate_options(ctx.options, "load sched")
@@ -72,25 +75,35 @@ class SchedLoad:
         """The loop alive, nothing stopped, CPU time used (rounds end and start: no worker count)."""
         self._tool.check()
 
+    def mark(self) -> None:
+        self._read = len(parse_rounds(self._tool.read(self._tool.log)))
+
+    def snapshot(self) -> list[Metric]:
+        """Rate over the rounds finished since mark() (or the start); the loop runs on."""
+        return self._rate(parse_rounds(self._tool.read(self._tool.log))[self._read:], "the loop runs")
+
     def stop(self) -> list[Metric]:
         """Stop the loop (the round under way is lost); rate over the finished rounds."""
         if self._result is not None or self._tool is None:
             return self._result or []
         rc = self._tool.finish(signal.SIGTERM, timeout_s=2.0)
-        rounds = parse_rounds(self._tool.read(self._tool.log))
+        rounds = parse_rounds(self._tool.read(self._tool.log))[self._read:]  # since mark(), like snapshot()
+        self._result = self._rate(rounds, f"loop {describe_exit(rc)}")
+        return self._result
+
+    def _rate(self, rounds: list[float], state: str) -> list[Metric]:
         seconds = sum(rounds)
         if not rounds or seconds <= 0:
             raise RunFailed(
-                f"sched load: no hackbench round finished (loop {describe_exit(rc)}), so there is "
+                f"sched load: no hackbench round finished ({state}), so there is "
                 f"no achieved rate; lower [loads.sched] loops (now {self._opts['loops']}) or run "
                 f"longer; {self._tool.log_tail()}"
             )
-        self._result = [
+        return [
             Metric("load_sched_messages_per_s", len(rounds) * messages_per_round(self._opts) / seconds,
                    "messages/s"),
             Metric("load_sched_rounds", float(len(rounds)), "rounds"),
         ]
-        return self._result
 
 
 LOADS.add(

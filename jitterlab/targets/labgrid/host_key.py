@@ -1,6 +1,7 @@
 """labgrid's SSHDriver does not check host keys (it starts its master connection with
 StrictHostKeyChecking=no and UserKnownHostsFile=/dev/null): with known_hosts in a labgrid
-[[target]] jitterlab makes it check them like an ssh target's; without, it says so."""
+[[target]] jitterlab makes it check them like an ssh target's; without, it says so (the words of
+that warning are here; capabilities.host_key_warning asks any target for its own)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ import shlex
 from typing import Any
 
 from jitterlab.model.errors import UserError
-from jitterlab.model.records import Warning_
+
+# what an unverified key risks on a labgrid board, and how to have it verified (LabgridTarget)
+UNVERIFIED = (
+    "the board's SSH host key is not verified: labgrid's SSHDriver connects with "
+    "StrictHostKeyChecking=no, so a machine posing as the board would get jitterlab's commands "
+    "and programs, and could send back made-up measurements",
+    'set known_hosts = "~/.ssh/known_hosts" in its [[target]] after adding the board\'s key '
+    "(ssh-keyscan, checked against its console): jitterlab then refuses an unknown or changed key",
+)
 
 
 def verify_host_key(driver: Any, known_hosts: str) -> None:
@@ -37,17 +46,4 @@ def host_key_refused(name: str, service: Any, known_hosts: str, said: list[str])
         f"`{scan} | ssh-keygen -lf -` with the one on the board's console, then add it with "
         f"`{scan} >> {shlex.quote(known_hosts)}` "
         "(after removing a stale one: ssh-keygen -R)"
-    )
-
-
-def host_key_warning(target: object) -> Warning_ | None:
-    """A target reached without checking its host key (labgrid's SSHDriver) says so."""
-    if getattr(target, "host_key_verified", True):
-        return None
-    return Warning_(
-        "the board's SSH host key is not verified: labgrid's SSHDriver connects with "
-        "StrictHostKeyChecking=no, so a machine posing as the board would get jitterlab's commands "
-        "and programs, and could send back made-up measurements",
-        'set known_hosts = "~/.ssh/known_hosts" in its [[target]] after adding the board\'s key '
-        "(ssh-keyscan, checked against its console): jitterlab then refuses an unknown or changed key",
     )

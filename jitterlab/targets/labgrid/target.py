@@ -14,21 +14,24 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import shlex
+import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jitterlab.model.errors import UserError, shown
+from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.registry import did_you_mean
-from jitterlab.targets.labgrid.host_key import host_key_refused, verify_host_key
-from jitterlab.targets.labgrid.images import ImageOptions, split_image_options
+from jitterlab.targets.capabilities import FlashesImages, HostKeyStatus
+from jitterlab.targets.labgrid import images as labgrid_images
+from jitterlab.targets.labgrid.host_key import UNVERIFIED, host_key_refused, verify_host_key
+from jitterlab.targets.labgrid.options import LabgridOptions, parse_options
 from jitterlab.targets.ssh.sessions import OverSSH, SSHSessions
 
+__all__ = ["LabgridTarget", "parse_options"]  # the registry of target kinds takes both from here
+
 DEFAULT_COORDINATOR = "127.0.0.1:20408"
-_LOGIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,63}$")  # ssh -l reads it
 COORDINATOR_TIMEOUT_S = 10.0
 # labgrid's client keepalive settings, and a connection of our own (see _coordinator_call)
 _CHANNEL_OPTIONS = [
@@ -38,32 +41,6 @@ _CHANNEL_OPTIONS = [
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.use_local_subchannel_pool", 1),
 ]
-OPTIONS = {
-    "place": 'a place on the labgrid coordinator, e.g. place = "bbb-1"',
-    "coordinator": 'HOST:PORT of labgrid-coordinator (default: LG_COORDINATOR, else "127.0.0.1:20408")',
-    "env": 'a labgrid environment file instead of a place, e.g. env = "board.yaml"',
-    "role": 'the target of the env file, e.g. role = "main" (default: its only target, else "main")',
-    "service": "which NetworkService of the place, when it has several (its resource name)",
-    "keyfile": 'identity file for SSH, e.g. keyfile = "~/.ssh/id_ed25519" (default: ssh\'s own)',
-    "username": "login name, instead of the NetworkService's",
-    "workdir": 'absolute directory on the board for jitterlab\'s files (default: "/tmp/jitterlab-<user>")',
-    "known_hosts": "a known_hosts file with the board's key: its host key is then verified like an ssh "
-                   "target's (labgrid's SSHDriver itself does not check host keys)",
-}
-
-
-@dataclass(frozen=True)
-class LabgridOptions:
-    place: str | None = None
-    coordinator: str | None = None
-    env: str | None = None
-    role: str | None = None
-    service: str | None = None
-    keyfile: str | None = None
-    username: str | None = None
-    workdir: str | None = None
-    known_hosts: str | None = None
-    images: ImageOptions | None = None  # an image campaign: the images to flash, per label value
 
 
 def _one_line(text: str) -> str:
@@ -300,30 +277,37 @@ def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str 
     return driver
 
 
-class LabgridTarget(OverSSH):
-    """A board reached through labgrid: run, spawn, put and get over the SSHDriver's connection."""
+class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages):
+    """A board reached through labgrid: run, spawn, put and get over the SSHDriver's connection;
+    flashed with another image through its power, image writer and console drivers."""
 
-    kind = "labgrid"
-
-    def __init__(self, name: str, options: LabgridOptions, *, connect: bool = True) -> None:
-        """Open the board (acquire its place, or load its env file); with `connect`, also open the
-        SSH connection (an image campaign connects once the board has booted its image)."""
+    def __init__(self, name: str, options: LabgridOptions, *, connect: bool | None = None) -> None:
+        """Open the board (acquire its place, or load its env file) and, unless told otherwise,
+        connect by SSH. A board that names images connects when first used instead: its image
+        campaign flashes and boots it first (capabilities.FlashesImages), other commands
+        (doctor) reach the image it runs."""
         _require_labgrid(name)
         self.name = name
         self.options = options
         self.coordinator = options.coordinator or os.environ.get("LG_COORDINATOR") or DEFAULT_COORDINATOR
         self._held: list[str] = []  # places we acquired and must release
-        self._sessions: SSHSessions | None = None
+        self._sessions: SSHSessions | None = None  # type: ignore[assignment]
+        self._driver: Any = None
+        self._workdir = ""
         self._lg_target: Any = None
         self._env: Any = None
+        self._connect_on_use = False
+        self._connecting = threading.Lock()
         try:
             if options.env is not None:
                 self._lg_target = self._from_env(options.env, options.role)
             else:
                 assert options.place is not None
                 self._lg_target = self._from_place(options.place, options.service)
-            if connect:
+            if connect if connect is not None else options.images is None:
                 self.connect()
+            else:
+                self._connect_on_use = connect is None
         except BaseException:
             with contextlib.suppress(Exception):  # the reason we could not open matters more
                 self.close()
@@ -334,13 +318,38 @@ class LabgridTarget(OverSSH):
         """The labgrid Target (its drivers: power, console, image writer)."""
         return self._lg_target
 
+    @property
+    def host_key_verified(self) -> bool:
+        return self.options.known_hosts is not None
+
+    @property
+    def host_key_unverified(self) -> tuple[str, str]:
+        return UNVERIFIED
+
+    @property
+    def workdir(self) -> str:  # type: ignore[override]
+        if self._connect_on_use:
+            self._live_sessions()
+        return self._workdir
+
+    def _live_sessions(self) -> SSHSessions:
+        with self._connecting:
+            if self._sessions is None and self._connect_on_use:
+                self.connect()
+        if self._sessions is None:
+            raise TargetLost(f"{_where(self.name)}: not connected (its image is being flashed or booted)")
+        return self._sessions
+
+    def install(self, image: str, boot_prompt: str, boot_timeout_s: float) -> float:
+        self._connect_on_use = False  # from now on the image campaign says when to connect
+        return labgrid_images.install(self._lg_target, image, boot_prompt, boot_timeout_s)
+
     def connect(self) -> None:
         """Open the SSH connection (once the board runs); the board stays open when it fails."""
         name, options = self.name, self.options
+        self._connect_on_use = False
         self._driver = _activate_ssh(name, self._lg_target, options.keyfile, options.username,
                                      options.known_hosts)
-        # what doctor and the start of a run tell the user about this connection
-        self.host_key_verified = options.known_hosts is not None
         service = self._driver.networkservice
         self.username = self._driver._get_username()
         self.address = f"{self.username}@{service.address}:{service.port}"
@@ -353,7 +362,7 @@ class LabgridTarget(OverSSH):
             control_path=self._driver.control,
             connect_timeout_s=self._driver.connection_timeout,
         )
-        self.workdir = self._sessions.connect(options.workdir)
+        self._workdir = self._sessions.connect(options.workdir)
 
     # -- opening --------------------------------------------------------------------------------------
 
@@ -412,67 +421,35 @@ class LabgridTarget(OverSSH):
         if self._sessions is not None:
             self._sessions.close()
             self._sessions = None
-        driver = getattr(self, "_driver", None)
+        self._connect_on_use = False
+        driver, self._driver = self._driver, None
         if driver is not None and self._lg_target is not None:
             with contextlib.suppress(Exception):
                 self._lg_target.deactivate(driver)
 
     def close(self) -> None:
-        """Stop what we spawned, end the SSH master, release the places we acquired. Idempotent."""
+        """Stop what we spawned, end the SSH master, release the places we acquired. Idempotent.
+        A place that cannot be released is a UserError naming the command that releases it; when
+        close() runs while another error goes up (a `finally`), that error is kept and told, and
+        the place is tried again by the next close()."""
+        going_up = sys.exception()
+        self._connect_on_use = False
         if self._sessions is not None:
             self._sessions.close()
+            self._sessions = None
         lg_target, self._lg_target = self._lg_target, None
         if lg_target is not None:
             with contextlib.suppress(Exception):
                 lg_target.cleanup()  # deactivates the SSHDriver: its master and keepalive end
         held, self._held = self._held, []
-        for place in held:
+        for i, place in enumerate(held):
             try:
                 _release(self.name, self.coordinator, place)
             except Exception as exc:
-                raise UserError(
-                    f"{_where(self.name)}: could not release place {place!r} ({exc}); release it with "
-                    f"labgrid-client -x {self.coordinator} -p {place} release"
-                ) from None
-
-
-def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
-    """Check the options of one labgrid target; `where` is e.g. "campaign.toml: target[1]"."""
-    options, images = split_image_options(options, where)
-    for key in options:
-        if key not in OPTIONS:
-            hint = did_you_mean(str(key), list(OPTIONS))
-            raise UserError(
-                f"{where}.{key}: unknown option of a labgrid target; {hint}known: {', '.join(OPTIONS)}"
-            )
-    for key, value in options.items():
-        if (not isinstance(value, str) or not value.strip() or len(value) > 4096
-                or any(not c.isprintable() for c in value)):
-            raise UserError(f"{where}.{key}: expected one line of text ({OPTIONS[key]}), got {shown(value)}")
-    username = options.get("username")
-    if isinstance(username, str) and not _LOGIN.match(username):
-        raise UserError(f'{where}.username: expected a login name, e.g. username = "root", '
-                        f"got {shown(username)}")
-    values: dict[str, str] = {str(k): str(v) for k, v in options.items()}
-    if ("place" in values) == ("env" in values):
-        raise UserError(
-            f'{where}: a labgrid target names either place = "NAME" (a place on a coordinator) or '
-            'env = "board.yaml" (a labgrid environment file), not both or neither'
-        )
-    for key in ("coordinator", "service"):
-        if key in values and "env" in values:
-            raise UserError(
-                f"{where}.{key}: goes with place; an env file names its own (coordinator_address)"
-            )
-    if "role" in values and "env" not in values:
-        raise UserError(f'{where}.role: only with env = "board.yaml" (a role of that file)')
-    if "workdir" in values and not values["workdir"].startswith("/"):
-        raise UserError(f"{where}.workdir: must be an absolute path, got {shown(values['workdir'])}")
-    for key in ("env", "keyfile", "known_hosts"):
-        if key in values:
-            values[key] = os.path.abspath(os.path.expanduser(values[key]))
-            if not os.path.isfile(values[key]):
-                raise UserError(
-                    f"{where}.{key}: {values[key]} does not exist (a relative path starts at {os.getcwd()})"
-                )
-    return LabgridOptions(**values, images=images)
+                failed = (f"{_where(self.name)}: could not release place {place!r} ({exc}); release it "
+                          f"with labgrid-client -x {self.coordinator} -p {place} release")
+                if going_up is None:
+                    self._held = held[i + 1:]  # the next close() releases the others
+                    raise UserError(failed) from None
+                going_up.add_note(failed)  # raised here, it would hide the error that goes up
+                self._held.append(place)

@@ -49,11 +49,13 @@ def kvm_problem(flags: set[str], modules: set[str], dev_kvm_usable: bool) -> str
     return None
 
 
-def choose(requested: str, flags: set[str], modules: set[str], dev_kvm_usable: bool, where: str) -> Accel:
-    """The accelerator for `requested` ("auto", "kvm", "tcg"); kvm that cannot work is a UserError."""
+def choose(requested: str, flags: set[str], modules: set[str], dev_kvm_usable: bool, where: str,
+           machine_problem: str | None = None) -> Accel:
+    """The accelerator for `requested` ("auto", "kvm", "tcg"); kvm that cannot work is a UserError.
+    `machine_problem`: why kvm cannot run the machine whatever this one has (another CPU)."""
     if requested == "tcg":
         return Accel("tcg", "accel = tcg was asked for")
-    problem = kvm_problem(flags, modules, dev_kvm_usable)
+    problem = machine_problem or kvm_problem(flags, modules, dev_kvm_usable)
     if problem is None:
         return Accel("kvm", "the CPU has hardware virtualization and its kvm module is loaded")
     if requested == "kvm":
@@ -63,7 +65,7 @@ def choose(requested: str, flags: set[str], modules: set[str], dev_kvm_usable: b
     return Accel("tcg", problem)
 
 
-def detect(requested: str, where: str) -> Accel:
+def detect(requested: str, where: str, machine_problem: str | None = None) -> Accel:
     """choose() on this machine's /proc/cpuinfo, loaded modules and /dev/kvm."""
 
     def read(path: str) -> str:
@@ -78,4 +80,4 @@ def detect(requested: str, where: str) -> Accel:
         sys_modules = []
     usable = os.path.exists("/dev/kvm") and os.access("/dev/kvm", os.R_OK | os.W_OK)
     modules = loaded_modules(read("/proc/modules"), sys_modules)
-    return choose(requested, cpu_flags(read("/proc/cpuinfo")), modules, usable, where)
+    return choose(requested, cpu_flags(read("/proc/cpuinfo")), modules, usable, where, machine_problem)

@@ -1,11 +1,11 @@
 """Which Debian packages make a kernel, as apt sees them, and fetching them (no installing).
 
-A kernel named "standard" or "rt" is the candidate of the metapackage linux-image-amd64 or
-linux-image-rt-amd64 in this machine's apt lists; a version like "6.12" is the newest 6.12.x of
-it, from these lists or else from Debian's backports suite, which jitterlab reads into an apt
-state of its own in the cache (this machine's apt configuration is never changed). A kernel is
-its image package, its headers and what the headers need to build modules (the -common tree
-and kbuild); `apt-get download` fetches them.
+A kernel named "standard" or "rt" is the candidate of the machine profile's metapackage of that
+flavour (linux-image-amd64 or linux-image-rt-amd64 for pc) in this machine's apt lists; a version
+like "6.12" is the newest 6.12.x of it, from these lists or else from Debian's backports suite,
+which jitterlab reads into an apt state of its own in the cache (this machine's apt configuration
+is never changed). A kernel is its image package, its headers and what the headers need to build
+modules (the -common tree and kbuild); `apt-get download` fetches them.
 """
 
 from __future__ import annotations
@@ -238,12 +238,13 @@ def find_packages(spec: KernelSpec, where: str, cache: Path) -> tuple[Resolved, 
     The answer is remembered for a day, or until apt's lists change: apt-cache takes about a
     second per question on a small machine, and a boot asks three."""
     memo = _Memo(cache / "kernels" / "resolved.json")
-    known = memo.get(spec.text)
+    key = f"{spec.metapackage} {spec.version or 'candidate'}"  # the same word differs per machine
+    known = memo.get(key)
     if known is not None:
         apt = Apt(where, cache / "apt-backports") if known.backports else Apt(where)
         return known, apt
     found, apt = _find_packages(spec, where, cache)
-    memo.put(spec.text, found)
+    memo.put(key, found)
     return found, apt
 
 

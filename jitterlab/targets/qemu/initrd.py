@@ -1,13 +1,9 @@
-"""What a qemu target boots besides the kernel: the initramfs, and the kernel in the fastest form.
+"""What a qemu target boots besides the kernel: the initramfs.
 
-The initramfs holds a small static init (init.c, compiled here once per source version) and
-the modules a Debian kernel keeps outside itself but the boot needs (9p, virtio, overlayfs), with
-everything they depend on, in load order. It is written as a newc cpio archive by this module,
-so no root privilege and no cpio tool is needed.
-
-A Debian bzImage holds an xz-compressed ELF kernel; a kernel built with CONFIG_PVH boots from
-that ELF directly (qemu's PVH entry), skipping the real-mode setup and the decompressor, which
-under TCG emulation saves several seconds per boot.
+The initramfs holds a small static init (init.c, compiled here once per source version and
+compiler) and the modules a Debian kernel keeps outside itself but the boot needs (the machine
+profile's: 9p, virtio, overlayfs), with everything they depend on, in load order. It is written as
+a newc cpio archive by this module, so no root privilege and no cpio tool is needed.
 """
 
 from __future__ import annotations
@@ -17,34 +13,33 @@ import hashlib
 import lzma
 import os
 import shutil
-import struct
 import subprocess
 import tempfile
-import zlib
 from pathlib import Path
 
 from jitterlab.model.errors import UserError
+from jitterlab.targets.qemu.machines.profile import Build
 
 INIT_SOURCE = Path(__file__).with_name("init.c")
-# the boot needs these (and what they depend on): the 9p root, the overlay, the network
-BOOT_MODULES = ("virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_net", "virtio_rng")
 _CFLAGS = ["-static", "-Os", "-std=gnu11", "-Wall", "-Wextra", "-Werror"]
 
 
 # --- the init program --------------------------------------------------------------------------
 
 
-def init_program(cache: Path) -> Path:
-    """The static init, compiled with this machine's gcc into `cache` (once per source version)."""
+def init_program(cache: Path, build: Build) -> Path:
+    """The static init, compiled on this machine with the profile's init_cc into `cache` (once per
+    source version and compiler)."""
     source = INIT_SOURCE.read_bytes()
-    digest = hashlib.sha256(source + " ".join(_CFLAGS).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(source + " ".join([build.init_cc, *_CFLAGS]).encode()).hexdigest()[:12]
     binary = cache / f"init-{digest}"
     if binary.exists():
         return binary
     cache.mkdir(parents=True, exist_ok=True)
-    gcc = shutil.which("gcc")
+    gcc = shutil.which(build.init_cc)
     if gcc is None:
-        raise UserError("a qemu target needs gcc on this machine to build its guest's init (apt install gcc)")
+        raise UserError(f"a qemu target needs {build.init_cc} on this machine to build its guest's init "
+                        f"(apt install {build.init_cc_package})")
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         built = subprocess.run(
             [gcc, *_CFLAGS, "-o", f"{tmp}/init", str(INIT_SOURCE)],
@@ -55,8 +50,8 @@ def init_program(cache: Path) -> Path:
         if built.returncode != 0:
             last = (built.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise UserError(
-                f"building the qemu guest's init with gcc -static failed: {last}; a static build needs "
-                "the C library's static archive (apt install libc6-dev)"
+                f"building the qemu guest's init with {build.init_cc} -static failed: {last}; a static "
+                f"build needs the C library's static archive (apt install {build.libc_package})"
             )
         os.replace(f"{tmp}/init", binary)
     return binary
@@ -65,7 +60,7 @@ def init_program(cache: Path) -> Path:
 # --- modules -----------------------------------------------------------------------------------
 
 
-def module_closure(modules_dir: Path, wanted: tuple[str, ...] = BOOT_MODULES) -> list[Path]:
+def module_closure(modules_dir: Path, wanted: tuple[str, ...]) -> list[Path]:
     """The module files to load, dependencies first, for `wanted` (module names as in lsmod).
 
     Names built into the kernel (modules.builtin) or absent from it are skipped: a kernel built
@@ -111,7 +106,7 @@ def _module_bytes(path: Path) -> bytes:
     if path.name.endswith(".gz"):
         return gzip.decompress(data)
     if path.name.endswith(".zst"):
-        return _zstd(data, path.name)
+        return unzstd(data, path.name)
     return data
 
 
@@ -140,49 +135,8 @@ def write_initrd(path: Path, init: Path, modules: list[Path]) -> None:
     os.replace(partial, path)
 
 
-# --- the kernel image ----------------------------------------------------------------------------
-
-
-def kernel_release(bzimage: Path) -> str | None:
-    """The release (`uname -r`) a bzImage says it is, from its setup header; None if not one."""
-    with open(bzimage, "rb") as f:
-        head = f.read(0x8000)
-    if len(head) < 0x210 or head[0x202:0x206] != b"HdrS":
-        return None
-    offset = struct.unpack_from("<H", head, 0x20E)[0] + 0x200
-    version = head[offset : offset + 256].split(b"\0", 1)[0].decode(errors="replace")
-    return version.split()[0] if version else None
-
-
-def extract_elf(bzimage: Path, out: Path) -> bool:
-    """Write the ELF kernel inside a bzImage to `out`; False when its payload cannot be unpacked."""
-    data = bzimage.read_bytes()
-    if len(data) < 0x250 or data[0x202:0x206] != b"HdrS":
-        return False
-    setup_sects = data[0x1F1] or 4
-    payload_offset, payload_length = struct.unpack_from("<II", data, 0x248)
-    start = (setup_sects + 1) * 512 + payload_offset
-    payload = data[start : start + payload_length]
-    try:
-        if payload.startswith(b"\xfd7zXZ\0"):
-            elf = lzma.LZMADecompressor().decompress(payload)
-        elif payload.startswith(b"\x1f\x8b"):
-            elf = zlib.decompressobj(wbits=31).decompress(payload)  # stops at the member's end
-        elif payload.startswith(b"\x28\xb5\x2f\xfd"):
-            elf = _zstd(payload, bzimage.name)
-        else:
-            return False
-    except (lzma.LZMAError, zlib.error, UserError):
-        return False
-    if not elf.startswith(b"\x7fELF"):
-        return False
-    partial = out.with_name(out.name + ".part")
-    partial.write_bytes(elf)
-    os.replace(partial, out)
-    return True
-
-
-def _zstd(data: bytes, name: str) -> bytes:
+def unzstd(data: bytes, name: str) -> bytes:
+    """`data` decompressed with the zstd tool (modules and kernels may be zstd-compressed)."""
     zstd = shutil.which("zstd")
     if zstd is None:
         raise UserError(f"{name} is zstd-compressed; install zstd on this machine (apt install zstd)")

@@ -22,6 +22,7 @@ from pathlib import Path
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import initrd as qemu_initrd
 from jitterlab.targets.qemu.apt import Apt, Resolved, find_packages, last_line
+from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.options import KernelSpec
 
 
@@ -37,10 +38,10 @@ class Kernel:
 
     description: str  # for messages: "linux-image-6.1.0-56-rt-amd64 6.1.192-2" or the file
     release: str
-    image: Path  # the ELF kernel (PVH entry) or the bzImage
-    pvh: bool
+    image: Path  # what qemu loads, in the machine's form (e.g. the ELF kernel with a PVH entry)
     initrd: Path
     tree: Path  # the guest's top layer: the unpacked packages (empty for a kernel file)
+    dtb: Path | None = None  # the device tree, for a machine that takes one from the kernel
 
 
 # --- the cache -----------------------------------------------------------------------------------
@@ -58,12 +59,12 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def prepare(spec: KernelSpec, where: str, cache: Path | None = None) -> Kernel:
-    """Fetch (once) and prepare the kernel `spec` names; `where` prefixes errors."""
+def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path | None = None) -> Kernel:
+    """Fetch (once) and prepare the kernel `spec` names for `machine`; `where` prefixes errors."""
     cache = cache or cache_root()
     kernels = cache / "kernels"
     if spec.path is not None:
-        return _prepare_file(Path(spec.path), where, cache)
+        return _prepare_file(Path(spec.path), machine, where, cache)
     resolved, apt = find_packages(spec, where, cache)
     entry = kernels / resolved.key
     with _locked(kernels / f"{resolved.key}.lock"):
@@ -72,6 +73,7 @@ def prepare(spec: KernelSpec, where: str, cache: Path | None = None) -> Kernel:
                 apt.update_backports()
             _fetch(resolved, apt, entry, where)
         return _bootable(
+            machine,
             entry,
             entry / "tree",
             resolved.release,
@@ -122,35 +124,44 @@ def _depmod(tree: Path, release: str, where: str) -> None:
         raise UserError(f"{where}: depmod for {release} failed: {last_line(done.stderr)}")
 
 
-def _prepare_file(bzimage: Path, where: str, cache: Path) -> Kernel:
+def _prepare_file(vmlinuz: Path, machine: MachineProfile, where: str, cache: Path) -> Kernel:
     """A kernel file: its modules come from /lib/modules/<release> of this machine, if it has them."""
-    if not bzimage.is_file():
-        raise UserError(f"{where}: no such file {str(bzimage)!r}; give the path of a bzImage")
-    release = qemu_initrd.kernel_release(bzimage)
+    form = machine.image.label
+    if not vmlinuz.is_file():
+        raise UserError(f"{where}: no such file {str(vmlinuz)!r}; give the path of a {form}")
+    release = machine.image.release(vmlinuz)
     if release is None:
-        raise UserError(f"{where}: {bzimage} is not an x86 bzImage (no setup header); give a vmlinuz file")
-    digest = hashlib.sha256(bzimage.read_bytes()).hexdigest()[:16]
+        raise UserError(f"{where}: {vmlinuz} is not {machine.image.mismatch}; give a vmlinuz file")
+    digest = hashlib.sha256(vmlinuz.read_bytes()).hexdigest()[:16]
     entry = cache / "kernels" / f"file-{digest}"
     with _locked(cache / "kernels" / f"file-{digest}.lock"):
         (entry / "tree").mkdir(parents=True, exist_ok=True)  # nothing to lay over the root
-        return _bootable(entry, Path("/"), release, str(bzimage), bzimage, cache, where)
+        return _bootable(machine, entry, Path("/"), release, str(vmlinuz), vmlinuz, cache, where)
 
 
 def _bootable(
-    entry: Path, root: Path, release: str, description: str, bzimage: Path, cache: Path, where: str
+    machine: MachineProfile,
+    entry: Path,
+    root: Path,
+    release: str,
+    description: str,
+    vmlinuz: Path,
+    cache: Path,
+    where: str,
 ) -> Kernel:
-    """The ELF kernel (if it has a PVH entry) and the initramfs, made once per kernel."""
-    if not bzimage.is_file():
-        raise UserError(f"{where}: the package holds no {bzimage.name}; delete {entry} and retry")
-    elf = entry / "vmlinux"
-    config = root / "boot" / f"config-{release}"
-    pvh = config.is_file() and "CONFIG_PVH=y" in config.read_text(errors="replace").splitlines()
-    if pvh and not elf.exists():
-        pvh = qemu_initrd.extract_elf(bzimage, elf)
-    init = qemu_initrd.init_program(cache / "init")
-    initrd = entry / f"initrd-{init.name}.cpio"
+    """The kernel in the form the machine boots fastest and the initramfs, made once per kernel."""
+    if not vmlinuz.is_file():
+        raise UserError(f"{where}: the package holds no {vmlinuz.name}; delete {entry} and retry")
+    image = machine.image.bootable(vmlinuz, root / "boot" / f"config-{release}", entry)
+    dtb = machine.dtb_path(root, release)
+    if dtb is not None and not dtb.is_file():
+        raise UserError(f"{where}: the kernel {release} has no device tree {machine.dtb} for qemu machine "
+                        f"{machine.name!r}; delete {entry} and retry")
+    init = qemu_initrd.init_program(cache / "init", machine.build)
+    # per machine: another profile of the same kernel may need other modules at boot
+    initrd = entry / f"initrd-{init.name}-{machine.name}.cpio"
     if not initrd.exists():
-        modules = qemu_initrd.module_closure(root / "lib" / "modules" / release)
+        modules = qemu_initrd.module_closure(root / "lib" / "modules" / release, machine.boot_modules)
         qemu_initrd.write_initrd(initrd, init, modules)
     tree = entry / "tree" if root == Path("/") else root
-    return Kernel(description, release, elf if pvh else bzimage, pvh, initrd, tree)
+    return Kernel(description, release, image, initrd, tree, dtb)

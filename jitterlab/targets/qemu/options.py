@@ -7,13 +7,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
 from jitterlab.model.units import parse_duration_ns
+from jitterlab.targets.qemu.machines.profile import MachineProfile
+from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
 
 OPTIONS = {
-    "kernel": 'the kernel: "standard" (linux-image-amd64), "rt" (linux-image-rt-amd64), a version like '
-    '"6.12" or "6.12-rt" (Debian backports), or the path of a bzImage (default: "standard")',
+    "machine": f'the qemu machine profile (default "{DEFAULT}"): ' + "; ".join(
+        f'"{e.name}" {e.help}' for e in MACHINES),
+    "kernel": 'the kernel: "standard" (linux-image-amd64 on pc), "rt" (linux-image-rt-amd64 on pc), a '
+    'version like "6.12" or "6.12-rt" (Debian backports), or the path of a bzImage (default: "standard")',
     "cpus": "virtual CPUs, e.g. cpus = 2 (default 2)",
     "memory": 'guest memory, e.g. memory = "1G" (default "1G"; at least "256M")',
     "accel": '"auto" (kvm where it really works, else tcg), "kvm" or "tcg" (default "auto")',
@@ -23,7 +27,6 @@ OPTIONS = {
     'docs/vm-lab.md), or "none" (the default: Debian\'s kernels have no GPIO chip)',
     "workdir": 'absolute directory in the guest for jitterlab\'s files (default: "/tmp/jitterlab-root")',
 }
-NAMED_KERNELS = {"standard": "linux-image-amd64", "rt": "linux-image-rt-amd64"}
 _VERSION = re.compile(r"^(\d+\.\d+)(-rt)?$")
 MIN_MEMORY = 256 << 20
 MAX_MEMORY = 64 << 30
@@ -39,18 +42,20 @@ class KernelSpec:
     """Which kernel: a Debian metapackage (and version prefix), or a file on this machine."""
 
     text: str  # as written in the campaign
-    metapackage: str | None = None  # linux-image-amd64 / linux-image-rt-amd64
+    metapackage: str | None = None  # the machine's package of the flavour: linux-image-rt-amd64
     version: str | None = None  # "6.12": the newest 6.12.x; None: apt's candidate
     path: str | None = None
+    flavour: str | None = None  # "standard" | "rt" (None for a kernel file)
 
     @property
     def rt(self) -> bool:
-        return self.metapackage == NAMED_KERNELS["rt"]
+        return self.flavour == "rt"
 
 
 @dataclass(frozen=True)
 class QemuOptions:
     kernel: KernelSpec
+    machine: MachineProfile
     cpus: int = 2
     memory_bytes: int = 1 << 30
     accel: str = "auto"
@@ -60,28 +65,37 @@ class QemuOptions:
     gpio: str = "none"  # "virtual": the jl-vgpio chip is loaded at boot
 
 
-def parse_kernel(value: object, where: str, *, check_files: bool = False) -> KernelSpec:
+def parse_kernel(
+    value: object, where: str, *, check_files: bool = False, machine: MachineProfile | None = None
+) -> KernelSpec:
+    """The kernel a campaign names, for `machine` (the default profile when None)."""
+    machine = machine or MACHINES.get(DEFAULT, where)
+    flavours = list(machine.kernels)
+    forms = ", ".join(f'"{f}"' for f in flavours)
     if not isinstance(value, str) or not value.strip():
-        raise UserError(
-            f'{where}: expected "standard", "rt", a version like "6.12", or a path, got {value!r}'
-        )
+        raise UserError(f'{where}: expected {forms}, a version like "6.12", or a path, got {value!r}')
     text = value.strip()
-    if text in NAMED_KERNELS:
-        return KernelSpec(text, metapackage=NAMED_KERNELS[text])
-    if m := _VERSION.match(text):
-        meta = NAMED_KERNELS["rt" if m[2] else "standard"]
-        return KernelSpec(text, metapackage=meta, version=m[1])
+    m = _VERSION.match(text)
+    flavour = text if text in ("standard", "rt") else ("rt" if m[2] else "standard") if m else None
+    if flavour is not None:
+        if flavour not in machine.kernels:
+            raise UserError(f"{where}: Debian has no {flavour} kernel for qemu machine {machine.name!r} "
+                            f"({machine.arch}); write {forms}")
+        return KernelSpec(text, metapackage=machine.kernels[flavour], version=m[1] if m else None,
+                          flavour=flavour)
     if text.startswith(("/", "~", "./", "../")):
         path = os.path.expanduser(text)
         if check_files and not os.path.isfile(path):
             raise UserError(
-                f"{where}: no such file {text!r}; give the path of a bzImage (e.g. /boot/vmlinuz-...)"
+                f"{where}: no such file {text!r}; give the path of a {machine.image.label} "
+                "(e.g. /boot/vmlinuz-...)"
             )
         return KernelSpec(text, path=os.path.abspath(path))
-    hint = did_you_mean(text, list(NAMED_KERNELS))
+    hint = did_you_mean(text, flavours)
+    versions = '"6.12" or "6.12-rt"' if "rt" in machine.kernels else '"6.12"'
     raise UserError(
-        f'{where}: unknown kernel {text!r}; {hint}write "standard", "rt", a Debian version like "6.12" '
-        'or "6.12-rt", or the path of a bzImage'
+        f"{where}: unknown kernel {text!r}; {hint}write {forms}, a Debian version like {versions}, "
+        f"or the path of a {machine.image.label}"
     )
 
 
@@ -107,15 +121,29 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
             raise UserError(
                 f"{where}.{key}: unknown option of a qemu target; {hint}known: {', '.join(sorted(OPTIONS))}"
             )
-    kernel = parse_kernel(options.get("kernel", "standard"), f"{where}.kernel", check_files=check_files)
-    cpus = options.get("cpus", 2)
+    name = options.get("machine", DEFAULT)
+    if not isinstance(name, str):
+        known = ", ".join(MACHINES.names())
+        raise UserError(f'{where}.machine: expected the name of a qemu machine, e.g. "{DEFAULT}" '
+                        f"(known: {known}), got {shown(name)}")
+    machine = MACHINES.get(name, f"{where}.machine")
+    kernel = parse_kernel(
+        options.get("kernel", "standard"), f"{where}.kernel", check_files=check_files, machine=machine
+    )
+    cpus = options.get("cpus", machine.cpus)
     if isinstance(cpus, bool) or not isinstance(cpus, int) or not 1 <= cpus <= MAX_CPUS:
         raise UserError(f"{where}.cpus: expected a number of CPUs 1-{MAX_CPUS}, e.g. cpus = 2, got {cpus!r}")
-    memory = memory_bytes(options.get("memory", "1G"), f"{where}.memory")
+    memory = machine.memory_bytes
+    if "memory" in options:
+        memory = memory_bytes(options["memory"], f"{where}.memory")
     accel = options.get("accel", "auto")
     if accel not in ("auto", "kvm", "tcg"):
         hint = did_you_mean(str(accel), ["auto", "kvm", "tcg"])
         raise UserError(f'{where}.accel: expected "auto", "kvm" or "tcg", got {accel!r}; {hint}'.rstrip("; "))
+    if accel == "kvm" and "kvm" not in machine.accel:
+        raise UserError(
+            f'{where}.accel: qemu machine {machine.name!r} is emulated only; give "auto" or "tcg"'
+        )
     cmdline = options.get("cmdline", "")
     if not isinstance(cmdline, str) or not cmdline.isprintable() or len(cmdline) > 1024:
         raise UserError(
@@ -127,7 +155,8 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
                 f"{where}.cmdline: {word.split('=')[0]}= is set by jitterlab to boot the guest; "
                 f"remove {word!r}"
             )
-    timeout_ns = parse_duration_ns(options.get("boot_timeout", "120s"), f"{where}.boot_timeout")
+    timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout")
+                  if "boot_timeout" in options else round(machine.boot_timeout_s * 1e9))
     if timeout_ns < 5_000_000_000:
         raise UserError(f'{where}.boot_timeout: a guest needs seconds to boot; give "5s" or more')
     workdir = options.get("workdir")
@@ -135,14 +164,18 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         isinstance(workdir, str) and workdir.startswith("/") and workdir.rstrip("/") and "\n" not in workdir
     ):
         raise UserError(f'{where}.workdir: expected an absolute path, e.g. "/tmp/jitterlab", got {workdir!r}')
-    gpio = options.get("gpio", "none")
+    gpio = options.get("gpio", machine.gpio[0])
     if gpio not in ("none", "virtual"):
         raise UserError(f'{where}.gpio: expected "virtual" (the jl-vgpio chip) or "none", got {gpio!r}')
+    if gpio not in machine.gpio:
+        raise UserError(f"{where}.gpio: qemu machine {machine.name!r} offers gpio = "
+                        + " or ".join(f'"{g}"' for g in machine.gpio) + f", not {gpio!r}")
     if gpio == "virtual" and kernel.path is not None:
         raise UserError(f'{where}.gpio: the virtual GPIO chip is built against a Debian kernel\'s headers; '
                         f'give kernel = "standard", "rt" or a version, or remove gpio')
     return QemuOptions(
         kernel=kernel,
+        machine=machine,
         gpio=gpio,  # type: ignore[arg-type]
         cpus=cpus,
         memory_bytes=memory,

@@ -1,11 +1,13 @@
 """A Debian kernel booted with qemu on this machine, reached over SSH like any board.
 
-The guest runs this machine's own root file system, shared read-only over 9p under a tmpfs
-overlay (init.c), with the kernel package's tree laid on top, so it has every tool this
-machine has (sh, make, gcc, python3, ...) and the kernel's modules and headers where Debian puts
-them. Its sshd (this machine's /usr/sbin/sshd, with keys made for this boot) listens behind qemu's
-user-mode network on a free loopback port; commands and files then travel as SSH sessions over
-one ControlMaster connection, exactly as for an ssh target (ssh_sessions.py).
+What the guest is (emulator, machine, kernel packages, devices, root, compilers) is its machine
+profile (machines/); the x86-64 PC, "pc", is the default. Its guest runs this machine's own root
+file system, shared read-only over 9p under a tmpfs overlay (init.c), with the kernel package's
+tree laid on top, so it has every tool this machine has (sh, make, gcc, python3, ...) and the
+kernel's modules and headers where Debian puts them. Its sshd (this machine's /usr/sbin/sshd, with
+keys made for this boot) listens behind qemu's user-mode network on a free loopback port; commands
+and files then travel as SSH sessions over one ControlMaster connection, exactly as for an ssh
+target (ssh/sessions.py).
 """
 
 from __future__ import annotations
@@ -19,19 +21,21 @@ import time
 from pathlib import Path
 
 from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.targets.capabilities import CrossBuilt, KeepsKernelModules, VirtualMachine
 from jitterlab.targets.qemu import accel as qemu_accel
 from jitterlab.targets.qemu import kernels as qemu_kernels
 from jitterlab.targets.qemu import modules as qemu_modules
 from jitterlab.targets.qemu import vgpio as qemu_vgpio
+from jitterlab.targets.qemu.machines.profile import HOST_ROOT, MachineProfile
+from jitterlab.targets.qemu.machines.registry import DEFAULT
 from jitterlab.targets.qemu.options import QemuOptions
 from jitterlab.targets.qemu.scripts import SSHD_CONFIG, STAGE2
-from jitterlab.targets.qemu.vm import QEMU, VM, Machine
+from jitterlab.targets.qemu.vm import VM, Machine
 from jitterlab.targets.ssh.loopback_sshd import free_port
 from jitterlab.targets.ssh.options import SSHOptions
 from jitterlab.targets.ssh.sessions import OverSSH, SSHSessions
 from jitterlab.targets.ssh.target import SSHTarget
 
-BASE_CMDLINE = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
 # An emulated (tcg) guest answers a handshake or a keep-alive slowly, and not at all while its
 # emulated CPUs run real-time threads (timerlat at FIFO 95 on every CPU) on a busy host: a minute
 # of silence is tolerated there before the guest counts as lost; under kvm what an ssh target gets.
@@ -39,7 +43,12 @@ SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, 
 _PORT_TAKEN = "Could not set up host forwarding rule"
 
 
-class QemuTarget(OverSSH):
+def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
+    """The guest kernel's command line: what the boot needs, then the campaign's `cmdline`."""
+    return f"console={machine.console} loglevel=4 panic=-1 rdinit=/init {extra}".strip()
+
+
+class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt):
     """A VM this process boots; boot() before use, close() shuts it down (also on errors)."""
 
     kind = "qemu"
@@ -47,40 +56,57 @@ class QemuTarget(OverSSH):
     def __init__(self, name: str, options: QemuOptions) -> None:
         self.name = name
         self.options = options
+        self.machine = options.machine
         self.workdir = options.workdir or ""
-        # the guest runs this machine's own userland (its root over 9p): programs built here run there
-        # unchanged, and an emulated guest compiles an order of magnitude slower
-        self.cross_cc: str | None = "cc"
         self.kernel: qemu_kernels.Kernel | None = None
-        self.vm_accel: str | None = None  # "kvm" | "tcg", recorded in the sysinfo snapshot
+        self._accel = ""  # "kvm" | "tcg" once booted
         self.accel_why = ""
-        self.boot_s: float | None = None  # qemu started -> guest ready (wall time)
+        self._boot_s: float | None = None
         self.vm: VM | None = None
         self.dir = Path(tempfile.mkdtemp(prefix="jl-qemu-"))
         self._ssh: SSHTarget | None = None
         self._sessions = None  # type: ignore[assignment]
 
+    # --- capabilities ------------------------------------------------------------------------------
+
+    @property
+    def vm_accel(self) -> str:
+        """"kvm" | "tcg", recorded in the sysinfo snapshot ("" before boot())."""
+        return self._accel
+
+    @property
+    def boot_s(self) -> float | None:
+        """qemu started -> guest ready (wall time), s."""
+        return self._boot_s
+
+    @property
+    def cross_cc(self) -> str:
+        return self.machine.build.cc
+
     def where(self) -> str:
         kernel = self.kernel.release if self.kernel else self.options.kernel.text
-        return f"target {self.name!r} (qemu, kernel {kernel})"
+        qemu = "qemu" if self.machine.name == DEFAULT else f"qemu {self.machine.name}"
+        return f"target {self.name!r} ({qemu}, kernel {kernel})"
 
     # --- boot -------------------------------------------------------------------------------------
 
     def boot(self) -> QemuTarget:
         """Prepare the kernel (fetched once into the cache), start qemu, wait for the guest, connect."""
-        o, where = self.options, f"target {self.name!r}"
+        o, where, profile = self.options, f"target {self.name!r}", self.machine
         _check_host(o, where)
-        accel = qemu_accel.detect(o.accel, where)
-        self.vm_accel, self.accel_why = accel.name, accel.why
-        self.kernel = qemu_kernels.prepare(o.kernel, f"{where}.kernel")
+        accel = qemu_accel.detect(o.accel, where, profile.kvm_missing())
+        self._accel, self.accel_why = accel.name, accel.why
+        self.kernel = qemu_kernels.prepare(o.kernel, profile, f"{where}.kernel")
         boot_dir = self._write_boot_share()
         shares = (("jlroot", Path("/")), ("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
         for _attempt in range(3):
             port = free_port()
             machine = Machine(
+                profile=profile,
                 image=self.kernel.image,
+                dtb=self.kernel.dtb,
                 initrd=self.kernel.initrd,
-                append=f"{BASE_CMDLINE} {o.cmdline}".strip(),
+                append=kernel_cmdline(profile, o.cmdline),
                 cpus=o.cpus,
                 memory_bytes=o.memory_bytes,
                 accel=accel.name,
@@ -92,7 +118,7 @@ class QemuTarget(OverSSH):
             self.vm = VM(machine, self.dir / "qemu.log")
             state, _uptime = self.vm.wait_ready(o.boot_timeout_s)
             if state == "ready":
-                self.boot_s = time.monotonic() - started
+                self._boot_s = time.monotonic() - started
                 break
             self.vm.stop()
             if _PORT_TAKEN not in self._qemu_log():  # else another program took the port: again
@@ -127,7 +153,7 @@ class QemuTarget(OverSSH):
     def _connect(self, port: int) -> None:
         key_type, key = (self.dir / "boot" / "host_key.pub").read_text().split()[:2]
         (self.dir / "known_hosts").write_text(f"[127.0.0.1]:{port} {key_type} {key}\n")
-        connect_s, alive_s = SSH_TIMEOUTS_S[self.vm_accel or "tcg"]
+        connect_s, alive_s = SSH_TIMEOUTS_S[self._accel or "tcg"]
         options = SSHOptions(
             host="127.0.0.1",
             port=port,
@@ -168,7 +194,7 @@ class QemuTarget(OverSSH):
     def _boot_error(self, state: str) -> Exception:
         # qemu's own words count when it ended by itself; after a timeout jitterlab stopped it
         qemu_said = [line for line in self._qemu_log().splitlines()
-                     if line.startswith(QEMU) and "terminating on signal" not in line]
+                     if line.startswith(self.machine.qemu) and "terminating on signal" not in line]
         if state != "timeout" and qemu_said and not (self.vm and self.vm.console_text().strip()):
             return UserError(f"{self.where()}: qemu refused to start: {qemu_said[-1]}")
         assert self.kernel is not None
@@ -203,8 +229,14 @@ class QemuTarget(OverSSH):
 
 def _check_host(o: QemuOptions, where: str) -> None:
     """What this machine must have to boot the guest (the options themselves are already valid)."""
-    if shutil.which(QEMU) is None:
-        raise UserError(f"{where}: {QEMU} is missing on this machine (apt install qemu-system-x86)")
+    machine = o.machine
+    if machine.root != HOST_ROOT:  # a root of the board's own needs an init and a build of its own
+        raise UserError(f"{where}.machine: qemu machine {machine.name!r} has a root jitterlab cannot "
+                        f"provide yet ({machine.root})")
+    if shutil.which(machine.qemu) is None:
+        raise UserError(
+            f"{where}: {machine.qemu} is missing on this machine (apt install {machine.qemu_package})"
+        )
     for tool, package in (
         ("setpriv", "util-linux"),
         ("ssh", "openssh-client"),

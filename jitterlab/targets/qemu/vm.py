@@ -1,6 +1,6 @@
 """One qemu process: its command line, its start, the wait for the guest, and its end.
 
-qemu runs under a small launcher (qemu_scripts.LAUNCH) in a session of its own, so Ctrl-C in
+qemu runs under a small launcher (scripts.LAUNCH) in a session of its own, so Ctrl-C in
 the terminal reaches jitterlab, which shuts the guest down in order; and the launcher stops qemu
 when jitterlab's end of a pipe closes, which the kernel does also when jitterlab is killed.
 """
@@ -15,16 +15,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.scripts import FAILED, LAUNCH, READY
-
-QEMU = "qemu-system-x86_64"
 
 
 @dataclass(frozen=True)
 class Machine:
     """What qemu is asked to run."""
 
-    image: Path  # ELF (PVH) or bzImage
+    profile: MachineProfile  # the emulator, the machine, its devices
+    image: Path  # the kernel, in the profile's form
     initrd: Path
     append: str  # the kernel command line
     cpus: int
@@ -33,6 +33,7 @@ class Machine:
     shares: tuple[tuple[str, Path], ...]  # (9p mount tag, directory on this machine), read-only
     ssh_port: int  # on 127.0.0.1, forwarded to the guest's port 22
     console: Path  # the serial console's output
+    dtb: Path | None = None  # the device tree, for a machine that takes one
 
 
 def _opt(value: object) -> str:
@@ -41,27 +42,24 @@ def _opt(value: object) -> str:
 
 
 def qemu_argv(m: Machine) -> list[str]:
-    accel = (
-        ["-accel", "kvm", "-cpu", "host"]
-        if m.accel == "kvm"
-        else ["-accel", "tcg,thread=multi", "-cpu", "max"]
-    )
+    p = m.profile
+    dtb = ["-dtb", str(m.dtb)] if m.dtb is not None else []
     argv = [
-        QEMU, "-nodefaults", "-no-user-config", "-machine", "q35", *accel,
+        p.qemu, "-nodefaults", "-no-user-config", *p.machine, *p.accel[m.accel],
         "-smp", str(m.cpus), "-m", f"{m.memory_bytes >> 20}M",
-        "-kernel", str(m.image), "-initrd", str(m.initrd), "-append", m.append,
+        "-kernel", str(m.image), *dtb, "-initrd", str(m.initrd), "-append", m.append,
         "-display", "none", "-no-reboot",
         "-chardev", f"file,id=console,path={_opt(m.console)}", "-serial", "chardev:console",
         "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{m.ssh_port}-:22",
-        "-device", "virtio-net-pci,netdev=net0",
-        "-device", "virtio-rng-pci",
+        "-device", f"{p.device('net')},netdev=net0",
+        "-device", p.device("rng"),
     ]  # fmt: skip
     for i, (tag, path) in enumerate(m.shares):
         argv += [
             "-fsdev",
             f"local,id=fs{i},path={_opt(path)},security_model=none,readonly=on,multidevs=remap",
             "-device",
-            f"virtio-9p-pci,fsdev=fs{i},mount_tag={tag}",
+            f"{p.device('9p')},fsdev=fs{i},mount_tag={tag}",
         ]
     return argv
 

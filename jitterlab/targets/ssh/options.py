@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
 from jitterlab.model.units import parse_duration_ns
+from jitterlab.programs import check_cc
 
 OPTIONS = {
     "host": 'name or address of the target, e.g. host = "board1.lab" (required)',
@@ -28,7 +29,6 @@ OPTIONS = {
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:%@+-]*$")
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.:-]*)$")
 # a compiler and its flags: words without anything a shell or make would read as syntax
-_CC_WORD = re.compile(r"^[A-Za-z0-9_./+=,:-]+$")
 ALIVE_INTERVAL_S = 5  # ssh's keep-alive probe interval (ServerAliveInterval)
 
 
@@ -117,20 +117,6 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         workdir=workdir.rstrip("/") if workdir else None,
         cc=" ".join(cc.split()) if isinstance(cc, str) else None,
     )
-
-
-def check_cc(cc: object, where: str) -> str:
-    """A cross compiler, maybe with flags ("aarch64-linux-gnu-gcc -mcpu=cortex-a53"): words of
-    letters, digits and _./+=,:- only, the first not a flag. make hands $(CC) to /bin/sh, so a
-    quote, $, `, ;, | or & in it would run a command on this machine."""
-    words = cc.split() if isinstance(cc, str) else []
-    if not words or len(cc) > 500 or not all(_CC_WORD.match(w) for w in words) or words[0][0] == "-":
-        raise UserError(
-            f'{where}: expected a compiler and its flags, e.g. cc = "aarch64-linux-gnu-gcc -O2", '
-            f"as words of letters, digits and _./+=,:- (no quotes, $, `, ;, |, &, spaces inside a word), "
-            f"got {shown(cc)}"
-        )
-    return " ".join(words)
 
 
 def _path(options: Mapping[str, object], key: str, where: str, *, must_exist: bool) -> str | None:

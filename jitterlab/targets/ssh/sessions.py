@@ -26,6 +26,7 @@ from pathlib import Path
 
 from jitterlab.model.errors import RunFailed, TargetLost, UserError
 from jitterlab.targets.base import CommandTimeout, Completed
+from jitterlab.targets.capabilities import ReachedBySSH
 from jitterlab.targets.ssh.scripts import CONNECT, GET, PUT_FILE, PUT_TREE, RUN, SPAWN
 
 TRANSFER_TIMEOUT_S = 600.0
@@ -313,28 +314,32 @@ class SSHSessions:
             os.replace(partial, local)
 
 
-class OverSSH:
+class OverSSH(ReachedBySSH):
     """The Target protocol's run/spawn/put/get of a target whose commands travel as SSH sessions
-    (`self._sessions`): the ssh and labgrid targets differ only in how they connect."""
+    (`self._sessions`): the ssh, labgrid and qemu targets differ only in how they connect."""
 
     _sessions: SSHSessions
 
+    def _live_sessions(self) -> SSHSessions:
+        """The connection's sessions (a kind that connects on first use does it here)."""
+        return self._sessions
+
     def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
-        return self._sessions.run(argv, timeout_s)
+        return self._live_sessions().run(argv, timeout_s)
 
     def spawn(self, argv: list[str], log_path: str | None = None) -> SSHProcess:
-        return self._sessions.spawn(argv, log_path)
+        return self._live_sessions().spawn(argv, log_path)
 
     def put(self, local: Path, remote: str) -> None:
-        self._sessions.put(local, remote)
+        self._live_sessions().put(local, remote)
 
     def get(self, remote: str, local: Path) -> None:
-        self._sessions.get(remote, local)
+        self._live_sessions().get(remote, local)
 
     def ssh_command(self, remote: list[str]) -> list[str]:
         """The ssh command line that runs `remote` over this target's connection (`-- HOST CMD` last):
         for tools that speak SSH themselves (scp, sftp) and must reach the target the same way."""
-        return self._sessions.ssh_argv(remote)
+        return self._live_sessions().ssh_argv(remote)
 
 
 class SSHProcess:

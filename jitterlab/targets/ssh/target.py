@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.targets.capabilities import Capability, CrossBuilt
 from jitterlab.targets.ssh.options import ALIVE_INTERVAL_S, SSHOptions
 from jitterlab.targets.ssh.sessions import OverSSH, SSHSessions, last_line
 
@@ -27,16 +28,13 @@ def _config_path(path: str) -> str:
     return f'"{path}"' if any(c.isspace() for c in path) else path
 
 
-class SSHTarget(OverSSH):
+class SSHTarget(OverSSH, CrossBuilt):
     """A machine reached with the ssh client; connect() before use, close() to release it."""
-
-    kind = "ssh"
 
     def __init__(self, name: str, options: SSHOptions) -> None:
         self.name = name
         self.options = options
         self.workdir = options.workdir or ""
-        self.cross_cc = options.cc  # programs are built on this machine with it, not on the target
         self._dir = tempfile.mkdtemp(prefix="jl-ssh-")
         self.control_path = f"{self._dir}/cm"
         self._sessions = SSHSessions(
@@ -49,6 +47,15 @@ class SSHTarget(OverSSH):
             lost_hint=f"; it may also have been silent for {options.alive_timeout_s:g}s (alive_timeout), "
                       "e.g. kept busy by real-time work: raise alive_timeout in its [[target]] if so",
         )
+
+    def offers(self, cap: type[Capability]) -> bool:
+        return cap is not CrossBuilt or self.options.cc is not None
+
+    @property
+    def cross_cc(self) -> str:
+        """Programs are built on this machine with it (`cc` of its [[target]]), not on the target."""
+        assert self.options.cc is not None, "cross_cc of an ssh target without cc"
+        return self.options.cc
 
     # --- the ssh command line ---------------------------------------------------------------------
 

@@ -1,9 +1,13 @@
 """What an impl is: a programming model that toggles a pin every half period for a run and logs
-its own edges, with what it needs on the target (tools, programs to build, the pins it drives).
+its own edges, with what it needs on the target (tools, programs to build) and of a pin (the forms
+of pins/offers.py it can drive a pin through).
 
-Every impl takes the same flags (jitterlab/programs/*: --period-ns --duration-ns, the pin's own
-flags, --log --prio [--allow-no-rt]) and writes `<scratch>/self.log` in the
-`# jitterlab-edges v1` format, which the self probe reads.
+Every impl takes the same flags (jitterlab/programs/*: --period-ns --duration-ns, the flags of
+the pin's form it binds to, --log --prio [--allow-no-rt]) and writes `<scratch>/self.log` in the
+`# jitterlab-edges v1` format, which the self probe reads. Its times are the target's
+CLOCK_MONOTONIC (CLOCK_REALTIME is accepted, and warned about): an impl whose wave is timed by
+another clock (a coprocessor's timer) converts its edges before it hands the log over, so probes
+and the analysis need to know nothing of it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Protocol
 
 from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import Forms, Offer, describe
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.registry import Registry
 from jitterlab.targets.processes import run_recorded
@@ -24,8 +29,9 @@ EXIT_UNAVAILABLE = 69
 
 
 class Impl(Protocol):
-    pins: frozenset[str]
-    """The pin kinds it can drive."""
+    needs: Forms
+    """The forms of a pin it can drive it through, preferred first; it drives every pin kind whose
+    handle offers one of them."""
     realtime: bool
     """True when it cannot be measured honestly without a real-time scheduling class."""
 
@@ -34,9 +40,9 @@ class Impl(Protocol):
         ...
 
     def programs(self) -> dict[str, str]:
-        """Programs of jitterlab/programs/c it needs -> the Debian package their build needs
-        beyond gcc, make and libc ("" for none). A program the target cannot build makes the
-        impl's cells unavailable, naming the package."""
+        """Programs of a built directory of jitterlab/programs (programs.DIRS) it needs -> the
+        Debian package their build needs beyond gcc, make and libc ("" for none). A program the
+        target cannot build makes the impl's cells unavailable, naming the package."""
         ...
 
     def prepare(self, ctx: RunContext) -> None:
@@ -68,12 +74,22 @@ def run_program(ctx: RunContext, name: str, argv: list[str]) -> str:
     return output
 
 
-def common_flags(ctx: RunContext, pin: PinHandle, *, allow_no_rt: bool = False) -> list[str]:
-    """The flags every wave-making program takes, for this run and pin."""
+def bound(ctx: RunContext, needs: Forms, pin: PinHandle) -> Offer:
+    """The form in which the impl reaches the pin: the first of its needs the handle offers;
+    RunFailed (unavailable) when it offers none (the campaign check refuses such cells before)."""
+    form = pin.bind(needs)
+    if form is None:
+        raise RunFailed(f"impl {ctx.cell.param('impl')} cannot drive pin {pin.kind!r}: it needs "
+                        f"{describe(needs)}", status="unavailable")
+    return form
+
+
+def common_flags(ctx: RunContext, form: Offer, *, allow_no_rt: bool = False) -> list[str]:
+    """The flags every wave-making program takes, for this run and the pin reached as `form`."""
     flags = [
         "--period-ns", str(ctx.cell.param("period")),
         "--duration-ns", str(ctx.settings.duration_ns),
-        *pin.program_args,
+        *form.program_args,
         "--log", f"{ctx.scratch}/{SELF_LOG}",
         "--prio", str(PROGRAM_PRIORITY),
     ]  # fmt: skip

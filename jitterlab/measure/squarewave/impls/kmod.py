@@ -4,8 +4,8 @@ The module is built on the target with kbuild against the running kernel's heade
 (/lib/modules/$(uname -r)/build), once per kernel release and before the run's pin and probe start
 (prepare: a build takes minutes on a slow board). It is loaded with the run's parameters, read
 back through /proc/jl_wave when it says it is done, and unloaded on every path. It drives a real
-GPIO line through the kernel's consumer API, so its pins are the real ones (gpiod, sysfs): the
-line is found by its chip's label and offset.
+GPIO line through the kernel's consumer API, so it drives the pins whose handle offers a line the
+kernel finds by its chip's label and offset (KernelLine: gpiod, sysfs).
 """
 
 from __future__ import annotations
@@ -16,12 +16,17 @@ from dataclasses import dataclass
 
 from jitterlab import programs
 from jitterlab.measure.context import RunContext
-from jitterlab.measure.squarewave.impls.base import IMPLS, PROGRAM_PRIORITY, SELF_LOG
+from jitterlab.measure.squarewave.impls.base import IMPLS, PROGRAM_PRIORITY, SELF_LOG, bound
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import Forms, KernelLine
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.programs import ProgramDir
+from jitterlab.targets.capabilities import KeepsKernelModules, has
 
 MODULE = "jl_wave"
-SOURCES = programs.SOURCES / "kmod"
+# shipped as sources: the module is built per kernel release at prepare(), not when deployed
+KMOD = programs.declare(ProgramDir("kmod", ("*.c", "Kbuild", "Makefile")))
+SOURCES = KMOD.path
 # $1: the kmod sources, $2: the build directory (per kernel release); builds unless built
 _BUILD = r"""
 k=$(uname -r)
@@ -39,7 +44,7 @@ _UNLOAD = 'grep -q "^jl_wave " /proc/modules && rmmod jl_wave; exit 0'
 @dataclass(frozen=True)
 class KmodImpl:
     mode: str  # busy | hrtimer | rt
-    pins: frozenset[str] = frozenset({"gpiod", "sysfs"})
+    needs: Forms = (KernelLine,)
     realtime: bool = True  # a kernel thread or hard-irq timer: the RT fallback does not apply
 
     def tools(self) -> dict[str, str]:
@@ -52,7 +57,9 @@ class KmodImpl:
         build(ctx)  # minutes on a slow board: before the probe watches, whose time is bounded
 
     def run(self, ctx: RunContext, pin: PinHandle) -> str:
-        if not pin.chip_label or pin.line < 0:
+        line = bound(ctx, self.needs, pin)
+        assert isinstance(line, KernelLine)
+        if not line.chip_label or line.line < 0:
             raise RunFailed(f"kmod-{self.mode} drives a real GPIO line; pin {pin.kind!r} names none",
                             status="unavailable")
         target, settings = ctx.target, ctx.settings
@@ -60,8 +67,8 @@ class KmodImpl:
         target.run(["sh", "-c", _UNLOAD])
         name = f"kmod-{self.mode}"
         params = [f"period_ns={ctx.cell.param('period')}", f"duration_ns={settings.duration_ns}",
-                  f"mode={self.mode}", f'chip="{pin.chip_label}"' if " " in pin.chip_label else
-                  f"chip={pin.chip_label}", f"line={pin.line}", f"prio={PROGRAM_PRIORITY}", f"impl={name}"]
+                  f"mode={self.mode}", f'chip="{line.chip_label}"' if " " in line.chip_label else
+                  f"chip={line.chip_label}", f"line={line.line}", f"prio={PROGRAM_PRIORITY}", f"impl={name}"]
         loaded = target.run(["insmod", module, *params], timeout_s=60)
         if not loaded.ok:
             raise RunFailed(explain_insmod(loaded.stderr, target), status="unavailable")
@@ -84,14 +91,15 @@ class KmodImpl:
 def build(ctx: RunContext) -> str:
     """The module built for the target's running kernel (cached per release); RunFailed
     (unavailable) with the cause and the fix when it cannot be."""
-    kept = getattr(ctx.target, "kernel_module", None)  # a target that keeps its modules (qemu)
-    if kept is not None:
+    keeps = has(ctx.target, KeepsKernelModules)  # a target that keeps its modules (qemu)
+    if keeps is not None:
         try:
-            return kept(SOURCES, MODULE)
+            return keeps.kernel_module(SOURCES, MODULE)
         except UserError as exc:
             raise RunFailed(str(exc), status="unavailable") from None
     release = ctx.target.run(["uname", "-r"]).stdout.strip()
-    done = ctx.target.run(["sh", "-c", _BUILD, "sh", f"{ctx.bindir}/kmod", f"{ctx.bindir}/kmod-{release}"],
+    done = ctx.target.run(["sh", "-c", _BUILD, "sh", f"{ctx.bindir}/{KMOD.name}",
+                           f"{ctx.bindir}/{KMOD.name}-{release}"],
                           timeout_s=600)
     if done.ok:
         return done.stdout.strip().splitlines()[-1]

@@ -5,24 +5,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from jitterlab import programs
 from jitterlab.measure.context import RunContext
-from jitterlab.measure.squarewave.impls.base import IMPLS, common_flags, run_program
+from jitterlab.measure.squarewave.impls.base import IMPLS, bound, common_flags, run_program
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import ChipLine, Forms, MappedLevel, RegisterBlock, ValueFile
+from jitterlab.programs import ProgramDir
 from jitterlab.targets.processes import pinned
 
-FILE_PINS = frozenset({"vpin", "sysfs", "external"})  # a value file written with write()/pwrite
-MAPPED_PINS = frozenset({"vpin", "gpiomem", "external"})  # a level byte or set/clear registers, via mmap
+FILE = (ValueFile,)  # a value file written with write()/pwrite/echo
+MAPPED = (MappedLevel, RegisterBlock)  # a level byte or set/clear registers, via mmap
+BASH = programs.declare(ProgramDir("bash", ("*.sh",)))
+PYTHON = programs.declare(ProgramDir("python", ("*.py",)))
+NODE = programs.declare(ProgramDir("node", ("*.js",)))
 
 
 @dataclass(frozen=True)
 class ProgramImpl:
-    """An impl that is one program: an interpreter and a script, or a C program of programs/c."""
+    """An impl that is one program: an interpreter and a script, or a C program of programs/c.
+    Its program's directory is declared (programs.declare), so deployment ships and builds it."""
 
     command: tuple[str, ...]  # argv prefix; the last word is a path relative to the programs dir
     runtime_tools: dict[str, str] = field(default_factory=dict)
-    pins: frozenset[str] = FILE_PINS
+    needs: Forms = FILE
     realtime: bool = False
-    build: dict[str, str] = field(default_factory=dict)  # programs/c targets -> build package
+    build: dict[str, str] = field(default_factory=dict)  # programs of a built directory -> build package
 
     def tools(self) -> dict[str, str]:
         return dict(self.runtime_tools)
@@ -36,25 +43,26 @@ class ProgramImpl:
     def run(self, ctx: RunContext, pin: PinHandle) -> str:
         *interpreter, path = self.command
         allow = self.realtime and not ctx.rt_permitted
+        form = bound(ctx, self.needs, pin)
         argv = [*pinned(ctx.placement.program_cpus), *interpreter, f"{ctx.bindir}/{path}",
-                *common_flags(ctx, pin, allow_no_rt=allow)]
+                *common_flags(ctx, form, allow_no_rt=allow)]
         return run_program(ctx, str(ctx.cell.param("impl")), argv)
 
 
 IMPLS.add(
     "bash",
     "bash script: echo into the pin file, external sleep (what a quick script does)",
-    ProgramImpl(("bash", "bash/squarewave.sh"), {"bash": "bash", "sleep": "coreutils"}),
+    ProgramImpl(("bash", f"{BASH.name}/squarewave.sh"), {"bash": "bash", "sleep": "coreutils"}),
 )
 IMPLS.add(
     "python",
     "Python loop: os.pwrite on the pin file (gpiod pin: the gpiod bindings), time.sleep (relative)",
-    ProgramImpl(("python3", "python/squarewave.py"), {"python3": "python3"}, pins=FILE_PINS | {"gpiod"}),
+    ProgramImpl(("python3", f"{PYTHON.name}/squarewave.py"), {"python3": "python3"}, needs=(*FILE, ChipLine)),
 )
 IMPLS.add(
     "node",
     "Node.js: fs.writeSync on the pin file, chained setTimeout (relative)",
-    ProgramImpl(("node", "node/squarewave.js"), {"node": "nodejs"}),
+    ProgramImpl(("node", f"{NODE.name}/squarewave.js"), {"node": "nodejs"}),
 )
 IMPLS.add(
     "c-file",
@@ -64,17 +72,17 @@ IMPLS.add(
 IMPLS.add(
     "c-gpiod",
     "C: libgpiod on the GPIO character device (the modern libsoc), relative clock_nanosleep",
-    ProgramImpl(("c/c-gpiod",), pins=frozenset({"gpiod"}), build={"c-gpiod": "libgpiod-dev"}),
+    ProgramImpl(("c/c-gpiod",), needs=(ChipLine,), build={"c-gpiod": "libgpiod-dev"}),
 )
 IMPLS.add(
     "c-mmap",
     "C: store into the mmap'd pin, relative clock_nanosleep",
-    ProgramImpl(("c/c-mmap",), pins=MAPPED_PINS, build={"c-mmap": ""}),
+    ProgramImpl(("c/c-mmap",), needs=MAPPED, build={"c-mmap": ""}),
 )
 IMPLS.add(
     "c-fifo",
     "C: mmap'd pin + SCHED_FIFO + mlockall + absolute deadlines (TIMER_ABSTIME); after a stall it "
     "catches up: the missed edges fire back to back to keep the phase, so the run shows very short "
     "periods right after the long one and can last longer than its duration",
-    ProgramImpl(("c/c-fifo",), pins=MAPPED_PINS, realtime=True, build={"c-fifo": ""}),
+    ProgramImpl(("c/c-fifo",), needs=MAPPED, realtime=True, build={"c-fifo": ""}),
 )

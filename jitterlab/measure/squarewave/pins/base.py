@@ -1,5 +1,5 @@
-"""What a pin is: it sets itself up for a run, tells the program how to reach it, tells an
-observer what it may watch, and tears itself down on every path."""
+"""What a pin is: it sets itself up for a run, hands over the forms in which programs and observers
+can reach it (its offers, declared by the kind), and tears itself down on every path."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import Registry
@@ -15,27 +16,27 @@ from jitterlab.model.registry import Registry
 
 @dataclass(frozen=True)
 class PinHandle:
-    """A pin set up for one run.
-
-    `program_args` are the flags every impl gets for it (e.g. ("--pin", path)). `level_path`, when
-    not None, is a file whose first byte is the line's level ('0'/'1') and that an observer may
-    mmap and poll (the vpin pin; a virtual GPIO chip's level page).
-    """
+    """A pin set up for one run: the forms in which a program or an observer can reach it
+    (pins/offers.py), each with what it takes (a path, a chip and line, a register map)."""
 
     kind: str
-    program_args: tuple[str, ...]
-    level_path: str | None = None
+    offers: tuple[Offer, ...] = ()
     description: str = ""
-    level_offset: int = 0  # the level's byte in level_path
-    chip_label: str = ""  # a real line: its chip's label and offset, for kernel-space impls and
-    line: int = -1  # for probes that watch it from the same chip (gpio-loopback)
+
+    def get(self, form: type[OfferT]) -> OfferT | None:
+        """The handle's offer of `form` (or of a form derived from it), else None."""
+        return next((o for o in self.offers if isinstance(o, form)), None)
+
+    def bind(self, needs: Forms) -> Offer | None:
+        """The first of `needs` (a consumer's forms, preferred first) that the handle offers."""
+        return next((found for form in needs if (found := self.get(form)) is not None), None)
 
 
 class Pin(Protocol):
     """One kind of pin: class attributes describe it, an instance serves one run."""
 
-    probes: ClassVar[frozenset[str]]
-    """The probes that can observe it."""
+    offers: ClassVar[frozenset[type[Offer]]]
+    """The forms its handle offers (impls and probes bind to them; the handle carries each)."""
     params: ClassVar[tuple[Param, ...]]
     """Its options, in [pins.NAME]."""
     tools: ClassVar[dict[str, str]]
@@ -62,7 +63,7 @@ class Pin(Protocol):
 class PinBase:
     """Defaults for the optional parts of the Pin protocol; subclasses set `ctx` in __init__."""
 
-    probes: ClassVar[frozenset[str]] = frozenset({"self"})
+    offers: ClassVar[frozenset[type[Offer]]]  # no default: a pin kind says what its handle offers
     params: ClassVar[tuple[Param, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
 

@@ -7,17 +7,18 @@ describe that outside signal, never the program. Every run says it in a warning.
 from __future__ import annotations
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
+from jitterlab.measure.squarewave.pins.offers import LevelPage, OutsideSignal
 from jitterlab.measure.squarewave.pins.vpin import VirtualPin
-
-INSTRUMENT_PROBES = frozenset({"sigrok", "scpi"})
 
 
 class ExternalPin(VirtualPin):
-    probes = INSTRUMENT_PROBES | {"self"}
+    # what the program drives, but not its level page: no observer on the target may watch it
+    offers = (VirtualPin.offers - {LevelPage}) | {OutsideSignal}
 
     def setup(self) -> PinHandle:
         handle = super().setup()
-        return PinHandle("external", handle.program_args, level_path=None,
+        drives = tuple(o for o in handle.offers if not isinstance(o, LevelPage))
+        return PinHandle("external", (*drives, OutsideSignal()),
                          description=f"{handle.description} (the instrument watches an outside signal)")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain, find_chip
+from jitterlab.measure.squarewave.pins.offers import BoardLine, ChipLine, InstrumentInput, KernelLine
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import Param, integer, text
 
@@ -20,7 +21,7 @@ exit 0
 
 
 class GpiodPin(PinBase):
-    probes = frozenset({"self", "gpio-loopback", "sigrok", "scpi"})
+    offers = frozenset({ChipLine, KernelLine, BoardLine, InstrumentInput})
     params = (
         Param("chip", "the GPIO chip: its label, gpiochipN or /dev/gpiochipN", text, '"pinctrl-bcm2711"',
               default="gpiochip0"),
@@ -35,9 +36,9 @@ class GpiodPin(PinBase):
         if not done.ok:
             raise RunFailed(explain(done.stderr, f"pins.gpiod: {chip.device} line {line}"),
                             status="unavailable")
-        return PinHandle("gpiod", ("--chip", chip.device, "--line", str(line)),
-                         description=f"{chip.device} [{chip.label}] line {line}", chip_label=chip.label,
-                         line=line)
+        return PinHandle("gpiod", (ChipLine(chip.device, line), KernelLine(chip.label, line),
+                                   BoardLine(chip.label, line), InstrumentInput()),
+                         description=f"{chip.device} [{chip.label}] line {line}")
 
     def teardown(self) -> None:
         return None  # the program's request ends with the program

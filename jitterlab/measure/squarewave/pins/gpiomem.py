@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain
+from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, RegisterBlock
 from jitterlab.measure.squarewave.pins.socs import SOCS
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, choice, integer
@@ -22,7 +23,7 @@ def _device(value: object, where: str) -> ParamValue:
 
 
 class GpiomemPin(PinBase):
-    probes = frozenset({"self", "gpio-loopback", "sigrok", "scpi"})
+    offers = frozenset({RegisterBlock, BoardLine, InstrumentInput})
     params = (
         Param("soc", "the SoC's register map: " + ", ".join(f"{s.name} ({s.help})" for s in SOCS.values()),
               choice(*SOCS), '"bcm2711"'),
@@ -50,7 +51,8 @@ class GpiomemPin(PinBase):
             raise RunFailed(explain(done.stderr, f"pins.gpiomem: {device}") +
                             ("" if "denied" not in done.stderr else
                              "; /dev/gpiomem needs the gpio group, /dev/mem root"), status="unavailable")
-        return PinHandle("gpiomem", regs.flags(device),
+        # the line's chip is not known here: a loopback probe is told it (probes.gpio-loopback.chip)
+        return PinHandle("gpiomem", (RegisterBlock(regs, device), BoardLine(), InstrumentInput()),
                          description=f"{soc.name} line {opts['line']} via {device}")
 
     def teardown(self) -> None:

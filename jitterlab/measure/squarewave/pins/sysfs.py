@@ -7,6 +7,7 @@ import contextlib
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain, find_chip
+from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, KernelLine, ValueFile
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import Param, integer, text
 
@@ -29,7 +30,7 @@ _UNEXPORT = 'echo 0 > "/sys/class/gpio/gpio$1/value"; echo "$1" > /sys/class/gpi
 
 
 class SysfsPin(PinBase):
-    probes = frozenset({"self", "gpio-loopback", "sigrok", "scpi"})
+    offers = frozenset({ValueFile, KernelLine, BoardLine, InstrumentInput})
     params = (
         Param("chip", "the GPIO chip: its label, gpiochipN or /dev/gpiochipN", text, '"pinctrl-bcm2711"',
               default="gpiochip0"),
@@ -53,9 +54,10 @@ class SysfsPin(PinBase):
             raise RunFailed(explain(done.stderr, f"pins.sysfs: exporting gpio{number} ({chip.name} line "
                                                  f"{opts['line']})"), status="unavailable")
         self._number = number
-        value = done.stdout.strip()
-        return PinHandle("sysfs", ("--pin", value), description=f"{value} ({chip.label} line {opts['line']})",
-                         chip_label=chip.label, line=int(opts["line"]))
+        value, line = done.stdout.strip(), int(opts["line"])
+        return PinHandle("sysfs", (ValueFile(value), KernelLine(chip.label, line),
+                                   BoardLine(chip.label, line), InstrumentInput()),
+                         description=f"{value} ({chip.label} line {line})")
 
     def teardown(self) -> None:
         if self._number is not None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
+from jitterlab.measure.squarewave.pins.offers import LevelPage, MappedLevel, ValueFile
 from jitterlab.targets.processes import shm_path
 
 
 class VirtualPin(PinBase):
-    probes = frozenset({"vpin", "self"})
+    offers = frozenset({ValueFile, MappedLevel, LevelPage})
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -22,7 +23,7 @@ class VirtualPin(PinBase):
         initial.write_bytes(b"0\n")
         self._path = path
         self.ctx.target.put(initial, path)
-        return PinHandle("vpin", ("--pin", path), level_path=path, description=path)
+        return PinHandle("vpin", (ValueFile(path), MappedLevel(path), LevelPage(path)), description=path)
 
     def teardown(self) -> None:
         if self._path is not None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import Forms
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
@@ -53,6 +54,8 @@ class Capture:
 class Probe(Protocol):
     """One kind of probe: class attributes describe it, an instance serves one run."""
 
+    needs: ClassVar[Forms]
+    """The forms of a pin (pins/offers.py) it can observe, any one of them; () observes every pin."""
     independent: ClassVar[bool]
     """False when it is the program under test observing itself."""
     location: ClassVar[str]
@@ -91,8 +94,10 @@ class Probe(Protocol):
 
 
 class ProbeBase:
-    """Defaults for the optional parts of the Probe protocol; keeps the run context."""
+    """Defaults for the optional parts of the Probe protocol; keeps the run context. `needs` has
+    no default: a probe says what it watches (a probe that binds to every pin says `needs = ()`)."""
 
+    needs: ClassVar[Forms]
     independent: ClassVar[bool] = True
     location: ClassVar[str] = "target"
     needs_cpu: ClassVar[bool] = False

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain, find_chip
+from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog, read_capture, read_json_stats
 from jitterlab.model.errors import RunFailed, UserError
@@ -36,6 +37,7 @@ def _chip(value: object, where: str):
 
 
 class GpioLoopbackProbe(ProbeBase):
+    needs = (BoardLine,)
     location = "target"
     programs: ClassVar[dict[str, str]] = {"gpio-watch": ""}
     params = (
@@ -58,14 +60,14 @@ class GpioLoopbackProbe(ProbeBase):
                      f"{where.removesuffix('matrix')}probes.gpio-loopback")
 
     def start(self, pin: PinHandle) -> None:
-        opts = self.options()
-        chip_name = str(opts["chip"]) or pin.chip_label
+        opts, wired = self.options(), pin.get(BoardLine) or BoardLine()
+        chip_name = str(opts["chip"]) or wired.chip_label
         if not chip_name:
             raise RunFailed("probes.gpio-loopback.chip: the pin does not say its chip; set chip",
                             status="unavailable")
         line = int(opts["line"])
         chip = find_chip(self.ctx.target, chip_name, line, "probes.gpio-loopback")
-        if chip.label == pin.chip_label and line == pin.line:
+        if chip.label == wired.chip_label and line == wired.line:
             raise RunFailed("probes.gpio-loopback.line: the input line is the output line itself; wire "
                             "another line to the pin and name it", status="unavailable")
         settings = self.ctx.settings

@@ -16,6 +16,7 @@ import threading
 from decimal import Decimal, InvalidOperation
 
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.scpi_profile import Profile, load_profile
@@ -128,6 +129,7 @@ class Instrument:
 
 
 class ScpiProbe(ProbeBase):
+    needs = (InstrumentInput,)
     location = "instrument"
     params = (
         Param("resource", "the instrument's VISA address", text, '"TCPIP::192.168.1.20::INSTR"'),
@@ -146,6 +148,7 @@ class ScpiProbe(ProbeBase):
         self._timer: threading.Timer | None = None
         self._late_reset: list[BaseException] = []
         self._reset_done = threading.Event()
+        self._outside = ""  # the pin's kind when the instrument watches an outside signal, not the program
 
     @classmethod
     def check(cls, cell, settings, where: str) -> None:
@@ -166,6 +169,7 @@ class ScpiProbe(ProbeBase):
                             "see docs/probes.md to adapt a profile")
 
     def start(self, pin: PinHandle) -> None:
+        self._outside = pin.kind if pin.get(OutsideSignal) is not None else ""
         profile, channel = self._setup()
         self._inst = Instrument(self.options())
         idn = self._inst.query("*IDN?")
@@ -216,10 +220,10 @@ class ScpiProbe(ProbeBase):
                         "cover only those, and the worst period may be missing",
                         "let it measure every period (R&S: MEASurement:MULTiple ON; a counter's time "
                         "interval statistics), or use the sigrok probe"))
-        if self.ctx.cell.param("pin") == "external":
+        if self._outside:
             warnings.append(Warning_(
-                f"pin external: the scpi figures describe the signal on the instrument's channel {channel}, "
-                "not the program's wave",
+                f"pin {self._outside}: the scpi figures describe the signal on the instrument's channel "
+                f"{channel}, not the program's wave",
                 "wire a real pin (gpiod, sysfs) to the instrument to measure the program"))
         unavailable = UNAVAILABLE + (() if "count" in stats else ("n_periods",))
         return Capture(own.t_ns[:0], own.level[:0], metrics=tuple(metrics), warnings=tuple(warnings),

@@ -7,6 +7,7 @@ from jitterlab.measure.squarewave.probes.logs import SelfLog
 
 
 class SelfProbe(ProbeBase):
+    needs = ()  # the program's own log: whatever the pin
     independent = False
     location = "program"
 

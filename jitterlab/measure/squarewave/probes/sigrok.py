@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from jitterlab.analysis.logic import align, decode_binary, edges_ns, frequency_hz
-from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
+from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal, serves
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError
@@ -95,6 +96,7 @@ def _last_line(log: str) -> str:
 
 
 class SigrokProbe(ProbeBase):
+    needs = (InstrumentInput,)
     location = "controller"
     params = (
         Param("driver", 'the analyzer\'s sigrok driver ("fx2lafw", "saleae-logic16", "raspberrypi-pico", '
@@ -115,6 +117,7 @@ class SigrokProbe(ProbeBase):
         self._out: Path = ctx.local_dir / "sigrok.bin"
         self._log: Path = ctx.local_dir / "sigrok.log"
         self._plan: dict = {}
+        self._outside = ""  # the pin's kind when the analyzer watches an outside signal, not the program
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
@@ -134,10 +137,11 @@ class SigrokProbe(ProbeBase):
 
     @staticmethod
     def _check_demo(cell: Cell, options: dict, source: str, where: str) -> None:
-        if cell.param("pin") != "external":
+        if not serves((OutsideSignal,), PINS.get(str(cell.param("pin")), f"{where}.pin").offers):
+            outside = " or ".join(f'"{e.name}"' for e in PINS if serves((OutsideSignal,), e.obj.offers))
             raise UserError(
                 f"{where}.pin: driver \"demo\" captures sigrok's own test pattern, not pin "
-                f"{cell.param('pin')!r}; use pin = \"external\", which says so"
+                f"{cell.param('pin')!r}; use pin = {outside}, which says so"
             )
         if options["samplerate"] != DEMO_RATE_HZ:
             raise UserError(f'{source}: probes.sigrok.samplerate: the demo device makes its pattern at '
@@ -154,6 +158,7 @@ class SigrokProbe(ProbeBase):
         return self.ctx.controller if self.ctx.controller is not None else self.ctx.target
 
     def start(self, pin: PinHandle) -> None:
+        self._outside = pin.kind if pin.get(OutsideSignal) is not None else ""
         options, settings = self.options(), self.ctx.settings
         controller, spec = self._controller(), device_spec(options)
         found = controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"], timeout_s=30)
@@ -231,7 +236,7 @@ class SigrokProbe(ProbeBase):
 
     def _aligned(self, t_ns, level, own: SelfLog) -> Capture:
         plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
-        external = self.ctx.cell.param("pin") == "external"
+        external = bool(self._outside)
         warnings = []
         metrics = [Metric("probe_resolution_ns", 1e9 / plan["rate"], "ns", "sigrok", "lower")]
         try:
@@ -241,7 +246,8 @@ class SigrokProbe(ProbeBase):
                 raise
             fit = None
             warnings.append(Warning_(f"the edges were not aligned with the program's: {exc.reason}",
-                                     "expected with pin external: the analyzer watches another signal"))
+                                     f"expected with pin {self._outside}: the analyzer watches another "
+                                     "signal"))
         if fit is not None:
             span_ns = plan["n"] * 1_000_000_000 // plan["rate"]
             if not external and (own.t_ns[-1] > fit.offset_ns + span_ns or own.t_ns[0] < fit.offset_ns):
@@ -256,7 +262,7 @@ class SigrokProbe(ProbeBase):
             ]
         if external:
             warnings.append(Warning_(
-                f"pin external: the sigrok figures describe the signal on {plan['channel']} "
+                f"pin {self._outside}: the sigrok figures describe the signal on {plan['channel']} "
                 f"({'the demo pattern' if self.options()['driver'] == 'demo' else 'an outside source'}), "
                 "not the program's wave",
                 "wire a real pin (gpiod, sysfs) to the analyzer to measure the program"))

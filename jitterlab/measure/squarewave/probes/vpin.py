@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import LevelPage
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import ObserverCapture, SelfLog, read_observer
 from jitterlab.model.errors import RunFailed, UserError
@@ -90,6 +91,7 @@ def edge_budget(duration_ns: int, period_ns: int) -> int:
 
 
 class VpinProbe(ProbeBase):
+    needs = (LevelPage,)
     needs_cpu = True
     tools: ClassVar[dict[str, str]] = {"taskset": "util-linux"}
     programs: ClassVar[dict[str, str]] = {"observer": ""}
@@ -110,17 +112,18 @@ class VpinProbe(ProbeBase):
             )
 
     def start(self, pin: PinHandle) -> None:
-        if pin.level_path is None:
+        page = pin.get(LevelPage)
+        if page is None:
             raise RunFailed(f"the vpin probe cannot watch pin {pin.kind!r}: it has no level byte to map")
         ctx, settings = self.ctx, self.ctx.settings
         self._observer = Observer(ctx.target, ctx.bindir, ctx.scratch)
         self._observer.start(
-            pin.level_path,
+            page.path,
             blind_threshold_ns=settings.blind_threshold_ns,
             cpu=ctx.placement.probe_cpu,
             max_duration_ns=settings.duration_ns + settings.run_timeout_ns,
             max_edges=edge_budget(settings.duration_ns, int(ctx.cell.param("period"))),
-            pin_offset=pin.level_offset,
+            pin_offset=page.offset,
         )
 
     def stop(self, own: SelfLog) -> Capture:

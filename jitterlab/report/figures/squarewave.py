@@ -1,21 +1,12 @@
-"""The report's figures (matplotlib, Agg): built from stored data, returned as Figure objects.
-
-Every figure has a title naming its target, cell or run; axes read like the tables (errors in %,
-durations with their unit). Text stays text in the SVG, so a browser can search and test it.
-"""
+"""The square wave's figures: the paper's figure (maximum relative period error vs period, one
+panel per load), and per run the period-error histogram and the period over time, each probe
+apart. Every figure's title names its target, cell or run."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterable
 
-import matplotlib
-
-matplotlib.use("Agg")
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -24,6 +15,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from jitterlab.analysis import samples
 from jitterlab.model.records import RunRecord
+from jitterlab.report.figures.base import duration_axis, log_histograms, percent_axis
 from jitterlab.report.format import _digits, duration
 
 HEADLINE = "max_rel_period_error"
@@ -39,18 +31,6 @@ def ordered_loads(loads: Iterable[str]) -> list[str]:
     """idle, cpu, net, then the others by name."""
     found = set(loads)
     return [x for x in LOAD_ORDER if x in found] + sorted(found - set(LOAD_ORDER))
-
-
-def percent_axis(axis) -> None:
-    """Tick labels of an axis whose values are in % ("0.1 %", "10 %"); no minor labels."""
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{_digits(v, 3)} %"))
-    axis.set_minor_formatter(NullFormatter())
-
-
-def duration_axis(axis, scale_ns: float = 1.0) -> None:
-    """Tick labels of an axis whose values are durations of `scale_ns` ns each ("10 µs", "1 ms")."""
-    axis.set_major_formatter(FuncFormatter(lambda v, _: duration(v * scale_ns, 3) if v > 0 else "0"))
-    axis.set_minor_formatter(NullFormatter())
 
 
 def excluded_share(run: RunRecord) -> float:
@@ -135,25 +115,6 @@ def envelope_figure(runs: list[RunRecord], target: str,
     return fig
 
 
-def _log_histograms(curves: dict[str, np.ndarray], edges: np.ndarray | None, *, size: tuple[float, float],
-                    xlabel: str, ylabel: str, title: str) -> Figure:
-    """Step histograms with a log count axis, one line per labelled curve (OSADL latency-plot
-    style); an empty figure with its axes when there is nothing to draw (edges None)."""
-    fig = Figure(figsize=size, layout="constrained")
-    ax = fig.subplots()
-    if edges is not None:
-        for i, (label, values) in enumerate(curves.items()):
-            ax.hist(values, bins=edges, histtype="step", color=f"C{i % 10}", lw=1.2, label=label,
-                    ls="-" if i == 0 else "--")
-        ax.set_yscale("log")
-        ax.legend(fontsize=8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, alpha=0.3)
-    return fig
-
-
 def probe_label(probe: str) -> str:
     return "self (the program's own timestamps)" if probe == "self" else f"{probe} (independent probe)"
 
@@ -166,7 +127,7 @@ def histogram_figure(errors: dict[str, np.ndarray], title: str) -> Figure:
         lo = min(float(e.min()) for e in curves.values())
         hi = max(float(e.max()) for e in curves.values())
         edges = np.linspace(lo, hi if hi > lo else lo + 1e-6, 101)
-    fig = _log_histograms(curves, edges, size=(6, 3.4), xlabel="relative period error",
+    fig = log_histograms(curves, edges, size=(6, 3.4), xlabel="relative period error",
                           ylabel="periods", title=title)
     ax = fig.axes[0]
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
@@ -202,33 +163,3 @@ def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, markerscale=3, loc="upper right")
     return fig
-
-
-def svg_text(fig: Figure) -> str:
-    """The figure as an inline <svg> element (no XML prolog, no external references); text is
-    kept as text so that it can be searched, copied and tested."""
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "jitterlab"}), quiet():
-        fig.savefig(buf, format="svg", metadata={"Date": None})  # reproducible bytes
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
-def save(fig: Figure, stem: Path) -> list[Path]:
-    """Write stem.png and stem.svg; returns both paths."""
-    paths = []
-    for ext in ("png", "svg"):
-        path = stem.with_suffix(f".{ext}")
-        with quiet():
-            fig.savefig(path, format=ext, dpi=110)
-        paths.append(path)
-    return paths
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """matplotlib's own warnings (a log axis without positive values, ...) stay out of the
-    terminal: what a figure cannot show is said in the figure or in the report's skipped list."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield

@@ -1,6 +1,6 @@
-"""The report is made of sections, one per benchmark that has its own (squarewave) and one for the
-standard benchmarks; each builds its part of the HTML page and of the terminal summary from
-stored runs. Nothing here runs a target."""
+"""What a report section is and where sections register: one per benchmark that has its own
+(squarewave) and one for the standard benchmarks; each builds its part of the HTML page and of the
+terminal summary from stored runs. Nothing here runs a target."""
 
 from __future__ import annotations
 
@@ -48,21 +48,3 @@ class Section(Protocol):
 
 SECTIONS: Registry[Section] = Registry("report section")
 
-
-def _registered() -> Registry[Section]:
-    import jitterlab.report.squarewave
-    import jitterlab.report.standard  # noqa: F401  (registers standard)
-
-    return SECTIONS
-
-
-def by_section(runs: list[RunRecord]) -> list[tuple[Section, list[RunRecord]]]:
-    """The runs grouped by the section that shows them: benchmarks with their own section first
-    (in name order), then the standard one."""
-    sections = _registered()
-    groups: dict[str, list[RunRecord]] = {}
-    for r in runs:
-        name = r.benchmark if r.benchmark in sections and r.benchmark != DEFAULT else DEFAULT
-        groups.setdefault(name, []).append(r)
-    order = sorted(n for n in groups if n != DEFAULT) + ([DEFAULT] if DEFAULT in groups else [])
-    return [(sections.get(n, "report"), groups[n]) for n in order]

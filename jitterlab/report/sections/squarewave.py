@@ -16,10 +16,9 @@ from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.model.series import blind_spans
 from jitterlab.model.units import format_ns
-from jitterlab.report import figures
+from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
-from jitterlab.report.sections import SECTIONS, SectionContext
-from jitterlab.store.raw import read_raw
+from jitterlab.report.sections.base import SECTIONS, SectionContext
 
 HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
@@ -237,7 +236,7 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
     out = []
     for r in worst[:limit]:
         try:
-            series = read_raw(ctx.store.root / r.raw_path, r.raw_sha256)
+            series = ctx.store.read_series(r)
         except UserError as exc:
             ctx.skipped.append(f"run {r.id} ({_where(r)}): {exc}")
             continue

@@ -1,20 +1,98 @@
-"""Opening results.sqlite: for writing (the schema created or migrated in one transaction, so that
-two processes opening a new store at once both succeed), or read-only (nothing written, not even
-to an empty file; works in a directory the user may only read)."""
+"""The SQLite backend: a results directory holding results.sqlite (stdlib sqlite3, WAL) and the
+run files beside it (raw/<run id>.parquet, attachments/<run id>/, locks/).
+
+Opening for writing creates or migrates the schema, each step in one transaction, so that two
+processes opening a new store at once both succeed; opening read-only writes nothing, not even to
+an empty file, and works in a directory the user may only read."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import random
+import re
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from jitterlab.model.errors import UserError
-from jitterlab.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
+from jitterlab.model.errors import RuntimeProblem, UserError, shown
+from jitterlab.store.backend import Backend
+from jitterlab.store.schema import SCHEMA, SCHEMA_VERSION, refuse_newer
+from jitterlab.store.sqlite_migrations import MIGRATIONS
+
+DB_NAME = "results.sqlite"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+PATH_MAX = 4096  # Linux: a whole path; NAME_MAX: one component
+NAME_MAX = 255
+
+
+class SqliteBackend(Backend):
+    """A results directory: results.sqlite + raw/ + attachments/."""
+
+    name = "sqlite"
+    form = "a directory"
+    content_addressed = False  # one writer directory: raw/<run id>.parquet
+
+    def __init__(self, db: sqlite3.Connection, root: Path) -> None:
+        self._db = db
+        self.files = root
+        self.where = str(root)
+
+    @classmethod
+    def claims(cls, text: str) -> bool:
+        return not _URL.match(text)  # every path; a URL is some other backend's
+
+    @classmethod
+    def check_spec(cls, text: str) -> str:
+        """A directory path that the system can take (the checks of every path users type)."""
+        if not text or "\0" in text:
+            raise UserError("--results: give a path")
+        try:
+            size = len(os.fsencode(text))
+        except UnicodeEncodeError:
+            raise UserError(f"--results: cannot use the path {shown(text)}") from None
+        if size > PATH_MAX or any(len(os.fsencode(part)) > NAME_MAX for part in text.split("/")):
+            raise UserError(f"--results: path too long ({size} bytes; at most {PATH_MAX}, {NAME_MAX} per "
+                            f"name): {shown(text)}")
+        return str(Path(text))
+
+    @classmethod
+    def exists(cls, spec: str) -> bool:
+        return (Path(spec) / DB_NAME).is_file()
+
+    @classmethod
+    def open(cls, spec: str, *, create: bool) -> SqliteBackend:
+        root = Path(spec)
+        db = root / DB_NAME
+        if not create:
+            if not db.is_file():
+                raise UserError(f"{db}: no results here; run a campaign first "
+                                "(jitterlab run CAMPAIGN --results DIR) or pass --results")
+            return cls(open_read_only(db), root)
+        try:
+            (root / "raw").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--results {root}: cannot create the results directory: {exc.strerror}; "
+                            "choose a writable place") from None
+        return cls(open_for_writing(db), root)
+
+    def execute(self, sql: str, args: Sequence = ()) -> sqlite3.Cursor:
+        return self._db.execute(sql, args)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence]) -> None:
+        self._db.executemany(sql, rows)
+
+    def insert(self, sql: str, args: Sequence) -> int:
+        return int(self._db.execute(sql, args).lastrowid)
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        return transaction(self._db)
+
+    def close(self) -> None:
+        self._db.close()
+
 
 # how long a writer waits for another one's transaction (a run's commit takes milliseconds; a
 # migration of a large store longer)
@@ -41,8 +119,8 @@ def _refusal(db_path: Path, exc: sqlite3.Error) -> UserError:
         return UserError(f"{db_path}: not a jitterlab results database ({text}); move it away or "
                          "pass another --results")
     if "locked" in text or "busy" in text:
-        return UserError(f"{db_path}: another process keeps the database locked ({text}); try again "
-                         "when it is done")
+        return RuntimeProblem(f"{db_path}: another process keeps the database locked ({text}); "
+                              "try again when it is done")
     return UserError(f"{db_path}: cannot open the results database ({text}); check its permissions, "
                      "or pass another --results")
 
@@ -125,11 +203,7 @@ def _version(db: sqlite3.Connection, db_path: Path) -> int | None:
         raise UserError(f"{db_path}: not a jitterlab results database (no schema_version table); "
                         "pass another --results")
     version = int(db.execute("SELECT version FROM schema_version").fetchone()[0])
-    if version > SCHEMA_VERSION:
-        raise UserError(
-            f"{db_path}: written by a newer jitterlab (schema {version}, this one knows "
-            f"{SCHEMA_VERSION}); upgrade jitterlab (pip install -U jitterlab)"
-        )
+    refuse_newer(version, db_path)
     return version
 
 

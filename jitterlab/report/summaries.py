@@ -10,19 +10,11 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
-from rich.table import Table
-from rich.text import Text
-
-from jitterlab import plugins
 from jitterlab.analysis import summary
-from jitterlab.analysis.compare import direction
-from jitterlab.analysis.samples import overflow_count, run_distribution
+from jitterlab.analysis.direction import direction_of
 from jitterlab.campaign import cells
-from jitterlab.model.errors import UserError
-from jitterlab.model.records import RunRecord, Warning_
-from jitterlab.report import figures_std
+from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value
-from jitterlab.report.sections import SECTIONS, SectionContext
 
 MAX_COLUMNS = 6
 
@@ -109,7 +101,7 @@ def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
         values = {}
         for name in columns:
             found = [m for r in members if r.status == "ok" and (m := r.metrics.get(("", name)))]
-            s = summary.summarize([m.value for m in found], name, found[0].direction or direction(name),
+            s = summary.summarize([m.value for m in found], name, direction_of(found[0]),
                           found[0].unit) if found else None
             if s is not None:
                 values[name] = Value(s.value, s.low, s.high, found[0].unit, s.n, s.rule)
@@ -128,6 +120,8 @@ def column_title(bench: BenchmarkSummary, name: str) -> str:
 def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
     """The benchmark's declared headline metrics that these runs have; else the first graded
     metrics they have, so that a benchmark without a declaration still shows something."""
+    from jitterlab import plugins  # when asked: reading stored runs loads no plug-in
+
     present = {name for r in runs for (probe, name) in r.metrics if probe == ""}
     declared: tuple[str, ...] = ()
     if benchmark in plugins.BENCHMARKS:
@@ -158,101 +152,3 @@ def headline_value(run: RunRecord) -> str:
         if metric is not None:
             return f"{name} {format_value(metric.value, metric.unit)}"
     return ""
-
-
-class StandardSection:
-    """The standard benchmarks: a table, a chart of the first headline metric and the latency
-    distributions of each."""
-
-    title = "Standard benchmarks"
-    template = "standard.html.j2"
-
-    def build(self, runs: list[RunRecord], ctx: SectionContext) -> dict:
-        out = []
-        for bench in summarize(runs):
-            rows = [{"cell": c.name, "status": c.status, "errors": c.errors,
-                     "shown": [_value_text(c.values.get(m)) for m in bench.columns]} for c in bench.cells]
-            bars = None
-            if bench.columns:
-                bars = ctx.emit(figures_std.bars_figure(bench, bench.columns[0]),
-                                f"{bench.benchmark}_{bench.columns[0]}")
-            out.append({"benchmark": bench.benchmark, "rows": rows, "bars": bars,
-                        "columns": [column_title(bench, m) for m in bench.columns],
-                        "distribution": _distribution(bench, ctx), "fixed": bench.fixed})
-        return {"benchmarks": out}
-
-    def terminal(self, runs: list[RunRecord], campaign: str) -> list:
-        tables = []
-        for bench in summarize(runs):
-            caption = ("worst run: the worst repetition; median: over the ok repetitions"
-                       + (f"; every cell: {bench.fixed}" if bench.fixed else ""))
-            table = Table(title=f"{campaign}: {bench.benchmark}", caption=caption)
-            table.add_column("cell")
-            table.add_column("runs", justify="right")
-            for name in bench.columns:
-                table.add_column(column_title(bench, name), justify="right")
-            for cell in bench.cells:
-                values = [format_value(v.value, v.unit) if (v := cell.values.get(c)) else "—"
-                          for c in bench.columns]
-                ok = sum(r.status == "ok" for r in cell.runs)
-                runs_text = (Text(f"{ok}/{len(cell.runs)}") if ok == len(cell.runs)
-                             else Text(cell.status, style="red"))
-                table.add_row(Text(cell.name), runs_text, *values)
-            tables.append(table)
-        return tables
-
-    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
-        return []
-
-
-def _value_text(v: Value | None) -> str:
-    if v is None:
-        return "—"
-    text = format_value(v.value, v.unit)
-    if v.n > 1 and v.high != v.low:
-        text += f" ({format_value(v.low, v.unit)} – {format_value(v.high, v.unit)})"
-    return text
-
-
-def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
-    """The latency distribution of the worst run of each cell (by the first headline metric), as
-    CCDFs in one figure, each curve naming its run."""
-    curves: dict[str, tuple] = {}
-    overflow: dict[str, int] = {}
-    first = bench.columns[0] if bench.columns else None
-    for cell in bench.cells:
-        ok = [r for r in cell.runs if r.status == "ok" and r.raw_path]
-        if not ok:
-            continue
-        if len(curves) >= ctx.max_run_figures:
-            ctx.skipped.append(f"{bench.benchmark}: latency distributions of more than "
-                               f"{ctx.max_run_figures} cells (raise --max-run-figures)")
-            break
-        run = _worst(ok, first)
-        try:
-            found = run_distribution(ctx.store.root, run)
-        except UserError as exc:
-            ctx.skipped.append(f"run {run.id} ({run.target} {run_label(run)}): {exc}")
-            continue
-        if "latency" in found:
-            label = f"run {run.id}: {cell.name}"
-            curves[label] = found["latency"]
-            overflow[label] = overflow_count(run)
-    if not curves:
-        return None
-    title = f"{bench.benchmark}: latency distribution (CCDF) of the worst run of each cell"
-    return ctx.emit(figures_std.ccdf_figure(curves, title, overflow), f"{bench.benchmark}_distribution")
-
-
-def _worst(runs: list[RunRecord], metric: str | None) -> RunRecord:
-    """The worst of these runs by `metric` (the last one without it)."""
-    rated = [r for r in runs if metric and r.metric(metric, "") is not None]
-    if not rated or metric is None:
-        return runs[-1]
-    way = rated[0].metrics[("", metric)].direction or direction(metric)
-    pick = min if way == "higher" else max
-    return pick(rated, key=lambda r: r.metric(metric, ""))
-
-
-SECTIONS.add("standard", "every benchmark without a section of its own: tables, charts, distributions",
-             StandardSection())

@@ -1,0 +1,78 @@
+"""`jitterlab compare`: two groups of runs, metric by metric, with a verdict per row."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK
+from jitterlab.cli.options import add_campaigns, add_results
+from jitterlab.cli.selection import selected_runs
+from jitterlab.model.errors import UserError
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "compare", help="compare two groups of runs (e.g. image=1.10 vs image=1.11)",
+        description="For every cell present in both groups and every metric: each group's "
+        "summary (the worst run for worst-case metrics, else the median), the change "
+        "(candidate / baseline) with its 95 % CI, the test that judged it (Welch's t on log "
+        "values below 8 runs per group, Mann-Whitney U from 8 on) and its p-value, adjusted with "
+        "Holm's method over all rows shown, and a verdict: better or worse when the adjusted "
+        "p < 0.05 and the CI excludes no change; the verdict knows whether lower (errors, "
+        "latencies, loss) or higher (throughput, events/s) is better. With the raw series, also "
+        "the pooled view: p99 and max of all periods or latencies of each group (hierarchical "
+        "bootstrap over runs and samples). Groups are selected by a run label, a run field "
+        "(target, impl, load, probe, pin, benchmark) or a benchmark key of the cell (e.g. "
+        "policy=fifo, size=64). Exit status: 0, or 1 with --fail-on worse when a row got worse; "
+        "2 for bad input.",
+        epilog="example: jitterlab compare --baseline image=1.10 --candidate image=1.11 "
+        "--metric max_rel_period_error --format json --fail-on worse")
+    add_results(p)
+    add_campaigns(p, "compare across")
+    p.add_argument("--baseline", required=True, metavar="KEY=VALUE", help="the reference group")
+    p.add_argument("--candidate", required=True, metavar="KEY=VALUE", help="the group judged")
+    p.add_argument("--metric", action="append", metavar="NAME",
+                   help="only this metric; repeatable (default: every metric)")
+    p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                   help="output format (default: table)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    p.add_argument("--no-pooled", action="store_true",
+                   help="skip the pooled view (it reads every run's raw series)")
+    p.add_argument("--fail-on", choices=("worse",), metavar="worse",
+                   help="exit 1 when any row's verdict is worse (a release gate in CI)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from jitterlab.analysis.compare import WORSE, Selector, compare
+    from jitterlab.analysis.samples import distribution
+    from jitterlab.campaign.cells import names
+    from jitterlab.report.comparison import format_comparison
+    from jitterlab.report.terminal import emulation_note
+    from jitterlab.store.catalog import Store
+
+    base = Selector.parse(args.baseline, "--baseline")
+    cand = Selector.parse(args.candidate, "--candidate")
+    if (base.key, base.value) == (cand.key, cand.value):
+        raise UserError(f"--baseline and --candidate both select {base}: a group compared with itself "
+                        "tells nothing; give two different groups, e.g. --baseline image=1.10 "
+                        "--candidate image=1.11")
+    if not 0 <= args.seed < 2**32:
+        raise UserError(f"--seed {args.seed}: give a number from 0 to {2**32 - 1}")
+    store = Store(args.results, create=False)
+    try:
+        pooled = None if args.no_pooled else (lambda r: distribution(r, store.read_series(r)))
+        runs = selected_runs(store, args.campaign)
+        result = compare(runs, base, cand, metrics=args.metric, seed=args.seed, distributions=pooled,
+                         names=names())
+        note = emulation_note([r for r in runs if base.matches(r, names()) or cand.matches(r, names())],
+                              store)
+    finally:
+        store.close()
+    sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty()))
+    if note:  # on stderr: --format json stays one document
+        sys.stderr.write(f"note: {note}; a timing verdict between them means nothing\n")
+    if args.fail_on == "worse" and any(r.verdict == WORSE for r in result.rows):
+        return EXIT_FAILED
+    return EXIT_OK

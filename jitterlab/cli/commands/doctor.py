@@ -1,0 +1,213 @@
+"""`jitterlab doctor TARGET`: is this machine ready to be measured, and what should be fixed?
+
+Opens TARGET like a campaign would (a campaign's target, `local`, or an ssh:// URL), runs the
+checks of system/doctor.py with the tools every benchmark and load may need, adds the probes usable
+there, and prints one line per topic with its fix. Exit status 0: all is well; 1: something needs
+fixing; 2: bad input or unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from rich.markup import escape
+
+from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from jitterlab.cli.paths import path_arg
+from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.model.params import ParamValue
+from jitterlab.model.records import Cell
+from jitterlab.report.console import SafeConsole
+from jitterlab.system.doctor import Finding, describe, examine
+from jitterlab.targets.base import Target
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    doctor = sub.add_parser(
+        "doctor",
+        help="check that a target is ready to be measured, and say what to fix",
+        description="Connect to TARGET and report tools present/missing (with the package to install), "
+        "RT permission, CPU governor, isolcpus, clocksource, preemption model, RT throttling, idle states "
+        "and cpu_dma_latency, nohz_full/rcu_nocbs, IRQ affinity, SMT, transparent hugepages, the SMI "
+        "counter, memory available and BogoMIPS, each with its fix, then the probes usable there (vpin "
+        "with a second CPU, logic analyzers and VISA instruments found on this machine). "
+        "TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
+        "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
+    )
+    doctor.add_argument("target", metavar="TARGET", help="local | ssh://user@host:port | a target name")
+    doctor.add_argument("--campaign", type=path_arg, metavar="FILE",
+                        help="take TARGET from this campaign file")
+    doctor.add_argument("--key", metavar="FILE", help="with ssh://: identity file")
+    doctor.add_argument("--known-hosts", metavar="FILE", help="with ssh://: known_hosts file")
+    doctor.add_argument(
+        "--accept-new-host-key", action="store_true", help="with ssh://: trust a host key seen the first time"
+    )
+    doctor.add_argument("--connect-timeout", metavar="DURATION", help='with ssh://: e.g. "10s"')
+    return doctor
+
+
+def run(args: argparse.Namespace) -> int:
+    out = SafeConsole(highlight=False, soft_wrap=True)
+    ssh_options: dict[str, object] = {}
+    for key, value in (("key", args.key), ("known_hosts", args.known_hosts),
+                       ("connect_timeout", args.connect_timeout)):  # fmt: skip
+        if value is not None:
+            ssh_options[key] = value
+    if args.accept_new_host_key:
+        ssh_options["accept_new_host_key"] = True
+    if ssh_options and not args.target.startswith("ssh://"):
+        raise UserError("--key, --known-hosts, --accept-new-host-key, --connect-timeout: only with ssh://")
+    try:
+        target = open_target(args.target, args.campaign, ssh_options)
+    except TargetLost as exc:
+        return _unreachable(exc.reason)
+    try:
+        info, findings = diagnose(target)
+    except TargetLost as exc:
+        return _unreachable(exc.reason)
+    finally:
+        target.close()
+    out.print(f"[bold]{escape(args.target)}[/]: {escape(describe(info))}")
+    width = max(len(f.topic) for f in findings)
+    for f in findings:
+        mark = "[green]ok[/]  " if f.fix is None else "[red]fix[/] "
+        out.print(f"  {mark} {f.topic:<{width}}  {escape(str(f.state))}")
+    fixes = [f for f in findings if f.fix is not None]
+    if not fixes:
+        out.print("[green]all is well[/]: nothing to fix")
+        return EXIT_OK
+    out.print(f"[bold]{len(fixes)} to fix[/]:")
+    for f in fixes:
+        out.print(f"  - {f.topic}: {escape(f.fix)}")
+    return EXIT_FAILED
+
+
+def _unreachable(reason: str) -> int:
+    SafeConsole(stderr=True).print(f"[bold red]error:[/] {escape(reason)}", highlight=False, soft_wrap=True)
+    return EXIT_USAGE  # documented: 2 for bad input or an unreachable target
+
+
+def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, object]) -> Target:
+    """TARGET as `jitterlab doctor` takes it: a campaign's target name, `local`, or ssh://user@host:port."""
+    from jitterlab import plugins
+
+    if campaign is not None:
+        from jitterlab.campaign.file import load_campaign
+
+        loaded = load_campaign(campaign)
+        specs = {s.name: s for s in loaded.targets}
+        if spec not in specs:
+            raise UserError(f"TARGET {spec!r}: not a target of {campaign}; its targets: {', '.join(specs)}")
+        found = specs[spec]
+        return plugins.TARGETS.get(found.kind, f"{campaign}: target.kind")(found.name, found.options)
+    if spec == "local":
+        return plugins.TARGETS.get("local", "TARGET")("local", {})
+    if spec.startswith("ssh://"):
+        from jitterlab.targets.ssh.options import from_url
+        from jitterlab.targets.ssh.target import SSHTarget
+
+        options = from_url(spec, "TARGET", ssh_options)
+        return SSHTarget(options.host, options).connect()
+    raise UserError(
+        f"TARGET {spec!r}: give `local`, ssh://user@host:port, or a target name with --campaign FILE"
+    )
+
+
+def diagnose(target: Target) -> tuple[dict, list[Finding]]:
+    """The snapshot and every finding: the checks of the target, then the probes usable there."""
+    info, findings = examine(target, needed_tools())
+    return info, findings + probe_findings(info)
+
+
+def _values(param) -> list[ParamValue]:
+    """Values of a matrix key worth asking a benchmark about: every impl, pin and probe, else one
+    example."""
+    from jitterlab import plugins
+
+    registries = {"impl": plugins.IMPLS, "pin": plugins.PINS, "probe": plugins.PROBES}
+    if param.name in registries:
+        return list(registries[param.name].names())
+    if param.default is not None:
+        return [param.parse(param.default, "doctor")]
+    example = tomllib.loads(f"v = {param.example}")["v"]
+    one = example[0] if isinstance(example, list) and not param.whole else example
+    return [param.parse(one, "doctor")]
+
+
+def needed_tools() -> dict[str, tuple[str, set[str]]]:
+    """tool -> (Debian package, who needs it) over every registered benchmark and load."""
+    from jitterlab import plugins
+
+    needs: dict[str, tuple[str, set[str]]] = {}
+    for entry in plugins.BENCHMARKS:
+        bench = entry.obj
+        params = getattr(bench, "params", ())
+        for values in itertools.product(*(_values(p) for p in params)):
+            keyed = tuple(zip((p.name for p in params), values, strict=True))
+            cell = Cell("doctor", entry.name, "idle", keyed)
+            who = bench.needer(cell)
+            tools = dict(bench.tools(cell))
+            if bench.programs(cell):
+                tools.update({"make": "make", "cc": "gcc"})
+            for tool, package in tools.items():
+                needs.setdefault(tool, (package, set()))[1].add(who)
+    for entry in plugins.LOADS:
+        for tool, package in entry.obj.tools.items():
+            needs.setdefault(tool, (package, set()))[1].add(f"load {entry.name}")
+    return needs
+
+
+VIRTUAL_PIN = "vpin"  # the pin every target has, wired to nothing
+
+
+def probe_findings(info: dict) -> list[Finding]:
+    """The probes usable on the target: those that observe its virtual pin (one that needs a CPU of
+    its own, with a second CPU); an instrument when the controller (this machine) finds it.
+    Informational: no instrument is nothing to fix."""
+    from jitterlab.measure.squarewave.bindings import probes_observing
+    from jitterlab.measure.squarewave.probes.base import PROBES
+    from jitterlab.targets.local import LocalTarget
+
+    n_cpus = int(info.get("n_cpus") or 1)
+    usable = [name if n_cpus > 1 or not PROBES.get(name, "probe").needs_cpu
+              else f"({name} needs a second CPU)" for name in probes_observing(VIRTUAL_PIN)]
+    controller = LocalTarget(name="controller")
+    try:
+        if controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"]).ok:
+            from jitterlab.measure.squarewave.probes.sigrok import scan_devices
+
+            found = scan_devices(controller)
+            analyzers = "; ".join(found) if found else "none found by sigrok-cli --scan"
+            usable += ["sigrok"] if any(not line.startswith("demo ") for line in found) else []
+        else:
+            analyzers = "sigrok-cli is not installed here (apt install sigrok-cli to use an analyzer)"
+    finally:
+        controller.close()
+    resources = visa_resources()
+    usable += ["scpi"] if any(r.startswith(("USB", "GPIB")) for r in resources) else []
+    return [Finding("probes", ", ".join(usable)), Finding("logic analyzers", analyzers),
+            Finding("VISA resources", "; ".join(resources) or "none on USB, GPIB or serial (instruments on "
+                    "the LAN are not searched: give their address as probes.scpi.resource)")]
+
+
+def visa_resources() -> list[str]:
+    """VISA resources pyvisa-py finds on USB, GPIB and serial lines. LAN discovery broadcasts to the
+    network, so it is left out: a LAN instrument is named by its address."""
+    try:
+        import pyvisa_py.highlevel  # noqa: F401  (registers the session classes)
+        from pyvisa_py.sessions import Session
+    except ImportError:
+        return ["(pyvisa-py is not installed: pip install 'jitterlab[instruments]' to use an instrument)"]
+    found: list[str] = []
+    for (interface, _), session in Session.iter_valid_session_classes():
+        if "tcpip" in interface.name or "prlgx" in interface.name:
+            continue
+        try:
+            found += session.list_resources()
+        except Exception:  # a bus whose library is missing (pyusb, gpib-ctypes) lists nothing
+            continue
+    return sorted(set(found))

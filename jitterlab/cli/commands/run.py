@@ -1,0 +1,223 @@
+"""`jitterlab run CAMPAIGN`: measure every cell of a campaign (or print its matrix with --dry-run)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from jitterlab.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, sigterm_as_interrupt
+from jitterlab.cli.options import add_results
+from jitterlab.cli.paths import path_arg
+from jitterlab.model.errors import UserError, shown
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    run = sub.add_parser(
+        "run",
+        help="measure every cell of a campaign",
+        description="Measure every cell of a campaign and store the results. "
+        "Each run is committed whole or not at all; after a crash or Ctrl-C, "
+        "--resume continues where it stopped.",
+    )
+    run.add_argument("campaign", type=path_arg, metavar="CAMPAIGN", help="campaign file (TOML)")
+    add_results(run)
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest run of this campaign in DIR, skipping committed runs",
+    )
+    run.add_argument(
+        "--retry-failed", action="store_true", help="with --resume: measure failed/timed-out runs again"
+    )
+    run.add_argument(
+        "--retry-damaged", action="store_true",
+        help="with --resume: measure again the runs whose raw file is missing or damaged (sha256)",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the expanded matrix and the estimated time; measure nothing",
+    )
+    run.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a label of every run (over [campaign.labels]), e.g. --label image=1.11; repeatable. "
+        "Measure the same campaign on two images with two labels, then `jitterlab compare`",
+    )
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    from jitterlab.campaign.file import load_campaign
+    from jitterlab.report.terminal import console
+
+    out = console()  # piped: tables as plain rows, lines not wrapped; control characters escaped
+    campaign = _with_labels(load_campaign(args.campaign), args.label)
+    for flag, given in (("--retry-failed", args.retry_failed), ("--retry-damaged", args.retry_damaged)):
+        if given and not args.resume:
+            raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
+    if args.dry_run:
+        return _dry_run(out, campaign)
+    from jitterlab.execution.farm import image_targets
+
+    boards = image_targets(campaign)
+    if boards:
+        if args.resume:
+            raise UserError("--resume: an image campaign measures every image afresh; run it again")
+        return _run_images(out, campaign, boards, args)
+    return _measure(out, campaign, args)
+
+
+def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
+    from jitterlab.cli.progress import RunProgress
+    from jitterlab.execution.preflight import open_targets
+    from jitterlab.execution.runner import Runner, estimate_s
+    from jitterlab.model.units import format_duration_s
+    from jitterlab.report.summaries import run_label
+    from jitterlab.report.terminal import emulation_note, summary_tables
+    from jitterlab.store import store_exists
+    from jitterlab.store.catalog import Store
+
+    store: Store | None = None
+    sessions = []
+    try:
+        # a campaign to resume is locked before any target is opened: a second --resume stops at once;
+        # a new one is created once the targets are ready (a refused start leaves nothing behind)
+        if args.resume and store_exists(args.results):
+            store = Store(args.results)
+            Runner(campaign, store, resume=True).resumed_campaign()
+        sessions = open_targets(campaign)
+        store = store or Store(args.results)
+        display = RunProgress(out)
+        runner = Runner(campaign, store, resume=args.resume, retry_failed=args.retry_failed,
+                        retry_damaged=args.retry_damaged, progress=display, notice=display.notice)
+        campaign_id = runner.campaign_id()
+        todo, skipped = runner.pending(campaign_id)
+        total_s = estimate_s(campaign, todo)
+        out.print(
+            f"[bold]{escape(campaign.name)}[/]: {len(todo)} runs to measure"
+            + (f", {skipped} already committed" if skipped else "")
+            + f", about {format_duration_s(total_s)} on {len(sessions)} target(s)"
+        )
+        for session in sessions:
+            for w in session.warnings:
+                out.print(f"[yellow]warning[/] ({escape(session.spec.name)}): "
+                          f"{escape(w.message)} — {escape(w.remedy)}")
+        per_target = {s.spec.name: [x for x in todo if x[0].target == s.spec.name] for s in sessions}
+        with display:
+            display.plan({name: (len(runs), estimate_s(campaign, runs)) for name, runs in per_target.items()})
+            outcome = runner.execute(sessions, campaign_id)
+        runs = store.runs(campaign_id)
+        for table in summary_tables(runs, campaign.name):
+            out.print(table)
+        if note := emulation_note(runs, store):
+            out.print(f"[yellow]note[/]: {escape(note)}")
+        failed = [r for r in runs if r.status != "ok"]
+        for r in failed[:10]:
+            out.print(f"[red]{r.status}[/] {r.id} "
+                      + escape(f"{r.target} {run_label(r)}: {r.error or ''}"))
+        if len(failed) > 10:
+            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})"))
+        out.print(escape(
+            f"results: {store.where} (raw series in {store.raw_dir}/); "
+            f"details: jitterlab show --results {args.results}"
+        ))
+        if outcome.interrupted:
+            out.print(
+                f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
+                + escape(f"jitterlab run {args.campaign} --results {args.results} --resume")
+            )
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED if failed else EXIT_OK
+    finally:
+        for session in sessions:
+            session.target.close()
+        if store is not None:
+            store.close()
+
+
+def _with_labels(campaign, pairs: list[str]):
+    """The campaign with --label KEY=VALUE pairs set (they take part in the resume fingerprint)."""
+    import dataclasses
+
+    from jitterlab.model.labels import check_label
+
+    labels = dict(campaign.labels)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UserError(f"--label {shown(pair)}: write KEY=VALUE, e.g. --label image=1.11")
+        check_label(key.strip(), value.strip(), f"--label {shown(pair)}")
+        labels[key.strip()] = value.strip()
+    return dataclasses.replace(campaign, labels=labels) if pairs else campaign
+
+
+def _run_images(out: Console, campaign, boards, args: argparse.Namespace) -> int:
+    """Each image on every board in turn (farm.py), one campaign per image value."""
+    from jitterlab.execution.farm import run_images
+    from jitterlab.report.terminal import summary_tables
+    from jitterlab.store.catalog import Store
+
+    store = Store(args.results)
+    try:
+        def notice(target: str, message: str) -> None:
+            out.print(escape(f"{target + ': ' if target else ''}{message}"), highlight=False)
+
+        def progress(target: str, what: str | None, seconds: float) -> None:
+            if what is not None:
+                out.print(escape(f"{target}: {what}"), highlight=False)
+
+        with sigterm_as_interrupt():
+            done = run_images(campaign, store, boards, notice, progress)
+        failed = 0
+        for value, campaign_id, _ in done:
+            runs = store.runs(campaign_id)
+            failed += sum(r.status != "ok" for r in runs)
+            for table in summary_tables(runs, f"{campaign.name} {boards[0][1].label}={value}"):
+                out.print(table)
+        label = boards[0][1].label
+        out.print(escape(f"results: {store.where}; compare the images with jitterlab compare --results "
+                         f"{args.results} --baseline {label}=A --candidate {label}=B"), highlight=False)
+        if done and done[-1][2].interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED if failed else EXIT_OK
+    finally:
+        store.close()
+
+
+DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
+
+
+def _dry_run(out: Console, campaign) -> int:
+    from jitterlab import plugins
+    from jitterlab.model.units import format_duration_s, format_ns
+
+    table = Table(
+        title=f"{escape(campaign.name)}: {len(campaign.cells)} cells x {campaign.repetitions} "
+        f"repetitions of {format_ns(campaign.settings.duration_ns)}"
+    )
+    for name in ("target", "benchmark", "cell", "load", "estimate"):
+        table.add_column(name)
+    per_cell_s = 0.0
+    for i, c in enumerate(campaign.cells):
+        bench = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
+        seconds = bench.estimate_s(campaign.settings, c)
+        per_cell_s += seconds
+        if i < DRY_RUN_ROWS:
+            shown_as = {p.name: p.show for p in bench.params}
+            params = " ".join(f"{k}={shown_as[k](v)}" for k, v in c.params)
+            table.add_row(c.target, c.benchmark, params, c.load, format_duration_s(seconds))
+    out.print(table)
+    if len(campaign.cells) > DRY_RUN_ROWS:
+        out.print(f"... and {len(campaign.cells) - DRY_RUN_ROWS} more cells")
+    total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
+    out.print(
+        f"{len(campaign.cells) * campaign.repetitions} runs, estimated {format_duration_s(total_s)} "
+        "(plus building the programs once per target)"
+    )
+    return EXIT_OK

@@ -1,0 +1,73 @@
+"""The phases of one run, in order: loads started (or kept from the previous run), the benchmark
+prepared while they warm up, loads up (warmed up and checked), measured, the benchmark's set-up
+undone, loads down (checked, read, stopped or kept), analysed. The runner commits the result.
+
+Every phase may fail (RunFailed, CommandTimeout) or be interrupted; whatever the path, what the
+benchmark set up is undone and the loads are stopped, or kept only for a next run that checks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jitterlab.execution.loads import TargetLoads
+from jitterlab.measure.benchmarks.base import Benchmark, Measurement
+from jitterlab.measure.context import RunContext
+from jitterlab.model.errors import RunFailed, TargetLost
+from jitterlab.model.records import Metric
+from jitterlab.targets.base import CommandTimeout, Target
+
+
+@dataclass
+class Measured:
+    """What one run came to: its status, and what it measured when it is ok."""
+
+    status: str = "ok"
+    error: str | None = None
+    measurement: Measurement | None = None
+    load_metrics: list[Metric] = field(default_factory=list)
+    attachments: dict[str, bytes] = field(default_factory=dict)
+    lost: str | None = None  # the target went: its remaining runs fail with this
+
+
+def measure(bench: Benchmark, ctx: RunContext, loads: TargetLoads, *, keep: bool, runs: int) -> Measured:
+    """Run the phases; `keep`: the next run uses the same loads; `runs`: how many consecutive runs
+    (this one included) use them. Exceptions other than a run's failure propagate (a bug, or an
+    interrupt), with the loads stopped."""
+    try:
+        loads.start(ctx.cell, runs)
+        measuring = bench.prepare(ctx)
+        try:
+            loads.up()
+            raw = measuring.measure()
+        finally:
+            measuring.close()
+        load_metrics = loads.down(keep)
+        return Measured(measurement=bench.analyse(ctx, raw), load_metrics=load_metrics)
+    except RunFailed as exc:
+        result = Measured(exc.status, exc.reason, attachments=exc.attachments)
+        lost = exc if isinstance(exc, TargetLost) else _lost_meanwhile(ctx.target)
+        if lost is not None:  # a program killed by a dropped connection is no finding of the run
+            result.lost = lost.reason
+            result.error = exc.reason if lost is exc else f"{lost.reason} (the run itself said: {exc.reason})"
+            loads.stop()
+        else:
+            loads.after_failure(keep)
+        return result
+    except CommandTimeout as exc:
+        loads.after_failure(keep)
+        return Measured("timeout", str(exc))
+    except BaseException:
+        loads.stop()
+        raise
+
+
+def _lost_meanwhile(target: Target) -> TargetLost | None:
+    """After a failed run: is the target itself gone? (one command, only when a run failed)"""
+    try:
+        target.run(["true"], timeout_s=30)
+    except TargetLost as exc:
+        return exc
+    except (RunFailed, CommandTimeout):
+        return None
+    return None

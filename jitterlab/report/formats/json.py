@@ -1,0 +1,26 @@
+"""JSON (format jitterlab.export/1): one object per run with its metrics' values, units and
+directions, and the operational envelope beside the runs; a trend as jitterlab.trend/1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jitterlab.report.formats.base import EXPORTERS, write_text
+from jitterlab.report.formats.rows import ExportData
+
+
+class JsonExporter:
+    directory = False
+    tables = ("runs",)
+    trend = True
+
+    def write(self, data: ExportData, table: str, out: Path | None) -> str | None:
+        doc = {"format": "jitterlab.export/1", "runs": data.rows, "envelope": data.envelope}
+        return write_text(json.dumps(doc, indent=1, default=str), out)
+
+    def write_trend(self, rows: list[dict], out: Path | None) -> str | None:
+        return write_text(json.dumps({"format": "jitterlab.trend/1", "rows": rows}, indent=1), out)
+
+
+EXPORTERS.add("json", "one object per run with units and directions, and the envelope", JsonExporter())

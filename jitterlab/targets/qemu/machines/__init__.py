@@ -1,0 +1,1 @@
+"""The machines a qemu target can be: one profile module each, registered in registry.py."""

@@ -1,0 +1,113 @@
+"""What a qemu machine profile says: everything that differs between the guests jitterlab boots.
+
+A profile is data plus one small object (how the kernel image is given to qemu). The code that
+prepares kernels, writes the initramfs and starts qemu reads the profile and assumes nothing of
+its own about the CPU architecture, the qemu binary or the devices.
+"""
+
+from __future__ import annotations
+
+import platform
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# The guest's root file system is this machine's own, read-only over 9p (tags jlroot, jlkernel,
+# jlboot) under a tmpfs overlay, as init.c mounts it: the guest has the controller's userland.
+HOST_ROOT = "host-9p"
+# the modules the boot over HOST_ROOT needs besides the device transport's, in load order
+HOST_ROOT_MODULES = ("9pnet_virtio", "9p", "overlay", "virtio_net", "virtio_rng")
+
+_DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "armhf", "i686": "i386"}
+
+
+def host_arch() -> str:
+    """This machine's Debian architecture name ("amd64", "arm64", ...)."""
+    machine = platform.machine()
+    return _DEBIAN_ARCH.get(machine, machine)
+
+
+class KernelImage(ABC):
+    """How a machine's kernel is given to qemu (a bzImage, an ELF with a PVH entry, an Image...)."""
+
+    label: str  # in messages: "give the path of a <label>"
+    mismatch: str  # why a file is not one, in messages: "an x86 bzImage (no setup header)"
+
+    @abstractmethod
+    def release(self, path: Path) -> str | None:
+        """The release (`uname -r`) a kernel file says it is; None when it is not of this format."""
+
+    def bootable(self, vmlinuz: Path, config: Path, entry: Path) -> Path:
+        """The file qemu loads for `vmlinuz` (made once into the cache directory `entry`); `config`
+        is the kernel's /boot/config-<release>, which may be absent."""
+        return vmlinuz
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    """How the guest's virtio devices (network, rng, 9p shares) sit on its bus."""
+
+    name: str  # "virtio-pci" | "virtio-mmio"
+    suffix: str  # of qemu's device names: virtio-net-<suffix>
+    boot_modules: tuple[str, ...]  # the transport's kernel modules, loaded first
+
+
+VIRTIO_PCI = DeviceModel("virtio-pci", "pci", ("virtio_pci",))
+VIRTIO_MMIO = DeviceModel("virtio-mmio", "device", ("virtio_mmio",))
+
+
+@dataclass(frozen=True)
+class Build:
+    """How programs are built for the guest, all on the controller."""
+
+    cc: str  # the campaign's C programs (argv word); "cc" when the guest runs this machine's userland
+    init_cc: str  # the static init of the initramfs
+    init_cc_package: str  # the Debian package that has init_cc
+    libc_package: str  # the C library's static archive init_cc links
+
+
+# eq=False: profiles are compared (and hashed) as the single objects the registry holds
+@dataclass(frozen=True, eq=False)
+class MachineProfile:
+    """One kind of guest: the emulator, the machine, its kernel, its root and its devices."""
+
+    name: str
+    arch: str  # Debian architecture of the guest ("amd64")
+    qemu: str  # the emulator's binary
+    qemu_package: str  # the Debian package that has it
+    machine: tuple[str, ...]  # qemu's -machine arguments
+    accel: Mapping[str, tuple[str, ...]]  # "kvm" | "tcg" -> qemu's -accel and -cpu arguments
+    console: str  # the kernel's console device, on qemu's first serial port
+    image: KernelImage
+    kernels: Mapping[str, str]  # kernel flavour ("standard", "rt") -> Debian metapackage
+    devices: DeviceModel
+    build: Build
+    root: str = HOST_ROOT
+    dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
+    gpio: tuple[str, ...] = ("none",)  # the values of the gpio key, the default first
+    cpus: int = 2
+    memory_bytes: int = 1 << 30
+    boot_timeout_s: float = 120.0
+
+    @property
+    def boot_modules(self) -> tuple[str, ...]:
+        """The modules the initramfs loads (those built into a kernel are skipped)."""
+        return (*self.devices.boot_modules, *HOST_ROOT_MODULES)
+
+    def kvm_missing(self, host: str | None = None) -> str | None:
+        """Why kvm cannot run this machine on a `host` architecture (this one), None when it can."""
+        host = host or host_arch()
+        if "kvm" not in self.accel:
+            return f"qemu machine {self.name!r} is emulated only"
+        if host != self.arch:
+            return f"qemu machine {self.name!r} has a {self.arch} CPU, this machine is {host}"
+        return None
+
+    def device(self, kind: str) -> str:
+        """qemu's name of a virtio device on this machine's bus: device("net") -> virtio-net-pci."""
+        return f"virtio-{kind}-{self.devices.suffix}"
+
+    def dtb_path(self, tree: Path, release: str) -> Path | None:
+        """The device tree file in the unpacked kernel packages, when the machine needs one."""
+        return tree / "usr" / "lib" / f"linux-image-{release}" / self.dtb if self.dtb else None

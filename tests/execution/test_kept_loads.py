@@ -1,0 +1,128 @@
+"""Loads kept up between runs, with the real tools on this machine: sched read per run without being
+stopped; cpu (stress-ng reports only when it exits) handing over to a fresh stress-ng at each
+reading, never leaving the target without the load; nothing left running afterwards."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+
+import pytest
+
+from jitterlab.campaign.file import Campaign, load_campaign
+from jitterlab.execution.loads import TargetLoads
+from jitterlab.measure.context import Placement
+from jitterlab.measure.loads import sched
+from jitterlab.measure.loads.base import LoadContext, Sustained
+from jitterlab.measure.loads.cpu import CpuLoad
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.fakes import cell
+from jitterlab.model.records import RunSettings
+from jitterlab.targets.local import LocalTarget
+from tests.support import local_campaign, processes_mentioning
+
+
+def test_the_loads_that_can_stay_up_between_runs():
+    assert isinstance(sched.SchedLoad(), Sustained) and isinstance(CpuLoad(), Sustained)
+
+
+@pytest.mark.skipif(shutil.which("stress-ng") is None, reason="no stress-ng")
+def test_cpu_hands_over_to_a_fresh_stress_ng_at_each_reading_and_never_goes_without(tmp_path):
+    target = LocalTarget(workdir=str(tmp_path / "work"))
+    load = CpuLoad()
+    try:
+        load.start(LoadContext(target, str(tmp_path / "scratch" / "load-cpu"), options={"workers": 1},
+                               max_duration_s=60))
+        first_pgid = next(iter(target._live)).pid
+        time.sleep(0.3)
+        first = {m.name: m.value for m in load.snapshot()}
+        live = list(target._live)
+        assert [p.pid for p in live] != [first_pgid] and len(live) == 1  # the old one gone, one left
+        load.check()
+        time.sleep(0.3)
+        second = {m.name: m.value for m in load.snapshot()}
+        load.check()
+        third = {m.name: m.value for m in load.stop()}
+        for figures in (first, second, third):
+            assert figures["load_bogo_ops_per_s"] > 0 and figures["load_workers"] == 1
+        # each stress-ng wrote in a directory of its own; the read ones are gone
+        assert sorted(p.name for p in (tmp_path / "scratch").iterdir()) == ["load-cpu.2"]
+    finally:
+        load.stop()
+        target.close()
+    assert target._live == set() or not [p for p in target._live if p.poll() is None]
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+@pytest.mark.skipif(shutil.which("hackbench") is None, reason="no hackbench (apt install rt-tests)")
+def test_sched_is_read_per_run_and_runs_on_between_the_readings(tmp_path):
+    target = LocalTarget(workdir=str(tmp_path / "work"))
+    load = sched.SchedLoad()
+    options = {"groups": 2, "fds": 5, "loops": 20}
+    try:
+        load.start(LoadContext(target, str(tmp_path / "scratch"), options=options, max_duration_s=60))
+        time.sleep(0.5)
+        first = {m.name: m.value for m in load.snapshot()}
+        load.check()
+        load.mark()
+        time.sleep(0.5)
+        second = {m.name: m.value for m in load.snapshot()}
+        load.check()  # still running after both readings
+        assert first["load_sched_messages_per_s"] > 0 and second["load_sched_messages_per_s"] > 0
+        assert second["load_sched_rounds"] >= 1
+        last = {m.name: m.value for m in load.stop()}  # like snapshot(): since the last mark()
+        assert second["load_sched_rounds"] <= last["load_sched_rounds"] < (
+            first["load_sched_rounds"] + second["load_sched_rounds"])
+    finally:
+        load.stop()
+        target.close()
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def _campaign(tmp_path, settings: RunSettings) -> Campaign:
+    matrix = '[matrix]\nimpl = "c-mmap"\nperiod = "10ms"\nprobe = "self"\n'
+    path = local_campaign(tmp_path, matrix, name="kept")
+    return dataclasses.replace(load_campaign(path), settings=settings)
+
+
+@pytest.mark.skipif(shutil.which("hackbench") is None, reason="no hackbench (apt install rt-tests)")
+def test_a_kept_load_killed_between_runs_is_restarted_and_all_stops_at_the_end(tmp_path):
+    settings = RunSettings(load_warmup_ns=50_000_000, options={"loads": {"sched": {"loops": 20}}})
+    target = LocalTarget(workdir=str(tmp_path / "work"))
+    notices: list[str] = []
+    loads = TargetLoads(_campaign(tmp_path, settings), target, Placement(None, None),
+                        lambda name, message: notices.append(message))
+    run = cell("squarewave", target="local", load="sched")
+    try:
+        loads.start(run, runs=3)
+        loads.up()
+        time.sleep(0.3)
+        assert {m.name for m in loads.down(keep=True)} >= {"load_sched_messages_per_s"}
+        [proc] = list(target._live)
+        proc.signal(9)  # dies between two runs
+        proc.wait(5)
+        loads.start(run, runs=2)
+        assert notices and "restarting it" in notices[0]
+        loads.up()
+        time.sleep(0.3)
+        loads.down(keep=True)
+    finally:
+        loads.stop()
+        target.close()
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+def test_a_load_that_cannot_start_leaves_nothing_behind(tmp_path, monkeypatch):
+    def refuse(self, ctx):
+        raise RunFailed("cannot start")
+
+    monkeypatch.setattr(sched.SchedLoad, "start", refuse)
+    settings = RunSettings(load_warmup_ns=1_000_000)
+    target = LocalTarget(workdir=str(tmp_path / "work"))
+    loads = TargetLoads(_campaign(tmp_path, settings), target, Placement(None, None), lambda *a: None)
+    run = cell("squarewave", target="local", load="sched")
+    with pytest.raises(RunFailed, match="cannot start"):
+        loads.start(run, runs=2)
+    loads.stop()  # nothing to stop: no error
+    target.close()

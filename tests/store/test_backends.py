@@ -1,0 +1,168 @@
+"""Backends behind one interface: the --results spec picks one, a store is found without creating one,
+the catalog works unchanged on a backend it has never heard of, and a run's files enter the store
+with its rows or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from jitterlab.model.errors import UserError
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import EdgeSeries
+from jitterlab.store import backends, results_spec, store_exists
+from jitterlab.store.backend import Backend
+from jitterlab.store.catalog import RunExists, Store
+from jitterlab.store.postgres import PostgresBackend
+from jitterlab.store.schema import SCHEMA
+from jitterlab.store.sqlite import SqliteBackend
+
+
+def test_the_spec_text_picks_the_backend():
+    assert backends.backend_for("results") is SqliteBackend
+    assert backends.backend_for("/srv/lab results/a:b") is SqliteBackend
+    assert backends.backend_for("postgresql://lab@db/jl?raw_dir=/srv") is PostgresBackend
+    assert backends.backend_for("postgres:///jl?raw_dir=/srv") is PostgresBackend
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("mysql://lab:secret@db/jl", r"^--results 'mysql://lab:\*\*\*@db/jl': jitterlab cannot keep results "
+                                 r"in a mysql:// URL; give postgresql://user@host/db\?raw_dir=DIR; or a "
+                                 r"directory$"),
+    ("", r"^--results: give a path$"),
+    ("a/" + "x" * 300, r"^--results: path too long \(302 bytes; at most 4096, 255 per name\)"),
+    ("postgresql://u:secret@db/jl", r"^--results postgresql://u:\*\*\*@db/jl: say where raw series"),
+])
+def test_results_spec_refuses_in_one_line(text, expected, monkeypatch):
+    monkeypatch.delenv("JITTERLAB_RAW_DIR", raising=False)
+    with pytest.raises(UserError, match=expected) as err:
+        results_spec(text)
+    assert "\n" not in str(err.value) and "secret" not in str(err.value)
+
+
+def test_results_spec_keeps_what_it_accepts(monkeypatch):
+    assert results_spec("results/") == "results"
+    url = "postgresql://u:secret@db/jl?raw_dir=/srv/jl"
+    assert results_spec(url) == url  # the password is needed to connect
+    monkeypatch.setenv("JITTERLAB_RAW_DIR", "/srv/jl")
+    assert results_spec("postgresql://db/jl") == "postgresql://db/jl"
+
+
+def test_store_exists_creates_nothing(tmp_path):
+    where = tmp_path / "r"
+    assert not store_exists(str(where)) and not where.exists()
+    where.mkdir()
+    assert not store_exists(str(where)) and list(where.iterdir()) == []
+    Store(where).close()
+    assert store_exists(str(where))
+
+
+class MemoryBackend(Backend):
+    """A backend the catalog has never heard of: SQLite in memory, files in a directory named by
+    the spec (memory://DIR). All a new backend needs is this class and its registration."""
+
+    name, form, content_addressed = "memory", "memory://DIR", True
+    opened: ClassVar[dict[str, sqlite3.Connection]] = {}
+
+    def __init__(self, db: sqlite3.Connection, files: Path) -> None:
+        self._db, self.files, self.where = db, files, f"memory://{files}"
+
+    @classmethod
+    def claims(cls, text):
+        return text.startswith("memory://")
+
+    @classmethod
+    def check_spec(cls, text):
+        return text
+
+    @classmethod
+    def exists(cls, spec):
+        return spec in cls.opened
+
+    @classmethod
+    def open(cls, spec, *, create):
+        if spec not in cls.opened:
+            if not create:
+                raise UserError(f"{spec}: nothing here")
+            db = cls.opened[spec] = sqlite3.connect(":memory:", isolation_level=None,
+                                                    check_same_thread=False)
+            for statement in SCHEMA:
+                db.execute(statement)
+        return cls(cls.opened[spec], Path(spec.removeprefix("memory://")))
+
+    def execute(self, sql, args=()):
+        return self._db.execute(sql, args)
+
+    def executemany(self, sql, rows):
+        self._db.executemany(sql, rows)
+
+    def insert(self, sql, args):
+        return int(self._db.execute(sql, args).lastrowid)
+
+    @contextlib.contextmanager
+    def transaction(self):
+        self._db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def close(self):
+        pass  # the database lives as long as the test
+
+
+@pytest.fixture
+def memory(monkeypatch, tmp_path):
+    monkeypatch.setattr(backends, "BACKENDS", (MemoryBackend, *backends.BACKENDS))
+    MemoryBackend.opened.clear()
+    return f"memory://{tmp_path / 'files'}"
+
+
+def test_the_catalog_works_on_a_backend_it_does_not_know(memory):
+    assert not store_exists(memory)
+    store = Store(memory)
+    assert store_exists(memory) and store.where == memory
+    cid = store.new_campaign("c", "fp", "c.toml", "", {})
+    store.lock_campaign(cid, "c")
+    run = run_record(squarewave_cell(), id="r1", campaign_id=cid,
+                     metrics=[Metric("max_rel_period_error", 0.02, "ratio", "vpin")])
+    stored = store.commit_run(run, [Warning_("w", "r")], series={"vpin": EdgeSeries([1, 2, 3], [1, 0, 1])},
+                              files={"log": b"x"})
+    [back] = Store(memory, create=False).runs(cid)
+    assert back == stored and back.raw_path == f"raw/{stored.raw_sha256[:2]}/{stored.raw_sha256}.parquet"
+    assert store.read_series(back)["vpin"].t_ns.tolist() == [1, 2, 3]
+    assert (store.root / back.attachments["log"]).read_bytes() == b"x"
+    assert (store.root / "locks" / f"campaign-{cid}.lock").is_file()
+    store.close()
+
+
+def test_commit_run_writes_the_files_it_is_given_and_names_them(tmp_path):
+    store = Store(tmp_path)
+    cid = store.new_campaign("c", "fp", "c.toml", "", {})
+    run = run_record(squarewave_cell(), id="r1", campaign_id=cid)
+    stored = store.commit_run(run, series={"vpin": EdgeSeries([5, 6], [1, 0])}, files={"tool out": b"y"})
+    assert stored.raw_path == "raw/r1.parquet"
+    assert stored.attachments == {"tool out": "attachments/r1/tool_out"}
+    [back] = store.runs(cid)
+    assert back == stored
+    assert store.read_series(back)["vpin"].t_ns.tolist() == [5, 6]
+    assert store.read_series(run_record(squarewave_cell(), id="none")) == {}
+
+
+def test_a_refused_commit_leaves_no_file_behind(tmp_path):
+    store = Store(tmp_path)
+    cid = store.new_campaign("c", "fp", "c.toml", "", {})
+    store.commit_run(run_record(squarewave_cell(), id="first", campaign_id=cid))
+    second = run_record(squarewave_cell(), id="second", campaign_id=cid)
+    with pytest.raises(RunExists):
+        store.commit_run(second, series={"vpin": EdgeSeries([5, 6], [1, 0])}, files={"log": b"z"})
+    assert not (tmp_path / "raw" / "second.parquet").exists()
+    assert not (tmp_path / "attachments" / "second" / "log").exists()
+    assert [r.id for r in store.runs(cid)] == ["first"]
