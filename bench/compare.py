@@ -3,7 +3,9 @@
     python bench/compare.py [--trials 400] [--seed 1]
 
 Per-run view (one number per run, log-normal run-to-run spread of 30 %):
-  - false verdicts on identical groups of 3 and 5 runs (the declared level is 5 %);
+  - false better/worse on identical groups of 3, 5, 10 and 30 runs (the declared level is 5 %),
+    and how many of them read "same" (the CI inside the 20 % timing threshold) or "undecided";
+  - share of a twofold change found (worse) at 3 vs 3 runs;
   - share of a threefold change with 1 % spread found at 3 vs 3 runs, by compare and by the
     Mann-Whitney U test it used before (which cannot go below p = 0.1 at 3 vs 3);
   - comparisons of 17 identical metrics with any spurious better/worse, with Holm's adjustment
@@ -20,7 +22,7 @@ import time
 
 import numpy as np
 
-from jitterlab.analysis.compare import BETTER, NO_CHANGE, WORSE, Selector, compare
+from jitterlab.analysis.compare import BETTER, SAME, UNDECIDED, VERDICTS, WORSE, Selector, compare
 from jitterlab.analysis.stats import mann_whitney_p, pooled_effects
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
@@ -44,6 +46,10 @@ def called(result) -> bool:
     return any(r.verdict in (BETTER, WORSE) for r in result.rows)
 
 
+def called_rows(result) -> int:
+    return sum(r.verdict in (BETTER, WORSE) for r in result.rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=400)
@@ -52,9 +58,15 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     n = args.trials
 
-    for k in (3, 5):
-        false = sum(called(compare(runs_of(*np.exp(rng.normal(-4, 0.3, (2, k)))), A, B)) for _ in range(n))
-        print(f"per-run, identical groups of {k}: false verdicts {false / n:.1%} (declared 5 %)")
+    for k in (3, 5, 10, 30):
+        seen = dict.fromkeys(VERDICTS, 0)
+        for _ in range(n):
+            seen[compare(runs_of(*np.exp(rng.normal(-4, 0.3, (2, k)))), A, B).rows[0].verdict] += 1
+        print(f"per-run, identical groups of {k}: false better/worse {(seen[BETTER] + seen[WORSE]) / n:.1%} "
+              f"(declared 5 %), same {seen[SAME] / n:.1%}, undecided {seen[UNDECIDED] / n:.1%}")
+    doubled = sum(compare(runs_of(*np.exp(rng.normal(-4, 0.3, (2, 3))) * [[1], [2]]), A, B).rows[0].verdict
+                  == WORSE for _ in range(n))
+    print(f"per-run, 2x change at 3 vs 3 (30 % spread): found {doubled / n:.1%}")
     found = mw = 0
     for _ in range(n):
         a, b = 0.137 * np.exp(rng.normal(0, 0.01, 3)), 0.412 * np.exp(rng.normal(0, 0.01, 3))
@@ -100,7 +112,7 @@ def main() -> None:
         result = compare(runs, A, B, distributions=dists)
         elapsed = time.perf_counter() - start
         print(f"compare of 8 cells x 17 metrics, 5 vs 5 runs, {label}: {elapsed:.2f} s, "
-              f"{len(result.rows)} rows, {sum(r.verdict != NO_CHANGE for r in result.rows)} verdicts")
+              f"{len(result.rows)} rows, {called_rows(result)} better/worse")
 
 
 if __name__ == "__main__":

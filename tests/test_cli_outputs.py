@@ -147,8 +147,8 @@ def test_help_names_every_kind_of_target_and_every_command(capsys):
     out = capsys.readouterr().out
     assert "on local, ssh, labgrid or qemu targets" in " ".join(out.split())
     commands = [c.__name__.rsplit(".", 1)[1].rstrip("_") for c in COMMANDS]
-    assert commands == ["run", "list", "show", "monitor", "report", "compare", "export", "import", "push",
-                        "doctor"]
+    assert commands == ["run", "summary", "list", "show", "monitor", "report", "compare", "export", "import",
+                        "push", "doctor"]
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line[4] != " "]
     assert listed == commands  # each with its help line, in this order
 
@@ -168,3 +168,92 @@ def test_a_log_gets_one_line_per_run_with_the_time_left_and_notices_escaped():
     assert lines[0] == "board: [1/2] c-fifo 1ms #1, about 10 s left"
     assert lines[1].startswith("board: [2/2] c-fifo 1ms #2, about ")
     assert lines[2] == "board: stopped a leftover \\x1b[2J"
+
+
+# --- hints name the option where the user gives it ---------------------------------------------
+
+
+def test_doctor_over_ssh_url_advises_its_own_options_not_a_target_table(tmp_path):
+    from jitterlab.targets.ssh.options import from_url, parse_options
+    from jitterlab.targets.ssh.target import SSHTarget
+
+    key = tmp_path / "id"
+    key.write_text("k")
+    for options, accept, refused in (
+        (from_url("ssh://root@board:2222", "TARGET", {"key": str(key)}), "--accept-new-host-key",
+         "give --key ~/.ssh/<your key>"),
+        (parse_options({"host": "board"}, "c.toml: target[1]"), "set accept_new_host_key = true in its "
+         "[[target]]", 'set key = "~/.ssh/<your key>" in its [[target]]'),
+    ):
+        target = SSHTarget("board", options)
+        try:
+            unknown = str(target.failure("Host key verification failed."))
+            denied = str(target.failure("root@board: Permission denied (publickey)."))
+        finally:
+            target.close()
+        assert f"or {accept} to trust it" in unknown or f"or give {accept} to trust it" in unknown
+        assert refused in denied
+        if options.from_command_line:
+            assert "[[target]]" not in unknown + denied
+
+
+def test_a_bad_load_value_in_compare_lists_the_loads(store_dir, capsys):
+    assert main(["compare", "--baseline", "load=cpuu", "--candidate", "image=1.1", "--results",
+                 str(store_dir)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--baseline load=cpuu: no successful run has it" in err and "load takes: idle" in err
+
+
+# --- one rule for naming a cell ----------------------------------------------------------------
+
+
+def _iperf3_cells():
+    auto = "auto"
+    return [cell("iperf3", {"protocol": "tcp", "direction": "send", "bitrate": auto, "parallel": 1,
+                            "length": auto, "port": 15211, "peer": ""}),
+            cell("iperf3", {"protocol": "udp", "direction": "send", "bitrate": 100_000_000, "parallel": 1,
+                            "length": auto, "port": 15211, "peer": ""})]
+
+
+def test_a_key_at_its_default_is_named_where_it_tells_cells_apart():
+    from jitterlab.campaign.cells import names
+
+    tcp, udp = _iperf3_cells()
+    assert names().params_text(tcp) == ""  # alone: its defaults are left out
+    among = names().among([tcp, udp])
+    assert among.params_text(tcp) == "protocol=tcp bitrate=auto"
+    assert among.params_text(udp) == "protocol=udp bitrate=100M"
+
+
+def test_compare_names_the_default_protocol_beside_udp():
+    from jitterlab.analysis.compare import Selector, cell_text, compare
+    from jitterlab.campaign.cells import names
+    from jitterlab.model.records import Metric
+
+    runs = [run_record(c, id=f"{image}{i}{rep}", labels={"image": image}, cell_key=str(i),
+                       metrics=[Metric("mbit_per_s", 900.0 + rep + (image == "b"), "Mbit/s", "", "higher")])
+            for image in ("a", "b") for i, c in enumerate(_iperf3_cells()) for rep in range(3)]
+    result = compare(runs, Selector("image", "a"), Selector("image", "b"), names=names())
+    texts = {cell_text(result, row) for row in result.rows}
+    assert texts == {"protocol=tcp bitrate=auto", "protocol=udp bitrate=100M"}
+
+
+def test_dry_run_leaves_out_defaults_that_tell_no_cell_apart(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text('[campaign]\nname = "d"\nduration = "1s"\n[matrix]\nimpl = "c-fifo"\n'
+                    'period = ["10ms", "1ms"]\nprobe = ["vpin", "self"]\npin = "vpin"\n')
+    assert main(["run", str(path), "--dry-run"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "squarewave" in line]
+    assert len(rows) == 4 and not any("pin=vpin" in row.replace("probe=vpin", "") for row in rows)
+    assert sum("probe=vpin" in row for row in rows) == 2  # probe tells the cells apart: named
+    assert all("impl=c-fifo" in row for row in rows)  # not a default: named
+
+
+def test_the_package_metadata_needs_no_deprecated_license_table():
+    import tomllib
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert meta["project"]["license"] == "MIT"  # an SPDX expression, not the deprecated {text = ...}
+    [setuptools] = [r for r in meta["build-system"]["requires"] if r.startswith("setuptools")]
+    assert setuptools == "setuptools>=77"  # the first that reads SPDX license expressions

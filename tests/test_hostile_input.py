@@ -159,15 +159,17 @@ CLI_VALUES = ["", " ", "-1", "0", "99999999999999999999", "x" * 5000, "\x1b[2J",
 def option_cases(results: str, capture: str, campaign_file: str) -> Iterator[tuple[list[str], str]]:
     r = ["--results", results]
     bases = {
-        "run": (["run", campaign_file, "--dry-run"], ["CAMPAIGN", "--results", "--label"]),
+        "run": (["run", campaign_file, "--dry-run"], ["CAMPAIGN", "--results", "--label", "--until-decided",
+                                                       "--watch", "--max-runs", "--max-time"]),
         "show": (["show", *r], ["RUN_ID", "--results", "--campaign"]),
         "report": (["report", *r, "-o", "out.html", "--no-figure-files"],
-                   ["--campaign", "-o", "--max-run-figures", "--results"]),
+                   ["--campaign", "-o", "--max-run-figures", "--results", "--trend", "--by"]),
         "compare": (["compare", *r, "--baseline", "image=a", "--candidate", "image=b"],
                     ["--baseline", "--candidate", "--metric", "--format", "--seed", "--campaign",
-                     "--results"]),
+                     "--results", "--threshold", "--fail-on"]),
         "export": (["export", *r, "--format", "csv", "-o", "x.csv"],
-                   ["--format", "-o", "--campaign", "--results"]),
+                   ["--format", "-o", "--campaign", "--results", "--trend", "--by"]),
+        "push": (["push", *r, "--to", "pushed"], ["--results"]),
         "import": (["import", "edges", capture, "--period", "1ms", *r],
                    ["FILE", "--period", "--label", "--format", "--signal", "--time-unit", "--warmup",
                     "--campaign", "--results"]),
@@ -248,3 +250,149 @@ def test_a_command_printing_json_nested_too_deeply_fails_only_its_run(tmp_path, 
 
     [run] = Store(tmp_path / "r", create=False).runs()
     assert run.status == "failed" and "JSON nested too deeply to read" in (run.error or "")
+
+
+# --- store URLs, push, image campaigns, trend and import options, qemu and scpi keys -----------------
+
+URL_CASES = {  # --results / --to: what looks like a URL jitterlab does not speak is never a directory
+    "scheme-case": ("PostgreSQL://u@h/db?raw_dir=/x", " 'PostgreSQL://u@h/db?raw_dir=/x': jitterlab cannot "
+                    "keep "
+                                                      "results in a PostgreSQL: URL; give postgresql://"),
+    "one-slash": ("postgresql:/u@h/db?raw_dir=/x", " 'postgresql:/u@h/db?raw_dir=/x': jitterlab cannot keep"),
+    "driver-name": ("postgresql+psycopg://u@h/db", " 'postgresql+psycopg://u@h/db': jitterlab cannot keep"),
+    "http": ("http://x/y", " 'http://x/y': jitterlab cannot keep results in a http: URL"),
+    "empty": ("", ": give a path"),
+    "ipv6-unclosed": ("postgresql://u@[::1/db?raw_dir=/x", " 'postgresql://u@[::1/db?raw_dir=/x': not a URL "
+                                                          "(Invalid IPv6 URL); write it postgresql://"),
+    "query-password": ("postgresql://u@h/db?password=secret", " postgresql://u@h/db?password=***: say where"),
+    "both-passwords": ("postgresql://u:secret@[::1/db?password=secret&raw_dir=/x",
+                       " 'postgresql://u:***@[::1/db?password=***&raw_dir=/x': not a URL"),
+}
+
+
+@pytest.mark.parametrize("case", URL_CASES)
+@pytest.mark.parametrize("option", ["--results", "--to"])
+def test_a_store_url_jitterlab_does_not_speak_is_one_line_and_never_a_directory(store, tmp_path, monkeypatch,
+                                                                               capsys, case, option):
+    monkeypatch.delenv("JITTERLAB_RAW_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    text, says = URL_CASES[case]
+    results = str(store[0])
+    commands = [["push", "--results", results, "--to", text]] if option == "--to" else [
+        ["show", "--results", text], ["report", "--results", text],
+        ["export", "--results", text, "--format", "csv"],
+        ["push", "--results", text, "--to", "out"]]
+    for argv in commands:
+        with no_hang():
+            assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        one_line(err)
+        assert err.startswith(f"error: {option}{says}") and "secret" not in err, (argv, err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_push_pushes_what_is_sound_and_names_each_damaged_run(tmp_path, capsys):
+    from jitterlab.store.catalog import Store
+
+    t, level = square_wave(1_000_000, 50, seed=1)
+    capture = tmp_path / "cap.csv"
+    capture.write_text("".join(f"{a},{b}\n" for a, b in zip(t, level, strict=True)))
+    for image in ("a", "b", "c"):
+        assert main(["import", "edges", str(capture), "--period", "1ms", "--results", str(tmp_path / "r"),
+                     "--label", f"image={image}"]) == 0
+    source = Store(tmp_path / "r", create=False)
+    missing, changed, sound = source.runs()
+    source.close()
+    (tmp_path / "r" / missing.raw_path).unlink()
+    (tmp_path / "r" / changed.raw_path).write_bytes(b"PAR1")
+    capsys.readouterr()
+    with no_hang():
+        assert main(["push", "--results", str(tmp_path / "r"), "--to", str(tmp_path / "lab")]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("pushed 1 runs")
+    assert [r.id for r in Store(tmp_path / "lab", create=False).runs()] == [sound.id]
+    assert err.splitlines()[:2] == [
+        f"run {missing.id} was not pushed: its raw file {missing.raw_path} is missing",
+        f"run {changed.id} was not pushed: its raw file {changed.raw_path} was changed after the run (its "
+        "sha256 differs)"]
+
+
+IMAGE_TARGET = '[[target]]\nname = "b"\nkind = "labgrid"\nplace = "p"\n'
+CAMPAIGN_CASES = {  # keys that were stored or spliced unchecked: refused when the campaign is read
+    "images-empty-key": (IMAGE_TARGET + 'images = { "" = "IMG" }',
+                         "target[0].images (a value of the label 'image'): a label has a value"),
+    "images-escape-key": (IMAGE_TARGET + 'images = { "x\\u001b[2Jy" = "IMG" }',
+                          "target[0].images (a value of the label 'image'): expected one line of printable"),
+    "images-long-key": (IMAGE_TARGET + f'images = {{ "{"v" * 300}" = "IMG" }}',
+                        "target[0].images (a value of the label 'image'): expected one line of printable"),
+    "boot-prompt-empty": (IMAGE_TARGET + 'images = { "a" = "IMG" }\nboot_prompt = ""',
+                          "target[0].boot_prompt: '' matches empty text, so the boot would not be waited"),
+    "boot-prompt-int": (IMAGE_TARGET + 'images = { "a" = "IMG" }\nboot_prompt = 5',
+                        "target[0].boot_prompt: expected a regular expression"),
+    "qemu-cmdline-quoted": ('[[target]]\nname = "vm"\nkind = "qemu"\ncmdline = \'"rdinit=/bin/sh"\'',
+                            "target[0].cmdline: rdinit= is set by jitterlab to boot the guest"),
+    "scpi-channel-commands": ('[probes.scpi]\nresource = "TCPIP::h::INSTR"\nprofile = "rs-rto"\n'
+                              'channel = "1;*RST;"',
+                              "probes.scpi.channel: expected the instrument's channel, a number or a word"),
+}
+
+
+@pytest.mark.parametrize("case", CAMPAIGN_CASES)
+def test_keys_that_were_taken_unchecked_are_refused_when_read(tmp_path, monkeypatch, case):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "IMG").write_bytes(b"image")
+    body, says = CAMPAIGN_CASES[case]
+    target, _, extra = body.partition("[probes") if body.startswith("[probes") else (body, "", "")
+    path = tmp_path / "c.toml"
+    path.write_text(campaign(extra=f"[probes{extra}\n" if extra else "") if not target else
+                    '[campaign]\nname = "t"\nduration = "1s"\n' + target + '\n[matrix]\nimpl = "c-fifo"\n'
+                    'period = "10ms"\nprobe = "self"\n')
+    with no_hang(), pytest.raises(UserError) as info:
+        load_campaign(path)
+    one_line(str(info.value))
+    assert str(info.value).startswith(f"{path}: {says}"), str(info.value)[:300]
+
+
+@pytest.mark.parametrize("how", ["file", "option"])
+def test_the_image_label_set_also_by_the_campaign_is_refused_before_anything_runs(tmp_path, monkeypatch,
+                                                                                  capsys, how):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "IMG").write_bytes(b"image")
+    labels = '[campaign.labels]\nimage = "x"\n' if how == "file" else ""
+    path = tmp_path / "c.toml"
+    path.write_text(f'[campaign]\nname = "t"\nduration = "1s"\n{labels}{IMAGE_TARGET}'
+                    'images = { "a" = "IMG" }\n'
+                    '[matrix]\nimpl = "c-fifo"\nperiod = "10ms"\nprobe = "self"\n')
+    argv = ["run", str(path), "--results", str(tmp_path / "r")]
+    argv += ["--label", "image=x"] if how == "option" else []
+    with no_hang():
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    one_line(err)
+    assert err.startswith(f"error: {path}: target 'b'.image_label: the label 'image' is set per image"), err
+    assert not (tmp_path / "r").exists()
+
+
+def test_options_that_were_ignored_without_a_word_are_refused(store, tmp_path, monkeypatch, capsys):
+    results, capture = store
+    monkeypatch.chdir(tmp_path)
+    r = ["--results", str(results)]
+    cases = {
+        "report --trend ''": (["report", *r, "--trend", ""],
+                              "error: jitterlab report: argument --trend: give a "
+                                                             "metric's name"),
+        "report --by": (["report", *r, "--by", "image"], "error: --by 'image': only with --trend METRIC"),
+        "export --by": (["export", *r, "--format", "csv", "--by", "date"],
+                        "error: --by 'date': only with --trend"),
+        "import --campaign ''": (["import", "edges", str(capture), "--period", "1ms", *r, "--campaign", ""],
+                                 "error: jitterlab import edges: argument --campaign: a campaign has a"),
+        "import --campaign ' '": (["import", "edges", str(capture), "--period", "1ms", *r, "--campaign", " "],
+                                  "error: jitterlab import edges: argument --campaign: a campaign has a"),
+    }
+    for name, (argv, says) in cases.items():
+        with no_hang():
+            assert main(argv) == 2, name
+        err = capsys.readouterr().err
+        one_line(err)
+        assert err.startswith(says), (name, err)
+    assert list(tmp_path.iterdir()) == []

@@ -142,7 +142,7 @@ def test_export_csv_json_parquet(tmp_path, capsys):
                     str(tmp_path / "x.csv")]) == 0
     header, *rows = (tmp_path / "x.csv").read_text().splitlines()
     cols = header.split(",")
-    assert len(rows) == 2 and {"id", "period_ns", "label.image", "params.warmup_ns",
+    assert len(rows) == 2 and {"id", "period_ns", "label.image", "setting.warmup_ns",
                                "import.max_rel_period_error"} <= set(cols)
     assert float(rows[0].split(",")[cols.index("import.n_periods")]) == EXPECTED["n_periods"]
     assert run_cli(["export", "--format", "parquet", "--results", results, "-o",
@@ -151,6 +151,26 @@ def test_export_csv_json_parquet(tmp_path, capsys):
     assert pq.read_table(tmp_path / "pq" / "metrics.parquet").num_rows == 2 * len(EXPECTED)
     raw = pq.read_table(tmp_path / "pq" / "raw.parquet")
     assert raw.num_rows == 2 * len(T) and raw.column("t_ns").to_pylist()[:3] == list(T[:3])
+
+
+def test_export_counts_repetitions_as_show_does_with_one_prefix_per_group(tmp_path):
+    from jitterlab.report import export as ex
+    from jitterlab.report.terminal import runs_table
+    from tests.report.conftest import build_store
+
+    report_store = build_store(tmp_path / "s")
+    runs = report_store.runs()
+    doc = json.loads(ex.export(report_store, runs, "json", None))
+    assert doc["format"] == "jitterlab.export/2"
+    shown = dict(zip(runs_table(runs).columns[0].cells, runs_table(runs).columns[2].cells, strict=True))
+    exported = {r["id"]: r["repetition"] for r in doc["runs"]}
+    assert exported == {run: int(rep) for run, rep in shown.items()}  # show's "rep": from 1
+    assert sorted(set(exported.values())) == [1, 2, 3, 4]
+    assert set(doc["runs"][0]) >= {"cell", "settings"} and "params" not in doc["runs"][0]
+    header = ex.export(report_store, runs, "csv", None).splitlines()[0].split(",")
+    prefixes = {c.split(".")[0] for c in header if "." in c and not c.startswith(("vpin.", "self."))}
+    assert prefixes == {"param", "setting", "label", "sysinfo"}
+    assert "repetition" in header
 
 
 def test_export_of_an_empty_store_and_damaged_raw(tmp_path):

@@ -111,7 +111,7 @@ def test_monitor_prints_escaped_and_an_interrupt_says_how_to_go_on(tmp_path, mon
     closed: list[str] = []
     _fake_targets(monkeypatch, closed)
 
-    def interrupted(campaign, store, sessions, schedule, *, resume, notice, stop):
+    def interrupted(campaign, store, sessions, schedule, *, resume, notice, stop, ended):
         notice("interval 1/2 \x1b[2J")
         raise KeyboardInterrupt
 
@@ -124,3 +124,62 @@ def test_monitor_prints_escaped_and_an_interrupt_says_how_to_go_on(tmp_path, mon
     assert f"interrupted: go on with jitterlab monitor {tmp_path}/m\\x1b]0;x\\x07.toml --for 2s --every 1s " \
            "--resume" in out
     assert sorted(closed) == ["rpi", "vm"]
+
+
+# --- intervals that end with their values and change points (fake target, fake benchmark) ---------
+
+FLAT = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1]
+
+
+def _fake_monitoring(tmp_path, monkeypatch, values: list[float]):
+    """A campaign of one fake cell whose interval k measures values[k]; the schedule of any
+    --for/--every is len(values) intervals of 1 ms, so that the test waits for nothing."""
+    from jitterlab.measure.benchmarks.base import Measurement
+    from jitterlab.model.records import Metric
+    from jitterlab.targets import fake
+    from tests.execution import fakes
+
+    monkeypatch.setattr(fake, "OPENED", [])
+    fakes.register(monkeypatch)
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", lambda self, ctx, measured: Measurement(
+        [Metric("fake_value", values[ctx.repetition], "")]))
+    monkeypatch.setattr(monitor_module.Schedule, "of",
+                        classmethod(lambda cls, campaign, for_ns, every_ns: cls(1_000_000, len(values))))
+    path = tmp_path / "mon.toml"
+    path.write_text("\n".join([
+        "[campaign]", 'name = "mon"', 'duration = "10ms"', 'warmup = "1ms"', 'run_timeout = "1s"',
+        "[[target]]", 'name = "a"', 'kind = "fake"', f'workdir = "{tmp_path / "a"}"',
+        "[matrix]", 'benchmark = "fake"', 'load = "fake"', ""]))
+    return ["monitor", str(path), "--for", "9s", "--every", "1s", "--results", str(tmp_path / "r")]
+
+
+def test_each_interval_ends_with_its_values_and_the_newest_change_raises_an_alert(tmp_path, monkeypatch,
+                                                                                 capsys):
+    argv = _fake_monitoring(tmp_path, monkeypatch, [*FLAT, 300.0])
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    heads = [line.split(" (")[0] for line in out]  # a slow machine's "(… s late)" left out
+    assert out[heads.index("mon: interval 1/9") + 1] == "  a fake fake: fake_value 100"
+    assert out[heads.index("mon: interval 2/9") + 1] == "  a fake fake: fake_value 101"
+    [alert] = [line for line in out if line.startswith("ALERT")]
+    runs = {r.repetition: r.id for r in Store(tmp_path / "r").runs()}
+    assert alert == (f"ALERT a fake fake fake_value: interval 9/9 starts a change: 100 → 300 (+200 %, "
+                     f"p <0.0001); last run before {runs[7]}, first after {runs[8]}")
+    assert out.index(alert) == heads.index("mon: interval 9/9") + 2  # after that interval's values
+    assert out[-2:] == ["change points in the history so far:",
+                        f"  a fake fake fake_value: from interval 9: 100 → 300 (+200 %); "
+                        f"runs {runs[7]} | {runs[8]}"]
+
+
+def test_fail_on_change_stops_with_exit_1_and_resume_goes_on_without_alerting_again(tmp_path, monkeypatch,
+                                                                                   capsys):
+    argv = _fake_monitoring(tmp_path, monkeypatch, [*FLAT[:5], 300.0, 301.0, 299.0])
+    assert main([*argv, "--fail-on-change"]) == 1
+    out = capsys.readouterr().out
+    assert "ALERT a fake fake fake_value: interval 6/8 starts a change" in out
+    assert "stopped: a change started (--fail-on-change); go on with jitterlab monitor" in out
+    assert sorted(r.repetition for r in Store(tmp_path / "r").runs()) == [0, 1, 2, 3, 4, 5]
+    assert main([*argv, "--fail-on-change", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "ALERT" not in out and "mon: interval 8/8" in out
+    assert sorted(r.repetition for r in Store(tmp_path / "r").runs()) == list(range(8))

@@ -1,13 +1,15 @@
 """Compare two groups of runs (e.g. image=1.10 vs image=1.11) cell by cell, metric by metric.
 
-Per cell and metric, per run (one number per run): each group summarized by the metric's rule
-(analysis.summary: the worst run or the median), the effect (ratio candidate / baseline) with
+Per cell and metric, per run (one number per run): the effect (ratio candidate / baseline) with
 its 95 % CI, a test chosen by group size and data (analysis.stats: Welch's t on log values for
-small groups, Mann-Whitney U for large ones), and a verdict that knows whether lower or higher
-is better. With the runs' raw series, also pooled: p99 and max of all samples of each group,
-judged by a hierarchical bootstrap. The p-values of all rows of one comparison are adjusted
-with Holm's method, so that the chance of any false verdict among them stays at ALPHA.
-Why these choices: docs/reports.md.
+small groups, Mann-Whitney U for large ones), each group shown by the statistic whose ratio the
+effect is (geometric mean, mean or median), and a verdict that knows whether lower or higher is
+better: better / worse (a change shown by the test), same (the CI excludes every change larger
+than the metric kind's practical threshold, analysis.thresholds) or undecided (neither). Load
+readings and descriptive numbers are shown, not graded. With the runs' raw series, also pooled:
+p99 and max of all samples of each group, judged by a hierarchical bootstrap. The p-values of
+all graded rows of one comparison are adjusted with Holm's method, so that the chance of any
+false better/worse among them stays at ALPHA. Why these choices: docs/reports.md.
 """
 
 from __future__ import annotations
@@ -32,16 +34,17 @@ from jitterlab.analysis.stats import (
     per_run_effect,
     pooled_effects,
 )
-from jitterlab.analysis.summary import rule_text, summarize
+from jitterlab.analysis.thresholds import DEFAULT_THRESHOLDS, kind, within
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord, Warning_
 
 MIN_RUNS = 3  # per group, for a verdict
 CORRECTION = "holm"
-BETTER, WORSE, NO_CHANGE, CHANGED, UNDECIDED = (
-    "better", "worse", "no significant change", "changed", "undecided")
-VERDICTS = (WORSE, BETTER, CHANGED, NO_CHANGE, UNDECIDED)
+BETTER, WORSE, SAME, UNDECIDED = "better", "worse", "same", "undecided"
+VERDICTS = (WORSE, BETTER, UNDECIDED, SAME)
+NOT_GRADED = ""  # a load reading or a descriptive number (mean period): shown, never graded
+SHOWN_IDS = 3  # run ids named when groups overlap
 POOLED_NAMES = tuple(f"pooled_{s}_{what}" for what in ("rel_period_error", "latency_ns") for s in STATS)
 
 # cell fields that --baseline/--candidate may select on besides labels and the benchmark's keys
@@ -82,10 +85,12 @@ class Selector:
 class Row:
     """One cell x probe x metric of a comparison, per run or pooled (`view`).
 
-    `baseline`/`candidate` summarize each group by `rule` (the metric's summary rule over runs,
-    or the statistic of all samples pooled); `ratio` (candidate / baseline) is the effect named
-    by `effect`, with its 95 % CI; `test` gave `p_value`, adjusted over the rows of the comparison
-    with Holm's method in `p_adjusted`; `verdict` reads p_adjusted against ALPHA.
+    `baseline`/`candidate` are each group's `rule` (the statistic: geometric mean, mean or
+    median of the runs' values, or pooled p99/max of all samples); `ratio` (candidate / baseline)
+    is the ratio of those two, named by `effect`, with its 95 % CI; `test` gave `p_value`,
+    adjusted over the graded rows of the comparison with Holm's method in `p_adjusted`;
+    `verdict` is one of VERDICTS, or NOT_GRADED; `threshold` is the practical threshold (a
+    fraction) a "same" had to stay within.
     """
 
     cell: tuple  # values of the cell fields not used to select the groups
@@ -108,6 +113,7 @@ class Row:
     p_adjusted: float
     verdict: str
     sign: int = 0  # +1 the candidate is higher, -1 lower, 0 the same
+    threshold: float = math.nan
 
     @property
     def change_pct(self) -> float:
@@ -120,9 +126,12 @@ class Comparison:
     candidate: Selector
     cell_fields: tuple[str, ...]
     rows: list[Row] = field(default_factory=list)
-    warnings: list[Warning_] = field(default_factory=list)
+    # (scope "cell" or "run", where: the cell's text or the run id, the warning): grouped by cause
+    # when shown (report.warning_groups), so that one cause reads once with its count
+    notes: list[tuple[str, str, Warning_]] = field(default_factory=list)
     alpha: float = ALPHA
     correction: str = CORRECTION
+    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
 
     @property
     def n_tests(self) -> int:
@@ -131,8 +140,13 @@ class Comparison:
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(VERDICTS, 0)
         for r in self.rows:
-            out[r.verdict] += 1
+            if r.verdict != NOT_GRADED:
+                out[r.verdict] += 1
         return out
+
+    @property
+    def n_not_graded(self) -> int:
+        return sum(1 for r in self.rows if r.verdict == NOT_GRADED)
 
 
 def metric_names(runs: list[RunRecord]) -> list[str]:
@@ -144,17 +158,23 @@ Distributions = Callable[[RunRecord], dict[str, tuple[np.ndarray, np.ndarray]]]
 
 def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             metrics: list[str] | None = None, seed: int = 0, n_bootstrap: int = N_BOOTSTRAP,
-            distributions: Distributions | None = None, names: CellNames = PLAIN) -> Comparison:
+            distributions: Distributions | None = None, names: CellNames = PLAIN,
+            thresholds: dict[str, float] | None = None) -> Comparison:
     """Compare the ok runs selected by `baseline` and `candidate` in every cell both have, per
     run and, with `distributions` (a run's within-run samples as (value, count) by name), pooled
-    (p99 and max of all samples of each group); p-values adjusted over all rows (Holm). `names`
-    writes the cells' parameters (campaign.cells.names(): as a campaign does, defaults left out)."""
+    (p99 and max of all samples of each group); p-values adjusted over all graded rows (Holm).
+    `names` writes the cells' parameters (campaign.cells.names(): as a campaign does, defaults
+    left out); `thresholds` (by kind, analysis.thresholds) decide "same". Groups that share a
+    run are refused: a run cannot be both the reference and the judged."""
+    thresholds = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
     group_a = [r for r in runs if baseline.matches(r, names) and r.status == "ok"]
     group_b = [r for r in runs if candidate.matches(r, names) and r.status == "ok"]
     for sel, group, option in ((baseline, group_a, "--baseline"), (candidate, group_b, "--candidate")):
         if not group:
             raise UserError(f"{option} {sel}: no successful run has it; "
                             f"labels in the store: {_known_labels(runs)}{_known_params(sel, runs, names)}")
+    _refuse_overlap(group_a, group_b, baseline, candidate)
+    names = names.among(r.cell for r in group_a + group_b)  # a key that tells cells apart is named
     known = metric_names(group_a + group_b)
     if metrics:
         pooled_names = POOLED_NAMES if distributions else ()
@@ -169,7 +189,7 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
     cells_a = _by_cell(group_a, cell_fields, names, selected)
     cells_b = _by_cell(group_b, cell_fields, names, selected)
     common = [c for c in cells_a if c in cells_b]
-    result = Comparison(baseline, candidate, cell_fields)
+    result = Comparison(baseline, candidate, cell_fields, thresholds=thresholds)
     if not common:
         raise UserError(
             f"--baseline {baseline} and --candidate {candidate} have no cell in common "
@@ -182,9 +202,9 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
         a_runs, b_runs = cells_a[cell], cells_b[cell]
         na, nb = len(a_runs), len(b_runs)
         if min(na, nb) < MIN_RUNS:
-            result.warnings.append(Warning_(
-                f"{_cell_text(cell_fields, cell)}: too few runs for a verdict ({na} vs {nb})",
-                f"measure at least {MIN_RUNS} repetitions per group (campaign.repetitions), better 5"))
+            result.notes.append(("cell", _cell_text(cell_fields, cell), Warning_(
+                f"too few runs for a verdict ({na} vs {nb})",
+                f"measure at least {MIN_RUNS} repetitions per group (campaign.repetitions), better 5")))
         keys = sorted({k for r in a_runs + b_runs for k in r.metrics if k[1] in wanted})
         for probe, name in keys:
             a = [r.metrics[(probe, name)].value for r in a_runs if (probe, name) in r.metrics]
@@ -193,23 +213,32 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
                 continue
             first = a_runs[0].metrics.get((probe, name)) or b_runs[0].metrics[(probe, name)]
             rows.append(_row(cell, probe, name, first.unit, np.asarray(a, float),
-                             np.asarray(b, float), rng, n_bootstrap, direction_of(first)))
+                             np.asarray(b, float), rng, n_bootstrap, direction_of(first),
+                             thresholds[kind(name)]))
         if distributions is not None and pooled_wanted:
-            rows += _pooled_rows(cell, a_runs, b_runs, distributions, pooled_wanted, rng, result)
+            rows += _pooled_rows(cell, a_runs, b_runs, distributions, pooled_wanted, rng, result, thresholds)
     result.rows = _adjusted(rows)
     return result
 
 
+def graded(metric: str, direction: str) -> bool:
+    """Whether a verdict grades this metric: load readings (load average, busy fraction, the
+    load's bogo-ops/s: load_*) describe the conditions of a run, and metrics without a better
+    direction (mean period, drift) describe what it did; both are shown, never graded."""
+    return direction in ("lower", "higher") and not metric.startswith("load_")
+
+
 def _row(cell: tuple, probe: str, name: str, unit: str, a: np.ndarray, b: np.ndarray,
-         rng: np.random.Generator, n_bootstrap: int, way: str) -> Row:
-    sa, sb = summarize(a, name, way, unit), summarize(b, name, way, unit)
-    assert sa is not None and sb is not None
+         rng: np.random.Generator, n_bootstrap: int, way: str, threshold: float) -> Row:
     e = per_run_effect(a, b, rng, n_bootstrap)
     if min(len(a), len(b)) < MIN_RUNS:  # too few to call: shown, not tested
         e = dataclasses.replace(e, test=NO_TEST, ci_low=math.nan, ci_high=math.nan, p_value=math.nan)
-    return Row(cell, probe, name, unit, way, "per-run", len(a), len(b), rule_text(sa.rule),
-               sa.value, sb.value, e.effect, e.ratio, e.ci_low, e.ci_high, e.test, e.p_value,
-               math.nan, UNDECIDED, e.sign)
+    ungraded = not graded(name, way)
+    if ungraded:  # out of Holm's family too: a description must not cost the results power
+        e = dataclasses.replace(e, test=NO_TEST, p_value=math.nan)
+    return Row(cell, probe, name, unit, way, "per-run", len(a), len(b), e.statistic,
+               e.baseline, e.candidate, e.effect, e.ratio, e.ci_low, e.ci_high, e.test, e.p_value,
+               math.nan, NOT_GRADED if ungraded else UNDECIDED, e.sign, threshold)
 
 
 def _pooled_stats(metrics: list[str] | None) -> tuple[str, ...]:
@@ -224,7 +253,7 @@ def _pooled_stats(metrics: list[str] | None) -> tuple[str, ...]:
 
 def _pooled_rows(cell: tuple, a_runs: list[RunRecord], b_runs: list[RunRecord],
                  distributions: Distributions, wanted: tuple[str, ...], rng: np.random.Generator,
-                 result: Comparison) -> list[Row]:
+                 result: Comparison, thresholds: dict[str, float]) -> list[Row]:
     def load(runs: list[RunRecord]) -> dict[str, list]:
         out: dict[str, list] = defaultdict(list)
         for r in runs:
@@ -232,8 +261,9 @@ def _pooled_rows(cell: tuple, a_runs: list[RunRecord], b_runs: list[RunRecord],
                 for name, dist in distributions(r).items():
                     out[name].append(dist)
             except UserError as exc:
-                result.warnings.append(Warning_(f"run {r.id} is left out of the pooled view: {exc}",
-                                                "measure the cell again (run --resume --retry-failed)"))
+                result.notes.append(("run", r.id, Warning_(
+                    f"left out of the pooled view: {exc}",
+                    "measure the cell again (run --resume --retry-failed)")))
         return out
 
     da, db = load(a_runs), load(b_runs)
@@ -249,8 +279,8 @@ def _pooled_rows(cell: tuple, a_runs: list[RunRecord], b_runs: list[RunRecord],
                                         p_value=math.nan)
             metric = f"pooled_{stat}_{'rel_period_error' if squarewave else 'latency_ns'}"
             rows.append(Row(cell, probe, metric, unit, "lower", "pooled", len(da[name]), len(db[name]),
-                            f"pooled {stat}", sa, sb, e.effect, e.ratio, e.ci_low, e.ci_high, e.test,
-                            e.p_value, math.nan, UNDECIDED, e.sign))
+                            e.statistic, sa, sb, e.effect, e.ratio, e.ci_low, e.ci_high, e.test,
+                            e.p_value, math.nan, UNDECIDED, e.sign, thresholds[kind(metric)]))
     return rows
 
 
@@ -262,16 +292,32 @@ def _adjusted(rows: list[Row]) -> list[Row]:
 
 
 def verdict(row: Row, p_adjusted: float) -> str:
-    """better / worse (changed for a descriptive metric) when the adjusted p < ALPHA and the CI
-    of the ratio excludes 1; undecided when no test could be made."""
+    """better / worse when the adjusted p < ALPHA and the CI of the ratio excludes 1 (whatever
+    the size of the change: the row shows it); else same when the CI excludes every change larger
+    than the row's threshold; else undecided (also when no test could be made). Rows that are
+    not graded stay so."""
+    if row.verdict == NOT_GRADED or not graded(row.metric, row.direction):
+        return NOT_GRADED
     if math.isnan(p_adjusted):
         return UNDECIDED
     excludes = math.isnan(row.ci_low) or row.ci_low > 1 or row.ci_high < 1
-    if not (p_adjusted < ALPHA and excludes and row.sign != 0):
-        return NO_CHANGE
-    if row.direction == "none":
-        return CHANGED
-    return BETTER if (row.sign > 0) == (row.direction == "higher") else WORSE
+    if p_adjusted < ALPHA and excludes and row.sign != 0:
+        return BETTER if (row.sign > 0) == (row.direction == "higher") else WORSE
+    return SAME if within(row.ci_low, row.ci_high, row.threshold) else UNDECIDED
+
+
+def _refuse_overlap(group_a: list[RunRecord], group_b: list[RunRecord], baseline: Selector,
+                    candidate: Selector) -> None:
+    """Groups that share runs compare those runs with themselves, and the verdict means nothing."""
+    ids_b = {r.id for r in group_b}
+    shared = sorted({r.id for r in group_a if r.id in ids_b})
+    if shared:
+        more = f" and {len(shared) - SHOWN_IDS} more" if len(shared) > SHOWN_IDS else ""
+        raise UserError(
+            f"--baseline {baseline} and --candidate {candidate} share {len(shared)} "
+            f"run{'s' if len(shared) != 1 else ''} ({', '.join(shared[:SHOWN_IDS])}{more}): a run can "
+            "be in one group only; choose selectors no run matches both of (e.g. two values of one "
+            "key: --baseline load=idle --candidate load=cpu)")
 
 
 def _by_cell(runs: list[RunRecord], fields: tuple[str, ...], names: CellNames,
@@ -286,6 +332,11 @@ def _by_cell(runs: list[RunRecord], fields: tuple[str, ...], names: CellNames,
 
 def _cell_text(fields: tuple[str, ...], cell: tuple) -> str:
     return " ".join(str(v) for v in cell if str(v))
+
+
+def full_cell_text(comparison: Comparison, row: Row) -> str:
+    """A row's cell with every field, as the comparison's notes name it."""
+    return _cell_text(comparison.cell_fields, row.cell)
 
 
 def cell_text(comparison: Comparison, row: Row) -> str:
@@ -310,8 +361,12 @@ def _varying_fields(comparison: Comparison) -> set[int]:
 
 
 def _known_params(selector: Selector, runs: list[RunRecord], names: CellNames) -> str:
-    """The values a cell key takes in the store, when the selector names one (policy=fifoo)."""
-    values = sorted({names.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
+    """The values a cell field (load=cpuu) or cell key (policy=fifoo) takes in the store, when the
+    selector names one."""
+    if selector.key in _FIELDS:
+        values = sorted({str(getattr(r, selector.key)) for r in runs})
+    else:
+        values = sorted({names.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
     return f"; {selector.key} takes: {', '.join(values)}" if values else ""
 
 

@@ -9,14 +9,27 @@ ran ok and its statistic stays below the threshold; a failed, timed-out or unmea
 repetition does not hold. The envelope is the shortest period p such that p and every longer
 measured period hold: a program that meets 1 % at 100 µs but not at 1 ms is not one to trust at
 100 µs. The campaign chooses the rules (`[campaign] envelope = ["max", "p99"]`).
+
+Only what is provable counts: a run holds when the *upper bound* of its statistic is below the
+threshold (`p99_rel_period_error_upper_bound`, the worst the p99 can be with every unobserved
+period at its worst; docs/metrics.md). A blind run whose bound is over the threshold, or
+unbounded, does not hold even when its censored value is under it: the row says "unproven"
+(the probe's blindness stopped it) rather than "none". A run stored before bounds existed (no
+`unobserved_periods`) counts by its value only when it excluded and missed nothing.
+
+A group whose runs all never ran (status unavailable: the target lacks what the cell needs)
+is "unavailable", not "none"; a group with a run whose probe watched another signal than the
+program's pin (`program_pin_watched` = 0: an instrument's own demo signal) contributes no
+envelope and is "not the program's pin".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.model.records import RunRecord
 
 HEADLINE = "max_rel_period_error"
@@ -24,6 +37,8 @@ DEFAULT_THRESHOLDS = (0.01, 0.10)
 RULES = {"max": "max_rel_period_error", "p99": "p99_rel_period_error",
          "p99.9": "p999_rel_period_error", "p99.99": "p9999_rel_period_error"}
 DEFAULT_RULES = ("max", "p99")
+# why a row holds no (shorter) period, per threshold; and the state of a whole row
+HELD, NONE, UNPROVEN, UNAVAILABLE, NOT_THE_PIN = "held", "none", "unproven", "unavailable", NOT_WATCHED
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,20 @@ class EnvelopeRow:
     shortest_ns: dict[float, int | None]  # threshold (ratio) -> shortest period holding it
     periods_ns: tuple[int, ...]  # measured periods, longest first
     min_repetitions: int  # fewest repetitions of any period: an envelope on 1 run is weak
+    # threshold -> why no shorter period holds (NONE: a run failed the threshold or the run;
+    # UNPROVEN: the probe's blindness leaves it unproven; UNAVAILABLE: never ran; HELD: every
+    # measured period held)
+    stopped_by: dict[float, str] = field(default_factory=dict)
+    state: str = HELD  # UNAVAILABLE or NOT_THE_PIN: the whole row has no envelope
+
+    def outcome(self, threshold: float) -> str:
+        """HELD when a period holds the threshold, else why none does (NONE, UNPROVEN,
+        UNAVAILABLE, NOT_THE_PIN)."""
+        if self.state != HELD:
+            return self.state
+        if self.shortest_ns.get(threshold) is not None:
+            return HELD
+        return self.stopped_by.get(threshold, NONE)
 
     @property
     def rule_text(self) -> str:
@@ -67,29 +96,56 @@ def envelope(runs: list[RunRecord], thresholds: tuple[float, ...] = DEFAULT_THRE
     rows = []
     for key, by_period in groups.items():
         periods = sorted(by_period, reverse=True)
+        every = [r for p in periods for r in by_period[p]]
+        state = (NOT_THE_PIN if any(not watched_program_pin(r) for r in every)
+                 else UNAVAILABLE if all(r.status == "unavailable" for r in every) else HELD)
         for rule in rules:
             shortest: dict[float, int | None] = {}
+            stopped: dict[float, str] = {}
             for threshold in thresholds:
-                best = None
-                for period_ns in periods:  # longest first; stop at the first period that fails
-                    if not all(_holds(r, RULES[rule], threshold) for r in by_period[period_ns]):
+                best, stopped[threshold] = None, state
+                for period_ns in periods if state == HELD else ():  # longest first, to the first miss
+                    verdicts = {verdict(r, rule, threshold) for r in by_period[period_ns]}
+                    if verdicts != {HELD}:  # a failure outweighs blindness, blindness never-ran
+                        stopped[threshold] = next(v for v in (NONE, UNPROVEN, UNAVAILABLE) if v in verdicts)
                         break
                     best = period_ns
                 shortest[threshold] = best
             rows.append(EnvelopeRow(*key, rule, shortest, tuple(periods),
-                                    min(len(v) for v in by_period.values())))
+                                    min(len(v) for v in by_period.values()), stopped, state))
     return rows
 
 
-def _holds(run: RunRecord, metric: str, threshold: float) -> bool:
-    value = run.metric(metric)
-    return run.status == "ok" and value is not None and value < threshold
+def provable(run: RunRecord, rule: str) -> float | None:
+    """The largest the run's statistic under `rule` can be (its upper bound); None when no bound
+    is proven (too much of the run was unobserved) or the run has no value."""
+    bound = run.metric(f"{RULES[rule]}_upper_bound")
+    if bound is not None or run.metric("unobserved_periods") is not None:
+        return bound
+    # stored before bounds: the value is the truth only when nothing was excluded or missed
+    if (run.metric("excluded_periods") or 0) or (run.metric("missed_edges") or 0):
+        return None
+    return run.metric(RULES[rule])
+
+
+def verdict(run: RunRecord, rule: str, threshold: float) -> str:
+    """HELD, NONE (failed, or over the threshold), UNPROVEN (the seen periods are under it, the
+    unobserved ones may not be) or UNAVAILABLE (the run never ran) for one run."""
+    if run.status == "unavailable":
+        return UNAVAILABLE
+    value = run.metric(RULES[rule])
+    if run.status != "ok" or value is None or value >= threshold:
+        return NONE
+    bound = provable(run, rule)
+    return HELD if bound is not None and bound < threshold else UNPROVEN
 
 
 def records(rows: list[EnvelopeRow]) -> list[dict]:
     """The envelope for machines (export): one record per row and threshold, periods in ns
-    (shortest_period_ns None when no period holds)."""
+    (shortest_period_ns None when no period holds; `outcome` says why: "none", "unproven",
+    "unavailable", "not the program's pin"; "held" when a period holds)."""
     return [{"target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "rule": e.rule,
              "metric": RULES[e.rule], "threshold": threshold, "shortest_period_ns": shortest,
-             "periods_ns": list(e.periods_ns), "min_repetitions": e.min_repetitions}
+             "outcome": e.outcome(threshold), "periods_ns": list(e.periods_ns),
+             "min_repetitions": e.min_repetitions}
             for e in rows for threshold, shortest in e.shortest_ns.items()]

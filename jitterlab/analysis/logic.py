@@ -1,4 +1,4 @@
-"""Logic-analyzer captures turned into edges, and edges of another clock aligned with the program's.
+"""Logic-analyzer captures turned into edges.
 
 A capture is a series of samples taken every 1/samplerate; one logic channel is one bit of each
 sample. sigrok writes it either raw ("binary" output: samples of `unitsize` bytes, little-endian,
@@ -10,12 +10,7 @@ edge time is k / samplerate, so its resolution is one sample period.
 Decoding reads the file in blocks of CHUNK_SAMPLES and keeps only the edges: memory is bounded by
 the block and the edge count, never by the length of the capture.
 
-Alignment (`align`): the analyzer's clock is not the program's. An external edge and the
-program's timestamp of the same edge differ by the clock offset plus the program's own lag
-(from its write to its timestamp, always >= 0 in truth). Pairing each program edge with the
-nearest external edge of the same level, the median difference is the offset that puts the
-capture on the program's clock; what remains per edge (`residual_ns`) is the self-measurement
-bias of that edge with its median removed.
+Aligning the edges with the program's own is analysis/alignment.py.
 """
 
 from __future__ import annotations
@@ -201,52 +196,3 @@ def decode_srzip(path: Path, channel: str) -> tuple[LogicEdges, SrzipInfo]:
 def edges_ns(edges: LogicEdges, samplerate_hz: int) -> np.ndarray:
     """Edge times in ns from the first sample, exact to the ns (integer arithmetic)."""
     return edges.index * 1_000_000_000 // samplerate_hz
-
-
-@dataclass(frozen=True)
-class Alignment:
-    offset_ns: int  # add to capture times to put them on the program's clock
-    matched: int  # program edges paired with an external edge
-    residual_p50_ns: float  # median |lag - median lag| of the paired edges
-    residual_max_ns: float
-
-
-def align(cap_t_ns: np.ndarray, cap_level: np.ndarray, self_t_ns: np.ndarray, self_level: np.ndarray,
-          period_ns: int) -> Alignment:
-    """The clock offset that puts external edges on the program's clock (see the module doc).
-
-    The coarse offset pairs the first external edge with the first program edge of the same level
-    (the line is quiet before the program starts); each program edge is then paired with the
-    nearest external edge of its level within a quarter period, and the median difference refines
-    the offset. RunFailed("unmeasurable") when fewer than half the program's edges find a partner.
-    """
-    cap_t, self_t = np.asarray(cap_t_ns, np.int64), np.asarray(self_t_ns, np.int64)
-    if not len(cap_t) or not len(self_t):
-        raise RunFailed("unmeasurable: nothing to align (no external or no program edges)",
-                        status="unmeasurable")
-    k = 0 if cap_level[0] == self_level[0] else 1
-    if k >= len(self_t):
-        raise RunFailed("unmeasurable: the program made one edge, of the other level than the analyzer "
-                        "saw first", status="unmeasurable")
-    coarse = int(self_t[k]) - int(cap_t[0])
-    lags = np.empty(0, dtype=np.int64)
-    for level in (0, 1):
-        ext = cap_t[cap_level == level] + coarse
-        own = self_t[self_level == level]
-        if not len(ext) or not len(own):
-            continue
-        pos = np.clip(np.searchsorted(ext, own), 1, max(len(ext) - 1, 1))
-        before, after = ext[pos - 1], ext[np.minimum(pos, len(ext) - 1)]
-        nearest = np.where(np.abs(own - before) <= np.abs(after - own), before, after)
-        lag = own - nearest
-        lags = np.concatenate((lags, lag[np.abs(lag) <= period_ns // 4]))
-    if 2 * len(lags) < len(self_t):
-        raise RunFailed(
-            f"unmeasurable: only {len(lags)} of the program's {len(self_t)} edges have an external edge "
-            "within a quarter period; the analyzer sees another signal than the program drives "
-            "(check the wiring and probes.*.channel)",
-            status="unmeasurable",
-        )
-    median = int(np.median(lags))
-    residual = np.abs(lags - median)
-    return Alignment(coarse + median, len(lags), float(np.median(residual)), float(residual.max()))

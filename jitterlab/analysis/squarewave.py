@@ -11,6 +11,13 @@ with fewer than 1/(1-q) periods it is the maximum (p9999 of 5000 periods = max |
 numpy's method="inverted_cdf", except that numpy computes q*m in floating point and answers one
 rank higher when q*m is an integer it cannot represent exactly (q=0.999, m=10000).
 
+A percentile over periods some of which were not observed is an interval (docs/metrics.md,
+"Percentiles of a blind run"): with m used periods and U unobserved ones (excluded periods plus
+missed edges: each hides one true period), the nearest rank r = ceil(q (m + U)) over every true
+period lies between the (r - U)-th smallest used |e| (the unobserved ones all perfect; 0 when
+r <= U) and the r-th (all worse than any used one), which exists only while r <= m: past that
+share of unobserved periods the percentile is unbounded and its upper bound is not stored.
+
 The blind rule (which periods are excluded, how many edges were missed, how late an excluded
 period provably was) lives in analysis.blind. drift_ppm is the slope of a least-squares fit of
 t_k against the *true* edge index k + M_k (M_k: edges missed before k), over the edges not
@@ -90,7 +97,12 @@ def squarewave_metrics(
             f"{dmin} ns); the probe's clock or its log is broken", status="unmeasurable")
     fitted, sx, sxx = scan.fit_moments(segs, first, center)
     ranks = [(m * num + den - 1) // den for _, num, den in _QUANTILES]
-    pct = scan.percentiles(t, period, ex.period_lo, ex.period_hi, hist, ranks, tail, n_tail)
+    unobserved = ex.excluded_periods + ex.missed_edges
+    bounds = percentile_bounds(m, unobserved)
+    wanted = ranks + [r for pair in bounds for r in pair if r]
+    values_at = dict(zip(wanted, scan.percentiles(t, period, ex.period_lo, ex.period_hi, hist,
+                                                  wanted, tail, n_tail), strict=True))
+    pct = [values_at[r] for r in ranks]
 
     half = period / 2
     mean_dev = sum_dev / m
@@ -121,9 +133,37 @@ def squarewave_metrics(
         ("warmup_ns", (int(t[0]) - first_ns) * tick, "ns"),
         ("max_rel_period_error_excluded_lower_bound", bound, "ratio"),
         ("max_rel_period_error_bound", max(max_err, bound), "ratio"),
+        ("unobserved_periods", unobserved, "count"),
+        *_bound_values(bounds, values_at, period),
     ]
+    if unobserved == 0:  # every true period was measured: the maximum is known, not only bounded
+        values.append(("max_rel_period_error_upper_bound", max_err, "ratio"))
     out = [Metric(name, float(value), unit, probe) for name, value, unit in values]
     out.append(Metric("max_is_lower_bound", float(ex.excluded_periods > 0), "flag", probe, "none"))
+    return out
+
+
+def percentile_bounds(used: int, unobserved: int) -> list[tuple[int, int | None]]:
+    """Per quantile of _QUANTILES, the ranks among the used periods (1-based) that bound its value
+    over all used + unobserved periods: (lower, upper). lower 0: the bound is 0 (the unobserved
+    periods may all be perfect and fill the rank); upper None: unbounded (they may all be worse
+    than any used period and reach past the rank)."""
+    total = used + unobserved
+    out = []
+    for _, num, den in _QUANTILES:
+        rank = (total * num + den - 1) // den  # nearest rank over every true period
+        out.append((max(rank - unobserved, 0), rank if rank <= used else None))
+    return out
+
+
+def _bound_values(bounds: list[tuple[int, int | None]], values_at: dict[int, int],
+                  period: int) -> list[tuple[str, float, str]]:
+    """(name, value, unit) of each percentile's lower bound and, where it exists, upper bound."""
+    out = []
+    for (name, _, _), (lower, upper) in zip(_QUANTILES, bounds, strict=True):
+        out.append((f"{name}_lower_bound", values_at[lower] / period if lower else 0.0, "ratio"))
+        if upper is not None:  # an unbounded percentile is not stored: no number is true
+            out.append((f"{name}_upper_bound", values_at[upper] / period, "ratio"))
     return out
 
 

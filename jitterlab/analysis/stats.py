@@ -16,12 +16,16 @@ N_BOOTSTRAP = 2000
 WELCH_LOG, WELCH, MANN_WHITNEY, BOOTSTRAP, NO_TEST = (
     "welch-t on log values", "welch-t", "mann-whitney-u", "hierarchical bootstrap", "none")
 GEOMETRIC, MEANS, MEDIANS = "ratio of geometric means", "ratio of means", "ratio of medians"
+# the statistic of each group whose ratio an effect is: a row shows these values beside the change
+STATISTIC = {GEOMETRIC: "geometric mean", MEANS: "mean", MEDIANS: "median"}
 
 
 @dataclass(frozen=True)
 class Effect:
     """The estimate of how the candidate differs (ratio candidate / baseline) with its 95 % CI,
-    the test that judged it and its two-sided p-value; `sign` is +1, -1 or 0 (which way it moved)."""
+    the test that judged it and its two-sided p-value; `sign` is +1, -1 or 0 (which way it moved).
+    `baseline`/`candidate` are each group's `statistic`, the one whose ratio `ratio` is, so that
+    the values shown and the change shown are always the same statistic."""
 
     test: str
     effect: str
@@ -30,6 +34,9 @@ class Effect:
     ci_high: float
     p_value: float
     sign: int
+    baseline: float = math.nan
+    candidate: float = math.nan
+    statistic: str = ""
 
 
 def _ratio(num: float, den: float) -> float:
@@ -48,24 +55,36 @@ def per_run_effect(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
     Mann-Whitney U test (no distribution assumed) with a bootstrap CI of the ratio of medians.
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    med_a, med_b = float(np.median(a)), float(np.median(b))
     if len(a) < 2 or len(b) < 2:
-        ratio = _ratio(float(np.median(b)), float(np.median(a)))
-        return Effect(NO_TEST, MEDIANS, ratio, math.nan, math.nan, math.nan, _sign(ratio - 1))
+        ratio = _ratio(med_b, med_a)
+        return Effect(NO_TEST, MEDIANS, ratio, math.nan, math.nan, math.nan, _sign(ratio - 1),
+                      med_a, med_b, STATISTIC[MEDIANS])
     if min(len(a), len(b)) >= LARGE_GROUP:
-        ratio = _ratio(float(np.median(b)), float(np.median(a)))
         lo, hi = bootstrap_ratio_ci(a, b, rng, n_bootstrap)
-        return Effect(MANN_WHITNEY, MEDIANS, ratio, lo, hi, mann_whitney_p(a, b),
-                      _sign(float(np.median(b)) - float(np.median(a))))
+        return Effect(MANN_WHITNEY, MEDIANS, _ratio(med_b, med_a), lo, hi, mann_whitney_p(a, b),
+                      _sign(med_b - med_a), med_a, med_b, STATISTIC[MEDIANS])
     if (a > 0).all() and (b > 0).all():
-        diff, lo, hi, p = welch(np.log(a), np.log(b))
-        return Effect(WELCH_LOG, GEOMETRIC, math.exp(diff), math.exp(lo), math.exp(hi), p, _sign(diff))
+        la, lb = np.log(a), np.log(b)
+        diff, lo, hi, p = welch(la, lb)
+        return Effect(WELCH_LOG, GEOMETRIC, math.exp(diff), math.exp(lo), math.exp(hi), p, _sign(diff),
+                      geometric_mean(a), geometric_mean(b), STATISTIC[GEOMETRIC])
     diff, lo, hi, p = welch(a, b)
     base = float(a.mean())
     if base > 0:
         ratio, r_lo, r_hi = 1 + diff / base, 1 + lo / base, 1 + hi / base
+    elif base == 0 and float(b.mean()) == 0 and lo == hi == 0:  # zero in every run of both: equal
+        ratio, r_lo, r_hi = 1.0, 1.0, 1.0
     else:  # a zero (or negative) baseline has no meaningful ratio; the sign and p still do
         ratio, r_lo, r_hi = _ratio(float(b.mean()), base), math.nan, math.nan
-    return Effect(WELCH, MEANS, ratio, r_lo, r_hi, p, _sign(diff))
+    return Effect(WELCH, MEANS, ratio, r_lo, r_hi, p, _sign(diff), base, float(b.mean()), STATISTIC[MEANS])
+
+
+def geometric_mean(values: np.ndarray) -> float:
+    """The geometric mean of positive values, relative to the first so that equal values give
+    exactly that value (41007000, not 41006999.99999999)."""
+    first = float(values[0])
+    return first * math.exp(float(np.log(values / first).mean()))
 
 
 def _sign(x: float) -> int:
@@ -208,5 +227,5 @@ def pooled_effects(a_runs: list[tuple[np.ndarray, np.ndarray]], b_runs: list[tup
                 lo = hi = math.exp(diff)
                 p = 1.0 if diff == 0 else 0.0
         out[stat] = (sa, sb, Effect(BOOTSTRAP, f"ratio of pooled {stat}", _ratio(sb, sa), lo, hi, p,
-                                    _sign(sb - sa)))
+                                    _sign(sb - sa), sa, sb, f"pooled {stat}"))
     return out

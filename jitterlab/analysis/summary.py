@@ -5,6 +5,8 @@ terminal, the report, compare and export alike.
   worst run, in the metric's direction (the largest when lower is better, the smallest when higher
   is better). Averaging maxima invents a value no run produced (40.2 ms and 184 µs are not
   "20.19 ms"), and a worst case is what such a metric is read for.
+- upper bounds (`p99_rel_period_error_upper_bound`: the worst a percentile of a blind run can
+  be): the worst run, for the same reason.
 - every other metric: the median over the runs, with the spread (min – max) beside it. For counts
   the lower median, so that a count stays a count some run produced.
 
@@ -28,6 +30,7 @@ _RULES: list[tuple[str, str]] = [
     (r"(^|_)(overflow|lost|loss|late|excluded|missed|blind|unobserved|drops|errors|retransmits)(_|$)",
      WORST),
     (r"^breaktrace_latency", WORST),
+    (r"_upper_bound$", WORST),  # the worst a blind run's percentile can be: read for its worst
 ]
 
 

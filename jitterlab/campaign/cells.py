@@ -1,6 +1,7 @@
 """How a cell reads for people, by the registered benchmarks: its benchmark's own short label, and
 its parameters as written in a campaign (period=1ms, size=64, bitrate=100M, breaktrace=off), in the
-benchmark's order, defaults left out (model.cellnames); and which run labels tell cells apart
+benchmark's order, defaults left out unless they tell the cells shown together apart
+(`names().among(cells)`, model.cellnames); and which run labels tell cells apart
 (image=1.10) rather than repetitions (capture=3).
 
 The benchmarks are looked up when a cell is first named, not when this module is imported, so code

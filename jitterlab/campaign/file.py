@@ -35,6 +35,8 @@ _CAMPAIGN_KEYS = {
     "labels": "a table of strings attached to every run",
     "cpus": 'CPU placement: program = "0", probe = "1", load = "0-1" (CPU lists like taskset -c)',
     "envelope": 'rules of the report\'s operational envelope, e.g. ["max", "p99"] (also "p99.9", "p99.99")',
+    "rt_throttling": '"lift" (default: RT throttling off during the runs of a busy-polling probe, as root, '
+                     'restored after) or "keep" (never changed)',
 }
 _ENVELOPE_RULES = ("max", "p99", "p99.9", "p99.99")
 _CPU_ROLES = ("program", "probe", "load")
@@ -155,6 +157,10 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         raise UserError(
             f'{where}: campaign.on_missing_rt: expected "error" or "fallback", got {shown(on_missing_rt)}'
         )
+    rt_throttling = section.get("rt_throttling", "lift")
+    if rt_throttling not in ("lift", "keep"):
+        raise UserError(f'{where}: campaign.rt_throttling: expected "lift" or "keep", '
+                        f"got {shown(rt_throttling)}")
     labels = _labels(_table(section, "labels", where, prefix="campaign."), where)
     targets = _targets(data, where)
     settings = RunSettings(
@@ -166,6 +172,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         on_missing_rt=on_missing_rt,
         options={kind: _plugin_options(data, kind, where) for kind in _OPTION_TABLES},
         envelope=_envelope(section, where),
+        rt_throttling=rt_throttling,
     )
     for key, ns in (("warmup", settings.warmup_ns), ("blind_threshold", settings.blind_threshold_ns)):
         if ns >= settings.duration_ns:

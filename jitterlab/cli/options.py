@@ -7,6 +7,8 @@ import argparse
 import os
 
 from jitterlab.cli.paths import name_arg
+from jitterlab.model.errors import UserError, shown
+from jitterlab.model.labels import CONTROL, MAX_NAME
 from jitterlab.store import RESULTS_ENV, results_spec
 
 
@@ -27,11 +29,50 @@ def add_campaigns(parser: argparse.ArgumentParser, what: str) -> None:
                         f"image=B); repeat to {what} several (default: the latest campaign)")
 
 
+class _DefaultBy(str):
+    """--by's default, told apart from a --by that was given (which needs --trend)."""
+
+
+def _metric_name(text: str) -> str:
+    """--trend's METRIC: a word (a metric's name), never empty: an empty one would be no trend at all."""
+    if not text.strip() or len(text) > MAX_NAME or CONTROL.search(text):
+        raise argparse.ArgumentTypeError(f"give a metric's name, e.g. --trend max_rel_period_error, got "
+                                         f"{shown(text)}")
+    return text.strip()
+
+
 def add_trend(parser: argparse.ArgumentParser, verb: str) -> None:
-    """--trend METRIC and --by KEY: a metric over label values, campaigns or time."""
-    parser.add_argument("--trend", metavar="METRIC",
+    """--trend METRIC and --by KEY: a metric over label values, campaigns or time (check_trend after
+    parsing: --by without --trend is refused)."""
+    parser.add_argument("--trend", metavar="METRIC", type=_metric_name,
                         help=f"instead: {verb} METRIC over label values, campaigns or days, one line per "
                         "cell (a long-term plot), from every campaign of the store or those of --campaign")
-    parser.add_argument("--by", default="campaign", metavar="KEY",
+    parser.add_argument("--by", default=_DefaultBy("campaign"), metavar="KEY",
                         help="with --trend: a label key (kernel, image), or time (each run: monitoring), "
                         "date or campaign (default)")
+
+
+def check_trend(args: argparse.Namespace) -> None:
+    """--by says how a trend is drawn: without --trend it would be ignored without a word."""
+    if args.trend is None and not isinstance(args.by, _DefaultBy):
+        raise UserError(f"--by {shown(args.by)}: only with --trend METRIC (a metric over label values, "
+                        "campaigns or time); add --trend or leave out --by")
+
+
+def add_until_decided(parser: argparse.ArgumentParser) -> None:
+    """--until-decided BASELINE..CANDIDATE and its bounds (run)."""
+    parser.add_argument(
+        "--until-decided", metavar="BASELINE..CANDIDATE",
+        help="after the campaign's runs, compare the two groups (selectors as compare takes them, e.g. "
+        "target=standard..target=rt or image=1.10..image=1.11) and add repetitions only to the cells "
+        "whose verdict is still undecided, until every watched verdict is better, worse or same, or a "
+        "bound is reached; with --resume it goes on where it stopped")
+    parser.add_argument("--watch", action="append", metavar="METRIC",
+                        help="with --until-decided: the metric whose verdicts must be decided; repeatable "
+                        "(default: each benchmark's headline metrics)")
+    parser.add_argument("--max-runs", type=int, metavar="N",
+                        help="with --until-decided: at most N extra runs in all, counted over resumes "
+                        "(default: 10 per cell of the campaign)")
+    parser.add_argument("--max-time", metavar="DURATION",
+                        help="with --until-decided: no round of extra runs that would end after this "
+                        "(default: 1h)")

@@ -28,7 +28,7 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import FlashesImages, Wrapper, need
-from jitterlab.targets.images import ImageOptions, split_image_options
+from jitterlab.targets.images import ImageOptions, check_labels_free, split_image_options
 
 Notice = Callable[[str, str], None]
 CONNECT_RETRY_S = 2.0  # between attempts to reach a booted image whose sshd is still starting
@@ -42,6 +42,7 @@ def image_targets(campaign: Campaign) -> list[tuple[TargetSpec, ImageOptions]]:
             continue                      # (a qemu target's boot_timeout is its own option)
         _, images = split_image_options(spec.options, f"{campaign.path}: target {spec.name!r}")
         if images is not None:
+            check_labels_free(images, campaign.labels, f"{campaign.path}: target {spec.name!r}.image_label")
             found.append((spec, images))
     if found and len(found) != len(campaign.targets):
         names = ", ".join(s.name for s in campaign.targets if s.name not in {f[0].name for f in found})

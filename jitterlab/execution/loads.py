@@ -69,7 +69,8 @@ class TargetLoads:
                 options = settings.options_of("loads", name)
                 self._running.loads.append((name, load))  # stopped with the others if start() fails
                 load.start(LoadContext(self._target, f"{scratch}/load-{name}", self._placement.load_cpus,
-                                       options, max_duration_s=lifetime_s))
+                                       options, max_duration_s=lifetime_s,
+                                       probe_cpu=self._placement.probe_cpu))
         except BaseException:
             self.stop()
             raise

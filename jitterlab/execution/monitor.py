@@ -44,10 +44,13 @@ class Schedule:
 
 
 def monitor(campaign: Campaign, store: Store, sessions: list[TargetSession], schedule: Schedule, *,
-            resume: bool, notice: Callable[[str], None], stop: threading.Event) -> tuple[int, int]:
+            resume: bool, notice: Callable[[str], None], stop: threading.Event,
+            ended: Callable[[int, int], None] | None = None) -> tuple[int, int]:
     """Measure interval after interval until the schedule ends or `stop` is set; returns
     (intervals measured now, runs that failed). Each interval starts on its slot, or at once when
-    the previous one overran it (said, with how late: every interval is measured)."""
+    the previous one overran it (said, with how late: every interval is measured). `ended(k,
+    campaign_id)` is called after interval k (0-based) is committed: what it found is said there,
+    and it may set `stop`."""
     monitored = schedule.campaign(campaign)
     campaign_id = Runner(monitored, store, resume=resume).campaign_id()  # created or resumed, and locked
     committed = {rep for (_, rep) in store.committed(campaign_id)}
@@ -70,4 +73,6 @@ def monitor(campaign: Campaign, store: Store, sessions: list[TargetSession], sch
         if outcome.interrupted:
             stop.set()
             break
+        if ended is not None:
+            ended(k, campaign_id)
     return done, failed

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign, TargetSpec
+from jitterlab.execution.rt_throttle import ThrottleChange
 from jitterlab.measure.context import Placement
 from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.records import Cell, Warning_
@@ -34,6 +35,7 @@ class TargetSession:
     lost: str | None = None  # why the target cannot be reached: its remaining runs fail with this
     # cells that cannot run on this target (it lacks their interpreter, tool or a library) -> why
     unavailable: dict[str, str] = field(default_factory=dict)
+    throttle: ThrottleChange | None = None  # what the campaign did to its RT throttling (runner)
 
 
 def open_targets(campaign: Campaign) -> list[TargetSession]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign
+from jitterlab.execution import rt_throttle
 from jitterlab.execution.controller import open_controller
 from jitterlab.execution.deploy import deploy
 from jitterlab.execution.loads import TargetLoads, load_key
@@ -27,6 +28,7 @@ from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
 from jitterlab.store.catalog import Store
+from jitterlab.system import sysinfo
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import ControllerMachine, has
 from jitterlab.targets.processes import remove_records, remove_scratch, scratch_dir
@@ -192,7 +194,10 @@ class Runner:
                 try:
                     if self._interrupting.is_set():
                         self._stopped.wait(60)  # its processes are being stopped: they may still write
-                    loads.stop()  # the target's runs are over: nothing is kept up past them
+                    try:
+                        loads.stop()  # the target's runs are over: nothing is kept up past them
+                    finally:
+                        self._restore_throttling(session)  # on every path, even a load that errs
                     if session.lost is None:
                         with contextlib.suppress(Exception):  # records of processes stopped after a run
                             remove_records(session.target)
@@ -217,6 +222,8 @@ class Runner:
                 self._interrupting.set()
                 self.stop_event.set()
                 try:
+                    for session in sessions:  # while the targets still answer
+                        self._restore_throttling(session)
                     for session in sessions:
                         session.target.close()  # kills what runs; the interrupted run is not committed
                 finally:
@@ -253,6 +260,9 @@ class Runner:
     def _prepare(self, session: TargetSession, campaign_id: int) -> None:
         for leftover in sweep(session.target):
             self.notice(session.spec.name, f"stopped a leftover of an earlier killed run: {leftover}")
+        for done in rt_throttle.restore_orphaned(session.target):
+            self.notice(session.spec.name, done)
+        self._lift_throttling(session)
         session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)
         self.store.add_warnings(campaign_id, session.warnings, target=session.spec.name)
         deployment = deploy(session.target)
@@ -264,6 +274,37 @@ class Runner:
             session.unavailable.update(missing)
             for why in sorted(set(missing.values())):
                 self.notice(session.spec.name, f"{why}; those cells are stored as unavailable")
+
+    def _lift_throttling(self, session: TargetSession) -> None:
+        """Lift the target's RT throttling for its runs when the campaign and the target allow it
+        (execution/rt_throttle.py); the sysinfo and warnings then tell the state the runs had."""
+        needed = any(_bench(c).needs_probe_cpu(c) for c in self.campaign.cells
+                     if c.target == session.spec.name and c.key not in session.unavailable)
+        before = dict(session.info)
+        session.throttle = rt_throttle.lift(session.target, self.campaign.settings.rt_throttling,
+                                            needed=needed, info=before)
+        change = session.throttle.as_json()
+        session.info = {**before, "rt_throttling": change}
+        if session.throttle.changed:
+            session.info["rt_runtime_us"] = rt_throttle.LIFTED_US
+            stale = sysinfo.check_rt_throttling(before)
+            session.warnings = [w for w in session.warnings if w != stale]
+            self.notice(session.spec.name, f"RT throttling lifted for the runs (sched_rt_runtime_us "
+                                           f"{session.throttle.before_us} -> -1; put back when they end)")
+
+    def _restore_throttling(self, session: TargetSession) -> None:
+        """Put the target's RT throttling back (idempotent); a failure is told, and the restore
+        record stays for the next campaign's sweep."""
+        if session.throttle is None:
+            return
+        try:
+            problem = session.throttle.restore()
+        except Exception as exc:  # the target went away: its record stays for the next sweep
+            problem = (f"could not restore RT throttling ({exc}); the next campaign on this target "
+                       "restores it, or: sysctl -w kernel.sched_rt_runtime_us="
+                       f"{session.throttle.original_us}")
+        if problem:
+            self.notice(session.spec.name, problem)
 
     def _same_loads(self, session: TargetSession, runs: list[tuple[Cell, int]]) -> int:
         """How many of these runs, from the first on, use the first one's loads in a row."""
@@ -342,6 +383,9 @@ class Runner:
             "program_cpus": session.placement.program_cpus,
             "load_cpus": session.placement.load_cpus,
             "rt_permitted": session.rt_permitted,
+            "rt_throttling": session.throttle.as_json() if session.throttle else {
+                "setting": self.campaign.settings.rt_throttling, "changed": False,
+                "why": "the target was not prepared"},
         }
         record = RunRecord(
             id=run_id,

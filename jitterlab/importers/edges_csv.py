@@ -1,7 +1,10 @@
 """CSV captures: `time,level` per line, time in seconds or ns, header optional.
 
-Units: a header names them ("time_ns", "Time [s]", "t (us)"); without one, times written with a
-decimal point or exponent are seconds and plain integers are ns (or say --time-unit).
+Units: a header names them in the words of the tools that write captures (time_units.py: sigrok's
+"microseconds", Saleae's "Time [s]", a scope's row of units under its header, "time_ns", "t (us)");
+a header that names no unit, or one jitterlab does not know, is an error (or say --time-unit). A
+file without a header: times written with a decimal point or exponent are seconds and plain integers
+are ns.
 Times are converted exactly (decimal text -> integer ns), never through a float: 1234.567890123 s
 keeps its last nanosecond; digits below 1 ns are rounded to the nearest ns (half to even) and
 the import says so.
@@ -32,15 +35,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from jitterlab.importers import time_units
 from jitterlab.importers.capture import Capture, excerpt
 from jitterlab.model.errors import UserError
 
-_DIGITS = {"s": 9, "ms": 6, "us": 3, "µs": 3, "ns": 0}  # decimal digits of ns per unit
-_UNIT_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(s|ms|us|µs|ns)(?:$|[\s\])])", re.I)
-_SAMPLES_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(v|volts?|voltage|samples?)(?:$|[\s\])_])", re.I)
+# a level column of samples, not edges: volts, samples, libsigrok's "logic" (one row per sample)
+_SAMPLES_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(v|volts?|voltage|samples?|logic)(?:$|[\s\])_])", re.I)
 _NUMBER = re.compile(r"^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
 _COMMENT = (b"#", b";", b"//")
-TIME_UNITS = ("auto", "s", "ms", "us", "ns")
+TIME_UNITS = ("auto", "s", "ms", "us", "ns", "ps")
 _BLOCK_BYTES = 1 << 20  # larger blocks made pyarrow hold more memory (4 MiB: 17 B per edge), no faster
 _MAX_WARNED_LINES = 5
 
@@ -72,29 +75,74 @@ class _Layout:
         if first is None:
             raise UserError(f"{path}: no data lines; expected `time,level` rows")
         lineno, text = first
+        # libsigrok's CSV has one row per sample (deduplicated ones too read right as samples)
+        self.sigrok_kind = "samples" if any(b"libsigrok" in raw for raw in lines[:lineno]) else None
         self.delim = next((d for d in (",", ";", "\t") if d in text), None)
         fields = _split(text, self.delim)
         self.time_col, self.level_col, header_unit, header_kind = 0, 1, None, None
         self.skip = lineno
-        if not _is_number(fields[0]):
+        header = not _is_number(fields[0])
+        if header:
             names = [f.strip().strip('"').lower() for f in fields]
-            self.time_col = next((k for k, n in enumerate(names) if "time" in n or n in ("t", "s")),
-                                 0)
+            self.time_col = next((k for k, n in enumerate(names) if "time" in n or n in ("t", "s")
+                                  or n in time_units.WORDS), 0)
             level_col = next((k for k in range(len(names)) if k != self.time_col), None)
             if level_col is None:
                 raise UserError(f"{path}:{lineno + 1}: header {excerpt(text)} has one column; "
                                 "expected `time,level`")
             self.level_col = level_col
-            match = _UNIT_IN_HEADER.search(names[self.time_col])
-            header_unit = match.group(1).lower() if match else None
-            header_kind = "samples" if _SAMPLES_IN_HEADER.search(names[level_col]) else None
             self.skip = lineno + 1
+            header_unit, header_kind = self._names([f.strip().strip('"') for f in fields], time_unit)
+            units_row = self._units_row(lines, time_unit)  # a scope's second header row: second,Volt
+            if units_row is not None:
+                header_unit = header_unit or units_row[0]
+                header_kind = header_kind or units_row[1]
         self.n_cols = len(fields)
-        self.kind = kind if kind != "auto" else header_kind or "edges"
+        self.kind = kind if kind != "auto" else header_kind or self.sigrok_kind or "edges"
         data = [_decode(path, i + 1, raw).strip() for i, raw in enumerate(lines[self.skip:1000])]
+        if time_unit == "auto" and header_unit is None and any(
+                d and not d.startswith(_COMMENT_TEXT) for d in data):
+            self._refuse_unknown_unit(text if header else None)
         unit = time_unit if time_unit != "auto" else header_unit or _guess_unit(data, self)
         self.unit = unit.replace("µ", "u")
-        self.digits = _DIGITS[self.unit]
+        self.digits = time_units.DIGITS[self.unit]
+
+    def _names(self, names: list[str], time_unit: str) -> tuple[str | None, str | None]:
+        """The unit the time column's name says (an unknown one is an error unless --time-unit
+        says it) and the kind the level column's name says."""
+        unit = None
+        if time_unit == "auto":
+            try:
+                unit = time_units.unit_in(names[self.time_col])
+            except UserError as exc:
+                raise UserError(f"{self.path}:{self.skip}: {exc}") from None
+        kind = "samples" if _SAMPLES_IN_HEADER.search(names[self.level_col]) else None
+        return unit, kind or self.sigrok_kind
+
+    def _units_row(self, lines: list[bytes], time_unit: str) -> tuple[str | None, str | None] | None:
+        """A row of units under the header ("second,Volt"): its (unit, kind), and skipped."""
+        for i in range(self.skip, len(lines)):
+            text = _decode(self.path, i + 1, lines[i]).strip()
+            if not text or text.startswith(_COMMENT_TEXT):
+                continue
+            fields = _split(text, self.delim)
+            if len(fields) <= max(self.time_col, self.level_col) or _is_number(fields[self.time_col]):
+                return None
+            self.skip = i + 1
+            return self._names([f.strip().strip('"') for f in fields], time_unit)
+        return None
+
+    def _refuse_unknown_unit(self, header: str | None) -> None:
+        """Never a silent default where the file's writer knew the unit: a header without one, or
+        libsigrok's CSV without its header line."""
+        if header is not None:
+            raise UserError(f"{self.path}:{self.skip}: the header {excerpt(header)} does not say the unit of "
+                            "its times; give --time-unit (s, ms, us, ns, ps) or name it in the header "
+                            "(time_ns, 'Time [s]')")
+        if self.sigrok_kind:
+            raise UserError(f"{self.path}: libsigrok's CSV without its header line does not say the unit of "
+                            "its times; export again with sigrok-cli -O csv:time=true (its default labels "
+                            "name the unit) or give --time-unit")
 
 
 def read_edges_csv(path: Path, *, time_unit: str = "auto", kind: str = "auto") -> Capture:
@@ -109,6 +157,8 @@ def read_edges_csv(path: Path, *, time_unit: str = "auto", kind: str = "auto") -
 def _read(layout: _Layout, reader: _FastReader | _SlowReader) -> Capture:
     path = layout.path
     warnings: list[str] = []
+    if layout.digits < 0:
+        warnings.append(f"{path}: times are in {layout.unit}; rounded to the nearest ns (half to even)")
 
     def run(consume):
         try:
@@ -217,8 +267,12 @@ def _check_increasing(t: np.ndarray, last: int | None, rows: int, reader) -> Non
     else:
         return
     now = int(t[row - rows])
+    fix = "rows must be in time order"
+    if reader.layout.digits < 0 and now == before:  # distinct in ps, one ns once rounded
+        fix = (f"times in {reader.layout.unit} less than 1 ns apart are one time at jitterlab's 1 ns "
+               "resolution; capture at 1 GHz or less")
     raise UserError(f"{reader.layout.path}:{reader.line_of(row)}: time does not increase "
-                    f"({before} then {now} ns); rows must be in time order")
+                    f"({before} then {now} ns); {fix}")
 
 
 def _join(parts: list[np.ndarray], dtype: type) -> np.ndarray:
@@ -237,7 +291,7 @@ class _FastReader:
     """Blocks of (t_ns int64, level float64) read by pyarrow."""
 
     def __init__(self, layout: _Layout) -> None:
-        if layout.delim is None:
+        if layout.delim is None or layout.digits < 0:  # times finer than ns: rounded line by line
             raise _NotFast
         self.layout = layout
 

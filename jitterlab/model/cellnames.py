@@ -1,6 +1,9 @@
 """How a cell reads for people: its parameters as written in a campaign (period=1ms, size=64,
-breaktrace=off), in the benchmark's order, those at their default left out, and the benchmark's own
-short label of the cell.
+breaktrace=off), in the benchmark's order, and the benchmark's own short label of the cell.
+
+One rule everywhere: a parameter at its default is left out, unless it tells apart the cells shown
+together (`among(cells)`): "protocol=tcp" is named beside "protocol=udp bitrate=100M", never left
+out so that "iperf3 idle" reads like a cell without parameters.
 
 Only the benchmarks know their keys, and the model imports no plug-in: whoever names cells (the
 report, the command line) builds a CellNames with `params_of` (benchmark name -> its Params) and
@@ -35,6 +38,19 @@ class CellNames:
         self._params_of = params_of
         self._label_of = label_of
         self._defaults: dict[tuple[str, str], object] = {}
+        self._telling: frozenset[tuple[str, str]] = frozenset()  # (benchmark, key) named at default too
+
+    def among(self, cells: Iterable[Cell]) -> CellNames:
+        """This naming for cells shown together: a key whose value differs between these cells of
+        one benchmark is named in each of them, at its default too."""
+        values: dict[tuple[str, str], set[str]] = {}
+        for cell in cells:
+            for key, value in cell.params:
+                values.setdefault((cell.benchmark, key), set()).add(repr(value))
+        named = CellNames(self._params_of, self._label_of)
+        named._defaults = self._defaults
+        named._telling = frozenset(k for k, v in values.items() if len(v) > 1)
+        return named
 
     def params(self, benchmark: str) -> dict[str, Param]:
         return {p.name: p for p in self._params_of(benchmark)}
@@ -78,7 +94,8 @@ class CellNames:
         wanted, skip = None if keys is None else set(keys), set(leave_out)
         return " ".join(f"{k}={self.show_value(cell, k)}" for k in self.ordered(cell)
                         if (wanted is None or k in wanted) and k not in skip
-                        and (defaults or not self.is_default(cell, k)))
+                        and (defaults or (cell.benchmark, k) in self._telling
+                             or not self.is_default(cell, k)))
 
     def label(self, cell: Cell) -> str:
         """The benchmark's own short name of the cell ("c-fifo 1ms cpu (vpin)"), else a generic one."""

@@ -61,6 +61,9 @@ class RunSettings:
     on_missing_rt: str = "error"  # "error" | "fallback": run RT cells as SCHED_OTHER, marked
     options: Mapping[str, Mapping[str, Mapping[str, object]]] = field(default_factory=dict)
     envelope: tuple[str, ...] = ("max", "p99")  # the report's envelope rules; measures nothing
+    # "lift": RT throttling off for the runs of a target whose probe busy-polls, where jitterlab
+    # may write it (root, not a container), restored after; "keep": never changed
+    rt_throttling: str = "lift"
 
     def options_of(self, kind: str, name: str) -> dict[str, object]:
         """The options of one plug-in (e.g. kind "probes", name "sigrok"); {} when none are set."""
@@ -76,6 +79,7 @@ class RunSettings:
             "run_timeout_ns": self.run_timeout_ns,
             "on_missing_rt": self.on_missing_rt,
             "envelope": list(self.envelope),
+            "rt_throttling": self.rt_throttling,
             **{
                 f"{kind[:-1]}_options": {name: dict(v) for name, v in tables.items()}
                 for kind, tables in sorted(self.options.items())

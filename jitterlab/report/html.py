@@ -21,7 +21,7 @@ from jitterlab.analysis.samples import distribution
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
-from jitterlab.report.comparison import comparison_note, comparison_rows
+from jitterlab.report.comparison import comparison_note, comparison_rows, comparison_warnings
 from jitterlab.report.figures.base import quiet, svg_text
 from jitterlab.report.figures.compare import compare_figure
 from jitterlab.report.format import format_value, percent
@@ -190,7 +190,7 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
                         f"compare_{base.key}_{base.value}_{cand.value}"),
             "heads": heads, "rows": rows, "verdicts": [r.verdict for r in result.rows],
             "note": comparison_note(result),
-            "warnings": result.warnings,
+            "warnings": comparison_warnings(result),
         })
     return out
 

@@ -112,9 +112,12 @@ def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
 
 
 def column_title(bench: BenchmarkSummary, name: str) -> str:
-    """A column's header: the metric and the rule its cells were summarized by."""
+    """A column's header: the metric in words and the rule its cells were summarized by
+    ("maximum latency (worst run)")."""
+    from jitterlab.report.figures.base import metric_words  # the one wording of metric names
+
     rule = next((v.rule for c in bench.cells if (v := c.values.get(name))), "")
-    return f"{name} ({summary.rule_text(rule)})" if rule else name
+    return f"{metric_words(name)} ({summary.rule_text(rule)})" if rule else metric_words(name)
 
 
 def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
@@ -146,9 +149,12 @@ def run_label(run: RunRecord) -> str:
 
 
 def headline_value(run: RunRecord) -> str:
-    """The run's first headline metric, formatted; "" when it has none."""
+    """The run's first headline metric in words, formatted ("maximum latency 40.2 ms"); "" when it
+    has none."""
+    from jitterlab.report.figures.base import metric_words
+
     for name in headline_metrics(run.benchmark, [run]):
         metric = run.metrics.get((run.probe, name)) or run.metrics.get(("", name))
         if metric is not None:
-            return f"{name} {format_value(metric.value, metric.unit)}"
+            return f"{metric_words(name)} {format_value(metric.value, metric.unit)}"
     return ""

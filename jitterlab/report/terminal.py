@@ -5,18 +5,21 @@ aligned rows at their natural width, never cut or wrapped at 80 columns."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from jitterlab.analysis.direction import direction_of
+from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, watched_program_pin
 from jitterlab.campaign import cells
-from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.records import Cell, RunRecord, Warning_
 from jitterlab.report.console import SafeConsole
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.summaries import headline_value, run_label
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Group, Note, grouped
+from jitterlab.report.warning_list import WarningList
 
 HEADLINE = "max_rel_period_error"
 GAP = "  "
@@ -31,6 +34,9 @@ class Output(SafeConsole):
             self.soft_wrap = True
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Piped, a table (or a list of warnings) is printed as plain rows at their full width."""
+        if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], WarningList):
+            objects = (objects[0].table(),)
         if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table):
             kwargs.update(markup=False, highlight=False, soft_wrap=True)
             super().print(plain_table(objects[0]), **kwargs)
@@ -59,8 +65,9 @@ def plain_table(table: Table) -> str:
     heads = [_plain(c.header) for c in table.columns]
     body = [[_plain(x) for x in c.cells] for c in table.columns]
     n_rows = max((len(c) for c in body), default=0)
-    rows = [heads, *([col[i] if i < len(col) else "" for col in body] for i in range(n_rows))]
-    widths = [max(len(r[j]) for r in rows) for j in range(len(heads))]
+    rows = [*([heads] if table.show_header else []),
+            *([col[i] if i < len(col) else "" for col in body] for i in range(n_rows))]
+    widths = [max((len(r[j]) for r in rows), default=0) for j in range(len(heads))]
     right = [c.justify == "right" for c in table.columns]
     lines = [_plain(table.title)] if table.title else []
     for row in rows:
@@ -94,7 +101,7 @@ def runs_table(runs: list[RunRecord]) -> Table:
             "cell": Text(run_label(r)),
             "rep": str(r.repetition + 1),
             "status": Text(r.status, style="" if r.status == "ok" else "red"),
-            "headline": percent(value) if value is not None else headline_value(r),
+            "headline": _headline(r, value),
             "excluded": format_value(excluded, "count") if excluded is not None else "",
             "why": Text(r.error or ""),
         }
@@ -102,11 +109,21 @@ def runs_table(runs: list[RunRecord]) -> Table:
     return table
 
 
-def summary_tables(runs: list[RunRecord], campaign: str) -> list:
-    """Each report section's summary: squarewave's error table, one table per other benchmark."""
+def _headline(r: RunRecord, value: float | None) -> Text:
+    """The run's headline; marked when its probe watched another signal than the program's pin."""
+    text = Text(percent(value) if value is not None else headline_value(r))
+    if not watched_program_pin(r):
+        text.append(f" {NOT_WATCHED}", style="bold magenta")
+    return text
+
+
+def summary_tables(runs: list[RunRecord], campaign: str, planned: Collection[Cell] | None = None) -> list:
+    """Each report section's summary: squarewave's error table, one table per other benchmark;
+    `planned`: the campaign's cells when known (tells "not measured yet" from "excluded")."""
     from jitterlab.report.sections import by_section
 
-    return [table for section, mine in by_section(runs) for table in section.terminal(mine, campaign)]
+    return [table for section, mine in by_section(runs)
+            for table in section.terminal(mine, campaign, planned)]
 
 
 def emulation_note(runs: list[RunRecord], store) -> str | None:
@@ -131,8 +148,91 @@ SYSINFO_GROUPS = {
 }
 
 
+def _cpu_list(cpus: object) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (any order); "?" when unknown."""
+    if not isinstance(cpus, list) or not all(isinstance(c, int) for c in cpus):
+        return "?"
+    spans: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if spans and cpu == spans[-1][-1] + 1:
+            spans[-1].append(cpu)
+        else:
+            spans.append([cpu])
+    return ",".join(str(s[0]) if len(s) == 1 else f"{s[0]}-{s[-1]}" for s in spans)
+
+
+def _idle_states_text(states: list) -> str:
+    """"POLL 0 ns, C1 2 µs, C6 170 µs (disabled)": each state with its exit latency."""
+    parts = []
+    for st in states:
+        if not isinstance(st, dict):
+            continue
+        latency = st.get("latency_us")
+        text = str(st.get("name") or "?") + (f" {format_value(latency, 'us')}" if latency is not None else "")
+        parts.append(text + (" (disabled)" if st.get("disabled") else ""))
+    return ", ".join(parts) or "none"
+
+
+def _siblings_text(siblings: dict) -> str:
+    """The cores with more than one hardware thread ("cores 0,4; 1,5"), or one thread per core."""
+    cores = sorted({tuple(v) for v in siblings.values() if isinstance(v, list)})
+    shared = [c for c in cores if len(c) > 1]
+    if not shared:
+        return f"one thread per core ({len(cores)} cores)"
+    return "threads of one core: " + "; ".join(_cpu_list(list(c)) for c in shared)
+
+
+def _irqs_text(irqs: list) -> str:
+    """IRQs grouped by the CPUs they may run on: "CPU 0: 24 ACPI:Ged, 28 virtio0-config; CPU 1: ..."."""
+    by_cpus: dict[str, list[str]] = {}
+    for q in irqs:
+        if isinstance(q, dict):
+            where = "CPU ?" if not q.get("cpus") else f"CPU {_cpu_list(q['cpus'])}"
+            by_cpus.setdefault(where, []).append(f"{q.get('irq')} {q.get('actions') or ''}".strip())
+    return f"{len(irqs)} IRQs; " + "; ".join(f"{where}: {', '.join(names)}" for where, names in
+                                             sorted(by_cpus.items()))
+
+
+# sysinfo values shown in their unit (sysctl settings such as rt_runtime_us stay as written)
+_UNITS = {"uptime_s": "s", "cpu_dma_latency_us": "us"}
+NO_QOS_REQUEST_US = 2_000_000_000  # what /dev/cpu_dma_latency reads when nobody holds a request
+
+
+def plain_value(value: object) -> str:
+    """Any value as words: dicts as "key value" pairs, lists joined, never Python's repr."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(f"{k} {plain_value(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain_value(v) for v in value) or "none"
+    if isinstance(value, float):
+        return format_value(value, "")
+    return str(value)
+
+
 def sysinfo_text(key: str, value: object) -> str:
-    """A sysinfo value for people: lists joined, booleans yes/no, CPUs as governor and MHz."""
+    """A sysinfo value for people: lists joined, booleans yes/no, CPUs as governor and MHz, idle
+    states with their exit latency, IRQs by the CPUs they run on, SMT siblings by core; never a
+    Python dict or list."""
+    if key == "cpuidle_states" and isinstance(value, list):
+        return _idle_states_text(value)
+    if key == "thread_siblings" and isinstance(value, dict):
+        return _siblings_text(value)
+    if key == "irqs" and isinstance(value, list):
+        return _irqs_text(value)
+    if key in ("cpus_online", "isolcpus", "nohz_full", "rcu_nocbs") and isinstance(value, list):
+        return _cpu_list(value) if value else "none"
+    if key in ("mem_total_kb", "mem_available_kb") and isinstance(value, int):
+        return format_value(value * 1024.0, "bytes")  # /proc/meminfo's kB are KiB
+    if key == "cpu_dma_latency_us" and value == NO_QOS_REQUEST_US:
+        return "no request held"
+    if key == "bogomips" and isinstance(value, list) and value:
+        same = len(set(value)) == 1
+        return (f"{plain_value(value[0])} on each of {len(value)} CPUs" if same
+                else "; ".join(plain_value(v) for v in value))
+    if key in _UNITS and isinstance(value, int | float) and not isinstance(value, bool):
+        return format_value(value, _UNITS[key])
     if key == "cpus" and isinstance(value, list):
         governors = sorted({str(c["governor"]) for c in value if isinstance(c, dict) and c.get("governor")})
         mhz = [float(c["cur_mhz"]) for c in value if isinstance(c, dict) and c.get("cur_mhz")]
@@ -144,11 +244,7 @@ def sysinfo_text(key: str, value: object) -> str:
     if key == "runtimes" and isinstance(value, dict):
         return "; ".join(f"{name} {v.get('version') or '?'} ({v.get('path')})"
                          for name, v in value.items() if isinstance(v, dict)) or "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value) or "none"
-    return str(value)
+    return plain_value(value)
 
 
 def sysinfo_table(sysinfo: dict) -> Table:
@@ -188,6 +284,8 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
         ("cell", f"{run.target} {run.benchmark} {run.load} {cells.params_text(run.cell, defaults=True)}"),
         ("repetition", run.repetition + 1),
         ("status", run.status),
+        ("probe", "" if watched_program_pin(run) else
+         f"{run.probe}: {NOT_WATCHED} (its figures describe another signal, see the warnings)"),
         ("error", run.error or ""),
         ("labels", ", ".join(f"{k}={v}" for k, v in run.labels.items())),
         ("raw", f"{run.raw_path} (sha256 {run.raw_sha256[:16]}…)" if run.raw_path else ""),
@@ -196,7 +294,9 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
     ):
         if value != "":
             head.add_row(Text(key, style="bold"), Text(str(value)))
-    metrics = Table(title="metrics")
+    foreign = sorted(probe for (probe, name), m in run.metrics.items() if name == PIN_WATCHED and not m.value)
+    metrics = Table(title="metrics" + "".join(f" ({p}: {NOT_WATCHED}, another signal's figures)"
+                                              for p in foreign))
     for name in ("probe", "metric", "value", "direction"):
         metrics.add_column(name, justify="right" if name == "value" else "left")
     for (probe, name), m in sorted(run.metrics.items(), key=lambda kv: (kv[0][0], metric_order(kv[0][1]))):
@@ -211,14 +311,10 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
     return parts
 
 
-def warnings_table(notes: list[Note], title: str = "warnings, grouped by cause") -> Table:
-    """Each cause once: what, how many runs or cells (or which target), the remedy."""
-    table = Table(title=title)
-    for name in ("warning", "affects", "remedy"):
-        table.add_column(name, overflow="fold")
-    for g in grouped(notes):
-        table.add_row(Text(g.message), Text(_affects(g)), Text(g.remedy))
-    return table
+def warnings_table(notes: list[Note], title: str = "warnings, grouped by cause") -> WarningList:
+    """Each cause once: what, how many runs or cells (or which target), the remedy; a table when
+    piped or when it fits, else a list whose remedies are never broken inside a word."""
+    return WarningList(title, [(g.message, _affects(g), g.remedy) for g in grouped(notes)])
 
 
 def _affects(g: Group) -> str:

@@ -7,16 +7,42 @@ measurement) loads no database driver."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 RESULTS_ENV = "JITTERLAB_RESULTS"
 
 
-def results_spec(text: str) -> str:
+def results_spec(text: str, option: str = "--results") -> str:
     """The --results value checked: a URL of a backend jitterlab speaks (complete: a PostgreSQL URL
     names its raw_dir), or a path the system can take; the spec to open. UserError (one line,
-    naming --results) otherwise."""
+    naming `option`) otherwise: anything that looks like a URL and is not one jitterlab speaks."""
     from jitterlab.store.backends import check_spec
 
-    return check_spec(text)
+    with named(option):
+        return check_spec(text)
+
+
+@contextlib.contextmanager
+def named(option: str) -> Iterator[None]:
+    """Errors about a store's spec (checked, opened) name `option` (push's --to), not --results."""
+    from jitterlab.model.errors import RuntimeProblem, UserError
+
+    try:
+        yield
+    except (UserError, RuntimeProblem) as exc:
+        text = str(exc)
+        if option == "--results" or not text.startswith("--results") or type(exc) not in (
+                UserError, RuntimeProblem):
+            raise
+        raise type(exc)(option + text.removeprefix("--results")) from None
+
+
+def shown_spec(spec: object) -> str:
+    """A --results spec as printed (in a command to run next, say): its passwords as ***."""
+    from jitterlab.store.urls import masked
+
+    return masked(str(spec))
 
 
 def store_exists(spec: str) -> bool:

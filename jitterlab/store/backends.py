@@ -3,34 +3,40 @@ give with --results (a path or a URL). A new backend is its module and one line 
 
 from __future__ import annotations
 
-import re
-
 from jitterlab.model.errors import UserError, shown
+from jitterlab.store import urls
 from jitterlab.store.backend import Backend
 from jitterlab.store.postgres import PostgresBackend
 from jitterlab.store.sqlite import SqliteBackend
 
 # asked in this order: the first that claims a spec opens it (SQLite takes any path, so it comes last)
 BACKENDS: tuple[type[Backend], ...] = (PostgresBackend, SqliteBackend)
-
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# the backend of plain paths: never given a text that looks like a URL, which would silently become a
+# directory named like it (./PostgreSQL:/u@h/db)
+PATHS: type[Backend] = SqliteBackend
 
 
 def backend_for(text: str) -> type[Backend]:
     """The backend whose spec `text` is; UserError (one line) when none speaks it."""
+    scheme = urls.scheme(text)
     for backend in BACKENDS:
-        if backend.claims(text):
+        if backend.claims(text) and not (backend is PATHS and scheme is not None):
             return backend
-    scheme = _URL.match(text)
-    what = f"a {scheme.group(1)}:// URL" if scheme else "this"
-    forms = "; or ".join(b.form for b in BACKENDS)
-    text = re.sub(r"^([^/]*//[^/@]*?:)[^@/]*@", r"\1***@", text)  # a URL's password is never shown
-    raise UserError(f"--results {shown(text)}: jitterlab cannot keep results in {what}; give {forms}")
+    forms = "; or ".join(b.form for b in BACKENDS if b is not PATHS)
+    hint = ""
+    if scheme and scheme.lower().startswith("postgres"):
+        hint = " (written so: lower case, two slashes, no driver name)"
+    what = f"a {scheme}: URL" if scheme else "this"
+    raise UserError(f"--results {shown(urls.masked(text))}: jitterlab cannot keep results in {what}; give "
+                    f"{forms}{hint}, or a directory (./NAME for a directory named like a URL)")
 
 
 def check_spec(text: str) -> str:
     """The --results text as a spec of a backend jitterlab speaks, checked by that backend."""
-    return backend_for(text).check_spec(text)
+    backend = backend_for(text)
+    spec = backend.check_spec(text)
+    # ./http:/x stays a path when it is opened (a normalized path would lose its ./)
+    return f"./{spec}" if backend is PATHS and urls.scheme(spec) else spec
 
 
 def open_backend(spec: str, *, create: bool) -> Backend:

@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from jitterlab.model.errors import RuntimeProblem, UserError
-from jitterlab.store import schema
+from jitterlab.store import schema, urls
 from jitterlab.store.backend import Backend
 from jitterlab.store.schema import SCHEMA_VERSION, refuse_newer
 
@@ -57,18 +57,22 @@ def is_url(text: object) -> bool:
 
 def split_url(url: str) -> tuple[str, Path, str]:
     """(the URL psycopg connects to, the raw directory, the URL as shown: without a password)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # postgresql://u@[::1/db: an unclosed IPv6 address
+        raise UserError(f"--results {urls.masked(url)!r}: not a URL ({exc}); write it "
+                        "postgresql://user@host/db?raw_dir=DIR ([::1] for an IPv6 address)") from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     raw = [v for k, v in query if k == "raw_dir"]
     rest = [(k, v) for k, v in query if k != "raw_dir"]
     raw_dir = raw[-1] if raw else os.environ.get(RAW_DIR_ENV, "")
-    shown = _join(parts.scheme, re.sub(r":[^@/]*@", ":***@", parts.netloc), parts.path, parts.query)
+    where = urls.masked(_join(parts.scheme, parts.netloc, parts.path, parts.query))
     if not raw_dir:
         raise UserError(
-            f"--results {shown}: say where raw series and attachments go: add ?raw_dir=/a/directory "
+            f"--results {where}: say where raw series and attachments go: add ?raw_dir=/a/directory "
             f"(one every controller reaches, e.g. an NFS mount) or set {RAW_DIR_ENV}")
     conninfo = _join(parts.scheme, parts.netloc, parts.path, urlencode(rest))
-    return conninfo, Path(raw_dir), shown
+    return conninfo, Path(raw_dir), where
 
 
 def _join(scheme: str, netloc: str, path: str, query: str) -> str:
@@ -93,7 +97,8 @@ class PostgresBackend(Backend):
         try:
             self._conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise RuntimeProblem(f"--results {shown}: cannot connect: {_one_line(exc)}") from None
+            reason = urls.scrubbed(_one_line(exc), conninfo)  # libpq may quote a part of the URL
+            raise RuntimeProblem(f"--results {shown}: cannot connect: {reason}") from None
 
     @classmethod
     def claims(cls, text: str) -> bool:

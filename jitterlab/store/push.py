@@ -1,14 +1,19 @@
 """Copy the runs of one store into another (a board measured offline, added to the lab's shared
 database later). Idempotent: a run already in the destination (by its id) is left alone; raw files
-are checked against their recorded sha256 before they are accepted."""
+are checked against their recorded sha256 before they are accepted. A run whose files are not what
+it recorded (a raw file deleted or changed since) is not pushed and is named; the others are."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.store.catalog import Store
+
+
+class Damaged(Exception):
+    """A run's files in the source store are not what the run recorded: the run is not pushed."""
 
 
 @dataclass
@@ -17,12 +22,13 @@ class Pushed:
     runs: int = 0
     skipped: int = 0
     raw_bytes: int = 0
+    damaged: list[tuple[str, str]] = field(default_factory=list)  # (run id, why), not pushed
 
 
 def push(source: Store, dest: Store) -> Pushed:
     """Every campaign and run of `source` that `dest` lacks, with sysinfo, warnings, raw files and
     attachments. Each run is one transaction in `dest`: an interrupted push is resumed by pushing
-    again."""
+    again. A damaged run is left out and listed in `damaged`; the push goes on."""
     done = Pushed()
     for summary in source.campaigns():
         camp = source.campaign(summary["id"])
@@ -41,26 +47,50 @@ def push(source: Store, dest: Store) -> Pushed:
             if run.id in have:
                 done.skipped += 1
                 continue
+            try:
+                files = _attachments(source, run)
+                raw_path = _adopted_raw(source, dest, run)
+            except Damaged as exc:
+                done.damaged.append((run.id, str(exc)))
+                continue
             if run.sysinfo_id is not None and run.sysinfo_id not in sysinfo_ids:
                 info = source.sysinfo(run.sysinfo_id)
                 sysinfo_ids[run.sysinfo_id] = dest.add_sysinfo(dest_id, run.target, info)
-            moved = _moved(source, dest, run, dest_id, sysinfo_ids)
-            if moved.raw_path:
-                done.raw_bytes += (dest.root / moved.raw_path).stat().st_size
-            files = {name: (source.root / path).read_bytes() for name, path in run.attachments.items()}
+            sysinfo_id = sysinfo_ids.get(run.sysinfo_id) if run.sysinfo_id is not None else None
+            # ids remapped; the attachments are written by the commit
+            moved = replace(run, campaign_id=dest_id, raw_path=raw_path, sysinfo_id=sysinfo_id,
+                            attachments={})
+            if raw_path:
+                done.raw_bytes += (dest.root / raw_path).stat().st_size
             dest.commit_run(moved, [w for run_id, w in warnings if run_id == run.id], files=files)
             done.runs += 1
     return done
 
 
-def _moved(source: Store, dest: Store, run: RunRecord, dest_id: int,
-           sysinfo_ids: dict[int, int]) -> RunRecord:
-    """The run as the destination stores it: its raw file copied there (verified), ids remapped;
-    its attachments are written by the commit."""
-    raw_path = None
-    if run.raw_path:
-        if not run.raw_sha256:
-            raise UserError(f"run {run.id}: its raw file has no recorded sha256, so it cannot be verified")
-        raw_path = dest.adopt_raw(run.id, source.root / run.raw_path, run.raw_sha256)
-    sysinfo_id = sysinfo_ids.get(run.sysinfo_id) if run.sysinfo_id is not None else None
-    return replace(run, campaign_id=dest_id, raw_path=raw_path, sysinfo_id=sysinfo_id, attachments={})
+def _attachments(source: Store, run: RunRecord) -> dict[str, bytes]:
+    """The run's attachments (name -> bytes) read from the source; Damaged when one is gone."""
+    files = {}
+    for name, path in run.attachments.items():
+        try:
+            files[name] = (source.root / path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise Damaged(f"its attachment {path} is missing") from None
+    return files
+
+
+def _adopted_raw(source: Store, dest: Store, run: RunRecord) -> str | None:
+    """The run's raw file copied into the destination (verified); its path there. Damaged when the
+    source's file is missing or is not the bytes the run recorded."""
+    if not run.raw_path:
+        return None
+    if not run.raw_sha256:
+        raise Damaged(f"its raw file {run.raw_path} has no recorded sha256, so it cannot be verified")
+    path = source.root / run.raw_path
+    if not path.is_file():
+        raise Damaged(f"its raw file {run.raw_path} is missing")
+    try:
+        return dest.adopt_raw(run.id, path, run.raw_sha256)
+    except RuntimeProblem:
+        raise
+    except UserError:  # the copy is not the bytes the run recorded (and was not kept)
+        raise Damaged(f"its raw file {run.raw_path} was changed after the run (its sha256 differs)") from None

@@ -288,8 +288,9 @@ def check_rt_throttling(info: dict) -> Warning_ | None:
     lost = f"{100 * (1 - runtime / period):.0f}%" if period else "part"
     return Warning_(
         f"RT throttling is active (sched_rt_runtime_us={runtime}, sched_rt_period_us={period}): "
-        f"a busy real-time task loses {lost} of each period",
-        "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; lasts until reboot)",
+        f"a busy real-time task loses {lost} of each period (a busy-polling probe is blind then)",
+        'run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it for the '
+        "runs of a busy-polling probe and puts it back; or sysctl -w kernel.sched_rt_runtime_us=-1",
     )
 
 

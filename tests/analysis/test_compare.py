@@ -1,4 +1,5 @@
-"""compare: verdicts on synthetic groups with known answers, directions, bad input."""
+"""compare: verdicts on synthetic groups with known answers, thresholds, directions, what is not
+graded, overlapping groups, bad input."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 
 from jitterlab.analysis.compare import (
     BETTER,
-    NO_CHANGE,
+    NOT_GRADED,
+    SAME,
     UNDECIDED,
     WORSE,
     Selector,
@@ -16,6 +18,7 @@ from jitterlab.analysis.compare import (
 )
 from jitterlab.analysis.direction import direction
 from jitterlab.analysis.stats import bootstrap_ratio_ci, holm
+from jitterlab.analysis.thresholds import DEFAULT_THRESHOLDS, kind, parse_thresholds, within
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric, RunRecord
@@ -29,11 +32,19 @@ def run(i: int, image: str, values: dict[str, float], impl: str = "c-fifo",
                       metrics=metrics.values() if status == "ok" else ())
 
 
-def groups(err_a, err_b, ops_a, ops_b, n=8):
-    return ([run(i, "1.10", {"max_rel_period_error": e, "load_bogo_ops_per_s": o})
+def groups(err_a, err_b, ops_a, ops_b, n=8, rate="events_per_s"):
+    return ([run(i, "1.10", {"max_rel_period_error": e, rate: o})
              for i, (e, o) in enumerate(zip(err_a, ops_a, strict=False))]
-            + [run(i, "1.11", {"max_rel_period_error": e, "load_bogo_ops_per_s": o})
+            + [run(i, "1.11", {"max_rel_period_error": e, rate: o})
                for i, (e, o) in enumerate(zip(err_b, ops_b, strict=False))])
+
+
+A, B = Selector("image", "1.10"), Selector("image", "1.11")
+
+
+def spread(n: int, centre: float = 0.01, width: float = 0.3) -> np.ndarray:
+    """n values log-evenly spread over centre * exp(-width .. +width): a group with known shape."""
+    return centre * np.exp(np.linspace(-width, width, n))
 
 
 def rows_by_metric(result):
@@ -47,32 +58,110 @@ def test_large_difference_is_called_in_the_right_direction():
                   1000 + rng.normal(0, 5, 8), 1250 + rng.normal(0, 5, 8))
     result = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"))
     rows = rows_by_metric(result)
-    err, ops = rows["max_rel_period_error"], rows["load_bogo_ops_per_s"]
+    err, ops = rows["max_rel_period_error"], rows["events_per_s"]
     assert err.verdict == WORSE and ops.verdict == BETTER
     assert err.ratio == pytest.approx(2.0, rel=0.02) and err.change_pct == pytest.approx(100, abs=2)
     assert ops.change_pct == pytest.approx(25, abs=1)
     assert err.ci_low > 1 and ops.ci_low > 1
     # 8 vs 8 with complete separation: the exact two-sided U test gives 2 / C(16, 8)
     assert err.p_value == pytest.approx(2 / 12870)
-    assert result.warnings == []
+    assert result.notes == []
     # the reverse comparison flips both verdicts
     back = rows_by_metric(compare(runs, Selector("image", "1.11"), Selector("image", "1.10")))
     assert back["max_rel_period_error"].verdict == BETTER
-    assert back["load_bogo_ops_per_s"].verdict == WORSE
+    assert back["events_per_s"].verdict == WORSE
 
 
-def test_identical_distributions_are_no_significant_change():
-    rng = np.random.default_rng(2)
-    same_err, same_ops = 0.01 + rng.normal(0, 1e-3, 16), 1000 + rng.normal(0, 50, 16)
-    runs = groups(same_err[:8], same_err[8:], same_ops[:8], same_ops[8:])
-    rows = rows_by_metric(compare(runs, Selector("image", "1.10"), Selector("image", "1.11")))
-    assert {r.verdict for r in rows.values()} == {NO_CHANGE}
-    assert rows["max_rel_period_error"].ci_low < 1 < rows["max_rel_period_error"].ci_high
-    # exactly equal values: p = 1, ratio 1
-    runs = groups([0.01] * 5, [0.01] * 5, [1.0] * 5, [1.0] * 5)
-    row = rows_by_metric(compare(runs, Selector("image", "1.10"), Selector("image", "1.11")))[
+def test_identical_groups_are_same_at_large_n_and_undecided_at_small_n():
+    # the same log-even spread of +-30 % in both groups: at 3 runs the 95 % CI of the ratio is far
+    # wider than the 20 % timing threshold (undecided), at 40 runs it lies inside it (same)
+    small = compare(groups(spread(3), spread(3), [1.0] * 3, [1.0] * 3), A, B,
+                    metrics=["max_rel_period_error"]).rows[0]
+    assert small.verdict == UNDECIDED and small.ratio == pytest.approx(1.0)
+    assert small.p_value == pytest.approx(1.0)
+    assert small.ci_low < 1 / 1.2 and small.ci_high > 1.2
+    large = compare(groups(spread(40), spread(40), [1.0] * 40, [1.0] * 40), A, B,
+                    metrics=["max_rel_period_error"]).rows[0]
+    assert large.test == "mann-whitney-u" and large.verdict == SAME
+    assert 1 / 1.2 <= large.ci_low <= 1 <= large.ci_high <= 1.2 and large.threshold == 0.2
+    # exactly equal values: p = 1, ratio 1, a CI of exactly 1: same even at 3 runs
+    row = rows_by_metric(compare(groups([0.01] * 3, [0.01] * 3, [1.0] * 3, [1.0] * 3), A, B))[
         "max_rel_period_error"]
-    assert (row.p_value, row.ratio, row.verdict) == (1.0, 1.0, NO_CHANGE)
+    assert (row.p_value, row.ratio, row.ci_low, row.ci_high, row.verdict) == (1.0, 1.0, 1.0, 1.0, SAME)
+
+
+def test_twice_the_error_at_three_runs_is_worse():
+    row = compare(groups(spread(3, width=0.1), 2 * spread(3, width=0.1), [1.0] * 3, [1.0] * 3), A, B,
+                  metrics=["max_rel_period_error"]).rows[0]
+    assert row.verdict == WORSE and row.ratio == pytest.approx(2.0) and row.ci_low > 1.5
+
+
+def test_the_threshold_decides_same_and_is_settable():
+    runs = groups(spread(40), spread(40), [1.0] * 40, [1.0] * 40)
+    tight = parse_thresholds(["timing=1%"])
+    row = compare(runs, A, B, metrics=["max_rel_period_error"], thresholds=tight).rows[0]
+    assert row.verdict == UNDECIDED and row.threshold == 0.01  # the CI is wider than +-1 %
+    assert parse_thresholds(["10%"]) == dict.fromkeys(DEFAULT_THRESHOLDS, 0.1)
+    assert parse_thresholds(["rate=2", "timing=15 %"]) == {**DEFAULT_THRESHOLDS, "rate": 0.02, "timing": 0.15}
+    for bad in ("speed=5%", "0", "100%", "x", "-5"):
+        with pytest.raises(UserError, match=r"--threshold"):
+            parse_thresholds([bad])
+    # a band symmetric on the ratio's log scale: +20 % and its inverse, -16.7 %
+    assert within(1 / 1.2, 1.2, 0.2) and not within(0.8, 1.1, 0.2) and not within(float("nan"), 1, 0.2)
+    assert [kind(m) for m in ("max_rel_period_error", "pooled_p99_latency_ns", "events_per_s",
+                              "excluded_periods", "blind_time_ns", "n_periods")] == [
+        "timing", "timing", "rate", "loss", "loss", "other"]
+
+
+def test_load_readings_and_descriptive_numbers_are_never_graded():
+    # the candidate's load ran twice as hard and its mean period moved: shown, not graded, and
+    # not in Holm's family
+    runs = ([run(i, "1.10", {"load_bogo_ops_per_s": 1000.0 + i, "load_cpu_busy_fraction": 0.5 + i / 100,
+                             "load_loadavg_1m": 1.0 + i / 10, "mean_period_ns": 1e6 + i,
+                             "max_rel_period_error": 0.01 * (1 + i / 1000)}) for i in range(8)]
+            + [run(i, "1.11", {"load_bogo_ops_per_s": 2000.0 + i, "load_cpu_busy_fraction": 0.99 - i / 100,
+                               "load_loadavg_1m": 3.0 + i / 10, "mean_period_ns": 2e6 + i,
+                               "max_rel_period_error": 0.01 * (1 + i / 1000)}) for i in range(8)])
+    result = compare(runs, A, B)
+    rows = rows_by_metric(result)
+    for name in ("load_bogo_ops_per_s", "load_cpu_busy_fraction", "load_loadavg_1m", "mean_period_ns"):
+        assert rows[name].verdict == NOT_GRADED and np.isnan(rows[name].p_value), name
+        assert rows[name].ratio > 1  # still shown, with its change
+    assert rows["max_rel_period_error"].verdict == SAME
+    assert result.n_tests == 1 and result.n_not_graded == 4
+    assert result.counts() == {WORSE: 0, BETTER: 0, UNDECIDED: 0, SAME: 1}
+
+
+def test_values_shown_are_the_statistic_whose_ratio_is_the_change():
+    # worst runs 0.5 -> 0.4 would read as better; the geometric means (and the change) got worse
+    runs = groups([0.1, 0.1, 0.5], [0.3, 0.3, 0.4], [1.0] * 3, [1.0] * 3)
+    row = compare(runs, A, B, metrics=["max_rel_period_error"]).rows[0]
+    gm_a, gm_b = (0.1 * 0.1 * 0.5) ** (1 / 3), (0.3 * 0.3 * 0.4) ** (1 / 3)
+    assert row.rule == "geometric mean"
+    assert (row.baseline, row.candidate) == (pytest.approx(gm_a), pytest.approx(gm_b))
+    assert row.ratio == pytest.approx(row.candidate / row.baseline)
+    # Mann-Whitney from 8 runs: medians, and the ratio of those medians
+    runs = groups(spread(8), 2 * spread(8), [1.0] * 8, [1.0] * 8)
+    row = compare(runs, A, B, metrics=["max_rel_period_error"]).rows[0]
+    assert row.rule == "median" and row.ratio == pytest.approx(row.candidate / row.baseline)
+    assert row.baseline == pytest.approx(float(np.median(spread(8))))
+
+
+def test_overlapping_groups_are_refused_naming_the_shared_runs():
+    runs = ([run(i, "1.10", {"max_rel_period_error": 0.01}, impl="c-fifo") for i in range(5)]
+            + [run(i, "1.11", {"max_rel_period_error": 0.01}, impl="c-fifo") for i in range(3)]
+            + [run(i, "1.11", {"max_rel_period_error": 0.01}, impl="bash") for i in range(3)])
+    # every image=1.11 c-fifo run is in both groups
+    with pytest.raises(UserError) as info:
+        compare(runs, Selector("impl", "c-fifo"), B)
+    message = str(info.value)
+    assert "\n" not in message and "share 3 runs" in message
+    assert "1.11-c-fifo-0, 1.11-c-fifo-1, 1.11-c-fifo-2" in message
+    assert "--baseline impl=c-fifo" in message and "--candidate image=1.11" in message
+    many = runs + [run(i, "1.11", {"max_rel_period_error": 0.01}, impl="c-fifo") for i in range(3, 9)]
+    with pytest.raises(UserError, match=r"share 9 runs \(1.11-c-fifo-0, 1.11-c-fifo-1, "
+                                        r"1.11-c-fifo-2 and 6 more\)"):
+        compare(many, Selector("impl", "c-fifo"), B)
 
 
 def test_directions():
@@ -92,8 +181,9 @@ def test_few_runs_warn_and_never_significant():
     runs = groups([0.01, 0.011], [0.5, 0.51], [1, 1], [2, 2])
     result = compare(runs, Selector("image", "1.10"), Selector("image", "1.11"))
     assert {r.verdict for r in result.rows} == {UNDECIDED} and result.n_tests == 0
-    [w] = result.warnings
-    assert "too few runs for a verdict (2 vs 2)" in w.message and "repetitions" in w.remedy
+    [(scope, where, w)] = result.notes
+    assert (scope, where) == ("cell", "board squarewave idle impl=c-fifo period=1000000 pin=vpin probe=vpin")
+    assert w.message == "too few runs for a verdict (2 vs 2)" and "repetitions" in w.remedy
 
 
 def test_three_runs_a_complete_separation_with_a_large_effect_is_worse():
@@ -106,16 +196,16 @@ def test_three_runs_a_complete_separation_with_a_large_effect_is_worse():
     assert row.verdict == WORSE and row.test == "welch-t on log values"
     assert row.effect == "ratio of geometric means" and row.ratio == pytest.approx(0.412 / 0.137, rel=0.01)
     assert 2.9 < row.ci_low < row.ratio < row.ci_high < 3.1 and row.p_value < 1e-5
-    assert (row.baseline, row.candidate, row.rule) == (0.1372, 0.4135, "worst run")
-    assert result.warnings == []
+    assert row.rule == "geometric mean" and row.ratio == pytest.approx(row.candidate / row.baseline)
+    assert result.notes == []
 
 
-def test_identical_groups_of_three_are_no_change():
+def test_identical_groups_of_three_with_a_tiny_spread_are_same():
     runs = groups([0.137, 0.1372, 0.1368], [0.1372, 0.1368, 0.137], [1.0] * 3, [1.0] * 3)
     rows = rows_by_metric(compare(runs, Selector("image", "1.10"), Selector("image", "1.11")))
     row = rows["max_rel_period_error"]
-    assert row.verdict == NO_CHANGE and row.p_value == pytest.approx(1.0) and row.ratio == pytest.approx(1.0)
-    assert rows["load_bogo_ops_per_s"].verdict == NO_CHANGE  # no spread, no difference: p = 1
+    assert row.verdict == SAME and row.p_value == pytest.approx(1.0) and row.ratio == pytest.approx(1.0)
+    assert rows["events_per_s"].verdict == SAME  # no spread, no difference: p = 1, CI exactly 1
 
 
 def test_false_verdicts_on_identical_groups_stay_at_the_declared_level():
@@ -128,7 +218,7 @@ def test_false_verdicts_on_identical_groups_stay_at_the_declared_level():
         runs = groups(err[:3], err[3:], [1.0] * 3, [1.0] * 3)
         row = rows_by_metric(compare(runs, Selector("image", "1.10"), Selector("image", "1.11"),
                                      metrics=["max_rel_period_error"]))["max_rel_period_error"]
-        false += row.verdict != NO_CHANGE
+        false += row.verdict in (BETTER, WORSE)
     assert 8 <= false <= 29
 
 
@@ -210,7 +300,7 @@ def test_failed_runs_are_left_out():
 
 def test_bad_input():
     runs = groups([0.01] * 3, [0.02] * 3, [1.0] * 3, [1.0] * 3)
-    with pytest.raises(UserError, match=r"--metric nope: .*they have: load_bogo_ops_per_s, "
+    with pytest.raises(UserError, match=r"--metric nope: .*they have: events_per_s, "
                                         r"max_rel_period_error"):
         compare(runs, Selector("image", "1.10"), Selector("image", "1.11"), metrics=["nope"])
     with pytest.raises(UserError, match=r"--candidate image=2.0: .*image=1.10, image=1.11"):

@@ -98,3 +98,64 @@ def test_export_and_report_keep_repetition_labels_in_one_envelope_row(tmp_path):
     records = envelope_records(runs)
     assert {(r["impl"], r["rule"], r["min_repetitions"]) for r in records} == {
         ("c-fifo", "max", 3), ("c-fifo", "p99", 3)}
+
+
+def bounded_run(period_ns: int, p99: float, p99_bound: float | None, rep: int = 0,
+                status: str = "ok", pin_watched: float | None = None) -> RunRecord:
+    """A run as the analysis stores it now: p99 with its upper bound (None: unbounded)."""
+    metrics = [Metric("max_rel_period_error", p99, "ratio", "vpin"),
+               Metric("p99_rel_period_error", p99, "ratio", "vpin"),
+               Metric("unobserved_periods", 0.0 if p99_bound == p99 else 50.0, "count", "vpin")]
+    if p99_bound is not None:
+        metrics.append(Metric("p99_rel_period_error_upper_bound", p99_bound, "ratio", "vpin"))
+    if pin_watched is not None:
+        metrics.append(Metric("program_pin_watched", pin_watched, "flag", "vpin"))
+    return run_record(squarewave_cell("python", period_ns, target="t"), id=f"{period_ns}-{rep}",
+                      cell_key=f"{period_ns}", repetition=rep, status=status,
+                      metrics=[] if status == "unavailable" else metrics)
+
+
+def test_a_blind_run_holds_by_its_bound_not_its_censored_value():
+    # 10 ms: p99 0.5 %, provably under 1 %; 1 ms: seen 0.5 % but up to 3 % -> unproven at 1 %;
+    # 100 us: p99 0.5 % but unbounded (too many periods unobserved) -> unproven at 10 % too
+    runs = [bounded_run(10 * MS, 0.005, 0.008), bounded_run(MS, 0.005, 0.03),
+            bounded_run(MS // 10, 0.005, None)]
+    [row] = envelope(runs, rules=("p99",))
+    assert row.shortest_ns == {0.01: 10 * MS, 0.10: MS}
+    assert row.outcome(0.01) == row.outcome(0.10) == "held"
+    assert row.stopped_by == {0.01: "unproven", 0.10: "unproven"}
+    [nothing] = envelope([bounded_run(MS, 0.005, None)], rules=("p99",))
+    assert nothing.shortest_ns == {0.01: None, 0.10: None}
+    assert nothing.outcome(0.01) == "unproven"  # not "none": the probe's blindness stopped it
+    # a value over the threshold is a plain "none", whatever the bound
+    [over] = envelope([bounded_run(MS, 0.02, None)], rules=("p99",))
+    assert over.outcome(0.01) == "none" and over.outcome(0.10) == "unproven"
+
+
+def test_an_old_run_counts_only_when_nothing_was_excluded():
+    clean = run(MS, 0.001)
+    blind = dataclasses.replace(clean, id="b", metrics={
+        **clean.metrics, ("vpin", "excluded_periods"): Metric("excluded_periods", 3, "count", "vpin")})
+    assert env.provable(clean, "max") == 0.001 and env.provable(blind, "max") is None
+    assert envelope([blind])[0].outcome(0.01) == "unproven"
+
+
+def test_cells_that_never_ran_are_unavailable_not_none():
+    runs = [bounded_run(p, 0.0, None, rep, status="unavailable") for p in (10 * MS, MS) for rep in (0, 1)]
+    [row] = envelope(runs, rules=("p99",))
+    assert row.state == "unavailable"
+    assert row.shortest_ns == {0.01: None, 0.10: None}
+    assert {r["outcome"] for r in env.records([row])} == {"unavailable"}
+    # measured at 10 ms, never ran at 1 ms: the shortest is 10 ms, stopped by "unavailable"
+    [part] = envelope([bounded_run(10 * MS, 0.001, 0.001), bounded_run(MS, 0.0, None, status="unavailable")],
+                      rules=("p99",))
+    assert part.shortest_ns[0.01] == 10 * MS and part.stopped_by[0.01] == "unavailable"
+
+
+def test_a_probe_that_did_not_watch_the_program_contributes_no_envelope():
+    runs = [bounded_run(p, 0.0, 0.0, pin_watched=0.0) for p in (10 * MS, MS)]
+    [row] = envelope(runs, rules=("p99",))
+    assert row.shortest_ns == {0.01: None, 0.10: None}
+    assert row.outcome(0.01) == "not the program's pin"
+    watched = [bounded_run(p, 0.0, 0.0, pin_watched=1.0) for p in (10 * MS, MS)]
+    assert envelope(watched, rules=("p99",))[0].shortest_ns == {0.01: MS, 0.10: MS}

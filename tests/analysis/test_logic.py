@@ -1,5 +1,5 @@
 """Decoding logic-analyzer captures into edges (binary and srzip, real sigrok files and synthetic
-ones with known edges), one-line errors for cut or garbled captures, and clock alignment."""
+ones with known edges), one-line errors for cut or garbled captures; alignment: tests/probes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jitterlab.analysis import logic
-from jitterlab.analysis.logic import align, decode_binary, decode_srzip, edges_ns, frequency_hz
+from jitterlab.analysis.logic import decode_binary, decode_srzip, edges_ns, frequency_hz
 from jitterlab.model.errors import RunFailed
 
 DATA = Path(__file__).parent.parent / "data" / "sigrok"
@@ -156,30 +156,3 @@ def test_a_copied_capture_decodes_the_same(tmp_path):
                                      ("0Hz", None), (True, None)])
 def test_rates_as_sigrok_writes_them(text, hz):
     assert frequency_hz(text) == hz
-
-
-def test_alignment_finds_the_offset_and_the_spread_of_the_programs_lag():
-    period = 1_000_000
-    true_ns = np.arange(40, dtype=np.int64) * (period // 2) + 5_000_000  # the wave on the wire
-    level = (np.arange(40) % 2 == 0).astype(np.uint8)  # rising first
-    lag = np.array([20_000, 10_000, 30_000, 10_000] * 10)  # write -> timestamp, per edge
-    own = true_ns + lag
-    clock_offset = 123_456_789  # the analyzer's time 0 is this far before the program's
-    capture = true_ns - clock_offset
-    fit = align(capture, level, own, level, period)
-    median_lag = 15_000  # median of [10k x20, 20k x10, 30k x10] taken as the int of the midpoint
-    assert fit.offset_ns == clock_offset + median_lag
-    assert fit.matched == 40
-    assert fit.residual_p50_ns == 5_000 and fit.residual_max_ns == 15_000
-
-
-def test_alignment_skips_an_early_edge_of_the_other_level_and_refuses_another_signal():
-    period = 1_000_000
-    level = (np.arange(10) % 2).astype(np.uint8)  # the program's first edge falls
-    own = np.arange(10, dtype=np.int64) * 500_000
-    capture = own[1:] - 7  # the analyzer missed the first edge: its first edge rises
-    fit = align(capture, level[1:], own, level, period)
-    assert fit.offset_ns == 7 and fit.matched == 9
-    noise = np.arange(10, dtype=np.int64) * 333_333  # another wave entirely
-    with pytest.raises(RunFailed, match="edges have an external edge within a quarter period"):
-        align(noise, (np.arange(10) % 2).astype(np.uint8), own * 3, level, period)

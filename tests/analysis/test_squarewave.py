@@ -35,6 +35,10 @@ NAMES_UNITS = {
     "max_rel_period_error_excluded_lower_bound": "ratio",
     "max_rel_period_error_bound": "ratio",
     "max_is_lower_bound": "flag",
+    "unobserved_periods": "count",
+    "max_rel_period_error_upper_bound": "ratio",
+    **{f"{p}_rel_period_error_{side}_bound": "ratio" for p in ("p50", "p99", "p999", "p9999")
+       for side in ("lower", "upper")},
 }
 
 
@@ -322,3 +326,39 @@ def test_blind_gap_holding_an_edge_or_a_quarter_period_excludes():
     assert metrics(t, level, period, warmup_ns=0, blind=on_edge)["excluded_periods"] == 3
     long_gap = blind_intervals((int(t[20]) + 100_000, int(t[20]) + 350_000))  # T/4: could hide a pulse
     assert metrics(t, level, period, warmup_ns=0, blind=long_gap)["excluded_periods"] == 2
+
+
+def test_a_percentile_of_a_blind_run_is_an_interval():
+    # 3 late edges: 6 periods of |e| = 0.1; edges 600 and 601 lost: 2 excluded + 2 missed periods.
+    # 990 used (984 at 0, 6 at 0.1), 994 true: p99's rank over them is ceil(984.06) = 985
+    t, level = square_wave(T, 1000, start_ns=START, delays={100: 100, 200: 100, 300: 100})
+    blind = blind_intervals((START + 600 * 500 - 100, START + 601 * 500 + 100))
+    got = metrics(*observe(t, level, blind), blind=blind)
+    assert (got["n_periods"], got["excluded_periods"], got["missed_edges"]) == (990, 2, 2)
+    assert got["unobserved_periods"] == 4
+    assert got["p99_rel_period_error"] == 0.0  # censored: rank 981 of the 990 used
+    assert got["p99_rel_period_error_lower_bound"] == 0.0  # rank 985 - 4: the 4 all perfect
+    assert got["p99_rel_period_error_upper_bound"] == pytest.approx(0.1)  # rank 985: all bad
+    assert "max_rel_period_error_upper_bound" not in got  # the 4 unseen ones may be anything
+
+
+def test_a_throttled_observer_leaves_p99_unbounded():
+    # blind 50 us of a 1 ms run (as under RT throttling): 100 edges lost, 5 % of the periods
+    t, level = square_wave(T, 2000, start_ns=START)
+    blind = blind_intervals((START + 1000 * 500 - 100, START + 1100 * 500 - 100))
+    got = metrics(*observe(t, level, blind), blind=blind)
+    assert got["unobserved_periods"] == got["excluded_periods"] + got["missed_edges"] == 102
+    assert got["p99_rel_period_error"] == got["max_rel_period_error"] == 0.0  # what was seen
+    for name in ("p99", "p999", "p9999", "max"):  # past 1 - q unobserved: no upper bound
+        assert f"{name}_rel_period_error_upper_bound" not in got, name
+    assert got["p50_rel_period_error_upper_bound"] == 0.0  # half the periods cannot hide in 5 %
+
+
+def test_nothing_unobserved_closes_every_interval():
+    t, level = square_wave(T, 400, start_ns=START, delays={100: 100})
+    got = metrics(t, level)
+    assert got["unobserved_periods"] == 0
+    for p in ("p50", "p99", "p999", "p9999"):
+        name = f"{p}_rel_period_error"
+        assert got[f"{name}_lower_bound"] == got[name] == got[f"{name}_upper_bound"], p
+    assert got["max_rel_period_error_upper_bound"] == got["max_rel_period_error"] == pytest.approx(0.1)

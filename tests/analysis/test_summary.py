@@ -8,7 +8,8 @@ from jitterlab.analysis.summary import MEDIAN, WORST, rule, summarize
 def test_rule_by_metric_name():
     for name in ("latency_max_ns", "max_rel_period_error", "latency_overflow", "lost_messages",
                  "late_replies", "excluded_periods", "missed_edges", "blind_time_ns", "loss_ratio",
-                 "send_errors", "bandwidth_min_mib_per_s", "min_period_ns"):
+                 "send_errors", "bandwidth_min_mib_per_s", "min_period_ns",
+                 "p99_rel_period_error_upper_bound", "unobserved_periods"):
         assert rule(name) == WORST, name
     for name in ("latency_p99_ns", "latency_p50_ns", "rtt_p999_ns", "latency_min_ns", "std_period_ns",
                  "events_per_s", "messages", "drift_ppm", "load_net_loss_fraction", "latency_mean_ns"):

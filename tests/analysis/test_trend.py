@@ -52,8 +52,12 @@ def test_by_campaign_and_by_date_and_metrics_without_a_probe():
 
 
 def test_nothing_to_draw_is_a_user_error():
-    with pytest.raises(UserError, match="--trend nope --by kernel: no successful run has both"):
+    with pytest.raises(UserError, match=r"--trend nope: no successful run has this metric; they have: "
+                                        r".*max_rel_period_error"):
         trend(runs(), CAMPAIGNS, "nope", "kernel")
+    with pytest.raises(UserError, match=r"--trend max_rel_period_error --by nokey: no successful run has "
+                                        r"both; --by takes time, date, campaign or a label key \(kernel"):
+        trend(runs(), CAMPAIGNS, "max_rel_period_error", "nokey")
 
 
 def test_cli_trend_report_and_export(tmp_path, capsys):
@@ -73,3 +77,69 @@ def test_cli_trend_report_and_export(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "cell,probe,x,median,min,max,runs,unit" and len(lines) == 4
     assert lines[1].endswith(",vpin,6.1,0.30000000000000004,0.2,0.4,2,ratio")
+
+
+def _timed_runs():
+    """Two cells measured at interleaved times (cell b before and between cell a's runs), a step
+    in cell a from its 12th run on."""
+    t0 = 1_764_000_000 * 10**9
+    out = []
+    for k in range(20):
+        value = (2_000_000.0 if k >= 12 else 1_000_000.0) + 1000.0 * (k % 3)
+        out.append(run_record(cell("cyclictest", {"threads": 1}), id=f"a{k}", repetition=k,
+                              started_ns=t0 + k * 60 * 10**9,
+                              metrics=[Metric("latency_max_ns", value, "ns")]))
+        out.append(run_record(cell("cyclictest", {"threads": 2}), id=f"b{k}", repetition=k,
+                              started_ns=t0 + k * 60 * 10**9 - 30 * 10**9,
+                              metrics=[Metric("latency_max_ns", 1_500_000.0 + 1000.0 * (k % 2), "ns")]))
+    return out
+
+
+def test_by_time_each_point_knows_its_runs_and_when_and_the_step_is_a_change_point():
+    a, b = trend(_timed_runs(), {}, "latency_max_ns", "time")
+    assert a.points[0].runs == ("a0",) and a.points[1].at_ns - a.points[0].at_ns == 60 * 10**9
+    [step] = a.changes
+    assert step.index == 12 and a.sides(step)[0].runs == ("a11",) and a.sides(step)[1].runs == ("a12",)
+    assert b.changes == ()
+
+
+def test_the_time_axis_is_in_time_order_and_values_read_in_their_unit():
+    from jitterlab.report.trend import trend_figure
+
+    series = trend(_timed_runs(), {}, "latency_max_ns", "time")
+    fig = trend_figure(series, "latency_max_ns", "time")
+    ax = fig.axes[0]
+    drawn = []  # (when, where) of every point of every line
+    lines = [line for line in ax.lines if line.get_marker() == "o"]
+    for s, line in zip(series, lines, strict=True):
+        drawn += list(zip((p.at_ns for p in s.points), line.get_xdata(), strict=True))
+    xs = [x for _, x in sorted(drawn)]
+    assert xs == sorted(xs) and len(set(xs)) == 40  # a time axis: b's runs fall between a's
+    assert ax.yaxis.get_major_formatter()(2_500_000, 0) == "2.5 ms"
+    fig.canvas.draw()
+    assert ax.yaxis.get_offset_text().get_text() == ""  # no "1e6" above the axis
+
+
+def test_trend_page_lists_the_change_points_with_the_runs_on_both_sides(tmp_path):
+    from jitterlab.report.trend import render
+
+    html = render(trend(_timed_runs(), {}, "latency_max_ns", "time"), "latency_max_ns", "time",
+                  tmp_path / "t.html").read_text()
+    table = html[html.index('data-table="changes"'):]
+    changes = table.split("</table>")[0]
+    assert "<td>a11</td><td>a12</td>" in changes and "<td class=\"num\">+99.9 %</td>" in changes
+    assert "1e6" not in html and "e+0" not in html
+
+
+def test_cli_trend_lists_the_change_points_with_the_runs_on_both_sides(tmp_path, capsys):
+    store = Store(tmp_path / "r")
+    cid = store.new_campaign("a", "fp", "c.toml", "", {})
+    for r in _timed_runs():
+        store.commit_run(r.__class__(**{**r.__dict__, "campaign_id": cid}))
+    store.close()
+    assert main(["report", "--results", str(tmp_path / "r"), "--trend", "latency_max_ns", "--by", "time",
+                 "-o", str(tmp_path / "t.html")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "change points: 1"
+    assert lines[2].startswith("  board cyclictest threads=1 idle: ") and lines[2].endswith(
+        ": 1.001 ms → 2.001 ms (+99.9 %, p < 0.0001); runs a11 | a12")

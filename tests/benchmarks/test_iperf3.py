@@ -79,6 +79,17 @@ def test_udp_reports_give_jitter_and_loss(name):
     assert "retransmits" not in got
 
 
+def test_udp_loss_is_over_what_was_sent_when_the_last_datagrams_are_lost():
+    # iperf3 3.12, -u -b 2G on loopback: 7625 datagrams sent, the receiver's highest sequence number
+    # 7602 (the last 23 lost), 1450 lost before it. Over the receiver's count the loss read 0.19074
+    end = json.loads(report("udp-tail-loss.json"))["end"]
+    assert (end["sum_sent"]["packets"], end["sum_received"]["packets"]) == (7625, 7602)
+    got = metrics_of(report("udp-tail-loss.json"))
+    assert got["loss_ratio"] == (1450 / 7625, "fraction", "lower")
+    assert got["loss_ratio"][0] == pytest.approx(end["sum_received"]["lost_percent"] / 100, rel=1e-12)
+    assert got["lost_packets"] == (1450.0, "count", "lower") and got["packets"] == (7625.0, "count", "none")
+
+
 @pytest.mark.parametrize(
     ("name", "reason"),
     [

@@ -128,6 +128,33 @@ def test_idle_metrics_are_computed_from_proc_deltas():
     }
 
 
+def test_idle_busy_fraction_leaves_out_the_probes_own_cpu():
+    # 2 CPUs: cpu1 is the busy-polling probe's (100 % busy by design), cpu0 is idle but for 2 ticks
+    before = idle.SystemSample(100.0, 0.1, 1000, {"cpu": (0, 0, 0, 0, 0, 0, 0, 0),
+                                                  "cpu0": (0, 0, 0, 0, 0, 0, 0, 0),
+                                                  "cpu1": (0, 0, 0, 0, 0, 0, 0, 0)})
+    after = idle.SystemSample(101.0, 0.1, 1100, {"cpu": (101, 0, 1, 98, 0, 0, 0, 0),
+                                                 "cpu0": (1, 0, 1, 98, 0, 0, 0, 0),
+                                                 "cpu1": (100, 0, 0, 0, 0, 0, 0, 0)})
+
+    def busy(*args) -> float:
+        return {m.name: m.value for m in idle.system_metrics(before, after, *args)}["load_cpu_busy_fraction"]
+
+    assert busy() == 102 / 200  # the probe counted: an idle machine reads half busy
+    assert busy(None, 1) == 2 / 100  # all CPUs but the probe's
+    assert busy((0, 1), 1) == 2 / 100  # the load's CPUs but the probe's
+    only_probe = idle.system_metrics(before, after, (1,), 1)
+    assert "load_cpu_busy_fraction" not in {m.name for m in only_probe}  # nothing left to tell
+    # the load is told the probe's CPU by its context (the run's placement)
+    samples = iter([proc_stat_text(s.uptime_s, s.ctxt, s.cpu_ticks) for s in (before, after)])
+    target = FakeTarget()
+    target.respond(["cat", "/proc/uptime"],
+                   response=lambda argv: Completed(tuple(argv), 0, next(samples), ""))
+    load = idle.IdleLoad()
+    load.start(LoadContext(target, target.workdir, probe_cpu=1))
+    assert {m.name: m.value for m in load.stop()}["load_cpu_busy_fraction"] == 2 / 100
+
+
 def test_idle_fails_clearly_when_proc_is_unreadable():
     target = FakeTarget()  # no canned answer: rc 127
     with pytest.raises(RunFailed, match="could not read /proc"):
@@ -287,3 +314,26 @@ def test_bogo_ops_come_from_yaml_else_from_the_log():
     )
     assert cpu.parse_bogo_ops_per_s("", log) == 2964.59
     assert cpu.parse_bogo_ops_per_s("", "stress-ng: info: nothing") is None
+
+
+def test_the_runs_placement_tells_the_loads_the_probes_cpu(tmp_path, monkeypatch):
+    """The probe's CPU reaches the load from the run's placement (execution.loads), so the busy
+    fraction a run stores leaves the probe's own polling out."""
+    from jitterlab.campaign.file import load_campaign
+    from jitterlab.execution.loads import TargetLoads
+    from jitterlab.measure.context import Placement
+    from jitterlab.model.fakes import cell
+    from tests.support import local_campaign
+
+    seen: list[LoadContext] = []
+    monkeypatch.setattr(idle.IdleLoad, "start", lambda self, ctx: seen.append(ctx))
+    monkeypatch.setattr(idle.IdleLoad, "stop", lambda self: [])
+    matrix = '[matrix]\nimpl = "c-mmap"\nperiod = "10ms"\n'
+    campaign = load_campaign(local_campaign(tmp_path, matrix, name="p"))
+    target = FakeTarget()
+    loads = TargetLoads(campaign, target, Placement(program_cpus=(0,), probe_cpu=1), lambda *a: None)
+    try:
+        loads.start(cell("squarewave", target="local", load="idle"), runs=1)
+    finally:
+        loads.stop()
+    assert [(ctx.cpus, ctx.probe_cpu) for ctx in seen] == [(None, 1)]

@@ -57,12 +57,12 @@ def _own(n_edges: int = 2101) -> SelfLog:
     return SelfLog(t, (np.arange(n_edges) % 2 == 0).astype(np.uint8), "monotonic", "c-fifo", 0)
 
 
-def _measure(ctx: RunContext, wait_s: float = 0.15):
+def _measure(ctx: RunContext, wait_s: float = 0.15, own: SelfLog | None = None, pin: str = "external"):
     probe = SCPI(ctx)
     try:
-        probe.start(PinHandle("external", (OutsideSignal(),)))
+        probe.start(PinHandle(pin, (OutsideSignal(),) if pin == "external" else ()))
         time.sleep(wait_s)  # past the warm-up, when the statistics are reset once more
-        return probe.stop(_own())
+        return probe.stop(own if own is not None else _own())
     finally:
         probe.close()
 
@@ -223,3 +223,27 @@ def test_a_campaign_without_the_instruments_address_is_refused(tmp_path):
     text = CAMPAIGN.format(workdir=tmp_path / "w", resource="x", backend=SIM).replace('resource = "x"\n', "")
     path.write_text(text)
     assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 2
+
+
+def test_a_simulated_instrument_never_reads_as_the_programs_pin(tmp_path):
+    capture = _measure(_ctx(tmp_path, RESOURCES["rto"], "rs-rto"), pin="gpiod")
+    metrics = {m.name: m for m in capture.metrics}
+    assert metrics["program_pin_watched"].value == 0 and metrics["program_pin_watched"].probe == "scpi"
+    assert metrics["program_pin_watched"].direction == "none" and metrics["program_pin_watched"].unit == ""
+    messages = [w.message for w in capture.warnings]
+    assert any("is a simulated instrument: its figures are made up" in m for m in messages)
+    assert not any("watched another signal" in m for m in messages), "its statistics fit the program's"
+
+
+@pytest.mark.parametrize("own,expected", [
+    (SelfLog(np.arange(2101, dtype=np.int64) * 1_000_000, (np.arange(2101) % 2).astype(np.uint8),
+             "monotonic", "c-fifo", 0),
+     "the instrument's mean period (1.0001ms) is not the program's (2ms by its own log): it watched another"),
+    (SelfLog(np.arange(201, dtype=np.int64) * 500_000, (np.arange(201) % 2).astype(np.uint8),
+             "monotonic", "c-fifo", 0),
+     "the instrument counted 1,000 periods, the program made 100: it watched another signal"),
+])
+def test_statistics_that_are_not_the_programs_are_marked(tmp_path, own, expected):
+    capture = _measure(_ctx(tmp_path, RESOURCES["rto"], "rs-rto"), own=own, pin="gpiod")
+    assert {m.name: m.value for m in capture.metrics}["program_pin_watched"] == 0
+    assert any(expected in w.message and "probes.scpi.channel" in w.remedy for w in capture.warnings)

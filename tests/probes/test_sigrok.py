@@ -119,8 +119,10 @@ def test_the_demo_devices_wave_is_decoded_to_its_exact_period(tmp_path, channel,
     assert set(periods.tolist()) == {period_ns}
     metrics = {m.name: m.value for m in capture.metrics}
     assert metrics["probe_resolution_ns"] == 5_000
-    # the made-up program rises at 0 in step with the demo wave, whose first edge rises half a period in
-    assert metrics["align_offset_ns"] == -period_ns // 2 and metrics["self_lag_spread_max_ns"] == 0
+    # the demo's own wave: every edge of a made-up program in step with it pairs, yet it is marked, and
+    # no clock offset is stored for it
+    assert metrics["program_pin_watched"] == 0 and metrics["align_matched_edges"] == 200
+    assert "align_offset_ns" not in metrics and "self_lag_spread_max_ns" not in metrics
     assert any("not the program's wave" in w.message for w in capture.warnings)
     assert not (ctx.local_dir / "sigrok.bin").exists(), "the raw capture does not outlive the run"
     remove_records(ctx.target)  # what the end of a run does
@@ -223,6 +225,49 @@ def test_a_campaign_with_the_demo_device_stores_its_exact_figures_beside_the_pro
     assert metrics[("sigrok", "mean_period_ns")] == 1_280_000
     assert metrics[("sigrok", "max_rel_period_error")] == 0 and metrics[("sigrok", "std_period_ns")] == 0
     assert metrics[("sigrok", "probe_resolution_ns")] == 5_000
+    assert metrics[("sigrok", "program_pin_watched")] == 0, "the demo's wave is not the program's"
     assert ("self", "max_rel_period_error") in metrics, "the program's own view is stored beside"
     warnings = json.dumps(db.execute("SELECT * FROM warnings").fetchall())
     assert "the sigrok figures describe the signal on D7 (the demo pattern)" in warnings
+
+
+def _wave_file(path: Path, rises_s: np.ndarray, rate_hz: int, n_samples: int) -> None:
+    """A raw one-byte-per-sample capture whose bit 0 is high from each rise for half a period."""
+    samples = np.zeros(n_samples, dtype=np.uint8)
+    for rise, fall in rises_s:
+        samples[int(rise * rate_hz) : int(fall * rate_hz)] = 1
+    samples.tofile(path)
+
+
+@pytest.mark.parametrize("watched", [True, False])
+def test_a_real_pins_capture_is_the_programs_only_when_it_aligns(tmp_path, monkeypatch, watched):
+    # 40 kHz, 100 ms margins around a 100 ms run: 12000 samples; the program's 1 ms wave runs from
+    # 100 ms to 200 ms of the capture; another signal of the same period runs through all of it
+    rate, period_s = 40_000, 0.001
+    first_s = 0.1 if watched else 0.00037
+    n_periods = 50 if watched else 299
+    rises = np.array([(first_s + k * period_s, first_s + (k + 0.5) * period_s) for k in range(n_periods)])
+    _wave_file(tmp_path / "capture.bin", rises, rate, 12_000)
+    _fake_sigrok(tmp_path, monkeypatch, f'cp {tmp_path / "capture.bin"} "$last"')
+    ctx = _ctx(tmp_path, 1_000_000, 100_000_000, samplerate=rate, margin=100_000_000)
+    program = _program(1_000_000, 100, start_ns=7_100_000_000 + 3_000)  # its clock, 3 µs of lag
+    probe = SIGROK(ctx)
+    try:
+        probe.start(PinHandle("gpiod", ()))
+        capture = probe.stop(program)
+    finally:
+        probe.close()
+    metrics = {m.name: m.value for m in capture.metrics}
+    messages = " ".join(w.message for w in capture.warnings)
+    assert metrics["program_pin_watched"] == (1 if watched else 0)
+    assert all(m.probe == "sigrok" and m.direction == "none" for m in capture.metrics
+               if m.name == "program_pin_watched")
+    if watched:
+        assert metrics["align_offset_ns"] == 7_000_000_000 + 3_000 and not capture.warnings
+        # on the program's clock, its median lag included
+        assert capture.t_ns[0] == program.t_ns[0] and metrics["self_lag_spread_max_ns"] == 0
+    else:
+        assert "align_offset_ns" not in metrics, "no clock offset is stored for another signal"
+        assert "the sigrok edges on D0 are not the program's pin's: " in messages
+        assert "before or after the program's run, when its pin is quiet" in messages
+        assert any("not the program's pin" in w.remedy for w in capture.warnings)

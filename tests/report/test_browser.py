@@ -82,11 +82,21 @@ def test_paper_axis_in_percent_and_every_figure_titled(report, tmp_path):
             assert "board: maximum relative period error vs period" in texts
             assert {"board — load idle", "board — load cpu"} <= set(texts)
             assert any(t.endswith("µs") or t.endswith("ms") for t in texts)  # periods as durations
+            # the failed run's × sits in the strip under the panels, named by its impl row
+            assert {"failed", "× (strip below): repetitions without a value, with why"} <= set(texts)
+            assert any(t.startswith("bash [image=") for t in texts), texts
         elif kind in ("histogram", "timeline"):
             assert any(t.startswith(f"run {attrs['run']}: board ") for t in texts), texts
+            if kind == "histogram":  # log-spaced bins over |error|, percentiles marked with values
+                assert "|relative period error| [%, log-spaced bins]" in texts
+                assert any(re.fullmatch(r"p99 [\d,.]+ %", t) for t in texts), texts
         elif kind == "compare":
             assert any(t.startswith("image=1.11 vs image=1.10") for t in texts), texts
             assert any(t.startswith("cpu impl=c-fifo period=1ms") for t in texts)  # rows name their cell
+            # the legend names all four verdicts; the log axis carries more than "+0 %"
+            assert {"worse", "better"} <= set(texts) and any(t.startswith("undecided") for t in texts)
+            assert any(t.startswith("same") for t in texts)
+            assert len({t for t in texts if re.fullmatch(r"[+-][\d,.]+ %", t)}) >= 3, texts
         else:
             raise AssertionError(f"untested figure kind {kind}")
 
@@ -98,7 +108,11 @@ def test_standard_section_figures_name_their_cells_and_runs(latency_store, tmp_p
     dom = chromium(tmp_path, "--dump-dom", out.as_uri()).stdout
     kinds = {attrs["figure"]: texts for attrs, texts in _figures(dom)}
     assert set(kinds) == {"bars", "distribution"}
-    assert any(t.startswith("cyclictest: latency_max_ns per cell") for t in kinds["bars"])
+    assert any(t.startswith("cyclictest: maximum latency per cell") for t in kinds["bars"])
+    # axis titles in words with their units, never a raw metric name
+    assert "maximum latency [µs … ms] (log axis)" in kinds["bars"]
+    assert "latency [µs … ms]" in kinds["distribution"]
+    assert not any("_ns" in t for t in kinds["bars"] + kinds["distribution"])
     assert {"priority=95 idle (2 runs)", "priority=50 idle (2 runs)"} <= set(kinds["bars"])
     assert "40 ms" in kinds["bars"] or "10 ms" in kinds["bars"]  # log axis over the decades, in ms
     curves = [t for t in kinds["distribution"] if t.startswith("run ")]

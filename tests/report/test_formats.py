@@ -47,7 +47,7 @@ def test_csv_columns_are_fields_then_parameters_labels_sysinfo_then_metrics(repo
     header = next(csv.reader(io.StringIO(text)))
     assert header[:len(FIELDS)] == list(FIELDS)
     rest = header[len(FIELDS):]
-    groups = [next(i for i, c in enumerate(rest) if c.startswith(p)) for p in ("param.", "params.", "label.",
+    groups = [next(i for i, c in enumerate(rest) if c.startswith(p)) for p in ("param.", "setting.", "label.",
                                                                                  "sysinfo.")]
     assert groups == sorted(groups) and rest[-1].startswith(("vpin.", "self."))
 

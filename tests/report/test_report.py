@@ -45,16 +45,19 @@ def test_period_errors_match_the_definition():
 def test_envelope_figure_has_one_panel_per_load_and_marks_failed_cells(report_store):
     runs = report_store.runs()
     fig = figures.envelope_figure(runs, "board")
-    assert [ax.get_title() for ax in fig.axes] == ["board — load idle", "board — load cpu"]  # idle first
-    assert all(ax.get_xscale() == ax.get_yscale() == "log" for ax in fig.axes)
+    panels = [ax for ax in fig.axes if ax.get_gid() != "no-value-strip"]
+    assert [ax.get_title() for ax in panels] == ["board — load idle", "board — load cpu"]  # idle first
+    assert all(ax.get_xscale() == ax.get_yscale() == "log" for ax in panels)
     assert "board" in fig.get_suptitle()
     # the y axis is in % like every table; x in durations
     ax = fig.axes[0]
     assert [ax.yaxis.get_major_formatter()(v, 0) for v in (1, 10, 100)] == ["1 %", "10 %", "100 %"]
     assert ax.xaxis.get_major_formatter()(1e-4, 0) == "100 µs"
     assert ax.get_ylim()[0] <= 1  # the 1 % line is in view
-    assert [t.get_text() for t in fig.axes[1].texts] == ["bash: failed"]  # the failed cpu run, with why
-    assert not fig.axes[0].texts
+    strips = [ax for ax in fig.axes if ax.get_gid() == "no-value-strip"]
+    assert [t.get_text() for t in strips[1].texts] == ["failed"]  # the failed cpu run, with why
+    assert [t.get_text() for t in strips[0].get_yticklabels()] == ["bash"]
+    assert not strips[0].texts and not any(ax.texts for ax in panels)
 
 
 def _sw(impl, period_ns, err, excluded, used=1000, load="idle"):
@@ -69,13 +72,13 @@ def test_blind_marker_only_where_exclusions_change_the_figure():
     # c-fifo at 1 ms: 50 of 1050 periods excluded (4.8 %): marked; at 10 ms 5 of 1005 (0.5 %): not
     runs = [_sw("c-fifo", 10 * MS, 0.001, 5), _sw("c-fifo", MS, 0.02, 50)]
     fig = figures.envelope_figure(runs, "t")
-    squares = [line for line in fig.axes[0].lines if line.get_markerfacecolor() == "none"]
-    assert [list(line.get_xdata()) for line in squares] == [[MS / 1e9]]
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "> 1 % of periods excluded (probe blind)" in legend
+    rings = [line for line in fig.axes[0].lines if line.get_markerfacecolor() == "none"]
+    assert [list(line.get_xdata()) for line in rings] == [[MS / 1e9]]
+    legend = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert "probe blind 1 % – 5 % of periods" in legend
     fig = figures.envelope_figure([_sw("c-fifo", MS, 0.02, 5)], "t")
     assert not [line for line in fig.axes[0].lines if line.get_markerfacecolor() == "none"]
-    assert not any("excluded" in t.get_text() for t in fig.legends[0].get_texts())
+    assert not any("blind" in t.get_text() for lg in fig.legends for t in lg.get_texts())
 
 
 def test_paper_panels_run_idle_cpu_net_then_the_others():
@@ -109,7 +112,7 @@ def test_compare_finds_the_doubled_jitter(report_store):
     assert {r.test for r in result.rows} == {"welch-t on log values"}
     assert all(1.6 < r.ratio < 2.4 and r.ci_low > 1 for r in result.rows)
     assert all(r.p_adjusted >= r.p_value for r in result.rows)  # Holm over the 16 rows
-    assert result.warnings == [] and result.n_tests == 16
+    assert result.notes == [] and result.n_tests == 16
     text = format_comparison(result, "markdown")
     assert text.count("| worse |") == 16 and "Holm" in text
 
@@ -178,7 +181,7 @@ def test_cli_report_and_compare(report_store, tmp_path, capsys):
                     "json"]) == 0
     import json
     doc = json.loads(capsys.readouterr().out)
-    assert doc["format"] == "jitterlab.compare/1" and doc["correction"] == "holm"
+    assert doc["format"] == "jitterlab.compare/2" and doc["correction"] == "holm"
     assert {r["verdict"] for r in doc["rows"]} == {"worse"} and doc["verdicts"]["worse"] == len(doc["rows"])
     # --fail-on worse: exit 1 for a CI gate; the same groups the other way round got better
     assert run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",

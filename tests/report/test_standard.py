@@ -67,14 +67,15 @@ def test_summary_medians_and_columns(tmp_path):
 
 def test_terminal_tables(tmp_path):
     store = _store(tmp_path)
-    console = Console(record=True, width=200)
+    console = Console(record=True, width=300)
     for table in summary_tables(store.runs(), "std"):
         console.print(table)
     console.print(runs_table(store.runs()))
     text = console.export_text()
     assert f"std: {BENCH}" in text
     assert "policy=fifo" in text and "61.5 µs" in text and "every cell: size=64" in text
-    assert "rtt_max_ns (worst run)" in text and "rtt_p50_ns (median)" in text  # the rule in the header
+    assert "maximum round-trip time (worst run)" in text  # the metric in words and the rule in the header
+    assert "median round-trip time (median)" in text
     assert "SCHED_DEADLINE refused" in text
     assert "max relative period error" not in text  # no squarewave runs, no squarewave table
 
@@ -87,15 +88,17 @@ def test_html_section_with_figures(tmp_path):
     assert f'data-figure="bars" data-benchmark="{BENCH}"' in html
     assert f'data-figure="distribution" data-benchmark="{BENCH}"' in html
     assert "policy=other idle" in html and "SCHED_DEADLINE refused by the kernel" in html
-    assert "Every cell: size=64." in html and "rtt_max_ns (worst run)" in html
+    assert "Every cell: size=64." in html and "maximum round-trip time (worst run)" in html
 
 
 def test_compare_by_cell_parameter(tmp_path):
     store = _store(tmp_path)
     result = compare(store.runs(), Selector("policy", "other"), Selector("policy", "fifo"))
     row = next(r for r in result.rows if r.metric == "rtt_p50_ns")
-    # other: p50 = 100..103 us (median 101.5), fifo: 60..63 us (median 61.5); lower is better
-    assert row.baseline == 101_500 and row.candidate == 61_500 and row.rule == "median"
+    # other: p50 = 100..103 us, fifo: 60..63 us; lower is better. Below 8 runs per group the
+    # groups are shown by their geometric means, whose ratio is the change
+    assert 100_000 < row.baseline < 103_000 and 60_000 < row.candidate < 63_000
+    assert row.rule == "geometric mean" and abs(row.ratio - row.candidate / row.baseline) < 1e-12
     assert row.direction == "lower" and row.verdict == "better"
     assert next(r for r in result.rows if r.metric == "messages").direction == "none"
 

@@ -35,8 +35,8 @@ def piped(*renderables) -> str:
 def test_summary_takes_the_worst_run_of_worst_case_metrics_and_names_the_rule(store):
     text = piped(*summary_tables(store.runs(), "rt-latency"))
     header = next(line for line in text.splitlines() if line.startswith("cell"))
-    assert "latency_max_ns (worst run)" in header and "latency_p99_ns (median)" in header
-    assert "latency_overflow (worst run)" in header
+    assert "maximum latency (worst run)" in header and "99th percentile latency (median)" in header
+    assert "latency overflow (worst run)" in header
     row = next(line for line in text.splitlines() if line.startswith("priority=95"))
     # 40.2 ms and 184 µs: the worst run, not the median 20.19 ms that no run produced; overflow 5
     assert "40.2 ms" in row and "20.19" not in text and row.split()[-1] == "5"
@@ -61,7 +61,7 @@ def test_show_through_a_real_pipe_keeps_headers_and_ids(store):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "…" not in done.stdout
-    assert any("latency_overflow (worst run)" in line for line in lines)
+    assert any("latency overflow (worst run)" in line for line in lines)
     for run in store.runs():
         assert any(line.startswith(run.id + " ") for line in lines)  # every id whole, at the start
     assert any("virtualized (kvm)" in line and "measure on bare metal" in line for line in lines)
@@ -134,3 +134,108 @@ def test_help_texts_print_percent_signs_once():
         assert done.returncode == 0 and "%%" not in done.stdout, command
     assert "--fail-on" in subprocess.run([sys.executable, "-m", "jitterlab.cli", "compare", "--help"],
                                          capture_output=True, text=True, timeout=60).stdout
+
+
+MARKS_CAMPAIGN = """
+[campaign]
+name = "marks"
+duration = "1s"
+[[target]]
+name = "board"
+kind = "local"
+[matrix]
+impl = ["bash", "c-fifo"]
+period = ["10ms", "1ms"]
+probe = "vpin"
+[[exclude]]
+impl = "bash"
+period = "1ms"
+"""
+
+
+def test_a_cell_without_a_run_is_marked_excluded_or_not_measured_yet(tmp_path, capsys):
+    from jitterlab.cli.main import main
+    from jitterlab.model.fakes import squarewave_cell
+    from jitterlab.store.catalog import Store
+
+    store = Store(tmp_path / "r")
+    cid = store.new_campaign("marks", "fp", "marks.toml", MARKS_CAMPAIGN, {})
+    for i, impl in enumerate(("bash", "c-fifo")):  # c-fifo at 1 ms: interrupted before it
+        store.commit_run(run_record(squarewave_cell(impl, 10 * MS), id=f"r{i}", campaign_id=cid,
+                                    cell_key=impl, metrics=[Metric("max_rel_period_error", 0.01, "ratio",
+                                                                   "vpin")]))
+    store.close()
+    assert main(["show", "--results", str(tmp_path / "r")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    bash = next(line for line in lines if line.startswith("bash "))
+    fifo = next(line for line in lines if line.startswith("c-fifo "))
+    assert bash.split()[-1] == "–" and fifo.split()[-1] == "…"  # excluded; not measured yet
+    assert any("… not measured yet, – excluded from the matrix" in line for line in lines)
+    assert not any(line.split()[-1:] == ["·"] for line in lines)
+
+
+RT_FIX = "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; lasts until reboot)"
+IDLE_FIX = ("boot with idle=poll (or processor.max_cstate=1 intel_idle.max_cstate=0), or hold "
+            "/dev/cpu_dma_latency at 0 while measuring; cpupower idle-set -D 10")
+
+
+def _rt_notes() -> list[Note]:
+    return [Note(SYSTEM, "campaign q", Warning_(
+        "RT throttling is active (sched_rt_runtime_us=950000, sched_rt_period_us=1000000): a real-time "
+        "task may be stopped for 50 ms every second", RT_FIX)),
+        Note(RUN, "r1", Warning_("CPU idle states up to C6 (exit latency 170 µs) are enabled", IDLE_FIX))]
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_in_a_narrow_terminal_a_fix_command_is_never_broken_inside_a_word(width):
+    from jitterlab.report.terminal import warnings_table
+
+    out = console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+    out.print(warnings_table(_rt_notes()))
+    lines = [line.strip(" │") for line in out.file.getvalue().splitlines()]
+    assert any("sysctl -w kernel.sched_rt_runtime_us=-1" in line for line in lines)
+    words = " ".join(lines).split()
+    for word in ("kernel.sched_rt_runtime_us=-1", "processor.max_cstate=1", "intel_idle.max_cstate=0),",
+                 "/dev/cpu_dma_latency"):
+        assert word in words  # whole, never cut at the edge of a column
+    assert any(line.strip() == "cpupower idle-set -D 10" or line.endswith("cpupower idle-set -D 10")
+               for line in lines)
+
+
+def test_piped_warnings_are_one_row_each_with_the_remedy_whole():
+    text = piped(*[__import__("jitterlab.report.terminal", fromlist=["x"]).warnings_table(_rt_notes())])
+    assert sum(RT_FIX in line for line in text.splitlines()) == 1
+    assert sum(IDLE_FIX in line for line in text.splitlines()) == 1
+
+
+def test_paste_safe_lines_break_between_clauses_then_words_never_inside_one():
+    from jitterlab.report.warning_list import paste_safe_lines
+
+    assert paste_safe_lines(IDLE_FIX, 200) == [IDLE_FIX]
+    assert paste_safe_lines(IDLE_FIX, 60) == [
+        "boot with idle=poll (or processor.max_cstate=1", "intel_idle.max_cstate=0), or",
+        "hold /dev/cpu_dma_latency at 0 while measuring;", "cpupower idle-set -D 10"]
+    long_word = "x" * 50
+    assert paste_safe_lines(f"a {long_word} b", 20) == ["a", long_word, "b"]
+
+
+def test_list_through_a_pipe_is_plain_rows_without_padding_or_wrapping():
+    env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
+    done = subprocess.run([sys.executable, "-m", "jitterlab.cli", "list"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert not [line for line in lines if line != line.rstrip()]  # no trailing spaces
+    assert max(len(line) for line in lines) > 80  # a long help line is left whole
+    from jitterlab.plugins import ALL
+
+    for registry in ALL.values():
+        for entry in registry:
+            assert any(line.split(None, 1) == [entry.name, entry.help] for line in lines), entry.name
+
+
+def test_a_suggested_command_in_a_log_stays_on_one_line():
+    command = ("jitterlab monitor examples/rt-latency.toml --for 24h --every 1h --resume --results "
+               "/srv/lab/results/a-long-directory-name")
+    text = piped(f"[yellow]interrupted[/]: go on with {command}")
+    assert text.splitlines() == [f"interrupted: go on with {command}"]

@@ -32,8 +32,21 @@ def test_the_spec_text_picks_the_backend():
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("mysql://lab:secret@db/jl", r"^--results 'mysql://lab:\*\*\*@db/jl': jitterlab cannot keep results "
-                                 r"in a mysql:// URL; give postgresql://user@host/db\?raw_dir=DIR; or a "
-                                 r"directory$"),
+                                 r"in a mysql: URL; give postgresql://user@host/db\?raw_dir=DIR, or a "
+                                 r"directory \(./NAME for a directory named like a URL\)$"),
+    # what looks like a URL never becomes a directory named like it
+    ("PostgreSQL://u@h/db?raw_dir=/x", r"in a PostgreSQL: URL; give postgresql://user@host/db\?raw_dir=DIR "
+                                       r"\(written so: lower case, two slashes, no driver name\)"),
+    ("postgresql:/u@h/db?raw_dir=/x", r"^--results 'postgresql:/u@h/db\?raw_dir=/x': jitterlab cannot keep"),
+    ("postgres:u@h/db", r"in a postgres: URL"),
+    ("postgresql+psycopg://u:secret@h/db", r"in a postgresql\+psycopg: URL"),
+    ("http://x/y", r"in a http: URL"),
+    ("file:/x", r"in a file: URL"),
+    ("postgresql://u@[::1/db?raw_dir=/x&password=secret",
+     r"^--results 'postgresql://u@\[::1/db\?raw_dir=/x&password=\*\*\*': not a URL \(Invalid IPv6 URL\); "
+     r"write it postgresql://user@host/db\?raw_dir=DIR \(\[::1\] for an IPv6 address\)$"),
+    ("postgresql://u@h/db?sslpassword=secret&password=secret", r"^--results postgresql://u@h/db\?"
+                                                               r"sslpassword=\*\*\*&password=\*\*\*: say"),
     ("", r"^--results: give a path$"),
     ("a/" + "x" * 300, r"^--results: path too long \(302 bytes; at most 4096, 255 per name\)"),
     ("postgresql://u:secret@db/jl", r"^--results postgresql://u:\*\*\*@db/jl: say where raw series"),
@@ -45,8 +58,17 @@ def test_results_spec_refuses_in_one_line(text, expected, monkeypatch):
     assert "\n" not in str(err.value) and "secret" not in str(err.value)
 
 
+def test_a_spec_as_printed_never_shows_a_password():
+    from jitterlab.store import shown_spec
+
+    assert shown_spec("postgresql://u:p%40ss@h/db?password=x&sslpassword=y&raw_dir=/r") == (
+        "postgresql://u:***@h/db?password=***&sslpassword=***&raw_dir=/r")
+    assert shown_spec("results") == "results"
+
+
 def test_results_spec_keeps_what_it_accepts(monkeypatch):
     assert results_spec("results/") == "results"
+    assert results_spec("./http:/x") == "./http:/x" and results_spec("runs:2024") == "runs:2024"
     url = "postgresql://u:secret@db/jl?raw_dir=/srv/jl"
     assert results_spec(url) == url  # the password is needed to connect
     monkeypatch.setenv("JITTERLAB_RAW_DIR", "/srv/jl")

@@ -108,6 +108,19 @@ def test_image_options_are_checked_when_the_campaign_is_read(tmp_path):
         ({"boot_prompt": "x"}, r"boot_prompt: goes with images"),
         ({"images": {"1": str(image)}, "boot_prompt": "(["}, r"boot_prompt: not a regular expression"),
         ({"images": {"1": str(image)}, "image_label": "a b"}, r"image_label: expected a label key"),
+        # an image's key is the runs' label value: the label rules hold
+        ({"images": {"": str(image)}}, r"images \(a value of the label 'image'\): a label has a value"),
+        ({"images": {"x\x1b[2Jy": str(image)}}, r"images \(a value of the label 'image'\): expected one "
+                                                r"line of printable text of at most 200 characters, got "
+                                                r"'x\\x1b\[2Jy'$"),
+        ({"images": {"v" * 300: str(image)}}, r"images \(a value of the label 'image'\): expected one line"),
+        # a prompt that matches empty text would not wait for the boot
+        ({"images": {"1": str(image)}, "boot_prompt": ""}, r"boot_prompt: '' matches empty text, so the "
+                                                           r"boot would not be waited for; give what"),
+        ({"images": {"1": str(image)}, "boot_prompt": "(login)?"}, r"boot_prompt: '\(login\)\?' matches"),
+        ({"images": {"1": str(image)}, "boot_prompt": 5}, r"boot_prompt: expected a regular expression of "
+                                                          r"at most 200 characters, e.g. boot_prompt = "
+                                                          r"\"login: \"; got 5$"),
     ):
         with pytest.raises(UserError, match=f"^c.toml: target\\[0\\].{expected}"):
             split_image_options(options, "c.toml: target[0]")

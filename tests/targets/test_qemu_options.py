@@ -42,6 +42,9 @@ def test_defaults_and_every_kernel_form(tmp_path):
     ({"memory": "lots"}, ["t.memory", '"1G"']),
     ({"accel": "hvf"}, ["t.accel", '"auto"']),
     ({"cmdline": "init=/bin/sh"}, ["t.cmdline", "init="]),
+    # the kernel drops the quotes: these set rdinit= and root= all the same
+    ({"cmdline": '"rdinit=/bin/sh"'}, ["t.cmdline: rdinit= is set by jitterlab", "remove 'rdinit=/bin/sh'"]),
+    ({"cmdline": 'quiet root="/dev/vda 1"'}, ["t.cmdline: root= is set by jitterlab", "'root=/dev/vda 1'"]),
     ({"cmdline": "a\nb"}, ["t.cmdline", "one line"]),
     ({"boot_timeout": "1s"}, ["t.boot_timeout", '"5s"']),
     ({"workdir": "relative"}, ["t.workdir", "absolute"]),

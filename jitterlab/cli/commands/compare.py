@@ -15,17 +15,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare", help="compare two groups of runs (e.g. image=1.10 vs image=1.11)",
         description="For every cell present in both groups and every metric: each group's "
-        "summary (the worst run for worst-case metrics, else the median), the change "
-        "(candidate / baseline) with its 95 % CI, the test that judged it (Welch's t on log "
-        "values below 8 runs per group, Mann-Whitney U from 8 on) and its p-value, adjusted with "
-        "Holm's method over all rows shown, and a verdict: better or worse when the adjusted "
-        "p < 0.05 and the CI excludes no change; the verdict knows whether lower (errors, "
-        "latencies, loss) or higher (throughput, events/s) is better. With the raw series, also "
-        "the pooled view: p99 and max of all periods or latencies of each group (hierarchical "
-        "bootstrap over runs and samples). Groups are selected by a run label, a run field "
-        "(target, impl, load, probe, pin, benchmark) or a benchmark key of the cell (e.g. "
-        "policy=fifo, size=64). Exit status: 0, or 1 with --fail-on worse when a row got worse; "
-        "2 for bad input.",
+        "statistic (geometric mean of the runs below 8 runs per group, median from 8) and the change "
+        "(the ratio of the two) with its 95 % CI, the test that judged it (Welch's t on log "
+        "values, Mann-Whitney U from 8 runs) and its p-value, adjusted with Holm's method over all "
+        "graded rows, and a verdict: better or worse when the adjusted p < 0.05 and the CI excludes "
+        "no change; same when the CI excludes every change larger than the metric kind's threshold "
+        "(--threshold); undecided otherwise. The verdict knows whether lower (errors, latencies, "
+        "loss) or higher (throughput, events/s) is better; load readings (load_*) and descriptive "
+        "numbers are shown, not graded. With the raw series, also the pooled view: p99 and max of "
+        "all periods or latencies of each group (hierarchical bootstrap over runs and samples). "
+        "Groups are selected by a run label, a run field (target, impl, load, probe, pin, "
+        "benchmark) or a benchmark key of the cell (e.g. policy=fifo, size=64); groups that share "
+        "a run are refused. Exit status: 0, or 1 with --fail-on when a row is worse (or "
+        "undecided); 2 for bad input.",
         epilog="example: jitterlab compare --baseline image=1.10 --candidate image=1.11 "
         "--metric max_rel_period_error --format json --fail-on worse")
     add_results(p)
@@ -39,14 +41,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     p.add_argument("--no-pooled", action="store_true",
                    help="skip the pooled view (it reads every run's raw series)")
-    p.add_argument("--fail-on", choices=("worse",), metavar="worse",
-                   help="exit 1 when any row's verdict is worse (a release gate in CI)")
+    p.add_argument("--threshold", action="append", metavar="[KIND=]PCT",
+                   help="the practical threshold a 'same' must stay within: PCT for every kind, or "
+                   "KIND=PCT with KIND timing (default 20%%), rate (5%%), loss (50%%) or other (10%%); "
+                   "repeatable")
+    p.add_argument("--fail-on", action="append", choices=("worse", "undecided"), metavar="worse|undecided",
+                   help="exit 1 when any row's verdict is worse, or undecided (a release gate in CI "
+                   "that must decide); repeatable")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterlab.analysis.compare import WORSE, Selector, compare
+    from jitterlab.analysis.compare import Selector, compare
     from jitterlab.analysis.samples import distribution
+    from jitterlab.analysis.thresholds import parse_thresholds
     from jitterlab.campaign.cells import names
     from jitterlab.report.comparison import format_comparison
     from jitterlab.report.terminal import emulation_note
@@ -60,12 +68,13 @@ def run(args: argparse.Namespace) -> int:
                         "--candidate image=1.11")
     if not 0 <= args.seed < 2**32:
         raise UserError(f"--seed {args.seed}: give a number from 0 to {2**32 - 1}")
+    thresholds = parse_thresholds(args.threshold)
     store = Store(args.results, create=False)
     try:
         pooled = None if args.no_pooled else (lambda r: distribution(r, store.read_series(r)))
         runs = selected_runs(store, args.campaign)
         result = compare(runs, base, cand, metrics=args.metric, seed=args.seed, distributions=pooled,
-                         names=names())
+                         names=names(), thresholds=thresholds)
         note = emulation_note([r for r in runs if base.matches(r, names()) or cand.matches(r, names())],
                               store)
     finally:
@@ -73,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty()))
     if note:  # on stderr: --format json stays one document
         sys.stderr.write(f"note: {note}; a timing verdict between them means nothing\n")
-    if args.fail_on == "worse" and any(r.verdict == WORSE for r in result.rows):
+    failing = set(args.fail_on or ())
+    if any(r.verdict in failing for r in result.rows):
         return EXIT_FAILED
     return EXIT_OK

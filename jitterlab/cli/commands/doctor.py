@@ -22,6 +22,7 @@ from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.params import ParamValue
 from jitterlab.model.records import Cell
 from jitterlab.report.console import SafeConsole
+from jitterlab.report.warning_list import paste_safe_lines
 from jitterlab.system.doctor import Finding, describe, examine
 from jitterlab.targets.base import Target
 
@@ -82,8 +83,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     out.print(f"[bold]{len(fixes)} to fix[/]:")
     for f in fixes:
-        out.print(f"  - {f.topic}: {escape(f.fix)}")
+        line = f"  - {f.topic}: {f.fix}"
+        if not out.is_terminal or len(line) <= out.width:  # piped: one line, whatever its length
+            out.print(escape(line))
+            continue
+        out.print(f"  - {escape(f.topic)}:")  # a fix (often a command) on lines of its own, unbroken
+        for part in paste_safe_lines(f.fix, out.width - len(FIX_INDENT)):
+            out.print(FIX_INDENT + escape(part))
     return EXIT_FAILED
+
+
+FIX_INDENT = "      "
 
 
 def _unreachable(reason: str) -> int:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from jitterlab.cli.exits import EXIT_OK
-from jitterlab.cli.options import add_results, add_trend
+from jitterlab.cli.options import add_results, add_trend, check_trend
 from jitterlab.cli.paths import name_arg, path_arg, writable_file
 from jitterlab.cli.selection import selected_runs, trend_series
 from jitterlab.model.errors import UserError
@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.report.export import export, export_trend, writes_directory
     from jitterlab.store.catalog import Store
 
+    check_trend(args)
     if args.output is not None and writes_directory(args.format):
         if args.output.exists() and not args.output.is_dir():
             raise UserError(f"-o {args.output}: is a file; --format {args.format} writes a directory of "

@@ -20,8 +20,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "import", help="bring an external capture (CSV, VCD) into the store",
         description="Import an oscilloscope or logic-analyzer capture of a square wave and "
         "analyse it exactly like a measured run (benchmark squarewave, probe import). "
-        "CSV: `time,level` rows, time in seconds or ns (header auto-detected; a header like "
-        "time_ns or 'Time [s]' names the unit, else decimals are seconds and integers ns). "
+        "CSV: `time,level` rows (header auto-detected). A header names the time unit as the tools "
+        "that write captures do: sigrok-cli/PulseView's 'microseconds', Saleae's 'Time [s]', a "
+        "scope's row of units ('second,Volt'), time_ns, 't (us)'; a header without a unit, or with "
+        "one jitterlab does not know, is an error (give --time-unit); without a header, decimals are "
+        "seconds and integers ns. libsigrok's CSV is read as samples. "
         "A CSV is an edge list (one row per edge, level 0/1) unless --kind samples or its "
         "header names the level column for volts or samples ('V', '[V]', 'volts', 'sample'); "
         "a level that repeats in an edge list is a lost edge (a warning names the lines). "
@@ -50,10 +53,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
     e.add_argument("--warmup", default="0ns", metavar="DURATION",
                    help="drop this much from the start (default: 0ns; at least 2 periods are "
                    "always dropped)")
-    e.add_argument("--campaign", default="import", type=name_arg, metavar="NAME",
+    e.add_argument("--campaign", default="import", type=_campaign_name, metavar="NAME",
                    help="campaign to add the run to (default: import)")
     add_results(e)
     return p
+
+
+def _campaign_name(text: str) -> str:
+    """The campaign the run goes into: named as a campaign file names one (not blank)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError('a campaign has a name, e.g. --campaign bench-scope; leave out '
+                                         '--campaign for "import"')
+    return name_arg(text).strip()
 
 
 def _labels(items: list[str]) -> dict[str, str]:

@@ -21,9 +21,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from jitterlab.plugins import ALL
-    from jitterlab.report.console import SafeConsole
+    from jitterlab.report.terminal import console
 
-    out = SafeConsole()
+    out = console()  # piped: plain rows at their full width, never wrapped nor padded
     for kind, registry in ALL.items():
         table = Table(title=kind, title_justify="left", show_header=False, box=None, padding=(0, 2))
         for entry in registry:

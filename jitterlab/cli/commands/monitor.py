@@ -19,12 +19,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Long-term monitoring: every --every, measure each cell of CAMPAIGN once (one "
         "repetition per interval, committed as it ends), until --for has passed. Each run keeps its "
         "histogram and maxima; `jitterlab report --trend METRIC --by time` draws them over time. "
-        "After a crash or Ctrl-C, run the same command with --resume to go on with the next interval.",
+        "After a crash or Ctrl-C, run the same command with --resume to go on with the next interval. "
+        "Each interval ends with its headline values per cell and an ALERT line when it starts a "
+        "change of a cell's history (a change point, found by Apache Otava).",
         epilog="example: jitterlab monitor examples/rt-latency.toml --for 24h --every 1h")
     mon.add_argument("campaign", type=Path, metavar="CAMPAIGN", help="campaign file (TOML)")
     mon.add_argument("--for", dest="for_", required=True, metavar="DURATION", help='how long, e.g. "24h"')
     mon.add_argument("--every", required=True, metavar="DURATION", help='interval, e.g. "1h"')
     mon.add_argument("--resume", action="store_true", help="go on with the latest monitoring of CAMPAIGN")
+    mon.add_argument("--fail-on-change", action="store_true",
+                     help="stop after the interval that starts a change and exit 1 (a cron or CI job's "
+                     "alarm); --resume goes on from there")
     add_results(mon)
     return mon
 
@@ -34,11 +39,14 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.execution.monitor import Schedule, monitor
     from jitterlab.execution.preflight import open_targets
     from jitterlab.model.units import parse_duration_ns
+    from jitterlab.report.intervals import history_changes, interval_report
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
 
     out = console()  # control characters escaped, lines not wrapped when piped
     campaign = load_campaign(args.campaign)
+    alerts: list[str] = []
+    history: list[str] = []  # every change point of the monitored history, said at the end
     for_ns, every_ns = parse_duration_ns(args.for_, "--for"), parse_duration_ns(args.every, "--every")
     schedule = Schedule.of(campaign, for_ns, every_ns)
     sessions = []
@@ -46,10 +54,23 @@ def run(args: argparse.Namespace) -> int:
     try:  # whatever fails from here on, the targets opened (labgrid places, booted VMs) are let go
         sessions = open_targets(campaign)
         store = Store(args.results)
+        stop = threading.Event()
+
+        def ended(k: int, campaign_id: int) -> None:
+            lines, found = interval_report(store.runs(campaign_id), k, cell_name)
+            for line in lines:
+                out.print(escape(line), highlight=False)
+            for alert in found:
+                alerts.append(alert.text(schedule.intervals))
+                out.print(f"[bold red]{escape(alerts[-1])}[/]", highlight=False)
+            if found and args.fail_on_change:
+                stop.set()
+            history[:] = history_changes(store.runs(campaign_id), cell_name)
+
         try:
-            done, failed = monitor(campaign, store, sessions, schedule, resume=args.resume,
-                                   stop=threading.Event(),
-                                   notice=lambda text: out.print(f"{escape(campaign.name)}: {escape(text)}"))
+            done, failed = monitor(campaign, store, sessions, schedule, resume=args.resume, stop=stop,
+                                   notice=lambda text: out.print(f"{escape(campaign.name)}: {escape(text)}"),
+                                   ended=ended)
         except KeyboardInterrupt:
             out.print("[yellow]interrupted[/]: go on with "
                       + escape(f"jitterlab monitor {args.campaign} --for {args.for_} --every {args.every} "
@@ -62,4 +83,19 @@ def run(args: argparse.Namespace) -> int:
             store.close()
     out.print(escape(f"{done} intervals measured ({failed} runs failed); draw them with jitterlab report "
                      f"--trend METRIC --by time --campaign {campaign.name}"), highlight=False)
+    if history:
+        out.print("change points in the history so far:", highlight=False)
+        for line in history:
+            out.print(escape(line), highlight=False)
+    if alerts and args.fail_on_change:
+        out.print(escape(f"stopped: a change started (--fail-on-change); go on with jitterlab monitor "
+                         f"{args.campaign} --for {args.for_} --every {args.every} --resume"), highlight=False)
+        return EXIT_FAILED
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def cell_name(run) -> str:
+    """A cell as a campaign writes it (defaults left out), as the trend report names it."""
+    from jitterlab.campaign.cells import names
+
+    return " ".join(p for p in (run.target, run.benchmark, names().params_text(run.cell), run.load) if p)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
-from jitterlab.cli.exits import EXIT_OK
+from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK
 from jitterlab.cli.options import add_results
+from jitterlab.store import results_spec
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -13,22 +15,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "push", help="copy the runs of one store into another (e.g. the lab's PostgreSQL database)",
         description="Copy every campaign and run of --results into --to, with sysinfo, warnings, raw "
         "series and attachments. Runs already there are left alone, so pushing twice changes nothing; "
-        "raw files are checked against their recorded sha256.",
+        "raw files are checked against their recorded sha256. A run whose raw file or attachment is "
+        "missing or changed is not pushed and is named (exit 1); the others are.",
         epilog="example: jitterlab push --results results --to "
         "'postgresql://lab@db.lab/jitterlab?raw_dir=/srv/jitterlab'")
     add_results(p)
-    p.add_argument("--to", required=True, metavar="DIR|URL", help="the store to copy into")
+    p.add_argument("--to", required=True, type=partial(results_spec, option="--to"), metavar="DIR|URL",
+                   help="the store to copy into (checked like --results)")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    from jitterlab.report.console import SafeConsole
     from jitterlab.report.terminal import console
+    from jitterlab.store import named
     from jitterlab.store.catalog import Store
     from jitterlab.store.push import push
 
     source = Store(args.results, create=False)
     try:
-        dest = Store(args.to)
+        with named("--to"):
+            dest = Store(args.to)
         try:
             done = push(source, dest)
         finally:
@@ -38,4 +45,11 @@ def run(args: argparse.Namespace) -> int:
     console().print(f"pushed {done.runs} runs ({done.raw_bytes / 1e6:.1f} MB of raw series) and "
                     f"{done.campaigns} new campaigns to {dest.where}; {done.skipped} runs were there already",
                     highlight=False)
-    return EXIT_OK
+    if not done.damaged:
+        return EXIT_OK
+    err = SafeConsole(stderr=True)
+    for run_id, why in done.damaged:
+        err.print(f"run {run_id} was not pushed: {why}", highlight=False, markup=False, soft_wrap=True)
+    err.print(f"{len(done.damaged)} runs of {source.where} are damaged and were not pushed; the others were",
+              highlight=False, markup=False, soft_wrap=True)
+    return EXIT_FAILED

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from jitterlab.cli.exits import EXIT_OK
-from jitterlab.cli.options import add_campaigns, add_results, add_trend
+from jitterlab.cli.options import add_campaigns, add_results, add_trend, check_trend
 from jitterlab.cli.paths import path_arg, writable_file
 from jitterlab.cli.selection import trend_series
 from jitterlab.model.errors import UserError
@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
 
+    check_trend(args)
     if not 0 <= args.max_run_figures <= 10_000:
         raise UserError("--max-run-figures: give 0 to 10000")
     writable_file(args.output, "-o")
@@ -57,13 +58,17 @@ def run(args: argparse.Namespace) -> int:
                             "or pass --no-figure-files")
     store = Store(args.results, create=False)
     if args.trend:
+        from jitterlab.report.trend import change_lines
         from jitterlab.report.trend import render as render_trend
 
         try:
-            path = render_trend(trend_series(store, args), args.trend, args.by, args.output)
+            series = trend_series(store, args)
+            path = render_trend(series, args.trend, args.by, args.output)
         finally:
             store.close()
         console().print(f"trend report: {path}", highlight=False)
+        for line in change_lines(series):  # the change points, with the runs on both sides
+            console().print(escape(line), highlight=False)
         return EXIT_OK
     try:
         report = render(store, args.output, campaigns=args.campaign,

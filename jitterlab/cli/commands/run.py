@@ -9,9 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, sigterm_as_interrupt
-from jitterlab.cli.options import add_results
+from jitterlab.cli.options import add_results, add_until_decided
 from jitterlab.cli.paths import path_arg
 from jitterlab.model.errors import UserError, shown
+from jitterlab.store import shown_spec
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -49,6 +50,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="set a label of every run (over [campaign.labels]), e.g. --label image=1.11; repeatable. "
         "Measure the same campaign on two images with two labels, then `jitterlab compare`",
     )
+    add_until_decided(run)
     return run
 
 
@@ -61,12 +63,18 @@ def run(args: argparse.Namespace) -> int:
     for flag, given in (("--retry-failed", args.retry_failed), ("--retry-damaged", args.retry_damaged)):
         if given and not args.resume:
             raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
+    from jitterlab.cli.until_decided import watch_of
+
+    watch_of(args, campaign)  # --until-decided and its bounds are checked before anything, --dry-run too
     if args.dry_run:
         return _dry_run(out, campaign)
     from jitterlab.execution.farm import image_targets
 
     boards = image_targets(campaign)
     if boards:
+        if args.until_decided:
+            raise UserError("--until-decided: an image campaign measures each image afresh; compare the "
+                            "images with jitterlab compare, then measure again with more repetitions")
         if args.resume:
             raise UserError("--resume: an image campaign measures every image afresh; run it again")
         return _run_images(out, campaign, boards, args)
@@ -75,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
     from jitterlab.cli.progress import RunProgress
+    from jitterlab.cli.until_decided import run_until_decided, watch_of
     from jitterlab.execution.preflight import open_targets
     from jitterlab.execution.runner import Runner, estimate_s
     from jitterlab.model.units import format_duration_s
@@ -83,6 +92,7 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
     from jitterlab.store import store_exists
     from jitterlab.store.catalog import Store
 
+    watch = watch_of(args, campaign)  # refused before any target is opened
     store: Store | None = None
     sessions = []
     try:
@@ -112,8 +122,12 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
         with display:
             display.plan({name: (len(runs), estimate_s(campaign, runs)) for name, runs in per_target.items()})
             outcome = runner.execute(sessions, campaign_id)
+            if watch is not None and not outcome.interrupted:  # repetitions until decided
+                ended = run_until_decided(out, watch, campaign, store, sessions, campaign_id, display, args)
+                outcome.done += ended.extra_runs
+                outcome.interrupted = ended.reason == "interrupted"
         runs = store.runs(campaign_id)
-        for table in summary_tables(runs, campaign.name):
+        for table in summary_tables(runs, campaign.name, planned=campaign.cells):
             out.print(table)
         if note := emulation_note(runs, store):
             out.print(f"[yellow]note[/]: {escape(note)}")
@@ -122,15 +136,13 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
             out.print(f"[red]{r.status}[/] {r.id} "
                       + escape(f"{r.target} {run_label(r)}: {r.error or ''}"))
         if len(failed) > 10:
-            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results {args.results})"))
-        out.print(escape(
-            f"results: {store.where} (raw series in {store.raw_dir}/); "
-            f"details: jitterlab show --results {args.results}"
-        ))
+            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results "
+                             f"{shown_spec(args.results)})"))
+        _end(out, store, campaign, campaign_id, runs, args)
         if outcome.interrupted:
             out.print(
                 f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
-                + escape(f"jitterlab run {args.campaign} --results {args.results} --resume")
+                + escape(f"jitterlab run {args.campaign} --results {shown_spec(args.results)} --resume")
             )
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
@@ -139,6 +151,22 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
             session.target.close()
         if store is not None:
             store.close()
+
+
+def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argparse.Namespace) -> None:
+    """The end of a run: the warnings of its runs and cells grouped by cause (the target's own were
+    printed before the first run), where the results are, then the summary screen."""
+    from jitterlab.cli.commands.summary import print_screen
+    from jitterlab.report.summary_screen import run_warnings
+
+    for part in run_warnings(runs, store.warnings(campaign_id)):
+        out.print(part)
+    out.print(escape(f"results: {store.where} (raw series in {store.raw_dir}/)"), highlight=False)
+    if not runs:  # interrupted before the first commit: nothing to summarize
+        return
+    out.print()
+    for part in print_screen(store, campaign.name, shown_spec(args.results)):
+        out.print(part, soft_wrap=not isinstance(part, Table))  # a fix command is never split
 
 
 def _with_labels(campaign, pairs: list[str]):
@@ -182,7 +210,8 @@ def _run_images(out: Console, campaign, boards, args: argparse.Namespace) -> int
                 out.print(table)
         label = boards[0][1].label
         out.print(escape(f"results: {store.where}; compare the images with jitterlab compare --results "
-                         f"{args.results} --baseline {label}=A --candidate {label}=B"), highlight=False)
+                         f"{shown_spec(args.results)} --baseline {label}=A --candidate {label}=B"),
+                  highlight=False)
         if done and done[-1][2].interrupted:
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
@@ -195,6 +224,7 @@ DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
 
 def _dry_run(out: Console, campaign) -> int:
     from jitterlab import plugins
+    from jitterlab.campaign.cells import names
     from jitterlab.model.units import format_duration_s, format_ns
 
     table = Table(
@@ -204,14 +234,13 @@ def _dry_run(out: Console, campaign) -> int:
     for name in ("target", "benchmark", "cell", "load", "estimate"):
         table.add_column(name)
     per_cell_s = 0.0
+    naming = names().among(campaign.cells)
     for i, c in enumerate(campaign.cells):
         bench = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
         seconds = bench.estimate_s(campaign.settings, c)
         per_cell_s += seconds
-        if i < DRY_RUN_ROWS:
-            shown_as = {p.name: p.show for p in bench.params}
-            params = " ".join(f"{k}={shown_as[k](v)}" for k, v in c.params)
-            table.add_row(c.target, c.benchmark, params, c.load, format_duration_s(seconds))
+        if i < DRY_RUN_ROWS:  # named as everywhere: defaults left out unless they tell cells apart
+            table.add_row(c.target, c.benchmark, naming.params_text(c), c.load, format_duration_s(seconds))
     out.print(table)
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {len(campaign.cells) - DRY_RUN_ROWS} more cells")

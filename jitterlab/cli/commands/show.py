@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.markup import escape
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--campaign {args.campaign!r}: not in {store.where}; campaigns there: {known}")
         runs = store.runs(campaign["id"])
         out.print(runs_table(runs))
-        for table in summary_tables(runs, campaign["name"]):
+        for table in summary_tables(runs, campaign["name"], planned=_planned(store, campaign["id"])):
             out.print(table)
         if note := emulation_note(runs, store):
             out.print(f"[yellow]note[/]: {escape(note)}")
@@ -75,3 +76,20 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         store.close()
+
+
+def _planned(store, campaign_id: int) -> list | None:
+    """The cells of the campaign's matrix, read from the file it was measured with (stored with it);
+    None when there is none (an import) or it no longer reads (a key since renamed)."""
+    import tomllib
+
+    from jitterlab.campaign.file import parse_campaign
+
+    found = store.campaign(campaign_id)
+    if not found["source"]:
+        return None
+    try:
+        return list(parse_campaign(tomllib.loads(found["source"]), Path(found["source_path"]),
+                                   found["source"]).cells)
+    except (UserError, tomllib.TOMLDecodeError, OSError, ValueError):
+        return None

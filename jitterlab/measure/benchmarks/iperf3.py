@@ -90,14 +90,19 @@ def parse_report(text: str) -> tuple[list[Metric], dict[str, Samples]]:
                 metrics.append(Metric("retransmits", float(end["sum_sent"]["retransmits"]), "count", "",
                                       "lower"))
         elif protocol == "UDP":
-            packets, lost = int(received["packets"]), int(received["lost_packets"])
-            if packets <= 0:
+            seen, lost = int(received["packets"]), int(received["lost_packets"])
+            if seen <= 0:
                 raise RunFailed("iperf3: no UDP datagram arrived", "unmeasurable", attachments=raw)
+            # the receiver's count is the highest sequence number it saw: when the last datagrams
+            # are lost it is less than what was sent, so the loss is over the sender's count, as
+            # iperf3's own lost_percent (iperf3 < 3.11 reports only the receiver's; a side that did
+            # not send says 0)
+            sent = max(int(end["sum_sent"]["packets"]) if "sum_sent" in end else 0, seen)
             metrics += [
                 Metric("jitter_ns", float(received["jitter_ms"]) * 1e6, "ns", "", "lower"),
-                Metric("loss_ratio", lost / packets, "fraction", "", "lower"),
+                Metric("loss_ratio", lost / sent, "fraction", "", "lower"),
                 Metric("lost_packets", float(lost), "count", "", "lower"),
-                Metric("packets", float(packets), "count", "", "none"),
+                Metric("packets", float(sent), "count", "", "none"),
             ]
         else:
             raise RunFailed(f"iperf3 reports protocol {protocol!r}; expected TCP or UDP", attachments=raw)

@@ -27,6 +27,10 @@ SCRIPT = ('t0=$(date +%s%N); u0=$(cat /proc/uptime); dd if=/dev/zero of="$0" bs=
 UPTIME_MIN_S = 1.0  # /proc/uptime counts 10 ms: a round timed with it must last this long (1 %)
 _DD = re.compile(r"^(\d+) bytes .*copied, ([\d.]+(?:e-?\d+)?) s(?:econds)?", re.MULTILINE)
 _ROUND = re.compile(r"^jitterlab-round (\d+) (\S+) (\S+) (\S+) (\S+)$", re.MULTILINE)
+# What an estimate assumes before anything is measured: a small board writes 200-1000 MB/s to
+# tmpfs, and each round is one command on the target (a round trip, tens of ms over SSH)
+ASSUMED_MB_PER_S = 200.0
+ROUND_START_S = 0.05
 
 
 def parse_rounds(text: str, n_bytes: int) -> list[float]:
@@ -92,6 +96,13 @@ class TmpfsWrite(BenchmarkBase):
         if int(cell.param("size")) % int(cell.param("block_size")):
             raise UserError(f"{where}.size: {format_size(cell.param('size'))} is not a whole number of "
                             f"blocks of {format_size(cell.param('block_size'))}")
+
+    def estimate_s(self, settings, cell) -> float:
+        """What a run does: rounds back to back for campaign.duration (at least one), and the round
+        under way at the deadline finishes (half a round on average)."""
+        one_s = int(cell.param("size")) / 1e6 / ASSUMED_MB_PER_S + ROUND_START_S
+        duration_s = settings.duration_ns / 1e9
+        return super().estimate_s(settings, cell) + max(0.0, one_s - duration_s) + one_s / 2
 
     def label(self, cell) -> str:
         return (f"tmpfs-write {format_size(cell.param('size'))} in {format_size(cell.param('block_size'))} "

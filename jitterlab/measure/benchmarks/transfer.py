@@ -29,6 +29,12 @@ LOG = "transfer.log"
 # what the ssh client takes with a value; scp and sftp take the same but spell the port -P
 _WITH_VALUE = {"-o", "-i", "-p", "-l", "-F", "-J", "-c", "-m"}
 _FLAGS = {"-T", "-x", "-q", "-v", "-4", "-6", "-C", "-A", "-a"}
+# What an estimate assumes before anything is measured: a small board's scp/sftp rate (a Raspberry
+# Pi 4 moves 20-40 MB/s through ssh's cipher), a new transfer's connection through the target's
+# ssh master, and how fast the file to send is made (urandom: ~100 MB/s on a small board)
+ASSUMED_MB_PER_S = 20.0
+TRANSFER_START_S = 0.3
+MAKE_MB_PER_S = 100.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,15 @@ class SSHTransfer(BenchmarkBase):
 
     def label(self, cell) -> str:
         return f"{cell.param('method')} {cell.param('way')} {format_size(cell.param('size'))} {cell.load}"
+
+    def estimate_s(self, settings, cell) -> float:
+        """What a run does: make the file, transfer it back to back for campaign.duration (at least
+        once), and finish the transfer under way at the deadline (half a transfer on average)."""
+        mb = int(cell.param("size")) / 1e6
+        one_s = mb / ASSUMED_MB_PER_S + TRANSFER_START_S
+        duration_s = settings.duration_ns / 1e9
+        made_s = mb / MAKE_MB_PER_S
+        return super().estimate_s(settings, cell) + made_s + max(0.0, one_s - duration_s) + one_s / 2
 
     def execute(self, ctx: RunContext) -> Measurement:
         cell, target = ctx.cell, ctx.target

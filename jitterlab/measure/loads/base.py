@@ -27,6 +27,8 @@ class LoadContext:
 
     `scratch` is a directory on the target private to this run (logs, temp files);
     `cpus` is the CPU set the load may use (None: all CPUs);
+    `probe_cpu` is the CPU a busy-polling probe owns during the run (None: none), left out of the
+    load's reading of how busy the machine was, since the probe's own polling is not load;
     `max_duration_s` bounds the life of the load's tools by themselves, so that nothing runs
     forever even if jitterlab is SIGKILLed (None: DEFAULT_MAX_DURATION_S).
     """
@@ -36,6 +38,7 @@ class LoadContext:
     cpus: tuple[int, ...] | None = None
     options: dict[str, object] = field(default_factory=dict)
     max_duration_s: float | None = None
+    probe_cpu: int | None = None
 
 
 class Load(Protocol):

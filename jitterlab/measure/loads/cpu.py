@@ -206,7 +206,7 @@ class CpuLoad(Sustained):
         self._result = [
             Metric("load_bogo_ops_per_s", rate, "bogo-ops/s"),
             Metric("load_workers", float(self.workers), "workers"),
-            *system_metrics(self._before, after, self._ctx.cpus),
+            *system_metrics(self._before, after, self._ctx.cpus, self._ctx.probe_cpu),
         ]
         return self._result
 

@@ -43,19 +43,27 @@ def sample_system(target: Target) -> SystemSample:
 
 
 def system_metrics(
-    before: SystemSample, after: SystemSample, cpus: tuple[int, ...] | None = None
+    before: SystemSample, after: SystemSample, cpus: tuple[int, ...] | None = None,
+    probe_cpu: int | None = None,
 ) -> list[Metric]:
     """Load average at the end, context switches per second and CPU busy fraction in between.
 
     Busy = user+nice+system+irq+softirq over all ticks (idle, iowait and steal included), summed
-    over `cpus` (all CPUs if None). A metric whose interval was too short to tell is left out.
+    over `cpus` (all CPUs if None) except `probe_cpu`: a busy-polling probe keeps its CPU 100 %
+    busy by design, which would make an idle machine read as loaded. A metric whose interval was
+    too short to tell is left out (so is the busy fraction when the probe's CPU is the only one).
     """
     metrics = [Metric("load_loadavg_1m", after.loadavg_1m, "")]
     elapsed_s = after.uptime_s - before.uptime_s
     if elapsed_s > 0 and before.ctxt is not None and after.ctxt is not None:
         rate = (after.ctxt - before.ctxt) / elapsed_s
         metrics.append(Metric("load_ctxt_switches_per_s", rate, "1/s"))
-    keys = [f"cpu{c}" for c in cpus] if cpus else ["cpu"]
+    if cpus:
+        keys = [f"cpu{c}" for c in cpus if c != probe_cpu]
+    elif probe_cpu is not None:
+        keys = [k for k in after.cpu_ticks if k != "cpu" and k != f"cpu{probe_cpu}"]
+    else:
+        keys = ["cpu"]
     busy = total = 0
     for key in keys:
         if key not in before.cpu_ticks or key not in after.cpu_ticks:
@@ -92,7 +100,7 @@ class IdleLoad:
         if self._ctx is None or self._before is None:
             return []
         after = sample_system(self._ctx.target)
-        return system_metrics(self._before, after, self._ctx.cpus)
+        return system_metrics(self._before, after, self._ctx.cpus, self._ctx.probe_cpu)
 
 
 LOADS.add(

@@ -1,11 +1,12 @@
 """What every figure of the report shares (matplotlib, Agg): axes that read like the tables (errors
-in %, durations with their unit), step histograms on a log count axis, and the figure as inline
+in %, durations with their unit), metric names in words for titles, and the figure as inline
 SVG (text kept as text, so a browser can search and test it) or as PNG/SVG files."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +14,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from jitterlab.report.format import _digits, duration
+from jitterlab.report.format import TIME_UNITS, _digits, duration
 
 MAX_ROWS = 48  # rows of a chart with one row per cell; the tables hold the rest
 
@@ -34,23 +34,47 @@ def duration_axis(axis, scale_ns: float = 1.0) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def log_histograms(curves: dict[str, np.ndarray], edges: np.ndarray | None, *, size: tuple[float, float],
-                   xlabel: str, ylabel: str, title: str) -> Figure:
-    """Step histograms with a log count axis, one line per labelled curve (OSADL latency-plot
-    style); an empty figure with its axes when there is nothing to draw (edges None)."""
-    fig = Figure(figsize=size, layout="constrained")
-    ax = fig.subplots()
-    if edges is not None:
-        for i, (label, values) in enumerate(curves.items()):
-            ax.hist(values, bins=edges, histtype="step", color=f"C{i % 10}", lw=1.2, label=label,
-                    ls="-" if i == 0 else "--")
-        ax.set_yscale("log")
-        ax.legend(fontsize=8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, alpha=0.3)
-    return fig
+# how a metric's name reads in words: statistic tokens lead ("latency_max_ns" -> "maximum latency")
+_STATS = {"max": "maximum", "min": "minimum", "mean": "mean", "p50": "median", "std": "standard deviation of"}
+_WORDS = {"rel": "relative", "rtt": "round-trip time", "irq": "IRQ", "cpu": "CPU", "hw": "hardware",
+          "mb": "MB", "mib": "MiB", "mbit": "Mbit", "pps": "packets", "hwlat": "hardware latency",
+          "ns": "", "us": "", "ms": "", "s": "", "percent": "", "ratio": ""}
+_UNIT_WORDS = {"ratio": "%", "fraction": "%", "count": "count", "bool": "yes / no",
+               "bytes": "bytes", "bytes/s": "bytes per second", "%": "%"}
+
+
+def metric_words(name: str) -> str:
+    """A metric's name in words: "latency_max_ns" -> "maximum latency", "rtt_p99_ns" -> "99th
+    percentile round-trip time", "events_per_s" -> "events per second"."""
+    tokens = name.split("_")
+    if tokens[-3:-2] in (["mb"], ["mib"], ["mbit"]) and tokens[-2:] == ["per", "s"]:
+        del tokens[-3:]  # a rate's unit is the axis's unit
+    elif tokens[-2:] == ["per", "s"]:
+        tokens[-1] = "second"
+    stat = ""
+    for i, token in enumerate(tokens):
+        if token in _STATS or re.fullmatch(r"p\d+", token):
+            stat = _STATS.get(token) or f"{_digits(float(token[1:3] + '.' + token[3:]), 4)}th percentile"
+            del tokens[i]
+            break
+    words = [_WORDS.get(t, t) for t in tokens]
+    return " ".join(w for w in [stat, *words] if w) or ("throughput" if name.endswith("_per_s") else name)
+
+
+def unit_words(unit: str, low: float | None = None, high: float | None = None) -> str:
+    """The unit an axis of `unit` values reads in: for durations the units its ticks span from `low`
+    to `high` ("µs … ms"), by the formatter's own choice."""
+    if unit in TIME_UNITS:
+        if low is None or high is None:
+            return "time"
+        spans = dict.fromkeys(duration(v * TIME_UNITS[unit]).split()[-1] for v in (max(low, 1e-9), high))
+        return " … ".join(spans)
+    return _UNIT_WORDS.get(unit, unit or "number")
+
+
+def axis_title(name: str, unit: str, low: float | None = None, high: float | None = None) -> str:
+    """An axis title in words with its unit: "maximum latency [µs … ms]"."""
+    return f"{metric_words(name)} [{unit_words(unit, low, high)}]"
 
 
 def svg_text(fig: Figure) -> str:

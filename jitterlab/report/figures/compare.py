@@ -1,5 +1,6 @@
 """The comparison's figure: per cell and metric the effect (candidate / baseline) with its 95 % CI,
-coloured by the verdict."""
+drawn by the verdict: each of the four verdicts has its own colour and marker, so that undecided
+never looks like same."""
 
 from __future__ import annotations
 
@@ -9,41 +10,87 @@ import textwrap
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from jitterlab.analysis.compare import BETTER, WORSE, Comparison, cell_text
+from jitterlab.analysis.compare import BETTER, NOT_GRADED, SAME, UNDECIDED, WORSE, Comparison, cell_text
 from jitterlab.report.figures.base import MAX_ROWS
 from jitterlab.report.format import change
+
+# verdict -> (colour, marker, filled, CI line style, legend text)
+STYLES: dict[str, tuple[str, str, bool, str, str]] = {
+    WORSE: ("#cf222e", "o", True, "-", "worse"),
+    BETTER: ("#1a7f37", "o", True, "-", "better"),
+    SAME: ("#57606a", "s", True, "-", "same (within the threshold)"),
+    UNDECIDED: ("#bf8700", "D", False, "--", "undecided (more runs needed)"),
+}
+_NOT_GRADED_STYLE = ("#afb8c1", "x", True, ":", "not graded")
+# ratios whose change reads as a round number: the candidates for the tick labels
+_NICE_RATIOS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25,
+                1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+MAX_TICKS = 9
+
+
+def change_ticks(low: float, high: float) -> list[float]:
+    """Tick positions (ratios) between `low` and `high` that read as round changes, 1 among them,
+    at most about MAX_TICKS, no two closer than an even share of the log range (labels that
+    would overlap are left out), walking outward from "no change"."""
+    gap = (math.log(high) - math.log(low)) / MAX_TICKS
+    kept = [1.0]
+    for side in (sorted(r for r in _NICE_RATIOS if 1.0 < r <= high),
+                 sorted((r for r in _NICE_RATIOS if low <= r < 1.0), reverse=True)):
+        last = 1.0
+        for r in side:
+            if abs(math.log(r) - math.log(last)) >= gap:
+                kept.append(r)
+                last = r
+    return sorted(kept)
+
+
+def _x_range(rows) -> tuple[float, float]:
+    """A log range holding every ratio and CI, no change, and at least -20 % ... +25 %."""
+    values = [1.0, 0.8, 1.25]
+    for r in rows:
+        values += [v for v in (r.ratio, r.ci_low, r.ci_high) if math.isfinite(v) and v > 0]
+    low, high = min(values), max(values)
+    pad = (math.log(high) - math.log(low)) * 0.08
+    return math.exp(math.log(low) - pad), math.exp(math.log(high) + pad)
 
 
 def compare_figure(comparison: Comparison, metrics: list[str] | None = None) -> Figure:
     """One row per cell x metric (per run; only `metrics` when given): the effect (candidate /
-    baseline) with its 95 % CI on a log axis, coloured by the verdict; labels wrapped to fit."""
+    baseline) with its 95 % CI on a log axis, drawn by the verdict; labels wrapped to fit."""
     rows = [r for r in comparison.rows if math.isfinite(r.ratio) and r.ratio > 0 and r.view == "per-run"
             and (metrics is None or r.metric in metrics)][:MAX_ROWS]
     labels = ["\n".join(textwrap.wrap(f"{cell_text(comparison, r)} · {r.probe + ':' if r.probe else ''}"
                                       f"{r.metric}", 70)) for r in rows]
-    height = 1.6 + 0.34 * sum(lab.count("\n") + 1 for lab in labels)
+    height = 1.8 + 0.34 * sum(lab.count("\n") + 1 for lab in labels)
     fig = Figure(figsize=(11, max(2.8, height)), layout="constrained")
     ax = fig.subplots()
-    colors = {BETTER: "C2", WORSE: "C3"}
     for i, r in enumerate(rows):
-        color = colors.get(r.verdict, "C0")
+        color, marker, filled, line, _ = STYLES.get(r.verdict, _NOT_GRADED_STYLE)
         if math.isfinite(r.ci_low) and math.isfinite(r.ci_high) and r.ci_low > 0:
-            ax.plot([r.ci_low, r.ci_high], [i, i], "-", color=color, lw=2, alpha=0.6)
-        ax.plot([r.ratio], [i], "o", color=color, ms=6)
+            ax.plot([r.ci_low, r.ci_high], [i, i], ls=line, color=color, lw=2, alpha=0.7)
+        ax.plot([r.ratio], [i], ls="none", marker=marker, color=color, ms=7,
+                markerfacecolor=color if filled else "white", markeredgewidth=1.5)
         ax.annotate(f" {change(r.ratio)}", (r.ratio, i), fontsize=7, va="bottom", ha="left")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    low, high = _x_range(rows)
+    ax.set_xlim(low, high)
+    ax.xaxis.set_major_locator(FixedLocator(change_ticks(low, high)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: change(v)))
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(np.arange(len(rows)), labels, fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel(f"{comparison.candidate} relative to {comparison.baseline} (log axis; line: 95 % CI)")
     ax.set_title(f"{comparison.candidate} vs {comparison.baseline}: change per cell and metric", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
-    handles = [Line2D([], [], ls="none", marker="o", color=c, label=lab)
-               for c, lab in (("C3", "worse"), ("C2", "better"), ("C0", "no significant change"))]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    shown = [*STYLES.values()]
+    if any(r.verdict == NOT_GRADED for r in rows):
+        shown.append(_NOT_GRADED_STYLE)
+    handles = [Line2D([], [], ls=line, marker=marker, color=color, label=text, ms=7,
+                      markerfacecolor=color if filled else "white")
+               for color, marker, filled, line, text in shown]
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)
     return fig

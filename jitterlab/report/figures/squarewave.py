@@ -1,27 +1,35 @@
 """The square wave's figures: the paper's figure (maximum relative period error vs period, one
-panel per load), and per run the period-error histogram and the period over time, each probe
-apart. Every figure's title names its target, cell or run."""
+panel per load), and per run the histogram of |period error| on log-spaced bins and the period over
+time, each probe apart. Every figure's title names its target, cell or run."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
-from matplotlib.transforms import blended_transform_factory
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from jitterlab.analysis import samples
+from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.model.records import RunRecord
-from jitterlab.report.figures.base import duration_axis, log_histograms, percent_axis
-from jitterlab.report.format import _digits, duration
+from jitterlab.report.figures.base import duration_axis, percent_axis
+from jitterlab.report.format import count, duration, percent
 
 HEADLINE = "max_rel_period_error"
 THRESHOLDS = (0.01, 0.10, 1.0)
 LOAD_ORDER = ("idle", "cpu", "net")  # the paper's order; other loads follow by name
-BLIND_MARK_FRACTION = 0.01  # □ where the plotted run had more than this share of periods excluded
+BLIND_MARK_FRACTION = 0.01  # a ring where the plotted run had at least this share of periods excluded
+# the ring's grade by the share of periods excluded as blind: (from share, marker size, line width, grey)
+BLIND_GRADES = ((BLIND_MARK_FRACTION, 9, 0.8, "#b0b0b0"), (0.05, 11, 1.5, "#606060"),
+                (0.20, 13, 2.6, "black"))
+DODGE_DECADES = 0.04  # impls side by side around a period, this far apart on the log axis
+BINS_PER_DECADE = 8
+MAX_DECADES = 6  # of |period error| a histogram spans below its largest value
+MARK_MERGE = 1.3  # percentile marks closer than this factor share one line and label
 MARKERS = "osD^vPX*<>"
 LOG_PERIOD_SPAN = 20  # longest / shortest period of a run above which its timeline is drawn log
 period_errors = samples.period_errors  # the figures draw exactly the periods the metrics used
@@ -39,106 +47,239 @@ def excluded_share(run: RunRecord) -> float:
     return excluded / (excluded + used) if excluded + used else 0.0
 
 
+def blind_grade(share: float) -> int | None:
+    """The index in BLIND_GRADES of a blind share (None below the first grade)."""
+    graded = [i for i, (low, *_rest) in enumerate(BLIND_GRADES) if share >= low]
+    return graded[-1] if graded else None
+
+
+def blind_grade_text(i: int) -> str:
+    low = BLIND_GRADES[i][0]
+    if i + 1 < len(BLIND_GRADES):
+        return f"probe blind {percent(low)} – {percent(BLIND_GRADES[i + 1][0])} of periods"
+    return f"probe blind ≥ {percent(low)} of periods"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One impl's value at one period of one load: the worst repetition (in %), its blind share,
+    and whether its probe watched the program's pin."""
+
+    period_s: float
+    value_pct: float
+    blind_share: float
+    watched: bool
+
+
+def envelope_points(runs: list[RunRecord], load: str, impl: str, impl_of
+                    ) -> tuple[list[Point], list[tuple[float, str]]]:
+    """The points of one impl's line in one load's panel, and the periods with repetitions without
+    a value (why)."""
+    by_period: dict[int, list[RunRecord]] = defaultdict(list)
+    for r in runs:
+        if r.load == load and impl_of(r) == impl:
+            by_period[int(r.param("period"))].append(r)
+    points, missing = [], []
+    for period_ns, cell in sorted(by_period.items()):
+        ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
+        program = [r for r in ok if watched_program_pin(r)]  # never another signal's when both exist
+        if program or ok:
+            worst = max(program or ok, key=lambda r: r.metric(HEADLINE))
+            points.append(Point(period_ns / 1e9, worst.metric(HEADLINE) * 100, excluded_share(worst),
+                                bool(program)))
+        bad = sorted({r.status for r in cell if r.status != "ok"})
+        if bad:  # a failed repetition is news also where others have a value
+            missing.append((period_ns / 1e9, "/".join(bad)))
+    return points, missing
+
+
+def _dodge(n: int) -> list[float]:
+    """Factors that set n impls side by side around a period on a log axis (DODGE_DECADES apart)."""
+    return [10 ** (DODGE_DECADES * (i - (n - 1) / 2)) for i in range(n)]
+
+
 def envelope_figure(runs: list[RunRecord], target: str,
                     impl_of: Callable[[RunRecord], str] = lambda r: str(r.param("impl"))) -> Figure:
     """The paper's figure: the worst max_rel_period_error over repetitions (in %) vs period,
-    log-log; one panel per load (idle, cpu, net, others), one line per impl; cells without a value
-    marked × with why; □ where more than BLIND_MARK_FRACTION of the plotted run's periods were
-    excluded as blind."""
+    log-log; one panel per load (idle, cpu, net, others), one line per impl, impls set side by side
+    around each period so that equal values stay visible; the share of periods the probe was blind
+    graded by the ring around a point; hollow markers where the probe watched another signal
+    (not the program's pin); cells without a value as × in a strip below the panels, with why."""
     runs = [r for r in runs if r.target == target and r.benchmark == "squarewave"]
     loads = ordered_loads(r.load for r in runs) or ["—"]
     impls = sorted({impl_of(r) for r in runs})
-    fig = Figure(figsize=(min(14.0, 3.4 * len(loads) + 2.5), 4.8), layout="constrained")
-    axes = fig.subplots(1, len(loads), sharey=True, squeeze=False)[0]
+    lines = {(load, impl): envelope_points(runs, load, impl, impl_of) for load in loads for impl in impls}
+    missing_impls = [i for i in impls if any(lines[(load, i)][1] for load in loads)]
+    fig = Figure(figsize=(min(14.0, 3.4 * len(loads) + 3.5), 5.4 + 0.22 * len(missing_impls)),
+                 layout="constrained")
+    if missing_impls:
+        grid = fig.subplots(2, len(loads), sharex="col", squeeze=False,
+                            gridspec_kw={"height_ratios": [4.2, 0.3 + 0.2 * len(missing_impls)]})
+        axes, strips = grid[0], grid[1]
+        for ax in axes[1:]:
+            ax.sharey(axes[0])
+    else:
+        axes, strips = fig.subplots(1, len(loads), sharey=True, squeeze=False)[0], None
     style = {impl: (f"C{i % 10}", MARKERS[i % len(MARKERS)]) for i, impl in enumerate(impls)}
-    any_blind = any_trouble = False
-    for ax, load in zip(axes, loads, strict=True):
-        by_cell: dict[tuple[str, int], list[RunRecord]] = defaultdict(list)
-        for r in runs:
-            if r.load == load:
-                by_cell[(impl_of(r), int(r.param("period")))].append(r)
-        top = blended_transform_factory(ax.transData, ax.transAxes)
+    dodge = dict(zip(impls, _dodge(len(impls)), strict=True))
+    grades, demo = set(), False
+    values = [p.value_pct for pts, _ in lines.values() for p in pts]
+    for k, (ax, load) in enumerate(zip(axes, loads, strict=True)):
         for impl in impls:
             color, marker = style[impl]
-            points, trouble = [], []
-            for (i, period_ns), cell in sorted(by_cell.items()):
-                if i != impl:
-                    continue
-                ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
-                bad = sorted({r.status for r in cell if r.status != "ok"})
-                if ok:
-                    worst = max(ok, key=lambda r: r.metric(HEADLINE))
-                    points.append((period_ns / 1e9, worst.metric(HEADLINE) * 100,
-                                   excluded_share(worst) > BLIND_MARK_FRACTION))
-                if bad:
-                    trouble.append((period_ns / 1e9, "/".join(bad)))
-            if points:
-                x, y, _ = zip(*points, strict=True)
-                ax.plot(x, y, "-", marker=marker, color=color, label=impl, ms=5)
-                marked = [(px, py) for px, py, b in points if b]
-                if marked:
-                    any_blind = True
-                    ax.plot(*zip(*marked, strict=True), "s", mfc="none", mec="black", ms=11, mew=1.2)
-            for x_s, why in trouble:
-                any_trouble = True
-                ax.plot([x_s], [0.97], "x", color=color, ms=8, mew=2, transform=top, clip_on=False)
-                ax.annotate(f"{impl}: {why}", (x_s, 0.93), xycoords=top, fontsize=7, rotation=90,
-                            va="top", ha="center", color=color,
-                            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+            points, _ = lines[(load, impl)]
+            program = [p for p in points if p.watched]
+            if program:
+                ax.plot([p.period_s * dodge[impl] for p in program], [p.value_pct for p in program], "-",
+                        marker=marker, color=color, label=impl, ms=5, zorder=3)
+            for p in points:
+                x = p.period_s * dodge[impl]
+                if not p.watched:
+                    demo = True
+                    ax.plot([x], [p.value_pct], marker, mfc="white", mec=color, mew=1.3, ms=6, zorder=3,
+                            gid="demo-signal")
+                grade = blind_grade(p.blind_share)
+                if grade is not None:
+                    grades.add(grade)
+                    _, ms, lw, grey = BLIND_GRADES[grade]
+                    ax.plot([x], [p.value_pct], "o", mfc="none", mec=grey, ms=ms, mew=lw, zorder=2,
+                            gid=f"blind-{grade}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
         for threshold in THRESHOLDS:  # labelled by the y ticks, which always include them
             ax.axhline(threshold * 100, color="dimgrey", lw=0.9, ls=":")
         ax.set_title(f"{target} — load {load}", fontsize=10)
-        ax.set_xlabel("period")
         duration_axis(ax.xaxis, 1e9)
         percent_axis(ax.yaxis)
         ax.grid(True, which="major", alpha=0.3)
-    low = min((line.get_ydata().min() for ax in axes for line in ax.lines
-               if len(line.get_ydata()) and line.get_transform() == ax.transData), default=1.0)
-    axes[0].set_ylim(bottom=min(0.5, low / 2))  # the 1 % line is always in view
-    axes[0].set_ylabel("max relative period error (worst repetition)")
+        if strips is not None:
+            ax.tick_params(labelbottom=False)
+            _missing_strip(strips[k], [(i, lines[(load, i)][1]) for i in missing_impls], style, k == 0)
+            strips[k].set_xlabel("period")
+        else:
+            ax.set_xlabel("period")
+    # the 1 % line always in view; the highest point with room above it (never on the frame)
+    axes[0].set_ylim(min(0.5, min(values, default=1.0) / 2), max(200.0, max(values, default=1.0) * 3))
+    if values:  # the periods' extent with room for the side-by-side impls
+        periods = [p.period_s for pts, _ in lines.values() for p in pts] + \
+            [x for _, missing in lines.values() for x, _ in missing]
+        for ax in axes:
+            ax.set_xlim(min(periods) / 1.6, max(periods) * 1.6)
+    axes[0].set_ylabel("max relative period error\n(worst repetition)")
     fig.suptitle(f"{target}: maximum relative period error vs period", fontsize=11)
-    handles: list = [Line2D([], [], color=style[i][0], marker=style[i][1], label=i) for i in impls]
-    if any_blind:
-        handles.append(Line2D([], [], ls="none", marker="s", mfc="none", mec="black", ms=9,
-                              label=f"> {BLIND_MARK_FRACTION * 100:g} % of periods excluded (probe blind)"))
-    if any_trouble:
-        handles.append(Line2D([], [], ls="none", marker="x", color="black", mew=2,
-                              label="no value (failed / timeout / unmeasurable)"))
-    if handles:  # as many columns as the longest label lets fit in the figure's width
-        longest = max(len(h.get_label()) for h in handles)
-        fits = int(fig.get_figwidth() / (0.08 * longest + 0.6))
-        fig.legend(handles=handles, loc="outside lower center", ncols=max(1, min(len(handles), fits)),
-                   fontsize=9, frameon=False)
+    _envelope_legend(fig, impls, style, sorted(grades), demo, bool(missing_impls))
     return fig
+
+
+def _missing_strip(ax, rows: list[tuple[str, list[tuple[float, str]]]], style, first: bool) -> None:
+    """Below a panel: one row per impl that has cells without a value, × at each such period with why."""
+    for y, (impl, missing) in enumerate(rows):
+        color, _ = style[impl]
+        for x_s, why in missing:
+            ax.plot([x_s], [y], "x", color=color, ms=7, mew=2, gid="no-value")
+            ax.annotate(why, (x_s, y), xytext=(6, 0), textcoords="offset points", fontsize=7,
+                        color=color, va="center", ha="left", annotation_clip=False)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_yticks(range(len(rows)), [impl for impl, _ in rows] if first else [], fontsize=7)
+    ax.tick_params(axis="y", length=0)
+    ax.set_facecolor("#f4f4f4")
+    ax.set_gid("no-value-strip")
+
+
+def _envelope_legend(fig: Figure, impls, style, grades: list[int], demo: bool, missing: bool) -> None:
+    """The impls beside the panels (one line each), what the marks mean under them."""
+    lines = [Line2D([], [], color=style[i][0], marker=style[i][1], label=i) for i in impls]
+    marks: list = []
+    for g in grades:
+        _, ms, lw, grey = BLIND_GRADES[g]
+        marks.append(Line2D([], [], ls="none", marker="o", mfc="none", mec=grey, ms=ms, mew=lw,
+                            label=blind_grade_text(g)))
+    if demo:
+        marks.append(Line2D([], [], ls="none", marker="o", mfc="white", mec="black", ms=6,
+                            label=f"hollow: {NOT_WATCHED} (the probe watched another signal)"))
+    if missing:
+        marks.append(Line2D([], [], ls="none", marker="x", color="black", mew=2,
+                            label="× (strip below): repetitions without a value, with why"))
+    if lines:
+        fig.legend(handles=lines, loc="outside right upper", fontsize=8, frameon=False)
+    if marks:  # as many columns as the longest label lets fit in the figure's width
+        longest = max(len(h.get_label()) for h in marks)
+        fits = int(fig.get_figwidth() / (0.075 * longest + 0.6))
+        fig.legend(handles=marks, loc="outside lower center", ncols=max(1, min(len(marks), fits)),
+                   fontsize=8, frameon=False)
 
 
 def probe_label(probe: str) -> str:
     return "self (the program's own timestamps)" if probe == "self" else f"{probe} (independent probe)"
 
 
-def histogram_figure(errors: dict[str, np.ndarray], title: str) -> Figure:
-    """Period error histogram per probe (in %) with a log count axis."""
-    curves = {f"{probe_label(probe)}, {len(e):,} periods": e * 100 for probe, e in errors.items() if len(e)}
-    edges = None
-    if curves:
-        lo = min(float(e.min()) for e in curves.values())
-        hi = max(float(e.max()) for e in curves.values())
-        edges = np.linspace(lo, hi if hi > lo else lo + 1e-6, 101)
-    fig = log_histograms(curves, edges, size=(6, 3.4), xlabel="relative period error",
-                          ylabel="periods", title=title)
-    ax = fig.axes[0]
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{_digits(v, 3)} %"))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+def error_bins(abs_pct: np.ndarray) -> np.ndarray:
+    """Log-spaced bin edges (in %) over |period error|: BINS_PER_DECADE per decade from the smallest
+    non-zero value (at most MAX_DECADES below the largest) to the largest, so that the body and the
+    tail each get their bins; smaller values (exact periods) fall into the first bin."""
+    positive = abs_pct[abs_pct > 0]
+    if not len(positive):
+        return np.array([1e-4, 1e-3])
+    hi = float(positive.max()) * 1.0001
+    lo = max(float(positive.min()), hi / 10 ** MAX_DECADES)
+    lo /= 1.0001
+    n = max(1, int(np.ceil(np.log10(hi / lo) * BINS_PER_DECADE)))
+    return np.geomspace(lo, hi, n + 1)
+
+
+def _mark_groups(marks: dict[str, float | None]) -> list[tuple[float, str]]:
+    """Marks that would draw on top of each other (within MARK_MERGE of each other) share a line
+    and a label ("p99.9 4,900 % · max 5,010 %")."""
+    groups: list[list[tuple[str, float]]] = []
+    for label, ratio in sorted(((k, v) for k, v in marks.items() if v is not None and v > 0),
+                               key=lambda kv: kv[1]):
+        if groups and ratio / groups[-1][-1][1] < MARK_MERGE:
+            groups[-1].append((label, ratio))
+        else:
+            groups.append([(label, ratio)])
+    return [(g[-1][1], " · ".join(f"{label} {percent(r)}" for label, r in g)) for g in groups]
+
+
+def histogram_figure(errors: dict[str, np.ndarray], title: str,
+                     marks: dict[str, float] | None = None, note: str = "") -> Figure:
+    """Histogram of |period error| per probe on log-spaced bins (log x, log count), late periods
+    (longer than nominal) solid and early ones dotted; `marks` (label -> ratio: p50, p99, max of
+    the first probe) as vertical lines with their values; `note` under the title."""
+    fig = Figure(figsize=(6, 3.8), layout="constrained")
+    ax = fig.subplots()
+    shown = {probe: e * 100 for probe, e in errors.items() if len(e)}
+    if shown:
+        edges = error_bins(np.abs(np.concatenate(list(shown.values()))))
+        for i, (probe, e) in enumerate(shown.items()):
+            color = f"C{i}"
+            clipped = np.clip(np.abs(e), edges[0], edges[-1])
+            for side, sign, ls in (("late", e >= 0, "-"), ("early", e < 0, ":")):
+                if sign.any():
+                    ax.hist(clipped[sign], bins=edges, histtype="step", color=color, lw=1.2, ls=ls,
+                            label=f"{probe_label(probe)}, {side}: {int(sign.sum()):,} periods")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(edges[0], edges[-1] * 1.5)
+        ax.set_ylim(bottom=0.7)  # a single period in a bin stays in view
+        for at, text in _mark_groups(marks or {}):
+            ax.axvline(at * 100, color="dimgrey", lw=0.8, ls="--", gid="percentile")
+            ax.annotate(text, (at * 100, 0.98), xycoords=("data", "axes fraction"), rotation=90,
+                        va="top", ha="right", fontsize=7, color="dimgrey",
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+        fig.legend(fontsize=7, loc="outside lower center", frameon=False)
+    ax.set_xlabel("|relative period error| [%, log-spaced bins]")
+    ax.set_ylabel("periods [count]")
+    percent_axis(ax.xaxis)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: count(v) if v >= 1 else ""))
     ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
+    ax.grid(True, alpha=0.3)
     return fig
 
 
 def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns: int,
-                    title: str) -> Figure:
+                    title: str, note: str = "") -> Figure:
     """Period over time per probe, with the nominal period: periodic disturbances show up as
     stripes or combs. The independent probe as dots, the program's own view as crosses."""
     fig = Figure(figsize=(6, 3.4), layout="constrained")
@@ -156,10 +297,11 @@ def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns:
     low = min((float(p.min()) for p in periods), default=period_ns)
     if low > 0 and top / low > LOG_PERIOD_SPAN:  # outliers would flatten the band: log axis
         ax.set_yscale("log")
-    ax.set_xlabel("time since the first edge [s]")
+    ax.set_xlabel("time since the first edge")
+    duration_axis(ax.xaxis, 1e9)  # seconds, through the formatter (never an offset or an exponent)
     ax.set_ylabel("period" + (" (log axis)" if ax.get_yscale() == "log" else ""))
     duration_axis(ax.yaxis)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, markerscale=3, loc="upper right")
     return fig

@@ -11,13 +11,14 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from jitterlab.analysis.summary import WORST
-from jitterlab.report.figures.base import MAX_ROWS, duration_axis, percent_axis
-from jitterlab.report.format import RATIO_UNITS, TIME_UNITS, format_value
+from jitterlab.report.figures.base import MAX_ROWS, axis_title, duration_axis, metric_words, percent_axis
+from jitterlab.report.format import RATIO_UNITS, TIME_UNITS, count, format_value
 
 if TYPE_CHECKING:
     from jitterlab.report.summaries import BenchmarkSummary
 
 DECADES_FOR_LOG = 2  # values spanning this many decades get a log axis
+MAX_CURVES = 6  # curves an eye can follow in one panel; more are split into panels
 LINE_STYLES = ("-", "--", "-.", ":")
 
 
@@ -57,51 +58,108 @@ def bars_figure(summary: BenchmarkSummary, metric: str) -> Figure:
             continue
         ax.plot([v.low * factor, v.high * factor], [i, i], "-", color="grey", lw=1.5)
         ax.plot([v.value * factor], [i], "o", color="C0", ms=6)
-    ax.set_yticks(np.arange(len(cells)), [f"{c.name} ({len(c.runs)} runs)" for c in cells], fontsize=7)
+    runs = [f"{count(len(c.runs))} run{'s' if len(c.runs) != 1 else ''}" for c in cells]
+    ax.set_yticks(np.arange(len(cells)), [f"{c.name} ({n})" for c, n in zip(cells, runs, strict=True)],
+                  fontsize=7)
     ax.set_ylim(len(cells) - 0.5, -0.5)
-    ax.set_xlabel(f"{metric}" + (" (log axis)" if log else ""))
+    low, high = (min(positive), max(positive)) if positive else (None, None)
+    ax.set_xlabel(axis_title(metric, unit, low, high) + (" (log axis)" if log else ""))
     dot = "the worst run" if rule == WORST else "the median of the runs"
-    ax.set_title(f"{summary.benchmark}: {metric} per cell — dot: {dot}, line: min – max of the runs",
-                 fontsize=9)
+    ax.set_title(f"{summary.benchmark}: {metric_words(metric)} per cell — dot: {dot}, line: min – max of "
+                 "the runs", fontsize=9)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return fig
 
 
+def _facets(labels: list[str], groups: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """Curves split into panels of at most MAX_CURVES: by their group (the cell's load), a group
+    with more split again into runs of equal size, in the given order."""
+    if len(labels) <= MAX_CURVES:
+        return [("", labels)]
+    by_group: dict[str, list[str]] = {}
+    for label in labels:
+        by_group.setdefault(groups.get(label, ""), []).append(label)
+    out = []
+    for group, members in by_group.items():
+        n = math.ceil(len(members) / MAX_CURVES)
+        size = math.ceil(len(members) / n)
+        for k, i in enumerate(range(0, len(members), size)):
+            name = " ".join(p for p in (f"load {group}" if group and len(by_group) > 1 else "",
+                                        f"({k + 1} of {n})" if n > 1 else "") if p)
+            out.append((name, members[i:i + size]))
+    return out
+
+
+def _ccdf(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(latency, % of samples at or above it) of the filled values above 0, in latency order."""
+    order = np.argsort(values, kind="stable")
+    v, c = np.asarray(values, np.float64)[order], np.asarray(counts, np.float64)[order]
+    at_or_above = (c.sum() - np.concatenate([[0.0], np.cumsum(c)[:-1]])) / c.sum() * 100
+    keep = v > 0
+    return v[keep], at_or_above[keep]
+
+
 def ccdf_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str,
-                overflow: dict[str, int] | None = None) -> Figure:
+                overflow: dict[str, int] | None = None, groups: dict[str, str] | None = None) -> Figure:
     """Latency distributions as CCDFs on log-log axes: for each labelled run, the share of its
     samples at or above each latency, down to its recorded maximum (the last point); a run whose
-    histogram overflowed has those samples at its maximum, marked ▲."""
+    histogram overflowed has those samples at its maximum, marked ▲. More than MAX_CURVES curves
+    are split into panels on shared axes (by `groups`: label -> the cell's load, when each fits),
+    each panel's curves in colour over the others in grey."""
     overflow = overflow or {}
-    fig = Figure(figsize=(9, 3.8 + 0.15 * len(curves)), layout="constrained")
-    ax = fig.subplots()
-    for i, (label, (values, counts)) in enumerate(curves.items()):
-        order = np.argsort(values, kind="stable")
-        v, c = np.asarray(values, np.float64)[order], np.asarray(counts, np.float64)[order]
-        at_or_above = (c.sum() - np.concatenate([[0.0], np.cumsum(c)[:-1]])) / c.sum() * 100
-        keep = v > 0
-        style = dict(color=f"C{i % 10}", ls=LINE_STYLES[(i // 10) % len(LINE_STYLES)], lw=1.3)
-        over = overflow.get(label, 0)
-        extra = f", {over:,} beyond the histogram ▲" if over else ""
-        ax.step(v[keep], at_or_above[keep], where="post", label=f"{label} ({int(c.sum()):,} samples{extra})",
-                **style)
-        if len(v) and v[-1] > 0:
-            ax.plot([v[-1]], [at_or_above[-1]], "^" if over else "o", color=style["color"], ms=5)
+    facets = _facets(list(curves), groups or {})
+    cols = 1 if len(facets) == 1 else 2
+    rows = math.ceil(len(facets) / cols)
+    per_panel = max(len(m) for _, m in facets)
+    height = (3.8 + 0.15 * per_panel) * (1 if rows == 1 else 0.8 * rows)
+    fig = Figure(figsize=(9 if cols == 1 else 11, height), layout="constrained")
+    axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+    drawn = {label: _ccdf(*curve) for label, curve in curves.items()}
+    for ax, (name, members) in zip(axes, facets, strict=False):
+        if len(facets) > 1:  # the other panels' curves as context
+            for label in curves:
+                if label not in members and len(drawn[label][0]):
+                    ax.step(*drawn[label], where="post", color="lightgrey", lw=0.8, zorder=1)
+        for i, label in enumerate(members):
+            v, share = drawn[label]
+            color = f"C{i % 10}"
+            over = overflow.get(label, 0)
+            extra = f", {count(over)} beyond the histogram ▲" if over else ""
+            n = int(np.asarray(curves[label][1]).sum())
+            ax.step(v, share, where="post", color=color, ls=LINE_STYLES[(i // 10) % len(LINE_STYLES)], lw=1.3,
+                    zorder=2, label=f"{label} ({count(n)} samples{extra})")
+            if len(v):
+                ax.plot([v[-1]], [share[-1]], "^" if over else "o", color=color, ms=5, zorder=3)
+        _ccdf_axes(ax, name, len(facets) > 1)
+    ends = [float(x) for v, _ in drawn.values() if len(v) for x in (v[0], v[-1])]
+    low, high = (min(ends), max(ends)) if ends else (None, None)
+    for k, ax in enumerate(axes):
+        if k >= len(facets):
+            ax.set_visible(False)
+            continue
+        if k + cols >= len(facets):  # the lowest panel of its column carries the x axis
+            ax.xaxis.set_tick_params(labelbottom=True)
+            ax.set_xlabel(axis_title("latency", "ns", low, high))
+        if k % cols == 0:
+            ax.set_ylabel("samples at or above\nthe latency [%, CCDF]")
+    fig.suptitle(title, fontsize=10)
+    if any(overflow.values()):
+        fig.text(0.995, 0.005, "▲ samples beyond the histogram, drawn at the run's recorded maximum",
+                 ha="right", va="bottom", fontsize=7)
+    return fig
+
+
+def _ccdf_axes(ax, name: str, faceted: bool) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     duration_axis(ax.xaxis)
     percent_axis(ax.yaxis)
-    for pct, name in ((1.0, "p99"), (0.01, "p99.99")):
+    for pct, mark in ((1.0, "p99"), (0.01, "p99.99")):
         ax.axhline(pct, color="grey", lw=0.7, ls=":")
-        ax.annotate(name, (0.005, pct), xycoords=("axes fraction", "data"), fontsize=7, color="dimgrey",
+        ax.annotate(mark, (0.005, pct), xycoords=("axes fraction", "data"), fontsize=7, color="dimgrey",
                     va="bottom")
-    ax.set_xlabel("latency")
-    ax.set_ylabel("samples at or above (CCDF)")
-    ax.set_title(title, fontsize=9)
+    if name:
+        ax.set_title(name, fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    if any(overflow.values()):
-        ax.annotate("▲ samples beyond the histogram, drawn at the run's recorded maximum",
-                    (0.995, 0.995), xycoords="axes fraction", ha="right", va="top", fontsize=7)
-    if curves:
-        fig.legend(loc="outside lower center", fontsize=7, ncols=1, frameon=False)
-    return fig
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=6.5 if faceted else 7, loc="lower left", frameon=True, framealpha=0.85)

@@ -1,4 +1,4 @@
-"""JSON (format jitterlab.export/1): one object per run with its metrics' values, units and
+"""JSON (format jitterlab.export/2): one object per run with its metrics' values, units and
 directions, and the operational envelope beside the runs; a trend as jitterlab.trend/1."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ class JsonExporter:
     trend = True
 
     def write(self, data: ExportData, table: str, out: Path | None) -> str | None:
-        doc = {"format": "jitterlab.export/1", "runs": data.rows, "envelope": data.envelope}
+        doc = {"format": "jitterlab.export/2", "runs": data.rows, "envelope": data.envelope}
         return write_text(json.dumps(doc, indent=1, default=str), out)
 
     def write_trend(self, rows: list[dict], out: Path | None) -> str | None:

@@ -49,7 +49,8 @@ def _write(data: ExportData, out: Path) -> None:
     schema = pa.schema([("target", pa.string()), ("impl", pa.string()), ("load", pa.string()),
                         ("probe", pa.string()), ("rule", pa.string()), ("metric", pa.string()),
                         ("threshold", pa.float64()), ("shortest_period_ns", pa.int64()),
-                        ("periods_ns", pa.list_(pa.int64())), ("min_repetitions", pa.int64())])
+                        ("outcome", pa.string()), ("periods_ns", pa.list_(pa.int64())),
+                        ("min_repetitions", pa.int64())])
     pq.write_table(pa.Table.from_pylist(data.envelope, schema=schema), out / "envelope.parquet",
                    compression="zstd")
     edges = pa.schema([("run_id", pa.string()), ("series", pa.string()), ("t_ns", pa.int64()),

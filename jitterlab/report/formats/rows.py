@@ -1,7 +1,8 @@
 """The runs as the exporters see them: one row per run with its fields, cell parameters, run
 settings, labels, a sysinfo summary and metrics (value, unit, direction); the same rows flattened
 to columns; and the operational envelope of the squarewave runs. Values are raw, in the metric's
-unit; nothing is formatted for people.
+unit; nothing is formatted for people. Repetitions count from 1, as `show` and the report count
+them (the store counts from 0).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ SYSINFO_SUMMARY = ("hostname", "kernel_release", "preemption", "cpu_model", "n_c
 FIELDS = ("id", "campaign", "campaign_id", "cell_key", "repetition", "target", "benchmark", "impl",
           "load", "period_ns", "probe", "pin", "status", "error", "started_ns", "wall_s",
           "raw_path", "raw_sha256")
-_NESTED = ("cell", "params", "labels", "sysinfo", "metrics")  # the row's parts that flat() spreads
+_NESTED = ("cell", "settings", "labels", "sysinfo", "metrics")  # the row's parts that flat() spreads
 # columns of earlier exports that are squarewave cell keys now: column -> (key, value when absent)
+PREFIXES = ("param.", "setting.", "label.", "sysinfo.")  # the column groups of flat(), in order
 _SQUAREWAVE = {"impl": ("impl", ""), "period_ns": ("period", 0), "probe": ("probe", ""), "pin": ("pin", "")}
 
 
@@ -37,14 +39,14 @@ class ExportData:
 
     @cached_property
     def rows(self) -> list[dict]:
-        """One object per run: fields, then cell, params, labels, sysinfo and metrics nested."""
+        """One object per run: fields, then cell, settings, labels, sysinfo and metrics nested."""
         names = {c["id"]: c["name"] for c in self.store.campaigns()}
         cache: dict[int, dict] = {}
         rows = []
         for r in self.runs:
             row = {f: _field(r, f, names) for f in FIELDS}
             row["cell"] = dict(r.cell.params)
-            row["params"] = dict(r.settings)
+            row["settings"] = dict(r.settings)
             row["labels"] = r.labels
             if r.sysinfo_id is not None and r.sysinfo_id not in cache:
                 info = self.store.sysinfo(r.sysinfo_id)
@@ -60,21 +62,22 @@ class ExportData:
 
     @cached_property
     def flat(self) -> tuple[list[str], list[dict]]:
-        """Wide rows: params/labels/sysinfo as `param.x`, `params.x`, `label.x`, `sysinfo.x`;
-        metrics by name; and the columns in order (fields, those groups by name, the metrics)."""
+        """Wide rows: cell parameters, run settings, labels and sysinfo as `param.x`, `setting.x`,
+        `label.x`, `sysinfo.x`; metrics by name; and the columns in order (fields, those groups by
+        name, the metrics)."""
         flat = []
         for row in self.rows:
             out = {k: v for k, v in row.items() if k not in _NESTED}
             out.update({f"param.{k}": v for k, v in row["cell"].items()})
-            out.update({f"params.{k}": json.dumps(v) if isinstance(v, dict | list) else v
-                        for k, v in row["params"].items()})
+            out.update({f"setting.{k}": json.dumps(v) if isinstance(v, dict | list) else v
+                        for k, v in row["settings"].items()})
             out.update({f"label.{k}": v for k, v in row["labels"].items()})
             out.update({f"sysinfo.{k}": v for k, v in row["sysinfo"].items()})
             out.update({k: m["value"] for k, m in row["metrics"].items()})
             flat.append(out)
         keys = {k for r in flat for k in r} - set(FIELDS)
         grouped = [sorted(k for k in keys if k.startswith(p))
-                   for p in ("param.", "params.", "label.", "sysinfo.")]
+                   for p in PREFIXES]
         rest = sorted(keys - {k for g in grouped for k in g})  # the metrics
         return [*FIELDS, *(k for g in grouped for k in g), *rest], flat
 
@@ -86,6 +89,8 @@ class ExportData:
 def _field(r: RunRecord, name: str, campaign_names: dict) -> object:
     if name == "campaign":
         return campaign_names.get(r.campaign_id)
+    if name == "repetition":
+        return r.repetition + 1
     if name in _SQUAREWAVE:  # squarewave's keys keep their columns of earlier exports
         key, empty = _SQUAREWAVE[name]
         return r.param(key, empty)

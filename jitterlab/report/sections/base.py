@@ -4,13 +4,13 @@ terminal summary from stored runs. Nothing here runs a target."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from matplotlib.figure import Figure
 
-from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.records import Cell, RunRecord, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.store.catalog import Store
 
@@ -37,8 +37,9 @@ class Section(Protocol):
         """The template's variables for these runs (all of this section's benchmarks)."""
         ...
 
-    def terminal(self, runs: list[RunRecord], campaign: str) -> list:
-        """Rich renderables summarizing these runs for `run` and `show`."""
+    def terminal(self, runs: list[RunRecord], campaign: str, planned: Collection[Cell] | None = None) -> list:
+        """Rich renderables summarizing these runs for `run` and `show`; `planned`: the cells of the
+        campaign's matrix when known (a cell without a run is then "not measured yet", else excluded)."""
         ...
 
     def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:

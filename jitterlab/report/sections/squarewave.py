@@ -10,7 +10,8 @@ from collections import Counter, defaultdict
 from rich.table import Table
 from rich.text import Text
 
-from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, envelope, rules_of
+from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, HELD, UNPROVEN, envelope, rules_of
+from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord, Warning_
@@ -23,6 +24,7 @@ from jitterlab.report.sections.base import SECTIONS, SectionContext
 HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
                "p9999_rel_period_error")
+DEMO_NOTE = f"{NOT_WATCHED}: the probe watched another signal, these are that signal's periods"
 HIGH_VARIANCE_CV = 0.5  # std/mean of the headline over repetitions above which we warn
 
 
@@ -83,8 +85,8 @@ class SquarewaveSection:
             "bias": _bias_rows(runs, impl_of),
         }
 
-    def terminal(self, runs: list[RunRecord], campaign: str) -> list:
-        return [summary_table(runs, f"{campaign}: max relative period error"),
+    def terminal(self, runs: list[RunRecord], campaign: str, planned=None) -> list:
+        return [summary_table(runs, f"{campaign}: max relative period error", planned),
                 envelope_table(runs, f"{campaign}: operational envelope")]
 
     def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
@@ -114,6 +116,20 @@ def emulated_targets(runs: list[RunRecord], store) -> set[str]:
     return out
 
 
+# what an envelope cell says when no period holds, by why (analysis.envelope's outcomes)
+ENVELOPE_WORDS = {UNPROVEN: "unproven (blind)"}
+
+
+def envelope_text(row, threshold: float) -> str:
+    """The shortest period, or why there is none: "none" (a run failed it), "unproven (blind)"
+    (the probe's blindness leaves it unproven), "unavailable" (never ran on this target), "not
+    the program's pin"."""
+    outcome = row.outcome(threshold)
+    if outcome == HELD:
+        return format_ns(row.shortest_ns[threshold])
+    return ENVELOPE_WORDS.get(outcome, outcome)
+
+
 def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]]:
     """The envelope as people read it: one row per target x impl x load x probe, one column per
     rule and threshold ("max < 1 %", "p99 < 10 %"); periods as written in a campaign."""
@@ -124,7 +140,7 @@ def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]
         row = rows.setdefault((e.target, e.impl, e.load, e.probe), {
             "target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "shortest": [],
             "periods": ", ".join(format_ns(p) for p in e.periods_ns), "reps": e.min_repetitions})
-        row["shortest"] += [format_ns(p) if p else "none" for p in e.shortest_ns.values()]
+        row["shortest"] += [envelope_text(e, t) for t in e.shortest_ns]
     return heads, list(rows.values())
 
 
@@ -133,8 +149,10 @@ def envelope_table(runs: list[RunRecord], title: str) -> Table:
     threshold by each rule of the campaign."""
     heads, rows = envelope_rows(runs, impl_namer(runs))
     multi_target = len({r.target for r in runs}) > 1
-    table = Table(title=title, caption="shortest period that held in every repetition, and every "
-                  "longer one too; max: the run's worst period, pNN: that percentile of its periods")
+    table = Table(title=title, caption="shortest period that provably held in every repetition, and "
+                  "every longer one too; max: the run's worst period, pNN: that percentile of its periods; "
+                  "unproven (blind): under the threshold where the probe saw, not proven where it was "
+                  "blind; unavailable: never ran on this target")
     for name in (["target"] if multi_target else []) + ["impl", "load", "probe"]:
         table.add_column(name)
     for head in heads:
@@ -146,25 +164,48 @@ def envelope_table(runs: list[RunRecord], title: str) -> Table:
     return table
 
 
-def summary_table(runs: list[RunRecord], title: str) -> Table:
-    """Worst max relative period error over repetitions, per impl x load (rows) and period."""
+NOT_YET, EXCLUDED, NO_RUN = "…", "–", "·"  # a cell without a run: planned, not in the matrix, unknown
+
+
+def summary_table(runs: list[RunRecord], title: str, planned=None) -> Table:
+    """Worst max relative period error over repetitions, per impl x load (rows) and period. A cell
+    without a run is marked: not measured yet (in `planned`, the campaign's cells), excluded from
+    the matrix (not in it), or, when the matrix is not known, no run stored."""
+    wanted = None if planned is None else {
+        (c.target, str(c.param("impl", "")), c.load, str(c.param("probe", "")), int(c.param("period", 0)))
+        for c in planned if c.benchmark == "squarewave"}
+    raw_impl: dict[tuple, str] = {}
     impl_of = impl_namer(runs)
-    periods = sorted({period_ns(r) for r in runs}, reverse=True)
+    targets = {r.target for r in runs}
+    periods = sorted({period_ns(r) for r in runs} | {k[4] for k in wanted or () if k[0] in targets},
+                     reverse=True)
     worst: dict[tuple, float] = {}
+    censored: set[tuple] = set()  # a run's probe was blind: its worst is only "at least"
+    foreign: dict[tuple, list[float]] = defaultdict(list)  # runs whose probe watched another signal
     trouble: dict[tuple, list[str]] = defaultdict(list)
     rows = []
     for r in runs:
         row = (r.target, impl_of(r), r.load, r.probe)
         if row not in rows:
             rows.append(row)
+            raw_impl[row] = str(r.param("impl", ""))
         key = (*row, period_ns(r))
         value = r.metric(HEADLINE)
-        if r.status == "ok" and value is not None:
-            worst[key] = max(worst.get(key, 0.0), value)
+        if r.status == "ok" and value is not None and not watched_program_pin(r):
+            foreign[key].append(value)  # another signal's figure: never the program's worst
+        elif r.status == "ok" and value is not None:
+            # a blind run's worst provably reached its bound, and may have gone beyond
+            worst[key] = max(worst.get(key, 0.0), value, r.metric("max_rel_period_error_bound") or 0.0)
+            if unobserved(r):
+                censored.add(key)
         else:
             trouble[key].append(r.status)
     multi_target = len({r.target for r in runs}) > 1
-    table = Table(title=title, caption="worst over repetitions; green < 1 %, yellow < 10 %, red ≥ 10 %")
+    table = Table(title=title, caption="worst over repetitions; green < 1 %, yellow < 10 %, red ≥ 10 %; "
+                  "≥: the probe was blind to some periods, the true worst may be larger; "
+                  f"{NOT_WATCHED}: the probe watched another signal, the value is that signal's; "
+                  + (f"{NOT_YET} not measured yet, {EXCLUDED} excluded from the matrix" if wanted is not None
+                     else f"{NO_RUN} no run stored (excluded from the matrix, or not measured yet)"))
     if multi_target:
         table.add_column("target")
     for name in ("impl", "load", "probe"):
@@ -177,10 +218,18 @@ def summary_table(runs: list[RunRecord], title: str) -> Table:
             key = (*row, p)
             text = Text()
             if key in worst:
-                text.append(percent(worst[key]), style=_style(worst[key]))
+                text.append(("≥ " if key in censored else "") + percent(worst[key]), style=_style(worst[key]))
+            if foreign.get(key):
+                shown = "" if text else f"{percent(max(foreign[key]))} "  # a value only beside its mark
+                more = f"+{len(foreign[key])} " if text else ""
+                text.append((" " if text else "") + shown, style="dim")
+                text.append(f"{more}{NOT_WATCHED}", style="bold magenta")
             if trouble.get(key):
                 text.append((" " if text else "") + "/".join(sorted(set(trouble[key]))), style="bold red")
-            texts.append(text or Text("·"))
+            if not text:
+                planned_here = wanted is not None and (row[0], raw_impl[row], row[2], row[3], p) in wanted
+                text = Text(NO_RUN if wanted is None else NOT_YET if planned_here else EXCLUDED)
+            texts.append(text)
         table.add_row(*([row[0]] if multi_target else []), Text(row[1]), *row[2:], *texts)
     return table
 
@@ -195,15 +244,20 @@ def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
     loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
     for (target, impl, load, period, probe), cell in sorted(
             groups.items(), key=lambda kv: (kv[0][0], kv[0][1], loads[kv[0][2]], -kv[0][3], kv[0][4])):
-        ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
+        every_ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
+        program = [r for r in every_ok if watched_program_pin(r)]
+        foreign = len(every_ok) - len(program)  # runs whose probe watched another signal
+        ok = program or every_ok  # the other signal's figures only where there is nothing else, marked
         worst = max(ok, key=lambda r: r.metric(HEADLINE)) if ok else None
         rows.append({
             "target": target, "impl": impl, "load": load, "period": format_ns(period),
-            "probe": probe, "reps": len(cell), "ok": len(ok),
+            "probe": probe, "reps": len(cell), "ok": len(every_ok),
             "status": ", ".join(f"{n} {s}" for s, n in sorted(Counter(r.status for r in cell).items())),
             "worst": worst.metric(HEADLINE) if worst else None,
+            "not_watched": (f"+{foreign} {NOT_WATCHED}" if program else NOT_WATCHED) if foreign else "",
+            "muted": bool(foreign and not program),  # every figure of the row is another signal's
             "median": statistics.median(r.metric(HEADLINE) for r in ok) if ok else None,
-            "percentiles": [worst.metric(p) if worst else None for p in PERCENTILES],
+            "percentiles": [percentile_text(worst, p) if worst else percent(None) for p in PERCENTILES],
             "excluded": int(sum(r.metric("excluded_periods") or 0 for r in ok)),
             "worst_run": worst.id if worst else "",
         })
@@ -212,7 +266,8 @@ def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
 
 def most_informative(runs: list[RunRecord], impl_of) -> list[RunRecord]:
     """The worst run of each target x impl x load (over all periods; an independent probe's
-    cells before the program's own view), in impl and load order: every programming model and
+    cells before the program's own view, runs that watched the program's pin before those whose probe
+    watched another signal), in impl and load order: every programming model and
     every load gets its figure, instead of only the shortest period's cells."""
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
@@ -222,7 +277,8 @@ def most_informative(runs: list[RunRecord], impl_of) -> list[RunRecord]:
     picked = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], loads[k[2]])):
         independent = [r for r in groups[key] if r.probe != "self"] or groups[key]
-        picked.append(max(independent, key=lambda r: r.metric(HEADLINE)))
+        program = [r for r in independent if watched_program_pin(r)] or independent
+        picked.append(max(program, key=lambda r: r.metric(HEADLINE)))
     return picked
 
 
@@ -252,12 +308,15 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
             ctx.skipped.append(f"run {r.id} ({_where(r)}): no periods after the warm-up to draw")
             continue
         title = f"run {r.id}: {_where(r)}, repetition {r.repetition + 1}"
+        note = "" if watched_program_pin(r) else DEMO_NOTE
         out.append({
             "id": r.id, "title": title, "worst": r.metric(HEADLINE),
-            "hist": ctx.emit(figures.histogram_figure(errors, title), f"run_{r.id}_histogram"),
-            "timeline": ctx.emit(figures.timeline_figure(timeline, period_ns(r), title),
+            "hist": ctx.emit(figures.histogram_figure(errors, title, _marks(r), note),
+                             f"run_{r.id}_histogram"),
+            "note": note,
+            "timeline": ctx.emit(figures.timeline_figure(timeline, period_ns(r), title, note),
                                  f"run_{r.id}_period"),
-            "percentiles": [(label, {pr: r.metric(p, pr) for pr in errors})
+            "percentiles": [(label, {pr: percentile_text(r, p, pr) for pr in errors})
                             for label, p in zip(("max", "p50", "p99", "p99.9", "p99.99"),
                                                 (HEADLINE, *PERCENTILES), strict=True)],
             "probes": list(errors),
@@ -265,20 +324,73 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
     return out
 
 
+def _marks(r: RunRecord) -> dict[str, float | None]:
+    """The percentiles of |period error| a run's histogram marks, from its stored metrics."""
+    return {label: r.metric(name) for label, name in (("p50", PERCENTILES[0]), ("p99", PERCENTILES[1]),
+                                                      ("p99.9", PERCENTILES[2]), ("max", HEADLINE))}
+
+
+def unobserved(r: RunRecord, probe: str | None = None) -> int:
+    """Periods the probe did not observe in the run (excluded or hidden by missed edges); runs
+    stored before unobserved_periods count their excluded periods and missed edges."""
+    value = r.metric("unobserved_periods", probe)
+    if value is None:
+        value = (r.metric("excluded_periods", probe) or 0) + (r.metric("missed_edges", probe) or 0)
+    return int(value)
+
+
+def percentile_text(r: RunRecord, name: str, probe: str | None = None) -> str:
+    """A percentile (or the max) of a run as people read it: the value, and where the probe did
+    not observe every period the interval it lies in ("0 % [0 % – 10 %]", "0 % [0 % – unbounded]")."""
+    value = r.metric(name, probe)
+    if value is None or not unobserved(r, probe):
+        return percent(value)
+    if name == HEADLINE:
+        low, high = r.metric("max_rel_period_error_bound", probe), None
+    else:
+        low, high = r.metric(f"{name}_lower_bound", probe), r.metric(f"{name}_upper_bound", probe)
+    return (f"{percent(value)} [{percent(low or 0.0)} – "
+            f"{percent(high) if high is not None else 'unbounded'}]")
+
+
 def _bias_rows(runs: list[RunRecord], impl_of) -> list[dict]:
-    """Self probe vs the independent probe per cell: how far the program's own view is off."""
+    """Self probe vs the independent probe per cell: how far the program's own view is off. A side
+    whose probe did not observe every period has a maximum that is only a lower bound: the ratio
+    then says so ("≥ 0.28", "≤ 3.5"), or is not given when both sides are censored."""
     rows = []
     for (target, impl, load, period, probe), cell in sorted(_cells(runs, impl_of).items()):
         if probe == "self":
             continue
-        pairs = [(r.metric(HEADLINE, "self"), r.metric(HEADLINE, probe)) for r in cell if r.status == "ok"]
-        pairs = [(s, v) for s, v in pairs if s is not None and v is not None]
-        if pairs:
-            s = statistics.median(p[0] for p in pairs)
-            v = statistics.median(p[1] for p in pairs)
+        both = [r for r in cell if r.status == "ok"
+                and r.metric(HEADLINE, "self") is not None and r.metric(HEADLINE, probe) is not None]
+        ok = [r for r in both if watched_program_pin(r)]  # another signal says nothing of the bias
+        if both and not ok:
+            rows.append({"cell": f"{target} {impl} {load} {format_ns(period)}", "probe": probe,
+                         "self": statistics.median(r.metric(HEADLINE, "self") for r in both), "other": None,
+                         "ratio": NOT_WATCHED, "censored": "", "n": len(both)})
+        if ok:
+            s = statistics.median(r.metric(HEADLINE, "self") for r in ok)
+            v = statistics.median(r.metric(HEADLINE, probe) for r in ok)
+            blind = {side: sum(unobserved(r, side) for r in ok) for side in (probe, "self")}
             rows.append({"cell": f"{target} {impl} {load} {format_ns(period)}", "probe": probe, "self": s,
-                         "other": v, "ratio": f"{v / s:.3g}" if s else "—", "n": len(pairs)})
+                         "other": v, "ratio": _bias_ratio(v, s, blind[probe] > 0, blind["self"] > 0),
+                         "censored": _censored_text(probe, blind), "n": len(ok)})
     return rows
+
+
+def _bias_ratio(probe_max: float, self_max: float, probe_blind: bool, self_blind: bool) -> str:
+    """probe / self of the maxima; a censored maximum is a lower bound, so the ratio is one too
+    (probe side censored: "≥"), an upper bound (self side: "≤"), or unknown (both)."""
+    if not self_max or (probe_blind and self_blind):
+        return "—"
+    mark = "≥ " if probe_blind else "≤ " if self_blind else ""
+    return f"{mark}{probe_max / self_max:.3g}"
+
+
+def _censored_text(probe: str, blind: dict[str, int]) -> str:
+    """Which side's maximum is censored by blindness, with how many periods it did not observe."""
+    return "; ".join(f"{side} blind: {n:,} periods unobserved, its max is a lower bound"
+                     for side, n in blind.items() if n) or ""
 
 
 SECTIONS.add("squarewave", "the square-wave benchmark: error vs period, envelope, per-run figures",

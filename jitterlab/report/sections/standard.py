@@ -38,7 +38,7 @@ class StandardSection:
                         "distribution": _distribution(bench, ctx), "fixed": bench.fixed})
         return {"benchmarks": out}
 
-    def terminal(self, runs: list[RunRecord], campaign: str) -> list:
+    def terminal(self, runs: list[RunRecord], campaign: str, planned=None) -> list:
         tables = []
         for bench in summarize(runs):
             caption = ("worst run: the worst repetition; median: over the ok repetitions"
@@ -73,9 +73,11 @@ def _value_text(v: Value | None) -> str:
 
 def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
     """The latency distribution of the worst run of each cell (by the first headline metric), as
-    CCDFs in one figure, each curve naming its run."""
+    CCDFs in one figure (split into panels by load when there are more than an eye can follow),
+    each curve naming its run."""
     curves: dict[str, tuple] = {}
     overflow: dict[str, int] = {}
+    groups: dict[str, str] = {}
     first = bench.columns[0] if bench.columns else None
     for cell in bench.cells:
         ok = [r for r in cell.runs if r.status == "ok" and r.raw_path]
@@ -95,10 +97,11 @@ def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
             label = f"run {run.id}: {cell.name}"
             curves[label] = found["latency"]
             overflow[label] = overflow_count(run)
+            groups[label] = cell.load
     if not curves:
         return None
     title = f"{bench.benchmark}: latency distribution (CCDF) of the worst run of each cell"
-    return ctx.emit(figures.ccdf_figure(curves, title, overflow), f"{bench.benchmark}_distribution")
+    return ctx.emit(figures.ccdf_figure(curves, title, overflow, groups), f"{bench.benchmark}_distribution")
 
 
 def _worst(runs: list[RunRecord], metric: str | None) -> RunRecord:

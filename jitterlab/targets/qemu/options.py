@@ -37,6 +37,25 @@ _SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=")
 
 
+def kernel_words(cmdline: str) -> list[str]:
+    """The parameters as the kernel reads a command line: words split at spaces outside double
+    quotes, the quotes dropped ("rdinit=/bin/sh" and rdinit="/bin/sh" are rdinit=/bin/sh)."""
+    words, word, quoted, started = [], [], False, False
+    for c in cmdline:
+        if c == '"':
+            quoted, started = not quoted, True
+        elif c.isspace() and not quoted:
+            if started:
+                words.append("".join(word))
+            word, started = [], False
+        else:
+            word.append(c)
+            started = True
+    if started:
+        words.append("".join(word))
+    return words
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Which kernel: a Debian metapackage (and version prefix), or a file on this machine."""
@@ -149,11 +168,11 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         raise UserError(
             f'{where}.cmdline: expected kernel parameters on one line, e.g. "isolcpus=1", got {cmdline!r}'
         )
-    for word in cmdline.split():
-        if word.startswith(_RESERVED_PARAMS):
+    for word in kernel_words(cmdline):
+        name = word.partition("=")[0]
+        if f"{name}=" in _RESERVED_PARAMS:
             raise UserError(
-                f"{where}.cmdline: {word.split('=')[0]}= is set by jitterlab to boot the guest; "
-                f"remove {word!r}"
+                f"{where}.cmdline: {name}= is set by jitterlab to boot the guest; remove {word!r}"
             )
     timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout")
                   if "boot_timeout" in options else round(machine.boot_timeout_s * 1e9))

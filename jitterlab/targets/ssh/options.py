@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -44,6 +45,15 @@ class SSHOptions:
     alive_timeout_s: float = 15.0  # keep-alive probes unanswered this long: the connection is lost
     workdir: str | None = None
     cc: str | None = None
+    from_command_line: bool = False  # given as doctor's ssh://URL and options, not as a [[target]]
+
+    def setting(self, key: str, value: str) -> str:
+        """How a person sets option `key` where these options came from: `set key = value in its
+        [[target]]`, or the command line's `--key value`."""
+        if self.from_command_line:
+            flag = "--" + key.replace("_", "-")
+            return f"give {flag}" if value == "true" else f"give {flag} {value}"
+        return f"set {key} = {value} in its [[target]]"
 
     @property
     def destination(self) -> str:
@@ -141,4 +151,4 @@ def from_url(url: str, where: str, extra: Mapping[str, object] | None = None) ->
         raw["user"] = m["user"]
     if m["port"]:
         raw["port"] = int(m["port"])
-    return parse_options(raw, where, check_files=True)
+    return dataclasses.replace(parse_options(raw, where, check_files=True), from_command_line=True)

@@ -104,13 +104,14 @@ class SSHTarget(OverSSH, CrossBuilt):
             return UserError(
                 f"{where}: its host key is not in {known}; compare the fingerprint from `{scan} | "
                 "ssh-keygen -lf -` with the one on its console, then add it with "
-                f"`{scan} >> {shlex.quote(known)}`, or set accept_new_host_key = true in its [[target]] "
+                f"`{scan} >> {shlex.quote(known)}`, or {o.setting('accept_new_host_key', 'true')} "
                 "to trust it on first use"
             )
         if "Permission denied" in stderr and "(" in stderr:
+            key = "~/.ssh/<your key>" if o.from_command_line else '"~/.ssh/<your key>"'
             return UserError(
-                f"{where}: the target refused our key (Permission denied (publickey)); set key = "
-                '"~/.ssh/<your key>" in its [[target]] and put the .pub into ~/.ssh/authorized_keys of '
+                f"{where}: the target refused our key (Permission denied (publickey)); "
+                f"{o.setting('key', key)} and put the .pub into ~/.ssh/authorized_keys of "
                 f"{o.user or 'your user'} there (ssh-copy-id)"
             )
         for pattern, reason in (

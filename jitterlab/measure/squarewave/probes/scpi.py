@@ -7,20 +7,26 @@ them again, so that they cover roughly what the other probes analyse (the instru
 timestamps to cut the warm-up exactly). At the end it reads count, mean, min, max and standard
 deviation. Those give the period figures; percentiles, duty and drift need every edge and are
 reported unavailable, never estimated. Every command is followed by a look at the error queue.
+
+Whether the instrument watched the program's pin is stored as program_pin_watched: not with a
+simulated instrument (a "...@sim" backend), not with pin "external", and not when its mean period
+or its count of periods cannot be the program's (by the program's own log).
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from decimal import Decimal, InvalidOperation
 
+from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.scpi_profile import Profile, load_profile
-from jitterlab.model.errors import RunFailed
+from jitterlab.model.errors import RunFailed, UserError, shown
 from jitterlab.model.params import Param, duration, text
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.units import format_ns
@@ -30,6 +36,12 @@ MAX_ERRORS = 20  # error queue entries read at most after one step
 UNAVAILABLE = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
                "p9999_rel_period_error", "max_half_period_error", "max_duty_error", "drift_ppm")
 COVERAGE_WARN = 0.99
+_CHANNEL = re.compile(r"[A-Za-z0-9_]{1,16}")  # spliced into SCPI commands: one word
+# beyond these the instrument watched another signal than the program's pin: its mean period is
+# the program's to its timebase's ppm (2 % leaves room for a stall in the program's warm-up, which
+# its statistics may leave out), and it cannot count more periods than the program made
+MEAN_TOLERANCE = 0.02
+COUNT_TOLERANCE = 1.02
 
 
 def _profile(value: object, where: str) -> str:
@@ -39,9 +51,14 @@ def _profile(value: object, where: str) -> str:
 
 
 def _channel(value: object, where: str) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    """A channel's name as the profile's commands take it (1, CH2 ...): one word, because it is spliced
+    into the commands sent to the instrument, where ';', ',', ':', '*' and spaces would change them."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1000:
         return str(value)
-    return str(text(value, where))
+    if isinstance(value, str) and _CHANNEL.fullmatch(value):
+        return value
+    raise UserError(f"{where}: expected the instrument's channel, a number or a word of letters and digits "
+                    f"(at most 16), e.g. channel = 1; got {shown(value)}")
 
 
 def period_statistics_metrics(stats: dict[str, Decimal], period_ns: int, probe: str) -> list[Metric]:
@@ -220,14 +237,40 @@ class ScpiProbe(ProbeBase):
                         "cover only those, and the worst period may be missing",
                         "let it measure every period (R&S: MEASurement:MULTiple ON; a counter's time "
                         "interval statistics), or use the sigrok probe"))
-        if self._outside:
-            warnings.append(Warning_(
-                f"pin {self._outside}: the scpi figures describe the signal on the instrument's channel "
-                f"{channel}, not the program's wave",
-                "wire a real pin (gpiod, sysfs) to the instrument to measure the program"))
+        not_watched = self._not_watched(stats, own, channel)
+        warnings += not_watched
+        metrics.append(pin_watched_metric("scpi", not not_watched))
         unavailable = UNAVAILABLE + (() if "count" in stats else ("n_periods",))
         return Capture(own.t_ns[:0], own.level[:0], metrics=tuple(metrics), warnings=tuple(warnings),
                        summary=tuple(summary), unavailable=unavailable)
+
+    def _not_watched(self, stats: dict[str, Decimal], own: SelfLog, channel: str) -> list[Warning_]:
+        """Why the instrument's figures are not the program's pin's (none: they are)."""
+        out = []
+        backend = str(self.options()["backend"])
+        if backend.endswith("@sim"):
+            out.append(Warning_(
+                f"probes.scpi.backend {backend!r} is a simulated instrument: its figures are made up, not "
+                "the program's wave",
+                "set probes.scpi.backend to \"@py\" (or \"@ivi\") and a real instrument"))
+        if self._outside:
+            out.append(Warning_(
+                f"pin {self._outside}: the scpi figures describe the signal on the instrument's channel "
+                f"{channel}, not the program's wave",
+                "wire a real pin (gpiod, sysfs) to the instrument to measure the program"))
+        own_mean_ns, own_periods = _own_periods(own)
+        wiring = (f"check the wiring (the program's pin to channel {channel}) and probes.scpi.channel; "
+                  f"its figures are marked {NOT_WATCHED!r}")
+        if own_mean_ns and abs(float(stats["mean"]) * 1e9 - own_mean_ns) > MEAN_TOLERANCE * own_mean_ns:
+            out.append(Warning_(
+                f"the instrument's mean period ({format_ns(round(float(stats['mean']) * 1e9))}) is not the "
+                f"program's ({format_ns(round(own_mean_ns))} by its own log): it watched another signal",
+                wiring))
+        if "count" in stats and float(stats["count"]) > COUNT_TOLERANCE * own_periods + 2:
+            out.append(Warning_(
+                f"the instrument counted {int(stats['count']):,} periods, the program made "
+                f"{own_periods:,}: it watched another signal (or glitches)", wiring))
+        return out
 
     def _read(self, profile: Profile, channel: str) -> dict[str, Decimal]:
         assert self._inst is not None
@@ -276,6 +319,14 @@ def _expected_periods(own: SelfLog, warmup_ns: int) -> int:
         return 0
     kept = int((t >= t[0] + warmup_ns).sum())
     return max(kept - 1, 0) // 2
+
+
+def _own_periods(own: SelfLog) -> tuple[float, int]:
+    """The program's mean period (ns) and count of whole periods over its whole run, by its log."""
+    whole = (len(own.t_ns) - 1) // 2
+    if whole < 1:
+        return 0.0, 0
+    return float(own.t_ns[2 * whole] - own.t_ns[0]) / whole, whole
 
 
 PROBES.add(

@@ -4,7 +4,10 @@ The capture runs on the controller for the program's run plus a margin on each s
 number of samples streamed to a raw file (sigrok's "binary" output), so it ends by itself and a
 capture cut short is recognised by its length. The file is decoded in blocks with numpy
 (analysis/logic.py) and the edges are aligned with the program's own edges (the offset between
-the analyzer's clock and the program's is stored with the metrics, as is the resolution).
+the analyzer's clock and the program's is stored with the metrics, as is the resolution). The
+alignment also says whether the edges are the program's at all (analysis/alignment.py): when they
+are not, or the pin is "external", the run is stored with program_pin_watched = 0 and a warning,
+and no clock offset.
 
 Channels 0..k of the device are enabled, k being the wanted one: then the channel is bit k of each
 sample whether the driver packs enabled channels densely (libsigrok 0.5) or keeps every channel at
@@ -22,7 +25,9 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from jitterlab.analysis.logic import align, decode_binary, edges_ns, frequency_hz
+from jitterlab.analysis.alignment import align
+from jitterlab.analysis.logic import decode_binary, edges_ns, frequency_hz
+from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal, serves
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
@@ -236,37 +241,46 @@ class SigrokProbe(ProbeBase):
 
     def _aligned(self, t_ns, level, own: SelfLog) -> Capture:
         plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
-        external = bool(self._outside)
-        warnings = []
+        warnings, not_watched = [], []
         metrics = [Metric("probe_resolution_ns", 1e9 / plan["rate"], "ns", "sigrok", "lower")]
+        if self._outside:
+            source = "the demo pattern" if self.options()["driver"] == "demo" else "an outside source"
+            not_watched.append(Warning_(
+                f"pin {self._outside}: the sigrok figures describe the signal on {plan['channel']} "
+                f"({source}), not the program's wave",
+                "wire a real pin (gpiod, sysfs) to the analyzer to measure the program"))
         try:
-            fit = align(t_ns, level, own.t_ns, own.level, period_ns)
+            fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
         except RunFailed as exc:
-            if not external:
+            if not self._outside:
                 raise
             fit = None
             warnings.append(Warning_(f"the edges were not aligned with the program's: {exc.reason}",
                                      f"expected with pin {self._outside}: the analyzer watches another "
                                      "signal"))
         if fit is not None:
+            metrics.append(Metric("align_matched_edges", float(fit.matched), "count", "sigrok", "none"))
+            if not fit.watched and not self._outside:
+                not_watched.append(Warning_(
+                    f"the sigrok edges on {plan['channel']} are not the program's pin's: "
+                    f"{'; '.join(fit.failures)}",
+                    f"check the wiring (the program's pin to {plan['channel']}, ground to GND) and "
+                    "probes.sigrok.channel (a capture that ended before the program did: raise "
+                    f"probes.sigrok.margin); its figures are marked {NOT_WATCHED!r}"))
+        if fit is not None and fit.watched and not self._outside:
             span_ns = plan["n"] * 1_000_000_000 // plan["rate"]
-            if not external and (own.t_ns[-1] > fit.offset_ns + span_ns or own.t_ns[0] < fit.offset_ns):
+            if own.t_ns[-1] > fit.offset_ns + span_ns or own.t_ns[0] < fit.offset_ns:
                 raise RunFailed(f"the capture ({format_ns(span_ns)}) does not cover the program's whole run; "
                                 "raise probes.sigrok.margin")
             t_ns = t_ns + fit.offset_ns
             metrics += [
                 Metric("align_offset_ns", float(fit.offset_ns), "ns", "sigrok", "none"),
-                Metric("align_matched_edges", float(fit.matched), "count", "sigrok", "none"),
+                Metric("align_drift_ppm", fit.drift_ppm, "ppm", "sigrok", "none"),
                 Metric("self_lag_spread_p50_ns", fit.residual_p50_ns, "ns", "sigrok", "lower"),
                 Metric("self_lag_spread_max_ns", fit.residual_max_ns, "ns", "sigrok", "lower"),
             ]
-        if external:
-            warnings.append(Warning_(
-                f"pin {self._outside}: the sigrok figures describe the signal on {plan['channel']} "
-                f"({'the demo pattern' if self.options()['driver'] == 'demo' else 'an outside source'}), "
-                "not the program's wave",
-                "wire a real pin (gpiod, sysfs) to the analyzer to measure the program"))
-        return Capture(t_ns, level, metrics=tuple(metrics), warnings=tuple(warnings))
+        metrics.append(pin_watched_metric("sigrok", not not_watched))
+        return Capture(t_ns, level, metrics=tuple(metrics), warnings=(*warnings, *not_watched))
 
     def close(self) -> None:
         if self._proc is not None:

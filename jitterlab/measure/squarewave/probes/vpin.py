@@ -209,8 +209,8 @@ def _observer_warnings(stats: dict, duration_ns: int) -> list[Warning_]:
             Warning_(
                 f"the vpin probe was blind {blind_fraction:.1%} of the run; periods touching blind "
                 "intervals were excluded",
-                "give the probe an isolated CPU (isolcpus=) and disable RT throttling "
-                "(echo -1 > /proc/sys/kernel/sched_rt_runtime_us)",
+                "give the probe an isolated CPU (isolcpus=) and run as root, so that RT throttling is "
+                'lifted for the runs (campaign.rt_throttling = "lift", the default)',
             )
         )
     if stats.get("overflow_edges", 0):

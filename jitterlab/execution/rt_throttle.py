@@ -1,0 +1,191 @@
+"""The one machine setting a campaign may change: the kernel's RT throttling, lifted for the runs
+of a target whose probe busy-polls at SCHED_FIFO, and put back.
+
+With the kernel's default `sched_rt_runtime_us = 950000` a busy SCHED_FIFO task loses 50 ms of
+every second: the vpin observer is blind 5 % of the time, exactly when the machine is busiest.
+`campaign.rt_throttling = "lift"` (the default) writes -1 for the duration of a target's runs
+where jitterlab may (it can write the file: root; not in a container, whose kernel setting
+belongs to its host) and where it is needed (a cell's probe polls on a CPU of its own); "keep"
+never touches it. What was done is recorded in every run's settings and the target's sysinfo.
+
+Restoring never depends on this process ending well. Before writing -1 a restore record
+`/run/jitterlab/rt-throttle/<owner>.prev` is written, holding the value to put back (one place
+per machine, whatever the workdir: every jitterlab lifting it there sees the others; /run is
+emptied at boot, when the kernel forgets the change too); `restore()` puts
+it back and removes the record on every path of the runner (end, error, Ctrl-C, SIGTERM), and
+`restore_orphaned` (called by execution/sweep.py before a campaign) puts back the value of a
+record whose jitterlab was killed. Two jitterlab processes on one machine share the original:
+the second copies it from the first's record, and only the last one to finish writes it back.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+from jitterlab.targets.base import Target
+from jitterlab.targets.processes import host_tag, owner_start_ticks, owner_tag
+
+SYSCTL = "/proc/sys/kernel/sched_rt_runtime_us"
+RECORD_DIR = "/run/jitterlab/rt-throttle"  # on the target
+LIFTED_US = -1
+SETTINGS = ("lift", "keep")
+_RECORD = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)\.prev$")
+# prints "value N" (or nothing when unreadable) and "writable" when this user may write it
+_READ = r"""
+f=$1
+v=$(cat "$f" 2>/dev/null) && echo "value $v"
+[ -w "$f" ] && echo writable
+exit 0
+"""
+# $1: the file, $2: the value; prints what the file holds afterwards
+_WRITE = r"""
+printf '%s\n' "$2" > "$1" 2>/dev/null
+cat "$1" 2>/dev/null
+"""
+# $1: the record's directory, $2: its path, $3: the value it keeps
+_KEEP = r"""
+mkdir -p "$1" && printf '%s\n' "$3" > "$2.tmp" && mv -f "$2.tmp" "$2"
+"""
+
+
+@dataclass
+class ThrottleChange:
+    """What a campaign did to one target's RT throttling, and the means to undo it."""
+
+    target: Target
+    setting: str  # "lift" or "keep", from campaign.rt_throttling
+    before_us: int | None  # sched_rt_runtime_us when the campaign began (None: unreadable)
+    changed: bool = False  # this process wrote -1 (and holds a restore record)
+    why: str = ""  # when not changed: why
+    original_us: int | None = None  # the value a restore puts back
+    restored: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def during_us(self) -> int | None:
+        return LIFTED_US if self.changed else self.before_us
+
+    def as_json(self) -> dict:
+        """The change as every run records it (settings "rt_throttling") and sysinfo."""
+        out: dict = {"setting": self.setting, "changed": self.changed,
+                     "sched_rt_runtime_us_before": self.before_us,
+                     "sched_rt_runtime_us_during": self.during_us}
+        if self.changed:
+            out["restored_to"] = self.original_us
+        else:
+            out["why"] = self.why
+        return out
+
+    def restore(self) -> str | None:
+        """Put the original value back (once; later calls do nothing); None, or why it could not
+        (the record stays, and the next campaign's sweep tries again)."""
+        with self._lock:
+            if not self.changed or self.restored:
+                return None
+            mine = _record_path(self.target, owner_tag())
+            if not _live_others(self.target):  # the last one out puts the original back
+                got = _write(self.target, int(self.original_us or 0))
+                if got != self.original_us:
+                    return (f"could not restore {SYSCTL} to {self.original_us} (it reads {got}); "
+                            f"write it as root: sysctl -w kernel.sched_rt_runtime_us={self.original_us}")
+            self.target.run(["rm", "-f", mine])
+            self.restored = True
+            return None
+
+
+def lift(target: Target, setting: str, *, needed: bool, info: dict) -> ThrottleChange:
+    """Lift RT throttling on `target` when the setting, the need and the machine allow it; the
+    returned change says what was done, or why nothing was."""
+    before, writable = _read(target)
+    change = ThrottleChange(target, setting, before)
+    if setting != "lift":
+        change.why = 'campaign.rt_throttling = "keep"'
+    elif not needed:
+        change.why = "no cell of this target busy-polls at SCHED_FIFO"
+    elif before is None:
+        change.why = f"{SYSCTL} cannot be read"
+    elif info.get("container") not in (None, "", "none"):
+        change.why = f"a container ({info['container']}): the kernel's setting belongs to its host"
+    elif not writable:
+        change.why = f"{SYSCTL} is not writable here (run jitterlab as root to lift it)"
+    elif before == LIFTED_US and not _live_others(target):
+        change.why = "already lifted"
+    else:
+        others = _live_others(target)
+        original = _kept_value(target, others[0]) if others else before
+        if original is None:  # another jitterlab's record is unreadable: its owner restores
+            change.why = "lifted by another jitterlab run"
+            return change
+        path = _record_path(target, owner_tag())
+        done = target.run(["sh", "-c", _KEEP, "sh", _record_dir(target), path, str(original)])
+        if done.rc != 0:
+            change.why = f"no restore record could be written in {_record_dir(target)}"
+            return change
+        if _write(target, LIFTED_US) != LIFTED_US:
+            target.run(["rm", "-f", path])
+            change.why = f"writing {LIFTED_US} to {SYSCTL} failed"
+            return change
+        change.changed, change.original_us = True, original
+    return change
+
+
+def restore_orphaned(target: Target) -> list[str]:
+    """Put back the value recorded by jitterlab runs that were killed while they had lifted RT
+    throttling (their owner is gone); describe what was done."""
+    names = target.run(["ls", "-1", _record_dir(target)]).stdout.split()
+    dead = [n for n in names if (m := _RECORD.match(n)) and not _alive(m)]
+    if not dead:
+        return []
+    out = []
+    if not _live_others(target):
+        value = next((v for n in dead if (v := _kept_value(target, n)) is not None), None)
+        if value is not None:
+            got = _write(target, value)
+            if got != value:  # keep the records: a later sweep, as root, tries again
+                return [f"could not restore {SYSCTL} to {value} (a killed jitterlab run had lifted it); "
+                        f"run as root, or sysctl -w kernel.sched_rt_runtime_us={value}"]
+            out.append(f"restored {SYSCTL} to {value}: a killed jitterlab run had lifted RT throttling")
+    target.run(["rm", "-f", *[f"{_record_dir(target)}/{n}" for n in dead]])
+    return out
+
+
+def _record_dir(target: Target) -> str:
+    return RECORD_DIR
+
+
+def _record_path(target: Target, owner: str) -> str:
+    return f"{_record_dir(target)}/{owner}.prev"
+
+
+def _alive(match: re.Match) -> bool:
+    """Whether a record's owner still runs (owners on other hosts count as gone, as in sweep)."""
+    if match["host"] != host_tag():
+        return False
+    ticks = owner_start_ticks(int(match["pid"]))
+    return ticks is not None and ticks == int(match["start"])
+
+
+def _live_others(target: Target) -> list[str]:
+    """Records of other jitterlab processes that still run, oldest name first."""
+    mine = f"{owner_tag()}.prev"
+    names = target.run(["ls", "-1", _record_dir(target)]).stdout.split()
+    return sorted(n for n in names if n != mine and (m := _RECORD.match(n)) and _alive(m))
+
+
+def _kept_value(target: Target, name: str) -> int | None:
+    text = target.run(["cat", f"{_record_dir(target)}/{name}"]).stdout.strip()
+    return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+
+def _read(target: Target) -> tuple[int | None, bool]:
+    out = target.run(["sh", "-c", _READ, "sh", SYSCTL]).stdout
+    value = re.search(r"^value (-?\d+)$", out, re.M)
+    return (int(value.group(1)) if value else None), bool(re.search(r"^writable$", out, re.M))
+
+
+def _write(target: Target, value: int) -> int | None:
+    """Write `value` to the sysctl; what it reads afterwards."""
+    text = target.run(["sh", "-c", _WRITE, "sh", SYSCTL, str(value)]).stdout.strip()
+    return int(text) if re.fullmatch(r"-?\d+", text) else None

@@ -1,0 +1,251 @@
+"""Repetitions until decided: after a campaign's runs, compare two of its groups (`--until-decided
+BASELINE..CANDIDATE`, selectors as compare takes them) and measure one more repetition of only the
+cells whose watched verdict is still undecided, round after round, until every watched verdict is
+decided or a bound stops it: extra runs in all (counted from the store, so that a resumed campaign
+goes on where it stopped and nothing is measured twice) and time (per invocation).
+
+A verdict is decided when it is better, worse or same (the CI excludes any change larger than the
+practical threshold); undecided when neither. Each extra run is announced with the row that asks
+for it (cell, metric, current CI). Looking again after every round raises the chance of a false
+better/worse above the comparison's 5 % (each look is another chance): bench/until_decided.py
+measures by how much, and the bound on runs limits it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jitterlab import plugins
+from jitterlab.analysis.compare import MIN_RUNS, Row, Selector, compare
+from jitterlab.campaign.file import Campaign
+from jitterlab.execution.preflight import TargetSession
+from jitterlab.execution.runner import Outcome, Runner, estimate_s
+from jitterlab.model.cellnames import CellNames
+from jitterlab.model.errors import UserError
+from jitterlab.model.records import Cell, RunRecord
+from jitterlab.store.catalog import Store
+
+DECIDED = ("better", "worse", "same", "changed")  # "changed": a descriptive metric that moved
+NOT_GRADED = ("", "not graded")  # a load reading or a descriptive number: shown by compare, never graded
+DEFAULT_MAX_RUNS_PER_CELL = 10  # extra repetitions per cell the default bound allows
+DEFAULT_MAX_TIME_S = 3600.0
+now = time.monotonic  # the clock of the time bound (tests put the fake targets' clock here)
+
+
+def decided(verdict: str) -> bool:
+    """Whether a verdict settles its row: better, worse or same; undecided (and compare's former
+    "no significant change", which did not say whether a change that matters was excluded) is not."""
+    return verdict in DECIDED
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What --until-decided watches and its bounds."""
+
+    baseline: Selector
+    candidate: Selector
+    metrics: tuple[str, ...] = ()  # empty: each benchmark's headline metrics
+    max_runs: int | None = None  # extra runs in all; None: DEFAULT_MAX_RUNS_PER_CELL per cell
+    max_time_s: float = DEFAULT_MAX_TIME_S
+
+    @classmethod
+    def parse(cls, text: str, option: str = "--until-decided", **bounds) -> Watch:
+        base, sep, cand = text.partition("..")
+        if not sep or not base.strip() or not cand.strip():
+            raise UserError(f"{option} {text!r}: write BASELINE..CANDIDATE, e.g. {option} "
+                            "target=standard..target=rt")
+        baseline, candidate = Selector.parse(base, option), Selector.parse(cand, option)
+        if (baseline.key, baseline.value) == (candidate.key, candidate.value):
+            raise UserError(f"{option} {text!r}: both sides select {baseline}; give two different groups")
+        return cls(baseline, candidate, **bounds)
+
+
+@dataclass(frozen=True)
+class ExtraRun:
+    """Why an extra run is made: the undecided row of its cell (its metric and current CI)."""
+
+    cell: Cell
+    repetition: int
+    row: Row
+
+
+@dataclass
+class Ended:
+    reason: str  # "decided", "max-runs", "max-time", "interrupted"
+    rounds: int = 0
+    extra_runs: int = 0  # measured by this invocation
+    extra_so_far: int = 0  # of the campaign, beyond its repetitions (earlier invocations too)
+    next_round_runs: int = 0
+    next_round_s: float = 0.0
+    used_s: float = 0.0
+    max_runs: int = 0
+    failed: int = 0
+    undecided: list[Row] = dataclasses.field(default_factory=list)
+    rows: list[Row] = dataclasses.field(default_factory=list)  # the watched rows at the end
+
+
+def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> None:
+    """At least one side is measured by this campaign (its cells or its labels), else no extra run
+    could ever help: refused before anything is measured."""
+    def here(sel: Selector) -> bool:
+        if sel.key in campaign.labels:
+            return str(campaign.labels[sel.key]) == sel.value
+        for c in campaign.cells:
+            if sel.key in ("target", "benchmark", "load") and str(getattr(c, sel.key)) == sel.value:
+                return True
+            if c.has(sel.key) and sel.value in (str(c.param(sel.key)), names.show_value(c, sel.key)):
+                return True
+        return False
+
+    if not (here(watch.baseline) or here(watch.candidate)):
+        raise UserError(f"--until-decided {watch.baseline}..{watch.candidate}: this campaign measures "
+                        "neither group; select cells of its matrix (target=..., impl=...) or a label it sets")
+
+
+def compared_runs(store: Store, campaign: Campaign, campaign_id: int) -> list[RunRecord]:
+    """This campaign's runs and, for other label sets of the same campaign name (image=A measured
+    earlier), the latest campaign of each: what `compare --campaign NAME` compares."""
+    latest: dict[str, int] = {}
+    for c in store.campaigns():
+        if c["name"] == campaign.name and c["id"] != campaign_id:
+            latest[json.dumps(c["labels"], sort_keys=True)] = c["id"]
+    latest[json.dumps(dict(campaign.labels), sort_keys=True)] = campaign_id
+    return [r for cid in sorted(latest.values()) for r in store.runs(cid)]
+
+
+def watched_metrics(watch: Watch, runs: list[RunRecord]) -> list[str]:
+    known = {name for r in runs for (_, name) in r.metrics}
+    if watch.metrics:
+        unknown = [m for m in watch.metrics if m not in known]
+        if unknown:
+            raise UserError(f"--watch {', '.join(unknown)}: no such metric in the runs compared; they have: "
+                            f"{', '.join(sorted(known))}")
+        return list(watch.metrics)
+    wanted: list[str] = []
+    for bench in sorted({r.benchmark for r in runs}):
+        headline = plugins.BENCHMARKS.get(bench, "matrix.benchmark").headline
+        wanted += [m for m in (headline or sorted(known)) if m in known and not m.startswith("load_")]
+    return list(dict.fromkeys(wanted))
+
+
+def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession], campaign_id: int,
+                  watch: Watch, *, names: CellNames, why: Callable[[ExtraRun], None],
+                  runner: Callable[..., Runner] = Runner,
+                  planned: Callable[[dict[str, tuple[int, float]]], None] | None = None) -> Ended:
+    """Rounds of one more repetition of every cell still undecided, until decided or bounded;
+    `why` hears of each extra run before its round, `planned` of each round's runs and estimated
+    seconds per target (a progress display)."""
+    start = now()
+    max_runs = (watch.max_runs if watch.max_runs is not None
+                else DEFAULT_MAX_RUNS_PER_CELL * len(campaign.cells))
+    ended = Ended("decided", max_runs=max_runs)
+    while True:
+        runs = compared_runs(store, campaign, campaign_id)
+        result = compare(runs, watch.baseline, watch.candidate, metrics=watched_metrics(watch, runs),
+                         names=names)
+        ended.rows = [r for r in result.rows if r.view == "per-run" and r.verdict not in NOT_GRADED]
+        ended.undecided = [r for r in ended.rows if not decided(r.verdict)]
+        mine = [r for r in runs if r.campaign_id == campaign_id]
+        ended.extra_so_far = sum(r.repetition >= campaign.repetitions for r in mine)
+        plan = _next_round(ended.undecided, mine, result.cell_fields, watch, names)
+        if not ended.undecided or not plan:
+            ended.reason = "decided" if not ended.undecided else "nothing-to-measure"
+            return ended
+        ended.next_round_runs = len(plan)
+        ended.next_round_s = _round_s(campaign, [(x.cell, x.repetition) for x in plan])
+        ended.used_s = now() - start
+        if ended.extra_so_far + len(plan) > max_runs:
+            ended.reason = "max-runs"
+            return ended
+        if ended.used_s + ended.next_round_s > watch.max_time_s:
+            ended.reason = "max-time"
+            return ended
+        for extra in plan:
+            why(extra)
+        if planned is not None:
+            planned(_per_target(campaign, plan))
+        outcome = _measure(campaign, store, sessions, campaign_id, plan, runner)
+        ended.rounds += 1
+        ended.extra_runs += outcome.done
+        ended.failed += outcome.failed
+        if outcome.interrupted:
+            ended.reason = "interrupted"
+            return ended
+
+
+def _next_round(undecided: list[Row], mine: list[RunRecord], fields: tuple[str, ...], watch: Watch,
+                names: CellNames) -> list[ExtraRun]:
+    """One more repetition of each cell of this campaign that takes part in an undecided row; where
+    an interrupted round left the cells of one row uneven, only those behind catch up first. A row
+    whose side with too few runs for a test is not measured here (an earlier campaign) is left:
+    more runs of this side cannot decide it."""
+    asking: dict[tuple, Row] = {}
+    for row in undecided:
+        asking.setdefault(row.cell, row)
+    selected = (watch.baseline.key, watch.candidate.key)
+    last: dict[str, int] = defaultdict(lambda: -1)
+    groups: dict[tuple, dict[str, Cell]] = defaultdict(dict)
+    sides: dict[tuple, set[str]] = defaultdict(set)
+    for r in mine:
+        last[r.cell.key] = max(last[r.cell.key], r.repetition)
+        if not (watch.baseline.matches(r, names) or watch.candidate.matches(r, names)):
+            continue
+        key = tuple(names.params_text(r.cell, leave_out=selected) if f == "params" else getattr(r, f)
+                    for f in fields)
+        if key in asking:
+            groups[key][r.cell.key] = r.cell
+            for side, sel in (("baseline", watch.baseline), ("candidate", watch.candidate)):
+                if sel.matches(r, names):
+                    sides[key].add(side)
+    plan = []
+    for key, cells in groups.items():
+        row = asking[key]
+        if ((row.n_baseline < MIN_RUNS and "baseline" not in sides[key])
+                or (row.n_candidate < MIN_RUNS and "candidate" not in sides[key])):
+            continue
+        top = max(last[k] for k in cells)
+        behind = [k for k in cells if last[k] < top]
+        for k in behind or list(cells):
+            plan.append(ExtraRun(cells[k], last[k] + 1, asking[key]))
+    return sorted(plan, key=lambda x: (x.repetition, str(x.cell)))
+
+
+def _per_target(campaign: Campaign, plan: list[ExtraRun]) -> dict[str, tuple[int, float]]:
+    out: dict[str, tuple[int, float]] = {}
+    for extra in plan:
+        n, s = out.get(extra.cell.target, (0, 0.0))
+        out[extra.cell.target] = (n + 1, s + estimate_s(campaign, [(extra.cell, extra.repetition)]))
+    return out
+
+
+def _round_s(campaign: Campaign, runs: list[tuple[Cell, int]]) -> float:
+    """A round's expected time: targets measure in parallel, a target's runs one after another."""
+    per_target: dict[str, list[tuple[Cell, int]]] = defaultdict(list)
+    for cell, rep in runs:
+        per_target[cell.target].append((cell, rep))
+    return max((estimate_s(campaign, r) for r in per_target.values()), default=0.0)
+
+
+def _measure(campaign: Campaign, store: Store, sessions: list[TargetSession], campaign_id: int,
+             plan: list[ExtraRun], runner: Callable[..., Runner]) -> Outcome:
+    """The round's runs, one runner per repetition number (cells may be at different ones); runs
+    already committed (a resumed round) are skipped by the runner."""
+    total = Outcome(campaign_id)
+    by_rep: dict[int, list[Cell]] = defaultdict(list)
+    for extra in plan:
+        by_rep[extra.repetition].append(extra.cell)
+    for rep, cells in sorted(by_rep.items()):
+        # the campaign as far as this round goes: these cells, up to this repetition
+        narrowed = dataclasses.replace(campaign, cells=cells, repetitions=rep + 1)
+        outcome = runner(narrowed, store, only_repetitions={rep}).execute(sessions, campaign_id)
+        total.done += outcome.done
+        total.failed += outcome.failed
+        if outcome.interrupted:
+            total.interrupted = True
+            break
+    return total

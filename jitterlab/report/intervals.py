@@ -1,0 +1,93 @@
+"""What monitoring says at the end of each interval: the headline values of every cell measured in
+it, and an alert when that interval starts a change of a cell's history (analysis/changepoints.py,
+over the cell's runs in interval order)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from jitterlab import plugins
+from jitterlab.analysis.changepoints import ChangePoint, change_points, starts_with_newest
+from jitterlab.model.records import RunRecord
+from jitterlab.report.format import change, format_value
+from jitterlab.report.trend import p_text
+
+
+@dataclass(frozen=True)
+class Alert:
+    cell: str
+    metric: str
+    interval: int  # 0-based: the interval that starts the change
+    change: ChangePoint
+    unit: str
+    run_before: str
+    run_after: str
+
+    def text(self, intervals: int) -> str:
+        c = self.change
+        return (f"ALERT {self.cell} {self.metric}: interval {self.interval + 1}/{intervals} starts a change: "
+                f"{format_value(c.before, self.unit)} → {format_value(c.after, self.unit)} "
+                f"({change(c.ratio)}, p {p_text(c.p_value).replace('< ', '<')}); last run before "
+                f"{self.run_before}, first after {self.run_after}")
+
+
+def _watched(run: RunRecord) -> list[tuple[str, str]]:
+    """(probe, metric) of a run's headline metrics; every graded metric when its benchmark names none."""
+    headline = plugins.BENCHMARKS.get(run.benchmark, "matrix.benchmark").headline
+    keys = sorted(run.metrics)
+    if headline:
+        return [k for name in headline for k in keys if k[1] == name]
+    return [k for k in keys if not k[1].startswith("load_")]
+
+
+def interval_report(runs: list[RunRecord], interval: int, cell_name) -> tuple[list[str], list[Alert]]:
+    """Lines with the headline values of the runs of `interval` (0-based), one per cell, and the
+    alerts of the cells whose history (the runs up to it, by interval) this interval starts a change
+    of. `cell_name(run)` writes a cell as the campaign does."""
+    history: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in sorted(runs, key=lambda r: r.repetition):
+        if r.repetition <= interval:
+            history[r.cell.key].append(r)
+    lines, alerts = [], []
+    for key in sorted(history, key=lambda k: cell_name(history[k][-1])):
+        newest = history[key][-1]
+        name = cell_name(newest)
+        if newest.repetition != interval:
+            continue
+        if newest.status != "ok":
+            lines.append(f"  {name}: {newest.status}: {newest.error or ''}".rstrip())
+            continue
+        watched = _watched(newest)
+        shown = [(metric, newest.metrics[(probe, metric)]) for probe, metric in watched]
+        values = ", ".join(f"{metric} {format_value(m.value, m.unit)}" for metric, m in shown)
+        lines.append(f"  {name}: {values}")
+        ok = [r for r in history[key] if r.status == "ok"]
+        for probe, metric in watched:
+            series = [r for r in ok if (probe, metric) in r.metrics]
+            found = starts_with_newest(change_points([r.metrics[(probe, metric)].value for r in series]),
+                                       len(series))
+            if found is not None and series[-1] is newest:
+                alerts.append(Alert(name, metric, interval, found, newest.metrics[(probe, metric)].unit,
+                                    series[found.index - 1].id, newest.id))
+    return lines, alerts
+
+
+def history_changes(runs: list[RunRecord], cell_name) -> list[str]:
+    """Every change point of every cell's history of headline values, with the runs on both sides."""
+    by_cell: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in sorted(runs, key=lambda r: r.repetition):
+        if r.status == "ok":
+            by_cell[r.cell.key].append(r)
+    out = []
+    for key in sorted(by_cell, key=lambda k: cell_name(by_cell[k][0])):
+        ok = by_cell[key]
+        for probe, metric in _watched(ok[-1]):
+            series = [r for r in ok if (probe, metric) in r.metrics]
+            unit = series[-1].metrics[(probe, metric)].unit if series else ""
+            for c in change_points([r.metrics[(probe, metric)].value for r in series]):
+                before, after = series[c.index - 1], series[c.index]
+                out.append(f"  {cell_name(after)} {metric}: from interval {after.repetition + 1}: "
+                           f"{format_value(c.before, unit)} → {format_value(c.after, unit)} "
+                           f"({change(c.ratio)}); runs {before.id} | {after.id}")
+    return out

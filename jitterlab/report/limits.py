@@ -1,0 +1,137 @@
+"""The machine's own problems that limit what a campaign measured, read from the sysinfo its runs
+stored: each with its fix and what the fix would likely change in these very results, and the
+evidence a target gives (bare metal, a VM, an emulated CPU). Nothing here looks at a target."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jitterlab.model.records import RunRecord
+from jitterlab.report.format import format_value, percent
+
+BARE, VM, EMULATED = "bare metal", "VM", "emulated"
+HEADLINE = "max_rel_period_error"
+
+
+@dataclass(frozen=True)
+class Limit:
+    target: str
+    what: str
+    fix: str
+    likely: str
+
+
+def sysinfo_by_target(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> dict[str, dict]:
+    """The latest sysinfo each target's runs were measured under."""
+    latest: dict[str, int] = {}
+    for r in sorted(runs, key=lambda r: r.started_ns):
+        if r.sysinfo_id is not None:
+            latest[r.target] = r.sysinfo_id
+    return {target: sysinfo_of(sid) for target, sid in sorted(latest.items())}
+
+
+def evidence(info: dict) -> tuple[str, str]:
+    """(level, in words): bare metal, a VM (its hypervisor), or emulated (TCG: functional only)."""
+    if info.get("vm_accel") == "tcg":
+        return EMULATED, "emulated (qemu TCG): functional evidence only, never timing evidence"
+    virt = info.get("virtualization")
+    if virt not in (None, "none", ""):
+        return VM, f"a VM ({virt}): timing of this VM, which its hypervisor may stop at any time"
+    return BARE, "bare metal"
+
+
+def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
+    """(blind time / measured time over the runs, the largest share of one run) of an independent
+    polling probe, or None when no run has one."""
+    shares, blind_ns, total_ns = [], 0.0, 0.0
+    for r in runs:
+        blind = r.metric("blind_time_ns") if r.probe != "self" else None
+        duration_ns = float(r.settings.get("duration_ns") or 0)
+        if r.status == "ok" and blind is not None and duration_ns > 0:
+            shares.append(blind / duration_ns)
+            blind_ns += blind
+            total_ns += duration_ns
+    return (blind_ns / total_ns, max(shares)) if shares else None
+
+
+def limits(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> list[Limit]:
+    """What limited each target's measurements, the worst first."""
+    out: list[Limit] = []
+    for target, info in sysinfo_by_target(runs, sysinfo_of).items():
+        mine = [r for r in runs if r.target == target]
+        out += [limit for check in _CHECKS if (limit := check(target, info, mine)) is not None]
+    return out
+
+
+def _emulated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    if info.get("vm_accel") != "tcg":
+        return None
+    return Limit(target, "an emulated CPU (qemu TCG): every instruction is translated, so periods and "
+                 "errors say nothing of real timing",
+                 'boot the VM with accel = "kvm" on a machine with vmx/svm, or measure on the board',
+                 "figures that are timing at all; these ones only show that the programs ran")
+
+
+def _virtual(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    virt = info.get("virtualization")
+    if virt in (None, "none", "") or info.get("vm_accel") == "tcg":
+        return None
+    worst = max((v for r in runs if r.status == "ok" and (v := r.metric(HEADLINE)) is not None), default=None)
+    seen = f" (the worst period here was {percent(worst)} off)" if worst is not None else ""
+    square = any(r.benchmark == "squarewave" for r in runs)
+    return Limit(target, f"a VM ({virt}): the hypervisor stops it at times, and each stall is one long "
+                 f"{'period' if square else 'pause'}{seen}",
+                 "measure on bare metal for the hardware's figures; compare VM results only with VM ones",
+                 "the max columns come close to the p99 ones: one stall per run no longer sinks a cell"
+                 if square else "the hardware's own figures, without the hypervisor's pauses in them")
+
+
+def _rt_permission(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    if info.get("rt_permission") is not False:
+        return None
+    return Limit(target, "SCHED_FIFO was refused: real-time impls (c-fifo) ran as normal tasks",
+                 "run as root, or grant CAP_SYS_NICE or an rtprio limit (/etc/security/limits.conf)",
+                 "c-fifo's own figures, well below c-mmap's under load")
+
+
+def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    runtime, period = info.get("rt_runtime_us"), info.get("rt_period_us")
+    if runtime is None or runtime == -1:
+        return None
+    lost = percent(1 - runtime / period) if period else "part"
+    what = (f"RT throttling (kernel.sched_rt_runtime_us={runtime}): a busy real-time task is stopped for "
+            f"{lost} of every {format_value(period, 'us')}")
+    share = blind_share([r for r in runs if r.benchmark == "squarewave"])
+    if share is not None:
+        likely = (f"the polling probe (SCHED_FIFO) keeps its CPU: it was blind {percent(share[0])} of the "
+                  f"measured time here (up to {percent(share[1])} in a run), and those periods were excluded")
+    else:
+        likely = "little for tasks that sleep between their work; a busy real-time task keeps its CPU"
+    return Limit(target, what, "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot)", likely)
+
+
+def _not_isolated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    if info.get("isolcpus") != [] or int(info.get("n_cpus") or 0) < 2:
+        return None
+    square = any(r.benchmark == "squarewave" for r in runs)
+    who = "the program and the probe share their" if square else "the benchmark shares its"
+    return Limit(target, f"no isolated CPU: {who} CPUs with every other task and interrupt",
+                 "boot with isolcpus=<cpus> nohz_full=<cpus> rcu_nocbs=<cpus> and give them to the program "
+                 "and the probe ([campaign.cpus])",
+                 "fewer and shorter stalls: the max rule holds at shorter periods, most of all under load"
+                 if square else
+                 "fewer and shorter stalls: lower maxima, most of all under load")
+
+
+def _governor(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    slow = sorted({str(c.get("governor")) for c in info.get("cpus") or []
+                   if isinstance(c, dict) and c.get("governor") not in (None, "performance")})
+    if not slow:
+        return None
+    return Limit(target, f"CPU frequency governor {'/'.join(slow)}: the clock speed changes while measuring",
+                 "cpupower frequency-set -g performance",
+                 "steadier wake-ups at the short periods")
+
+
+_CHECKS = (_emulated, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)

@@ -1,0 +1,206 @@
+"""One screen that answers, per campaign: per impl and load the shortest period it holds at the
+campaign's rules here, with the evidence behind it (bare metal, a VM or an emulated CPU; the probe
+independent or the program's own view; how long the probe was blind); for a comparison the decided
+verdicts, then the undecided ones and what would decide them; then the machine's own problems
+that limit what was measured, each with its fix and what it would likely change. Everything else
+is one command away (`show`, `report`, `compare`). Reads stored data only."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rich.table import Table
+from rich.text import Text
+
+from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, rules_of
+from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.report import limits, verdicts
+from jitterlab.report.format import MISSING, format_value, percent
+
+HEADLINE = "max_rel_period_error"
+MAX_OTHER_CELLS = 12  # cells of the other benchmarks listed; the rest are counted
+
+
+@dataclass
+class Screen:
+    """What the screen needs besides the runs: how to read a sysinfo, the comparisons to make
+    ((baseline, candidate) selectors), and the commands that are one step away."""
+
+    results: str  # --results as the user gave it
+    sysinfo_of: Callable[[int], dict]
+    comparisons: list[tuple] = field(default_factory=list)
+    # how to add repetitions where a verdict is undecided; {pair} becomes BASELINE..CANDIDATE
+    more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
+
+
+def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
+    """The renderables of the screen, in order: title, evidence, envelope, reading, comparisons,
+    limits, where to look further."""
+    out: list = [Text(f"{campaign}: what holds here", style="bold")]
+    square = [r for r in runs if r.benchmark == "squarewave"]
+    infos = limits.sysinfo_by_target(runs, how.sysinfo_of)
+    for target in sorted({r.target for r in runs}):
+        out.append(_evidence_line(target, infos.get(target, {}), [r for r in square if r.target == target]))
+    if square:
+        out.append(envelope_table(square))
+        out += [Text(line) for line in reading(square, infos)]
+    other = [r for r in runs if r.benchmark != "squarewave"]
+    if other:
+        out += [Text(line) for line in other_lines(other)]
+    for baseline, candidate in how.comparisons:
+        out += [Text(line) for line in verdicts.lines(verdicts.verdicts(runs, baseline, candidate),
+                                                      how.more_runs)]
+    found = limits.limits(runs, how.sysinfo_of)
+    if found:
+        out.append(Text("what limits these results on this machine, each with its fix and what it would "
+                        "likely change:"))
+        several = len({x.target for x in found}) > 1
+        for x in found:
+            where = f"{x.target}: " if several else ""
+            out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
+    failed = sum(r.status != "ok" for r in runs)
+    more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --results " \
+           f"{how.results}; figures: jitterlab report --results {how.results} -o report.html"
+    out.append(Text(more))
+    return out
+
+
+def _evidence_line(target: str, info: dict, square: list[RunRecord]) -> Text:
+    """"local: a VM (kvm) ..." and, indented, each probe's independence and blind share, and the
+    runs per cell."""
+    _, words = limits.evidence(info) if info else ("", "unknown (no sysinfo stored)")
+    parts = [f"{target}: {words}"]
+    for probe in sorted({r.probe for r in square}):
+        mine = [r for r in square if r.probe == probe]
+        if probe == "self":
+            parts.append("probe self: the program's own timestamps (no independent check)")
+            continue
+        share = limits.blind_share(mine)
+        blind = (f", blind {percent(share[0])} of the measured time (up to {percent(share[1])} in a run)"
+                 if share is not None else "")
+        parts.append(f"probe {probe}: independent of the program{blind}")
+    reps = sorted({n for n in _repetitions(square).values()})
+    if reps:
+        parts.append(f"{reps[0]}{'' if len(reps) == 1 else f'-{reps[-1]}'} runs per cell")
+    return Text("\n  ".join(parts))
+
+
+def _repetitions(runs: list[RunRecord]) -> dict[tuple, int]:
+    counts: dict[tuple, int] = defaultdict(int)
+    for r in runs:
+        counts[(r.target, r.cell, tuple(sorted(r.labels.items())))] += 1
+    return counts
+
+
+def _impl_of(runs: list[RunRecord]) -> Callable[[RunRecord], str]:
+    from jitterlab.campaign import cells
+
+    varying = cells.identity_labels(runs)
+    several_pins = len({r.param("pin", "") for r in runs}) > 1
+
+    def impl_of(r: RunRecord) -> str:
+        impl = str(r.param("impl", ""))
+        if several_pins:
+            impl = f"{impl} @{r.param('pin', '')}"
+        return f"{impl} [{cells.labels_text(r, varying)}]" if varying else impl
+
+    return impl_of
+
+
+def envelope_table(runs: list[RunRecord]) -> Table:
+    """Per target x impl x load (x probe when several): the shortest period held under each rule
+    and threshold, and the probe's blind share."""
+    rules = rules_of(runs)
+    impl_of = _impl_of(runs)
+    rows: dict[tuple, list[str]] = {}
+    for e in envelope(runs, rules=rules, impl_of=impl_of):
+        shortest = rows.setdefault((e.target, e.impl, e.load, e.probe), [])
+        shortest += [format_value(p, "ns") if p else e.outcome(t) for t, p in e.shortest_ns.items()]
+    several_targets = len({k[0] for k in rows}) > 1
+    several_probes = len({k[3] for k in rows}) > 1
+    table = Table(title="shortest period held in every run, and at every longer period measured",
+                  title_justify="left")
+    heads = (["target"] if several_targets else []) + ["impl", "load"] + (["probe"] if several_probes else [])
+    for name in heads:
+        table.add_column(name)
+    for rule in rules:
+        for t in DEFAULT_THRESHOLDS:
+            table.add_column(f"{rule} < {percent(t)}", justify="right")
+    table.add_column("blind", justify="right")
+    for (target, impl, load, probe), shortest in rows.items():
+        mine = [r for r in runs if (r.target, impl_of(r), r.load, r.probe) == (target, impl, load, probe)]
+        share = limits.blind_share(mine) if probe != "self" else None
+        key = ([Text(target)] if several_targets else []) + [Text(impl), Text(load)] + (
+            [Text(probe)] if several_probes else [])
+        table.add_row(*key, *shortest, percent(share[0]) if share else MISSING)
+    return table
+
+
+def reading(runs: list[RunRecord], infos: dict[str, dict]) -> list[str]:
+    """What the table means when it is mostly "none", and what to do next."""
+    rules = rules_of(runs)
+    rows = envelope(runs, rules=rules, impl_of=_impl_of(runs))
+    held = {rule: sum(any(p for p in e.shortest_ns.values()) for e in rows if e.rule == rule)
+            for rule in rules}
+    groups = len({(e.target, e.impl, e.load, e.probe) for e in rows})
+    values = [v for r in runs if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
+    worst = percent(max(values)) if values else MISSING
+    longest = format_value(max(int(r.param("period")) for r in runs), "ns")
+    levels = {limits.evidence(info)[0] for info in infos.values()}
+    out = []
+    if limits.EMULATED in levels:
+        out.append("emulated CPU: read these as evidence that every program ran and was measured; no "
+                   "period or error here is a timing claim")
+    if not any(held.values()):
+        out.append(f"no impl was shown to hold even {percent(max(DEFAULT_THRESHOLDS))} at the longest period "
+                   f"measured ({longest}); the worst period was {worst} off. Next: remove the limits below, "
+                   "then add longer periods (e.g. \"100ms\") to matrix.period to find where each impl holds")
+    elif "max" in held and held["max"] < groups and any(held[r] for r in rules if r != "max"):
+        others = ", ".join(r for r in rules if r != "max")
+        out.append(f"max is the strictest rule: one stall in one run sinks a cell (the worst period here "
+                   f"was {worst} off); the {others} columns show what held for nearly every period")
+    if any(e.outcome(t) == UNPROVEN for e in rows for t in e.shortest_ns):
+        out.append("unproven: the periods the probe saw held, but it was blind where a worse one may hide; "
+                   "a probe with a CPU of its own (see the limits below) proves or refutes them")
+    not_ok = [r for r in runs if r.status != "ok"]
+    if not_ok:
+        statuses = sorted({r.status for r in not_ok})
+        runs_text = f"{len(not_ok)} run{'s' if len(not_ok) != 1 else ''}"
+        out.append(f"{runs_text} {'/'.join(statuses)}: their cells hold nothing; why: jitterlab show")
+    return out
+
+
+def other_lines(runs: list[RunRecord]) -> list[str]:
+    """The other benchmarks: each cell with its first headline value by its summary rule."""
+    from jitterlab.analysis.summary import rule_text
+    from jitterlab.report.summaries import summarize
+
+    out = []
+    for bench in summarize(runs):
+        first = bench.columns[0] if bench.columns else None
+        shown = bench.cells[:MAX_OTHER_CELLS]
+        rule = next((c.values[first].rule for c in shown if first and first in c.values), "")
+        out.append(f"{bench.benchmark}" + (f": {first} ({rule_text(rule)})" if first and rule else ""))
+        for c in shown:
+            v = c.values.get(first) if first else None
+            out.append(f"  {c.name}  {format_value(v.value, v.unit) if v else c.status}")
+        if len(bench.cells) > MAX_OTHER_CELLS:
+            out.append(f"  ... and {len(bench.cells) - MAX_OTHER_CELLS} more cells (jitterlab show)")
+    return out
+
+
+def run_warnings(runs: list[RunRecord], stored: list[tuple[str | None, Warning_]]) -> list:
+    """The warnings of runs and cells (stored with the runs, and what the report's sections tell
+    from them), grouped by cause: each once, with how many runs or cells and its remedy."""
+    from jitterlab.report.sections import by_section
+    from jitterlab.report.terminal import warnings_table
+    from jitterlab.report.warning_groups import CELL, RUN, Note
+
+    notes = [Note(RUN, run_id, w) for run_id, w in stored if run_id]
+    for section, mine in by_section(runs):
+        for where, w in section.warnings(mine):
+            scope, _, name = where.partition(" ")
+            notes.append(Note(RUN, name, w) if scope == "run" else Note(CELL, where, w))
+    return [warnings_table(notes, "warnings about runs and cells, grouped by cause")] if notes else []

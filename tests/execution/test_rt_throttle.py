@@ -1,0 +1,219 @@
+"""RT throttling is lifted for the runs of a busy-polling probe where jitterlab may write it, recorded
+in every run and the sysinfo, and put back on every path: the end, a failed run, Ctrl-C, an error
+in jitterlab, and a killed jitterlab (its restore record, honoured by the next campaign)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from jitterlab import plugins
+from jitterlab.execution import rt_throttle
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.registry import Entry
+from jitterlab.store.catalog import Store
+from jitterlab.system import sysinfo
+from jitterlab.targets import fake
+from jitterlab.targets.base import Completed
+from jitterlab.targets.fake import FakeTarget
+from tests.execution import fakes
+from tests.execution.test_runner import campaign, run
+
+DEFAULT_US = 950000
+
+
+class Sysctl:
+    """The fake kernel setting: a file the fake targets' scripts read and write for real."""
+
+    def __init__(self, tmp_path: Path, monkeypatch, value: int = DEFAULT_US, writable: bool = True):
+        self.path = tmp_path / "sched_rt_runtime_us"
+        self.path.write_text(f"{value}\n")
+        if not writable:
+            self.path.chmod(0o444)
+        self.writes: list[str] = []
+        monkeypatch.setattr(rt_throttle, "SYSCTL", str(self.path))
+        self.records = tmp_path / "run" / "rt-throttle"  # the machine's /run/jitterlab/rt-throttle
+        monkeypatch.setattr(rt_throttle, "RECORD_DIR", str(self.records))
+
+    @property
+    def value(self) -> int:
+        return int(self.path.read_text())
+
+
+def answering(target: FakeTarget, sysctl: Sysctl) -> FakeTarget:
+    """The throttle's scripts and its record directory run for real on the target's files."""
+    local = target._local  # the fake target's filesystem is this machine's
+
+    def real(argv: list[str]) -> Completed:
+        if argv[:3] == ["sh", "-c", rt_throttle._WRITE]:
+            sysctl.writes.append(argv[-1])
+        return local.run(argv)
+
+    records = rt_throttle.RECORD_DIR
+    for script in (rt_throttle._READ, rt_throttle._WRITE, rt_throttle._KEEP):
+        target.respond(["sh", "-c", script], response=real)
+    target.respond(["ls", "-1", records], response=real)
+
+    def only_records(argv: list[str]) -> Completed:  # cat and rm act for real on the records only
+        mine = [a for a in argv[1:] if not a.startswith("-")]
+        return real(argv) if all(a.startswith(records) for a in mine) else Completed(tuple(argv), 0, "", "")
+
+    target.respond(["cat"], response=only_records)
+    target.respond(["rm", "-f"], response=only_records)
+    return target
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    """`jitterlab run` on fake targets with a fake sysctl, whose benchmark busy-polls a probe CPU."""
+    monkeypatch.setattr(fake, "OPENED", [])
+    plan = fakes.register(monkeypatch)
+    monkeypatch.setattr(fakes.FakeBenchmark, "needs_probe_cpu", lambda self, cell: True, raising=False)
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: {
+        "n_cpus": 2, "rt_runtime_us": DEFAULT_US, "rt_period_us": 1_000_000, "container": "none"})
+    sysctl = Sysctl(tmp_path, monkeypatch)
+
+    def open_answering(name, options):
+        target = fake.open_fake(name, options)
+        return answering(target, sysctl)
+
+    monkeypatch.setitem(plugins.TARGETS._entries, "fake", Entry("fake", "for tests", open_answering))
+    return plan, sysctl
+
+
+def _live_owner() -> str:
+    """A restore record's name for another jitterlab that still runs (this test's parent)."""
+    return f"{rt_throttle.host_tag()}~{os.getppid()}~{rt_throttle.owner_start_ticks(os.getppid())}.prev"
+
+
+def _stored(tmp_path: Path) -> list:
+    return sorted(Store(tmp_path / "results", create=False).runs(), key=lambda r: r.repetition)
+
+
+def _records(tmp_path: Path) -> list[str]:
+    d = Path(rt_throttle.RECORD_DIR)
+    return sorted(os.listdir(d)) if d.exists() else []
+
+
+def test_lifted_for_the_runs_recorded_in_each_and_put_back(tmp_path, machine):
+    _, sysctl = machine
+    assert run(campaign(tmp_path, reps=2)) == 0
+    assert sysctl.writes == ["-1", str(DEFAULT_US)] and sysctl.value == DEFAULT_US
+    assert _records(tmp_path) == []
+    for r in _stored(tmp_path):
+        assert r.settings["rt_throttling"] == {
+            "setting": "lift", "changed": True, "sched_rt_runtime_us_before": DEFAULT_US,
+            "sched_rt_runtime_us_during": -1, "restored_to": DEFAULT_US}
+    store = Store(tmp_path / "results", create=False)
+    info = store.sysinfo(_stored(tmp_path)[0].sysinfo_id)
+    assert info["rt_runtime_us"] == -1 and info["rt_throttling"]["changed"] is True
+    warnings = [w.message for _, w in store.warnings(_stored(tmp_path)[0].campaign_id)]
+    assert warnings and not any("RT throttling is active" in m for m in warnings)
+
+
+@pytest.mark.parametrize("how", ["failed run", "interrupt", "sigterm", "jitterlab error", "lost target"])
+def test_put_back_on_every_path(tmp_path, machine, monkeypatch, how):
+    plan, sysctl = machine
+    seen_during: list[int] = []
+    original = fakes._hook
+
+    def hook(ctx, phase):
+        seen_during.append(sysctl.value)
+        if how == "jitterlab error" and ctx.repetition == 1 and phase == "measure":
+            raise ZeroDivisionError("a bug in jitterlab")
+        if how == "sigterm" and ctx.repetition == 1 and phase == "measure":
+            os.kill(os.getpid(), signal.SIGTERM)  # as a service manager stops jitterlab
+            assert ctx.target.closing.wait(10)
+            raise RunFailed("killed by SIGTERM")
+        original(ctx, phase)
+
+    monkeypatch.setattr(fakes, "_hook", hook)
+    if how == "failed run":
+        plan.fail = ("a", "measure", 1)
+    elif how == "interrupt":
+        plan.interrupt = ("a", "measure", 1)
+    elif how == "lost target":
+        plan.lose = ("a", "measure", 1)
+    path = campaign(tmp_path, reps=3)
+    if how == "jitterlab error":
+        with pytest.raises(ZeroDivisionError):
+            run(path)
+    else:
+        assert run(path) == {"failed run": 1, "interrupt": 130, "sigterm": 130, "lost target": 1}[how]
+    assert seen_during and set(seen_during) == {-1}  # every phase ran unthrottled
+    if how == "lost target":  # it cannot be reached: its record stays for the next campaign
+        assert sysctl.value == -1 and len(_records(tmp_path)) == 1
+        return
+    assert sysctl.value == DEFAULT_US and sysctl.writes == ["-1", str(DEFAULT_US)]
+    assert _records(tmp_path) == []
+
+
+def test_a_killed_jitterlab_is_put_back_by_the_next_campaign(tmp_path, machine):
+    _, sysctl = machine
+    # a jitterlab that lifted it and was killed (SIGKILL, power to the controller): its record
+    # names an owner that no longer runs
+    records = sysctl.records
+    records.mkdir(parents=True)
+    (records / f"{rt_throttle.host_tag()}~999999999~1.prev").write_text(f"{DEFAULT_US}\n")
+    sysctl.path.write_text("-1\n")
+    path = campaign(tmp_path, reps=1)
+    path.write_text(path.read_text().replace('name = "fake"\n', 'name = "fake"\nrt_throttling = "keep"\n', 1))
+    assert run(path) == 0
+    assert sysctl.value == DEFAULT_US and _records(tmp_path) == []
+    [r] = _stored(tmp_path)
+    assert r.settings["rt_throttling"] == {
+        "setting": "keep", "changed": False, "sched_rt_runtime_us_before": DEFAULT_US,
+        "sched_rt_runtime_us_during": DEFAULT_US, "why": 'campaign.rt_throttling = "keep"'}
+
+
+def test_where_it_may_not_be_written_nothing_changes_and_the_runs_say_why(tmp_path, machine, monkeypatch):
+    _, sysctl = machine
+    if os.geteuid() == 0:  # root may write a read-only file: a container stands for "may not"
+        monkeypatch.setattr(sysinfo, "snapshot", lambda target: {"n_cpus": 2, "container": "docker"})
+        why = "a container (docker): the kernel's setting belongs to its host"
+    else:
+        sysctl.path.chmod(0o444)
+        why = f"{sysctl.path} is not writable here (run jitterlab as root to lift it)"
+    assert run(campaign(tmp_path, reps=1)) == 0
+    assert sysctl.writes == [] and sysctl.value == DEFAULT_US and _records(tmp_path) == []
+    [r] = _stored(tmp_path)
+    assert r.settings["rt_throttling"]["changed"] is False and r.settings["rt_throttling"]["why"] == why
+
+
+def test_two_jitterlabs_share_the_original_and_the_last_puts_it_back(tmp_path, monkeypatch):
+    sysctl = Sysctl(tmp_path, monkeypatch)
+    target = answering(FakeTarget("t", str(tmp_path / "t")), sysctl)
+    first = rt_throttle.lift(target, "lift", needed=True, info={})
+    # a second jitterlab on the same machine, still running, started after the first had lifted it
+    other = _live_owner()
+    (sysctl.records / other).write_text(f"{DEFAULT_US}\n")
+    assert first.changed and sysctl.value == -1
+    assert first.restore() is None
+    assert sysctl.value == -1  # the other one still runs unthrottled; it puts the original back
+    assert sorted(os.listdir(sysctl.records)) == [other]
+    assert first.restore() is None and sysctl.writes == ["-1"]  # once only
+
+
+def test_the_campaign_setting_is_checked(tmp_path, machine, capsys):
+    path = campaign(tmp_path)
+    path.write_text(path.read_text().replace('name = "fake"\n', 'name = "fake"\nrt_throttling = "off"\n', 1))
+    assert run(path) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert """campaign.rt_throttling: expected "lift" or "keep", got 'off'""" in err
+
+
+
+def test_a_second_jitterlab_takes_the_original_from_the_first(tmp_path, monkeypatch):
+    sysctl = Sysctl(tmp_path, monkeypatch, value=-1)  # the first one, still running, lifted it
+    sysctl.records.mkdir(parents=True)
+    first = sysctl.records / _live_owner()
+    first.write_text(f"{DEFAULT_US}\n")
+    target = answering(FakeTarget("t", str(tmp_path / "t")), sysctl)
+    second = rt_throttle.lift(target, "lift", needed=True, info={})
+    assert second.changed and second.before_us == -1 and second.original_us == DEFAULT_US
+    first.unlink()  # the first one ended meanwhile (and left the value to the last one out)
+    assert second.restore() is None
+    assert sysctl.value == DEFAULT_US and os.listdir(sysctl.records) == []

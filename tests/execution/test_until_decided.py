@@ -1,0 +1,165 @@
+"""`run --until-decided` on fake targets (tests/execution/fakes.py): extra repetitions only where the
+verdict is undecided, said with why; it stops when decided, at --max-runs and at --max-time, and a
+second invocation goes on without measuring anything twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jitterlab.cli.main import main
+from jitterlab.execution import until_decided as loop
+from jitterlab.execution.until_decided import decided
+from jitterlab.measure.benchmarks.base import Measurement
+from jitterlab.model.records import Metric
+from jitterlab.store.catalog import Store
+from jitterlab.targets import fake
+from tests.execution import fakes
+
+NOISY = [100.0, 200.0, 50.0, 150.0, 80.0, 120.0, 90.0, 160.0, 70.0, 110.0]
+
+
+@pytest.fixture
+def values(monkeypatch):
+    """values[target][repetition]: what the fake benchmark measures (fake_value, lower is better)."""
+    monkeypatch.setattr(fake, "OPENED", [])
+    fakes.register(monkeypatch)
+    table: dict[str, list[float]] = {}
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", lambda self, ctx, measured: Measurement(
+        [Metric("fake_value", table[ctx.target.name][ctx.repetition], "")]))
+    return table
+
+
+def campaign(tmp_path: Path, *, duration: str = "10ms", reps: int = 2) -> Path:
+    lines = ["[campaign]", 'name = "ud"', f"repetitions = {reps}", f'duration = "{duration}"',
+             'warmup = "1ms"', 'load_warmup = "1ms"', 'run_timeout = "10s"']
+    for target in ("standard", "rt"):
+        lines += ["[[target]]", f'name = "{target}"', 'kind = "fake"',
+                  f"workdir = {json.dumps(str(tmp_path / target))}"]
+    lines += ["[matrix]", 'benchmark = "fake"', 'load = "fake"', ""]
+    path = tmp_path / "ud.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def run(path: Path, *extra: str) -> int:
+    return main(["run", str(path), "--results", str(path.parent / "results"),
+                 "--until-decided", "target=standard..target=rt", *extra])
+
+
+def stored(tmp_path: Path) -> list[tuple[str, int]]:
+    return sorted((r.target, r.repetition) for r in Store(tmp_path / "results", create=False).runs())
+
+
+def test_the_old_and_the_new_verdicts_read_alike():
+    assert [decided(v) for v in ("better", "worse", "same", "undecided", "no significant change")] == [
+        True, True, True, False, False]
+
+
+def test_extra_runs_go_to_the_undecided_cells_until_decided_and_say_why(tmp_path, values, capsys):
+    values["standard"] = [100.0, 101.0, 99.0, 100.5]
+    values["rt"] = [200.0, 202.0, 198.0, 201.0]  # 2x: worse once each group has 3 runs
+    assert run(campaign(tmp_path)) == 0
+    assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(3)]
+    out = capsys.readouterr().out
+    assert "standard: extra run fake fake #3: fake_value undecided: no CI yet (2 vs 2 runs; 3 per group " \
+           "needed)" in out
+    assert "rt: extra run fake fake #3:" in out and "rt: [1/1] fake fake #3" in out
+    assert "--until-decided target=standard..target=rt: every watched verdict is decided after 2 extra " \
+           "runs in 1 round (1 worse)" in out
+
+
+def test_the_run_bound_stops_it_and_a_second_invocation_goes_on_without_duplicates(tmp_path, values, capsys):
+    values["standard"] = NOISY
+    values["rt"] = [v * 1.1 for v in NOISY]  # a 10 % change in this much noise: undecided for long
+    path = campaign(tmp_path)
+    assert run(path, "--max-runs", "4") == 0
+    assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(4)]
+    out = capsys.readouterr().out
+    assert "stopped after 4 extra runs in 2 rounds: 1 verdict still undecided (1 undecided); the next " \
+           "round (2 runs) would pass --max-runs 4 (4 extra runs so far)" in out
+    assert "fake_value undecided: +10 % [" in out  # the current CI of the row that asks
+    assert run(path, "--resume", "--max-runs", "8") == 0
+    assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(6)]
+    assert len(Store(tmp_path / "results", create=False).campaigns()) == 1
+
+
+def test_an_interrupted_round_is_finished_first_on_resume(tmp_path, values, capsys):
+    values["standard"] = NOISY
+    values["rt"] = [v * 1.1 for v in NOISY]
+    fakes.PLAN.interrupt = ("rt", "measure", 2)  # Ctrl-C while rt measures its first extra run
+    path = campaign(tmp_path)
+    assert run(path, "--max-runs", "4") == 130
+    before = stored(tmp_path)
+    assert ("rt", 2) not in before and ("rt", 1) in before
+    fakes.PLAN.interrupt = None
+    assert run(path, "--resume", "--max-runs", "4") == 0
+    assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(4)]
+
+
+def test_the_time_bound_counts_the_rounds_measured_and_the_next_ones_estimate(tmp_path, values, monkeypatch,
+                                                                             capsys):
+    values["standard"] = NOISY
+    values["rt"] = [v * 1.1 for v in NOISY]
+    # time on the fake targets' clock: a 2 s run takes 2 s there and nothing here
+    monkeypatch.setattr(loop, "now", lambda: max((t.clock_s for t in fake.OPENED), default=0.0))
+    assert run(campaign(tmp_path, duration="2s"), "--max-time", "6s") == 0
+    assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(4)]  # 2 rounds
+    out = capsys.readouterr().out
+    assert "stopped after 4 extra runs in 2 rounds" in out and "would pass --max-time 6s" in out
+
+
+def test_bad_selectors_and_groups_the_campaign_does_not_measure_are_refused_before_measuring(tmp_path, values,
+                                                                                            capsys):
+    path = campaign(tmp_path)
+    assert main(["run", str(path), "--results", str(tmp_path / "results"),
+                 "--until-decided", "target=rt"]) == 2
+    assert "--until-decided 'target=rt': write BASELINE..CANDIDATE" in capsys.readouterr().err
+    assert main(["run", str(path), "--results", str(tmp_path / "results"),
+                 "--until-decided", "target=x..target=y"]) == 2
+    assert "this campaign measures neither group" in capsys.readouterr().err
+    assert main(["run", str(path), "--results", str(tmp_path / "results"), "--max-runs", "3"]) == 2
+    assert "--max-runs: only with --until-decided" in capsys.readouterr().err
+    assert main(["run", str(path), "--dry-run", "--until-decided", "target=x..target=y"]) == 2
+    assert "this campaign measures neither group" in capsys.readouterr().err
+    assert fake.OPENED == []  # refused before any target was opened
+
+
+def test_an_earlier_campaign_as_baseline_with_too_few_runs_stops_at_once(tmp_path, values, capsys):
+    values["standard"] = [100.0, 101.0, 99.0, 100.5, 99.5]
+    values["rt"] = [101.0, 100.0, 99.5, 100.2, 99.8]
+    path = campaign(tmp_path)
+    results = str(tmp_path / "results")
+    assert main(["run", str(path), "--results", results, "--label", "image=a"]) == 0
+    values["standard"] = values["rt"] = [200.0, 202.0, 198.0, 201.0, 199.0]
+    argv = ["run", str(path), "--results", results, "--label", "image=b",
+            "--until-decided", "image=a..image=b"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    # image=a has 2 runs per cell: no test until it has 3, and this campaign cannot add them
+    assert "2 verdicts still undecided (2 undecided); more runs here cannot decide them: the other group " \
+           "has fewer than 3 runs" in out
+    assert len(Store(tmp_path / "results", create=False).runs()) == 8  # nothing measured in vain
+
+
+def test_an_earlier_campaign_as_baseline_only_this_campaign_grows(tmp_path, values, capsys):
+    values["standard"] = values["rt"] = [100.0, 101.0, 99.0, 100.5]
+    results = str(tmp_path / "results")
+    assert main(["run", str(campaign(tmp_path, reps=3)), "--results", results, "--label", "image=a"]) == 0
+    values["standard"] = values["rt"] = [200.0, 202.0, 198.0, 201.0]
+    assert main(["run", str(campaign(tmp_path)), "--results", results, "--label", "image=b",
+                 "--until-decided", "image=a..image=b"]) == 0
+    out = capsys.readouterr().out
+    assert "every watched verdict is decided after 2 extra runs in 1 round (2 worse)" in out
+    runs = Store(tmp_path / "results", create=False).runs()
+    assert sorted((r.labels["image"], r.target, r.repetition) for r in runs) == [
+        (image, t, rep) for image in "ab" for t in ("rt", "standard") for rep in range(3)]
+
+
+def test_a_watched_metric_the_runs_lack_names_the_option(tmp_path, values, capsys):
+    values["standard"] = values["rt"] = [100.0, 101.0, 99.0]
+    assert run(campaign(tmp_path), "--watch", "nope") == 2
+    err = capsys.readouterr().err
+    assert "--watch nope: no such metric in the runs compared; they have: fake_value" in err

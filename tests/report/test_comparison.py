@@ -1,0 +1,170 @@
+"""A comparison as people read it: the table, the paragraph, JSON, grouped warnings, the chart, and
+`jitterlab compare`'s options, on synthetic groups with known verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jitterlab.analysis.compare import BETTER, NOT_GRADED, SAME, UNDECIDED, WORSE, Selector, compare
+from jitterlab.cli.main import build_parser, main
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric
+from jitterlab.report.comparison import (
+    VERDICT_STYLES,
+    comparison_json,
+    comparison_note,
+    comparison_warnings,
+    format_comparison,
+)
+from jitterlab.report.figures.compare import STYLES, change_ticks, compare_figure
+from jitterlab.store.catalog import Store
+
+A, B = Selector("image", "a"), Selector("image", "b")
+MS = 1_000_000
+
+
+def runs_of(per_image: dict[str, dict[str, list[float]]], impl: str = "c-fifo", period_ns: int = MS):
+    """Runs of one cell: per image, each metric's values, one per run."""
+    out = []
+    for image, metrics in per_image.items():
+        n = len(next(iter(metrics.values())))
+        for i in range(n):
+            out.append(run_record(squarewave_cell(impl, period_ns), id=f"{image}-{impl}-{period_ns}-{i}",
+                                  repetition=i, labels={"image": image}, started_ns=i,
+                                  metrics=[Metric(m, v[i], "ratio", "vpin") for m, v in metrics.items()]))
+    return out
+
+
+def four_verdicts():
+    """One cell whose four metrics get the four verdicts, and a load reading not graded."""
+    even = np.exp(np.linspace(-0.05, 0.05, 8))
+    wide = np.exp(np.linspace(-0.5, 0.5, 8))
+    base = {"max_rel_period_error": 0.01 * even, "p99_rel_period_error": 0.01 * even,
+            "p50_rel_period_error": 0.01 * even, "std_period_error": 0.01 * wide,
+            "load_bogo_ops_per_s": 1000 * even}
+    cand = {"max_rel_period_error": 0.02 * even, "p99_rel_period_error": 0.005 * even,
+            "p50_rel_period_error": 0.01 * even, "std_period_error": 0.01 * wide[::-1],
+            "load_bogo_ops_per_s": 2000 * even}
+    return compare(runs_of({"a": {k: list(v) for k, v in base.items()},
+                            "b": {k: list(v) for k, v in cand.items()}}), A, B)
+
+
+def test_four_verdicts_are_printed_apart_and_load_readings_not_graded():
+    result = four_verdicts()
+    verdicts = {r.metric: r.verdict for r in result.rows}
+    assert verdicts == {"max_rel_period_error": WORSE, "p99_rel_period_error": BETTER,
+                        "p50_rel_period_error": SAME, "std_period_error": UNDECIDED,
+                        "load_bogo_ops_per_s": NOT_GRADED}
+    text = format_comparison(result, "markdown")
+    for word in ("| worse |", "| better |", "| same |", "| undecided |", "| not graded |"):
+        assert text.count(word) == 1, word
+    assert len({VERDICT_STYLES[v] for v in (BETTER, WORSE, SAME, UNDECIDED)}) == 4
+    note = comparison_note(result)
+    assert "1 worse, 1 better, 1 undecided, 1 same; 1 not graded" in note
+    assert "timing 20 %, rate 5 %, loss 50 %, other 10 %" in note and "--threshold" in note
+    assert "over the 4 tests" in note
+
+
+def test_values_and_change_are_one_statistic_and_the_header_says_which():
+    result = compare(runs_of({"a": {"max_rel_period_error": [0.1, 0.1, 0.5]},
+                              "b": {"max_rel_period_error": [0.3, 0.3, 0.4]}}), A, B)
+    text = format_comparison(result, "markdown")
+    header, _, row = text.splitlines()[2:5]
+    assert "| statistic | baseline | candidate |" in header
+    gm_a, gm_b = (0.1 * 0.1 * 0.5) ** (1 / 3), (0.3 * 0.3 * 0.4) ** (1 / 3)
+    change = f"+{(gm_b / gm_a - 1) * 100:.1f} %"
+    # geometric means 17.1 % -> 33 %: +93.1 % (the worst runs 50 % -> 40 % would have read as better)
+    assert f"| geometric mean | {gm_a * 100:.1f} % | {gm_b * 100:.0f} % |" in row and change in row
+
+
+def test_compare_warnings_are_grouped_once_with_counts_and_no_holm_over_zero_tests():
+    runs = []
+    for period_ns in (MS, 2 * MS, 5 * MS, 10 * MS, 20 * MS):
+        runs += runs_of({"a": {"max_rel_period_error": [0.01, 0.011]},
+                         "b": {"max_rel_period_error": [0.02, 0.021]}}, period_ns=period_ns)
+    result = compare(runs, A, B)
+    assert result.n_tests == 0 and len(result.notes) == 5
+    [w] = comparison_warnings(result)
+    assert w.message.startswith("too few runs for a verdict (2 vs 2): 5 cells (")
+    assert w.message.endswith("and 2 more)") and "repetitions" in w.remedy
+    assert "5 cells (impl=c-fifo period=1000000 pin=vpin" in w.message  # named as the rows name them
+    assert "board squarewave" not in w.message
+    text = format_comparison(result, "table")
+    assert text.count("too few runs") == 1
+    note = comparison_note(result)
+    assert "Holm" not in note and "0 tests" not in note and "No row could be tested" in note
+    doc = comparison_json(result)
+    assert [x["message"] for x in doc["warnings"]] == [w.message]
+
+
+def test_json_is_format_2_with_the_four_verdicts_and_null_for_not_graded():
+    doc = comparison_json(four_verdicts())
+    assert doc["format"] == "jitterlab.compare/2"
+    assert doc["verdicts"] == {"worse": 1, "better": 1, "undecided": 1, "same": 1} and doc["not_graded"] == 1
+    assert {r["verdict"] for r in doc["rows"]} == {"worse", "better", "same", "undecided", None}
+    assert doc["thresholds"] == {"timing": 0.2, "rate": 0.05, "loss": 0.5, "other": 0.1}
+    assert {r["threshold"] for r in doc["rows"] if r["metric"].endswith("_error")} == {0.2}
+    assert json.loads(json.dumps(doc)) == doc
+
+
+def test_chart_draws_four_verdicts_four_ways_with_a_full_legend_and_readable_ticks():
+    result = four_verdicts()
+    fig = compare_figure(result)
+    ax = fig.axes[0]
+    markers = {}
+    for line in ax.lines:
+        if line.get_marker() not in ("None", "", None) and len(line.get_xdata()) == 1:
+            markers[(line.get_color(), line.get_marker(), line.get_markerfacecolor())] = line
+    assert len(markers) == 5  # four verdicts and the load reading, each its own look
+    assert len({(c, m) for c, m, _ in (s[:3] for s in STYLES.values())}) == 4
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(t.startswith("undecided") for t in legend) and any(t.startswith("same") for t in legend)
+    assert {"worse", "better", "not graded"} <= set(legend)
+    ticks = [ax.xaxis.get_major_formatter()(v, 0) for v in ax.get_xticks()
+             if ax.get_xlim()[0] <= v <= ax.get_xlim()[1]]
+    assert len(ticks) >= 4 and "+0 %" in ticks and len(set(ticks)) == len(ticks)
+    assert all("e" not in t for t in ticks)
+
+
+def test_change_ticks_are_round_changes_around_no_change():
+    assert change_ticks(0.8, 1.25) == [0.8, 0.9, 0.95, 1.0, 1.1, 1.25]
+    assert change_ticks(0.45, 2.3) == [0.5, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0]  # none closer than 1/9 of it
+    wide = change_ticks(0.01, 100)
+    assert 1.0 in wide and len(wide) <= 9 and wide[0] <= 0.05 and wide[-1] >= 20
+
+
+@pytest.fixture
+def store_root(tmp_path):
+    store = Store(tmp_path / "st")
+    cid = store.new_campaign("c", "fp", "c.toml", "", {})
+    even = list(np.exp(np.linspace(-0.1, 0.1, 3)) * 0.01)
+    for r in runs_of({"a": {"max_rel_period_error": even}, "b": {"max_rel_period_error": even[::-1]}}):
+        store.commit_run(run_record(r.cell, id=r.id, campaign_id=cid, cell_key=r.id, repetition=r.repetition,
+                                    labels=r.labels, started_ns=r.started_ns, metrics=r.metrics.values()))
+    store.close()
+    return str(tmp_path / "st")
+
+
+def run_cli(argv):
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_fail_on_undecided_threshold_and_overlap(store_root, capsys):
+    base = ["compare", "--results", store_root, "--baseline", "image=a", "--candidate", "image=b",
+            "--no-pooled"]
+    assert run_cli([*base, "--fail-on", "worse"]) == 0  # undecided is not worse
+    assert run_cli([*base, "--fail-on", "undecided"]) == 1
+    assert run_cli([*base, "--fail-on", "worse", "--fail-on", "undecided"]) == 1
+    assert run_cli([*base, "--threshold", "timing=30%", "--fail-on", "undecided"]) == 0  # now same
+    capsys.readouterr()
+    assert main([*base, "--threshold", "speed=5%"]) == 2
+    assert "--threshold 'speed=5%': no kind 'speed'" in capsys.readouterr().err
+    # every run is in both groups: refused, naming them, exit 2
+    assert main(["compare", "--results", store_root, "--baseline", "impl=c-fifo", "--candidate",
+                 "image=b"]) == 2
+    err = capsys.readouterr().err
+    assert "share 3 runs (b-c-fifo-1000000-0, b-c-fifo-1000000-1, b-c-fifo-1000000-2)" in err

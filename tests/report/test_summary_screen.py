@@ -1,0 +1,158 @@
+"""The summary screen (`jitterlab summary`, the end of `run`) of a fixed store with known answers:
+the envelope per impl with its evidence, the reading of a table of "none", the comparison's
+decided verdicts before the undecided ones, and the machine's own limits with fix and likely
+change."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+from jitterlab.analysis.compare import Selector
+from jitterlab.cli.main import main
+from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.records import Metric
+from jitterlab.report import verdicts
+from jitterlab.report.summary_screen import Screen, screen
+from jitterlab.report.terminal import console
+from jitterlab.store.catalog import Store
+
+MS = 1_000_000
+VM = {"hostname": "vm", "virtualization": "kvm", "rt_runtime_us": 950_000, "rt_period_us": 1_000_000,
+      "isolcpus": [], "n_cpus": 2, "rt_permission": True, "cpus": [{"cpu": 0, "governor": "performance"}]}
+# impl -> period -> (max, p99) of |relative period error|, the same in each of 3 repetitions
+ERRORS = {"c-fifo": {10 * MS: (0.005, 0.002), MS: (0.05, 0.008)},
+          "python": {10 * MS: (0.5, 0.05), MS: (2.0, 0.5)}}
+
+
+def build(root, sysinfo=VM, labels=({"machine": "a"},)) -> Store:
+    store = Store(root)
+    for k, label in enumerate(labels):
+        cid = store.new_campaign("bench", f"fp{k}", "bench.toml", "", label)
+        sid = store.add_sysinfo(cid, "board", sysinfo)
+        n = 0
+        for impl, periods in ERRORS.items():
+            for period_ns, (worst, p99) in periods.items():
+                for rep in range(3):
+                    n += 1
+                    failed = impl == "python" and period_ns == MS and rep == 2
+                    blind_ns = 10 * MS if impl == "c-fifo" and period_ns == 10 * MS and rep == 0 else 0
+                    metrics = [] if failed else [
+                        Metric("max_rel_period_error", worst * (1 + k), "ratio", "vpin"),
+                        Metric("p99_rel_period_error", p99 * (1 + k), "ratio", "vpin"),
+                        Metric("blind_time_ns", float(blind_ns), "ns", "vpin")]
+                    store.commit_run(run_record(
+                        squarewave_cell(impl, period_ns), id=f"{k}{n:03d}", campaign_id=cid, repetition=rep,
+                        cell_key=f"board/{impl}/{period_ns}", labels=label, sysinfo_id=sid,
+                        status="failed" if failed else "ok", error="fork failed" if failed else None,
+                        settings={"duration_ns": 1_000_000_000, "envelope": ["max", "p99"]},
+                        started_ns=n, metrics=metrics))
+    return store
+
+
+def text(renderables) -> list[str]:
+    out = console(file=io.StringIO())  # not a terminal: plain rows, as a log gets them
+    for r in renderables:
+        out.print(r)
+    return out.file.getvalue().splitlines()
+
+
+SCREEN_ON_A_VM = """\
+bench: what holds here
+board: a VM (kvm): timing of this VM, which its hypervisor may stop at any time
+  probe vpin: independent of the program, blind 0.0909 % of the measured time (up to 1 % in a run)
+  3 runs per cell
+shortest period held in every run, and at every longer period measured
+impl    load  max < 1 %  max < 10 %  p99 < 1 %  p99 < 10 %    blind
+c-fifo  idle      10 ms        1 ms       1 ms        1 ms  0.167 %
+python  idle       none        none       none       10 ms      0 %
+max is the strictest rule: one stall in one run sinks a cell (the worst period here was 200 % off); \
+the p99 columns show what held for nearly every period
+1 run failed: their cells hold nothing; why: jitterlab show
+what limits these results on this machine, each with its fix and what it would likely change:
+- a VM (kvm): the hypervisor stops it at times, and each stall is one long period (the worst period \
+here was 200 % off)
+    fix: measure on bare metal for the hardware's figures; compare VM results only with VM ones
+    likely: the max columns come close to the p99 ones: one stall per run no longer sinks a cell
+- RT throttling (kernel.sched_rt_runtime_us=950000): a busy real-time task is stopped for 5 % of every 1 s
+    fix: sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot)
+    likely: the polling probe (SCHED_FIFO) keeps its CPU: it was blind 0.0909 % of the measured time \
+here (up to 1 % in a run), and those periods were excluded
+- no isolated CPU: the program and the probe share their CPUs with every other task and interrupt
+    fix: boot with isolcpus=<cpus> nohz_full=<cpus> rcu_nocbs=<cpus> and give them to the program and \
+the probe ([campaign.cpus])
+    likely: fewer and shorter stalls: the max rule holds at shorter periods, most of all under load
+every run (1 not ok) and its warnings: jitterlab show --results r; figures: jitterlab report --results r \
+-o report.html"""
+
+
+def test_the_screen_of_a_campaign_on_a_vm(tmp_path):
+    store = build(tmp_path / "r")
+    assert text(screen(store.runs(), "bench", Screen("r", store.sysinfo))) == SCREEN_ON_A_VM.splitlines()
+
+
+def test_bare_metal_tuned_has_no_limits_and_an_emulated_cpu_says_its_figures_are_no_timing(tmp_path):
+    tuned = {**VM, "virtualization": "none", "rt_runtime_us": -1, "isolcpus": [1]}
+    store = build(tmp_path / "tuned", sysinfo=tuned)
+    lines = text(screen(store.runs(), "bench", Screen("r", store.sysinfo)))
+    assert lines[1] == "board: bare metal"
+    assert not any("limits these results" in line for line in lines)
+    emulated = build(tmp_path / "tcg", sysinfo={**tuned, "virtualization": "qemu", "vm_accel": "tcg"})
+    lines = text(screen(emulated.runs(), "bench", Screen("r", emulated.sysinfo)))
+    assert lines[1] == "board: emulated (qemu TCG): functional evidence only, never timing evidence"
+    assert ("emulated CPU: read these as evidence that every program ran and was measured; no period or "
+            "error here is a timing claim") in lines
+    assert lines[lines.index("what limits these results on this machine, each with its fix and what it "
+                             "would likely change:") + 1].startswith("- an emulated CPU (qemu TCG)")
+
+
+def test_a_table_of_none_says_what_it_means_and_what_to_do_next(tmp_path, monkeypatch):
+    for impl in ERRORS:
+        monkeypatch.setitem(ERRORS, impl, {10 * MS: (0.5, 0.2), MS: (1.0, 0.9)})
+    store = build(tmp_path / "r")
+    lines = text(screen(store.runs(), "bench", Screen("r", store.sysinfo)))
+    assert ("no impl was shown to hold even 10 % at the longest period measured (10 ms); the worst period "
+            "was 100 % off. Next: remove the limits below, then add longer periods (e.g. \"100ms\") to "
+            "matrix.period to find where each impl holds") in lines
+
+
+def _row(verdict: str, metric: str, n: int = 3, ratio: float = 1.0, ci=(float("nan"), float("nan"))):
+    return SimpleNamespace(verdict=verdict, metric=metric, probe="vpin", cell=("c-fifo 1ms",), n_baseline=n,
+                           n_candidate=n, ratio=ratio, ci_low=ci[0], ci_high=ci[1])
+
+
+def test_decided_verdicts_come_first_and_any_other_verdict_is_undecided(monkeypatch):
+    rows = [_row("undecided", "a", n=2), _row("no significant change", "b"),
+            _row("same", "c", ratio=1.01, ci=(0.95, 1.07)), _row("better", "d", ratio=0.5, ci=(0.4, 0.6)),
+            _row("worse", "e", ratio=2.0, ci=(1.8, 2.2))]
+    result = SimpleNamespace(rows=rows, cell_fields=("params",))
+    monkeypatch.setattr("jitterlab.analysis.compare.compare", lambda *a, **k: result)
+    v = verdicts.verdicts([], Selector("image", "1.10"), Selector("image", "1.11"))
+    assert verdicts.lines(v, "jitterlab run c.toml --resume --until-decided {pair}") == [
+        "image=1.11 vs image=1.10",
+        "  worse   c-fifo 1ms (vpin)  e  +100 % [+80 % – +120 %]",
+        "  better  c-fifo 1ms (vpin)  d  -50 % [-60 % – -40 %]",
+        "  same    c-fifo 1ms (vpin)  c  +1 % [-5 % – +7 %]",
+        "  2 undecided: 1 with fewer than 3 runs in a group (now 2 vs 2): measure at least 3, better 5; "
+        "1 whose 95 % CI still allows a change that matters: more repetitions narrow it (4x the runs "
+        "halve it); jitterlab run c.toml --resume --until-decided image=1.10..image=1.11",
+    ]
+
+
+def test_summary_compares_the_two_label_values_of_a_campaign(tmp_path, capsys):
+    build(tmp_path / "r", labels=({"image": "1.10"}, {"image": "1.11"})).close()
+    assert main(["summary", "--results", str(tmp_path / "r")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "bench: what holds here"
+    start = lines.index("image=1.11 vs image=1.10")
+    limits = lines.index("what limits these results on this machine, each with its fix and what it would "
+                         "likely change:")
+    verdict_lines = lines[start + 1:limits]
+    assert verdict_lines and all(line.startswith("  ") for line in verdict_lines)
+    assert "c-fifo [image=1.10]" in "\n".join(lines) and "c-fifo [image=1.11]" in "\n".join(lines)
+
+
+def test_summary_refuses_half_a_comparison(tmp_path, capsys):
+    build(tmp_path / "r").close()
+    assert main(["summary", "--results", str(tmp_path / "r"), "--baseline", "image=1.10"]) == 2
+    assert "--baseline and --candidate: give both" in capsys.readouterr().err
