@@ -30,8 +30,8 @@ from jitterlab.model.errors import UserError
 from jitterlab.model.records import Cell, RunRecord
 from jitterlab.store.catalog import Store
 
-DECIDED = ("better", "worse", "same", "changed")  # "changed": a descriptive metric that moved
-NOT_GRADED = ("", "not graded")  # a load reading or a descriptive number: shown by compare, never graded
+DECIDED = ("better", "worse", "same")
+NOT_GRADED = ("",)  # analysis.compare.NOT_GRADED: a load reading or a descriptive number, never graded
 DEFAULT_MAX_RUNS_PER_CELL = 10  # extra repetitions per cell the default bound allows
 DEFAULT_MAX_TIME_S = 3600.0
 now = time.monotonic  # the clock of the time bound (tests put the fake targets' clock here)

@@ -95,18 +95,9 @@ def _repetitions(runs: list[RunRecord]) -> dict[tuple, int]:
 
 
 def _impl_of(runs: list[RunRecord]) -> Callable[[RunRecord], str]:
-    from jitterlab.campaign import cells
+    from jitterlab.report.sections.squarewave import impl_namer  # the report's own naming of impls
 
-    varying = cells.identity_labels(runs)
-    several_pins = len({r.param("pin", "") for r in runs}) > 1
-
-    def impl_of(r: RunRecord) -> str:
-        impl = str(r.param("impl", ""))
-        if several_pins:
-            impl = f"{impl} @{r.param('pin', '')}"
-        return f"{impl} [{cells.labels_text(r, varying)}]" if varying else impl
-
-    return impl_of
+    return impl_namer(runs)
 
 
 def envelope_table(runs: list[RunRecord]) -> Table:

@@ -55,9 +55,9 @@ def verdicts(runs: list[RunRecord], baseline, candidate) -> Verdicts:
     except UserError as exc:
         out.problem = str(exc)
         return out
-    from jitterlab.analysis.compare import cell_text
+    from jitterlab.analysis.compare import NOT_GRADED, cell_text
 
-    rows = result.rows
+    rows = [r for r in result.rows if r.verdict != NOT_GRADED]  # load readings are shown, never graded
     out.counts = {v: sum(r.verdict == v for r in rows) for v in DECIDED}
     decided = sorted((r for r in rows if r.verdict in DECIDED), key=lambda r: DECIDED.index(r.verdict))
     for r in decided[:MAX_LISTED]:

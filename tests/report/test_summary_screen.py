@@ -122,7 +122,7 @@ def _row(verdict: str, metric: str, n: int = 3, ratio: float = 1.0, ci=(float("n
 
 
 def test_decided_verdicts_come_first_and_any_other_verdict_is_undecided(monkeypatch):
-    rows = [_row("undecided", "a", n=2), _row("no significant change", "b"),
+    rows = [_row("undecided", "a", n=2), _row("no significant change", "b"), _row("", "load_busy"),
             _row("same", "c", ratio=1.01, ci=(0.95, 1.07)), _row("better", "d", ratio=0.5, ci=(0.4, 0.6)),
             _row("worse", "e", ratio=2.0, ci=(1.8, 2.2))]
     result = SimpleNamespace(rows=rows, cell_fields=("params",))
