@@ -320,3 +320,13 @@ def test_each_check_warns_with_a_remedy(change, message, remedy):
 def test_unknown_arch_or_unknown_values_do_not_warn():
     assert sysinfo.checks({**GOOD, "machine": "riscv64", "clocksource": "riscv_clocksource"}) == []
     assert sysinfo.checks({}) == []
+
+
+def test_rt_throttling_in_a_container_names_the_host_not_root():
+    from jitterlab.system.sysinfo import check_rt_throttling
+
+    inside = check_rt_throttling({"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "docker"})
+    assert inside is not None and "belongs to its host" in inside.remedy and "as root" not in inside.remedy
+    bare = check_rt_throttling({"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "none"})
+    assert bare is not None and "run jitterlab as root" in bare.remedy
+    assert check_rt_throttling({"rt_runtime_us": -1, "rt_period_us": 1000000}) is None

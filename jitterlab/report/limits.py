@@ -108,7 +108,10 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
                   f"measured time here (up to {percent(share[1])} in a run), and those periods were excluded")
     else:
         likely = "little for tasks that sleep between their work; a busy real-time task keeps its CPU"
-    return Limit(target, what, "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot)", likely)
+    fix = "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot)"
+    if info.get("container") not in (None, "", "none"):  # jitterlab cannot lift it from inside
+        fix = f"on the host of this container ({info['container']}): {fix}"
+    return Limit(target, what, fix, likely)
 
 
 def _not_isolated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:

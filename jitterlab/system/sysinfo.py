@@ -286,12 +286,14 @@ def check_rt_throttling(info: dict) -> Warning_ | None:
     if runtime is None or runtime == -1:
         return None
     lost = f"{100 * (1 - runtime / period):.0f}%" if period else "part"
+    container = info.get("container") not in (None, "", "none")
+    remedy = (f"inside a container ({info.get('container')}) the setting belongs to its host: there, "
+              "sysctl -w kernel.sched_rt_runtime_us=-1" if container else
+              'run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it for the '
+              "runs of a busy-polling probe and puts it back; or sysctl -w kernel.sched_rt_runtime_us=-1")
     return Warning_(
         f"RT throttling is active (sched_rt_runtime_us={runtime}, sched_rt_period_us={period}): "
-        f"a busy real-time task loses {lost} of each period (a busy-polling probe is blind then)",
-        'run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it for the '
-        "runs of a busy-polling probe and puts it back; or sysctl -w kernel.sched_rt_runtime_us=-1",
-    )
+        f"a busy real-time task loses {lost} of each period (a busy-polling probe is blind then)", remedy)
 
 
 def check_rt_permission(info: dict) -> Warning_ | None:

@@ -156,3 +156,12 @@ def test_summary_refuses_half_a_comparison(tmp_path, capsys):
     build(tmp_path / "r").close()
     assert main(["summary", "--results", str(tmp_path / "r"), "--baseline", "image=1.10"]) == 2
     assert "--baseline and --candidate: give both" in capsys.readouterr().err
+
+
+def test_rt_throttling_inside_a_container_is_fixed_on_its_host():
+    from jitterlab.report.limits import _rt_throttling
+
+    info = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
+    assert _rt_throttling("b", {**info, "container": "docker"}, []).fix.startswith(
+        "on the host of this container (docker): sysctl -w kernel.sched_rt_runtime_us=-1")
+    assert _rt_throttling("b", {**info, "container": "none"}, []).fix.startswith("sysctl -w")
