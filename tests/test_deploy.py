@@ -4,6 +4,7 @@ that need it unavailable, naming the package; nothing built at all stops the cam
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from jitterlab.execution import deploy, preflight
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.registry import Entry
+from jitterlab.targets.capabilities import CrossBuilt
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.registry import check_options as check_target_options
 
@@ -178,3 +180,78 @@ def test_two_runs_started_together_on_a_fresh_machine_both_measure(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], errors
     assert [p.name for p in workdir.iterdir() if p.name.startswith("programs-")] == [
         f"programs-{deploy.programs_hash()}"]
+
+
+_FAKE_CROSS_GCC = r"""#!/bin/sh
+# a cross gcc whose target architecture has no libgpiod here: links everything else
+out=; prev=
+for a; do [ "$prev" = -o ] && out=$a; prev=$a; done
+for a; do
+  if [ "$a" = -lgpiod ]; then
+    echo "/usr/bin/aarch64-linux-gnu-ld: cannot find -lgpiod: No such file or directory" >&2
+    echo "collect2: error: ld returned 1 exit status" >&2
+    exit 1
+  fi
+done
+printf '#!/bin/sh\n' > "$out" && chmod +x "$out"
+"""
+
+
+class CrossBuiltLocal(LocalTarget, CrossBuilt):
+    def __init__(self, workdir: str, cc: str) -> None:
+        super().__init__(workdir=workdir)
+        self._cc = cc
+
+    @property
+    def cross_cc(self) -> str:
+        return self._cc
+
+
+@pytest.fixture
+def fake_cross(tmp_path, monkeypatch) -> Path:
+    """A cross toolchain on PATH (gcc and pkg-config of aarch64) and a host pkg-config, each logging."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "aarch64-linux-gnu-gcc").write_text(_FAKE_CROSS_GCC)
+    for name in ("aarch64-linux-gnu-pkg-config", "pkg-config"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "$*" >> "{tmp_path}/{name}.log"\nexit 1\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return tmp_path
+
+
+def test_a_cross_build_without_the_targets_library_leaves_out_only_its_program(fake_cross):
+    target = CrossBuiltLocal(str(fake_cross / "w"), "aarch64-linux-gnu-gcc")
+    done = deploy.deploy(target)
+    assert {"c-fifo", "c-file", "observer"} <= done.built and "c-gpiod" not in done.built
+    assert "cannot find -lgpiod" in done.build_error and done.cross_arch == "arm64"
+    # the target's pkg-config was asked which libgpiod there is, never this machine's
+    assert "libgpiod" in (fake_cross / "aarch64-linux-gnu-pkg-config.log").read_text()
+    assert not (fake_cross / "pkg-config.log").exists()
+    cells = [squarewave_cell("c-gpiod"), squarewave_cell("python"), squarewave_cell("c-fifo")]
+    why = preflight.unbuilt(cells, done.built, done.build_error, done.cross_arch)
+    assert list(why) == [cells[0].key]
+    assert "cannot find -lgpiod" in why[cells[0].key]
+    assert "dpkg --add-architecture arm64" in why[cells[0].key]
+    assert "apt install libgpiod-dev:arm64" in why[cells[0].key]
+    assert "libc6-dev" not in why[cells[0].key]
+
+
+def test_without_a_cross_pkg_config_the_targets_multiarch_dirs_are_searched(tmp_path):
+    args, env = deploy._pkg_config("arm-linux-gnueabihf-gcc -O2")
+    assert args == ["PKG_CONFIG=pkg-config"] and env["PKG_CONFIG_PATH"] == ""
+    assert env["PKG_CONFIG_LIBDIR"].split(":")[0] == "/usr/lib/arm-linux-gnueabihf/pkgconfig"
+    args, env = deploy._pkg_config(f"aarch64-linux-gnu-gcc --sysroot={tmp_path}")
+    assert env["PKG_CONFIG_SYSROOT_DIR"] == str(tmp_path)
+    assert env["PKG_CONFIG_LIBDIR"].split(":")[0] == f"{tmp_path}/usr/lib/aarch64-linux-gnu/pkgconfig"
+    assert deploy._pkg_config("gcc -O1") == ([], {})
+    assert [deploy.cross_arch(cc) for cc in ("aarch64-linux-gnu-gcc-12", "arm-linux-gnueabihf-gcc", "gcc")] \
+        == ["arm64", "armhf", ""]
+
+
+def test_a_cross_build_that_builds_nothing_names_the_targets_libc(fake_cross, tmp_path):
+    (fake_cross / "bin" / "aarch64-linux-gnu-gcc").write_text(
+        "#!/bin/sh\necho 'ld: cannot find -lc: No such file or directory' >&2\nexit 1\n")
+    with pytest.raises(UserError, match=r"cannot find -lc: .*apt install libc6-dev-arm64-cross"):
+        deploy.deploy(CrossBuiltLocal(str(tmp_path / "w"), "aarch64-linux-gnu-gcc"))

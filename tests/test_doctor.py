@@ -183,3 +183,18 @@ def test_probes_of_the_virtual_pin_follow_the_cpus(monkeypatch):
     monkeypatch.setattr(command, "visa_resources", lambda: [])
     assert command.probe_findings({"n_cpus": 4})[0].state.startswith("self, vpin")
     assert command.probe_findings({"n_cpus": 1})[0].state.startswith("self, (vpin needs a second CPU)")
+
+
+@pytest.mark.parametrize("machine, package", [
+    ("x86_64", "apt install linux-image-rt-amd64"),
+    ("aarch64", "apt install linux-image-rt-arm64"),
+    ("armv7l", "apt install linux-image-rt-armmp"),  # armhf: the multiplatform ARM kernel
+    ("riscv64", "Debian has no PREEMPT_RT kernel package for riscv64"),
+])
+def test_the_rt_kernel_hint_names_the_package_of_the_targets_architecture(monkeypatch, machine, package):
+    fake_machine(monkeypatch, preemption="voluntary", machine=machine)
+    _, findings = doctor.examine(LocalTarget(), {})
+    [preemption] = [f for f in findings if f.topic == "preemption"]
+    assert package in preemption.fix
+    others = {"amd64", "arm64", "armmp"} - {package.rsplit("-", 1)[-1]}
+    assert not [o for o in others if f"rt-{o}" in preemption.fix]

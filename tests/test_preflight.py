@@ -12,7 +12,8 @@ from jitterlab.cli.main import main
 from jitterlab.execution import preflight
 from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.model.errors import UserError
-from jitterlab.targets.capabilities import CrossBuilt, HostKeyStatus, Wrapper
+from jitterlab.targets.base import CommandTimeout
+from jitterlab.targets.capabilities import AnswersSlowly, CrossBuilt, HostKeyStatus, Wrapper
 from jitterlab.targets.local import LocalTarget
 
 
@@ -206,3 +207,22 @@ def _hiding(run, tools):
             return type(done)(done.argv, done.rc, "\n".join(missing) + "\n", done.stderr)
         return done
     return hidden
+
+
+class _SlowHanging(Wrapper, AnswersSlowly):
+    """A slow board (alive_timeout 45 s) whose commands hang past any timeout."""
+
+    @property
+    def alive_timeout_s(self) -> float:
+        return 45.0
+
+    def run(self, argv: list[str], timeout_s: float = 60.0):
+        raise CommandTimeout(f"{argv[0]} ran past {timeout_s:g} s")
+
+
+def test_a_target_that_hangs_in_preparation_is_lost_with_its_reason_not_a_traceback(tmp_path):
+    campaign = load_campaign(campaign_file(tmp_path, "python"))
+    target = _SlowHanging(LocalTarget("local", str(tmp_path / "w")))
+    session = preflight._preflight_or_lost(campaign, campaign.targets[0], target)
+    assert session.lost is not None and "longer than 180 s" in session.lost
+    assert "raise alive_timeout in its [[target]]" in session.lost

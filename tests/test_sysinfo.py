@@ -6,9 +6,11 @@ import json
 
 import pytest
 
+from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
 from jitterlab.system import sysinfo
-from jitterlab.targets.capabilities import VirtualMachine, Wrapper
+from jitterlab.targets.base import CommandTimeout, Completed
+from jitterlab.targets.capabilities import AnswersSlowly, VirtualMachine, Wrapper
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
 
@@ -330,3 +332,49 @@ def test_rt_throttling_in_a_container_names_the_host_not_root():
     bare = check_rt_throttling({"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "none"})
     assert bare is not None and "run jitterlab as root" in bare.remedy
     assert check_rt_throttling({"rt_runtime_us": -1, "rt_period_us": 1000000}) is None
+
+
+class _Hanging(Wrapper, AnswersSlowly):
+    """A slow board over SSH whose commands never answer: each run times out at the timeout given."""
+
+    timeouts: list[float]
+
+    @property
+    def alive_timeout_s(self) -> float:
+        return 90.0
+
+    def run(self, argv: list[str], timeout_s: float = 60.0) -> Completed:
+        self.timeouts.append(timeout_s)
+        raise CommandTimeout(f"{argv[0]} ran past {timeout_s:g} s")
+
+
+def test_a_slow_target_is_given_its_alive_timeout_and_a_hang_is_a_lost_target():
+    target = _Hanging(FakeTarget())
+    target.timeouts = []
+    with pytest.raises(TargetLost, match=r"longer than 360 s; .*raise alive_timeout in its \[\[target\]\]"):
+        sysinfo.snapshot(target)
+    assert target.timeouts == [360.0]  # 4 x its alive_timeout, not a fixed 30 s
+    quick = FakeTarget()
+    quick.respond(["sh", "-c"], PI)
+    assert sysinfo.snapshot(quick)["machine"] == "aarch64"  # this machine's kind answers in the old 30 s
+
+
+@pytest.mark.parametrize("sections, expected", [
+    ({"dt_model": "linux,dummy-virt", "dt_compatible": "linux,dummy-virt"}, "qemu"),  # qemu's virt
+    ({"dt_model": "QEMU Raspberry Pi 3B emulation"}, "qemu"),
+    ({"dt_compatible": "qemu,virt linux,dummy-virt", "virt": "none"}, "qemu"),
+    ({"virt": "qemu", "dt_model": "Raspberry Pi 3 Model B"}, "qemu"),  # systemd-detect-virt said so
+    ({"virt": "none", "dt_model": "Freescale i.MX6 Quad SABRE Lite Board"}, "none"),  # a real board
+])
+def test_emulation_is_read_from_the_device_tree(sections, expected):
+    assert sysinfo.parse(script_output(machine="armv7l", **sections))["virtualization"] == expected
+
+
+def test_an_emulated_board_jitterlab_booted_is_never_bare_metal():
+    sabrelite = script_output(machine="armv7l", virt="none", dt_model="Freescale i.MX6 Quad SABRE Lite Board")
+    target = FakeTarget()
+    target.respond(["sh", "-c"], sabrelite)
+    assert sysinfo.snapshot(target)["virtualization"] == "none"
+    info = sysinfo.snapshot(_VM(target))
+    assert (info["virtualization"], info["vm_accel"]) == ("qemu", "tcg")
+    assert sysinfo.check_virtualized(info) is not None

@@ -5,14 +5,19 @@ files of it that ship, whether make builds it), so a plug-in with programs of it
 them and nothing here changes. The sources travel as one copy of a staged tree (one tar stream
 over SSH, not a round trip per file). The built directories are built on the target with its make
 and cc, or, when the target is cross-built (`cc = "aarch64-linux-gnu-gcc"` in its [[target]]),
-here as static programs sent ready to run. The directory is named by a hash of the sources (and
-of the cross compiler), so an unchanged tree is neither rebuilt nor re-sent.
+here as static programs sent ready to run (make -k, with the target's pkg-config: a program whose
+library the target's architecture lacks here makes only its own cells unavailable). The directory
+is named by a hash of the sources (and of the cross compiler), so an unchanged tree is neither
+rebuilt nor re-sent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab import programs
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, TargetLost, UserError
 from jitterlab.programs import DIRS, ProgramDir, check_cc
-from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import CrossBuilt, has
+from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.capabilities import CrossBuilt, command_timeout_s, has
 from jitterlab.targets.processes import owner_tag
 
 PROGRAMS_DIR = programs.SOURCES
@@ -65,6 +70,9 @@ class Deployment:
     bindir: str
     built: frozenset[str]
     build_error: str = ""
+    # cross-built here: the Debian architecture of the target ("arm64"; "" when the cc does not
+    # tell), whose libraries this machine needs; None when built on the target
+    cross_arch: str | None = None
 
 
 # lists the executables of the directories it is given, one name per line
@@ -94,28 +102,46 @@ def deploy(target: Target, timeout_s: float = 300.0) -> Deployment:
     tries the missing programs again (after the user installed what they need)."""
     cross = has(target, CrossBuilt)
     cc = cross.cross_cc if cross is not None else None
+    arch = cross_arch(cc) if cc else None
+    timeout_s = command_timeout_s(target, timeout_s)
+    try:
+        done = _deploy(target, cc, timeout_s)
+    except CommandTimeout as exc:
+        raise TargetLost(f"target {target.name!r}: putting the programs there timed out ({exc}); "
+                         "if the board is only slow, raise alive_timeout in its [[target]]") from None
+    return dataclasses.replace(done, cross_arch=arch)
+
+
+def _deploy(target: Target, cc: str | None, timeout_s: float) -> Deployment:
     bindir = f"{target.workdir}/programs-{programs_hash(cc)}"
-    if target.run(["test", "-e", f"{bindir}/.built"]).ok:
+    if target.run(["test", "-e", f"{bindir}/.built"], timeout_s=timeout_s).ok:
         return Deployment(bindir, _built(target, bindir))
     partial = f"{bindir}.partial"
     before = _partial(target, partial)
     work = f"{bindir}.build-{owner_tag()}"
-    target.run(["rm", "-rf", "--", work])  # what an interrupted build of this process left
+    # what an interrupted build of this process left
+    target.run(["rm", "-rf", "--", work], timeout_s=timeout_s)
     try:
-        if before is not None:
-            target.run(["cp", "-a", "--", partial, work])  # make tries only what did not build
-        else:
-            _stage(target, work, cc, timeout_s)
-        error = "" if cc else _make(target, work, timeout_s)
+        if before is not None and not cc:
+            # make tries only what did not build
+            target.run(["cp", "-a", "--", partial, work], timeout_s=timeout_s)
+            error = _make(target, work, timeout_s)
+        else:  # a cross build is redone here whole: cheap, and the host's libraries may have changed
+            error = _stage(target, work, cc, timeout_s)
+            if not cc:
+                error = _make(target, work, timeout_s)
         mark = f"cross {cc}" if cc else "native"
-        target.run(["sh", "-c", _MARK, f"{work}/.built", mark + (f"\npartial {error}" if error else "")])
+        target.run(["sh", "-c", _MARK, f"{work}/.built", mark + (f"\npartial {error}" if error else "")],
+                   timeout_s=timeout_s)
         built = _built(target, work)
         if error and before is not None and built <= before.built:
-            target.run(["rm", "-rf", "--", work])  # nothing more than last time: that one serves
+            # nothing more than last time: that one serves
+            target.run(["rm", "-rf", "--", work], timeout_s=timeout_s)
             return before
         if error and before is not None:
             return Deployment(work, built, error)  # more than last time: ours (swept when we are gone)
-        done = target.run(["sh", "-c", _INSTALL, "sh", work, partial if error else bindir])
+        done = target.run(["sh", "-c", _INSTALL, "sh", work, partial if error else bindir],
+                          timeout_s=timeout_s)
     except BaseException:
         with contextlib.suppress(Exception):
             target.run(["rm", "-rf", "--", work])
@@ -137,8 +163,10 @@ def _partial(target: Target, partial: str) -> Deployment | None:
     return Deployment(partial, _built(target, partial), error)
 
 
-def _stage(target: Target, work: str, cc: str | None, timeout_s: float) -> None:
-    """Copy the sources to `work` on the target (cross-built here first when there is a cc)."""
+def _stage(target: Target, work: str, cc: str | None, timeout_s: float) -> str:
+    """Copy the sources to `work` on the target (cross-built here first when there is a cc); the
+    first error of a cross build some programs of which did not build, else ""."""
+    error = ""
     with tempfile.TemporaryDirectory(prefix="jitterlab-programs-") as tmp:
         staging = Path(tmp) / "programs"
         for path in _sources():
@@ -147,8 +175,9 @@ def _stage(target: Target, work: str, cc: str | None, timeout_s: float) -> None:
             shutil.copy2(path, dest)
         if cc:
             for name in _built_dirs():
-                _cross_build(target.name, staging / name, cc, timeout_s)
+                error = _cross_build(target.name, staging / name, cc, timeout_s) or error
         target.put(staging, work)
+    return error
 
 
 def _make(target: Target, work: str, timeout_s: float) -> str:
@@ -174,8 +203,45 @@ def _built(target: Target, bindir: str) -> frozenset[str]:
     return frozenset(target.run(["sh", "-c", _EXECUTABLES, "sh", *dirs]).stdout.split())
 
 
-def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> None:
-    """Build static programs here with the target's cross compiler."""
+# the Debian architecture of a cross compiler's GNU triplet (its name without "-gcc")
+_DEBIAN_ARCH = {"aarch64-linux-gnu": "arm64", "arm-linux-gnueabihf": "armhf", "arm-linux-gnueabi": "armel",
+                "x86_64-linux-gnu": "amd64", "i686-linux-gnu": "i386", "riscv64-linux-gnu": "riscv64",
+                "powerpc64le-linux-gnu": "ppc64el", "s390x-linux-gnu": "s390x"}
+
+
+def _triplet(cc: str) -> str | None:
+    """"aarch64-linux-gnu" of "aarch64-linux-gnu-gcc-12 -O2"; None for a compiler named otherwise."""
+    m = re.fullmatch(r"(.+)-(?:gcc|cc|clang)(?:-[\d.]+)?", Path(cc.split()[0]).name) if cc.split() else None
+    return m.group(1) if m else None
+
+
+def cross_arch(cc: str) -> str:
+    """The Debian architecture whose libraries a cross build with `cc` links ("" when unknown)."""
+    return _DEBIAN_ARCH.get(_triplet(cc) or "", "")
+
+
+def _pkg_config(cc: str) -> tuple[list[str], dict[str, str]]:
+    """make's arguments and environment so that pkg-config answers for the target, not this machine:
+    a --sysroot in cc is searched, else the triplet's pkg-config, else Debian's multiarch dirs."""
+    triplet = _triplet(cc)
+    sysroot = next((w.removeprefix("--sysroot=") for w in cc.split() if w.startswith("--sysroot=")), None)
+    if triplet is None and sysroot is None:
+        return [], {}
+    env = {"PKG_CONFIG_PATH": ""}  # the host's own additions say nothing of the target
+    if sysroot is None and triplet and shutil.which(f"{triplet}-pkg-config"):
+        return [f"PKG_CONFIG={triplet}-pkg-config"], env
+    root = sysroot or ""
+    dirs = ([f"{root}/usr/lib/{triplet}/pkgconfig"] if triplet else []) + [
+        f"{root}/usr/lib/pkgconfig", f"{root}/usr/share/pkgconfig"]
+    env["PKG_CONFIG_LIBDIR"] = ":".join(dirs)
+    if sysroot:
+        env["PKG_CONFIG_SYSROOT_DIR"] = sysroot
+    return ["PKG_CONFIG=pkg-config"], env
+
+
+def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> str:
+    """Build static programs here with the target's cross compiler; "" when all built, else the
+    first error (make -k: what can be built is, and only the cells of the rest are unavailable)."""
     # make runs its recipes with /bin/sh: the compiler reaches it as words that cannot be a command
     compiler = check_cc(cc, f"target {name!r}: cc").split()[0]
     if shutil.which(compiler) is None:
@@ -183,24 +249,33 @@ def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> None:
             f"target {name!r}: cc = {cc!r}: {compiler} is not installed on this machine; install the "
             "cross compiler (e.g. apt install gcc-aarch64-linux-gnu) or remove cc to build on the target"
         )
+    make_args, env = _pkg_config(cc)
     try:
         built = subprocess.run(
-            ["make", "-s", "-C", str(cdir), f"CC={cc}", "LDFLAGS=-static"],
+            ["make", "-k", "-s", "-C", str(cdir), f"CC={cc}", "LDFLAGS=-static", *make_args],
             capture_output=True,
             text=True,
             timeout=timeout_s,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **env},
         )
     except FileNotFoundError:
         raise UserError(f"target {name!r}: cross-compiling needs make here (apt install make)") from None
-    if built.returncode != 0:
-        raise UserError(
-            f"target {name!r}: cross-compiling the C programs with cc = {cc!r} failed: "
-            f"{_last(built.stderr, built.stdout)}; static programs need the target's libc for "
-            "static linking here too (e.g. apt install libc6-dev-arm64-cross)"
-        )
+    except subprocess.TimeoutExpired:
+        raise UserError(f"target {name!r}: cross-compiling the C programs with cc = {cc!r} took longer "
+                        f"than {timeout_s:g} s; check the compiler here") from None
     for leftover in cdir.glob("*.o"):
         leftover.unlink()
+    if built.returncode == 0:
+        return ""
+    error = f"{_first_error(built.stderr, built.stdout)} (cross-built here with {cc})"
+    if not any(p.is_file() and os.access(p, os.X_OK) for p in cdir.iterdir()):
+        arch = cross_arch(cc)
+        raise UserError(
+            f"target {name!r}: cross-compiling the C programs failed: {error}; static programs need the "
+            f"target's libc here (apt install libc6-dev-{arch or '<arch>'}-cross), or a --sysroot in cc"
+        )
+    return error
 
 
 def _last(*texts: str) -> str:
@@ -212,7 +287,12 @@ def _last(*texts: str) -> str:
 
 
 def _first_error(*texts: str) -> str:
-    """The compiler's first error line (the missing header, usually), else the last line."""
+    """The first missing library (the linker's `cannot find -lgpiod`), else the compiler's first
+    error line (a missing header), else the last line."""
+    for text in texts:
+        for line in text.splitlines():
+            if "cannot find -l" in line:
+                return line.strip()
     for text in texts:
         for line in text.splitlines():
             if ": error:" in line or ": fatal error:" in line:

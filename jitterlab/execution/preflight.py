@@ -13,8 +13,8 @@ from jitterlab.measure.context import Placement
 from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.records import Cell, Warning_
 from jitterlab.system import sysinfo
-from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import CrossBuilt, has, host_key_warning
+from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.capabilities import CrossBuilt, command_timeout_s, has, host_key_warning
 from jitterlab.targets.unreachable import UnreachableTarget
 
 _BUILD_TOOLS = {"make": "make", "cc": "gcc"}  # every C program is built with them on the target
@@ -168,17 +168,39 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
     )
 
 
-def unbuilt(cells: list[Cell], built: frozenset[str], build_error: str) -> dict[str, str]:
-    """Cells whose programs did not build on the target -> why, naming the package to install."""
+def unbuilt(cells: list[Cell], built: frozenset[str], build_error: str,
+            cross_arch: str | None = None) -> dict[str, str]:
+    """Cells whose programs did not build -> why, naming the package to install: on the target, or,
+    when they are cross-built here (`cross_arch`: the target's Debian architecture), the target
+    architecture's package on this machine (or the sysroot the cross compiler is given)."""
     why: dict[str, str] = {}
     for cell in cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         missing = {p: pkg for p, pkg in bench.programs(cell).items() if p not in built}
-        if missing:
-            hint = ", ".join(f"apt install {pkg}" for pkg in sorted(set(missing.values())) if pkg)
-            why[cell.key] = (f"the target could not build {', '.join(sorted(missing))} "
-                             f"({build_error or 'see make -C <programs>/c'})" + (f"; {hint}" if hint else ""))
+        if not missing:
+            continue
+        packages = sorted({pkg for pkg in missing.values() if pkg})
+        if cross_arch is None:
+            hint = ", ".join(f"apt install {pkg}" for pkg in packages)
+            where = "the target could not build"
+        else:
+            hint = _cross_hint(packages, cross_arch)
+            where = "the programs cross-built for the target lack"
+        why[cell.key] = (f"{where} {', '.join(sorted(missing))} "
+                         f"({build_error or 'see make -C <programs>/c'})" + (f"; {hint}" if hint else ""))
     return why
+
+
+def _cross_hint(packages: list[str], arch: str) -> str:
+    """Installing the target architecture's libraries on this machine (Debian multiarch)."""
+    if not packages:
+        return ""
+    if not arch:
+        return (f"install {', '.join(packages)} of the target's architecture on this machine, "
+                "or give cc a --sysroot= of the target's root that has them")
+    wanted = " ".join(f"{pkg}:{arch}" for pkg in packages)
+    return (f"on this machine: dpkg --add-architecture {arch}, apt update, apt install {wanted} "
+            "(or give cc a --sysroot= of the target's root that has them)")
 
 
 def _placement(campaign: Campaign, cells: list[Cell], n_cpus: int, warnings: list[Warning_]) -> Placement:
@@ -225,5 +247,10 @@ def _missing_tools(target: Target, tools: list[str]) -> list[str]:
     if not tools:
         return []
     script = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
-    done = target.run(["sh", "-c", script, "sh", *tools], timeout_s=30)
+    timeout_s = command_timeout_s(target, 30.0)
+    try:
+        done = target.run(["sh", "-c", script, "sh", *tools], timeout_s=timeout_s)
+    except CommandTimeout:
+        raise TargetLost(f"target {target.name!r}: looking for its tools took longer than {timeout_s:g} s; "
+                         "if the board is only slow, raise alive_timeout in its [[target]]") from None
     return done.stdout.split()

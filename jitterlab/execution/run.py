@@ -16,6 +16,7 @@ from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed, TargetLost
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.capabilities import command_timeout_s
 
 
 @dataclass
@@ -65,7 +66,7 @@ def measure(bench: Benchmark, ctx: RunContext, loads: TargetLoads, *, keep: bool
 def _lost_meanwhile(target: Target) -> TargetLost | None:
     """After a failed run: is the target itself gone? (one command, only when a run failed)"""
     try:
-        target.run(["true"], timeout_s=30)
+        target.run(["true"], timeout_s=command_timeout_s(target, 30.0))
     except TargetLost as exc:
         return exc
     except (RunFailed, CommandTimeout):

@@ -269,7 +269,7 @@ class Runner:
         session.bindir = deployment.bindir
         cells = [c for c in self.campaign.cells
                  if c.target == session.spec.name and c.key not in session.unavailable]
-        missing = unbuilt(cells, deployment.built, deployment.build_error)
+        missing = unbuilt(cells, deployment.built, deployment.build_error, deployment.cross_arch)
         if missing:
             session.unavailable.update(missing)
             for why in sorted(set(missing.values())):

@@ -15,7 +15,9 @@ import contextlib
 import re
 import time
 
+from jitterlab.model.errors import TargetLost
 from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.capabilities import command_timeout_s
 from jitterlab.targets.processes import RUNS_DIR, SHM_DIR, host_tag, live_dir, owner_start_ticks
 
 # one "pid<TAB>marker<TAB>cmdline" line per live process carrying one of the markers "$@"
@@ -73,7 +75,13 @@ def _orphaned_markers(target: Target) -> list[str]:
 
 
 def _find(target: Target, markers: list[str]) -> list[tuple[int, str, str]]:
-    out = target.run(["sh", "-c", _FIND, "sh", *markers], timeout_s=60.0).stdout
+    timeout_s = command_timeout_s(target, 60.0)
+    try:
+        out = target.run(["sh", "-c", _FIND, "sh", *markers], timeout_s=timeout_s).stdout
+    except CommandTimeout:
+        raise TargetLost(f"target {target.name!r}: looking for leftovers of killed runs took longer than "
+                         f"{timeout_s:g} s; if the board is only slow, raise alive_timeout in its [[target]]"
+                         ) from None
     found = []
     for line in out.splitlines():
         pid, _, rest = line.partition("\t")

@@ -12,10 +12,11 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
 from jitterlab.system import sysinfo, tuning
-from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import CrossBuilt, has, host_key_warning
+from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.capabilities import CrossBuilt, command_timeout_s, has, host_key_warning
 
 # tool -> (the Debian package that has it, who needs it: "impl node", "load cpu", ...)
 Needs = Mapping[str, tuple[str, set[str]]]
@@ -33,7 +34,12 @@ class Finding:
 
 def _missing(target: Target, tools: list[str]) -> list[str]:
     script = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
-    return target.run(["sh", "-c", script, "sh", *tools], timeout_s=30).stdout.split()
+    timeout_s = command_timeout_s(target, 30.0)
+    try:
+        return target.run(["sh", "-c", script, "sh", *tools], timeout_s=timeout_s).stdout.split()
+    except CommandTimeout:
+        raise TargetLost(f"target {target.name!r}: looking for its tools took longer than {timeout_s:g} s; "
+                         "if the board is only slow, raise alive_timeout in its [[target]]") from None
 
 
 def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
@@ -74,7 +80,7 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
     iso = info.get("isolcpus")
     topic("isolcpus", sysinfo._fmt_cpus(iso) if iso else "none", sysinfo.check_isolated_cpus(info))
     topic("clocksource", str(info.get("clocksource")), sysinfo.check_clocksource(info))
-    findings.append(_preemption(info.get("preemption")))
+    findings.append(_preemption(info.get("preemption"), info.get("machine")))
     runtime = info.get("rt_runtime_us")
     topic("RT throttling", "off" if runtime == -1 else "unknown", sysinfo.check_rt_throttling(info))
     topic("virtualization", str(info.get("virtualization") or "unknown"), sysinfo.check_virtualized(info))
@@ -88,7 +94,22 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
     return info, findings
 
 
-def _preemption(model: str | None) -> Finding:
+# `uname -m` -> Debian's PREEMPT_RT kernel package for that architecture
+RT_KERNEL_PACKAGE = {"x86_64": "linux-image-rt-amd64", "aarch64": "linux-image-rt-arm64",
+                     "arm64": "linux-image-rt-arm64", "armv7l": "linux-image-rt-armmp",
+                     "armv8l": "linux-image-rt-armmp"}
+
+
+def rt_kernel_hint(machine: str | None) -> str:
+    """How to get a PREEMPT_RT kernel on a machine of this `uname -m` (Debian's package for it)."""
+    package = RT_KERNEL_PACKAGE.get(machine or "")
+    if package is not None:
+        return f"apt install {package}"
+    return (f"Debian has no PREEMPT_RT kernel package for {machine or 'this architecture'}: "
+            "build one with CONFIG_PREEMPT_RT")
+
+
+def _preemption(model: str | None, machine: str | None = None) -> Finding:
     if model is None:
         return Finding("preemption", "unknown (no kernel config readable)")
     if model == "rt" or model.endswith("full") or model.endswith("lazy"):
@@ -97,7 +118,7 @@ def _preemption(model: str | None) -> Finding:
         "preemption",
         f"{model}: a task waits for the kernel to reach a preemption point",
         "boot with preempt=full (kernels with PREEMPT_DYNAMIC) or install a PREEMPT_RT kernel "
-        "(apt install linux-image-rt-amd64 / -arm64)",
+        f"({rt_kernel_hint(machine)})",
     )
 
 

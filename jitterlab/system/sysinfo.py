@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
 from jitterlab.system import tuning
-from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import VirtualMachine, has
+from jitterlab.targets.base import CommandTimeout, Target
+from jitterlab.targets.capabilities import VirtualMachine, command_timeout_s, has
 
 _MARK = "@@jitterlab-section "
 _ABSENT = "@@absent"
@@ -53,6 +54,8 @@ s loadavg; cat /proc/loadavg 2>/dev/null
 s uptime; cat /proc/uptime 2>/dev/null
 v() { command -v systemd-detect-virt >/dev/null 2>&1 && systemd-detect-virt "$1" 2>/dev/null; }
 s virt; v --vm
+s dt_model; tr -d '\000' < /proc/device-tree/model 2>/dev/null
+s dt_compatible; tr '\000' ' ' < /proc/device-tree/compatible 2>/dev/null
 s container; v --container
 s rt_permission; command -v chrt >/dev/null 2>&1 && { chrt -f 1 true >/dev/null 2>&1; echo $?; }
 s runtimes
@@ -74,13 +77,24 @@ _GOOD_CLOCKSOURCE = {
 
 
 def snapshot(target: Target) -> dict:
-    """Describe the target; a value that cannot be read is None, never an exception."""
-    done = target.run(["sh", "-c", _SCRIPT], timeout_s=30.0)
+    """Describe the target; a value that cannot be read is None, never an exception. A target that
+    does not answer within its command timeout (which follows a slow target's alive_timeout) is
+    lost: TargetLost with the reason, which the campaign records for its runs."""
+    timeout_s = command_timeout_s(target, 30.0)
+    try:
+        done = target.run(["sh", "-c", _SCRIPT], timeout_s=timeout_s)
+    except CommandTimeout:
+        raise TargetLost(
+            f"target {target.name!r}: reading its system description took longer than {timeout_s:g} s; "
+            "if the board is only slow, raise alive_timeout in its [[target]]"
+        ) from None
     info = parse(done.stdout)
     vm = has(target, VirtualMachine)
     if vm is not None:  # a VM jitterlab booted: "kvm" or "tcg" (emulation), and its boot's wall time
         info["vm_accel"] = vm.vm_accel
         info["vm_boot_s"] = vm.boot_s
+        if info.get("virtualization") in (None, "none"):  # an emulated SoC board cannot tell: we can
+            info["virtualization"] = "qemu"
     return info
 
 
@@ -253,10 +267,18 @@ def _os_name(text: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+# what a device tree of qemu's own machines says (`virt`: "linux,dummy-virt", a model naming QEMU)
+_QEMU_DT = re.compile(r"qemu|linux,dummy-virt", re.I)
+
+
 def _virtualization(sec: dict, machine: str | None) -> str | None:
-    """The hypervisor (systemd-detect-virt --vm), else "vm" from the cpuinfo hypervisor flag."""
+    """The hypervisor (systemd-detect-virt --vm), else "qemu" when the device tree names a machine
+    of qemu's own, else "vm" from the cpuinfo hypervisor flag. An emulated copy of a real board
+    (an i.MX6 sabrelite, a raspi3b) cannot be told from inside: snapshot() marks the VMs it booted."""
     if sec.get("virt") and sec["virt"] != "none":
         return sec["virt"]
+    if any(_QEMU_DT.search(sec.get(key) or "") for key in ("dt_model", "dt_compatible")):
+        return "qemu"
     if sec.get("hypervisor_flag") == "yes":
         return "vm"
     if sec.get("virt"):

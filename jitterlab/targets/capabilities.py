@@ -92,6 +92,26 @@ class VirtualMachine(Capability):
         """Wall time from starting the VM to the target answering, s."""
 
 
+class AnswersSlowly(Capability):
+    """A target whose commands may take long to answer (a slow board, an emulated SoC over SSH): how
+    long it may be silent before it counts as lost (`alive_timeout` of its [[target]])."""
+
+    does = "say how long it may be silent (it answers at once, like this machine)"
+
+    @property
+    @abstractmethod
+    def alive_timeout_s(self) -> float:
+        """Seconds the target may not answer before its connection counts as lost."""
+
+
+def command_timeout_s(target: object, base_s: float) -> float:
+    """The timeout of a command that takes `base_s` on a quick machine: on a target that answers
+    slowly, never less than a few times its alive_timeout (a one-CPU emulated board over SSH spends
+    seconds on a handshake alone)."""
+    slow = has(target, AnswersSlowly)
+    return base_s if slow is None else max(base_s, 4 * slow.alive_timeout_s)
+
+
 class ReachedBySSH(Capability):
     """The target is reached with the OpenSSH client; others may open connections of their own."""
 

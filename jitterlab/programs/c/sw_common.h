@@ -22,7 +22,7 @@
 #define SW_USAGE                                                                      \
     "usage: %s --period-ns N --duration-ns N (--pin PATH | --gpiomem DEV --map-base A "  \
     "--map-len N --set-reg OFF --clr-reg OFF --mask M [--dir-reg OFF --dir-clear M "      \
-    "--dir-set M]) --log PATH [--prio N] [--allow-no-rt]\n"
+    "--dir-set M] [--write set-clear|masked|rmw]) --log PATH [--prio N] [--allow-no-rt]\n"
 
 /* 16 M edges * 8 bytes = 128 MiB: a sane ceiling for a buffer we prefault. */
 #define SW_MAX_LOGGED_EDGES (16u * 1024u * 1024u)
@@ -167,9 +167,9 @@ static inline void sw_die(const char *prog, const char *what, const char *path)
 }
 
 /* Map `len` bytes of `path` from `offset` (any alignment); never truncate the file (an
- * observer may have it mapped). */
-static inline volatile unsigned char *sw_map(const char *prog, const char *path, uint64_t offset,
-                                             size_t len, int writable)
+ * observer may have it mapped). NULL (errno set) when mmap refuses; dies when open does. */
+static inline volatile unsigned char *sw_map_or_null(const char *prog, const char *path,
+                                                     uint64_t offset, size_t len, int writable)
 {
     int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_SYNC);
     if (fd < 0)
@@ -179,10 +179,19 @@ static inline volatile unsigned char *sw_map(const char *prog, const char *path,
     size_t span = len + (size_t)(offset - start);
     void *p = mmap(NULL, span, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
                    (off_t)start);
-    if (p == MAP_FAILED)
-        sw_die(prog, "cannot mmap pin", path);
+    int saved = errno;
     close(fd);
-    return (volatile unsigned char *)p + (offset - start);
+    errno = saved;
+    return p == MAP_FAILED ? NULL : (volatile unsigned char *)p + (offset - start);
+}
+
+static inline volatile unsigned char *sw_map(const char *prog, const char *path, uint64_t offset,
+                                             size_t len, int writable)
+{
+    volatile unsigned char *p = sw_map_or_null(prog, path, offset, len, writable);
+    if (p == NULL)
+        sw_die(prog, "cannot mmap pin", path);
+    return p;
 }
 
 /* Byte `offset` of the pin file ('0'/'1': a virtual pin, a virtual chip's level page). */
@@ -191,12 +200,20 @@ static inline volatile unsigned char *sw_map_pin(const char *prog, const char *p
     return sw_map(prog, path, 0, 1, writable);
 }
 
-/* A memory-mapped GPIO block (--gpiomem): a line is set and cleared by writing its mask to
- * 32-bit registers; its direction is made output by a read-modify-write before the first edge. */
+/* A memory-mapped GPIO block (--gpiomem): a line is set and cleared through 32-bit registers
+ * (--write: set-clear writes its mask to set/clear registers, masked writes the mask or 0 to a
+ * register that changes only the masked bits, rmw reads the data register and or's / and's the
+ * mask); its direction is made output by a read-modify-write before the first edge. */
+enum sw_write { SW_WRITE_SET_CLEAR, SW_WRITE_MASKED, SW_WRITE_RMW };
+
+/* The program exits with this when the target refuses what it needs (sysexits EX_UNAVAILABLE). */
+#define SW_EXIT_UNAVAILABLE 69
+
 struct sw_regs {
     const char *device;
     uint64_t base, len, set_reg, clr_reg, mask, dir_reg, dir_clear, dir_set;
     int has_dir;
+    enum sw_write write;
 };
 
 struct sw_args {
@@ -234,6 +251,16 @@ static inline int sw_regs_flag(struct sw_regs *r, const char *flag, const char *
         r->device = val;
         return 0;
     }
+    if (strcmp(flag, "--write") == 0) {
+        static const char *const writes[] = {"set-clear", "masked", "rmw"};
+        for (size_t i = 0; i < sizeof writes / sizeof writes[0]; i++) {
+            if (strcmp(val, writes[i]) == 0) {
+                r->write = (enum sw_write)i;
+                return 0;
+            }
+        }
+        return -1;
+    }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(flag, names[i]) == 0) {
             if (i >= 5)
@@ -249,6 +276,7 @@ struct sw_pin {
     volatile unsigned char *byte;
     volatile uint32_t *set, *clr;
     uint32_t mask;
+    enum sw_write write;
 };
 
 static inline struct sw_pin sw_open_pin(const char *prog, const struct sw_args *a)
@@ -266,10 +294,20 @@ static inline struct sw_pin sw_open_pin(const char *prog, const struct sw_args *
                         "one nonzero 32-bit --mask)\n", prog);
         exit(2);
     }
-    volatile unsigned char *block = sw_map(prog, r->device, r->base, (size_t)r->len, 1);
+    volatile unsigned char *block = sw_map_or_null(prog, r->device, r->base, (size_t)r->len, 1);
+    if (block == NULL && errno == EPERM) {
+        /* STRICT_DEVMEM / IO_STRICT_DEVMEM kernels (Debian's) refuse a driver's registers */
+        fprintf(stderr, "%s: cannot mmap %s at 0x%llx: %s; the kernel restricts /dev/mem "
+                        "(STRICT_DEVMEM): boot it with iomem=relaxed on its command line\n",
+                prog, r->device, (unsigned long long)r->base, strerror(EPERM));
+        exit(SW_EXIT_UNAVAILABLE);
+    }
+    if (block == NULL)
+        sw_die(prog, "cannot mmap pin", r->device);
     p.set = (volatile uint32_t *)(block + r->set_reg);
     p.clr = (volatile uint32_t *)(block + r->clr_reg);
     p.mask = (uint32_t)r->mask;
+    p.write = r->write;
     if (r->has_dir) {
         volatile uint32_t *dir = (volatile uint32_t *)(block + r->dir_reg);
         *dir = (*dir & ~(uint32_t)r->dir_clear) | (uint32_t)r->dir_set;
@@ -281,6 +319,10 @@ static inline void sw_pin_set(const struct sw_pin *p, int level)
 {
     if (p->byte != NULL)
         *p->byte = level ? '1' : '0';
+    else if (p->write == SW_WRITE_RMW)
+        *p->set = level ? (*p->set | p->mask) : (*p->set & ~p->mask);
+    else if (p->write == SW_WRITE_MASKED)
+        *(level ? p->set : p->clr) = level ? p->mask : 0;
     else if (level)
         *p->set = p->mask;
     else

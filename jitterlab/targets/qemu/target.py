@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from jitterlab.model.errors import TargetLost, UserError
-from jitterlab.targets.capabilities import CrossBuilt, KeepsKernelModules, VirtualMachine
+from jitterlab.targets.capabilities import AnswersSlowly, CrossBuilt, KeepsKernelModules, VirtualMachine
 from jitterlab.targets.qemu import accel as qemu_accel
 from jitterlab.targets.qemu import kernels as qemu_kernels
 from jitterlab.targets.qemu import modules as qemu_modules
@@ -48,7 +48,7 @@ def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
     return f"console={machine.console} loglevel=4 panic=-1 rdinit=/init {extra}".strip()
 
 
-class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt):
+class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, AnswersSlowly):
     """A VM this process boots; boot() before use, close() shuts it down (also on errors)."""
 
     kind = "qemu"
@@ -78,6 +78,10 @@ class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt):
     def boot_s(self) -> float | None:
         """qemu started -> guest ready (wall time), s."""
         return self._boot_s
+
+    @property
+    def alive_timeout_s(self) -> float:
+        return SSH_TIMEOUTS_S[self._accel or "tcg"][1]
 
     @property
     def cross_cc(self) -> str:

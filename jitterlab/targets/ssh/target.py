@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 from jitterlab.model.errors import TargetLost, UserError
-from jitterlab.targets.capabilities import Capability, CrossBuilt
+from jitterlab.targets.capabilities import AnswersSlowly, Capability, CrossBuilt
 from jitterlab.targets.ssh.options import ALIVE_INTERVAL_S, SSHOptions
 from jitterlab.targets.ssh.sessions import OverSSH, SSHSessions, last_line
 
@@ -28,7 +28,7 @@ def _config_path(path: str) -> str:
     return f'"{path}"' if any(c.isspace() for c in path) else path
 
 
-class SSHTarget(OverSSH, CrossBuilt):
+class SSHTarget(OverSSH, CrossBuilt, AnswersSlowly):
     """A machine reached with the ssh client; connect() before use, close() to release it."""
 
     def __init__(self, name: str, options: SSHOptions) -> None:
@@ -50,6 +50,10 @@ class SSHTarget(OverSSH, CrossBuilt):
 
     def offers(self, cap: type[Capability]) -> bool:
         return cap is not CrossBuilt or self.options.cc is not None
+
+    @property
+    def alive_timeout_s(self) -> float:
+        return self.options.alive_timeout_s
 
     @property
     def cross_cc(self) -> str:

@@ -28,7 +28,8 @@ class GpiomemPin(PinBase):
         Param("soc", "the SoC's register map: " + ", ".join(f"{s.name} ({s.help})" for s in SOCS.values()),
               choice(*SOCS), '"bcm2711"'),
         Param("line", "the line: BCM GPIO number on a Raspberry Pi, 32 * bank + bit on AM335x "
-              "(gpio1_28 = 60)", integer(0, 127), "17"),
+              "(gpio1_28 = 60), 32 * (bank - 1) + bit on i.MX6 (GPIO4_IO21 = 117), 0-7 on PL061",
+              integer(0, 223), "17"),
         Param("device", 'the memory device ("": the SoC\'s, /dev/gpiomem or /dev/mem)', _device,
               '"/dev/gpiomem"', default=""),
     )
@@ -40,12 +41,17 @@ class GpiomemPin(PinBase):
         if int(opts["line"]) >= soc.lines:
             raise UserError(f"{where}pins.gpiomem.line: {soc.name} has lines 0-{soc.lines - 1}, "
                             f"not {opts['line']}")
+        holder = dict(soc.reserved).get(int(opts["line"]))
+        if holder is not None:
+            free = ", ".join(str(n) for n in range(soc.lines) if n not in dict(soc.reserved))
+            raise UserError(f"{where}pins.gpiomem.line: {soc.name} line {opts['line']} belongs to "
+                            f"{holder}; choose another line ({free})")
 
     def setup(self) -> PinHandle:
         opts = self.options()
         soc = SOCS[str(opts["soc"])]
-        regs = soc.registers(int(opts["line"]))
-        device = str(opts["device"]) or regs.device
+        regs = soc.registers(int(opts["line"]), str(opts["device"]))
+        device = regs.device
         done = self.ctx.target.run(["sh", "-c", _CHECK, "sh", device])
         if not done.ok:
             raise RunFailed(explain(done.stderr, f"pins.gpiomem: {device}") +
