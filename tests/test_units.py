@@ -39,3 +39,11 @@ def test_format(ns, text):
                                          (5400, "1 h 30 min"), (7200, "2 h")])
 def test_format_duration(s, text):
     assert format_duration_s(s) == text
+
+
+def test_cpu_list_is_tasksets_syntax_in_any_order():
+    from jitterlab.model.units import cpu_list
+
+    assert cpu_list([5, 0, 2, 1, 1]) == "0-2,5"
+    assert cpu_list({3}) == "3"
+    assert cpu_list([]) == ""

@@ -34,6 +34,11 @@ class _Running:
     until: float  # monotonic time their warm-up ends
     fresh: bool = True  # started for this run (else kept from the previous one)
 
+    @property
+    def sustained(self) -> bool:
+        """Every load can be read per run, so all may stay up for the next run."""
+        return all(isinstance(load, Sustained) for _, load in self.loads)
+
 
 class TargetLoads:
     """The loads running on one target; one run at a time uses it (the target's worker thread)."""
@@ -96,7 +101,7 @@ class TargetLoads:
         running = self._running
         assert running is not None, "start() comes first"
         self._check("during")
-        if keep and all(isinstance(load, Sustained) for _, load in running.loads):
+        if keep and running.sustained:
             return _named([(name, load.snapshot()) for name, load in running.loads])
         self._running = None
         try:
@@ -108,7 +113,7 @@ class TargetLoads:
         """After a failed run: loads that the next run uses and can read per run stay up (its
         check before it measures decides whether they still run); the others are stopped."""
         running = self._running
-        if running is not None and keep and all(isinstance(load, Sustained) for _, load in running.loads):
+        if running is not None and keep and running.sustained:
             running.until, running.fresh = 0.0, False
             return
         self.stop()

@@ -69,3 +69,14 @@ def format_duration_s(seconds: float) -> str:
         return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def cpu_list(cpus) -> str:
+    """CPU numbers in taskset's syntax: {0, 1, 2, 5} -> "0-2,5" (any order, duplicates once)."""
+    spans: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if spans and cpu == spans[-1][-1] + 1:
+            spans[-1].append(cpu)
+        else:
+            spans.append([cpu])
+    return ",".join(str(s[0]) if len(s) == 1 else f"{s[0]}-{s[-1]}" for s in spans)

@@ -15,6 +15,7 @@ from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, watched_program_pin
 from jitterlab.campaign import cells
 from jitterlab.model.records import Cell, RunRecord, Warning_
+from jitterlab.model.units import cpu_list
 from jitterlab.report.console import SafeConsole
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.summaries import headline_value, run_label
@@ -149,16 +150,10 @@ SYSINFO_GROUPS = {
 
 
 def _cpu_list(cpus: object) -> str:
-    """[0, 1, 2, 5] -> "0-2,5" (any order); "?" when unknown."""
+    """[0, 1, 2, 5] -> "0-2,5"; "?" when unknown."""
     if not isinstance(cpus, list) or not all(isinstance(c, int) for c in cpus):
         return "?"
-    spans: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if spans and cpu == spans[-1][-1] + 1:
-            spans[-1].append(cpu)
-        else:
-            spans.append([cpu])
-    return ",".join(str(s[0]) if len(s) == 1 else f"{s[0]}-{s[-1]}" for s in spans)
+    return cpu_list(cpus)
 
 
 def _idle_states_text(states: list) -> str:

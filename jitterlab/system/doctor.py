@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
+from jitterlab.model.units import cpu_list
 from jitterlab.system import sysinfo, tuning
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.targets.capabilities import CrossBuilt, command_timeout_s, has, host_key_warning
@@ -78,7 +79,7 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
     topic("CPU governor", "/".join(governors) if governors != ["-"] and governors else "no cpufreq (fixed)",
           sysinfo.check_governor(info))  # fmt: skip
     iso = info.get("isolcpus")
-    topic("isolcpus", sysinfo._fmt_cpus(iso) if iso else "none", sysinfo.check_isolated_cpus(info))
+    topic("isolcpus", cpu_list(iso) if iso else "none", sysinfo.check_isolated_cpus(info))
     topic("clocksource", str(info.get("clocksource")), sysinfo.check_clocksource(info))
     findings.append(_preemption(info.get("preemption"), info.get("machine")))
     runtime = info.get("rt_runtime_us")

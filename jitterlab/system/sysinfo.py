@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
+from jitterlab.model.units import cpu_list
 from jitterlab.system import tuning
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.targets.capabilities import VirtualMachine, command_timeout_s, has
@@ -298,7 +299,7 @@ def check_governor(info: dict) -> Warning_ | None:
     governors = sorted({c["governor"] for c in slow})
     return Warning_(
         f"CPU frequency governor is {'/'.join(governors)} on CPUs "
-        f"{_fmt_cpus([c['cpu'] for c in slow])}: the clock speed changes during the measurement",
+        f"{cpu_list([c['cpu'] for c in slow])}: the clock speed changes during the measurement",
         "cpupower frequency-set -g performance",
     )
 
@@ -403,13 +404,3 @@ def checks(info: dict) -> list[Warning_]:
     return [w for check in CHECKS if (w := check(info)) is not None]
 
 
-def _fmt_cpus(cpus: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5"."""
-    parts, start = [], None
-    for i, cpu in enumerate(cpus):
-        if start is None:
-            start = cpu
-        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
-            parts.append(str(start) if start == cpu else f"{start}-{cpu}")
-            start = None
-    return ",".join(parts)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from jitterlab.model.records import Warning_
+from jitterlab.model.units import cpu_list
 
 SCRIPT = r"""
 s meminfo; grep -E '^(MemTotal|MemAvailable):' /proc/meminfo 2>/dev/null
@@ -131,15 +132,6 @@ def _cmdline_cpus(cmdline: str | None, key: str) -> list[int] | None:
     return (_cpus(found.group(1)) or []) if found else []
 
 
-def _fmt(cpus) -> str:
-    """{0, 1, 2, 5} -> "0-2,5"."""
-    runs: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if runs and cpu == runs[-1][-1] + 1:
-            runs[-1].append(cpu)
-        else:
-            runs.append([cpu])
-    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _cmdline_has(info: dict, *words: str) -> bool:
@@ -167,11 +159,11 @@ def check_nohz_rcu(info: dict) -> Warning_ | None:
     isolated = set(info.get("isolcpus") or [])
     if not isolated:
         return None
-    missing = [f"{key}={_fmt(info[key]) or 'none'}" for key in ("nohz_full", "rcu_nocbs")
+    missing = [f"{key}={cpu_list(info[key]) or 'none'}" for key in ("nohz_full", "rcu_nocbs")
                if info.get(key) is not None and not isolated <= set(info[key])]  # None: unknown
     if not missing:
         return None
-    cpus = _fmt(isolated)
+    cpus = cpu_list(isolated)
     return Warning_(
         f"isolated CPUs {cpus} still take the scheduler tick or RCU callbacks ({', '.join(missing)})",
         f"boot with nohz_full={cpus} rcu_nocbs={cpus} beside isolcpus={cpus}")
@@ -185,11 +177,11 @@ def check_irq_affinity(info: dict) -> Warning_ | None:
     if not hit:
         return None
     named = ", ".join(f"{q['irq']} ({q['actions']})" for q in hit[:5]) + (" ..." if len(hit) > 5 else "")
-    housekeeping = _fmt(set(range(int(info.get("n_cpus") or 0))) - isolated) or "<housekeeping CPUs>"
+    housekeeping = cpu_list(set(range(int(info.get("n_cpus") or 0))) - isolated) or "<housekeeping CPUs>"
     return Warning_(
-        f"{len(hit)} interrupt(s) are delivered to isolated CPUs {_fmt(isolated)}: {named}",
+        f"{len(hit)} interrupt(s) are delivered to isolated CPUs {cpu_list(isolated)}: {named}",
         f"write {housekeeping} to /proc/irq/N/smp_affinity_list, or boot with irqaffinity={housekeeping} "
-        f"and isolcpus=managed_irq,domain,{_fmt(isolated)}")
+        f"and isolcpus=managed_irq,domain,{cpu_list(isolated)}")
 
 
 def check_smt(info: dict) -> Warning_ | None:
@@ -201,7 +193,7 @@ def check_smt(info: dict) -> Warning_ | None:
         exposed = sorted(c for c in isolated if set(siblings.get(str(c), [c])) - isolated)
         if not exposed:
             return None
-        what = f"isolated CPUs {_fmt(exposed)} share a core with CPUs that are not isolated"
+        what = f"isolated CPUs {cpu_list(exposed)} share a core with CPUs that are not isolated"
     else:
         what = "SMT (hyperthreading) is on"
     return Warning_(
@@ -248,9 +240,10 @@ def topics(info: dict) -> list[tuple[str, str, Warning_ | None]]:
     bogomips = info.get("bogomips") or []
     return [
         ("idle states", (idle or "no cpuidle") + held, check_cstates(info)),
-        ("nohz/rcu", f"nohz_full {_fmt(info.get('nohz_full') or []) or 'none'}, rcu_nocbs "
-         f"{_fmt(info.get('rcu_nocbs') or []) or 'none'}", check_nohz_rcu(info)),
-        ("IRQ affinity", f"{len(irqs)} interrupts" + (f", isolated CPUs {_fmt(isolated)}" * bool(isolated)),
+        ("nohz/rcu", f"nohz_full {cpu_list(info.get('nohz_full') or []) or 'none'}, rcu_nocbs "
+         f"{cpu_list(info.get('rcu_nocbs') or []) or 'none'}", check_nohz_rcu(info)),
+        ("IRQ affinity",
+         f"{len(irqs)} interrupts" + (f", isolated CPUs {cpu_list(isolated)}" * bool(isolated)),
          check_irq_affinity(info)),
         ("SMT", {True: "on", False: "off", None: "unknown"}[info.get("smt_active")], check_smt(info)),
         ("transparent hugepages", str(info.get("thp") or "unknown"), check_thp(info)),
