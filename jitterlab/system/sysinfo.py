@@ -94,6 +94,7 @@ def snapshot(target: Target) -> dict:
     if vm is not None:  # a VM jitterlab booted: "kvm" or "tcg" (emulation), and its boot's wall time
         info["vm_accel"] = vm.vm_accel
         info["vm_boot_s"] = vm.boot_s
+        info.update(vm.vm_facts())
         if info.get("virtualization") in (None, "none"):  # an emulated SoC board cannot tell: we can
             info["virtualization"] = "qemu"
     return info

@@ -9,6 +9,7 @@ what it declares itself and, through it, what the target it wraps has.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -90,6 +91,46 @@ class VirtualMachine(Capability):
     @abstractmethod
     def boot_s(self) -> float | None:
         """Wall time from starting the VM to the target answering, s."""
+
+    def vm_facts(self) -> dict[str, object]:
+        """What else the run's record should say of the VM: its machine, its root, what jitterlab
+        changed of the board it emulates (keys vm_*)."""
+        return {}
+
+
+@dataclass(frozen=True)
+class GpioTrace:
+    """Where the emulator writes its GPIO controller's output levels, on the controller.
+
+    The file grows for as long as the board runs, one line per level change (qemu's trace
+    events, e.g. `pl061_set_output`), stamped with this machine's CLOCK_REALTIME by qemu."""
+
+    path: Path
+    controller: str  # the emulated GPIO controller ("pl061")
+    lines: int  # its output lines, 0..lines-1
+    event: str  # the trace event naming a level change
+
+
+class RecordsGpioOutputs(Capability):
+    """An emulated board whose emulator records the levels its GPIO controller drives, outside the
+    board: a probe on the controller follows a pin the way a logic analyzer would."""
+
+    does = "record its GPIO outputs outside the board (an emulated board with a traced GPIO controller)"
+
+    @abstractmethod
+    def gpio_trace(self) -> GpioTrace:
+        """The trace of the running board; UserError when it has none (say why)."""
+
+
+class ExaminesMemory(Capability):
+    """An emulated board whose emulator answers, on the controller, what the board's physical memory
+    (a GPIO block's registers) holds now: QMP's `xp` on a monitor socket of the probe's own."""
+
+    does = "show its physical memory from outside (an emulated board with a monitor socket)"
+
+    @abstractmethod
+    def monitor_socket(self) -> Path:
+        """The running emulator's QMP socket kept for probes (one client at a time)."""
 
 
 class AnswersSlowly(Capability):

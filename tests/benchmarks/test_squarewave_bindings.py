@@ -38,7 +38,7 @@ DRIVES = {
     "c-gpiod": {"gpiod"}, "c-mmap": MAPPED_PINS, "c-fifo": MAPPED_PINS,
     "kmod-busy": KERNEL_PINS, "kmod-hrtimer": KERNEL_PINS, "kmod-rt": KERNEL_PINS,
 }
-BOARD_PROBES = {"self", "gpio-loopback", "sigrok", "scpi"}
+BOARD_PROBES = {"self", "gpio-loopback", "sigrok", "scpi", "emulator", "register-poll"}
 OBSERVED_BY = {
     "vpin": {"vpin", "self"}, "external": {"sigrok", "scpi", "self"},
     "sysfs": BOARD_PROBES, "gpiod": BOARD_PROBES, "gpiomem": BOARD_PROBES,
@@ -49,7 +49,8 @@ SETTINGS = RunSettings(duration_ns=10**9, options={
              "gpiomem": {"soc": "bcm2711", "line": 17, "device": ""}},
     "probes": {"sigrok": {"driver": "fx2lafw", "samplerate": 24_000_000},
                "scpi": {"resource": "TCPIP::192.0.2.1::INSTR", "profile": "rs-rto"},
-               "gpio-loopback": {"line": 18}},
+               "gpio-loopback": {"line": 18}, "emulator": {"line": 2},
+               "register-poll": {"soc": "pl061", "line": 2}},
 })
 REFUSAL = re.compile(r"^c\.toml: matrix\.(pin|probe): (impl|probe) '[\w-]+' cannot (drive|observe) pin ")
 
@@ -83,7 +84,8 @@ def test_every_combination_is_accepted_or_refused_as_the_tables_say(impl, pin):
 def test_the_lists_a_user_is_shown_come_from_the_offers():
     assert probes_observing("vpin") == ["self", "vpin"]
     assert probes_observing("external") == ["scpi", "self", "sigrok"]
-    assert probes_observing("gpiomem") == ["gpio-loopback", "scpi", "self", "sigrok"]
+    assert probes_observing("gpiomem") == ["emulator", "gpio-loopback", "register-poll", "scpi", "self",
+                                           "sigrok"]
     assert pins_driven_by("python") == ["external", "gpiod", "sysfs", "vpin"]
     assert pins_driven_by("kmod-rt") == ["gpiod", "sysfs"]
 
@@ -103,7 +105,8 @@ def test_a_new_probe_and_a_new_impl_bind_by_what_they_need(monkeypatch):
 
     monkeypatch.setitem(plugins.PROBES._entries, "trace", Entry("trace", "test", TraceProbe))
     monkeypatch.setitem(plugins.IMPLS._entries, "rproc", Entry("rproc", "test", RprocImpl()))
-    assert probes_observing("gpiod") == ["gpio-loopback", "scpi", "self", "sigrok", "trace"]
+    assert probes_observing("gpiod") == ["emulator", "gpio-loopback", "register-poll", "scpi", "self",
+                                         "sigrok", "trace"]
     assert "trace" not in probes_observing("vpin") and pins_driven_by("rproc") == []
     assert refusal("c-gpiod", "gpiod", "trace", "c.toml: matrix") is None
     assert refusal("python", "vpin", "trace", "c.toml: matrix") == ("probe", (

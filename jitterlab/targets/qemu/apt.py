@@ -1,40 +1,29 @@
-"""Which Debian packages make a kernel, as apt sees them, and fetching them (no installing).
+"""Which Debian packages make a kernel, as apt sees them (no installing; fetching is apt_state.py's).
 
 A kernel named "standard" or "rt" is the candidate of the machine profile's metapackage of that
-flavour (linux-image-amd64 or linux-image-rt-amd64 for pc) in this machine's apt lists; a version
-like "6.12" is the newest 6.12.x of it, from these lists or else from Debian's backports suite,
-which jitterlab reads into an apt state of its own in the cache (this machine's apt configuration
-is never changed). A kernel is its image package, its headers and what the headers need to build
-modules (the -common tree and kbuild); `apt-get download` fetches them.
+flavour (linux-image-amd64 or linux-image-rt-amd64 for pc); a version like "6.12" is the newest
+6.12.x of it. For a machine of this computer's architecture, apt is asked on this machine's lists,
+then, for a version they lack, on Debian's backports suite read into a state of jitterlab's own in
+the cache. For a machine of another architecture (an arm64 board on this x86 machine), on a state
+of jitterlab's own for that architecture (<cache>/apt-arm64, release, updates, security and
+backports). This machine's apt configuration is never changed. A kernel is its image package, its
+headers and what the headers need to build modules (the -common tree and kbuild).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.model.errors import UserError
+from jitterlab.targets.qemu.apt_state import Apt, Package, os_release
+from jitterlab.targets.qemu.machines.profile import host_arch
 from jitterlab.targets.qemu.options import KernelSpec
-
-APT_TIMEOUT_S = 600.0
-BACKPORTS_MIRROR = "http://deb.debian.org/debian"
-KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-
-
-@dataclass(frozen=True)
-class Package:
-    name: str
-    version: str
-
-    def __str__(self) -> str:
-        return f"{self.name}={self.version}"
 
 
 @dataclass(frozen=True)
@@ -147,105 +136,47 @@ def resolve(spec: KernelSpec, apt_cache: AptCache, where: str, *, backports: boo
     return Resolved(image, tuple(needed), backports)
 
 
-def _run_apt(argv: list[str], where: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(
-            argv, capture_output=True, text=True, timeout=APT_TIMEOUT_S, cwd=cwd, stdin=subprocess.DEVNULL
-        )
-    except FileNotFoundError:
-        raise UserError(
-            f"{where}: {argv[0]} is missing: named Debian kernels are fetched with apt; on another "
-            'system give the path of a bzImage, e.g. kernel = "/boot/vmlinuz-..."'
-        ) from None
-    except subprocess.TimeoutExpired:
-        raise UserError(
-            f"{where}: {' '.join(argv[:2])} took over {APT_TIMEOUT_S:g}s; check the network"
-        ) from None
+def find_packages(spec: KernelSpec, where: str, cache: Path, arch: str | None = None) -> tuple[Resolved, Apt]:
+    """Resolve `spec` for a machine of Debian architecture `arch` (None: this machine's).
 
-
-def _host_apt_options() -> list[str]:
-    # as root, apt would try to drop to _apt, who cannot write our cache
-    return ["-o", "APT::Sandbox::User=root"] if os.geteuid() == 0 else []
-
-
-class Apt:
-    """apt-cache and apt-get download, on this machine's lists or on jitterlab's backports state."""
-
-    def __init__(self, where: str, state: Path | None = None) -> None:
-        self.where = where
-        self.state = state  # None: this machine's apt configuration
-        self.options = _host_apt_options()
-        if state is not None:
-            self.options += [
-                "-o", f"Dir::Etc::SourceList={state}/sources.list",
-                "-o", "Dir::Etc::SourceParts=/nonexistent",
-                "-o", f"Dir::State::Lists={state}/lists",
-                "-o", f"Dir::Cache={state}/cache",
-                "-o", "Acquire::Languages=none",
-                "-o", "Debug::NoLocking=1",
-            ]  # fmt: skip
-
-    def cache(self, args: list[str]) -> str:
-        done = _run_apt(["apt-cache", *self.options, *args], self.where)
-        return done.stdout if done.returncode == 0 else ""
-
-    def update_backports(self) -> None:
-        """Read the backports suite of this Debian release into our own state (~1 MB)."""
-        assert self.state is not None
-        codename = _os_release().get("VERSION_CODENAME")
-        if not codename:
-            raise UserError(
-                f"{self.where}: this system names no Debian release (VERSION_CODENAME in /etc/os-release)"
-            )
-        for sub in ("lists/partial", "cache/archives/partial"):
-            (self.state / sub).mkdir(parents=True, exist_ok=True)
-        (self.state / "sources.list").write_text(
-            f"deb [signed-by={KEYRING}] {BACKPORTS_MIRROR} {codename}-backports main\n"
-        )
-        done = _run_apt(["apt-get", *self.options, "-qq", "update"], self.where)
-        if done.returncode != 0:
-            raise UserError(
-                f"{self.where}: reading Debian backports ({codename}-backports) failed: "
-                f"{last_line(done.stderr or done.stdout)}; check the network"
-            )
-
-    def download(self, packages: list[Package], into: Path) -> None:
-        done = _run_apt(["apt-get", *self.options, "-qq", "download", *map(str, packages)], self.where, into)
-        if done.returncode != 0:
-            raise UserError(
-                f"{self.where}: apt-get download {' '.join(map(str, packages))} failed: "
-                f"{last_line(done.stderr or done.stdout)}; run apt-get update (as root) and check the "
-                "network"
-            )
-
-
-def _os_release() -> dict[str, str]:
-    try:
-        text = Path("/etc/os-release").read_text()
-    except OSError:
-        return {}
-    return {k: v.strip('"') for k, _, v in (line.partition("=") for line in text.splitlines()) if k}
-
-
-def last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
-
-
-def find_packages(spec: KernelSpec, where: str, cache: Path) -> tuple[Resolved, Apt]:
-    """Resolve `spec` on this machine's apt lists, else (a version) on Debian backports.
-
-    The answer is remembered for a day, or until apt's lists change: apt-cache takes about a
-    second per question on a small machine, and a boot asks three."""
+    The answer is remembered for a day, or until the apt lists it came from change: apt-cache
+    takes about a second per question on a small machine, and a boot asks three."""
+    arch = arch or host_arch()
+    foreign = Apt(where, cache / f"apt-{arch}", arch) if arch != host_arch() else None
+    if foreign is not None:
+        foreign.refresh()
     memo = _Memo(cache / "kernels" / "resolved.json")
-    key = f"{spec.metapackage} {spec.version or 'candidate'}"  # the same word differs per machine
-    known = memo.get(key)
+    # the same word names other packages per machine, and the same package per architecture
+    key = f"{arch} {spec.metapackage} {spec.version or 'candidate'}"
+    stamp = (foreign or Apt(where)).stamp()
+    known = memo.get(key, stamp)
     if known is not None:
-        apt = Apt(where, cache / "apt-backports") if known.backports else Apt(where)
-        return known, apt
-    found, apt = _find_packages(spec, where, cache)
-    memo.put(key, found)
+        if foreign is not None:
+            return known, foreign
+        return known, Apt(where, cache / "apt-backports") if known.backports else Apt(where)
+    if foreign is not None:
+        found, apt = _find_foreign(spec, foreign, where), foreign
+    else:
+        found, apt = _find_packages(spec, where, cache)
+    memo.put(key, stamp, found)
     return found, apt
+
+
+def find_host_package(package: Package, where: str, cache: Path, why: str) -> Apt:
+    """The apt (this machine's lists, else its backports state) that has `package` of this
+    machine's architecture; `why` it is needed, for the message when none has it."""
+    host = Apt(where)
+    if host.cache(["show", str(package)]):
+        return host
+    if "~bpo" in package.version:
+        backports = Apt(where, cache / "apt-backports")
+        backports.refresh()
+        if backports.cache(["show", str(package)]):
+            return backports
+    raise UserError(
+        f"{where}: this machine's apt lists have no {package.name} {package.version} for {host_arch()}, "
+        f"which {why}; run apt-get update (as root) and retry"
+    )
 
 
 class _Memo:
@@ -254,14 +185,6 @@ class _Memo:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    @staticmethod
-    def _stamp() -> list[int]:
-        stamps = []
-        for path in ("/var/lib/apt/lists", "/var/cache/apt/pkgcache.bin", "/etc/apt/sources.list.d"):
-            with contextlib.suppress(OSError):
-                stamps.append(os.stat(path).st_mtime_ns)
-        return stamps
-
     def _load(self) -> dict:
         try:
             data = json.loads(self.path.read_text())
@@ -269,10 +192,10 @@ class _Memo:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def get(self, key: str) -> Resolved | None:
+    def get(self, key: str, stamp: list[int]) -> Resolved | None:
         entry = self._load().get(key)
         try:
-            if entry["stamp"] != self._stamp() or time.time() - entry["time"] > self.MAX_AGE_S:
+            if entry["stamp"] != stamp or time.time() - entry["time"] > self.MAX_AGE_S:
                 return None
             image = Package(*entry["image"])
             headers = tuple(Package(*h) for h in entry["headers"])
@@ -280,10 +203,10 @@ class _Memo:
         except (TypeError, KeyError, ValueError):
             return None
 
-    def put(self, key: str, found: Resolved) -> None:
+    def put(self, key: str, stamp: list[int], found: Resolved) -> None:
         data = self._load()
         data[key] = {
-            "stamp": self._stamp(),
+            "stamp": stamp,
             "time": time.time(),
             "image": [found.image.name, found.image.version],
             "headers": [[h.name, h.version] for h in found.headers],
@@ -293,6 +216,32 @@ class _Memo:
         partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.part")
         partial.write_text(json.dumps(data, indent=1))
         os.replace(partial, self.path)
+
+
+def kernel_metapackages(apt: AptCache) -> list[str]:
+    """The kernel flavours apt offers: linux-image-armmp, linux-image-rt-armmp, ... (no versions)."""
+    names = apt(["pkgnames", "linux-image-"]).split()
+    return sorted(n for n in set(names) if re.fullmatch(r"linux-image-[a-z][a-z0-9-]*", n)
+                  and not re.search(r"\d\.\d|-(dbg|template|unsigned)$", n))
+
+
+def _find_foreign(spec: KernelSpec, apt: Apt, where: str) -> Resolved:
+    assert spec.metapackage is not None and apt.arch is not None
+    found = resolve(spec, apt.cache, where)
+    if found is not None:
+        return Resolved(found.image, found.headers, backports="~bpo" in found.image.version)
+    _, versions = parse_policy(apt.cache(["policy", spec.metapackage]))
+    if not versions:
+        offered = ", ".join(kernel_metapackages(apt.cache)) or "none"
+        raise UserError(
+            f'{where} = "{spec.text}": Debian has no {spec.metapackage} for {apt.arch}; its {apt.arch} '
+            f"kernels are {offered}; name a kernel that Debian has"
+        )
+    codename = os_release().get("VERSION_CODENAME", "")
+    raise UserError(
+        f"{where}: no {spec.metapackage} {spec.version}.x in Debian {codename} or its backports for "
+        f"{apt.arch}; versions offered: {', '.join(dict.fromkeys(v.split('-')[0] for v in versions))}"
+    )
 
 
 def _find_packages(spec: KernelSpec, where: str, cache: Path) -> tuple[Resolved, Apt]:
@@ -306,7 +255,7 @@ def _find_packages(spec: KernelSpec, where: str, cache: Path) -> tuple[Resolved,
             "this is Debian with its main archive in the apt sources"
         )
     backports = Apt(where, cache / "apt-backports")
-    backports.update_backports()
+    backports.refresh()
     found = resolve(spec, backports.cache, where, backports=True)
     if found is None:
         _, known = parse_policy(host.cache(["policy", spec.metapackage]))

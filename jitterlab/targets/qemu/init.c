@@ -1,9 +1,11 @@
 /* PID 1 of jitterlab's qemu guests, in the initramfs jitterlab builds (qemu_initrd.py).
  *
- * It loads the modules the boot needs (/modules/NN-name.ko, in name order), mounts this
- * machine's root file system (9p tag "jlroot", read-only) under the kernel package's own tree
+ * It loads the modules the boot needs (/modules/NN-name.ko, in name order), mounts the root file
+ * system read-only — this machine's (9p tag "jlroot"), or the board's own on a disk when the kernel
+ * command line says jitterlab.root=/dev/vda (an ext4 image) — under the kernel package's own tree
  * (9p tag "jlkernel") and a tmpfs for writes, with overlayfs; mounts the per-boot share (9p tag
- * "jlboot") at /run/jitterlab; brings up lo and eth0 (qemu user networking: 10.0.2.15/24); then
+ * "jlboot") at /run/jitterlab — on a machine without virtio (jitterlab.shares=none) there is no
+ * kernel tree and the per-boot files are the initramfs's /jlboot; brings up lo and eth0 (qemu user networking: 10.0.2.15/24); then
  * switches to the new root, runs /run/jitterlab/stage2.sh with /bin/sh, and reaps orphans forever.
  *
  * A failure prints one line, "@@jitterlab-init-failed STEP ARG: ERROR", on the console and powers
@@ -153,6 +155,44 @@ static void network(void)
     close(sock);
 }
 
+/* The value of a word KEY=VALUE of the kernel command line, or NULL. */
+static const char *cmdline_value(const char *key, char *buf, size_t size)
+{
+    int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    size_t klen = strlen(key);
+    for (char *word = strtok(buf, " \n"); word != NULL; word = strtok(NULL, " \n"))
+        if (strncmp(word, key, klen) == 0 && word[klen] == '=')
+            return word + klen + 1;
+    return NULL;
+}
+
+/* The read-only lower root: the board's own disk when the command line names one, else this
+ * machine's root over 9p. The disk's driver may register it a little after its module loaded. */
+static void mount_root(void)
+{
+    char buf[4096];
+    const char *disk = cmdline_value("jitterlab.root", buf, sizeof buf);
+    if (disk == NULL) {
+        must_mount("jlroot", "/lower", "9p", MS_RDONLY, NINEP_OPTS);
+        return;
+    }
+    char device[256];
+    snprintf(device, sizeof device, "%s", disk);
+    struct stat st;
+    for (int tries = 0; stat(device, &st) != 0 && tries < 400; tries++) {
+        struct timespec pause_ts = {0, 25 * 1000 * 1000};
+        nanosleep(&pause_ts, NULL);
+    }
+    must_mount(device, "/lower", "ext4", MS_RDONLY, "noload");
+}
+
 int main(void)
 {
     must_mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
@@ -161,13 +201,18 @@ int main(void)
     load_modules();
     network();
 
-    must_mount("jlroot", "/lower", "9p", MS_RDONLY, NINEP_OPTS);
-    must_mount("jlkernel", "/kernel", "9p", MS_RDONLY, NINEP_OPTS);
+    mount_root();
+    char shares_buf[4096];
+    const char *shares = cmdline_value("jitterlab.shares", shares_buf, sizeof shares_buf);
+    int ninep = shares == NULL || strcmp(shares, "none") != 0;
+    if (ninep)
+        must_mount("jlkernel", "/kernel", "9p", MS_RDONLY, NINEP_OPTS);
     must_mount("tmpfs", "/upper", "tmpfs", 0, "mode=0755");
     if (mkdir("/upper/u", 0755) != 0 || mkdir("/upper/w", 0755) != 0)
         fail("mkdir", "/upper/u");
     must_mount("overlay", "/newroot", "overlay", 0,
-               "lowerdir=/kernel:/lower,upperdir=/upper/u,workdir=/upper/w");
+               ninep ? "lowerdir=/kernel:/lower,upperdir=/upper/u,workdir=/upper/w"
+                     : "lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w");
 
     must_mount("/dev", "/newroot/dev", NULL, MS_MOVE, NULL);
     must_mount("/proc", "/newroot/proc", NULL, MS_MOVE, NULL);
@@ -177,7 +222,10 @@ int main(void)
     must_mount("tmpfs", "/newroot/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
     must_mount("tmpfs", "/newroot/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
     must_mount("tmpfs", "/newroot/root", "tmpfs", 0, "mode=0700");
-    must_mount("jlboot", "/newroot/run/jitterlab", "9p", MS_RDONLY, NINEP_OPTS);
+    if (ninep)
+        must_mount("jlboot", "/newroot/run/jitterlab", "9p", MS_RDONLY, NINEP_OPTS);
+    else /* a machine without virtio: the per-boot files came in the initramfs */
+        must_mount("/jlboot", "/newroot/run/jitterlab", NULL, MS_BIND, NULL);
 
     if (chdir("/newroot") != 0)
         fail("chdir", "/newroot");

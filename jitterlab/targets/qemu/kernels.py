@@ -1,9 +1,14 @@
 """Debian kernels for qemu targets, fetched into a per-user cache and prepared to boot.
 
-The packages of a kernel (qemu_apt.py) are fetched once and unpacked with `dpkg-deb -x` into
+The packages of a kernel (apt.py) are fetched once and unpacked with `dpkg-deb -x` into
 <cache>/kernels/<image package>_<version>/tree — nothing is installed on this machine. The tree
 is the guest's top file-system layer, so /lib/modules/<release> (with `build`), /usr/src/
 linux-headers-* and /boot/config-<release> appear in the guest where Debian puts them.
+
+A kernel of another architecture than this machine's (an arm64 board's) comes from jitterlab's
+apt state of that architecture; its tree's linux-kbuild holds programs of that architecture
+(fixdep, modpost), so the entry also gets this machine's own linux-kbuild of the same version,
+unpacked apart in <entry>/kbuild-host, to build the board's modules here.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from pathlib import Path
 
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import initrd as qemu_initrd
-from jitterlab.targets.qemu.apt import Apt, Resolved, find_packages, last_line
-from jitterlab.targets.qemu.machines.profile import MachineProfile
+from jitterlab.targets.qemu.apt import Resolved, find_host_package, find_packages
+from jitterlab.targets.qemu.apt_state import Apt, Package, last_line
+from jitterlab.targets.qemu.machines.profile import MachineProfile, host_arch
 from jitterlab.targets.qemu.options import KernelSpec
 
 
@@ -42,6 +48,10 @@ class Kernel:
     initrd: Path
     tree: Path  # the guest's top layer: the unpacked packages (empty for a kernel file)
     dtb: Path | None = None  # the device tree, for a machine that takes one from the kernel
+    # a kernel of another architecture: where this machine's linux-kbuild of its version is unpacked
+    # (<entry>/kbuild-host, holding usr/lib/linux-kbuild-6.1/scripts), to build its modules here;
+    # None for a kernel of this machine's architecture or a kernel file
+    host_kbuild: Path | None = None
 
 
 # --- the cache -----------------------------------------------------------------------------------
@@ -65,13 +75,16 @@ def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path |
     kernels = cache / "kernels"
     if spec.path is not None:
         return _prepare_file(Path(spec.path), machine, where, cache)
-    resolved, apt = find_packages(spec, where, cache)
+    resolved, apt = find_packages(spec, where, cache, machine.arch)
     entry = kernels / resolved.key
     with _locked(kernels / f"{resolved.key}.lock"):
         if not (entry / "tree").is_dir():
-            if apt.state is not None and not (apt.state / "lists").is_dir():
-                apt.update_backports()
+            if apt.state is not None:
+                apt.refresh()
             _fetch(resolved, apt, entry, where)
+        host_kbuild = None
+        if machine.arch != host_arch():
+            host_kbuild = _host_kbuild(resolved, machine.arch, entry, cache, where)
         return _bootable(
             machine,
             entry,
@@ -81,25 +94,49 @@ def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path |
             entry / "tree" / "boot" / f"vmlinuz-{resolved.release}",
             cache,
             where,
+            host_kbuild=host_kbuild,
         )
 
 
 def _fetch(resolved: Resolved, apt: Apt, entry: Path, where: str) -> None:
     entry.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=entry, prefix="fetch-") as tmp:
-        debs, tree = Path(tmp) / "debs", Path(tmp) / "tree"
-        debs.mkdir()
-        tree.mkdir()
-        apt.download([resolved.image, *resolved.headers], debs)
-        for deb in sorted(debs.glob("*.deb")):
-            done = subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], capture_output=True, text=True)
-            if done.returncode != 0:
-                raise UserError(
-                    f"{where}: cannot unpack {deb.name}: {last_line(done.stderr)}; delete {entry}"
-                )
+        tree = _unpacked(apt, [resolved.image, *resolved.headers], Path(tmp), entry, where)
         _merge_usr(tree)
         _depmod(tree, resolved.release, where)
         os.replace(tree, entry / "tree")
+
+
+def _unpacked(apt: Apt, packages: list[Package], tmp: Path, entry: Path, where: str) -> Path:
+    """`packages` downloaded into tmp/debs and unpacked together into tmp/tree."""
+    debs, tree = tmp / "debs", tmp / "tree"
+    debs.mkdir()
+    tree.mkdir()
+    apt.download(packages, debs)
+    for deb in sorted(debs.glob("*.deb")):
+        done = subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise UserError(f"{where}: cannot unpack {deb.name}: {last_line(done.stderr)}; delete {entry}")
+    return tree
+
+
+def _host_kbuild(resolved: Resolved, arch: str, entry: Path, cache: Path, where: str) -> Path | None:
+    """This machine's linux-kbuild of the kernel's version, unpacked once into <entry>/kbuild-host."""
+    kbuild = next((p for p in resolved.headers if p.name.startswith("linux-kbuild-")), None)
+    if kbuild is None:
+        return None  # headers that need no kbuild (none of Debian's) build nothing here either
+    path = entry / "kbuild-host"
+    if (path / "usr" / "lib" / kbuild.name).is_dir():
+        return path
+    why = f"builds kernel modules for the {arch} kernel {resolved.image.name} {resolved.image.version} here"
+    apt = find_host_package(kbuild, where, cache, why)
+    with tempfile.TemporaryDirectory(dir=entry, prefix="fetch-") as tmp:
+        tree = _unpacked(apt, [kbuild], Path(tmp), entry, where)
+        if not (tree / "usr" / "lib" / kbuild.name).is_dir():
+            raise UserError(f"{where}: {kbuild} holds no /usr/lib/{kbuild.name}; delete {entry} and retry")
+        shutil.rmtree(path, ignore_errors=True)
+        os.replace(tree, path)
+    return path
 
 
 def _merge_usr(tree: Path) -> None:
@@ -148,6 +185,7 @@ def _bootable(
     vmlinuz: Path,
     cache: Path,
     where: str,
+    host_kbuild: Path | None = None,
 ) -> Kernel:
     """The kernel in the form the machine boots fastest and the initramfs, made once per kernel."""
     if not vmlinuz.is_file():
@@ -164,4 +202,4 @@ def _bootable(
         modules = qemu_initrd.module_closure(root / "lib" / "modules" / release, machine.boot_modules)
         qemu_initrd.write_initrd(initrd, init, modules)
     tree = entry / "tree" if root == Path("/") else root
-    return Kernel(description, release, image, initrd, tree, dtb)
+    return Kernel(description, release, image, initrd, tree, dtb, host_kbuild)

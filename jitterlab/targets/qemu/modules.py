@@ -5,7 +5,9 @@ builds is gone at the next one, and kbuild in an emulated guest takes a minute o
 A module is therefore built in the guest with kbuild against the guest's own kernel (where
 Debian's headers resolve their absolute paths) once per kernel and source version, and the .ko is
 kept in the kernel's cache directory on this machine: later boots only copy it in. The virtual
-GPIO chip (qemu_vgpio) and the kmod impls' jl_wave are built this way.
+GPIO chip (qemu_vgpio) and the kmod impls' jl_wave are built this way. A board's root has no
+compiler: its modules are built on this machine (cross_modules.controller_module) and put in
+(put_module).
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ def guest_module(target, sources: Path, name: str, cache_dir: Path, where: str) 
     partial = cached.with_name(cached.name + f".{os.getpid()}.part")
     target.get(f"{remote}/{name}.ko", partial)
     os.replace(partial, cached)
+    return f"{remote}/{name}.ko"
+
+
+def put_module(target, module: Path, name: str) -> str:
+    """`module`, a .ko built on this machine, as `name`.ko in the guest's work directory: its path
+    there (the guest forgets it at every boot)."""
+    remote = f"{target.workdir}/modules/{name}"
+    target.run(["rm", "-rf", "--", remote])
+    target.run(["mkdir", "-p", "--", remote])
+    target.put(module, f"{remote}/{name}.ko")
     return f"{remote}/{name}.ko"
 
 

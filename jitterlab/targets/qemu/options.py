@@ -34,7 +34,7 @@ MAX_CPUS = 64
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # the guest's boot depends on these; a cmdline that sets them would break it
-_RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=")
+_RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=", "jitterlab.root=")
 
 
 def kernel_words(cmdline: str) -> list[str]:

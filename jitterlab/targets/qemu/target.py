@@ -21,12 +21,23 @@ import time
 from pathlib import Path
 
 from jitterlab.model.errors import TargetLost, UserError
-from jitterlab.targets.capabilities import AnswersSlowly, CrossBuilt, KeepsKernelModules, VirtualMachine
+from jitterlab.targets.capabilities import (
+    AnswersSlowly,
+    Capability,
+    CrossBuilt,
+    ExaminesMemory,
+    GpioTrace,
+    KeepsKernelModules,
+    RecordsGpioOutputs,
+    VirtualMachine,
+)
 from jitterlab.targets.qemu import accel as qemu_accel
+from jitterlab.targets.qemu import cross_modules
 from jitterlab.targets.qemu import kernels as qemu_kernels
 from jitterlab.targets.qemu import modules as qemu_modules
+from jitterlab.targets.qemu import rootfs as qemu_rootfs
 from jitterlab.targets.qemu import vgpio as qemu_vgpio
-from jitterlab.targets.qemu.machines.profile import HOST_ROOT, MachineProfile
+from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT
 from jitterlab.targets.qemu.options import QemuOptions
 from jitterlab.targets.qemu.scripts import SSHD_CONFIG, STAGE2
@@ -43,12 +54,22 @@ SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, 
 _PORT_TAKEN = "Could not set up host forwarding rule"
 
 
+# the board's root image, as the guest's first virtio disk (init.c mounts what this names)
+ROOT_DISK = "/dev/vda"
+
+
 def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
-    """The guest kernel's command line: what the boot needs, then the campaign's `cmdline`."""
-    return f"console={machine.console} loglevel=4 panic=-1 rdinit=/init {extra}".strip()
+    """The guest kernel's command line: what the boot needs, what the machine needs, then the
+    campaign's `cmdline`."""
+    words = [f"console={machine.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
+    if machine.own_root:
+        words.append(f"jitterlab.root={ROOT_DISK}")
+    return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
 
 
-class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, AnswersSlowly):
+class QemuTarget(
+    OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, AnswersSlowly, RecordsGpioOutputs, ExaminesMemory
+):
     """A VM this process boots; boot() before use, close() shuts it down (also on errors)."""
 
     kind = "qemu"
@@ -66,8 +87,23 @@ class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, Answer
         self.dir = Path(tempfile.mkdtemp(prefix="jl-qemu-"))
         self._ssh: SSHTarget | None = None
         self._sessions = None  # type: ignore[assignment]
+        self.root = None  # the board's own root, when the machine has one
 
     # --- capabilities ------------------------------------------------------------------------------
+
+    def offers(self, cap: type[Capability]) -> bool:
+        if cap is RecordsGpioOutputs:
+            return self.machine.traced_gpio is not None
+        return True
+
+    def gpio_trace(self) -> GpioTrace:
+        traced = self.machine.traced_gpio
+        if traced is None:
+            raise UserError(f"{self.where()}: qemu machine {self.machine.name!r} traces no GPIO controller")
+        return GpioTrace(self.dir / "gpio-trace.log", traced.controller, traced.lines, traced.event)
+
+    def monitor_socket(self) -> Path:
+        return self.dir / "qmp.sock"
 
     @property
     def vm_accel(self) -> str:
@@ -79,12 +115,24 @@ class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, Answer
         """qemu started -> guest ready (wall time), s."""
         return self._boot_s
 
+    def vm_facts(self) -> dict[str, object]:
+        facts: dict[str, object] = {"vm_machine": self.machine.name}
+        if self.root is not None:
+            facts["vm_root"] = self.root.description
+        if self.machine.cmdline:
+            facts["vm_machine_cmdline"] = self.machine.cmdline
+        return facts
+
     @property
     def alive_timeout_s(self) -> float:
         return SSH_TIMEOUTS_S[self._accel or "tcg"][1]
 
     @property
     def cross_cc(self) -> str:
+        """The machine's compiler; for a board's own root, with that root as its sysroot (its
+        headers, its libraries and their pkg-config files: what the board runs is what links)."""
+        if self.root is not None:
+            return f"{self.machine.build.cc} --sysroot={self.root.sysroot}"
         return self.machine.build.cc
 
     def where(self) -> str:
@@ -101,8 +149,13 @@ class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, Answer
         accel = qemu_accel.detect(o.accel, where, profile.kvm_missing())
         self._accel, self.accel_why = accel.name, accel.why
         self.kernel = qemu_kernels.prepare(o.kernel, profile, f"{where}.kernel")
+        if profile.own_root:
+            self.root = qemu_rootfs.prepare_root(profile.arch, profile.root_packages, f"{where}.machine",
+                                                 qemu_kernels.cache_root())
         boot_dir = self._write_boot_share()
-        shares = (("jlroot", Path("/")), ("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
+        shares = (("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
+        if self.root is None:  # the guest runs this machine's own root
+            shares = (("jlroot", Path("/")), *shares)
         for _attempt in range(3):
             port = free_port()
             machine = Machine(
@@ -117,6 +170,9 @@ class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, Answer
                 shares=shares,
                 ssh_port=port,
                 console=self.dir / "console.log",
+                disk=self.root.image if self.root is not None else None,
+                trace=self.gpio_trace().path if profile.traced_gpio is not None else None,
+                monitor=self.monitor_socket(),
             )
             started = time.monotonic()
             self.vm = VM(machine, self.dir / "qemu.log")
@@ -136,10 +192,17 @@ class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, Answer
 
     def kernel_module(self, sources: Path, name: str) -> str:
         """`name`.ko of the kbuild sources in `sources` for the guest's kernel, in the guest (its
-        path there): built in the guest once per kernel and source version and kept with the
-        kernel here, since the guest forgets it at every boot and builds it in minutes.
+        path there): built once per kernel and source version and kept with the kernel here, since
+        the guest forgets it at every boot — in the guest when it runs this machine's userland
+        (kbuild takes minutes there), on this machine with the board's cross compiler when the
+        board has its own root (a board image has no compiler).
         UserError naming the kernel and the cause when it cannot be built."""
         assert self.kernel is not None, "kernel_module() before boot()"
+        if self.root is not None:  # a board has no compiler: built here, against its kernel's headers
+            built = cross_modules.controller_module(
+                sources, name, self.kernel.tree, self.kernel.release, self.machine.arch,
+                self.kernel.host_kbuild, self.kernel.tree.parent, self.where())
+            return qemu_modules.put_module(self, built, name)
         return qemu_modules.guest_module(self, sources, name, self.kernel.tree.parent, self.where())
 
     def _write_boot_share(self) -> Path:
@@ -234,9 +297,6 @@ class QemuTarget(OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, Answer
 def _check_host(o: QemuOptions, where: str) -> None:
     """What this machine must have to boot the guest (the options themselves are already valid)."""
     machine = o.machine
-    if machine.root != HOST_ROOT:  # a root of the board's own needs an init and a build of its own
-        raise UserError(f"{where}.machine: qemu machine {machine.name!r} has a root jitterlab cannot "
-                        f"provide yet ({machine.root})")
     if shutil.which(machine.qemu) is None:
         raise UserError(
             f"{where}: {machine.qemu} is missing on this machine (apt install {machine.qemu_package})"
@@ -248,7 +308,7 @@ def _check_host(o: QemuOptions, where: str) -> None:
     ):
         if shutil.which(tool) is None:
             raise UserError(f"{where}: {tool} is missing on this machine (apt install {package})")
-    if not os.access("/usr/sbin/sshd", os.X_OK):
+    if not machine.own_root and not os.access("/usr/sbin/sshd", os.X_OK):
         raise UserError(f"{where}: the guest runs this machine's /usr/sbin/sshd (apt install openssh-server)")
     host_cpus = os.cpu_count() or 1
     if o.cpus > host_cpus:

@@ -34,6 +34,9 @@ class Machine:
     ssh_port: int  # on 127.0.0.1, forwarded to the guest's port 22
     console: Path  # the serial console's output
     dtb: Path | None = None  # the device tree, for a machine that takes one
+    disk: Path | None = None  # the board's root image, attached read-only as its first virtio disk
+    trace: Path | None = None  # where qemu writes the profile's GPIO trace events (host-stamped)
+    monitor: Path | None = None  # a QMP socket for probes that read the board's registers (xp)
 
 
 def _opt(value: object) -> str:
@@ -54,6 +57,16 @@ def qemu_argv(m: Machine) -> list[str]:
         "-device", f"{p.device('net')},netdev=net0",
         "-device", p.device("rng"),
     ]  # fmt: skip
+    if m.disk is not None:
+        argv += [
+            "-drive", f"file={_opt(m.disk)},if=none,format=raw,readonly=on,id=root",
+            "-device", f"{p.device('blk')},drive=root",
+        ]  # fmt: skip
+    if m.trace is not None and p.traced_gpio is not None:
+        # one line per level change, written at once, stamped with this machine's CLOCK_REALTIME
+        argv += ["-trace", p.traced_gpio.event, "-msg", "timestamp=on", "-D", str(m.trace)]
+    if m.monitor is not None:
+        argv += ["-qmp", f"unix:{_opt(m.monitor)},server=on,wait=off"]
     for i, (tag, path) in enumerate(m.shares):
         argv += [
             "-fsdev",

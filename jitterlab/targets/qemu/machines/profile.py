@@ -18,6 +18,17 @@ from pathlib import Path
 HOST_ROOT = "host-9p"
 # the modules the boot over HOST_ROOT needs besides the device transport's, in load order
 HOST_ROOT_MODULES = ("9pnet_virtio", "9p", "overlay", "virtio_net", "virtio_rng")
+# The board's own Debian root (targets/qemu/rootfs.py), an ext4 image on a read-only virtio disk
+# under the same tmpfs overlay: the guest sees nothing of this machine's root. The kernel's tree
+# and the per-boot files still come over 9p.
+BOARD_ROOT = "board-disk"
+BOARD_ROOT_MODULES = ("virtio_blk", "crc32c_generic", "ext4")
+# what a board image has for jitterlab: SSH, python, libgpiod (tools, bindings, headers and the
+# static library a cross build links), the loads; a compiler is not among them (cross-built)
+BOARD_PACKAGES = (
+    "openssh-server", "python3", "python3-libgpiod", "gpiod", "libgpiod-dev", "kmod", "procps",
+    "iproute2", "util-linux", "stress-ng", "rt-tests",
+)  # fmt: skip
 
 _DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "armhf", "i686": "i386"}
 
@@ -58,6 +69,15 @@ VIRTIO_MMIO = DeviceModel("virtio-mmio", "device", ("virtio_mmio",))
 
 
 @dataclass(frozen=True)
+class TracedGpio:
+    """A GPIO controller whose output levels the emulator writes as trace events (-trace EVENT)."""
+
+    controller: str  # "pl061"
+    lines: int  # its output lines
+    event: str  # qemu's trace event of a level change
+
+
+@dataclass(frozen=True)
 class Build:
     """How programs are built for the guest, all on the controller."""
 
@@ -84,6 +104,9 @@ class MachineProfile:
     devices: DeviceModel
     build: Build
     root: str = HOST_ROOT
+    root_packages: tuple[str, ...] = ()  # what a BOARD_ROOT holds
+    cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
+    traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
     gpio: tuple[str, ...] = ("none",)  # the values of the gpio key, the default first
     cpus: int = 2
@@ -93,7 +116,13 @@ class MachineProfile:
     @property
     def boot_modules(self) -> tuple[str, ...]:
         """The modules the initramfs loads (those built into a kernel are skipped)."""
-        return (*self.devices.boot_modules, *HOST_ROOT_MODULES)
+        disk = BOARD_ROOT_MODULES if self.root == BOARD_ROOT else ()
+        return (*self.devices.boot_modules, *disk, *HOST_ROOT_MODULES)
+
+    @property
+    def own_root(self) -> bool:
+        """True when the guest boots the board's own root, not this machine's."""
+        return self.root == BOARD_ROOT
 
     def kvm_missing(self, host: str | None = None) -> str | None:
         """Why kvm cannot run this machine on a `host` architecture (this one), None when it can."""

@@ -5,9 +5,14 @@ from __future__ import annotations
 from jitterlab.model.registry import Registry
 from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.machines.profile import MachineProfile
+from jitterlab.targets.qemu.machines.virt import VIRT_ARM64, VIRT_ARMHF
 
 MACHINES: Registry[MachineProfile] = Registry("qemu machine")
 DEFAULT = "pc"
 
 MACHINES.add(PC.name, "an x86-64 PC (q35) with Debian's amd64 kernels and this machine's own root", PC)
 
+MACHINES.add(VIRT_ARM64.name, "qemu's arm64 virt board (Cortex-A53, one CPU), Debian's arm64 kernels, the "
+             "board's own Debian root, a traced PL061 GPIO controller", VIRT_ARM64)
+MACHINES.add(VIRT_ARMHF.name, "qemu's armhf virt board (Cortex-A15, one CPU), Debian's armmp kernels, the "
+             "board's own Debian root, a traced PL061 GPIO controller", VIRT_ARMHF)

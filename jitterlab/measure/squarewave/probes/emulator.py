@@ -1,0 +1,224 @@
+"""The emulator probe: an emulated board's GPIO output line followed from outside the board, on the
+controller, in the trace the emulator writes of its GPIO controller (qemu's `pl061_set_output`
+events on the `virt` machine; analysis/gpio_trace.py reads them).
+
+The trace file grows for as long as the board runs; a run reads only what was appended between
+start() and stop(). The edges are stamped by qemu with this machine's CLOCK_REALTIME to the
+microsecond, when the emulated CPU's store reached the emulated controller: they show that the
+program drove the pin, edge for edge, and the order and rough spacing of its edges, but the
+board's timing is that of an emulator (functional evidence, never timing evidence), and every run
+says so. As for the sigrok probe the edges are aligned with the program's own
+(analysis/alignment.py): when they are the program's they are stored on the program's clock, with
+the offset; otherwise the run is marked with program_pin_watched = 0. A program edge with no
+traced edge of its level within a quarter period is counted (`unobserved_edges`) and the trace is
+blind around it (a span of half a period, on the program's clock), so the periods it touches are
+excluded.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from jitterlab.analysis.alignment import Alignment, align
+from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
+from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import BoardLine
+from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
+from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.params import Param, integer
+from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
+from jitterlab.model.series import blind_series
+from jitterlab.model.units import format_ns
+from jitterlab.targets.capabilities import GpioTrace, RecordsGpioOutputs, has
+
+NAME = "emulator"
+CATCH_UP_S = 2.0  # how long stop() waits for the trace to show as many edges as the program logged
+POLL_S = 0.05
+MIN_STAMPS_PER_HALF_PERIOD = 20
+NO_TRACE_FIX = 'use a qemu machine with a traced GPIO controller (machine = "virt-arm64")'
+EMULATED = Warning_(
+    "the emulator probe's edges are an emulated GPIO controller's, stamped by the emulator: "
+    "functional evidence (the program drove the pin, edge for edge), never timing evidence",
+    "measure the board's timing on real hardware with an instrument (probe = \"sigrok\" or \"scpi\")")
+
+
+class EmulatorProbe(ProbeBase):
+    needs = (BoardLine,)
+    location = "controller"
+    params = (
+        Param("line", "the emulated GPIO controller's output line the pin drives (PL061: 0-7)",
+              integer(0, 65535), "2"),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._trace: GpioTrace | None = None
+        self._offset = 0  # bytes of the trace written before start()
+
+    @classmethod
+    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+        source = where.rsplit(": ", 1)[0]
+        cls.options_in(settings, NAME, f"{source}: probes.{NAME}")
+        period_ns = int(cell.param("period", 0) or 0)
+        shortest_ns = 2 * MIN_STAMPS_PER_HALF_PERIOD * RESOLUTION_NS
+        if period_ns and period_ns < shortest_ns:
+            raise UserError(f"{where}.period: {format_ns(period_ns)} is too short for the emulator probe: "
+                            f"its {format_ns(RESOLUTION_NS)} time stamps give fewer than "
+                            f"{MIN_STAMPS_PER_HALF_PERIOD} per half period; use a period >= "
+                            f"{format_ns(shortest_ns)}")
+
+    def _line(self) -> int:
+        return int(self.options()["line"])
+
+    def start(self, pin: PinHandle) -> None:
+        board = has(self.ctx.target, RecordsGpioOutputs)
+        if board is None:
+            raise RunFailed(f"probes.{NAME}: target {self.ctx.target.name!r} records no GPIO outputs outside "
+                            f"the board; {NO_TRACE_FIX}", status="unavailable")
+        try:
+            trace = board.gpio_trace()
+        except UserError as exc:
+            raise RunFailed(f"probes.{NAME}: {exc}; {NO_TRACE_FIX}", status="unavailable") from None
+        line = self._line()
+        if line >= trace.lines:
+            raise RunFailed(f"probes.{NAME}.line: the emulated {trace.controller} has output lines "
+                            f"0-{trace.lines - 1}, not {line}; set line to the one the pin drives")
+        if not known_event(trace.event):
+            raise RunFailed(f"probes.{NAME}: cannot read the emulator's trace event {trace.event!r} of "
+                            f"{trace.controller}; {NO_TRACE_FIX}", status="unavailable")
+        try:
+            self._offset = trace.path.stat().st_size
+        except OSError as exc:
+            raise RunFailed(f"probes.{NAME}: the emulator's GPIO trace {trace.path} cannot be read "
+                            f"({exc.strerror}): the board was started without tracing its "
+                            f"{trace.controller}") from None
+        self._trace = trace
+
+    def stop(self, own: SelfLog) -> Capture:
+        assert self._trace is not None, "stop() before start()"
+        trace, line = self._trace, self._line()
+        edges = self._caught_up(trace, line, len(own.t_ns))
+        where = f"{trace.controller} line {line}"
+        if len(edges.devices) > 1:
+            raise RunFailed(f"the emulator's trace holds line {line} of {len(edges.devices)} "
+                            f"{trace.controller} controllers ({', '.join(edges.devices)}); which one the pin "
+                            "drives is unknown")
+        if not len(edges.t_ns):
+            why = (f"qemu wrote its events without time stamps ({edges.untimed} of them; it needs -msg "
+                   "timestamp=on)"
+                   if edges.untimed else f"the level of {where} never changed during the run")
+            raise RunFailed(f"unmeasurable: the emulator traced no edge: {why}; check probes.{NAME}.line "
+                            "against the line the pin drives", status="unmeasurable")
+        if np.any(np.diff(edges.t_ns) < 0):
+            raise RunFailed(f"the emulator's time stamps of {where} go backwards: this machine's clock "
+                            "(CLOCK_REALTIME) was stepped during the run; run again (or keep NTP from "
+                            "stepping the clock)")
+        return self._aligned(edges, own, where)
+
+    def _caught_up(self, trace: GpioTrace, line: int, expected: int) -> TraceEdges:
+        """The edges appended since start(), once they are as many as the program logged or after
+        CATCH_UP_S (qemu writes each event at once, but the run's end may overtake the last)."""
+        deadline = time.monotonic() + CATCH_UP_S
+        while True:
+            edges = parse_trace(_appended(trace.path, self._offset), trace.event, line)
+            if len(edges.t_ns) >= expected or time.monotonic() >= deadline:
+                return edges
+            time.sleep(POLL_S)
+
+    def _aligned(self, edges: TraceEdges, own: SelfLog, where: str) -> Capture:
+        period_ns = int(self.ctx.cell.param("period"))
+        # the capture's clock counts from its first edge: host CLOCK_REALTIME is too large for the
+        # alignment's floating-point line to keep its nanoseconds
+        base_ns = int(edges.t_ns[0])
+        t_ns, level = edges.t_ns - base_ns, edges.level
+        metrics = [Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
+                   Metric("probe_emulated", 1.0, "", NAME, "none")]
+        warnings = [EMULATED]
+        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
+        metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
+        blind = no_blind()
+        if fit.watched:
+            t_ns = t_ns + fit.offset_ns
+            unseen = _unseen(t_ns, level, own, fit, period_ns)
+            blind = _spans(own.t_ns[unseen], period_ns)
+            metrics += [
+                Metric("align_offset_ns", float(fit.offset_ns), "ns", NAME, "none"),
+                Metric("align_drift_ppm", fit.drift_ppm, "ppm", NAME, "none"),
+                Metric("self_lag_spread_p50_ns", fit.residual_p50_ns, "ns", NAME, "lower"),
+                Metric("self_lag_spread_max_ns", fit.residual_max_ns, "ns", NAME, "lower"),
+                Metric("unobserved_edges", float(len(unseen)), "count", NAME, "lower"),
+            ]
+            if len(unseen):
+                warnings.append(Warning_(
+                    f"the emulator's trace of {where} shows no edge where the program logged {len(unseen)} "
+                    "of its edges; the periods around them are excluded",
+                    "look for a trace cut short (disk full, qemu's log) or another writer of the line"))
+        else:
+            warnings.append(Warning_(
+                f"the emulator's edges on {where} are not the program's pin's: {'; '.join(fit.failures)}",
+                f"set probes.{NAME}.line to the controller line the pin drives; its figures are marked "
+                f"{NOT_WATCHED!r}"))
+        metrics.append(pin_watched_metric(NAME, fit.watched))
+        return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
+                       series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+
+
+def _appended(path: Path, offset: int) -> bytes:
+    """What was written to `path` from `offset` on, from the first whole line (start() may have
+    found a line half written)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(offset - 1, 0))
+            data = f.read()
+    except OSError as exc:
+        raise RunFailed(f"the emulator's GPIO trace {path} cannot be read ({exc.strerror})") from None
+    if offset == 0 or data[:1] == b"\n":
+        return data if offset == 0 else data[1:]
+    newline = data.find(b"\n")  # the rest of a line begun before start()
+    return data[newline + 1:] if newline >= 0 else b""
+
+
+def _unseen(t_ns: np.ndarray, level: np.ndarray, own: SelfLog, fit: Alignment, period_ns: int) -> np.ndarray:
+    """Indexes of the program's edges with no traced edge of the same level within a quarter period
+    of where the clock line puts it (t_ns on the program's clock, offset applied)."""
+    own_t = own.t_ns.astype(np.int64)
+    drift = fit.drift_ppm / 1e6 * (own_t - own_t[0]) if np.isfinite(fit.drift_ppm) else 0.0
+    want = own_t - np.round(drift).astype(np.int64)
+    seen = np.zeros(len(own_t), dtype=bool)
+    for lv in (0, 1):
+        mine, theirs = np.flatnonzero(own.level == lv), t_ns[level == lv]
+        if not len(mine) or not len(theirs):
+            continue
+        pos = np.searchsorted(theirs, want[mine])
+        before = theirs[np.clip(pos - 1, 0, len(theirs) - 1)]
+        after = theirs[np.clip(pos, 0, len(theirs) - 1)]
+        nearest = np.minimum(np.abs(want[mine] - before), np.abs(after - want[mine]))
+        seen[mine] = nearest <= period_ns // 4
+    return np.flatnonzero(~seen)
+
+
+def _spans(unseen_ns: np.ndarray, period_ns: int) -> np.ndarray:
+    """Blind spans of a quarter period on each side of the program's unseen edges, merged."""
+    if not len(unseen_ns):
+        return no_blind()
+    quarter = period_ns // 4
+    spans: list[list[int]] = []
+    for t in np.sort(unseen_ns).tolist():
+        if spans and t - quarter <= spans[-1][1]:
+            spans[-1][1] = t + quarter
+        else:
+            spans.append([t - quarter, t + quarter])
+    return np.array(spans, dtype=np.int64)
+
+
+PROBES.add(
+    NAME,
+    "an emulated board's GPIO output, followed on the controller in the emulator's trace (qemu's PL061 "
+    "on virt); 1us stamps, aligned with the program's own; functional evidence, never timing",
+    EmulatorProbe,
+)

@@ -1,0 +1,64 @@
+"""qemu's `virt` boards, arm64 and armhf: the fast lane of the emulated ARM boards.
+
+A board like the ones jitterlab is for (one core, its own Debian root, no compiler, reached over
+SSH) on the machine qemu emulates fastest: virtio disk and network on virtio-mmio, no device-tree
+edits (qemu writes the tree), and a PL061 GPIO controller at 0x09030000 whose 8 output levels qemu
+traces on this machine (line 3 is wired to gpio-keys as the power button).
+"""
+
+from __future__ import annotations
+
+from jitterlab.targets.qemu.machines.arm_image import ArmImage
+from jitterlab.targets.qemu.machines.profile import (
+    BOARD_PACKAGES,
+    BOARD_ROOT,
+    VIRTIO_MMIO,
+    Build,
+    MachineProfile,
+    TracedGpio,
+)
+
+PL061 = TracedGpio(controller="pl061", lines=8, event="pl061_set_output")
+# Debian's kernels set STRICT_DEVMEM and IO_STRICT_DEVMEM: without iomem=relaxed a program cannot
+# map the GPIO block through /dev/mem (gpiomem pins), even as root
+BOARD_CMDLINE = "iomem=relaxed"
+# the cross compiler links against the board's root (--sysroot): its C library's headers and crt
+_ROOT = (*BOARD_PACKAGES, "libc6-dev")
+
+
+def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], build: Build) -> MachineProfile:
+    return MachineProfile(
+        name=name,
+        arch=arch,
+        qemu=qemu,
+        qemu_package="qemu-system-arm",
+        machine=("-machine", "virt"),
+        accel={"tcg": ("-accel", "tcg", "-cpu", cpu)},
+        console="ttyAMA0",
+        image=ArmImage(),
+        kernels=kernels,
+        devices=VIRTIO_MMIO,
+        build=build,
+        root=BOARD_ROOT,
+        root_packages=_ROOT,
+        cmdline=BOARD_CMDLINE,
+        traced_gpio=PL061,
+        gpio=("none", "virtual"),
+        cpus=1,
+        memory_bytes=1 << 30,
+        boot_timeout_s=300.0,
+    )
+
+
+VIRT_ARM64 = _virt(
+    "virt-arm64", "arm64", "qemu-system-aarch64", "cortex-a53",
+    {"standard": "linux-image-arm64", "rt": "linux-image-rt-arm64"},
+    Build(cc="aarch64-linux-gnu-gcc", init_cc="aarch64-linux-gnu-gcc",
+          init_cc_package="gcc-aarch64-linux-gnu", libc_package="libc6-dev-arm64-cross"),
+)  # fmt: skip
+VIRT_ARMHF = _virt(
+    "virt-armhf", "armhf", "qemu-system-arm", "cortex-a15",
+    {"standard": "linux-image-armmp", "rt": "linux-image-rt-armmp"},
+    Build(cc="arm-linux-gnueabihf-gcc", init_cc="arm-linux-gnueabihf-gcc",
+          init_cc_package="gcc-arm-linux-gnueabihf", libc_package="libc6-dev-armhf-cross"),
+)  # fmt: skip

@@ -1,0 +1,105 @@
+"""The emulated ARM boards (qemu `virt`, arm64 and armhf): what the profiles make of qemu's command
+line and the kernel's, what the target says of itself — all without booting (test_arm_board.py
+boots one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jitterlab.model.errors import UserError
+from jitterlab.targets.capabilities import CrossBuilt, RecordsGpioOutputs, has
+from jitterlab.targets.qemu.machines.pc import PC
+from jitterlab.targets.qemu.machines.registry import MACHINES
+from jitterlab.targets.qemu.machines.virt import VIRT_ARM64, VIRT_ARMHF
+from jitterlab.targets.qemu.options import parse_options
+from jitterlab.targets.qemu.rootfs import Root
+from jitterlab.targets.qemu.target import QemuTarget, kernel_cmdline
+from jitterlab.targets.qemu.vm import Machine, qemu_argv
+
+
+def _argv(profile, tmp_path: Path, *, disk: bool = True, trace: bool = True) -> list[str]:
+    return qemu_argv(Machine(
+        profile=profile, image=tmp_path / "Image", initrd=tmp_path / "initrd.cpio",
+        append=kernel_cmdline(profile, ""), cpus=1, memory_bytes=1 << 30, accel="tcg",
+        shares=(("jlkernel", tmp_path / "tree"), ("jlboot", tmp_path / "boot")), ssh_port=2222,
+        console=tmp_path / "console.log", disk=tmp_path / "root.ext4" if disk else None,
+        trace=tmp_path / "gpio-trace.log" if trace else None))
+
+
+@pytest.mark.parametrize(("profile", "qemu", "cpu"), [(VIRT_ARM64, "qemu-system-aarch64", "cortex-a53"),
+                                                      (VIRT_ARMHF, "qemu-system-arm", "cortex-a15")])
+def test_a_virt_board_boots_its_own_root_from_a_read_only_disk_and_traces_its_pl061(
+    profile, qemu, cpu, tmp_path
+):
+    argv = _argv(profile, tmp_path)
+    assert argv[0] == qemu and argv[argv.index("-machine") + 1] == "virt"
+    assert argv[argv.index("-cpu") + 1] == cpu and argv[argv.index("-smp") + 1] == "1"
+    drive = argv[argv.index("-drive") + 1]
+    assert drive == f"file={tmp_path}/root.ext4,if=none,format=raw,readonly=on,id=root"
+    assert "virtio-blk-device,drive=root" in argv and "virtio-net-device,netdev=net0" in argv
+    assert argv[argv.index("-trace") + 1] == "pl061_set_output"
+    assert argv[argv.index("-D") + 1] == f"{tmp_path}/gpio-trace.log"
+    assert argv[argv.index("-msg") + 1] == "timestamp=on"  # host-stamped lines
+    tags = [a.rsplit("mount_tag=", 1)[1] for a in argv if "mount_tag=" in a]
+    assert tags == ["jlkernel", "jlboot"]  # nothing of this machine's root is shared
+
+
+def test_the_board_kernel_is_told_its_root_disk_and_iomem_relaxed_before_the_campaigns_words():
+    line = kernel_cmdline(VIRT_ARM64, "isolcpus=0")
+    assert line == ("console=ttyAMA0 loglevel=4 panic=-1 rdinit=/init jitterlab.root=/dev/vda "
+                    "iomem=relaxed isolcpus=0")
+    assert kernel_cmdline(PC, "") == "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
+
+
+def test_the_board_initramfs_loads_the_disk_and_ext4_before_9p():
+    modules = VIRT_ARM64.boot_modules
+    assert modules[0] == "virtio_mmio"
+    assert modules.index("virtio_blk") < modules.index("ext4") < modules.index("9p")
+    assert "ext4" not in PC.boot_modules
+
+
+def test_a_campaign_may_not_name_the_root_disk_itself():
+    with pytest.raises(UserError, match=r"t\.cmdline: jitterlab\.root= is set by jitterlab"):
+        parse_options({"machine": "virt-arm64", "cmdline": "jitterlab.root=/dev/vdb"}, "t")
+
+
+def test_boards_default_to_one_cpu_and_emulation_only():
+    opts = parse_options({"machine": "virt-arm64"}, "t")
+    assert opts.cpus == 1 and opts.machine is VIRT_ARM64
+    with pytest.raises(UserError, match="emulated only"):
+        parse_options({"machine": "virt-armhf", "accel": "kvm"}, "t")
+    assert {"virt-arm64", "virt-armhf"} <= set(MACHINES.names())
+
+
+def test_armhf_kernels_are_debians_armmp_packages():
+    assert parse_options({"machine": "virt-armhf", "kernel": "rt"}, "t").kernel.metapackage == \
+        "linux-image-rt-armmp"
+    assert parse_options({"machine": "virt-arm64"}, "t").kernel.metapackage == "linux-image-arm64"
+
+
+def test_only_a_board_with_a_traced_controller_records_its_gpio_outputs(tmp_path):
+    board = QemuTarget("board", parse_options({"machine": "virt-arm64"}, "t"))
+    pc = QemuTarget("pc", parse_options({}, "t"))
+    try:
+        trace = has(board, RecordsGpioOutputs).gpio_trace()
+        assert (trace.controller, trace.lines, trace.event) == ("pl061", 8, "pl061_set_output")
+        assert trace.path.parent == board.dir
+        assert has(pc, RecordsGpioOutputs) is None
+    finally:
+        board.close()
+        pc.close()
+
+
+def test_a_board_cross_builds_against_its_own_root_and_records_it(tmp_path):
+    board = QemuTarget("board", parse_options({"machine": "virt-arm64"}, "t"))
+    try:
+        assert has(board, CrossBuilt).cross_cc == "aarch64-linux-gnu-gcc"
+        board.root = Root(tmp_path / "root.ext4", tmp_path / "sysroot", "Debian bookworm arm64 root", None)
+        assert board.cross_cc == f"aarch64-linux-gnu-gcc --sysroot={tmp_path}/sysroot"
+        facts = board.vm_facts()
+        assert facts["vm_machine"] == "virt-arm64" and facts["vm_root"] == "Debian bookworm arm64 root"
+        assert facts["vm_machine_cmdline"] == "iomem=relaxed"
+    finally:
+        board.close()
