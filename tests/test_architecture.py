@@ -24,7 +24,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
                          "jitterlab.targets.processes"),
     "jitterlab.measure": ("jitterlab.model", "jitterlab.analysis", "jitterlab.targets.base",
                           "jitterlab.targets.capabilities", "jitterlab.programs", "jitterlab.system",
-                          "jitterlab.store.raw", "jitterlab.targets.processes"),
+                          "jitterlab.store.raw", "jitterlab.targets.processes", "jitterlab.targets.qmp"),
     "jitterlab.plugins": ("jitterlab.model", "jitterlab.measure", "jitterlab.targets"),
     "jitterlab.campaign": ("jitterlab.model", "jitterlab.plugins", "jitterlab.measure",
                            "jitterlab.targets.registry"),

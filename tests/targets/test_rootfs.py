@@ -33,7 +33,14 @@ if mode == "missing":
     print("E: Unable to locate package nosuch-pkg")
     print("E: setup failed: E: apt-get --yes install nosuch-pkg failed")
     sys.exit(25)
-if mode == "down" or (mode == "flaky" and not calls):
+security = any("-security" in a for a in sys.argv)
+if mode == "down":
+    print("Err:1 http://deb.debian.org/debian bookworm/main arm64 Packages")
+    print("E: Failed to fetch http://deb.debian.org/debian/dists/bookworm/main/binary-arm64/Packages.xz  "
+          "Could not connect to deb.debian.org:80 [IP: 151.101.2.132 80]")
+    print("E: mmdebstrap failed to run")
+    sys.exit(25)
+if (mode == "security-down" and security) or (mode == "flaky" and not calls):
     print("Err:3 http://deb.debian.org/debian-security bookworm-security/main arm64 Packages")
     print("  Hash Sum mismatch")
     print("E: Failed to fetch http://deb.debian.org/debian-security/dists/bookworm-security/main/"
@@ -198,10 +205,25 @@ def test_a_mirror_that_stays_down_names_apts_error_and_the_network(tmp_path, fak
         prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     message = str(err.value)
     assert message.startswith("target 'board': building the arm64 root failed twice in mmdebstrap: "
-                              "E: Failed to fetch http://deb.debian.org/debian-security/")
-    assert message.endswith("Hash Sum mismatch; check the network and retry") and "\n" not in message
-    assert len(calls(state)) == 2
+                              "E: Failed to fetch http://deb.debian.org/debian/dists/bookworm/")
+    assert message.endswith("Could not connect to deb.debian.org:80; check the network and retry")
+    assert "\n" not in message and len(calls(state)) == 2
     assert [p.suffix for p in (tmp_path / "cache" / "roots").iterdir()] == [".lock"]
+
+
+def test_a_security_mirror_mid_sync_builds_without_it_and_the_record_says_so(tmp_path, fakes, monkeypatch):
+    _, state = fakes
+    monkeypatch.setenv("FAKE_MM", "security-down")
+    said: list[str] = []
+    root = prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm", progress=said.append)
+    tries = calls(state)
+    assert len(tries) == 3 and not any("-security" in a for a in tries[2])
+    assert any("-security" in a for a in tries[0]) and any("-security" in a for a in tries[1])
+    assert root.description.endswith(", without bookworm-security (its mirror failed while it was built)")
+    record = json.loads((root.image.parent / "root.json").read_text())
+    assert record["sources"] == ["deb http://deb.debian.org/debian bookworm main",
+                                 "deb http://deb.debian.org/debian bookworm-updates main"]
+    assert any(s.startswith("the security suite's mirror failed twice") for s in said)
 
 
 @pytest.mark.parametrize("tool, package", [("mmdebstrap", "mmdebstrap"), ("mke2fs", "e2fsprogs")])

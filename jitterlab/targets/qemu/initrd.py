@@ -144,3 +144,15 @@ def unzstd(data: bytes, name: str) -> bytes:
     if done.returncode != 0 and not done.stdout:
         raise UserError(f"{name}: zstd cannot decompress it: {done.stderr.decode(errors='replace')[-200:]}")
     return done.stdout
+
+
+def with_files(base: Path, directory: Path, prefix: str, out: Path) -> None:
+    """`out`: the initramfs `base` followed by a second archive holding the files of `directory`
+    under /`prefix` (private to root). The kernel unpacks concatenated archives in order, so a
+    per-boot file (an SSH key) joins the cached initramfs without rewriting it."""
+    parts = [_cpio_entry(prefix, 0o40700)]
+    for path in sorted(directory.iterdir()):
+        if path.is_file():
+            parts.append(_cpio_entry(f"{prefix}/{path.name}", 0o100600, path.read_bytes()))
+    parts.append(_cpio_entry("TRAILER!!!", 0))
+    out.write_bytes(base.read_bytes() + b"".join(parts))

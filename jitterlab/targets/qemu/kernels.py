@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.model.errors import UserError
+from jitterlab.targets.qemu import devicetree
 from jitterlab.targets.qemu import initrd as qemu_initrd
 from jitterlab.targets.qemu.apt import Resolved, find_host_package, find_packages
 from jitterlab.targets.qemu.apt_state import Apt, Package, last_line
@@ -195,9 +196,12 @@ def _bootable(
     if dtb is not None and not dtb.is_file():
         raise UserError(f"{where}: the kernel {release} has no device tree {machine.dtb} for qemu machine "
                         f"{machine.name!r}; delete {entry} and retry")
+    if dtb is not None:
+        dtb = devicetree.edited(dtb, machine.dt_edits, entry, where)
     init = qemu_initrd.init_program(cache / "init", machine.build)
-    # per machine: another profile of the same kernel may need other modules at boot
-    initrd = entry / f"initrd-{init.name}-{machine.name}.cpio"
+    # per machine and module list: another profile of the same kernel may need other modules at boot
+    modules_digest = hashlib.sha256(" ".join(machine.boot_modules).encode()).hexdigest()[:8]
+    initrd = entry / f"initrd-{init.name}-{machine.name}-{modules_digest}.cpio"
     if not initrd.exists():
         modules = qemu_initrd.module_closure(root / "lib" / "modules" / release, machine.boot_modules)
         qemu_initrd.write_initrd(initrd, init, modules)

@@ -7,12 +7,14 @@ The recipe (bump RECIPE_VERSION when it changes, so cached roots are built again
         SUITE TREE "deb MIRROR SUITE main" "deb MIRROR SUITE-updates main"
         "deb SECURITY SUITE-security main"
     (the tree made harmless to share: no ssh host keys, a neutral hostname, no host's resolver)
-    mke2fs -t ext4 -b 4096 -d TREE -L jlroot -m 0 -N INODES IMAGE SIZE   (tree + headroom; no root needed)
+    mke2fs -t ext4 -b 4096 -d TREE -L jlroot -m 0 -N INODES IMAGE SIZE   (tree + headroom, rounded up
+        to a power of two, which an emulated SD card needs; sparse; no root needed)
 
 No kernel package goes in: Debian's initramfs tool would run under qemu-user for over half an
 hour per architecture; the board's kernel and its small initramfs are made on this machine. The
 tree stays beside the image as the cross compilers' --sysroot. On a 2-core controller an arm64
-root of eleven packages took 2 min (mmdebstrap 122 s, mke2fs 0.6 s): a 221 MB tree, a 328 MB image.
+root of eleven packages took 2 min (mmdebstrap 122 s, mke2fs 0.6 s): a 221 MB tree, a 512 MB
+(sparse) image.
 
 A root is kept in <cache>/roots/<suite>-<arch>-<digest> (digest: arch, suite, package set,
 recipe version) with root.json, its record; it is built in a hidden directory beside it and
@@ -42,7 +44,7 @@ from jitterlab.targets.qemu.apt_state import MIRROR, SECURITY_MIRROR, last_line,
 from jitterlab.targets.qemu.kernels import _locked
 from jitterlab.targets.qemu.machines.profile import host_arch
 
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 UNRELEASED = ("sid", "unstable", "experimental")  # suites without -updates and -security
 BUILD_TIMEOUT_S = 1800.0
 IMAGE_TIMEOUT_S = 600.0
@@ -134,7 +136,7 @@ def _build(arch: str, suite: str, packages: tuple[str, ...], entry: Path, where:
         tree, log = build / "tree", build / "mmdebstrap.log"
         progress(f"building the {arch} root: Debian {suite} with {len(packages)} packages "
                  f"(a few minutes, once; kept in {entry})")
-        _mmdebstrap(arch, suite, packages, tree, log, where, progress)
+        sources = _mmdebstrap(arch, suite, packages, tree, log, where, progress)
         mmdebstrap_s = time.monotonic() - start
         if not (tree / "usr" / "sbin" / "sshd").is_file():
             raise UserError(f"{where}: the {arch} root has no /usr/sbin/sshd after mmdebstrap; delete "
@@ -142,13 +144,17 @@ def _build(arch: str, suite: str, packages: tuple[str, ...], entry: Path, where:
         _neutral(tree)
         tree_bytes, inodes = _tree_size(tree)
         image_mib = -(-int(tree_bytes * (1 + HEADROOM) + HEADROOM_BYTES) // (1 << 20))
+        # a power of two: qemu's SD card takes no other size (sparse: the rest costs no disk)
+        image_mib = 1 << (image_mib - 1).bit_length()
         progress(f"making the {arch} root's ext4 image ({image_mib} MB)")
         _image(tree, build / "root.ext4", image_mib, inodes + inodes // 4 + 1024, where)
         build_s = time.monotonic() - start
         description = f"Debian {suite} {arch} root ({', '.join(packages)}), {image_mib} MB"
+        if sources != _sources(suite):
+            description += f", without {suite}-security (its mirror failed while it was built)"
         record = {
             "description": description, "arch": arch, "suite": suite, "packages": sorted(packages),
-            "versions": _versions(tree, (*packages, *KEY_PACKAGES)), "sources": _sources(suite),
+            "versions": _versions(tree, (*packages, *KEY_PACKAGES)), "sources": sources,
             "recipe": RECIPE_VERSION, "build_s": round(build_s, 1), "mmdebstrap_s": round(mmdebstrap_s, 1),
             "image_s": round(build_s - mmdebstrap_s, 1), "tree_bytes": tree_bytes,
             "image_mb": image_mib, "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -184,18 +190,21 @@ def _check_builder(roots: Path, arch: str, where: str) -> None:
 
 
 def _mmdebstrap(arch: str, suite: str, packages: tuple[str, ...], tree: Path, log: Path, where: str,
-                progress: Callable[[str], None]) -> None:
-    argv = [
-        "mmdebstrap", "--mode=root", "--format=directory", f"--arch={arch}", "--variant=apt",
-        f"--include={','.join(sorted(packages))}", "--aptopt=Acquire::Retries=3",
-        *(f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES),
-        *(f"--dpkgopt=path-include={p}" for p in _INCLUDES),
-        suite, str(tree), *_sources(suite),
-    ]  # fmt: skip
-    for attempt in (1, 2):
+                progress: Callable[[str], None]) -> list[str]:
+    """Build the tree; the apt sources it was built from (the security suite is left out, and the
+    record says so, when only its mirror failed twice: a mirror mid-sync lasts hours)."""
+    sources = _sources(suite)
+    for attempt in (1, 2, 3):
+        argv = [
+            "mmdebstrap", "--mode=root", "--format=directory", f"--arch={arch}", "--variant=apt",
+            f"--include={','.join(sorted(packages))}", "--aptopt=Acquire::Retries=3",
+            *(f"--dpkgopt=path-exclude={p}" for p in _EXCLUDES),
+            *(f"--dpkgopt=path-include={p}" for p in _INCLUDES),
+            suite, str(tree), *sources,
+        ]  # fmt: skip
         rc = _run_step(argv, log, BUILD_TIMEOUT_S, "mmdebstrap", where)
         if rc == 0:
-            return
+            return sources
         text = log.read_text(errors="replace")
         if "No space left on device" in text:
             raise UserError(_no_space(where, tree.parent.parent, "mmdebstrap"))
@@ -205,11 +214,18 @@ def _mmdebstrap(arch: str, suite: str, packages: tuple[str, ...], tree: Path, lo
             names = ", ".join(dict.fromkeys(a or b for a, b in missing))
             raise UserError(f"{where}: Debian {suite} {arch} has no package {names} ({_failing_line(text)}); "
                             "remove it from the root's packages or pick another suite")
+        failing = _failing_line(text)
+        _remove(tree)
         if attempt == 1:  # a mirror mid-sync or a dropped connection: once more, after a pause
-            progress(f"mmdebstrap failed ({_failing_line(text)}); retrying in {RETRY_WAIT_S:g} s")
+            progress(f"mmdebstrap failed ({failing}); retrying in {RETRY_WAIT_S:g} s")
             time.sleep(RETRY_WAIT_S)
-            _remove(tree)
-    raise UserError(f"{where}: building the {arch} root failed twice in mmdebstrap: {_failing_line(text)}; "
+        elif attempt == 2 and f"{suite}-security" in failing and len(sources) > 1:
+            progress(f"the security suite's mirror failed twice ({failing}); building without it "
+                     "(the root's record says so)")
+            sources = [line for line in sources if f"{suite}-security" not in line]
+        else:
+            break
+    raise UserError(f"{where}: building the {arch} root failed twice in mmdebstrap: {failing}; "
                     "check the network and retry")
 
 

@@ -32,7 +32,8 @@ from jitterlab.targets.capabilities import (
     VirtualMachine,
 )
 from jitterlab.targets.qemu import accel as qemu_accel
-from jitterlab.targets.qemu import cross_modules
+from jitterlab.targets.qemu import cross_modules, devicetree
+from jitterlab.targets.qemu import initrd as qemu_initrd
 from jitterlab.targets.qemu import kernels as qemu_kernels
 from jitterlab.targets.qemu import modules as qemu_modules
 from jitterlab.targets.qemu import rootfs as qemu_rootfs
@@ -54,16 +55,14 @@ SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, 
 _PORT_TAKEN = "Could not set up host forwarding rule"
 
 
-# the board's root image, as the guest's first virtio disk (init.c mounts what this names)
-ROOT_DISK = "/dev/vda"
-
-
 def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
     """The guest kernel's command line: what the boot needs, what the machine needs, then the
     campaign's `cmdline`."""
     words = [f"console={machine.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
     if machine.own_root:
-        words.append(f"jitterlab.root={ROOT_DISK}")
+        words.append(f"jitterlab.root={machine.devices.root_device}")
+    if not machine.devices.shares_9p:
+        words.append("jitterlab.shares=none")
     return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
 
 
@@ -121,6 +120,8 @@ class QemuTarget(
             facts["vm_root"] = self.root.description
         if self.machine.cmdline:
             facts["vm_machine_cmdline"] = self.machine.cmdline
+        if self.machine.dt_edits:
+            facts["vm_dt_edits"] = devicetree.describe(self.machine.dt_edits)
         return facts
 
     @property
@@ -153,16 +154,19 @@ class QemuTarget(
             self.root = qemu_rootfs.prepare_root(profile.arch, profile.root_packages, f"{where}.machine",
                                                  qemu_kernels.cache_root())
         boot_dir = self._write_boot_share()
-        shares = (("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
+        initrd, shares = self.kernel.initrd, (("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
         if self.root is None:  # the guest runs this machine's own root
             shares = (("jlroot", Path("/")), *shares)
+        if not profile.devices.shares_9p:  # no virtio: the per-boot files ride in the initramfs
+            initrd, shares = self.dir / "initrd.cpio", ()
+            qemu_initrd.with_files(self.kernel.initrd, boot_dir, "jlboot", initrd)
         for _attempt in range(3):
             port = free_port()
             machine = Machine(
                 profile=profile,
                 image=self.kernel.image,
                 dtb=self.kernel.dtb,
-                initrd=self.kernel.initrd,
+                initrd=initrd,
                 append=kernel_cmdline(profile, o.cmdline),
                 cpus=o.cpus,
                 memory_bytes=o.memory_bytes,

@@ -52,28 +52,21 @@ def qemu_argv(m: Machine) -> list[str]:
         "-smp", str(m.cpus), "-m", f"{m.memory_bytes >> 20}M",
         "-kernel", str(m.image), *dtb, "-initrd", str(m.initrd), "-append", m.append,
         "-display", "none", "-no-reboot",
-        "-chardev", f"file,id=console,path={_opt(m.console)}", "-serial", "chardev:console",
-        "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{m.ssh_port}-:22",
-        "-device", f"{p.device('net')},netdev=net0",
-        "-device", p.device("rng"),
+        "-chardev", f"file,id=console,path={_opt(m.console)}",
     ]  # fmt: skip
+    d = p.devices
+    argv += [*["-serial", "null"] * d.console_uart, "-serial", "chardev:console"]
+    argv += [*d.nic(f"tcp:127.0.0.1:{m.ssh_port}-:22"), *d.rng()]
     if m.disk is not None:
-        argv += [
-            "-drive", f"file={_opt(m.disk)},if=none,format=raw,readonly=on,id=root",
-            "-device", f"{p.device('blk')},drive=root",
-        ]  # fmt: skip
+        # read-only, or a scratch copy of qemu's where the device cannot be (an SD card)
+        argv += d.disk(f"file={_opt(m.disk)},if=none,format=raw,{d.disk_access}")
     if m.trace is not None and p.traced_gpio is not None:
         # one line per level change, written at once, stamped with this machine's CLOCK_REALTIME
         argv += ["-trace", p.traced_gpio.event, "-msg", "timestamp=on", "-D", str(m.trace)]
     if m.monitor is not None:
         argv += ["-qmp", f"unix:{_opt(m.monitor)},server=on,wait=off"]
     for i, (tag, path) in enumerate(m.shares):
-        argv += [
-            "-fsdev",
-            f"local,id=fs{i},path={_opt(path)},security_model=none,readonly=on,multidevs=remap",
-            "-device",
-            f"{p.device('9p')},fsdev=fs{i},mount_tag={tag}",
-        ]
+        argv += d.share(i, tag, _opt(path))
     return argv
 
 

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 # The guest's root file system is this machine's own, read-only over 9p (tags jlroot, jlkernel,
 # jlboot) under a tmpfs overlay, as init.c mounts it: the guest has the controller's userland.
@@ -57,15 +58,59 @@ class KernelImage(ABC):
 
 @dataclass(frozen=True)
 class DeviceModel:
-    """How the guest's virtio devices (network, rng, 9p shares) sit on its bus."""
+    """How the guest's devices sit on its bus: here virtio (network, rng, the root disk, 9p shares);
+    a board without virtio is a subclass (machines/soc_devices.py)."""
 
     name: str  # "virtio-pci" | "virtio-mmio"
     suffix: str  # of qemu's device names: virtio-net-<suffix>
     boot_modules: tuple[str, ...]  # the transport's kernel modules, loaded first
 
+    # the guest gets the kernel's tree and the per-boot files over 9p (else in its initramfs)
+    shares_9p: ClassVar[bool] = True
+    # the board's root image as the guest sees it (init.c mounts what jitterlab.root= names)
+    root_device: ClassVar[str] = "/dev/vda"
+    # how the root image is attached: read-only, so that any number of guests share the cached one
+    disk_access: ClassVar[str] = "readonly=on"
+    # the UART the kernel's console is on (qemu's -serial ports are given in order)
+    console_uart: ClassVar[int] = 0
+
+    def device(self, kind: str) -> str:
+        return f"virtio-{kind}-{self.suffix}"
+
+    def nic(self, hostfwd: str) -> list[str]:
+        """qemu's arguments for the network card on user networking with port forwarding `hostfwd`."""
+        return ["-netdev", f"user,id=net0,restrict=on,hostfwd={hostfwd}",
+                "-device", f"{self.device('net')},netdev=net0"]
+
+    def rng(self) -> list[str]:
+        return ["-device", self.device("rng")]
+
+    def disk(self, drive: str) -> list[str]:
+        """qemu's arguments attaching the root image (`drive`: the -drive options but its id)."""
+        return ["-drive", f"{drive},id=root", "-device", f"{self.device('blk')},drive=root"]
+
+    def share(self, i: int, tag: str, path: str) -> list[str]:
+        """A directory of this machine (`path`, in qemu's option syntax), read-only over 9p as `tag`."""
+        fsdev = f"local,id=fs{i},path={path},security_model=none,readonly=on,multidevs=remap"
+        return ["-fsdev", fsdev, "-device", f"{self.device('9p')},fsdev=fs{i},mount_tag={tag}"]
+
+    def modules(self, own_root: bool) -> tuple[str, ...]:
+        """The modules the initramfs loads, in order: the transport's, the disk's, the shares'."""
+        return (*self.boot_modules, *(BOARD_ROOT_MODULES if own_root else ()), *HOST_ROOT_MODULES)
+
 
 VIRTIO_PCI = DeviceModel("virtio-pci", "pci", ("virtio_pci",))
 VIRTIO_MMIO = DeviceModel("virtio-mmio", "device", ("virtio_mmio",))
+
+
+@dataclass(frozen=True)
+class DtEdit:
+    """One change jitterlab makes to a board's device tree before qemu gets it (fdtput)."""
+
+    node: str  # "/soc/timer@a00600"
+    prop: str  # "status"
+    value: str  # "disabled"; "" for an empty property (a flag like non-removable)
+    why: str  # recorded with the run
 
 
 @dataclass(frozen=True)
@@ -108,6 +153,7 @@ class MachineProfile:
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
+    dt_edits: tuple[DtEdit, ...] = ()  # made to a copy of dtb, kept beside the kernel
     gpio: tuple[str, ...] = ("none",)  # the values of the gpio key, the default first
     cpus: int = 2
     memory_bytes: int = 1 << 30
@@ -116,8 +162,7 @@ class MachineProfile:
     @property
     def boot_modules(self) -> tuple[str, ...]:
         """The modules the initramfs loads (those built into a kernel are skipped)."""
-        disk = BOARD_ROOT_MODULES if self.root == BOARD_ROOT else ()
-        return (*self.devices.boot_modules, *disk, *HOST_ROOT_MODULES)
+        return self.devices.modules(self.own_root)
 
     @property
     def own_root(self) -> bool:
@@ -135,7 +180,7 @@ class MachineProfile:
 
     def device(self, kind: str) -> str:
         """qemu's name of a virtio device on this machine's bus: device("net") -> virtio-net-pci."""
-        return f"virtio-{kind}-{self.devices.suffix}"
+        return self.devices.device(kind)
 
     def dtb_path(self, tree: Path, release: str) -> Path | None:
         """The device tree file in the unpacked kernel packages, when the machine needs one."""

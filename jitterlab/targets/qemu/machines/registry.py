@@ -5,6 +5,7 @@ from __future__ import annotations
 from jitterlab.model.registry import Registry
 from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.machines.profile import MachineProfile
+from jitterlab.targets.qemu.machines.sabrelite import SABRELITE
 from jitterlab.targets.qemu.machines.virt import VIRT_ARM64, VIRT_ARMHF
 
 MACHINES: Registry[MachineProfile] = Registry("qemu machine")
@@ -16,3 +17,5 @@ MACHINES.add(VIRT_ARM64.name, "qemu's arm64 virt board (Cortex-A53, one CPU), De
              "board's own Debian root, a traced PL061 GPIO controller", VIRT_ARM64)
 MACHINES.add(VIRT_ARMHF.name, "qemu's armhf virt board (Cortex-A15, one CPU), Debian's armmp kernels, the "
              "board's own Debian root, a traced PL061 GPIO controller", VIRT_ARMHF)
+MACHINES.add(SABRELITE.name, "qemu's i.MX6Q sabrelite board (Cortex-A9, one CPU), Debian's armmp kernels, "
+             "the board's own Debian root on an SD card, gpio-mxc (read over QMP)", SABRELITE)

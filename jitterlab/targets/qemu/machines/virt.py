@@ -23,7 +23,7 @@ PL061 = TracedGpio(controller="pl061", lines=8, event="pl061_set_output")
 # map the GPIO block through /dev/mem (gpiomem pins), even as root
 BOARD_CMDLINE = "iomem=relaxed"
 # the cross compiler links against the board's root (--sysroot): its C library's headers and crt
-_ROOT = (*BOARD_PACKAGES, "libc6-dev")
+BOARD_ROOT_PACKAGES = (*BOARD_PACKAGES, "libc6-dev")
 
 
 def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], build: Build) -> MachineProfile:
@@ -40,7 +40,7 @@ def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], bu
         devices=VIRTIO_MMIO,
         build=build,
         root=BOARD_ROOT,
-        root_packages=_ROOT,
+        root_packages=BOARD_ROOT_PACKAGES,
         cmdline=BOARD_CMDLINE,
         traced_gpio=PL061,
         gpio=("none", "virtual"),

@@ -1,0 +1,196 @@
+"""The register-poll probe: an emulated board's GPIO line followed from outside the board, on the
+controller, by reading the level register of its GPIO block through the emulator's monitor (qemu's
+QMP, `xp`) as fast as the monitor answers, in a thread (probes/polls.py).
+
+For SoCs whose GPIO controller qemu does not trace (i.MX6 `sabrelite`, BCM283x `raspi3b`), and on
+`virt`'s PL061 too. The register map is the gpiomem pin's (pins/socs.py: [probes.register-poll]
+soc and line, the block at its physical address). Each read takes qemu's big lock, so the rate is
+modest (about 2,000 reads/s on an idle `virt` board here, fewer on a busy or slow one): edges
+closer than an interval between reads are merged, a pulse shorter than one may be missed, and
+the rate is stated with every run. As for the sigrok probe the edges are aligned with the
+program's own (analysis/alignment.py): when they are the program's they are stored on the
+program's clock with the offset, otherwise the run is marked with program_pin_watched = 0. The
+board's timing is an emulator's: functional evidence, never timing evidence, and every run says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jitterlab.analysis.alignment import align
+from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
+from jitterlab.measure.squarewave.pins.base import PinHandle
+from jitterlab.measure.squarewave.pins.offers import BoardLine
+from jitterlab.measure.squarewave.pins.socs import SOCS, Registers, Soc
+from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
+from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.measure.squarewave.probes.polls import (
+    PollEdges,
+    Poller,
+    Polls,
+    blind_spans,
+    edges_of,
+    intervals_ns,
+)
+from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.params import Param, choice, integer
+from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
+from jitterlab.model.series import blind_series
+from jitterlab.model.units import format_ns
+from jitterlab.targets.capabilities import ExaminesMemory, command_timeout_s, has
+from jitterlab.targets.qmp import Qmp, QmpError
+
+NAME = "register-poll"
+MIN_READS_PER_HALF_PERIOD = 10
+CONNECT_TIMEOUT_S = 5.0
+NO_MONITOR_FIX = ('use a qemu target (machine = "virt-arm64", "virt-armhf", or an i.MX6 / BCM283x '
+                  "board): its monitor socket is what this probe reads")
+
+
+def _soc(options: dict) -> Soc:
+    return SOCS[str(options["soc"])]
+
+
+class RegisterPollProbe(ProbeBase):
+    needs = (BoardLine,)
+    location = "controller"
+    params = (
+        Param("soc", "the emulated SoC's GPIO register map: " + ", ".join(SOCS), choice(*SOCS), '"imx6"'),
+        Param("line", "the line, numbered as for pins.gpiomem (0-7 on PL061, 32 * (bank - 1) + bit on "
+              "i.MX6, the BCM GPIO number on BCM283x)", integer(0, 65535), "2"),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._qmp: Qmp | None = None
+        self._poller: Poller | None = None
+        self._where = ""  # "pl061 line 2 (0x9030010)"
+
+    @classmethod
+    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+        source = where.rsplit(": ", 1)[0]
+        options = cls.options_in(settings, NAME, f"{source}: probes.{NAME}")
+        soc, line = _soc(options), int(options["line"])
+        if line >= soc.lines:
+            raise UserError(f"{source}: probes.{NAME}.line: {soc.name} has lines 0-{soc.lines - 1}, "
+                            f"not {line}")
+        holder = dict(soc.reserved).get(line)
+        if holder is not None:
+            raise UserError(f"{source}: probes.{NAME}.line: {soc.name} line {line} belongs to {holder}; "
+                            "watch the line the pin drives")
+
+    def _registers(self) -> tuple[Registers, str]:
+        options = self.options()
+        soc, line = _soc(options), int(options["line"])
+        regs = soc.registers(line, "/dev/mem")  # the block at its physical address
+        return regs, f"{soc.name} line {line} ({regs.base + regs.lev_reg:#x})"
+
+    def start(self, pin: PinHandle) -> None:
+        board = has(self.ctx.target, ExaminesMemory)
+        if board is None:
+            raise RunFailed(f"probes.{NAME}: target {self.ctx.target.name!r} has no emulator monitor to read "
+                            f"its registers through; {NO_MONITOR_FIX}", status="unavailable")
+        regs, self._where = self._registers()
+        try:
+            # a slow board's monitor may pause for seconds between answers: that is a blind span, not
+            # a failure, unless it lasts as long as any command on that board may
+            answer_s = command_timeout_s(self.ctx.target, CONNECT_TIMEOUT_S)
+            self._qmp = Qmp(board.monitor_socket(), CONNECT_TIMEOUT_S, answer_s).connect()
+            self._poller = Poller(self._qmp.word_reader(regs.base + regs.lev_reg), regs.mask)
+            self._poller.start(CONNECT_TIMEOUT_S)
+        except (QmpError, TimeoutError) as exc:
+            self.close()
+            raise RunFailed(f"probes.{NAME}: cannot read {self._where}: {exc}") from None
+
+    def stop(self, own: SelfLog) -> Capture:
+        assert self._poller is not None, "stop() before start()"
+        try:
+            polls = self._poller.stop()
+        except (QmpError, TimeoutError) as exc:
+            raise RunFailed(f"probes.{NAME}: reading {self._where} failed after {self._poller.reads} reads: "
+                            f"{exc}") from None
+        finally:
+            self.close()
+        edges = edges_of(polls)
+        if not len(edges.t_ns):
+            raise RunFailed(
+                f"unmeasurable: the register-poll probe read {self._where} {len(polls.t_ns)} times and its "
+                f"level stayed {edges.initial_level}; check probes.{NAME}.soc and line against the line the "
+                "pin drives (and that the board has that SoC)", status="unmeasurable")
+        return self._aligned(polls, edges, own)
+
+    def _aligned(self, polls: Polls, edges: PollEdges, own: SelfLog) -> Capture:
+        period_ns = int(self.ctx.cell.param("period"))
+        metrics, rate, mean_ns = poll_metrics(polls)
+        base_ns = int(polls.t_ns[0])  # the capture's clock counts from its first read
+        t_ns, level = edges.t_ns - base_ns, edges.level
+        blind = blind_spans(polls) - base_ns
+        warnings = [rate_warning(rate, mean_ns)]
+        if mean_ns * 2 * MIN_READS_PER_HALF_PERIOD > period_ns:
+            warnings.append(Warning_(
+                f"the register-poll probe read {self._where} only {period_ns / 2 / mean_ns:.3g} times per "
+                f"half period of {format_ns(period_ns)}: edges are stamped up to {format_ns(mean_ns, 3)} "
+                "early and short pulses are lost",
+                f"use a period >= {format_ns(2 * MIN_READS_PER_HALF_PERIOD * mean_ns, 3)} with this probe"))
+        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
+        metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
+        if fit.watched:
+            t_ns, blind = t_ns + fit.offset_ns, blind + fit.offset_ns
+            metrics += [
+                Metric("align_offset_ns", float(fit.offset_ns), "ns", NAME, "none"),
+                Metric("align_drift_ppm", fit.drift_ppm, "ppm", NAME, "none"),
+                Metric("self_lag_spread_p50_ns", fit.residual_p50_ns, "ns", NAME, "lower"),
+                Metric("self_lag_spread_max_ns", fit.residual_max_ns, "ns", NAME, "lower"),
+                Metric("unobserved_edges", float(fit.program_edges - fit.matched), "count", NAME, "lower"),
+            ]
+        else:
+            warnings.append(Warning_(
+                f"the register-poll edges of {self._where} are not the program's pin's: "
+                f"{'; '.join(fit.failures)}",
+                f"set probes.{NAME}.soc and line to the register line the pin drives; its figures are marked "
+                f"{NOT_WATCHED!r}"))
+        metrics.append(pin_watched_metric(NAME, fit.watched))
+        return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
+                       series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+
+    def close(self) -> None:
+        if self._poller is not None:
+            self._poller.close()
+        if self._qmp is not None:
+            self._qmp.close()
+            self._qmp = None
+
+
+def poll_metrics(polls: Polls) -> tuple[list[Metric], float, float]:
+    """The probe's own figures (resolution = the mean interval between reads), its reads per second
+    and that mean interval in ns."""
+    gaps = intervals_ns(polls)
+    if not len(gaps):
+        raise RunFailed(f"unmeasurable: the {NAME} probe read the register only {len(polls.t_ns)} time(s)",
+                        status="unmeasurable")
+    span_ns = int(polls.t_ns[-1] - polls.t_ns[0])
+    mean_ns = span_ns / len(gaps)
+    rate = 1e9 / mean_ns if mean_ns > 0 else 0.0
+    return [
+        Metric("probe_resolution_ns", mean_ns, "ns", NAME, "lower"),
+        Metric("probe_polls_per_s", rate, "reads/s", NAME, "higher"),
+        Metric("probe_poll_p50_ns", float(np.median(gaps)), "ns", NAME, "lower"),
+        Metric("probe_poll_max_ns", float(gaps.max()), "ns", NAME, "lower"),
+        Metric("probe_emulated", 1.0, "", NAME, "none"),
+    ], rate, mean_ns
+
+
+def rate_warning(rate: float, mean_ns: float) -> Warning_:
+    """What every run of this probe says of itself."""
+    return Warning_(
+        f"the register-poll probe polled {rate:,.0f} times/s: edges closer than ~{format_ns(mean_ns, 3)} are "
+        "merged; functional evidence from an emulator, never timing evidence",
+        'measure the board\'s timing on real hardware with an instrument (probe = "sigrok" or "scpi")')
+
+
+PROBES.add(
+    NAME,
+    "an emulated board's GPIO level register read over the emulator's monitor (QMP xp) as fast as it "
+    "answers; [probes.register-poll] soc, line; functional evidence, never timing",
+    RegisterPollProbe,
+)

@@ -1,0 +1,51 @@
+"""qemu's `sabrelite`: an i.MX6 Quad board (Cortex-A9, gpio-mxc GPIO1-7 from 0x0209C000), the
+study's SoC family, with Debian's armmp kernels and the board's own root on an SD card.
+
+What jitterlab changes of Debian's imx6q-sabrelite.dtb, and why: the Cortex-A9's TWD timer
+(/soc/timer@a00600) is disabled — with it qemu's model made every sleep run 2-2.4x long; the SD
+card qemu attaches sits in the slot the stock tree enables with card detection (usdhc4, the
+kernel's mmcblk3). No virtio: no 9p, so per-boot files ride in the initramfs, and kernel modules
+are cross-built on the controller. qemu cannot power the board off; jitterlab stops qemu itself.
+qemu traces no i.MX6 GPIO: the register-poll probe reads the data register over QMP instead.
+"""
+
+from __future__ import annotations
+
+from jitterlab.targets.qemu.machines.arm_image import ArmImage
+from jitterlab.targets.qemu.machines.profile import DtEdit, MachineProfile
+from jitterlab.targets.qemu.machines.soc_devices import SdCardBoard
+from jitterlab.targets.qemu.machines.virt import BOARD_CMDLINE, BOARD_ROOT_PACKAGES, VIRT_ARMHF
+
+IMX6_SD = SdCardBoard(
+    name="imx6-sd",
+    suffix="",
+    # the SD host's driver chain and the FEC Ethernet; gpio-mxc is a module in Debian's armmp
+    boot_modules=("sdhci", "sdhci_pltfm", "sdhci_esdhc_imx", "fec", "gpio_mxc"),
+    nic_model="imx.enet",
+    root_slot="/dev/mmcblk3",
+    console=1,  # the tree's stdout-path is UART2 (ttymxc1), qemu's second serial port
+)
+
+SABRELITE = MachineProfile(
+    name="sabrelite",
+    arch="armhf",
+    qemu="qemu-system-arm",
+    qemu_package="qemu-system-arm",
+    machine=("-machine", "sabrelite"),
+    accel={"tcg": ("-accel", "tcg")},  # the machine has its Cortex-A9 fixed
+    console="ttymxc1",
+    image=ArmImage(),
+    kernels={"standard": "linux-image-armmp", "rt": "linux-image-rt-armmp"},
+    devices=IMX6_SD,
+    build=VIRT_ARMHF.build,
+    root=VIRT_ARMHF.root,
+    root_packages=BOARD_ROOT_PACKAGES,
+    cmdline=BOARD_CMDLINE,
+    dtb="imx6q-sabrelite.dtb",
+    dt_edits=(DtEdit("/soc/timer@a00600", "status", "disabled",
+                     "qemu's Cortex-A9 TWD timer made every sleep run 2-2.4x long"),),
+    gpio=("none",),
+    cpus=1,
+    memory_bytes=1 << 30,
+    boot_timeout_s=300.0,
+)
