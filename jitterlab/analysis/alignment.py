@@ -44,6 +44,9 @@ MIN_MATCHED_SHARE = 0.95
 EXTRA_SHARE = 0.05
 QUIET_EDGES = 4
 MAX_DRIFT_PPM = 1000.0  # crystals and NTP keep two clocks within a few hundred ppm
+# an emulated board's clock is qemu's virtual clock, which falls behind this machine's whenever the
+# emulator is starved of CPU: one percent and more was seen on a busy 2-core controller
+EMULATED_MAX_DRIFT_PPM = 50_000.0
 MAX_SPREAD_FRACTION = 0.125
 
 
@@ -121,10 +124,11 @@ def _fit(self_t: np.ndarray, lag_ns: np.ndarray, t0_ns: int) -> _Line:
 
 
 def align(cap_t_ns: np.ndarray, cap_level: np.ndarray, self_t_ns: np.ndarray, self_level: np.ndarray,
-          period_ns: int, dropped: int = 0) -> Alignment:
+          period_ns: int, dropped: int = 0, max_drift_ppm: float = MAX_DRIFT_PPM) -> Alignment:
     """The clock line from capture to program, and whether the capture is the program's wave (see
-    the module doc). `dropped`: edges the program made but did not log. RunFailed("unmeasurable")
-    only when there is nothing to align."""
+    the module doc). `dropped`: edges the program made but did not log; `max_drift_ppm`: the drift
+    two clocks can have (EMULATED_MAX_DRIFT_PPM when one is an emulated board's).
+    RunFailed("unmeasurable") only when there is nothing to align."""
     cap_t, self_t = np.asarray(cap_t_ns, np.int64), np.asarray(self_t_ns, np.int64)
     cap_level, self_level = np.asarray(cap_level), np.asarray(self_level)
     if not len(cap_t) or not len(self_t):
@@ -156,7 +160,7 @@ def align(cap_t_ns: np.ndarray, cap_level: np.ndarray, self_t_ns: np.ndarray, se
     own_i, cap_i = _pairs(cap_t, cap_level, self_t, self_level, line, window_ns)
     if len(own_i):
         line = _fit(self_t[own_i], self_t[own_i] - cap_t[cap_i], t0)
-    return _judge(cap_t, self_t, own_i, cap_i, line, period_ns, dropped)
+    return _judge(cap_t, self_t, own_i, cap_i, line, period_ns, dropped, max_drift_ppm)
 
 
 def _unaligned(n: int, m: int, why: str) -> Alignment:
@@ -165,7 +169,7 @@ def _unaligned(n: int, m: int, why: str) -> Alignment:
 
 
 def _judge(cap_t: np.ndarray, self_t: np.ndarray, own_i: np.ndarray, cap_i: np.ndarray, line: _Line,
-           period_ns: int, dropped: int) -> Alignment:
+           period_ns: int, dropped: int, max_drift_ppm: float) -> Alignment:
     n, matched = len(self_t), len(own_i)
     window_ns = period_ns // 4
     ends = line.capture_time(self_t[[0, -1]])
@@ -190,9 +194,9 @@ def _judge(cap_t: np.ndarray, self_t: np.ndarray, own_i: np.ndarray, cap_i: np.n
                         "pin is quiet")
     span_ns = float(self_t[-1] - self_t[0])
     drift_matters = abs(line.slope) * span_ns > MAX_SPREAD_FRACTION * period_ns
-    if matched and abs(drift_ppm) > MAX_DRIFT_PPM and drift_matters:
+    if matched and abs(drift_ppm) > max_drift_ppm and drift_matters:
         failures.append(f"the offset drifts {drift_ppm:+.0f} ppm over the run, more than two clocks do "
-                        f"(±{MAX_DRIFT_PPM:g} ppm)")
+                        f"(±{max_drift_ppm:g} ppm)")
     if matched and p90 > MAX_SPREAD_FRACTION * period_ns:
         failures.append(f"the paired edges do not keep a stable offset: 90 % lie within {p90:.0f} ns of "
                         f"it, more than {MAX_SPREAD_FRACTION:g} of the period")

@@ -129,3 +129,17 @@ def test_an_early_edge_of_the_other_level_is_skipped():
     own = np.arange(10, dtype=np.int64) * HALF
     fit = align(own[1:] - 7, level[1:], own, level, PERIOD)  # the analyzer missed the first edge
     assert fit.offset_ns == 7 and fit.matched == 9
+
+
+def test_an_emulated_boards_clock_may_drift_more_than_two_crystals():
+    from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM
+
+    period_ns = 100_000_000
+    own = np.arange(40, dtype=np.int64) * (period_ns // 2)
+    level = np.arange(40) % 2
+    capture = (own * (1 + 20_000e-6)).astype(np.int64) + 5_000_000  # the capture clock runs 2 % fast
+    strict = align(capture, level, own, level, period_ns)
+    assert not strict.watched and any("drifts" in f and "±1000 ppm" in f for f in strict.failures)
+    loose = align(capture, level, own, level, period_ns, max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
+    assert loose.watched and loose.matched == 40 and loose.failures == ()
+    assert loose.drift_ppm == pytest.approx(-20_000.0)  # the lag shrinks by 2 % of the program's time

@@ -103,3 +103,52 @@ def test_a_board_cross_builds_against_its_own_root_and_records_it(tmp_path):
         assert facts["vm_machine_cmdline"] == "iomem=relaxed"
     finally:
         board.close()
+
+
+def test_a_board_root_takes_more_packages_and_a_pc_guest_refuses_them():
+    opts = parse_options({"machine": "virt-arm64", "packages": ["nodejs", "nodejs"]}, "t")
+    assert opts.packages == ("nodejs",)
+    with pytest.raises(UserError, match=r"^t\.packages: qemu machine 'pc' runs this machine's own root"):
+        parse_options({"packages": ["nodejs"]}, "t")
+    for bad in ("nodejs", ["Node JS"], [3]):
+        with pytest.raises(UserError, match=r"^t\.packages: expected a list of Debian package names"):
+            parse_options({"machine": "virt-arm64", "packages": bad}, "t")
+
+
+def test_the_sabrelite_has_no_virtio_its_root_on_an_sd_card_and_its_console_on_uart2(tmp_path):
+    from jitterlab.targets.qemu.machines.sabrelite import SABRELITE
+
+    argv = qemu_argv(Machine(
+        profile=SABRELITE, image=tmp_path / "zImage", initrd=tmp_path / "initrd.cpio",
+        append=kernel_cmdline(SABRELITE, ""), cpus=1, memory_bytes=1 << 30, accel="tcg", shares=(),
+        ssh_port=2222, console=tmp_path / "console.log", disk=tmp_path / "root.ext4"))
+    assert not any("virtio" in a for a in argv) and "-fsdev" not in argv and "-cpu" not in argv
+    serial = [argv[i + 1] for i, a in enumerate(argv) if a == "-serial"]
+    assert serial == ["null", "chardev:console"]  # the device tree's stdout-path is UART2
+    assert argv[argv.index("-nic") + 1] == "user,model=imx.enet,restrict=on,hostfwd=tcp:127.0.0.1:2222-:22"
+    # an SD card cannot be read-only: qemu keeps the guest's writes in a scratch copy
+    drive = argv[argv.index("-drive") + 1]
+    assert drive == f"file={tmp_path}/root.ext4,if=none,format=raw,snapshot=on,id=root"
+    assert "sd-card,drive=root" in argv
+    assert kernel_cmdline(SABRELITE, "") == (
+        "console=ttymxc1 loglevel=4 panic=-1 rdinit=/init jitterlab.root=/dev/mmcblk3 jitterlab.shares=none "
+        "iomem=relaxed")
+    modules = SABRELITE.boot_modules
+    assert modules.index("sdhci_esdhc_imx") < modules.index("ext4") and "9p" not in modules
+    assert "fec" in modules and "gpio_mxc" in modules
+    edits = [(e.node, e.prop, e.value) for e in SABRELITE.dt_edits]
+    assert edits == [("/soc/timer@a00600", "status", "disabled")]
+
+
+def test_per_boot_files_ride_in_a_second_initramfs_archive(tmp_path):
+    from jitterlab.targets.qemu.initrd import with_files
+
+    base = tmp_path / "base.cpio"
+    base.write_bytes(b"BASE")
+    files = tmp_path / "boot"
+    files.mkdir()
+    (files / "host_key").write_text("secret")
+    with_files(base, files, "jlboot", tmp_path / "out.cpio")
+    data = (tmp_path / "out.cpio").read_bytes()
+    assert data.startswith(b"BASE070701") and b"jlboot/host_key\0" in data and b"secret" in data
+    assert data.rstrip(b"\0").endswith(b"TRAILER!!!")

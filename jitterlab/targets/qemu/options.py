@@ -26,8 +26,11 @@ OPTIONS = {
     "gpio": '"virtual": load the virtual GPIO chip "jl-vgpio" (4 lines, 0 drives 1, 2 drives 3; '
     'docs/vm-lab.md), or "none" (the default: Debian\'s kernels have no GPIO chip)',
     "workdir": 'absolute directory in the guest for jitterlab\'s files (default: "/tmp/jitterlab-root")',
+    "packages": 'a board\'s root: Debian packages besides the machine\'s own, e.g. packages = ["nodejs"] '
+    "(a root per package set is built once and cached)",
 }
 _VERSION = re.compile(r"^(\d+\.\d+)(-rt)?$")
+_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")  # Debian policy's package names
 MIN_MEMORY = 256 << 20
 MAX_MEMORY = 64 << 30
 MAX_CPUS = 64
@@ -82,6 +85,7 @@ class QemuOptions:
     boot_timeout_s: float = 120.0
     workdir: str | None = None
     gpio: str = "none"  # "virtual": the jl-vgpio chip is loaded at boot
+    packages: tuple[str, ...] = ()  # a board's root: what it has besides the machine's packages
 
 
 def parse_kernel(
@@ -192,7 +196,17 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     if gpio == "virtual" and kernel.path is not None:
         raise UserError(f'{where}.gpio: the virtual GPIO chip is built against a Debian kernel\'s headers; '
                         f'give kernel = "standard", "rt" or a version, or remove gpio')
+    packages = options.get("packages", [])
+    if not isinstance(packages, list) or not all(
+        isinstance(p, str) and _PACKAGE.match(p) for p in packages
+    ):
+        raise UserError(f'{where}.packages: expected a list of Debian package names, e.g. ["nodejs"], '
+                        f"got {shown(packages)}")
+    if packages and not machine.own_root:
+        raise UserError(f"{where}.packages: qemu machine {machine.name!r} runs this machine's own root; "
+                        "install the packages here instead, or remove packages")
     return QemuOptions(
+        packages=tuple(dict.fromkeys(packages)),
         kernel=kernel,
         machine=machine,
         gpio=gpio,  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -151,8 +152,9 @@ class QemuTarget(
         self._accel, self.accel_why = accel.name, accel.why
         self.kernel = qemu_kernels.prepare(o.kernel, profile, f"{where}.kernel")
         if profile.own_root:
-            self.root = qemu_rootfs.prepare_root(profile.arch, profile.root_packages, f"{where}.machine",
-                                                 qemu_kernels.cache_root())
+            packages = tuple(dict.fromkeys((*profile.root_packages, *o.packages)))
+            self.root = qemu_rootfs.prepare_root(profile.arch, packages, f"{where}.machine",
+                                                 qemu_kernels.cache_root(), progress=self._say)
         boot_dir = self._write_boot_share()
         initrd, shares = self.kernel.initrd, (("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
         if self.root is None:  # the guest runs this machine's own root
@@ -193,6 +195,11 @@ class QemuTarget(
         if o.gpio == "virtual":
             qemu_vgpio.load(self, self.kernel.tree.parent, self.where())
         return self
+
+    def _say(self, text: str) -> None:
+        """A long step of the boot (a board root built the first time), on stderr: opening targets
+        comes before any progress bar."""
+        print(f"target {self.name!r}: {text}", file=sys.stderr, flush=True)
 
     def kernel_module(self, sources: Path, name: str) -> str:
         """`name`.ko of the kbuild sources in `sources` for the guest's kernel, in the guest (its

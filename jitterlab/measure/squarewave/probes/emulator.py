@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jitterlab.analysis.alignment import Alignment, align
+from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, Alignment, align
 from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
 from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
@@ -139,7 +139,8 @@ class EmulatorProbe(ProbeBase):
         metrics = [Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
                    Metric("probe_emulated", 1.0, "", NAME, "none")]
         warnings = [EMULATED]
-        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
+        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped,
+                    max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
         metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
         blind = no_blind()
         if fit.watched:

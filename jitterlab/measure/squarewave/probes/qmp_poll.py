@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitterlab.analysis.alignment import align
+from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, align
 from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
@@ -132,7 +132,8 @@ class RegisterPollProbe(ProbeBase):
                 f"half period of {format_ns(period_ns)}: edges are stamped up to {format_ns(mean_ns, 3)} "
                 "early and short pulses are lost",
                 f"use a period >= {format_ns(2 * MIN_READS_PER_HALF_PERIOD * mean_ns, 3)} with this probe"))
-        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
+        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped,
+                    max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
         metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
         if fit.watched:
             t_ns, blind = t_ns + fit.offset_ns, blind + fit.offset_ns
