@@ -9,7 +9,7 @@ import pytest
 from jitterlab.cli.commands import doctor as command
 from jitterlab.cli.main import main
 from jitterlab.system import doctor
-from jitterlab.targets.capabilities import CrossBuilt, HostKeyStatus
+from jitterlab.targets.capabilities import CrossBuilt, ExaminesMemory, HostKeyStatus, RecordsGpioOutputs
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.ssh.loopback_sshd import available, free_port
 
@@ -88,7 +88,7 @@ def test_a_cross_compiling_target_needs_no_compiler(monkeypatch, tmp_path):
     _, findings = doctor.examine(CrossBuiltLocal(str(tmp_path), "gcc"), command.needed_tools())
     assert not [f for f in findings if f.topic == "missing tools"]
     assert "make" not in findings[0].state
-    assert not [f for f in findings if f.topic == "cross cc"]  # gcc is installed here
+    assert [f.fix for f in findings if f.topic == "cross cc"] == [None]  # gcc is installed here
 
 
 def test_a_cross_compiler_missing_on_the_controller_is_to_fix(monkeypatch, tmp_path):
@@ -96,8 +96,8 @@ def test_a_cross_compiler_missing_on_the_controller_is_to_fix(monkeypatch, tmp_p
     target = CrossBuiltLocal(str(tmp_path), "no-such-cc -m32")
     _, findings = doctor.examine(target, {"cc": ("gcc", {"x"})})
     [cross] = [f for f in findings if f.topic == "cross cc"]
-    assert cross.state == "no-such-cc -m32 is not installed here"
-    assert cross.fix == "install the cross compiler"
+    assert cross.state == "no-such-cc is not installed here"
+    assert cross.fix == "install no-such-cc, the cross compiler for the target, on the controller"
 
 
 class UnverifiedLocal(LocalTarget, HostKeyStatus):
@@ -198,3 +198,117 @@ def test_the_rt_kernel_hint_names_the_package_of_the_targets_architecture(monkey
     assert package in preemption.fix
     others = {"amd64", "arm64", "armmp"} - {package.rsplit("-", 1)[-1]}
     assert not [o for o in others if f"rt-{o}" in preemption.fix]
+
+
+# --- an emulated ARM board ------------------------------------------------------------------------
+
+BOARD = {"machine": "aarch64", "n_cpus": 1, "cpus": None, "isolcpus": [], "clocksource": "arch_sys_counter",
+         "virtualization": "qemu", "vm_accel": "tcg", "vm_host_machine": "x86_64", "vm_machine": "virt-arm64",
+         "vm_root": "bookworm arm64 root", "cpu_vendor": None, "bogomips": [125.0],
+         "cpuidle_states": [{"name": "WFI", "latency_us": 1, "disabled": False},
+                            {"name": "cpu-sleep", "latency_us": 300, "disabled": False}],
+         "smt_active": True, "thread_siblings": {"0": [0]}}
+
+
+class BoardLocal(CrossBuiltLocal, RecordsGpioOutputs, ExaminesMemory):
+    """A board as the doctor sees one: cross-built, its pin traced and its memory read from outside."""
+
+    def gpio_trace(self):
+        raise AssertionError("the doctor does not read the trace")
+
+    def monitor_socket(self):
+        raise AssertionError("the doctor does not read the monitor")
+
+
+def board_findings(monkeypatch, tmp_path, missing=(), **changes):
+    fake_machine(monkeypatch, missing=missing, **{**BOARD, **changes})
+    target = BoardLocal(str(tmp_path), "aarch64-linux-gnu-gcc --sysroot=/cache/tree")
+    monkeypatch.setattr(doctor.shutil, "which", lambda word: f"/usr/bin/{word}")
+    _, findings = doctor.examine(target, command.needed_tools())
+    return {f.topic: f for f in findings}
+
+
+def test_a_board_gets_no_x86_advice(monkeypatch, tmp_path):
+    found = board_findings(monkeypatch, tmp_path)
+    assert "SMI counter" not in found  # ARM has no SMIs
+    idle = found["idle states"].fix
+    assert "cpuidle.off=1" in idle and "intel_idle" not in idle and "idle=poll" not in idle
+    smt = found["SMT"].fix
+    assert "nosmt" not in smt and "smt/control" not in smt and "/online" in smt
+    assert found["BogoMIPS"].state == "125 (on ARM the timer's rate, not the CPU's speed)"
+    tcg = [f for f in found.values() if "TCG" in f.state]
+    assert tcg and "kvm_intel" not in tcg[0].fix and "vmx" not in tcg[0].fix
+    assert "aarch64 board on this x86_64 controller" in tcg[0].fix
+
+
+def test_an_x86_machine_keeps_its_own_advice(monkeypatch, tmp_path):
+    fake_machine(monkeypatch, cpu_vendor="GenuineIntel", msr_device=False, smt_active=True, isolcpus=[],
+                 cpuidle_states=[{"name": "C6", "latency_us": 133, "disabled": False}])
+    _, findings = doctor.examine(LocalTarget(workdir=str(tmp_path)), {})
+    found = {f.topic: f for f in findings}
+    assert "intel_idle.max_cstate=0" in found["idle states"].fix and "nosmt" in found["SMT"].fix
+    assert found["SMI counter"].fix.startswith("modprobe msr")
+
+
+def test_tools_missing_on_a_board_go_into_its_root_not_apt_and_no_compiler(monkeypatch, tmp_path):
+    found = board_findings(monkeypatch, tmp_path, missing=("fio", "node", "make", "cc"))
+    missing = found["missing tools"]
+    assert missing.fix == ('in [[target]] "local": packages = ["fio", "nodejs"] '
+                           "(jitterlab builds the board's root again with them)")
+    assert "gcc" not in missing.state and "make" not in missing.state
+    assert found["cross cc"].fix is None
+    assert found["cross cc"].state == "aarch64-linux-gnu-gcc on the controller builds the board's programs"
+
+
+def test_a_missing_cross_compiler_names_its_debian_package(monkeypatch, tmp_path):
+    fake_machine(monkeypatch)
+    monkeypatch.setattr(doctor.shutil, "which", lambda word: None)
+    for cc, package in (("arm-linux-gnueabihf-gcc --sysroot=/t", "gcc-arm-linux-gnueabihf"),
+                        ("aarch64-linux-gnu-gcc-12", "gcc-12-aarch64-linux-gnu")):
+        _, findings = doctor.examine(CrossBuiltLocal(str(tmp_path), cc), {})
+        [cross] = [f for f in findings if f.topic == "cross cc"]
+        assert cross.fix == f"apt install {package}"
+
+
+@pytest.mark.parametrize("model, fix, not_said", [
+    ("voluntary", 'in [[target]] "local": kernel = "rt" (linux-image-rt-arm64)', "preempt=full"),
+    ("dynamic:voluntary", 'in [[target]] "local": cmdline = "preempt=full", or kernel = "rt"', "apt install"),
+])
+def test_a_board_jitterlab_boots_gets_its_kernel_from_its_target(monkeypatch, tmp_path, model, fix, not_said):
+    found = board_findings(monkeypatch, tmp_path, preemption=model)
+    assert found["preemption"].fix.startswith(fix) and not_said not in found["preemption"].fix
+
+
+def test_preempt_full_is_offered_only_where_the_kernel_can_switch(monkeypatch):
+    fake_machine(monkeypatch, preemption="voluntary", machine="x86_64")
+    _, findings = doctor.examine(LocalTarget(), {})
+    [preemption] = [f for f in findings if f.topic == "preemption"]
+    assert "preempt=full" not in preemption.fix and "apt install linux-image-rt-amd64" in preemption.fix
+
+
+def test_the_probes_outside_a_board_are_listed_by_its_capabilities(monkeypatch, tmp_path):
+    monkeypatch.setattr(command, "visa_resources", lambda: [])
+    board = command.probe_findings({"n_cpus": 1}, BoardLocal(str(tmp_path), "cc"))[0].state
+    assert "emulator" in board and "register-poll" in board
+    assert "(on a board line: pins " in board
+    plain = command.probe_findings({"n_cpus": 1}, LocalTarget(workdir=str(tmp_path)))[0].state
+    assert "emulator" not in plain and "register-poll" not in plain
+
+
+def test_a_board_without_an_arch_timer_is_not_told_to_boot_with_one(monkeypatch, tmp_path):
+    # i.MX6Q's Cortex-A9 has no architected timer: mxc_timer1 is its clocksource
+    found = board_findings(monkeypatch, tmp_path, machine="armv7l", clocksource="mxc_timer1",
+                           clocksources_available=["mxc_timer1"])
+    assert found["clocksource"].fix is None
+    found = board_findings(monkeypatch, tmp_path, machine="armv7l", clocksource="mxc_timer1",
+                           clocksources_available=["mxc_timer1", "arch_sys_counter"])
+    assert found["clocksource"].fix.startswith("echo arch_sys_counter > ")
+
+
+def test_a_kernel_whose_uname_names_no_preempt_is_not_preemptible(monkeypatch, tmp_path):
+    version = "#1 SMP Debian 6.1.176-1 (2025-07-01)"  # no PREEMPT word: none or voluntary
+    found = board_findings(monkeypatch, tmp_path, machine="armv7l", preemption=None, kernel_version=version)
+    assert found["preemption"].state.startswith("none or voluntary")
+    assert found["preemption"].fix == 'in [[target]] "local": kernel = "rt" (linux-image-rt-armmp)'
+    found = board_findings(monkeypatch, tmp_path, preemption=None, kernel_version=None)
+    assert found["preemption"] == doctor.Finding("preemption", "unknown (no kernel config readable)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 
 import pytest
 
@@ -139,7 +140,19 @@ def test_a_vm_jitterlab_booted_records_its_accelerator_and_boot_time():
     assert "vm_accel" not in sysinfo.snapshot(target) and "vm_boot_s" not in sysinfo.snapshot(target)
     info = sysinfo.snapshot(_VM(target))
     assert (info["vm_accel"], info["vm_boot_s"]) == ("tcg", 12.5)
+    assert info["vm_host_machine"] == platform.machine()  # the controller that runs it
     assert any("tcg" in w.message or "emulat" in w.message for w in sysinfo.checks(info))
+
+
+@pytest.mark.parametrize("guest, host, said, not_said", [
+    ("armv7l", "x86_64", "KVM cannot run an armv7l board on this x86_64 controller", "kvm_intel"),
+    ("aarch64", "aarch64", "on an ARM machine whose /dev/kvm exists", "vmx/svm"),
+    ("x86_64", "x86_64", "vmx/svm and the kvm_intel/kvm_amd module", "board"),
+])
+def test_the_remedy_for_emulation_knows_what_kvm_can_run(guest, host, said, not_said):
+    [warning] = [w for w in sysinfo.checks({"machine": guest, "vm_host_machine": host, "vm_accel": "tcg"})
+                 if "TCG" in w.message]
+    assert said in warning.remedy and not_said not in warning.remedy
 
 
 def test_parse_a_raspberry_pi_with_rt_kernel():

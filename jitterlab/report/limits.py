@@ -102,16 +102,37 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
     lost = percent(1 - runtime / period) if period else "part"
     what = (f"RT throttling (kernel.sched_rt_runtime_us={runtime}): a busy real-time task is stopped for "
             f"{lost} of every {format_value(period, 'us')}")
-    share = blind_share([r for r in runs if r.benchmark == "squarewave"])
+    square = [r for r in runs if r.benchmark == "squarewave"]
+    share = blind_share([r for r in square if _on_target(r.probe)])
     if share is not None:
         likely = (f"the polling probe (SCHED_FIFO) keeps its CPU: it was blind {percent(share[0])} of the "
                   f"measured time here (up to {percent(share[1])} in a run), and those periods were excluded")
     else:
         likely = "little for tasks that sleep between their work; a busy real-time task keeps its CPU"
+    for probe in sorted({r.probe for r in square if not _on_target(r.probe)}):
+        # a probe outside the target (a thread on the controller reading the emulator's monitor, an
+        # analyzer) is not throttled there: its blind spans are its own reads that came late
+        elsewhere = blind_share([r for r in square if r.probe == probe])
+        if elsewhere is not None:
+            likely += (f"; probe {probe} runs on the {_location(probe)}, out of reach of the target's "
+                       f"throttling: its {percent(elsewhere[0])} blind time (where its reads came late) "
+                       "stays")
     fix = "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot)"
     if info.get("container") not in (None, "", "none"):  # jitterlab cannot lift it from inside
         fix = f"on the host of this container ({info['container']}): {fix}"
     return Limit(target, what, fix, likely)
+
+
+def _location(probe: str) -> str:
+    """Where a probe runs (probes/base.py LOCATIONS); "target" for one no longer registered."""
+    from jitterlab import plugins  # when asked: reading stored runs loads no plug-in
+
+    return plugins.PROBES.get(probe, "probe").location if probe in plugins.PROBES.names() else "target"
+
+
+def _on_target(probe: str) -> bool:
+    """A probe that runs on the target (vpin's SCHED_FIFO poller), whom its RT throttling stops."""
+    return probe not in ("", "self") and _location(probe) == "target"
 
 
 def _not_isolated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:

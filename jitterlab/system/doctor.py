@@ -8,6 +8,7 @@ the controller are the command's (cli/commands/doctor.py).
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,10 +56,9 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
     if missing:
         packages = sorted({needs[t][0] for t in missing})
         who = "; ".join(f"{t} ({needs[t][0]}) for {', '.join(sorted(needs[t][1]))}" for t in missing)
-        findings.append(Finding("missing tools", who, f"apt install {' '.join(packages)}"))
-    if cross is not None and shutil.which(cross.cross_cc.split()[0]) is None:
-        findings.append(Finding("cross cc", f"{cross.cross_cc} is not installed here",
-                                "install the cross compiler"))
+        findings.append(Finding("missing tools", who, _install(target, info, packages)))
+    if cross is not None:
+        findings.append(_cross_cc(cross.cross_cc, info))
     warning = host_key_warning(target)  # e.g. labgrid without known_hosts
     if warning is not None:
         findings.append(Finding("host key", warning.message, warning.remedy))
@@ -81,7 +81,10 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
     iso = info.get("isolcpus")
     topic("isolcpus", cpu_list(iso) if iso else "none", sysinfo.check_isolated_cpus(info))
     topic("clocksource", str(info.get("clocksource")), sysinfo.check_clocksource(info))
-    findings.append(_preemption(info.get("preemption"), info.get("machine")))
+    model = info.get("preemption")
+    if model is None and info.get("kernel_version") and "PREEMPT" not in info["kernel_version"]:
+        model = "none or voluntary"  # uname -v names PREEMPT, PREEMPT_DYNAMIC and PREEMPT_RT kernels
+    findings.append(_preemption(model, info.get("machine"), _booted_by_us(target, info)))
     runtime = info.get("rt_runtime_us")
     topic("RT throttling", "off" if runtime == -1 else "unknown", sysinfo.check_rt_throttling(info))
     topic("virtualization", str(info.get("virtualization") or "unknown"), sysinfo.check_virtualized(info))
@@ -110,17 +113,52 @@ def rt_kernel_hint(machine: str | None) -> str:
             "build one with CONFIG_PREEMPT_RT")
 
 
-def _preemption(model: str | None, machine: str | None = None) -> Finding:
+def _preemption(model: str | None, machine: str | None = None, booted: str | None = None) -> Finding:
+    """`booted`: the [[target]] of a VM jitterlab boots, whose kernel and command line are its options."""
     if model is None:
         return Finding("preemption", "unknown (no kernel config readable)")
     if model == "rt" or model.endswith("full") or model.endswith("lazy"):
         return Finding("preemption", model)
-    return Finding(
-        "preemption",
-        f"{model}: a task waits for the kernel to reach a preemption point",
-        "boot with preempt=full (kernels with PREEMPT_DYNAMIC) or install a PREEMPT_RT kernel "
-        f"({rt_kernel_hint(machine)})",
-    )
+    switch = model.startswith("dynamic")  # preempt= only switches a kernel built with PREEMPT_DYNAMIC
+    if booted is not None:
+        package = RT_KERNEL_PACKAGE.get(machine or "")
+        rt = 'kernel = "rt"' + (f" ({package})" if package else "")
+        fix = f'{booted}: ' + (f'cmdline = "preempt=full", or {rt}' if switch else rt)
+    else:
+        fix = ("boot with preempt=full or install a PREEMPT_RT kernel" if switch else
+               "install a PREEMPT_RT kernel (this kernel has no PREEMPT_DYNAMIC to switch)")
+        fix += f" ({rt_kernel_hint(machine)})"
+    return Finding("preemption", f"{model}: a task waits for the kernel to reach a preemption point", fix)
+
+
+def _booted_by_us(target: Target, info: dict) -> str | None:
+    """'in [[target]] "NAME"' for a VM jitterlab boots (its kernel, command line and root are options
+    of its [[target]]), else None."""
+    return f'in [[target]] "{target.name}"' if info.get("vm_machine") else None
+
+
+def _install(target: Target, info: dict, packages: list[str]) -> str:
+    """How to get `packages` onto the target: apt on it, or, for a board jitterlab boots with a root of
+    its own (read-only, built on the controller), into that root's package list."""
+    if info.get("vm_root") and (booted := _booted_by_us(target, info)) is not None:
+        listed = ", ".join(f'"{p}"' for p in packages)
+        return f"{booted}: packages = [{listed}] (jitterlab builds the board's root again with them)"
+    return f"apt install {' '.join(packages)}"
+
+
+# "aarch64-linux-gnu-gcc-12" -> Debian's gcc-12-aarch64-linux-gnu: the cross compiler's package
+_CROSS_GCC = re.compile(r"^(?P<triplet>[\w.]+-[\w.]+-[\w.]+)-gcc(?P<version>-\d+)?$")
+
+
+def _cross_cc(cross_cc: str, info: dict) -> Finding:
+    word = cross_cc.split()[0]
+    if shutil.which(word) is not None:
+        whose = "the board's" if info.get("vm_root") else "the target's"
+        return Finding("cross cc", f"{word} on the controller builds {whose} programs")
+    m = _CROSS_GCC.match(word)
+    fix = (f"apt install gcc{m['version'] or ''}-{m['triplet']}" if m else
+           f"install {word}, the cross compiler for the target, on the controller")
+    return Finding("cross cc", f"{word} is not installed here", fix)
 
 
 def describe(info: dict) -> str:

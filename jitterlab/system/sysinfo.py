@@ -7,6 +7,7 @@ trip over SSH); `checks()` turns a snapshot into warnings with remedies, one fun
 
 from __future__ import annotations
 
+import platform
 import re
 from collections.abc import Callable
 
@@ -93,6 +94,7 @@ def snapshot(target: Target) -> dict:
     vm = has(target, VirtualMachine)
     if vm is not None:  # a VM jitterlab booted: "kvm" or "tcg" (emulation), and its boot's wall time
         info["vm_accel"] = vm.vm_accel
+        info["vm_host_machine"] = platform.machine()  # the controller, which runs the VM
         info["vm_boot_s"] = vm.boot_s
         info.update(vm.vm_facts())
         if info.get("virtualization") in (None, "none"):  # an emulated SoC board cannot tell: we can
@@ -344,12 +346,20 @@ def check_virtualized(info: dict) -> Warning_ | None:
 def check_vm_accel(info: dict) -> Warning_ | None:
     if info.get("vm_accel") != "tcg":
         return None
+    guest, host = info.get("machine"), info.get("vm_host_machine")
+    if guest and host and tuning.is_arm({"machine": guest}) != tuning.is_arm({"machine": host}):
+        # KVM runs a guest of the host's own architecture only: an ARM board on x86 is always emulated
+        remedy = (f"KVM cannot run an {guest} board on this {host} controller: for timing, measure on the "
+                  "real board (an ssh target); keep this one for what works")
+    elif tuning.is_arm({"machine": host}):
+        remedy = ('boot it with accel = "kvm" on an ARM machine whose /dev/kvm exists, or measure on the '
+                  "real board")
+    else:
+        remedy = ('boot it with accel = "kvm" on a machine whose CPU has vmx/svm and the kvm_intel/kvm_amd '
+                  "module loaded, or measure on real hardware")
     return Warning_(
         "the target is a VM under TCG emulation (no KVM): its results are functional evidence, never "
-        "timing evidence",
-        "boot it with accel = \"kvm\" on a machine whose CPU has vmx/svm and the kvm_intel/kvm_amd "
-        "module loaded, or measure on real hardware",
-    )
+        "timing evidence", remedy)
 
 
 def check_isolated_cpus(info: dict) -> Warning_ | None:
@@ -368,6 +378,8 @@ def check_clocksource(info: dict) -> Warning_ | None:
         return None
     if good in (info.get("clocksources_available") or []):
         remedy = f"echo {good} > /sys/devices/system/clocksource/clocksource0/current_clocksource"
+    elif str(info.get("machine")).startswith("arm") and current != "jiffies":
+        return None  # a 32-bit ARM core without the architected timer (Cortex-A9): its SoC's timer it is
     else:
         remedy = f"boot with clocksource={good} if the hardware has a stable {good}"
     return Warning_(

@@ -134,6 +134,12 @@ def _cmdline_cpus(cmdline: str | None, key: str) -> list[int] | None:
 
 
 
+def is_arm(info: dict) -> bool:
+    """An ARM machine (`uname -m` aarch64, arm64, armv7l, ...): no SMIs, no intel_idle, no nosmt."""
+    machine = str(info.get("machine") or "")
+    return machine.startswith("arm") or machine == "aarch64"
+
+
 def _cmdline_has(info: dict, *words: str) -> bool:
     return any(re.search(rf"(?:^|\s){re.escape(w)}(?:\s|$)", info.get("cmdline") or "") for w in words)
 
@@ -145,14 +151,18 @@ def check_cstates(info: dict) -> Warning_ | None:
     states = info.get("cpuidle_states") or []
     deep = [s for s in states if not s["disabled"] and (s["latency_us"] or 0) > DEEP_IDLE_US]
     held = info.get("cpu_dma_latency_us")
-    if not deep or _cmdline_has(info, "idle=poll") or (held is not None and held <= DEEP_IDLE_US):
+    if (not deep or _cmdline_has(info, "idle=poll", "cpuidle.off=1")
+            or (held is not None and held <= DEEP_IDLE_US)):
         return None
     worst = max(deep, key=lambda s: s["latency_us"])
+    # idle=poll, processor.max_cstate and intel_idle are x86's; ARM's idle states (PSCI) go with cpuidle
+    boot = ("cpuidle.off=1 (or write 1 to the deep states' /sys/devices/system/cpu/cpu*/cpuidle/state*/"
+            "disable)" if is_arm(info) else "idle=poll (or processor.max_cstate=1 intel_idle.max_cstate=0)")
     return Warning_(
         f"CPU idle states up to {worst['name']} (exit latency {worst['latency_us']} µs) are enabled: a CPU "
         "that slept wakes that much later",
-        "boot with idle=poll (or processor.max_cstate=1 intel_idle.max_cstate=0), or hold "
-        "/dev/cpu_dma_latency at 0 while measuring (cyclictest does unless --laptop)")
+        f"boot with {boot}, or hold /dev/cpu_dma_latency at 0 while measuring "
+        "(cyclictest does unless --laptop)")
 
 
 def check_nohz_rcu(info: dict) -> Warning_ | None:
@@ -196,10 +206,12 @@ def check_smt(info: dict) -> Warning_ | None:
         what = f"isolated CPUs {cpu_list(exposed)} share a core with CPUs that are not isolated"
     else:
         what = "SMT (hyperthreading) is on"
+    # smt/control and nosmt are x86's (and a few others'); an ARM kernel takes a sibling offline by CPU
+    off = ("echo 0 > /sys/devices/system/cpu/cpuN/online for one thread of each core" if is_arm(info) else
+           "echo off > /sys/devices/system/cpu/smt/control (or boot with nosmt)")
     return Warning_(
         f"{what}: work on a hyperthread sibling slows the measured thread",
-        "echo off > /sys/devices/system/cpu/smt/control (or boot with nosmt), or isolate whole cores; "
-        "the switch benchmark's sibling_load shows the cost")
+        f"{off}, or isolate whole cores; the switch benchmark's sibling_load shows the cost")
 
 
 def check_thp(info: dict) -> Warning_ | None:
@@ -234,10 +246,13 @@ def topics(info: dict) -> list[tuple[str, str, Warning_ | None]]:
     held = "" if dma is None else f"; cpu_dma_latency {dma} µs held" if dma < NO_QOS_REQUEST else ""
     isolated = info.get("isolcpus") or []
     irqs = info.get("irqs") or []
-    smi = ("no SMI counter (not an Intel CPU, or a VM)" if info.get("cpu_vendor") != "GenuineIntel"
+    counted = ("no SMI counter (not an Intel CPU, or a VM)" if info.get("cpu_vendor") != "GenuineIntel"
            or info.get("virtualization") not in (None, "none") else "cyclictest --smi can count SMIs")
     mem, total = info.get("mem_available_kb"), info.get("mem_total_kb")
     bogomips = info.get("bogomips") or []
+    # an ARM kernel derives BogoMIPS from its architected timer: 125 on a 62.5 MHz timer, at any clock
+    speed = " (on ARM the timer's rate, not the CPU's speed)" if bogomips and is_arm(info) else ""
+    smi = [] if is_arm(info) else [("SMI counter", counted, check_smi_counter(info))]  # SMIs are x86's
     return [
         ("idle states", (idle or "no cpuidle") + held, check_cstates(info)),
         ("nohz/rcu", f"nohz_full {cpu_list(info.get('nohz_full') or []) or 'none'}, rcu_nocbs "
@@ -247,9 +262,9 @@ def topics(info: dict) -> list[tuple[str, str, Warning_ | None]]:
          check_irq_affinity(info)),
         ("SMT", {True: "on", False: "off", None: "unknown"}[info.get("smt_active")], check_smt(info)),
         ("transparent hugepages", str(info.get("thp") or "unknown"), check_thp(info)),
-        ("SMI counter", smi, check_smi_counter(info)),
+        *smi,
         ("memory", f"{mem // 1024} MiB available of {total // 1024} MiB" if mem and total else "unknown",
          None),
         ("BogoMIPS", f"{bogomips[0]:g}" + (f" (x{len(bogomips)} CPUs)" if len(bogomips) > 1 else "")
-         if bogomips else "unknown", None),
+         + speed if bogomips else "unknown", None),
     ]

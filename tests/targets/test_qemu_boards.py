@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jitterlab.model.errors import UserError
-from jitterlab.targets.capabilities import CrossBuilt, RecordsGpioOutputs, has
+from jitterlab.targets.capabilities import CrossBuilt, ExaminesMemory, RecordsGpioOutputs, has
 from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.qemu.machines.virt import VIRT_ARM64, VIRT_ARMHF
@@ -87,6 +87,8 @@ def test_only_a_board_with_a_traced_controller_records_its_gpio_outputs(tmp_path
         assert (trace.controller, trace.lines, trace.event) == ("pl061", 8, "pl061_set_output")
         assert trace.path.parent == board.dir
         assert has(pc, RecordsGpioOutputs) is None
+        # a board's GPIO block can be read over the monitor; the pc guest has none to read
+        assert has(board, ExaminesMemory) is not None and has(pc, ExaminesMemory) is None
     finally:
         board.close()
         pc.close()

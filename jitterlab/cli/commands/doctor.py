@@ -25,6 +25,7 @@ from jitterlab.report.console import SafeConsole
 from jitterlab.report.warning_list import paste_safe_lines
 from jitterlab.system.doctor import Finding, describe, examine
 from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import has
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -34,8 +35,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Connect to TARGET and report tools present/missing (with the package to install), "
         "RT permission, CPU governor, isolcpus, clocksource, preemption model, RT throttling, idle states "
         "and cpu_dma_latency, nohz_full/rcu_nocbs, IRQ affinity, SMT, transparent hugepages, the SMI "
-        "counter, memory available and BogoMIPS, each with its fix, then the probes usable there (vpin "
-        "with a second CPU, logic analyzers and VISA instruments found on this machine). "
+        "counter (x86), memory available and BogoMIPS, each with its fix, then the probes usable there "
+        "(vpin with a second CPU, emulator and register-poll outside an emulated board, logic analyzers "
+        "and VISA instruments found on this machine). "
         "TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
         "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
     )
@@ -130,7 +132,7 @@ def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, obje
 def diagnose(target: Target) -> tuple[dict, list[Finding]]:
     """The snapshot and every finding: the checks of the target, then the probes usable there."""
     info, findings = examine(target, needed_tools())
-    return info, findings + probe_findings(info)
+    return info, findings + probe_findings(info, target)
 
 
 def _values(param) -> list[ParamValue]:
@@ -173,18 +175,24 @@ def needed_tools() -> dict[str, tuple[str, set[str]]]:
 
 VIRTUAL_PIN = "vpin"  # the pin every target has, wired to nothing
 
-
-def probe_findings(info: dict) -> list[Finding]:
+def probe_findings(info: dict, target: Target | None = None) -> list[Finding]:
     """The probes usable on the target: those that observe its virtual pin (one that needs a CPU of
-    its own, with a second CPU); an instrument when the controller (this machine) finds it.
+    its own, with a second CPU); those that watch an emulated board from outside when the target
+    offers what they read; an instrument when the controller (this machine) finds it.
     Informational: no instrument is nothing to fix."""
-    from jitterlab.measure.squarewave.bindings import probes_observing
+    from jitterlab.measure.squarewave.bindings import pins_offering, probes_observing
     from jitterlab.measure.squarewave.probes.base import PROBES
     from jitterlab.targets.local import LocalTarget
 
     n_cpus = int(info.get("n_cpus") or 1)
     usable = [name if n_cpus > 1 or not PROBES.get(name, "probe").needs_cpu
               else f"({name} needs a second CPU)" for name in probes_observing(VIRTUAL_PIN)]
+    # probes that follow an emulated board's pin from outside it, through what the board offers
+    outside = [e.name for e in PROBES if e.obj.reads is not None and target is not None
+               and has(target, e.obj.reads) is not None]
+    if outside:
+        pins = sorted({pin for name in outside for pin in pins_offering(PROBES.get(name, "probe").needs)})
+        usable.append(f"{', '.join(outside)} (on a board line: pins {', '.join(pins)})")
     controller = LocalTarget(name="controller")
     try:
         if controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"]).ok:

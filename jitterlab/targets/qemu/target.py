@@ -94,6 +94,8 @@ class QemuTarget(
     def offers(self, cap: type[Capability]) -> bool:
         if cap is RecordsGpioOutputs:
             return self.machine.traced_gpio is not None
+        if cap is ExaminesMemory:  # a board's GPIO registers; the pc guest has none to read
+            return self.machine.own_root
         return True
 
     def gpio_trace(self) -> GpioTrace:

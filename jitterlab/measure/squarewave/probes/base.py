@@ -18,6 +18,7 @@ from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries
+from jitterlab.targets.capabilities import Capability
 
 # where a probe runs: a process on a CPU of the target, the program itself, the controller
 # machine (a logic analyzer plugged in there), or an instrument reached over the network
@@ -70,6 +71,9 @@ class Probe(Protocol):
     """Commands it needs on the controller -> Debian package."""
     programs: ClassVar[dict[str, str]]
     """Programs of jitterlab/programs/c it needs on the target -> the package their build needs."""
+    reads: ClassVar[type[Capability] | None]
+    """The target's capability it reads the pin through (an emulated board's trace or memory), if
+    any: the probe is usable only on a target that has it."""
 
     @classmethod
     def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
@@ -105,6 +109,7 @@ class ProbeBase:
     tools: ClassVar[dict[str, str]] = {}
     controller_tools: ClassVar[dict[str, str]] = {}
     programs: ClassVar[dict[str, str]] = {}
+    reads: ClassVar[type[Capability] | None] = None
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx

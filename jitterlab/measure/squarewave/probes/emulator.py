@@ -50,6 +50,7 @@ EMULATED = Warning_(
 class EmulatorProbe(ProbeBase):
     needs = (BoardLine,)
     location = "controller"
+    reads = RecordsGpioOutputs
     params = (
         Param("line", "the emulated GPIO controller's output line the pin drives (PL061: 0-7)",
               integer(0, 65535), "2"),

@@ -54,6 +54,7 @@ def _soc(options: dict) -> Soc:
 class RegisterPollProbe(ProbeBase):
     needs = (BoardLine,)
     location = "controller"
+    reads = ExaminesMemory
     params = (
         Param("soc", "the emulated SoC's GPIO register map: " + ", ".join(SOCS), choice(*SOCS), '"imx6"'),
         Param("line", "the line, numbered as for pins.gpiomem (0-7 on PL061, 32 * (bank - 1) + bit on "
