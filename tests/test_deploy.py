@@ -255,3 +255,11 @@ def test_a_cross_build_that_builds_nothing_names_the_targets_libc(fake_cross, tm
         "#!/bin/sh\necho 'ld: cannot find -lc: No such file or directory' >&2\nexit 1\n")
     with pytest.raises(UserError, match=r"cannot find -lc: .*apt install libc6-dev-arm64-cross"):
         deploy.deploy(CrossBuiltLocal(str(tmp_path / "w"), "aarch64-linux-gnu-gcc"))
+
+
+def test_a_missing_cross_compiler_names_its_debian_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no compiler at all
+    with pytest.raises(UserError) as e:
+        deploy.deploy(CrossBuiltLocal(str(tmp_path / "w"), f"arm-linux-gnueabihf-gcc --sysroot={tmp_path}"))
+    assert "arm-linux-gnueabihf-gcc is not installed on this machine" in str(e.value)
+    assert "(apt install gcc-arm-linux-gnueabihf)" in str(e.value) and "\n" not in str(e.value)

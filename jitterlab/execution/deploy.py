@@ -245,9 +245,11 @@ def _cross_build(name: str, cdir: Path, cc: str, timeout_s: float) -> str:
     # make runs its recipes with /bin/sh: the compiler reaches it as words that cannot be a command
     compiler = check_cc(cc, f"target {name!r}: cc").split()[0]
     if shutil.which(compiler) is None:
+        triplet = _triplet(cc)
+        package = f"apt install gcc-{triplet}" if triplet else "e.g. apt install gcc-aarch64-linux-gnu"
         raise UserError(
             f"target {name!r}: cc = {cc!r}: {compiler} is not installed on this machine; install the "
-            "cross compiler (e.g. apt install gcc-aarch64-linux-gnu) or remove cc to build on the target"
+            f"cross compiler ({package}) or remove cc to build on the target"
         )
     make_args, env = _pkg_config(cc)
     try:
