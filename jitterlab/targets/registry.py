@@ -75,8 +75,9 @@ TARGETS.add(
 OPTION_CHECKS["labgrid"] = _labgrid_options
 TARGETS.add(
     "qemu",
-    'a Debian kernel booted here with qemu (machine = "pc"; kernel = "standard" | "rt" | "6.12" | a '
-    'bzImage), over SSH',
+    'a Debian kernel booted here with qemu, over SSH: machine = "pc" (this machine\'s root) or an '
+    'emulated ARM board with its own root ("virt-arm64", "virt-armhf", "sabrelite"); kernel = '
+    '"standard" | "rt" | "6.12" | a kernel file',
     _qemu,
 )
 OPTION_CHECKS["qemu"] = _qemu_options

@@ -16,8 +16,9 @@ from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
 OPTIONS = {
     "machine": f'the qemu machine profile (default "{DEFAULT}"): ' + "; ".join(
         f'"{e.name}" {e.help}' for e in MACHINES),
-    "kernel": 'the kernel: "standard" (linux-image-amd64 on pc), "rt" (linux-image-rt-amd64 on pc), a '
-    'version like "6.12" or "6.12-rt" (Debian backports), or the path of a bzImage (default: "standard")',
+    "kernel": 'the kernel: "standard" (linux-image-amd64 on pc, -arm64 on virt-arm64, -armmp on virt-armhf '
+    'and sabrelite), "rt" (their PREEMPT_RT packages), a version like "6.12" or "6.12-rt" (Debian '
+    'backports), or the path of a kernel file (default: "standard")',
     "cpus": "virtual CPUs, e.g. cpus = 2 (default 2)",
     "memory": 'guest memory, e.g. memory = "1G" (default "1G"; at least "256M")',
     "accel": '"auto" (kvm where it really works, else tcg), "kvm" or "tcg" (default "auto")',
