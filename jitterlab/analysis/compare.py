@@ -211,7 +211,8 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             b = [r.metrics[(probe, name)].value for r in b_runs if (probe, name) in r.metrics]
             if not a or not b:
                 continue
-            first = a_runs[0].metrics.get((probe, name)) or b_runs[0].metrics[(probe, name)]
+            # a metric some runs lack (a bound only a run with blind spans has): any run's will do
+            first = next(r.metrics[(probe, name)] for r in a_runs + b_runs if (probe, name) in r.metrics)
             rows.append(_row(cell, probe, name, first.unit, np.asarray(a, float),
                              np.asarray(b, float), rng, n_bootstrap, direction_of(first),
                              thresholds[kind(name)]))

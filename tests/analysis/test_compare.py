@@ -353,3 +353,13 @@ def test_analysis_loads_no_plug_in():
     heavy = ("jitterlab.measure", "jitterlab.targets", "jitterlab.plugins", "jitterlab.store",
              "jitterlab.system")
     assert not [m for m in loaded if m.startswith(heavy)], loaded
+
+
+def test_a_metric_the_first_run_of_each_group_lacks_is_still_compared():
+    # a bound only a run with blind spans has: the first run of both groups lacks it
+    bound = "max_rel_period_error_upper_bound"
+    runs = [run(i, image, {"max_rel_period_error": 0.01, **({bound: 0.02 * (1 + k)} if i else {})})
+            for k, image in enumerate(("1.10", "1.11")) for i in range(4)]
+    result = compare(runs, A, B, metrics=[bound], seed=1)
+    [row] = [r for r in result.rows if r.metric == bound]
+    assert row.unit == "ratio" and row.n_baseline == 3 and row.n_candidate == 3

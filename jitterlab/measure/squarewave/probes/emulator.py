@@ -157,9 +157,12 @@ class EmulatorProbe(ProbeBase):
             ]
             if len(unseen):
                 warnings.append(Warning_(
-                    f"the emulator's trace of {where} shows no edge where the program logged {len(unseen)} "
-                    "of its edges; the periods around them are excluded",
-                    "look for a trace cut short (disk full, qemu's log) or another writer of the line"))
+                    f"the emulator's trace of {where} shows no edge of the same level within a quarter "
+                    f"period ({format_ns(period_ns // 4)}) of {len(unseen)} of the program's logged edges; "
+                    "the periods around them are excluded",
+                    "at short periods on an emulated CPU the write can come that long after the program's "
+                    "timestamp (its vCPU descheduled); else look for a trace cut short (disk full) or "
+                    "another writer of the line"))
         else:
             warnings.append(Warning_(
                 f"the emulator's edges on {where} are not the program's pin's: {'; '.join(fit.failures)}",
