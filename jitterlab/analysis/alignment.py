@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.records import Metric
 
 FIRST_EDGES = 4  # the first program and capture edges tried as a pair for the starting offset
 FIRST_WINDOW = 64  # program edges the starting offsets are judged on
@@ -67,6 +68,16 @@ class Alignment:
     def watched(self) -> bool:
         """True when the capture shows the program's own pin."""
         return not self.failures
+
+    def metrics(self, probe: str) -> list[Metric]:
+        """The fit as a probe stores it when the edges are the program's: the clock line and how
+        far the program's timestamps stray from it."""
+        return [
+            Metric("align_offset_ns", float(self.offset_ns), "ns", probe, "none"),
+            Metric("align_drift_ppm", self.drift_ppm, "ppm", probe, "none"),
+            Metric("self_lag_spread_p50_ns", self.residual_p50_ns, "ns", probe, "lower"),
+            Metric("self_lag_spread_max_ns", self.residual_max_ns, "ns", probe, "lower"),
+        ]
 
 
 @dataclass(frozen=True)

@@ -93,8 +93,10 @@ def _stamp(paths: list[Path] | tuple[str, ...]) -> list[int]:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One reader of a state at a time: with Debug::NoLocking, apt itself would not keep them apart."""
+def locked(path: Path) -> Iterator[None]:
+    """Held while one process prepares something in the cache (an apt state, a kernel, a root):
+    other targets and jitterlab processes wait for it. With Debug::NoLocking apt itself would not
+    keep two readers of a state apart."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -159,7 +161,7 @@ class Apt:
     def refresh(self) -> None:
         """Read our own state's suites when it is missing or older than a day."""
         assert self.state is not None
-        with _locked(self.state / "update.lock"):
+        with locked(self.state / "update.lock"):
             age_s = self.age_s()
             if age_s is not None and age_s < MAX_AGE_S:
                 return

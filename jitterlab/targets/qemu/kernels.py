@@ -13,14 +13,11 @@ unpacked apart in <entry>/kbuild-host, to build the board's modules here.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +25,7 @@ from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import devicetree
 from jitterlab.targets.qemu import initrd as qemu_initrd
 from jitterlab.targets.qemu.apt import Resolved, find_host_package, find_packages
-from jitterlab.targets.qemu.apt_state import Apt, Package, last_line
+from jitterlab.targets.qemu.apt_state import Apt, Package, last_line, locked
 from jitterlab.targets.qemu.machines.profile import MachineProfile, host_arch
 from jitterlab.targets.qemu.options import KernelSpec
 
@@ -58,18 +55,6 @@ class Kernel:
 # --- the cache -----------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One preparer per kernel (other targets and jitterlab processes wait for it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path | None = None) -> Kernel:
     """Fetch (once) and prepare the kernel `spec` names for `machine`; `where` prefixes errors."""
     cache = cache or cache_root()
@@ -78,7 +63,7 @@ def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path |
         return _prepare_file(Path(spec.path), machine, where, cache)
     resolved, apt = find_packages(spec, where, cache, machine.arch)
     entry = kernels / resolved.key
-    with _locked(kernels / f"{resolved.key}.lock"):
+    with locked(kernels / f"{resolved.key}.lock"):
         if not (entry / "tree").is_dir():
             if apt.state is not None:
                 apt.refresh()
@@ -172,7 +157,7 @@ def _prepare_file(vmlinuz: Path, machine: MachineProfile, where: str, cache: Pat
         raise UserError(f"{where}: {vmlinuz} is not {machine.image.mismatch}; give a vmlinuz file")
     digest = hashlib.sha256(vmlinuz.read_bytes()).hexdigest()[:16]
     entry = cache / "kernels" / f"file-{digest}"
-    with _locked(cache / "kernels" / f"file-{digest}.lock"):
+    with locked(cache / "kernels" / f"file-{digest}.lock"):
         (entry / "tree").mkdir(parents=True, exist_ok=True)  # nothing to lay over the root
         return _bootable(machine, entry, Path("/"), release, str(vmlinuz), vmlinuz, cache, where)
 

@@ -40,8 +40,7 @@ from pathlib import Path
 
 from jitterlab.model.errors import UserError
 from jitterlab.model.units import format_duration_s
-from jitterlab.targets.qemu.apt_state import MIRROR, SECURITY_MIRROR, last_line, os_release
-from jitterlab.targets.qemu.kernels import _locked
+from jitterlab.targets.qemu.apt_state import MIRROR, SECURITY_MIRROR, last_line, locked, os_release
 from jitterlab.targets.qemu.machines.profile import host_arch
 
 RECIPE_VERSION = 3
@@ -85,7 +84,7 @@ def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, 
     roots = cache / "roots"
     name = f"{suite}-{arch}-{root_digest(arch, suite, wanted)}"
     entry = roots / name
-    with _locked(roots / f"{name}.lock"):
+    with locked(roots / f"{name}.lock"):
         built = not (entry / "root.json").is_file()
         if built:
             for stale in roots.glob(f".{name}.build-*"):  # a build killed before it was whole

@@ -149,10 +149,7 @@ class EmulatorProbe(ProbeBase):
             unseen = _unseen(t_ns, level, own, fit, period_ns)
             blind = _spans(own.t_ns[unseen], period_ns)
             metrics += [
-                Metric("align_offset_ns", float(fit.offset_ns), "ns", NAME, "none"),
-                Metric("align_drift_ppm", fit.drift_ppm, "ppm", NAME, "none"),
-                Metric("self_lag_spread_p50_ns", fit.residual_p50_ns, "ns", NAME, "lower"),
-                Metric("self_lag_spread_max_ns", fit.residual_max_ns, "ns", NAME, "lower"),
+                *fit.metrics(NAME),
                 Metric("unobserved_edges", float(len(unseen)), "count", NAME, "lower"),
             ]
             if len(unseen):

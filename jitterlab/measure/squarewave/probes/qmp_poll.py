@@ -139,10 +139,7 @@ class RegisterPollProbe(ProbeBase):
         if fit.watched:
             t_ns, blind = t_ns + fit.offset_ns, blind + fit.offset_ns
             metrics += [
-                Metric("align_offset_ns", float(fit.offset_ns), "ns", NAME, "none"),
-                Metric("align_drift_ppm", fit.drift_ppm, "ppm", NAME, "none"),
-                Metric("self_lag_spread_p50_ns", fit.residual_p50_ns, "ns", NAME, "lower"),
-                Metric("self_lag_spread_max_ns", fit.residual_max_ns, "ns", NAME, "lower"),
+                *fit.metrics(NAME),
                 Metric("unobserved_edges", float(fit.program_edges - fit.matched), "count", NAME, "lower"),
             ]
         else:

@@ -273,12 +273,7 @@ class SigrokProbe(ProbeBase):
                 raise RunFailed(f"the capture ({format_ns(span_ns)}) does not cover the program's whole run; "
                                 "raise probes.sigrok.margin")
             t_ns = t_ns + fit.offset_ns
-            metrics += [
-                Metric("align_offset_ns", float(fit.offset_ns), "ns", "sigrok", "none"),
-                Metric("align_drift_ppm", fit.drift_ppm, "ppm", "sigrok", "none"),
-                Metric("self_lag_spread_p50_ns", fit.residual_p50_ns, "ns", "sigrok", "lower"),
-                Metric("self_lag_spread_max_ns", fit.residual_max_ns, "ns", "sigrok", "lower"),
-            ]
+            metrics += fit.metrics("sigrok")
         metrics.append(pin_watched_metric("sigrok", not not_watched))
         return Capture(t_ns, level, metrics=tuple(metrics), warnings=(*warnings, *not_watched))
 

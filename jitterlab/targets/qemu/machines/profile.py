@@ -12,7 +12,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 # The guest's root file system is this machine's own, read-only over 9p (tags jlroot, jlkernel,
 # jlboot) under a tmpfs overlay, as init.c mounts it: the guest has the controller's userland.
@@ -66,13 +65,13 @@ class DeviceModel:
     boot_modules: tuple[str, ...]  # the transport's kernel modules, loaded first
 
     # the guest gets the kernel's tree and the per-boot files over 9p (else in its initramfs)
-    shares_9p: ClassVar[bool] = True
+    shares_9p: bool = True
     # the board's root image as the guest sees it (init.c mounts what jitterlab.root= names)
-    root_device: ClassVar[str] = "/dev/vda"
+    root_device: str = "/dev/vda"
     # how the root image is attached: read-only, so that any number of guests share the cached one
-    disk_access: ClassVar[str] = "readonly=on"
+    disk_access: str = "readonly=on"
     # the UART the kernel's console is on (qemu's -serial ports are given in order)
-    console_uart: ClassVar[int] = 0
+    console_uart: int = 0
 
     def device(self, kind: str) -> str:
         return f"virtio-{kind}-{self.suffix}"

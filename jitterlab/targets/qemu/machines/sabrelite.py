@@ -22,8 +22,11 @@ IMX6_SD = SdCardBoard(
     # the SD host's driver chain and the FEC Ethernet; gpio-mxc is a module in Debian's armmp
     boot_modules=("sdhci", "sdhci_pltfm", "sdhci_esdhc_imx", "fec", "gpio_mxc"),
     nic_model="imx.enet",
-    root_slot="/dev/mmcblk3",
-    console=1,  # the tree's stdout-path is UART2 (ttymxc1), qemu's second serial port
+    shares_9p=False,
+    root_device="/dev/mmcblk3",  # the slot qemu attaches -device sd-card to: usdhc4
+    # an SD card cannot be read-only in qemu: the guest writes to a scratch copy qemu keeps
+    disk_access="snapshot=on",
+    console_uart=1,  # the tree's stdout-path is UART2 (ttymxc1), qemu's second serial port
 )
 
 SABRELITE = MachineProfile(

@@ -5,7 +5,6 @@ machine (kernel modules are cross-built here and copied over SSH)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from jitterlab.targets.qemu.machines.profile import BOARD_ROOT_MODULES, DeviceModel
 
@@ -15,20 +14,6 @@ class SdCardBoard(DeviceModel):
     """A board with an SD card slot for its root and a NIC model of qemu's (`nic_model`)."""
 
     nic_model: str = ""
-    root_slot: str = "/dev/mmcblk0"  # the kernel's name of the card qemu attaches (-device sd-card)
-    console: int = 0  # the UART of the board's console (its device tree's stdout-path)
-
-    shares_9p: ClassVar[bool] = False
-    # an SD card cannot be read-only in qemu: the guest writes to a scratch copy qemu keeps
-    disk_access: ClassVar[str] = "snapshot=on"
-
-    @property
-    def root_device(self) -> str:  # type: ignore[override]
-        return self.root_slot
-
-    @property
-    def console_uart(self) -> int:  # type: ignore[override]
-        return self.console
 
     def device(self, kind: str) -> str:
         raise ValueError(f"{self.name} has no virtio {kind} device")
