@@ -16,9 +16,9 @@ import pytest
 from jitterlab.cli.main import main
 from jitterlab.store.catalog import Store
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.vm, pytest.mark.skipif(
     shutil.which("qemu-system-aarch64") is None or shutil.which("mmdebstrap") is None,
-    reason="qemu-system-arm and mmdebstrap are not installed (scripts/install-deps test)")
+    reason="qemu-system-arm and mmdebstrap are not installed (scripts/install-deps test)")]
 
 # a slow wave: a quarter period (the pairing window) of 50 ms outlasts the stalls of an emulated CPU
 # on a busy machine (vCPU descheduled between the program's timestamp and its write)

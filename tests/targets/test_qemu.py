@@ -19,8 +19,9 @@ import pytest
 from jitterlab.cli.main import main
 from jitterlab.store.catalog import Store
 
-pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,
-                                reason="qemu-system-x86 is not installed (scripts/install-deps test)")
+pytestmark = [pytest.mark.vm, pytest.mark.skipif(
+    shutil.which("qemu-system-x86_64") is None,
+    reason="qemu-system-x86 is not installed (scripts/install-deps test)")]
 
 
 def campaign(tmp_path: Path, *, boot_timeout: str = "180s", duration: str = "300ms",

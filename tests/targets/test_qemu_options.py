@@ -1,5 +1,5 @@
-"""The qemu target's decisions that need no VM: its options, the accelerator, which Debian packages
-make a kernel (from apt's recorded answers), the boot modules' load order, and qemu's argv."""
+"""The qemu target's decisions that need no VM: its options, the accelerator, the boot modules' load
+order, and qemu's argv (which packages make a kernel: test_qemu_foreign_kernels.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ import pytest
 
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import accel as qemu_accel
-from jitterlab.targets.qemu.apt import depends, parse_policy, parse_show, pick_version, resolve
 from jitterlab.targets.qemu.initrd import module_closure
 from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.options import parse_kernel, parse_options
 from jitterlab.targets.qemu.vm import Machine, qemu_argv
-
-DATA = Path(__file__).parent.parent / "data" / "qemu"
 
 
 def test_defaults_and_every_kernel_form(tmp_path):
@@ -74,36 +71,6 @@ def test_cpu_flags_and_modules_are_read_from_procfs_text():
     cpuinfo = "processor\t: 0\nflags\t\t: fpu vme svm\n\nprocessor\t: 1\nflags\t\t: other\n"
     assert qemu_accel.cpu_flags(cpuinfo) == {"fpu", "vme", "svm"}
     assert qemu_accel.loaded_modules("kvm_amd 1 0 - Live 0x0\n", ["kvm"]) == {"kvm_amd", "kvm"}
-
-
-def _apt(argv: list[str]) -> str:
-    verb, package = argv
-    name = f"{verb}-{package.replace('=', '-').removesuffix('-6.1.192-2')}.txt"
-    for candidate in (name, name.replace("-6.12.95-1~bpo12+1", "-backports")):
-        if (DATA / candidate).exists():
-            return (DATA / candidate).read_text()
-    return ""
-
-
-def test_the_packages_of_a_kernel_come_from_apts_answers():
-    found = resolve(parse_kernel("standard", "k"), _apt, "t")
-    assert found is not None and found.release == "6.1.0-56-amd64"
-    assert str(found.image) == "linux-image-6.1.0-56-amd64=6.1.192-2"
-    names = [p.name for p in found.headers]
-    assert names[0] == "linux-headers-6.1.0-56-amd64"
-    assert "linux-headers-6.1.0-56-common" in names and "linux-kbuild-6.1" in names
-    rt = resolve(parse_kernel("rt", "k"), _apt, "t")
-    assert rt is not None and rt.release == "6.1.0-56-rt-amd64"
-    assert resolve(parse_kernel("5.10", "k"), _apt, "t") is None  # apt has no 5.10: the caller says so
-
-
-def test_apt_text_parsing():
-    candidate, versions = parse_policy((DATA / "policy-linux-image-amd64-backports.txt").read_text())
-    assert candidate == "6.12.95-1~bpo12+1" and versions[0] == candidate
-    assert pick_version(parse_kernel("6.12", "k"), candidate, versions) == candidate
-    assert pick_version(parse_kernel("6.1", "k"), candidate, versions) is None  # 6.12 is not 6.1
-    assert parse_show("Package: a\nDepends: b,\n c (>= 2)\n\nPackage: other\n")["Depends"] == "b, c (>= 2)"
-    assert depends("x (= 1.0), y | z, w:any (>= 2)") == [("x", "1.0"), ("y", None), ("w", "2")]
 
 
 def test_boot_modules_load_dependencies_first(tmp_path):

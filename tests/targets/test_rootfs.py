@@ -183,8 +183,7 @@ def test_a_package_the_suite_lacks_is_named_and_nothing_is_kept(tmp_path, fakes,
     with pytest.raises(UserError) as err:
         prepare_root("arm64", ("nosuch-pkg",), WHERE, tmp_path / "cache", suite="bookworm")
     assert str(err.value) == ("target 'board': Debian bookworm arm64 has no package nosuch-pkg (E: Unable "
-                              "to locate package nosuch-pkg); remove it from the root's packages or pick "
-                              "another suite")
+                              "to locate package nosuch-pkg); remove it from the target's packages = [...]")
     assert len(calls(state)) == 1  # not a mirror's hiccup: no retry
     assert [p.suffix for p in (tmp_path / "cache" / "roots").iterdir()] == [".lock"]
 
@@ -341,3 +340,46 @@ def test_a_foreign_root_without_qemu_as_a_user_names_the_fix(tmp_path, fakes, mo
         f"binfmt-support arch-test; mount -t binfmt_misc binfmt_misc {tmp_path}/binfmt_misc; "
         f"update-binfmts --enable qemu-arm")
     assert not (state / "log").exists()
+
+
+def test_a_root_without_its_security_suite_is_built_again_once_the_suite_is_back(tmp_path, fakes,
+                                                                                monkeypatch):
+    _, state = fakes
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("FAKE_MM", "security-down")
+    degraded = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+    record = json.loads((degraded.image.parent / "root.json").read_text())
+    assert record["suites"] == ["bookworm", "bookworm-updates"]
+    monkeypatch.setenv("FAKE_MM", "ok")
+    # the suite is still mid-sync (the arm64 apt state has not been read whole since): kept
+    assert prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm").build_s is None
+    assert len(calls(state)) == 3
+    # the kernel's apt state read every suite after the root was built: built again, whole
+    (cache / "apt-arm64").mkdir(parents=True)
+    (cache / "apt-arm64" / "updated").touch()
+    said: list[str] = []
+    whole = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm", progress=said.append)
+    assert whole.build_s is not None and "without" not in whole.description
+    assert json.loads((whole.image.parent / "root.json").read_text())["suites"] == [
+        "bookworm", "bookworm-updates", "bookworm-security"]
+    assert said[0] == ("the cached arm64 root was built without bookworm-security; the security suite was "
+                       "read whole since: building it again")
+    replaced = list((cache / "roots").glob(".bookworm-arm64-*.replaced-*"))
+    assert len(replaced) == 1 and (replaced[0] / "root.ext4").exists()  # a board may still run from it
+    assert prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm").build_s is None  # complete: kept
+
+
+def test_a_degraded_root_a_day_old_is_built_again_and_kept_when_that_fails(tmp_path, fakes, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("FAKE_MM", "security-down")
+    degraded = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+    path = degraded.image.parent / "root.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "built": "2026-01-01T00:00:00Z"}))
+    monkeypatch.setenv("FAKE_MM", "down")  # the network is gone: the root of before still boots
+    said: list[str] = []
+    again = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm", progress=said.append)
+    assert again.image == degraded.image and again.description == degraded.description
+    assert "it is over a day old: building it again" in said[0]
+    assert said[-1].startswith("building it again failed (target 'board': building the arm64 root failed")
+    assert said[-1].endswith("; the root of before is used")

@@ -19,8 +19,9 @@ import pytest
 from jitterlab.cli.main import main
 from jitterlab.store.catalog import Store
 
-pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,
-                                reason="qemu-system-x86 is not installed (scripts/install-deps test)")
+pytestmark = [pytest.mark.vm, pytest.mark.skipif(
+    shutil.which("qemu-system-x86_64") is None,
+    reason="qemu-system-x86 is not installed (scripts/install-deps test)")]
 
 # 3 s: a slow emulated guest on a busy machine still makes the 3 edges a run needs after its warm-up
 # (bash, forking `sleep` every half period, made 4 in 1.2 s in one run of the suite)

@@ -1,13 +1,18 @@
-"""Running apt-cache and apt-get download on this machine's apt lists or on a state of jitterlab's own.
+"""apt on a state of jitterlab's own: Debian's lists for one architecture, read into the cache.
 
-An own state is a directory of the cache (<cache>/apt-backports, <cache>/apt-arm64) holding a
-sources.list, the lists read from it and apt's archive cache; apt is pointed at it with options
-only, so this machine's apt configuration is never read for sources nor changed:
-- backports: this Debian release's backports suite, for a kernel version this machine's lists lack;
-- a CPU architecture that is not this machine's: Debian's release, its updates, security and
-  backports suites for that architecture only, with an empty dpkg status (nothing of that
-  architecture is installed here). About 26 MB of lists, read in a few seconds.
-A state is read again when it is older than a day or missing.
+A state is a directory of the cache (<cache>/apt-arm64, <cache>/apt-amd64) holding a sources.list,
+the lists read from it and apt's archive cache; apt is pointed at it with options only, so this
+machine's apt configuration is never read for sources nor changed. It reads Debian's release,
+its -updates, -security and -backports suites for the machine's architecture and for this
+machine's own (a kernel of another architecture is built for here with this machine's
+linux-kbuild of the same version: both come from one reading of the archive, never from lists
+read at other times). About 26 MB of lists per architecture, read in a few seconds, again when
+older than a day, and at once when the sources changed (another mirror, another architecture).
+
+A reading that fails leaves the lists of before in use when there are any, and says so (`note`):
+a suite mid-sync on the mirror still lets the kernels of yesterday boot, never silently.
+Mirrors: deb.debian.org, or JITTERLAB_DEBIAN_MIRROR / JITTERLAB_DEBIAN_SECURITY_MIRROR (a lab's
+own mirror or proxy).
 """
 
 from __future__ import annotations
@@ -22,25 +27,64 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from debian.deb822 import Packages
+
 from jitterlab.model.errors import UserError
 
 APT_TIMEOUT_S = 600.0
-MIRROR = "http://deb.debian.org/debian"
-SECURITY_MIRROR = "http://deb.debian.org/debian-security"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 MAX_AGE_S = 86400.0
 RETRY_S = 600.0  # after a failed reading that left lists to use
-# what decides whether apt's answers on this machine's lists may have changed
-HOST_STAMPS = ("/var/lib/apt/lists", "/var/cache/apt/pkgcache.bin", "/etc/apt/sources.list.d")
+_NOT_FOUND = ("E: No packages found",)
+# how apt-get download says that the pool lacks a file its lists name
+_POOL_MISSING = re.compile(r"\b404\s+Not Found|File not found")
+
+
+@dataclass(frozen=True)
+class Archive:
+    """Where Debian is read from; keyring None: a local test archive, trusted as it is."""
+
+    mirror: str = "http://deb.debian.org/debian"
+    security: str = "http://deb.debian.org/debian-security"
+    keyring: str | None = KEYRING
+
+
+def archive() -> Archive:
+    """Debian's mirrors, or the lab's own (JITTERLAB_DEBIAN_MIRROR, JITTERLAB_DEBIAN_SECURITY_MIRROR)."""
+    default = Archive()
+    return Archive(
+        os.environ.get("JITTERLAB_DEBIAN_MIRROR") or default.mirror,
+        os.environ.get("JITTERLAB_DEBIAN_SECURITY_MIRROR") or default.security,
+    )
+
+
+UNRELEASED = ("sid", "unstable", "experimental")  # suites without -updates, -security, -backports
+
+
+def suites(codename: str, source: Archive) -> list[tuple[str, str]]:
+    """(mirror, suite) of a Debian release as a board image reads them."""
+    if codename in UNRELEASED:
+        return [(source.mirror, codename)]
+    return [(source.mirror, codename), (source.mirror, f"{codename}-updates"),
+            (source.security, f"{codename}-security")]
 
 
 @dataclass(frozen=True)
 class Package:
     name: str
     version: str
+    arch: str | None = None  # None: the state's own architecture (or "all")
 
     def __str__(self) -> str:
-        return f"{self.name}={self.version}"
+        return f"{self.name}{':' + self.arch if self.arch else ''}={self.version}"
+
+
+class PoolMissing(UserError):
+    """apt-get download found a package in the lists but not its file in Debian's pool."""
+
+    def __init__(self, where: str, said: str) -> None:
+        super().__init__(f"{where}: Debian's pool lacks a file its lists name: {said}")
+        self.said = said
 
 
 def _run_apt(argv: list[str], where: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -59,11 +103,6 @@ def _run_apt(argv: list[str], where: str, cwd: Path | None = None) -> subprocess
         ) from None
 
 
-def _host_apt_options() -> list[str]:
-    # as root, apt would try to drop to _apt, who cannot write our cache
-    return ["-o", "APT::Sandbox::User=root"] if os.geteuid() == 0 else []
-
-
 def os_release() -> dict[str, str]:
     try:
         text = Path("/etc/os-release").read_text()
@@ -77,26 +116,17 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def _first_error(text: str) -> str:
+def first_error(text: str) -> str:
     """The first "E:" line of apt's output (the index and why; the last one only says "some"),
     without the mirror's address."""
     errors = [line for line in text.splitlines() if line.startswith("E:")]
     return re.sub(r"\s*\[IP: [^]]*\]", "", " ".join(errors[0].split())) if errors else last_line(text)
 
 
-def _stamp(paths: list[Path] | tuple[str, ...]) -> list[int]:
-    stamps = []
-    for path in paths:
-        with contextlib.suppress(OSError):
-            stamps.append(os.stat(path).st_mtime_ns)
-    return stamps
-
-
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Held while one process prepares something in the cache (an apt state, a kernel, a root):
-    other targets and jitterlab processes wait for it. With Debug::NoLocking apt itself would not
-    keep two readers of a state apart."""
+    """Held while one process or thread prepares something in the cache (an apt state, a kernel, a
+    root): the others wait for it (flock: every open() is a lock of its own, also within a process)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -107,113 +137,151 @@ def locked(path: Path) -> Iterator[None]:
 
 
 class Apt:
-    """apt-cache and apt-get download on this machine's lists (state None) or on a state of our own.
+    """apt-cache and apt-get download on jitterlab's state of Debian for architecture `arch`, which
+    also holds the lists of `host` (this machine's architecture)."""
 
-    `arch`: the Debian architecture of a foreign state (None: this machine's, for backports)."""
-
-    def __init__(self, where: str, state: Path | None = None, arch: str | None = None) -> None:
+    def __init__(self, where: str, state: Path, arch: str, host: str) -> None:
         self.where = where
         self.state = state
         self.arch = arch
-        self.options = _host_apt_options()
-        if state is not None:
-            self.options += [
-                "-o", f"Dir::Etc::SourceList={state}/sources.list",
-                "-o", "Dir::Etc::SourceParts=/nonexistent",
-                "-o", f"Dir::State::Lists={state}/lists",
-                "-o", f"Dir::Cache={state}/cache",
-                "-o", "Acquire::Languages=none",
-                "-o", "Debug::NoLocking=1",
-            ]  # fmt: skip
-        if arch is not None:
-            # only that architecture, and none of this machine's installed packages as its status
-            self.options += [
-                "-o", f"APT::Architecture={arch}",
-                "-o", f"APT::Architectures={arch}",
-                "-o", "Dir::State::status=/dev/null",
-            ]  # fmt: skip
+        self.host = host
+        self.note = ""  # set by refresh() when the lists in use could not be read again
+        self.options = [
+            "-o", f"Dir::Etc::SourceList={state}/sources.list",
+            "-o", "Dir::Etc::SourceParts=/nonexistent",
+            "-o", f"Dir::State::Lists={state}/lists",
+            "-o", f"Dir::Cache={state}/cache",
+            # apt's binary cache of the lists, which container images' apt.conf turns off: without
+            # it every apt-cache call parses 26 MB of lists again (4 s instead of 0.1 s)
+            "-o", "Dir::Cache::pkgcache=pkgcache.bin", "-o", "Dir::Cache::srcpkgcache=srcpkgcache.bin",
+            "-o", "Dir::State::status=/dev/null",  # nothing of this machine counts as installed
+            "-o", "Acquire::Languages=none",
+            "-o", "Debug::NoLocking=1",  # our own lock (refresh) keeps readers of a state apart
+            "-o", f"APT::Architecture={arch}",
+            "-o", f"APT::Architectures={','.join(dict.fromkeys((arch, host)))}",
+        ]  # fmt: skip
+        if os.geteuid() == 0:  # as root, apt would drop to _apt, who cannot write our cache
+            self.options += ["-o", "APT::Sandbox::User=root"]
 
     @property
     def name(self) -> str:
-        """For messages: "this machine's apt lists" or "jitterlab's arm64 apt state in <dir>"."""
-        if self.state is None:
-            return "this machine's apt lists"
-        return f"jitterlab's {self.arch or 'backports'} apt state in {self.state}"
+        """For messages: "jitterlab's arm64 apt state in <dir>"."""
+        return f"jitterlab's {self.arch} apt state in {self.state}"
 
-    def cache(self, args: list[str]) -> str:
-        done = _run_apt(["apt-cache", *self.options, *args], self.where)
-        return done.stdout if done.returncode == 0 else ""
+    def show(self, names: list[str]) -> list[Packages]:
+        """Every version apt's lists hold of `names` (one stanza each; none for a name apt does
+        not know). UserError with apt's own words when apt fails."""
+        done = _run_apt(["apt-cache", *self.options, "show", *names], self.where)
+        output = done.stdout + done.stderr
+        if done.returncode != 0:
+            if any(line.startswith(_NOT_FOUND) for line in output.splitlines()):
+                return []
+            raise UserError(f"{self.where}: apt-cache show {' '.join(names)} on {self.name} failed: "
+                            f"{first_error(output)}; delete {self.state} to read Debian's lists again")
+        return list(Packages.iter_paragraphs(done.stdout, use_apt_pkg=False))
+
+    def pkgnames(self, prefix: str) -> list[str]:
+        """The names of the packages the lists hold that start with `prefix`."""
+        done = _run_apt(["apt-cache", *self.options, "pkgnames", prefix], self.where)
+        if done.returncode != 0:
+            raise UserError(f"{self.where}: apt-cache pkgnames on {self.name} failed: "
+                            f"{first_error(done.stdout + done.stderr)}; delete {self.state} to read "
+                            "Debian's lists again")
+        return done.stdout.split()
 
     def stamp(self) -> list[int]:
         """Changes when apt's answers may have changed (the lists were read again)."""
-        if self.state is None:
-            return _stamp(HOST_STAMPS)
-        return _stamp([self.state / "updated"])
+        with contextlib.suppress(OSError):
+            return [os.stat(self.state / "updated").st_mtime_ns]
+        return []
 
-    def age_s(self) -> float | None:
-        """Seconds since our own state was last read; None when it never was."""
-        assert self.state is not None
-        try:
-            return time.time() - (self.state / "updated").stat().st_mtime
-        except OSError:
-            return None
-
-    def refresh(self) -> None:
-        """Read our own state's suites when it is missing or older than a day."""
-        assert self.state is not None
-        with locked(self.state / "update.lock"):
-            age_s = self.age_s()
-            if age_s is not None and age_s < MAX_AGE_S:
-                return
-            tried = _stamp([self.state / "tried"])
-            if tried and time.time() - tried[0] / 1e9 < RETRY_S and self._has_lists():
-                return  # lists read partly a moment ago: the mirror will not have synced yet
-            failure = self._update()
-            if failure is None:
-                (self.state / "updated").touch()
-                return
-            (self.state / "tried").touch()
-            if not self._has_lists():
-                raise UserError(f"{self.where}: {failure}; check the network, or retry when the mirror "
-                                "has synced")
-            # the lists that could be read are used (apt keeps the old one of an index it could
-            # not fetch): a suite mid-sync on the mirror, or a machine offline for a while, still
-            # boots the kernels it has; "updated" stays old, so the next boot reads them again
-
-    def _has_lists(self) -> bool:
-        assert self.state is not None
-        return any((self.state / "lists").glob("*_Packages*"))
-
-    def _update(self) -> str | None:
-        """apt-get update of our own sources; what failed, or None."""
-        assert self.state is not None
+    def _sources(self) -> str:
         codename = os_release().get("VERSION_CODENAME")
         if not codename:
             raise UserError(
                 f"{self.where}: this system names no Debian release (VERSION_CODENAME in /etc/os-release)"
             )
-        for sub in ("lists/partial", "cache/archives/partial"):
-            (self.state / sub).mkdir(parents=True, exist_ok=True)
-        suites = [(MIRROR, f"{codename}-backports")]
-        if self.arch is not None:
-            suites = [(MIRROR, codename), (MIRROR, f"{codename}-updates"),
-                      (SECURITY_MIRROR, f"{codename}-security"), *suites]
-        (self.state / "sources.list").write_text(
-            "".join(f"deb [signed-by={KEYRING}] {mirror} {suite} main\n" for mirror, suite in suites)
-        )
+        source = archive()
+        signed = f"signed-by={source.keyring}" if source.keyring else "trusted=yes"
+        read = suites(codename, source)
+        if codename not in UNRELEASED:  # a kernel version the release lacks may be in backports
+            read.append((source.mirror, f"{codename}-backports"))
+        # the architectures are part of what was read: other ones, and the lists are read again
+        lines = [f"# architectures {' '.join(dict.fromkeys((self.arch, self.host)))}\n"]
+        return "".join(lines + [f"deb [{signed}] {mirror} {suite} main\n" for mirror, suite in read])
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Read the state's suites when they are missing, older than a day, from other sources, or
+        `force`d (a pool that lacks what the lists name: they are older than the archive)."""
+        with locked(self.state / "update.lock"):
+            sources = self._sources()
+            same = _read(self.state / "sources.list") == sources
+            updated = self.stamp()
+            if same and not force and updated and time.time() - updated[0] / 1e9 < MAX_AGE_S:
+                self.note = ""
+                return
+            tried = self.state / "tried"
+            if same and not force and self._has_lists() and _age_s(tried) < RETRY_S:
+                self.note = _read(tried)  # read and failed a moment ago: the mirror has not synced yet
+                return
+            for sub in ("lists/partial", "cache/archives/partial"):
+                (self.state / sub).mkdir(parents=True, exist_ok=True)
+            (self.state / "sources.list").write_text(sources)
+            failure = self._update()
+            # made here, under the lock: readers then only read it
+            _run_apt(["apt-cache", *self.options, "gencaches"], self.where)
+            if failure is None:
+                (self.state / "updated").touch()
+                tried.unlink(missing_ok=True)
+                self.note = ""
+                return
+            if not self._has_lists():
+                raise UserError(f"{self.where}: {failure}; check the network, or retry when the mirror "
+                                "has synced")
+            # the lists that could be read are used (apt keeps the old one of an index it could
+            # not fetch, and drops those of sources no longer read): said in every record of a
+            # kernel resolved on them
+            if same and updated:
+                when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(updated[0] / 1e9))
+                self.note = f"{failure}; the lists read {when} were used where no newer could be read"
+            else:
+                self.note = f"{failure}; the suites that could be read were used"
+            tried.write_text(self.note)
+
+    def _has_lists(self) -> bool:
+        return any((self.state / "lists").glob("*_Packages*"))
+
+    def _update(self) -> str | None:
+        """apt-get update of our own sources; what failed, or None."""
         done = _run_apt(["apt-get", *self.options, "-qq", "update"], self.where)
         # an index that could not be fetched may leave the exit status 0 and say so with "E:"
         if done.returncode == 0 and not any(line.startswith("E:") for line in done.stderr.splitlines()):
             return None
-        what = " ".join(suite for _, suite in suites)
-        return f"reading Debian {what} into {self.state} failed: {_first_error(done.stderr or done.stdout)}"
+        what = " ".join(line.split()[-2] for line in _read(self.state / "sources.list").splitlines()
+                        if line.startswith("deb "))
+        return f"reading Debian {what} into {self.state} failed: {first_error(done.stderr or done.stdout)}"
 
     def download(self, packages: list[Package], into: Path) -> None:
+        """The .deb files of `packages` into `into`; PoolMissing when the pool lacks one."""
         done = _run_apt(["apt-get", *self.options, "-qq", "download", *map(str, packages)], self.where, into)
-        if done.returncode != 0:
-            fix = ("run apt-get update (as root)" if self.state is None
-                   else f"delete {self.state} to read Debian's lists again")
-            raise UserError(
-                f"{self.where}: apt-get download {' '.join(map(str, packages))} failed: "
-                f"{last_line(done.stderr or done.stdout)}; {fix} and check the network"
-            )
+        if done.returncode == 0:
+            return
+        said = first_error(done.stderr or done.stdout)
+        if _POOL_MISSING.search(said):
+            raise PoolMissing(self.where, said)
+        raise UserError(f"{self.where}: apt-get download {' '.join(map(str, packages))} failed: {said}; "
+                        "check the network and retry")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _age_s(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return float("inf")

@@ -5,10 +5,13 @@ The packages of a kernel (apt.py) are fetched once and unpacked with `dpkg-deb -
 is the guest's top file-system layer, so /lib/modules/<release> (with `build`), /usr/src/
 linux-headers-* and /boot/config-<release> appear in the guest where Debian puts them.
 
-A kernel of another architecture than this machine's (an arm64 board's) comes from jitterlab's
-apt state of that architecture; its tree's linux-kbuild holds programs of that architecture
-(fixdep, modpost), so the entry also gets this machine's own linux-kbuild of the same version,
-unpacked apart in <entry>/kbuild-host, to build the board's modules here.
+A kernel of another architecture than this machine's (an arm64 board's): its tree's linux-kbuild
+holds programs of that architecture (fixdep, modpost), so the entry also gets this machine's own
+linux-kbuild of the same version, from the same reading of the archive, unpacked apart in
+<entry>/kbuild-host, to build the board's modules here.
+
+When Debian's pool lacks a file its lists name (a mirror mid-sync), the lists are read again and
+the next complete set is taken; what was asked for, what was taken and why go with the Kernel.
 """
 
 from __future__ import annotations
@@ -18,15 +21,15 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import devicetree
 from jitterlab.targets.qemu import initrd as qemu_initrd
-from jitterlab.targets.qemu.apt import Resolved, find_host_package, find_packages
-from jitterlab.targets.qemu.apt_state import Apt, Package, last_line, locked
-from jitterlab.targets.qemu.machines.profile import MachineProfile, host_arch
+from jitterlab.targets.qemu.apt import Resolved, find_kernels
+from jitterlab.targets.qemu.apt_state import Apt, Package, PoolMissing, last_line, locked
+from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.options import KernelSpec
 
 
@@ -50,6 +53,11 @@ class Kernel:
     # (<entry>/kbuild-host, holding usr/lib/linux-kbuild-6.1/scripts), to build its modules here;
     # None for a kernel of this machine's architecture or a kernel file
     host_kbuild: Path | None = None
+    # a Debian kernel: what the campaign asked for, the packages taken, and why they are not the
+    # newest asked for (a set the archive had incomplete, lists that could not be read again)
+    asked: str = ""
+    packages: tuple[str, ...] = ()
+    note: str = ""
 
 
 # --- the cache -----------------------------------------------------------------------------------
@@ -58,38 +66,55 @@ class Kernel:
 def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path | None = None) -> Kernel:
     """Fetch (once) and prepare the kernel `spec` names for `machine`; `where` prefixes errors."""
     cache = cache or cache_root()
-    kernels = cache / "kernels"
     if spec.path is not None:
         return _prepare_file(Path(spec.path), machine, where, cache)
-    resolved, apt = find_packages(spec, where, cache, machine.arch)
-    entry = kernels / resolved.key
-    with locked(kernels / f"{resolved.key}.lock"):
+    sets, apt = find_kernels(spec, where, cache, machine.arch)
+    lacking: list[str] = []
+    for reread in (False, True):
+        if reread:  # the pool lacked files the lists name: the lists are older than the archive
+            sets, apt = find_kernels(spec, where, cache, machine.arch, reread=True)
+        for found in sets:
+            try:
+                kernel = _prepare_set(found, apt, machine, cache, where)
+            except PoolMissing as e:
+                lacking.append(f"{found.description}: {e.said}")
+                continue
+            notes = [n for n in (found.note, *(f"skipped {why}" for why in lacking), apt.note) if n]
+            return replace(kernel, note="; ".join(dict.fromkeys(notes)))
+    raise UserError(f"{where}: Debian's pool lacks files of every {spec.metapackage} its lists name, "
+                    f"also after reading them again ({'; '.join(dict.fromkeys(lacking))}); the mirror is "
+                    "mid-sync: retry in an hour, or set JITTERLAB_DEBIAN_MIRROR to another Debian mirror")
+
+
+def _prepare_set(found: Resolved, apt: Apt, machine: MachineProfile, cache: Path, where: str) -> Kernel:
+    kernels = cache / "kernels"
+    entry = kernels / found.key
+    with locked(kernels / f"{found.key}.lock"):
         if not (entry / "tree").is_dir():
-            if apt.state is not None:
-                apt.refresh()
-            _fetch(resolved, apt, entry, where)
+            _fetch(found, apt, entry, where)
         host_kbuild = None
-        if machine.arch != host_arch():
-            host_kbuild = _host_kbuild(resolved, machine.arch, entry, cache, where)
-        return _bootable(
+        if found.host_kbuild is not None:
+            host_kbuild = _host_kbuild(found.host_kbuild, apt, entry, where)
+        kernel = _bootable(
             machine,
             entry,
             entry / "tree",
-            resolved.release,
-            f"{resolved.image.name} {resolved.image.version}",
-            entry / "tree" / "boot" / f"vmlinuz-{resolved.release}",
+            found.release,
+            found.description,
+            entry / "tree" / "boot" / f"vmlinuz-{found.release}",
             cache,
             where,
             host_kbuild=host_kbuild,
         )
+    return replace(kernel, asked=found.asked, packages=tuple(map(str, found.packages)))
 
 
-def _fetch(resolved: Resolved, apt: Apt, entry: Path, where: str) -> None:
+def _fetch(found: Resolved, apt: Apt, entry: Path, where: str) -> None:
     entry.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=entry, prefix="fetch-") as tmp:
-        tree = _unpacked(apt, [resolved.image, *resolved.headers], Path(tmp), entry, where)
+        tree = _unpacked(apt, [found.image, *found.headers], Path(tmp), entry, where)
         _merge_usr(tree)
-        _depmod(tree, resolved.release, where)
+        _depmod(tree, found.release, where)
         os.replace(tree, entry / "tree")
 
 
@@ -106,23 +131,27 @@ def _unpacked(apt: Apt, packages: list[Package], tmp: Path, entry: Path, where: 
     return tree
 
 
-def _host_kbuild(resolved: Resolved, arch: str, entry: Path, cache: Path, where: str) -> Path | None:
-    """This machine's linux-kbuild of the kernel's version, unpacked once into <entry>/kbuild-host."""
-    kbuild = next((p for p in resolved.headers if p.name.startswith("linux-kbuild-")), None)
-    if kbuild is None:
-        return None  # headers that need no kbuild (none of Debian's) build nothing here either
+def _host_kbuild(kbuild: Package, apt: Apt, entry: Path, where: str) -> Path:
+    """This machine's linux-kbuild of the kernel's version, unpacked once into <entry>/kbuild-host
+    (the version is recorded there: a set taken later may need another one)."""
     path = entry / "kbuild-host"
-    if (path / "usr" / "lib" / kbuild.name).is_dir():
+    if (path / "usr" / "lib" / kbuild.name).is_dir() and _read(path / "package") == str(kbuild):
         return path
-    why = f"builds kernel modules for the {arch} kernel {resolved.image.name} {resolved.image.version} here"
-    apt = find_host_package(kbuild, where, cache, why)
     with tempfile.TemporaryDirectory(dir=entry, prefix="fetch-") as tmp:
         tree = _unpacked(apt, [kbuild], Path(tmp), entry, where)
         if not (tree / "usr" / "lib" / kbuild.name).is_dir():
             raise UserError(f"{where}: {kbuild} holds no /usr/lib/{kbuild.name}; delete {entry} and retry")
+        (tree / "package").write_text(str(kbuild))
         shutil.rmtree(path, ignore_errors=True)
         os.replace(tree, path)
     return path
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def _merge_usr(tree: Path) -> None:

@@ -19,10 +19,14 @@ root of eleven packages took 2 min (mmdebstrap 122 s, mke2fs 0.6 s): a 221 MB tr
 A root is kept in <cache>/roots/<suite>-<arch>-<digest> (digest: arch, suite, package set,
 recipe version) with root.json, its record; it is built in a hidden directory beside it and
 renamed into place only when whole, under a lock so that two jitterlab processes build it once.
+A root built without its security suite (the mirror was mid-sync; the record names the suites it
+came from) is built again once that suite was read whole, or a day later; the one it replaces is
+kept aside for a day, since a board may still run from it.
 """
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import errno
 import hashlib
@@ -40,11 +44,10 @@ from pathlib import Path
 
 from jitterlab.model.errors import UserError
 from jitterlab.model.units import format_duration_s
-from jitterlab.targets.qemu.apt_state import MIRROR, SECURITY_MIRROR, last_line, locked, os_release
+from jitterlab.targets.qemu.apt_state import archive, last_line, locked, os_release, suites
 from jitterlab.targets.qemu.machines.profile import host_arch
 
 RECIPE_VERSION = 3
-UNRELEASED = ("sid", "unstable", "experimental")  # suites without -updates and -security
 BUILD_TIMEOUT_S = 1800.0
 IMAGE_TIMEOUT_S = 600.0
 RETRY_WAIT_S = 20.0
@@ -52,6 +55,8 @@ MIN_FREE_BYTES = 2 << 30  # the tree, the image beside it and the downloaded pac
 HEADROOM = 0.15  # of the tree's size, plus HEADROOM_BYTES: ext4's metadata and journal (the image
 HEADROOM_BYTES = 64 << 20  # is sparse: free blocks take no disk)
 BLOCK = 4096
+STALE_AGE_S = 86400.0  # a replaced root is removed a day later: a board may still be booted from it
+DEGRADED_MAX_AGE_S = 86400.0
 HOSTNAME = "board"
 LABEL = "jlroot"
 REQUIRED = ("openssh-server",)  # the board is reached over SSH only
@@ -84,15 +89,63 @@ def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, 
     roots = cache / "roots"
     name = f"{suite}-{arch}-{root_digest(arch, suite, wanted)}"
     entry = roots / name
+    say = progress or (lambda text: None)
     with locked(roots / f"{name}.lock"):
-        built = not (entry / "root.json").is_file()
-        if built:
-            for stale in roots.glob(f".{name}.build-*"):  # a build killed before it was whole
+        for stale in roots.glob(f".{name}.*"):  # a build killed before it was whole, a root replaced
+            if ".build-" in stale.name or _age_s(stale) > STALE_AGE_S:
                 _remove(stale)
-            _build(arch, suite, wanted, entry, where, progress or (lambda text: None))
-        record = json.loads((entry / "root.json").read_text())
+        record = _record(entry)
+        built = False
+        if record is None:
+            _build(arch, suite, wanted, entry, where, say)
+            built = True
+        elif (why := _rebuild_why(record, arch, cache)) is not None:
+            say(f"the cached {arch} root was built without {suite}-security; {why}: building it again")
+            try:
+                _build(arch, suite, wanted, entry, where, say)
+                built = True
+            except UserError as e:  # the root of before still boots, and says what it lacks
+                say(f"building it again failed ({e}); the root of before is used")
+        record = _record(entry)
+        assert record is not None
     build_s = record["build_s"] if built else None
     return Root(entry / "root.ext4", entry / "tree", record["description"], build_s)
+
+
+def _record(entry: Path) -> dict | None:
+    try:
+        return json.loads((entry / "root.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _rebuild_why(record: dict, arch: str, cache: Path) -> str | None:
+    """Why a root built without its security suite (the mirror was mid-sync) is built again now:
+    the suite was read whole since (jitterlab's apt state of that architecture, which the kernel's
+    preparation reads first), or a day passed. None for a complete root, or too early."""
+    if len(record.get("sources", [])) >= len(_sources(record.get("suite", ""))):
+        return None
+    built = _age_s_of_time(record.get("built", ""))
+    read = _age_s(cache / f"apt-{arch}" / "updated")  # touched only when every suite was read
+    if read < built:
+        return "the security suite was read whole since"
+    if built > DEGRADED_MAX_AGE_S:
+        return "it is over a day old"
+    return None
+
+
+def _age_s(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return float("inf")
+
+
+def _age_s_of_time(text: str) -> float:
+    try:
+        return time.time() - calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return float("inf")
 
 
 def root_digest(arch: str, suite: str, packages: tuple[str, ...]) -> str:
@@ -154,11 +207,14 @@ def _build(arch: str, suite: str, packages: tuple[str, ...], entry: Path, where:
         record = {
             "description": description, "arch": arch, "suite": suite, "packages": sorted(packages),
             "versions": _versions(tree, (*packages, *KEY_PACKAGES)), "sources": sources,
+            "suites": [line.split()[2] for line in sources],
             "recipe": RECIPE_VERSION, "build_s": round(build_s, 1), "mmdebstrap_s": round(mmdebstrap_s, 1),
             "image_s": round(build_s - mmdebstrap_s, 1), "tree_bytes": tree_bytes,
             "image_mb": image_mib, "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }  # fmt: skip
         (build / "root.json").write_text(json.dumps(record, indent=1) + "\n")
+        if entry.exists():  # a root built again: the one of before stays aside until a day passed
+            os.replace(entry, entry.parent / f".{entry.name}.replaced-{int(time.time())}")
         os.replace(build, entry)
     except OSError as e:
         if e.errno == errno.ENOSPC:
@@ -212,7 +268,7 @@ def _mmdebstrap(arch: str, suite: str, packages: tuple[str, ...], tree: Path, lo
         if missing:
             names = ", ".join(dict.fromkeys(a or b for a, b in missing))
             raise UserError(f"{where}: Debian {suite} {arch} has no package {names} ({_failing_line(text)}); "
-                            "remove it from the root's packages or pick another suite")
+                            "remove it from the target's packages = [...]")
         failing = _failing_line(text)
         _remove(tree)
         if attempt == 1:  # a mirror mid-sync or a dropped connection: once more, after a pause
@@ -269,10 +325,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _sources(suite: str) -> list[str]:
     """The apt sources inside the root: a board image gets its security updates."""
-    if suite in UNRELEASED:
-        return [f"deb {MIRROR} {suite} main"]
-    return [f"deb {MIRROR} {suite} main", f"deb {MIRROR} {suite}-updates main",
-            f"deb {SECURITY_MIRROR} {suite}-security main"]
+    return [f"deb {mirror} {name} main" for mirror, name in suites(suite, archive())]
 
 
 def _neutral(tree: Path) -> None:

@@ -119,6 +119,12 @@ class QemuTarget(
 
     def vm_facts(self) -> dict[str, object]:
         facts: dict[str, object] = {"vm_machine": self.machine.name}
+        if self.kernel is not None and self.kernel.asked:  # a Debian kernel: asked for, got, why
+            facts["vm_kernel"] = self.kernel.description
+            facts["vm_kernel_asked"] = self.kernel.asked
+            facts["vm_kernel_packages"] = " ".join(self.kernel.packages)
+            if self.kernel.note:
+                facts["vm_kernel_note"] = self.kernel.note
         if self.root is not None:
             facts["vm_root"] = self.root.description
         if self.machine.cmdline:
@@ -153,6 +159,8 @@ class QemuTarget(
         accel = qemu_accel.detect(o.accel, where, profile.kvm_missing())
         self._accel, self.accel_why = accel.name, accel.why
         self.kernel = qemu_kernels.prepare(o.kernel, profile, f"{where}.kernel")
+        if self.kernel.note:
+            self._say(f"kernel {self.kernel.description}: {self.kernel.note}")
         if profile.own_root:
             packages = tuple(dict.fromkeys((*profile.root_packages, *o.packages)))
             self.root = qemu_rootfs.prepare_root(profile.arch, packages, f"{where}.machine",
