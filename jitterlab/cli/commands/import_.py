@@ -82,7 +82,8 @@ def _labels(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from jitterlab.importers import read_capture, store_capture
-    from jitterlab.model.units import format_ns, parse_duration_ns
+    from jitterlab.model.units import parse_duration_ns
+    from jitterlab.report.format import format_value
     from jitterlab.report.terminal import console, percent
     from jitterlab.store.catalog import Store
 
@@ -95,13 +96,14 @@ def run(args: argparse.Namespace) -> int:
     store = Store(args.results)
     try:
         imported = store_capture(store, capture, period_ns=period_ns, warmup_ns=warmup_ns,
-                            labels=labels, campaign=args.campaign)
+                                 labels=labels, campaign=args.campaign)
+        warnings = [w for _, w in store.warnings(imported.campaign_id, imported.id)]
     finally:
         store.close()
     out = console()
-    for warning in capture.warnings:
-        out.print(f"warning: {warning}", highlight=False, markup=False)
+    for warning in warnings:  # as stored with the run, which show repeats
+        out.print(f"warning: {warning.message}; {warning.remedy}", highlight=False, markup=False)
     out.print(escape(f"imported {args.file} as run {imported.id} ({len(capture.t_ns)} edges, period "
-                     f"{format_ns(period_ns)}): max relative period error "
+                     f"{format_value(period_ns, 'ns')}): max relative period error "
                      f"{percent(imported.metric('max_rel_period_error'))}"), highlight=False)
     return EXIT_OK
