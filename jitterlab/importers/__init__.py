@@ -8,14 +8,15 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jitterlab.importers.capture import CAMPAIGN, FORMATS, KINDS, PROBE, Capture, excerpt
+from jitterlab.importers.capture import CAMPAIGN, FINGERPRINT, FORMATS, KINDS, PROBE, Capture, excerpt
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.records import RunRecord
 
 if TYPE_CHECKING:
     from jitterlab.store.catalog import Store
 
-__all__ = ["CAMPAIGN", "FORMATS", "KINDS", "PROBE", "Capture", "excerpt", "read_capture", "store_capture"]
+__all__ = ["CAMPAIGN", "FINGERPRINT", "FORMATS", "KINDS", "PROBE", "Capture", "excerpt", "read_capture",
+           "store_capture"]
 
 
 def read_capture(path: Path, fmt: str = "auto", *, signal: str | None = None,
@@ -54,7 +55,7 @@ def store_capture(store: Store, capture: Capture, *, period_ns: int, warmup_ns: 
     from jitterlab.importers.record import capture_run  # the analysis: when importing, not at start
 
     imported = capture_run(capture, period_ns=period_ns, warmup_ns=warmup_ns, labels=labels)
-    campaign_id = store.campaign_named(campaign, "import", capture.source, "", {})
+    campaign_id = store.campaign_named(campaign, FINGERPRINT, capture.source, "", {})
     record = dataclasses.replace(imported.record, campaign_id=campaign_id)
     # the repetition is the next free one, counted in the commit's own transaction
     return store.commit_run(record, imported.warnings, series=imported.series, next_repetition=True)

@@ -21,6 +21,7 @@ from jitterlab.model.series import EdgeSeries, Series, blind_series
 from jitterlab.model.units import format_ns
 
 NO_CAMPAIGN = 0  # until the store names the campaign the run goes into
+UNKNOWN = "unknown"  # the target and load of a capture whose labels do not name them
 # the edges' median period this many times off --period (either way) is a wrong --period, not a bad
 # wave: every period metric would measure the option, so the run is stored with a warning
 PERIOD_FACTOR = 1.5
@@ -43,7 +44,7 @@ def capture_run(capture: Capture, *, period_ns: int, warmup_ns: int, labels: dic
     except RunFailed as exc:
         raise UserError(f"{capture.source}: {exc.reason}; check --period and the file") from None
     # a real cell: labels name its target, impl and load; the others keep the runs apart
-    cell = Cell(labels.get("target", "external"), "squarewave", labels.get("load", "unknown"),
+    cell = Cell(labels.get("target", UNKNOWN), "squarewave", labels.get("load", UNKNOWN),
                 (("impl", labels.get("impl", "external")), ("period", period_ns), ("probe", PROBE),
                  ("pin", "external")))
     others = ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if k not in ("target", "impl", "load"))

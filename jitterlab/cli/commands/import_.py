@@ -31,7 +31,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "VCD: as sigrok writes it; the first 1-bit signal or --signal NAME; times keep the "
         "file's $timescale resolution (e.g. 1 ps) in the metrics. "
         "Runs go into the campaign `import`; --label target=, impl=, load= set those fields "
-        "(defaults external, external, unknown).",
+        "(defaults unknown, external, unknown).",
         epilog="example: jitterlab import edges scope.csv --period 1ms --label impl=c-fifo "
         "--label image=1.10")
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
