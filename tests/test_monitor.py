@@ -121,8 +121,8 @@ def test_monitor_prints_escaped_and_an_interrupt_says_how_to_go_on(tmp_path, mon
     out = capsys.readouterr().out.replace("\n", "")
     assert "\x1b" not in out and "\x07" not in out
     assert "mon: interval 1/2 \\x1b[2J" in out
-    assert f"interrupted: go on with jitterlab monitor '{tmp_path}/m\\x1b]0;x\\x07.toml' --for 2s --every 1s " \
-           f"--resume --results {tmp_path}/r" in out
+    assert f"interrupted: go on with jitterlab monitor '{tmp_path}/m\\x1b]0;x\\x07.toml' --for 2s " \
+           f"--every 1s --resume --results {tmp_path}/r" in out
     assert sorted(closed) == ["rpi", "vm"]
 
 
