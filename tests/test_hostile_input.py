@@ -388,6 +388,19 @@ def test_options_that_were_ignored_without_a_word_are_refused(store, tmp_path, m
                                  "error: jitterlab import edges: argument --campaign: a campaign has a"),
         "import --campaign ' '": (["import", "edges", str(capture), "--period", "1ms", *r, "--campaign", " "],
                                   "error: jitterlab import edges: argument --campaign: a campaign has a"),
+        # an empty name selected no campaign, and summary's error did not name --campaign
+        **{f"{argv[0]} --campaign {blank!r}": ([*argv, *r, "--campaign", blank],
+                                               f"error: jitterlab {argv[0]}: argument --campaign: a campaign "
+                                               "has a name; give one that is in the store, or leave out "
+                                               "--campaign")
+           for argv in (["summary"], ["show"], ["report", "-o", "x.html"], ["export", "--format", "csv"],
+                        ["compare", "--baseline", "image=a", "--candidate", "image=b"])
+           for blank in ("", " ")},
+        # float() reads 1_0 as 10 and "١٠" (Arabic-Indic digits) as 10
+        **{f"compare --threshold {value!r}": (
+            ["compare", *r, "--baseline", "image=a", "--candidate", "image=b", "--threshold", value],
+            f"error: --threshold {value!r}: give a change in percent above 0 and below 100 in digits")
+           for value in ("1_0", "timing=1_0", "\u0661\u0660", "1e1")},
     }
     for name, (argv, says) in cases.items():
         with no_hang():

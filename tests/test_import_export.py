@@ -200,3 +200,52 @@ def test_import_cli_kind_option_and_warning(tmp_path, capsys):
                     "--results", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert "warning:" in out and "lines 120-121" in out
+
+
+def test_show_of_imported_runs_speaks_of_imports(tmp_path, capsys):
+    from jitterlab.cli.main import main
+
+    results = str(tmp_path / "r")
+    path = write_csv(tmp_path / "cap.csv", unit="ns", header=None)
+    assert main(["import", "edges", str(path), "--period", "2ms", "--results", results]) == 0
+    assert "period 2 ms): max relative period error" in capsys.readouterr().out
+    assert main(["show", "--results", results]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1 run\n")
+    assert "campaign.repetitions" not in out and "external external" not in out
+    assert "import 3 or more captures of the cell (the same --period and --label values)" in out
+    assert "unknown external 2ms unknown (import)" in out  # target, impl, period, load (probe)
+    for labels in (["impl=fpga", "image=1.0"], ["impl=fpga"]):
+        assert main(["import", "edges", str(path), "--period", "1ms", "--results", results,
+                     *(w for label in labels for w in ("--label", label))]) == 0
+    capsys.readouterr()
+    assert main(["show", "--results", results]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 runs\n")
+    # a label a run lacks is not shown as empty, nor one that repeats the impl column
+    assert "fpga [image=1.0]" in out and "[image=]" not in out and "image=," not in out
+    assert "impl=" not in out and "fpga " in out.replace("fpga [image=1.0]", "")
+    assert "1,000 µs" not in out
+
+
+def test_summary_of_imported_runs_speaks_of_imports(tmp_path, capsys):
+    from jitterlab.cli.main import main
+
+    results = str(tmp_path / "r")
+    path = write_csv(tmp_path / "cap.csv", unit="ns", header=None)
+    assert main(["import", "edges", str(path), "--period", "1ms", "--results", results]) == 0
+    assert main(["summary", "--results", results]) == 0
+    out = capsys.readouterr().out
+    assert "unknown: captures imported from files (no sysinfo of the machine that made them)" in out
+    assert "  1 run per cell" in out
+    for image in ("1.0", "1.1", "1.0", "1.1"):
+        assert main(["import", "edges", str(path), "--period", "1ms", "--label", f"image={image}",
+                     "--campaign", "two", "--results", results]) == 0
+    capsys.readouterr()
+    assert main(["summary", "--campaign", "two", "--results", results]) == 0
+    out = capsys.readouterr().out
+    assert "  2 runs per cell" in out
+    # the capture file is no campaign to resume
+    assert "jitterlab run" not in out and str(path) not in out
+    assert ("import more captures where undecided, into each group of image=1.0..image=1.1 (the same "
+            "--period and --label values)") in out.replace("\n", " ")

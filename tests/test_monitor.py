@@ -75,7 +75,7 @@ def test_intervals_are_repetitions_and_resume_goes_on(tmp_path):
             s.target.close()
     assert done == (2, 0)
     assert [r.repetition for r in store.runs(camp["id"])] == [0, 1, 2] and len(store.campaigns()) == 1
-    assert [text.split(" (")[0] for text in seen[-2:]] == ["interval 2/3", "interval 3/3"]
+    assert [text.split(" at ")[0] for text in seen[-2:]] == ["interval 2/3", "interval 3/3"]
 
 
 class _Session:
@@ -121,8 +121,8 @@ def test_monitor_prints_escaped_and_an_interrupt_says_how_to_go_on(tmp_path, mon
     out = capsys.readouterr().out.replace("\n", "")
     assert "\x1b" not in out and "\x07" not in out
     assert "mon: interval 1/2 \\x1b[2J" in out
-    assert f"interrupted: go on with jitterlab monitor {tmp_path}/m\\x1b]0;x\\x07.toml --for 2s --every 1s " \
-           "--resume" in out
+    assert f"interrupted: go on with jitterlab monitor '{tmp_path}/m\\x1b]0;x\\x07.toml' --for 2s " \
+           f"--every 1s --resume --results {tmp_path}/r" in out
     assert sorted(closed) == ["rpi", "vm"]
 
 
@@ -158,7 +158,7 @@ def test_each_interval_ends_with_its_values_and_the_newest_change_raises_an_aler
     argv = _fake_monitoring(tmp_path, monkeypatch, [*FLAT, 300.0])
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    heads = [line.split(" (")[0] for line in out]  # a slow machine's "(… s late)" left out
+    heads = [line.split(" at ")[0] for line in out]  # the time, and a slow machine's "(… s late)" left out
     assert out[heads.index("mon: interval 1/9") + 1] == "  a fake fake: fake_value 100"
     assert out[heads.index("mon: interval 2/9") + 1] == "  a fake fake: fake_value 101"
     [alert] = [line for line in out if line.startswith("ALERT")]
@@ -183,3 +183,92 @@ def test_fail_on_change_stops_with_exit_1_and_resume_goes_on_without_alerting_ag
     out = capsys.readouterr().out
     assert "ALERT" not in out and "mon: interval 8/8" in out
     assert sorted(r.repetition for r in Store(tmp_path / "r").runs()) == list(range(8))
+
+
+# --- the options named, the lines labelled, the printed commands runnable ---------------------------
+
+
+def test_resuming_with_another_schedule_names_for_and_every(tmp_path, monkeypatch, capsys):
+    # it blamed the campaign file ("was run with other settings ... restore the old file")
+    from jitterlab.execution.runner import Runner
+
+    path = tmp_path / "m.toml"
+    path.write_text(CAMPAIGN.format(workdir=tmp_path / "w"))
+    store = Store(tmp_path / "r")
+    Runner(Schedule.of(load_campaign(path), 3 * S, S).campaign(load_campaign(path)), store).campaign_id()
+    store.close()
+    _fake_targets(monkeypatch, [])
+    argv = ["monitor", str(path), "--every", "1s", "--resume", "--results", str(tmp_path / "r")]
+    assert main([*argv, "--for", "5s"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --for 5s --every 1s: the monitoring of 'mon' that --resume goes on with measures every 1s "
+        "for 3 intervals; resume it with --for 3s --every 1s, or leave out --resume to start another\n")
+
+
+def test_fail_on_change_with_too_few_intervals_for_a_change_point_is_refused(tmp_path, monkeypatch, capsys):
+    from jitterlab.analysis.changepoints import MIN_VALUES
+
+    path = tmp_path / "m.toml"
+    path.write_text(CAMPAIGN.format(workdir=tmp_path / "w"))
+    closed: list[str] = []
+    _fake_targets(monkeypatch, closed)
+    argv = ["monitor", str(path), "--every", "1s", "--fail-on-change", "--results", str(tmp_path / "r")]
+    assert main([*argv, "--for", "3s"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --fail-on-change with --for 3s --every 1s: 3 intervals, and a change point needs at least "
+        f"{MIN_VALUES}; give --for 4s or more, or leave out --fail-on-change\n")
+    assert closed == [] and not (tmp_path / "r").exists()  # refused before anything opened
+
+
+def _two_probes(monkeypatch, values: list[float]) -> None:
+    """Each interval k measures, like a squarewave cell with probe vpin, two metrics seen by two probes."""
+    from jitterlab.measure.benchmarks.base import Measurement
+    from jitterlab.model.records import Metric
+    from tests.execution import fakes
+
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", lambda self, ctx, measured: Measurement([
+        Metric("max_rel_period_error", values[ctx.repetition], "ratio", "vpin"),
+        Metric("max_rel_period_error", values[ctx.repetition] / 2, "ratio", "self"),
+        Metric("p99_rel_period_error", values[ctx.repetition] / 4, "ratio", "vpin"),
+        Metric("p99_rel_period_error", values[ctx.repetition] / 8, "ratio", "self")]))
+
+
+def test_each_interval_line_has_its_time_and_one_labelled_value_per_metric_and_probe(tmp_path, monkeypatch,
+                                                                                      capsys):
+    # "max_rel_period_error 388 %, max_rel_period_error 289 %, p99_rel_period_error 67.9 %, ...": each
+    # metric twice, no probe named, no time
+    import re
+
+    argv = _fake_monitoring(tmp_path, monkeypatch, [3.88, 3.88, 3.88, 3.88, 30.0])
+    _two_probes(monkeypatch, [3.88, 3.88, 3.88, 3.88, 30.0])
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    heads = [line for line in out if line.startswith("mon: interval")]
+    assert len(heads) == 5
+    assert all(re.fullmatch(r"mon: interval \d/5 at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d( \(.* late: .*\))?", h)
+               for h in heads), heads
+    first = out[out.index(heads[0]) + 1]
+    assert first == ("  a fake fake: max_rel_period_error self 194 %, vpin 388 %; "
+                     "p99_rel_period_error self 48.5 %, vpin 97 %")
+    alerts = [line for line in out if line.startswith("ALERT")]
+    assert alerts and all(" (probe vpin): " in a or " (probe self): " in a for a in alerts)
+
+
+def test_every_command_monitor_prints_runs_as_printed(tmp_path, monkeypatch, capsys):
+    # the closing hint dropped --results (and said METRIC): run as printed, it failed
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    argv = _fake_monitoring(tmp_path, monkeypatch, [*FLAT[:5], 300.0, 301.0, 299.0])
+    argv[argv.index("--results") + 1] = str(tmp_path / "my results")  # not the default, and a space
+    assert main([*argv, "--fail-on-change"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    [resume] = [line.split("go on with ", 1)[1] for line in out if "go on with jitterlab" in line]
+    [draw] = [line.split("draw them with ", 1)[1] for line in out if "draw them with jitterlab" in line]
+    assert "--results" in resume and "--results" in draw
+    for command in (resume, draw):
+        words = shlex.split(command)
+        assert words[0] == "jitterlab"
+        assert main(words[1:]) == 0, command
+    assert sorted(r.repetition for r in Store(tmp_path / "my results").runs()) == list(range(8))
+    assert "trend report:" in capsys.readouterr().out

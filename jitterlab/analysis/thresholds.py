@@ -25,6 +25,7 @@ from jitterlab.model.errors import UserError
 TIMING, RATE, LOSS, OTHER = "timing", "rate", "loss", "other"
 KINDS = (TIMING, RATE, LOSS, OTHER)
 DEFAULT_THRESHOLDS: dict[str, float] = {TIMING: 0.20, RATE: 0.05, LOSS: 0.50, OTHER: 0.10}
+_PERCENT = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")
 
 _KIND_PATTERNS: list[tuple[str, str]] = [
     (r"(excluded|missed|blind|unobserved|overflow|(^|_)lost|loss|drops|retransmits|errors$)", LOSS),
@@ -51,13 +52,12 @@ def parse_thresholds(texts: list[str] | None, option: str = "--threshold") -> di
         if sep and key not in KINDS:
             raise UserError(f"{option} {text!r}: no kind {key!r}; give PCT or KIND=PCT with KIND one of "
                             f"{', '.join(KINDS)}, e.g. {option} timing=10%")
-        try:
-            pct = float(value.strip().removesuffix("%").strip())
-        except ValueError:
-            pct = math.nan
+        number = value.strip().removesuffix("%").strip()
+        # float() also reads 1_0, 1e1 and other scripts' digits: a typo would become a threshold
+        pct = float(number) if _PERCENT.fullmatch(number) else math.nan
         if not (math.isfinite(pct) and 0 < pct < 100):
-            raise UserError(f"{option} {text!r}: give a change in percent above 0 and below 100, "
-                            f"e.g. {option} 10% or {option} timing=15%")
+            raise UserError(f"{option} {text!r}: give a change in percent above 0 and below 100 in digits, "
+                            f"e.g. {option} 10% or {option} timing=12.5%")
         for k in ([key] if sep else KINDS):
             out[k] = pct / 100
     return out

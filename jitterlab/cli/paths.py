@@ -34,7 +34,11 @@ def path_arg(text: str) -> Path:
 
 
 def name_arg(text: str) -> str:
-    """A campaign name: one printable line, as campaign files allow."""
+    """A campaign name: one printable line, as campaign files allow; never blank (it would select
+    no campaign, and the error would not say why)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a campaign has a name; give one that is in the store, or leave out "
+                                         "--campaign")
     try:
         printable(text, MAX_NAME, "name")
     except UserError:

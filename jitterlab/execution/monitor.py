@@ -16,7 +16,7 @@ from jitterlab.campaign.file import Campaign
 from jitterlab.execution.preflight import TargetSession
 from jitterlab.execution.runner import Runner, estimate_s
 from jitterlab.model.errors import UserError
-from jitterlab.model.units import format_ns
+from jitterlab.model.units import format_ns, parse_duration_ns
 from jitterlab.store.catalog import Store
 
 
@@ -24,6 +24,7 @@ from jitterlab.store.catalog import Store
 class Schedule:
     every_ns: int
     intervals: int
+    for_ns: int = 0  # as --for gave it (intervals * every_ns rounds it up)
 
     @classmethod
     def of(cls, campaign: Campaign, for_ns: int, every_ns: int) -> Schedule:
@@ -33,7 +34,7 @@ class Schedule:
                             f"{one_pass_s:.0f} s; give a longer interval or fewer cells")
         if for_ns < every_ns:
             raise UserError(f"--for {format_ns(for_ns)}: shorter than --every {format_ns(every_ns)}")
-        return cls(every_ns, math.ceil(for_ns / every_ns))
+        return cls(every_ns, math.ceil(for_ns / every_ns), for_ns)
 
     def campaign(self, campaign: Campaign) -> Campaign:
         """The campaign as monitored: one repetition per interval, the schedule in its labels (so
@@ -41,6 +42,28 @@ class Schedule:
         labels = {**campaign.labels, "monitor_every": format_ns(self.every_ns),
                   "monitor_intervals": str(self.intervals)}
         return dataclasses.replace(campaign, repetitions=self.intervals, labels=labels)
+
+    def check_resumed(self, campaign: Campaign, store: Store) -> None:
+        """With --resume: the monitoring gone on with must have this schedule. Another one is
+        refused naming --for/--every (the runner would blame the campaign file, which is unchanged)."""
+        previous = store.latest_campaign(campaign.name)
+        if previous is None or previous["fingerprint"] == self.campaign(campaign).fingerprint:
+            return
+        labels = next((c["labels"] for c in store.campaigns() if c["id"] == previous["id"]), {})
+        try:
+            then = Schedule(parse_duration_ns(labels["monitor_every"], "monitor_every"),
+                            int(labels["monitor_intervals"]))
+        except (KeyError, ValueError, UserError):
+            return  # not a monitoring this jitterlab started: the runner says what differs
+        if then.campaign(campaign).fingerprint != previous["fingerprint"]:
+            return  # the campaign file changed too: the runner names it
+        every = format_ns(then.every_ns)
+        given = format_ns(self.for_ns or self.every_ns * self.intervals)
+        raise UserError(f"--for {given} --every {format_ns(self.every_ns)}: "
+                        f"the monitoring of {campaign.name!r} that --resume goes on with measures every "
+                        f"{every} for {then.intervals} intervals; resume it with --for "
+                        f"{format_ns(then.every_ns * then.intervals)} --every {every}, or leave out --resume "
+                        "to start another")
 
 
 def monitor(campaign: Campaign, store: Store, sessions: list[TargetSession], schedule: Schedule, *,
@@ -52,6 +75,8 @@ def monitor(campaign: Campaign, store: Store, sessions: list[TargetSession], sch
     campaign_id)` is called after interval k (0-based) is committed: what it found is said there,
     and it may set `stop`."""
     monitored = schedule.campaign(campaign)
+    if resume:
+        schedule.check_resumed(campaign, store)
     campaign_id = Runner(monitored, store, resume=resume).campaign_id()  # created or resumed, and locked
     committed = {rep for (_, rep) in store.committed(campaign_id)}
     start = time.monotonic()
@@ -62,7 +87,7 @@ def monitor(campaign: Campaign, store: Store, sessions: list[TargetSession], sch
         if stop.wait(max(0.0, slot - time.monotonic())):
             break
         late_s = time.monotonic() - slot
-        notice(f"interval {k + 1}/{schedule.intervals}" +
+        notice(f"interval {k + 1}/{schedule.intervals} at {time.strftime('%Y-%m-%d %H:%M:%S')}" +
                (f" ({late_s:.1f} s late: the previous one overran its slot)" if late_s > 1.0 else ""))
         if stop.is_set():
             break

@@ -43,7 +43,7 @@ from jitterlab.model.errors import UserError
 _SAMPLES_IN_HEADER = re.compile(r"(?:^|[\s_\[(])(v|volts?|voltage|samples?|logic)(?:$|[\s\])_])", re.I)
 _NUMBER = re.compile(r"^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
 _COMMENT = (b"#", b";", b"//")
-TIME_UNITS = ("auto", "s", "ms", "us", "ns", "ps")
+TIME_UNITS = ("auto", *time_units.UNITS)
 _BLOCK_BYTES = 1 << 20  # larger blocks made pyarrow hold more memory (4 MiB: 17 B per edge), no faster
 _MAX_WARNED_LINES = 5
 
@@ -82,6 +82,7 @@ class _Layout:
         self.time_col, self.level_col, header_unit, header_kind = 0, 1, None, None
         self.skip = lineno
         header = not _is_number(fields[0])
+        said: tuple[int, str] | None = None  # (line, text) of the header row that names the unit
         if header:
             names = [f.strip().strip('"').lower() for f in fields]
             self.time_col = next((k for k, n in enumerate(names) if "time" in n or n in ("t", "s")
@@ -93,8 +94,11 @@ class _Layout:
             self.level_col = level_col
             self.skip = lineno + 1
             header_unit, header_kind = self._names([f.strip().strip('"') for f in fields], time_unit)
-            units_row = self._units_row(lines, time_unit)  # a scope's second header row: second,Volt
+            said = (lineno + 1, text) if header_unit else None
+            units_row = self._units_row(lines, time_unit, header_unit)  # a scope's: second,Volt
             if units_row is not None:
+                if header_unit is None and units_row[0] is not None:
+                    said = (self.skip, _decode(path, self.skip, lines[self.skip - 1]).strip())
                 header_unit = header_unit or units_row[0]
                 header_kind = header_kind or units_row[1]
         self.n_cols = len(fields)
@@ -102,43 +106,57 @@ class _Layout:
         data = [_decode(path, i + 1, raw).strip() for i, raw in enumerate(lines[self.skip:1000])]
         if time_unit == "auto" and header_unit is None and any(
                 d and not d.startswith(_COMMENT_TEXT) for d in data):
-            self._refuse_unknown_unit(text if header else None)
+            self._refuse_unknown_unit((lineno + 1, text) if header else None)
+        if time_unit != "auto" and said is not None and header_unit != time_unit.replace("µ", "u"):
+            # the option would silently win over a unit the file's writer named
+            raise UserError(f"{path}:{said[0]}: --time-unit {time_unit} contradicts the header, which says "
+                            f"the times are in {header_unit} ({excerpt(said[1])}); leave out --time-unit, "
+                            f"or give --time-unit {header_unit}")
         unit = time_unit if time_unit != "auto" else header_unit or _guess_unit(data, self)
         self.unit = unit.replace("µ", "u")
         self.digits = time_units.DIGITS[self.unit]
 
     def _names(self, names: list[str], time_unit: str) -> tuple[str | None, str | None]:
-        """The unit the time column's name says (an unknown one is an error unless --time-unit
-        says it) and the kind the level column's name says."""
+        """The unit the time column's name says (an unknown word is an error unless --time-unit
+        says the unit) and the kind the level column's name says."""
         unit = None
-        if time_unit == "auto":
-            try:
-                unit = time_units.unit_in(names[self.time_col])
-            except UserError as exc:
+        try:
+            unit = time_units.unit_in(names[self.time_col])
+        except UserError as exc:
+            if time_unit == "auto":
                 raise UserError(f"{self.path}:{self.skip}: {exc}") from None
         kind = "samples" if _SAMPLES_IN_HEADER.search(names[self.level_col]) else None
         return unit, kind or self.sigrok_kind
 
-    def _units_row(self, lines: list[bytes], time_unit: str) -> tuple[str | None, str | None] | None:
-        """A row of units under the header ("second,Volt"): its (unit, kind), and skipped."""
+    def _units_row(self, lines: list[bytes], time_unit: str,
+                   header_unit: str | None) -> tuple[str | None, str | None] | None:
+        """A row of units under the header ("second,Volt"): its (unit, kind), and skipped. A word
+        there that is no time unit is an error when nothing else says the unit."""
         for i in range(self.skip, len(lines)):
             text = _decode(self.path, i + 1, lines[i]).strip()
             if not text or text.startswith(_COMMENT_TEXT):
                 continue
-            fields = _split(text, self.delim)
+            fields = [f.strip().strip('"') for f in _split(text, self.delim)]
             if len(fields) <= max(self.time_col, self.level_col) or _is_number(fields[self.time_col]):
                 return None
             self.skip = i + 1
-            return self._names([f.strip().strip('"') for f in fields], time_unit)
+            unit = None
+            try:
+                unit = time_units.unit_of_units_row(fields[self.time_col], text)
+            except UserError as exc:
+                if time_unit == "auto" and header_unit is None:
+                    raise UserError(f"{self.path}:{self.skip}: {exc}") from None
+            kind = "samples" if _SAMPLES_IN_HEADER.search(fields[self.level_col]) else None
+            return unit, kind or self.sigrok_kind
         return None
 
-    def _refuse_unknown_unit(self, header: str | None) -> None:
+    def _refuse_unknown_unit(self, header: tuple[int, str] | None) -> None:
         """Never a silent default where the file's writer knew the unit: a header without one, or
         libsigrok's CSV without its header line."""
         if header is not None:
-            raise UserError(f"{self.path}:{self.skip}: the header {excerpt(header)} does not say the unit of "
-                            "its times; give --time-unit (s, ms, us, ns, ps) or name it in the header "
-                            "(time_ns, 'Time [s]')")
+            raise UserError(f"{self.path}:{header[0]}: the header {excerpt(header[1])} does not say the "
+                            f"unit of its times; give --time-unit ({', '.join(time_units.UNITS)}) or name it "
+                            "in the header (time_ns, 'Time [s]')")
         if self.sigrok_kind:
             raise UserError(f"{self.path}: libsigrok's CSV without its header line does not say the unit of "
                             "its times; export again with sigrok-cli -O csv:time=true (its default labels "

@@ -55,9 +55,28 @@ def unit_in(name: str) -> str | None:
     return WORDS.get(text) or (WORDS.get(suffix.group(1)) if suffix else None)
 
 
+def unit_of_units_row(field: str, row: str) -> str | None:
+    """The unit a scope's row of units under its header gives the time column ("second", "(s)",
+    "[us]": the whole field is the unit); None when the field is empty. UserError naming the row for
+    a word that is not a time unit ("minute") and for sample numbers ("Sequence")."""
+    word = field.strip().strip('"').strip().strip("[]()").strip().lower()
+    if not word:
+        return None
+    if word in SAMPLE_NUMBERS:
+        raise UserError(_unknown(field, word))
+    if word not in WORDS:
+        raise UserError(f"the units row {shown(row)} gives the time column's unit as {shown(word)}, "
+                        f"{_NOT_KNOWN}")
+    return WORDS[word]
+
+
+UNITS = tuple(DIGITS)  # the units --time-unit takes, as a header may name them
+_NOT_KNOWN = (f"a unit jitterlab does not know (it knows {', '.join(UNITS)}, also spelt out: seconds, "
+              f"microseconds, ...); give --time-unit ({', '.join(UNITS)})")
+
+
 def _unknown(name: str, word: str) -> str:
     if word in SAMPLE_NUMBERS:
         return (f"the time column {shown(name)} holds sample numbers, not times; export the capture with "
                 "times (sigrok-cli: -O csv:time=true at 1 kHz or more; a scope: its time axis) or as VCD")
-    return (f"the time column {shown(name)} is in {shown(word)}, a unit jitterlab does not know; give "
-            f"--time-unit (one of {', '.join(sorted(set(WORDS.values()), key=list(DIGITS).index))})")
+    return f"the time column {shown(name)} is in {shown(word)}, {_NOT_KNOWN}"

@@ -94,6 +94,7 @@ def _choose(path: Path, wires: list[tuple[str, str, int]], signal: str | None) -
 def _header(path: Path, tokens: list[tuple[int, str]]) -> tuple[int, str, list]:
     """(tick in fs, the timescale as written, [(ident, name, bits)])."""
     tick_fs, timescale, wires, k = 10**6, "1 ns", [], 0
+    declared: int | None = None  # the line of the $timescale read, if any
     while k < len(tokens):
         lineno, tok = tokens[k]
         if tok == "$enddefinitions":
@@ -108,6 +109,11 @@ def _header(path: Path, tokens: list[tuple[int, str]]) -> tuple[int, str, list]:
             if digits not in ("1", "10", "100") or unit not in _FS:
                 raise UserError(f"{path}:{lineno}: cannot read $timescale {excerpt(spec)} "
                                 "(expected 1, 10 or 100 and s, ms, us, ns, ps or fs)")
+            if declared is not None:  # which one the instrument meant, no reader can tell
+                raise UserError(f"{path}: $timescale on lines {declared} and {lineno} ({timescale}, then "
+                                f"{digits} {unit}); a VCD has one time scale: keep the one the instrument "
+                                "used and import again")
+            declared = lineno
             tick_fs, timescale = int(digits) * _FS[unit], f"{digits} {unit}"
             k = end + 1
         elif tok == "$var":

@@ -27,10 +27,19 @@ def _digits(x: float, sig: int = 4) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def _rounded(x: float, sig: int) -> float:
+    """`x` at `sig` significant digits: what decides its unit, so 999,999.6 ns is "1 ms", never
+    "1,000 µs" beside the other periods' "1 ms"."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, sig - 1 - math.floor(math.log10(abs(x))))
+
+
 def duration(value_ns: float, sig: int = 4) -> str:
     """A duration in ns for people: 184000 -> "184 µs", 40200000 -> "40.2 ms", 523 -> "523 ns"."""
+    shown = abs(_rounded(value_ns, sig))
     for unit, scale in _TIME_STEPS:
-        if abs(value_ns) >= scale or unit == "ns":
+        if shown >= scale or unit == "ns":
             return f"{_digits(value_ns / scale, sig)} {unit}"
     raise AssertionError("unreachable")
 
@@ -48,8 +57,9 @@ def count(value: float) -> str:
 
 
 def _si(value: float, unit: str) -> str:
+    shown = abs(_rounded(value, 4))
     for prefix, scale in _SI_STEPS:
-        if abs(value) >= scale:
+        if shown >= scale:
             return f"{_digits(value / scale)} {prefix}{unit}"
     return f"{_digits(value)} {unit}"
 

@@ -23,13 +23,45 @@ class Alert:
     unit: str
     run_before: str
     run_after: str
+    probe: str = ""  # "" for a metric no probe observed
 
     def text(self, intervals: int) -> str:
         c = self.change
-        return (f"ALERT {self.cell} {self.metric}: interval {self.interval + 1}/{intervals} starts a change: "
+        return (f"ALERT {self.cell} {_named(self.metric, self.probe)}: interval "
+                f"{self.interval + 1}/{intervals} starts a change: "
                 f"{format_value(c.before, self.unit)} → {format_value(c.after, self.unit)} "
                 f"({change(c.ratio)}, p {p_text(c.p_value).replace('< ', '<')}); last run before "
                 f"{self.run_before}, first after {self.run_after}")
+
+
+def _named(metric: str, probe: str) -> str:
+    """A metric as a line names it: with the probe that saw it, when one did."""
+    return f"{metric} (probe {probe})" if probe else metric
+
+
+def values_text(run: RunRecord, watched: list[tuple[str, str]]) -> str:
+    """One labelled value per metric and probe: "max_rel_period_error vpin 388 %, self 289 %;
+    p99_rel_period_error vpin 67.9 %, self 39 %" ("fake_value 100" without probes)."""
+    by_metric: dict[str, list[str]] = defaultdict(list)
+    for probe, metric in watched:
+        by_metric[metric].append(probe)
+    parts = []
+    for metric, probes in by_metric.items():
+        probes.sort(key=lambda p: (p != run.probe, p))  # the cell's own probe first
+        values = (f"{p} {format_value(run.metrics[(p, metric)].value, run.metrics[(p, metric)].unit)}".strip()
+                  for p in probes)
+        parts.append(f"{metric} {', '.join(values)}")
+    return "; ".join(parts)
+
+
+def trend_metric(runs: list[RunRecord]) -> str | None:
+    """The metric a trend of these runs is best drawn for: the first headline metric of the newest
+    successful run; None without one."""
+    ok = [r for r in runs if r.status == "ok"]
+    if not ok:
+        return None
+    newest = max(ok, key=lambda r: (r.repetition, r.started_ns))
+    return next((metric for _, metric in _watched(newest)), None)
 
 
 def _watched(run: RunRecord) -> list[tuple[str, str]]:
@@ -59,9 +91,7 @@ def interval_report(runs: list[RunRecord], interval: int, cell_name) -> tuple[li
             lines.append(f"  {name}: {newest.status}: {newest.error or ''}".rstrip())
             continue
         watched = _watched(newest)
-        shown = [(metric, newest.metrics[(probe, metric)]) for probe, metric in watched]
-        values = ", ".join(f"{metric} {format_value(m.value, m.unit)}" for metric, m in shown)
-        lines.append(f"  {name}: {values}")
+        lines.append(f"  {name}: {values_text(newest, watched)}")
         ok = [r for r in history[key] if r.status == "ok"]
         for probe, metric in watched:
             series = [r for r in ok if (probe, metric) in r.metrics]
@@ -69,7 +99,7 @@ def interval_report(runs: list[RunRecord], interval: int, cell_name) -> tuple[li
                                        len(series))
             if found is not None and series[-1] is newest:
                 alerts.append(Alert(name, metric, interval, found, newest.metrics[(probe, metric)].unit,
-                                    series[found.index - 1].id, newest.id))
+                                    series[found.index - 1].id, newest.id, probe))
     return lines, alerts
 
 
@@ -87,7 +117,8 @@ def history_changes(runs: list[RunRecord], cell_name) -> list[str]:
             unit = series[-1].metrics[(probe, metric)].unit if series else ""
             for c in change_points([r.metrics[(probe, metric)].value for r in series]):
                 before, after = series[c.index - 1], series[c.index]
-                out.append(f"  {cell_name(after)} {metric}: from interval {after.repetition + 1}: "
+                out.append(f"  {cell_name(after)} {_named(metric, probe)}: from interval "
+                           f"{after.repetition + 1}: "
                            f"{format_value(c.before, unit)} → {format_value(c.after, unit)} "
                            f"({change(c.ratio)}); runs {before.id} | {after.id}")
     return out

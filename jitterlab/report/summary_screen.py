@@ -70,7 +70,11 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
 def _evidence_line(target: str, info: dict, square: list[RunRecord]) -> Text:
     """"local: a VM (kvm) ..." and, indented, each probe's independence and blind share, and the
     runs per cell."""
+    from jitterlab.report.sections.squarewave import imported
+
     _, words = limits.evidence(info) if info else ("", "unknown (no sysinfo stored)")
+    if not info and square and all(imported(r) for r in square):
+        words = "captures imported from files (no sysinfo of the machine that made them)"
     parts = [f"{target}: {words}"]
     for probe in sorted({r.probe for r in square}):
         mine = [r for r in square if r.probe == probe]
@@ -83,7 +87,8 @@ def _evidence_line(target: str, info: dict, square: list[RunRecord]) -> Text:
         parts.append(f"probe {probe}: independent of the program{blind}")
     reps = sorted({n for n in _repetitions(square).values()})
     if reps:
-        parts.append(f"{reps[0]}{'' if len(reps) == 1 else f'-{reps[-1]}'} runs per cell")
+        parts.append(f"{reps[0]}{'' if len(reps) == 1 else f'-{reps[-1]}'} run{'s' if reps[-1] > 1 else ''} "
+                     "per cell")
     return Text("\n  ".join(parts))
 
 

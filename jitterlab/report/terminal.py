@@ -82,7 +82,7 @@ def plain_table(table: Table) -> str:
 def runs_table(runs: list[RunRecord]) -> Table:
     multi_target = len({r.target for r in runs}) > 1
     any_error = any(r.error for r in runs)
-    table = Table(title=f"{len(runs)} runs")
+    table = Table(title=f"{len(runs)} run{'' if len(runs) == 1 else 's'}")
     columns = [("run", "left"), ("target", "left"), ("cell", "left"), ("rep", "right"),
                ("status", "left"), ("headline", "right"), ("excluded", "right"), ("why", "left")]
     any_excluded = any(r.metric("excluded_periods") is not None for r in runs)

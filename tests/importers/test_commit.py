@@ -67,3 +67,35 @@ def test_a_failed_import_leaves_no_raw_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         store_capture(store, Capture(T, LEVEL, __file__), period_ns=1_000_000, warmup_ns=0, labels={})
     assert list((tmp_path / "raw").iterdir()) == []
+
+
+@pytest.mark.parametrize(("period_ns", "warned"), [
+    (2_000_000, ("the edges' median period is 1 ms, not the 2 ms given with --period",
+                 "import again with --period 1ms")),
+    (600_000, ("the edges' median period is 1 ms, not the 600 µs given with --period",
+               "import again with --period 1ms")),
+    (1_400_000, None), (700_000, None), (1_000_000, None)])
+def test_a_period_far_from_the_edges_median_is_stored_with_a_warning(period_ns, warned):
+    # --period 2ms on a 1 ms capture gave 50 % and drift -500,000 ppm without a word
+    imported = capture_run(Capture(T, LEVEL, __file__), period_ns=period_ns, warmup_ns=0, labels={})
+    found = [(w.message, w.remedy) for w in imported.warnings]
+    assert found == ([warned] if warned else [])
+    assert imported.record.metrics[(PROBE, "n_periods")].value > 0  # the run is stored all the same
+
+
+def test_the_import_says_the_warnings_it_stored_with_their_remedies(tmp_path, capsys):
+    from jitterlab.cli.main import main
+
+    path = tmp_path / "cap.csv"
+    path.write_text("time_ns,level\n" + "".join(f"{t},{v}\n" for t, v in zip(T, LEVEL, strict=True)))
+    assert main(["import", "edges", str(path), "--period", "2ms", "--results", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("warning: the edges' median period is 1 ms, not the 2 ms given with --period; import "
+                      "again with --period 1ms")
+    store = Store(tmp_path / "r")
+    try:
+        [run] = store.runs()
+        [(run_id, stored)] = store.warnings(run.campaign_id)
+    finally:
+        store.close()
+    assert run_id == run.id and stored.remedy == "import again with --period 1ms"

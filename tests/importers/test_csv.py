@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from jitterlab.analysis.synthetic import square_wave
+from jitterlab.cli.main import build_parser
 from jitterlab.importers import read_capture, store_capture
 from jitterlab.model.errors import UserError
 from jitterlab.store.catalog import Store
@@ -178,8 +179,9 @@ def test_other_tools_exports_are_read_in_their_unit(name):
     ((SIGROK / "demo-d0-1.csv").read_text(),
      r"x\.csv:5: the time column 'samples' holds sample numbers, not times; export the capture with times"),
     ("Time [UTC],Channel 0\n2024-01-01T00:00:00,0\n",
-     r"x\.csv:1: the time column 'Time \[UTC\]' is in 'utc', a unit jitterlab does not know; give "
-     r"--time-unit"),
+     r"x\.csv:1: the time column 'Time \[UTC\]' is in 'utc', a unit jitterlab does not know \(it knows "
+     r"s, ms, us, ns, ps, fs, also spelt out: seconds, microseconds, \.\.\.\); give --time-unit \(s, ms, us, "
+     r"ns, ps, fs\)$"),
     ("t (min),level\n1,0\n2,1\n", r"x\.csv:1: the time column 't \(min\)' is in 'min', a unit"),
     ("X,CH1,Start,Increment,\nSequence,Volt,-6.0e-03,2.0e-06,\n0,2.40e-01,\n",
      r"x\.csv:2: the time column 'Sequence' holds sample numbers"),
@@ -203,3 +205,39 @@ def test_unit_words_in_headers(tmp_path, header, ns):
 def test_time_unit_option_says_what_a_header_does_not(tmp_path):
     cap = read_capture(SIGROK / "demo-d0-200khz-channel-labels.csv", time_unit="us")
     assert np.array_equal(cap.t_ns, read_capture(SIGROK / "demo-d0-200khz.csv").t_ns)
+
+
+@pytest.mark.parametrize(("text", "line"), [("Time [us],level\n1,0\n2,1\n3,0\n", 1),
+                                            ("x-axis,1\nmicrosecond,Volt\n1,0\n2,1\n3,0\n", 2)])
+def test_a_time_unit_option_that_contradicts_the_header_is_refused_naming_both(tmp_path, text, line):
+    # --time-unit ns silently won over `Time [us]`: a 1 us wave read as a 1 ns one
+    (tmp_path / "x.csv").write_text(text)
+    with pytest.raises(UserError) as err:
+        read_capture(tmp_path / "x.csv", time_unit="ns")
+    assert str(err.value).startswith(f"{tmp_path / 'x.csv'}:{line}: --time-unit ns contradicts the header, "
+                                     "which says the times are in us (")
+    assert str(err.value).endswith("; leave out --time-unit, or give --time-unit us")
+    assert read_capture(tmp_path / "x.csv", time_unit="us").t_ns.tolist()[-2:] == [2_000, 3_000]
+
+
+def test_a_time_unit_option_says_what_an_unknown_header_word_does_not(tmp_path):
+    (tmp_path / "x.csv").write_text("Time [UTC],level\n1,0\n2,1\n3,0\n")
+    assert read_capture(tmp_path / "x.csv", time_unit="ms").t_ns.tolist() == [10**6, 2 * 10**6, 3 * 10**6]
+    (tmp_path / "f.csv").write_text("t (fs),level\n1000000,0\n2000000,1\n3000000,0\n")
+    # the option takes every unit a header may name
+    args = build_parser().parse_args(["import", "edges", str(tmp_path / "f.csv"), "--period", "1ns",
+                                      "--time-unit", "fs"])
+    assert read_capture(args.file, time_unit=args.time_unit).t_ns.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("row", ["minute,Volt", "(min),(V)", "Sekunde,Volt"])
+def test_an_unknown_word_in_a_scopes_units_row_is_named_with_the_units_accepted(tmp_path, row):
+    (tmp_path / "x.csv").write_text(f"Time,Level\n{row}\n0.000,0\n0.0005,1\n0.001,0\n")
+    word = row.split(",")[0].strip("()").lower()
+    with pytest.raises(UserError) as err:
+        read_capture(tmp_path / "x.csv")
+    assert str(err.value) == (
+        f"{tmp_path / 'x.csv'}:2: the units row {row!r} gives the time column's unit as {word!r}, a unit "
+        "jitterlab does not know (it knows s, ms, us, ns, ps, fs, also spelt out: seconds, microseconds, "
+        "...); give --time-unit (s, ms, us, ns, ps, fs)")
+    assert read_capture(tmp_path / "x.csv", time_unit="s").t_ns.tolist() == [500_000, 1_000_000]

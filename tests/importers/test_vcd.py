@@ -70,3 +70,15 @@ def test_a_damaged_body_is_named_by_line_with_a_short_excerpt(tmp_path):
     with pytest.raises(UserError) as err:
         read_capture(path)
     assert "bad.vcd:6: cannot read '????" in str(err.value) and len(str(err.value)) < 300
+
+
+def test_a_second_timescale_is_refused_naming_both_lines(tmp_path):
+    # the second one won: a 1 ns capture read in ps, and an error of 100,284 % stored without a word
+    path = tmp_path / "two.vcd"
+    path.write_text("$timescale 1 ns $end\n$scope module libsigrok $end\n$var wire 1 ! D0 $end\n"
+                    "$upscope $end\n$timescale\n  1 ps\n$end\n$enddefinitions $end\n#0 0!\n#500 1!\n"
+                    "#1000 0!\n")
+    with pytest.raises(UserError) as err:
+        read_capture(path)
+    assert str(err.value) == (f"{path}: $timescale on lines 1 and 5 (1 ns, then 1 ps); a VCD has one time "
+                              "scale: keep the one the instrument used and import again")

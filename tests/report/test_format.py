@@ -35,3 +35,12 @@ def test_percent_and_change():
     assert percent(0.0123) == "1.23 %" and percent(None) == "—"
     assert change(1.5) == "+50 %" and change(0.8) == "-20 %" and change(3.007) == "+201 %"
     assert change(0.25) == "-75 %" and change(1.0) == "+0 %" and change(math.inf) == "—"
+
+
+@pytest.mark.parametrize(("value", "unit", "shown"), [
+    (999_999.6, "ns", "1 ms"), (999_960, "ns", "1 ms"), (999_940, "ns", "999.9 µs"), (999.96, "ns", "1 µs"),
+    (999_960_000, "ns", "1 s"), (999_960, "bytes", "1 MB"), (999.96, "bytes/s", "1 kB/s"),
+])
+def test_a_value_that_rounds_up_to_the_next_unit_is_written_in_it(value, unit, shown):
+    # 999,999.6 ns read "1,000 µs" beside periods of "1 ms"
+    assert format_value(value, unit) == shown

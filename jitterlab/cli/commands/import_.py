@@ -23,15 +23,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "CSV: `time,level` rows (header auto-detected). A header names the time unit as the tools "
         "that write captures do: sigrok-cli/PulseView's 'microseconds', Saleae's 'Time [s]', a "
         "scope's row of units ('second,Volt'), time_ns, 't (us)'; a header without a unit, or with "
-        "one jitterlab does not know, is an error (give --time-unit); without a header, decimals are "
-        "seconds and integers ns. libsigrok's CSV is read as samples. "
+        "one jitterlab does not know, is an error (give --time-unit), and so is a --time-unit that "
+        "contradicts the header's unit; without a header, decimals are seconds and integers ns. "
+        "libsigrok's CSV is read as samples. "
         "A CSV is an edge list (one row per edge, level 0/1) unless --kind samples or its "
         "header names the level column for volts or samples ('V', '[V]', 'volts', 'sample'); "
         "a level that repeats in an edge list is a lost edge (a warning names the lines). "
         "VCD: as sigrok writes it; the first 1-bit signal or --signal NAME; times keep the "
-        "file's $timescale resolution (e.g. 1 ps) in the metrics. "
+        "file's $timescale resolution (e.g. 1 ps) in the metrics (one $timescale; --time-unit and --kind "
+        "are for CSV). When the edges' median period is more than 1.5 times off --period, the run is stored "
+        "with a warning. "
         "Runs go into the campaign `import`; --label target=, impl=, load= set those fields "
-        "(defaults external, external, unknown).",
+        "(defaults unknown, external, unknown).",
         epilog="example: jitterlab import edges scope.csv --period 1ms --label impl=c-fifo "
         "--label image=1.10")
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
@@ -82,7 +85,8 @@ def _labels(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from jitterlab.importers import read_capture, store_capture
-    from jitterlab.model.units import format_ns, parse_duration_ns
+    from jitterlab.model.units import parse_duration_ns
+    from jitterlab.report.format import format_value
     from jitterlab.report.terminal import console, percent
     from jitterlab.store.catalog import Store
 
@@ -95,13 +99,14 @@ def run(args: argparse.Namespace) -> int:
     store = Store(args.results)
     try:
         imported = store_capture(store, capture, period_ns=period_ns, warmup_ns=warmup_ns,
-                            labels=labels, campaign=args.campaign)
+                                 labels=labels, campaign=args.campaign)
+        warnings = [w for _, w in store.warnings(imported.campaign_id, imported.id)]
     finally:
         store.close()
     out = console()
-    for warning in capture.warnings:
-        out.print(f"warning: {warning}", highlight=False, markup=False)
+    for warning in warnings:  # as stored with the run, which show repeats
+        out.print(f"warning: {warning.message}; {warning.remedy}", highlight=False, markup=False)
     out.print(escape(f"imported {args.file} as run {imported.id} ({len(capture.t_ns)} edges, period "
-                     f"{format_ns(period_ns)}): max relative period error "
+                     f"{format_value(period_ns, 'ns')}): max relative period error "
                      f"{percent(imported.metric('max_rel_period_error'))}"), highlight=False)
     return EXIT_OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import threading
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from rich.markup import escape
 
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from jitterlab.cli.options import add_results
+from jitterlab.model.errors import UserError
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -39,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.execution.monitor import Schedule, monitor
     from jitterlab.execution.preflight import open_targets
     from jitterlab.model.units import parse_duration_ns
-    from jitterlab.report.intervals import history_changes, interval_report
+    from jitterlab.report.intervals import history_changes, interval_report, trend_metric
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
 
@@ -47,8 +49,13 @@ def run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
     alerts: list[str] = []
     history: list[str] = []  # every change point of the monitored history, said at the end
+    metric: list[str] = []  # the metric the closing hint draws, once a run has one
     for_ns, every_ns = parse_duration_ns(args.for_, "--for"), parse_duration_ns(args.every, "--every")
     schedule = Schedule.of(campaign, for_ns, every_ns)
+    if args.fail_on_change:
+        _check_alarm(args, schedule)
+    go_on = _command("monitor", str(args.campaign), "--for", args.for_, "--every", args.every, "--resume",
+                     *(["--fail-on-change"] if args.fail_on_change else []), results=args.results)
     sessions = []
     store: Store | None = None
     try:  # whatever fails from here on, the targets opened (labgrid places, booted VMs) are let go
@@ -57,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
 
         def ended(k: int, campaign_id: int) -> None:
-            lines, found = interval_report(store.runs(campaign_id), k, cell_name)
+            runs = store.runs(campaign_id)
+            lines, found = interval_report(runs, k, cell_name)
             for line in lines:
                 out.print(escape(line), highlight=False)
             for alert in found:
@@ -65,33 +73,55 @@ def run(args: argparse.Namespace) -> int:
                 out.print(f"[bold red]{escape(alerts[-1])}[/]", highlight=False)
             if found and args.fail_on_change:
                 stop.set()
-            history[:] = history_changes(store.runs(campaign_id), cell_name)
+            history[:] = history_changes(runs, cell_name)
+            metric[:] = [m] if (m := trend_metric(runs)) else metric
 
         try:
             done, failed = monitor(campaign, store, sessions, schedule, resume=args.resume, stop=stop,
                                    notice=lambda text: out.print(f"{escape(campaign.name)}: {escape(text)}"),
                                    ended=ended)
         except KeyboardInterrupt:
-            out.print("[yellow]interrupted[/]: go on with "
-                      + escape(f"jitterlab monitor {args.campaign} --for {args.for_} --every {args.every} "
-                               "--resume"))
+            out.print("[yellow]interrupted[/]: go on with " + escape(go_on))
             return EXIT_INTERRUPTED
     finally:
         for session in sessions:
             session.target.close()
         if store is not None:
             store.close()
-    out.print(escape(f"{done} intervals measured ({failed} runs failed); draw them with jitterlab report "
-                     f"--trend METRIC --by time --campaign {campaign.name}"), highlight=False)
+    draw = ""
+    if metric:  # a placeholder would not run as printed: the metric a run of this monitoring has
+        draw = "; draw them with " + _command("report", "--trend", metric[0], "--by", "time", "--campaign",
+                                              campaign.name, "-o", "trend.html", results=args.results)
+    out.print(escape(f"{done} intervals measured ({failed} runs failed){draw}"), highlight=False)
     if history:
         out.print("change points in the history so far:", highlight=False)
         for line in history:
             out.print(escape(line), highlight=False)
     if alerts and args.fail_on_change:
-        out.print(escape(f"stopped: a change started (--fail-on-change); go on with jitterlab monitor "
-                         f"{args.campaign} --for {args.for_} --every {args.every} --resume"), highlight=False)
+        out.print(escape(f"stopped: a change started (--fail-on-change); go on with {go_on}"),
+                  highlight=False)
         return EXIT_FAILED
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _check_alarm(args: argparse.Namespace, schedule) -> None:
+    """--fail-on-change needs a schedule long enough for a change point: with fewer intervals than
+    the change-point analysis takes values, the alarm could never ring."""
+    from jitterlab.analysis.changepoints import MIN_VALUES
+    from jitterlab.model.units import format_ns
+
+    if schedule.intervals < MIN_VALUES:
+        raise UserError(f"--fail-on-change with --for {args.for_} --every {args.every}: "
+                        f"{schedule.intervals} interval{'s' if schedule.intervals > 1 else ''}, and a change "
+                        f"point needs at least {MIN_VALUES}; give --for "
+                        f"{format_ns(MIN_VALUES * schedule.every_ns)} or more, or leave out --fail-on-change")
+
+
+def _command(*words: str, results: str) -> str:
+    """A jitterlab command as it runs when pasted into a shell: its words quoted, with --results."""
+    from jitterlab.store import shown_spec
+
+    return shlex.join(["jitterlab", *words, "--results", shown_spec(results)])
 
 
 def cell_name(run) -> str:

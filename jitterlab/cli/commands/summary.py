@@ -64,6 +64,7 @@ def print_screen(store, name: str, results: str, pair=None) -> list:
     import json
 
     from jitterlab.analysis.compare import label_pairs
+    from jitterlab.importers.capture import FINGERPRINT
     from jitterlab.report.summary_screen import Screen, screen
 
     latest: dict[str, dict] = {}
@@ -74,7 +75,10 @@ def print_screen(store, name: str, results: str, pair=None) -> list:
     if not runs:
         raise UserError(f"campaign {name!r} in {store.where} has no runs yet; jitterlab run measures it")
     how = Screen(results, store.sysinfo, [pair] if pair else label_pairs(runs))
-    source = (store.latest_campaign(name) or {}).get("source_path")
-    if source:
-        how.more_runs = how.more_runs.replace("CAMPAIGN", source)
+    found = store.latest_campaign(name) or {}
+    if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
+        how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "
+                         "--period and --label values)")
+    elif found.get("source_path"):
+        how.more_runs = how.more_runs.replace("CAMPAIGN", found["source_path"])
     return screen(runs, name, how)

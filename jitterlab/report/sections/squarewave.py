@@ -44,9 +44,22 @@ def impl_namer(runs: list[RunRecord]):
         impl = str(r.param("impl", ""))
         if several_pins:
             impl = f"{impl} @{r.param('pin', '')}"
-        return f"{impl} [{cells.labels_text(r, varying)}]" if varying else impl
+        # a label the run lacks ("image=") or one that repeats its own field (an import's impl=fpga)
+        # tells nothing: the other runs' names differ from it all the same
+        own = [k for k in varying if k in r.labels and str(r.labels[k]) != _field(r, k)]
+        return f"{impl} [{cells.labels_text(r, own)}]" if own else impl
 
     return impl_of
+
+
+def _field(r: RunRecord, key: str) -> str | None:
+    """The run's own target, impl or load, which a label of that name may restate."""
+    return {"target": r.target, "impl": str(r.param("impl", "")), "load": r.load}.get(key)
+
+
+def imported(r: RunRecord) -> bool:
+    """A run imported from a capture file (it names its source), not measured by a campaign."""
+    return "source" in r.settings
 
 
 def _cells(runs: list[RunRecord], impl_of) -> dict[tuple, list[RunRecord]]:
@@ -58,6 +71,12 @@ def _cells(runs: list[RunRecord], impl_of) -> dict[tuple, list[RunRecord]]:
 
 def _where(r: RunRecord) -> str:
     return f"{r.target} {cells.label(r.cell)}"
+
+
+def _where_labelled(r: RunRecord, impl_of) -> str:
+    """A cell as the tables name it: target, impl with the labels that tell cells apart, period,
+    load, probe."""
+    return f"{r.target} {impl_of(r)} {cells.show_value(r.cell, 'period')} {r.load} ({r.probe})"
 
 
 class SquarewaveSection:
@@ -91,17 +110,22 @@ class SquarewaveSection:
 
     def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
         out = []
-        for cell in _cells(runs, impl_namer(runs)).values():
+        impl_of = impl_namer(runs)
+        for cell in _cells(runs, impl_of).values():
             r0 = cell[0]
+            where = _where_labelled(r0, impl_of)
+            # an imported cell has no campaign file to set: its remedies are more or longer captures
             if len(cell) < 3:
-                out.append((_where(r0), Warning_(f"{len(cell)} repetition(s) per cell only",
-                                                 "set campaign.repetitions to 3 or more")))
+                out.append((where, Warning_(f"{len(cell)} repetition(s) per cell only", (
+                    "import 3 or more captures of the cell (the same --period and --label values)"
+                    if imported(r0) else "set campaign.repetitions to 3 or more"))))
             values = [v for r in cell if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
             if len(values) >= 2 and statistics.mean(values) > 0:
                 cv = statistics.pstdev(values) / statistics.mean(values)
                 if cv > HIGH_VARIANCE_CV:
-                    out.append((_where(r0), Warning_(
+                    out.append((where, Warning_(
                         f"high variance between repetitions (std/mean of {HEADLINE} = {cv:.2f})",
+                        "capture longer, or import more captures; look for other load" if imported(r0) else
                         "measure longer (campaign.duration) or more repetitions; look for other load")))
         return out
 
