@@ -328,7 +328,6 @@ class Runner:
         local_dir = Path(tempfile.mkdtemp(prefix=f"jitterlab-{run_id}-"))
         started_ns, t0 = time.time_ns(), time.monotonic()
         try:
-            target.run(["mkdir", "-p", scratch])
             controller = target if has(target, ControllerMachine) else self._controller
             ctx = RunContext(target, settings, cell, rep, scratch, local_dir, session.bindir,
                              session.placement, session.rt_permitted, controller=controller)
