@@ -41,6 +41,16 @@ def evidence(info: dict) -> tuple[str, str]:
     return BARE, "bare metal"
 
 
+def emulated_targets(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> set[str]:
+    """The targets any of whose runs had an emulated CPU (evidence() EMULATED): their numbers and
+    figures are functional evidence only (the terminal's note, the report's tables and figures)."""
+    out: set[str] = set()
+    for sysinfo_id in {r.sysinfo_id for r in runs if r.sysinfo_id is not None}:
+        if evidence(sysinfo_of(sysinfo_id))[0] == EMULATED:
+            out |= {r.target for r in runs if r.sysinfo_id == sysinfo_id}
+    return out
+
+
 def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
     """(blind time / measured time over the runs, the largest share of one run) of an independent
     polling probe, or None when no run has one."""
