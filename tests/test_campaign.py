@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -129,12 +131,69 @@ def test_everything_excluded(tmp_path):
         load_campaign(write(tmp_path, text))
 
 
-def test_examples_parse(monkeypatch):
-    root = Path(__file__).parent.parent / "examples"
-    monkeypatch.chdir(root.parent)  # files of a command are found from where jitterlab runs
-    for path in sorted(root.glob("*.toml")):
-        campaign = load_campaign(path)
-        assert campaign.cells, path
+EXAMPLES = Path(__file__).parent.parent / "examples"
+SIX_MODELS = {"bash", "python", "node", "c-file", "c-mmap", "c-fifo"}
+# what each example's comments say it measures: targets, benchmarks, impls (squarewave), loads
+PROMISED = {
+    "arm-board": ({"board", "board-rt"}, {"squarewave"},
+                  SIX_MODELS | {"c-gpiod", "kmod-busy", "kmod-hrtimer", "kmod-rt"}, {"idle", "cpu"}),
+    "board-basics": ({"pi4"}, {"ssh-transfer", "tmpfs-write"}, set(), {"idle"}),
+    "boards": ({"pi4", "bbb"}, {"squarewave"}, {"python", "c-mmap", "c-fifo"}, {"idle", "cpu"}),
+    "command": ({"local"}, {"command"}, set(), {"idle", "cpu"}),
+    "image-compare": ({"board"}, {"sysbench-cpu", "iperf3"}, set(), {"idle", "net"}),
+    "kernel-compare": ({"standard", "rt"}, {"squarewave"},
+                       {"c-fifo", "python", "c-gpiod", "kmod-hrtimer", "kmod-rt"}, {"idle"}),
+    "labgrid": ({"bbb"}, {"squarewave"}, {"bash", "python", "c-mmap", "c-fifo"}, {"idle", "cpu"}),
+    "loads": ({"local"}, {"squarewave"}, {"c-fifo", "python"},
+              {"idle", "cpu", "memory", "net", "disk", "sched", "cpu+net"}),
+    "paper": ({"local"}, {"squarewave"}, SIX_MODELS, {"idle", "cpu", "net"}),
+    "quickstart": ({"local"}, {"squarewave"}, SIX_MODELS, {"idle", "cpu"}),
+    "rt-kernel": ({"local"}, {"timerlat", "osnoise", "hwlat", "switch", "ipc-latency"}, set(),
+                  {"idle", "cpu"}),
+    "rt-latency": ({"local"}, {"cyclictest"}, set(), {"idle", "cpu", "sched"}),
+    "sigrok-demo": ({"local"}, {"squarewave"}, {"python", "c-mmap"}, {"idle"}),
+    "udp-echo-sched": ({"local"}, {"udp-echo"}, set(), {"idle", "cpu"}),
+}
+
+
+def _expected_cells(data: dict) -> int:
+    """How many cells an example's file asks for, counted from its TOML alone: each [matrix] table
+    is the product of its lists (a `whole` key's list is one value) on every target, and an
+    [[exclude]] drops the combinations whose values it names."""
+    from jitterlab import plugins
+
+    targets = [t["name"] for t in data["target"]]
+    tables = data["matrix"] if isinstance(data["matrix"], list) else [data["matrix"]]
+    rules = data.get("exclude", [])
+    count = 0
+    for table in tables:
+        table = {"benchmark": "squarewave", "load": "idle", **table}
+        whole = {p.name for p in plugins.BENCHMARKS.get(table["benchmark"], "test").params if p.whole}
+        axes = {k: v if isinstance(v, list) and k not in whole else [v] for k, v in table.items()}
+        for target in targets:
+            for values in itertools.product(*axes.values()):
+                combo = {"target": target, **dict(zip(axes, values, strict=True))}
+                if not any(all(combo.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items())
+                           for rule in rules):
+                    count += 1
+    return count
+
+
+def test_every_example_is_promised_here():
+    assert {p.stem for p in EXAMPLES.glob("*.toml")} == set(PROMISED)
+
+
+@pytest.mark.parametrize("name", sorted(PROMISED))
+def test_examples_parse_to_what_they_promise(monkeypatch, name):
+    monkeypatch.chdir(EXAMPLES.parent)  # files of a command are found from where jitterlab runs
+    path = EXAMPLES / f"{name}.toml"
+    cells = load_campaign(path).cells
+    targets, benchmarks, impls, loads = PROMISED[name]
+    assert {c.target for c in cells} == targets
+    assert {c.benchmark for c in cells} == benchmarks
+    assert {c.param("impl") for c in cells if c.benchmark == "squarewave"} == impls
+    assert {c.load for c in cells} == loads
+    assert len(cells) == len(set(cells)) == _expected_cells(tomllib.loads(path.read_text()))
 
 
 def test_cpu_placement_parses_cpu_lists(tmp_path):

@@ -120,7 +120,13 @@ def test_no_rt_permission_with_fallback_marks_the_run(tmp_path, monkeypatch):
 def test_no_rt_permission_does_not_matter_without_c_fifo(tmp_path, monkeypatch):
     _no_rt(monkeypatch)
     [session] = preflight.open_targets(load_campaign(campaign_file(tmp_path, "python")))
-    session.target.close()
+    try:
+        assert session.rt_permitted is False
+        # only the machine's general note: nothing says that an impl of this campaign needs SCHED_FIFO
+        [fifo] = [w.message for w in session.warnings if "SCHED_FIFO" in w.message]
+        assert fifo.startswith("processes cannot get SCHED_FIFO") and "python" not in fifo
+    finally:
+        session.target.close()
 
 
 def _placement(tmp_path, cpus: str, n_cpus: int, load: str = "cpu"):

@@ -152,6 +152,10 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
             'or set campaign.on_missing_rt = "fallback" to run it as SCHED_OTHER, marked in each run'
         )
     n_cpus = int(info.get("n_cpus") or 1)
+    # what the runner will do about RT throttling here, which the warning's remedy follows: lift it
+    # only for a probe that busy-polls on the target, not for one outside it (on the controller)
+    polling = any(plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c) for c in cells)
+    info["rt_throttling"] = {"setting": settings.rt_throttling, "needed": polling}
     warnings = list(sysinfo.checks(info))
     warnings += [w for w in [host_key_warning(target)] if w is not None]  # e.g. labgrid without known_hosts
     placement = _placement(campaign, cells, n_cpus, warnings)

@@ -41,6 +41,16 @@ def evidence(info: dict) -> tuple[str, str]:
     return BARE, "bare metal"
 
 
+def emulated_targets(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> set[str]:
+    """The targets any of whose runs had an emulated CPU (evidence() EMULATED): their numbers and
+    figures are functional evidence only (the terminal's note, the report's tables and figures)."""
+    out: set[str] = set()
+    for sysinfo_id in {r.sysinfo_id for r in runs if r.sysinfo_id is not None}:
+        if evidence(sysinfo_of(sysinfo_id))[0] == EMULATED:
+            out |= {r.target for r in runs if r.sysinfo_id == sysinfo_id}
+    return out
+
+
 def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
     """(blind time / measured time over the runs, the largest share of one run) of an independent
     polling probe, or None when no run has one."""
@@ -117,9 +127,16 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
             likely += (f"; probe {probe} runs on the {_location(probe)}, out of reach of the target's "
                        f"throttling: its {percent(elsewhere[0])} blind time (where its reads came late) "
                        "stays")
-    fix = "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot)"
+    root = info.get("user_id") == 0
+    fix = f"sysctl -w kernel.sched_rt_runtime_us=-1 ({'' if root else 'as root; '}until reboot)"
     if info.get("container") not in (None, "", "none"):  # jitterlab cannot lift it from inside
         fix = f"on the host of this container ({info['container']}): {fix}"
+    polled_here = (info.get("rt_throttling") or {}).get("needed")
+    if polled_here is None:  # a sysinfo stored before the runner recorded it: the runs' probes tell
+        polled_here = not square or any(_on_target(r.probe) for r in square)
+    if not polled_here:  # no probe to lift it for: only a busy real-time thread of the program's
+        fix = ("nothing for the probes, which run outside the target; for a program that keeps a "
+               f"real-time thread busy there (e.g. impl kmod-busy): {fix}")
     return Limit(target, what, fix, likely)
 
 

@@ -59,6 +59,7 @@ s virt; v --vm
 s dt_model; tr -d '\000' < /proc/device-tree/model 2>/dev/null
 s dt_compatible; tr '\000' ' ' < /proc/device-tree/compatible 2>/dev/null
 s container; v --container
+s user_id; id -u 2>/dev/null
 s rt_permission; command -v chrt >/dev/null 2>&1 && { chrt -f 1 true >/dev/null 2>&1; echo $?; }
 s runtimes
 for t in bash python3 node cc; do
@@ -133,6 +134,7 @@ def parse(text: str) -> dict:
         "os_name": _os_name(sec.get("os_release")),
         "virtualization": _virtualization(sec, machine),
         "container": sec.get("container"),
+        "user_id": _int(sec.get("user_id")),  # who jitterlab is there: 0 may lift RT throttling
         "rt_permission": None if sec.get("rt_permission") is None else sec["rt_permission"] == "0",
         "runtimes": _runtimes(sec.get("runtimes")),
         **tuning.parse(sec),  # idle states, SMT, THP, IRQs, memory, BogoMIPS, ...
@@ -308,18 +310,49 @@ def check_governor(info: dict) -> Warning_ | None:
 
 
 def check_rt_throttling(info: dict) -> Warning_ | None:
+    """RT throttling on, with the remedy that fits: where the probes run and who jitterlab is there.
+
+    `info["rt_throttling"]`, once a campaign planned it (preflight) or tried it (the runner):
+    `needed` (a probe busy-polls on the target), `setting` ("lift" or "keep"), and `why` nothing
+    was lifted. Without it (doctor), the remedy covers every probe."""
     runtime, period = info.get("rt_runtime_us"), info.get("rt_period_us")
     if runtime is None or runtime == -1:
         return None
     lost = f"{100 * (1 - runtime / period):.0f}%" if period else "part"
-    container = info.get("container") not in (None, "", "none")
-    remedy = (f"inside a container ({info.get('container')}) the setting belongs to its host: there, "
-              "sysctl -w kernel.sched_rt_runtime_us=-1" if container else
-              'run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it for the '
-              "runs of a busy-polling probe and puts it back; or sysctl -w kernel.sched_rt_runtime_us=-1")
-    return Warning_(
-        f"RT throttling is active (sched_rt_runtime_us={runtime}, sched_rt_period_us={period}): "
-        f"a busy real-time task loses {lost} of each period (a busy-polling probe is blind then)", remedy)
+    plan = info.get("rt_throttling") or {}
+    root = info.get("user_id") == 0
+    container = info.get("container") not in (None, "", "none")  # jitterlab cannot lift it from inside
+    by_hand = "sysctl -w kernel.sched_rt_runtime_us=-1"
+    if container:
+        by_hand = (f"inside a container ({info['container']}) the setting belongs to its host: "
+                   f"there, {by_hand}")
+    elif not root:
+        by_hand += " (as root)"
+    message = (f"RT throttling is active (sched_rt_runtime_us={runtime}, sched_rt_period_us={period}): "
+               f"a busy real-time task loses {lost} of each period")
+    if plan.get("needed") is False:
+        # the probes run on the controller or an instrument, or are the program's own log: the
+        # throttling blinds none of them, so nothing is lifted, whoever jitterlab is
+        return Warning_(
+            f"{message}; no probe of these runs polls on the target, so it blinds none of them and "
+            "jitterlab leaves it as it is",
+            "nothing to do for the probes; a program of yours that keeps a real-time thread busy there "
+            f"(e.g. impl kmod-busy) is stopped that long: {by_hand}")
+    message += " (a busy-polling probe is blind then)"
+    if container:
+        remedy = by_hand
+    elif plan.get("setting") == "keep":
+        remedy = ('campaign.rt_throttling = "lift" lifts it for the runs and puts it back'
+                  + ("" if root else ", when jitterlab runs as root there") + f"; or {by_hand}")
+    elif root and plan.get("why"):  # jitterlab tried, and not for want of being root
+        remedy = f"jitterlab could not lift it ({plan['why']}): {by_hand}"
+    elif root:
+        remedy = ("jitterlab lifts it for the runs of a probe that busy-polls on the target "
+                  '(campaign.rt_throttling = "lift", the default) and puts it back')
+    else:
+        remedy = ('run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it '
+                  f"for the runs of a busy-polling probe and puts it back; or {by_hand}")
+    return Warning_(message, remedy)
 
 
 def check_rt_permission(info: dict) -> Warning_ | None:
