@@ -370,7 +370,7 @@ def test_the_image_label_set_also_by_the_campaign_is_refused_before_anything_run
         assert main(argv) == 2
     err = capsys.readouterr().err
     one_line(err)
-    assert err.startswith(f"error: {path}: target 'b'.image_label: the label 'image' is set per image"), err
+    assert err.startswith(f"error: {path}: target[0].image_label: the label 'image' is set per image"), err
     assert not (tmp_path / "r").exists()
 
 

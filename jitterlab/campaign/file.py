@@ -62,6 +62,7 @@ class TargetSpec:
     name: str
     kind: str
     options: Mapping[str, object] = field(default_factory=dict)
+    where: str = ""  # its table in messages: "campaign.toml: target[1]"
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
             raise UserError(f"{where}: {key}.name: target name {name!r} is used twice; names must differ")
         options = {k: v for k, v in entry.items() if k not in _TARGET_KEYS}
         check_target_options(kind, options, f"{where}: {key}")
-        specs.append(TargetSpec(name=name, kind=kind, options=options))
+        specs.append(TargetSpec(name=name, kind=kind, options=options, where=f"{where}: {key}"))
     return tuple(specs)
 
 

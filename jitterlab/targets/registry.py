@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from jitterlab.model.registry import Registry
 from jitterlab.targets.base import Target
@@ -16,7 +17,14 @@ from jitterlab.targets.qemu.target import QemuTarget
 from jitterlab.targets.ssh.options import parse_options as _ssh_options
 from jitterlab.targets.ssh.target import SSHTarget
 
-TargetFactory = Callable[[str, Mapping[str, object]], Target]
+
+class TargetFactory(Protocol):
+    def __call__(self, name: str, options: Mapping[str, object], where: str | None = None) -> Target:
+        """Open target `name`; `where` names its [[target]] in messages ("campaign.toml: target[1]";
+        default "target 'name'"), so that what only opening finds reads like the campaign's checks."""
+        ...
+
+
 TARGETS: Registry[TargetFactory] = Registry("target kind")
 
 # kind -> check(options, where) raising UserError "<where>.<key>: what is wrong; the fix", where
@@ -36,12 +44,12 @@ def _local_options(options: Mapping[str, object], where: str) -> str | None:
     return workdir_only(options, where, "local")
 
 
-def _local(name: str, options: Mapping[str, object]) -> Target:
-    return LocalTarget(name, _local_options(options, f"target {name!r}"))
+def _local(name: str, options: Mapping[str, object], where: str | None = None) -> Target:
+    return LocalTarget(name, _local_options(options, where or f"target {name!r}"))
 
 
-def _ssh(name: str, options: Mapping[str, object]) -> Target:
-    target = SSHTarget(name, _ssh_options(options, f"target {name!r}", check_files=True))
+def _ssh(name: str, options: Mapping[str, object], where: str | None = None) -> Target:
+    target = SSHTarget(name, _ssh_options(options, where or f"target {name!r}", check_files=True))
     try:
         return target.connect()
     except BaseException:
@@ -49,8 +57,9 @@ def _ssh(name: str, options: Mapping[str, object]) -> Target:
         raise
 
 
-def _qemu(name: str, options: Mapping[str, object]) -> Target:
-    target = QemuTarget(name, _qemu_options(options, f"target {name!r}", check_files=True))
+def _qemu(name: str, options: Mapping[str, object], where: str | None = None) -> Target:
+    where = where or f"target {name!r}"
+    target = QemuTarget(name, _qemu_options(options, where, check_files=True), where)
     try:
         return target.boot()
     except BaseException:
@@ -70,7 +79,8 @@ TARGETS.add(
     "labgrid",
     "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH); "
     "known_hosts = a file with its host key, which labgrid itself does not check",
-    lambda name, options: LabgridTarget(name, _labgrid_options(options, f"target {name!r}")),
+    lambda name, options, where=None: LabgridTarget(
+        name, _labgrid_options(options, where or f"target {name!r}")),
 )
 OPTION_CHECKS["labgrid"] = _labgrid_options
 TARGETS.add(

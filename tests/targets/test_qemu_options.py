@@ -138,3 +138,32 @@ def test_a_failed_build_of_the_virtual_chip_says_what_matters():
     assert "apt install dwarves" in build_failure(kbuild)
     compiler = "jl_vgpio.c:80:9: error: 'x' undeclared\nmake[2]: *** Error 1\nmake: *** [all] Error 2\n"
     assert build_failure(compiler) == "jl_vgpio.c:80:9: error: 'x' undeclared"
+
+
+def _qemu_campaign(tmp_path: Path, target: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text('[campaign]\nname = "t"\nduration = "1s"\nrepetitions = 1\n'
+                    f'[[target]]\nname = "vm"\nkind = "qemu"\n{target}\n'
+                    '[matrix]\nimpl = "c-fifo"\nperiod = "10ms"\nprobe = "self"\n')
+    return path
+
+
+@pytest.mark.parametrize(("target", "key"), [
+    ('machine = "virt-arm64"\ncpus = 2', "cpus: 2 virtual CPUs, but this machine has 1"),
+    ('machine = "virt-arm64"\nmemory = "1G"', "memory: 1024 MiB is not less than this machine's 512 MiB"),
+    ('kernel = "/no/such/vmlinuz"', "kernel: no such file '/no/such/vmlinuz'"),
+])
+def test_what_only_booting_finds_names_the_campaign_file_and_the_target_key(tmp_path, monkeypatch, capsys,
+                                                                            target, key):
+    """Checked against this machine when the guest boots, not when the file is read; said the same way."""
+    from jitterlab.cli.main import main
+    from jitterlab.targets.qemu import target as qemu_target
+
+    monkeypatch.setattr(qemu_target.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(qemu_target.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(qemu_target, "_mem_total_bytes", lambda: 512 << 20)
+    path = _qemu_campaign(tmp_path, target)
+    assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: target[0].{key}"), err
+    assert not (tmp_path / "r").exists()

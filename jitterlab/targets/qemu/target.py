@@ -74,9 +74,10 @@ class QemuTarget(
 
     kind = "qemu"
 
-    def __init__(self, name: str, options: QemuOptions) -> None:
+    def __init__(self, name: str, options: QemuOptions, key: str | None = None) -> None:
         self.name = name
         self.options = options
+        self.key = key or f"target {name!r}"  # its [[target]] in messages about its options
         self.machine = options.machine
         self.workdir = options.workdir or ""
         self.kernel: qemu_kernels.Kernel | None = None
@@ -148,7 +149,7 @@ class QemuTarget(
 
     def boot(self) -> QemuTarget:
         """Prepare the kernel (fetched once into the cache), start qemu, wait for the guest, connect."""
-        o, where, profile = self.options, f"target {self.name!r}", self.machine
+        o, where, profile = self.options, self.key, self.machine
         _check_host(o, where)
         accel = qemu_accel.detect(o.accel, where, profile.kvm_missing())
         self._accel, self.accel_why = accel.name, accel.why
