@@ -331,6 +331,15 @@ CAMPAIGN_CASES = {  # keys that were stored or spliced unchecked: refused when t
                         "target[0].boot_prompt: expected a regular expression"),
     "qemu-cmdline-quoted": ('[[target]]\nname = "vm"\nkind = "qemu"\ncmdline = \'"rdinit=/bin/sh"\'',
                             "target[0].cmdline: rdinit= is set by jitterlab to boot the guest"),
+    # every duration of a campaign file is at most a week (README, "Limits"), a target's too
+    "qemu-boot-timeout-200h": ('[[target]]\nname = "vm"\nkind = "qemu"\nboot_timeout = "200h"',
+                               "target[0].boot_timeout: duration '200h' is too long; give at most 168 h"),
+    "ssh-alive-timeout-200h": ('[[target]]\nname = "b"\nkind = "ssh"\nhost = "b"\nalive_timeout = "200h"',
+                               "target[0].alive_timeout: duration '200h' is too long; give at most 168 h"),
+    "ssh-connect-timeout-200h": ('[[target]]\nname = "b"\nkind = "ssh"\nhost = "b"\nconnect_timeout = "200h"',
+                                 "target[0].connect_timeout: duration '200h' is too long; give at most"),
+    "images-boot-timeout-200h": (IMAGE_TARGET + 'images = { "a" = "IMG" }\nboot_timeout = "200h"',
+                                 "target[0].boot_timeout: duration '200h' is too long; give at most 168 h"),
     "scpi-channel-commands": ('[probes.scpi]\nresource = "TCPIP::h::INSTR"\nprofile = "rs-rto"\n'
                               'channel = "1;*RST;"',
                               "probes.scpi.channel: expected the instrument's channel, a number or a word"),

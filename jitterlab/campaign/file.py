@@ -19,7 +19,7 @@ from jitterlab.model.errors import UserError, shown
 from jitterlab.model.labels import CONTROL, MAX_NAME, check_label, printable
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import did_you_mean
-from jitterlab.model.units import format_ns, parse_duration_ns
+from jitterlab.model.units import MAX_CAMPAIGN_NS, format_ns, parse_duration_ns
 from jitterlab.targets.registry import check_options as check_target_options
 
 _CAMPAIGN_KEYS = {
@@ -53,7 +53,7 @@ _TARGET_KEYS = {"name", "kind"}
 MAX_FILE_BYTES = 10 << 20
 MAX_REPETITIONS = 100_000
 MAX_RUNS = 1_000_000
-MAX_RUN_NS = 7 * 24 * 3600 * 10**9  # any one duration of the campaign: a week
+MAX_RUN_NS = MAX_CAMPAIGN_NS  # any one duration of the campaign: a week
 MAX_CPU = 1023  # CPU numbers as the programs' cpu_set_t holds them
 
 

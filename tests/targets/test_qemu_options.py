@@ -47,6 +47,25 @@ def test_defaults_and_every_kernel_form(tmp_path):
     ({"cmdline": 'quiet root="/dev/vda 1"'}, ["t.cmdline: root= is set by jitterlab", "'root=/dev/vda 1'"]),
     ({"cmdline": "a\nb"}, ["t.cmdline", "one line"]),
     ({"boot_timeout": "1s"}, ["t.boot_timeout", '"5s"']),
+    # the README's bound of every duration of a campaign: a week
+    ({"boot_timeout": "200h"}, ["t.boot_timeout: duration '200h' is too long; give at most 168 h"]),
+    # qemu 7.2's sabrelite (i.MX6 Quad) refuses more than 4 CPUs and 3840 MiB; virt (GICv2) 8 CPUs
+    ({"machine": "sabrelite", "cpus": 5}, ["t.cpus: qemu machine 'sabrelite' takes 1-4 CPUs, got 5"]),
+    ({"machine": "sabrelite", "memory": "4G"},
+     ["t.memory: '4G' is more than qemu machine 'sabrelite' takes; give \"3840M\" or less"]),
+    ({"machine": "virt-arm64", "cpus": 9}, ["t.cpus: qemu machine 'virt-arm64' takes 1-8 CPUs, got 9"]),
+    # the parameters of jitterlab's own boot (kernel_cmdline), its init's included
+    ({"cmdline": "jitterlab.shares=none"}, ["t.cmdline: jitterlab.shares= is set by jitterlab"]),
+    ({"cmdline": "quiet jitterlab.root=/dev/sda"}, ["t.cmdline: jitterlab.root= is set by jitterlab"]),
+    ({"cmdline": "jitterlab.other=1"}, ["t.cmdline: jitterlab.other= is set by jitterlab"]),
+    ({"cmdline": "panic=5"}, ["t.cmdline: panic= is set by jitterlab"]),
+    # package names: Debian's syntax (rootfs.py's rule), a bounded length, no kernel, checked when read
+    ({"machine": "virt-arm64", "packages": ["a" * 200_000]},
+     ["t.packages: a package name of 200000 characters; Debian's are at most 128"]),
+    ({"machine": "virt-arm64", "packages": ["Node JS"]}, ["t.packages: 'Node JS' is no Debian package name"]),
+    ({"machine": "virt-arm64", "packages": ["linux-image-arm64"]},
+     ["t.packages: the board's root holds no kernel"]),
+    ({"machine": "virt-arm64", "packages": ["x"] * 2000}, ["t.packages: 2000 packages; give at most 1000"]),
     ({"workdir": "relative"}, ["t.workdir", "absolute"]),
 ])
 def test_bad_options_are_one_line_naming_the_key(options, words):

@@ -157,6 +157,9 @@ class MachineProfile:
     cpus: int = 2
     memory_bytes: int = 1 << 30
     boot_timeout_s: float = 120.0
+    # what qemu's machine takes (it refuses more when it starts); None: no bound below jitterlab's own
+    max_cpus: int | None = None
+    max_memory_bytes: int | None = None
 
     @property
     def boot_modules(self) -> tuple[str, ...]:

@@ -51,4 +51,7 @@ SABRELITE = MachineProfile(
     cpus=1,
     memory_bytes=1 << 30,
     boot_timeout_s=300.0,
+    # an i.MX6 Quad; qemu 7.2 refuses more RAM than below the SoC's peripherals ("above max supported")
+    max_cpus=4,
+    max_memory_bytes=0xF0000000,
 )

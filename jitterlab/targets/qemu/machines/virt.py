@@ -47,6 +47,7 @@ def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], bu
         cpus=1,
         memory_bytes=1 << 30,
         boot_timeout_s=300.0,
+        max_cpus=8,  # mach-virt with its default GICv2
     )
 
 
