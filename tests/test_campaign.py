@@ -275,3 +275,81 @@ def test_envelope_rules(tmp_path):
     bad = GOOD.replace('duration = "1s"', 'duration = "1s"\nenvelope = ["p95"]')
     with pytest.raises(UserError, match=r"c.toml: campaign.envelope: .*'p99.9'.*got \['p95'\]"):
         load_campaign(write(tmp_path, bad))
+
+
+BOARD_PROBE = """
+[campaign]
+name = "t"
+duration = "1s"
+[[target]]
+name = "b"
+{target}
+[matrix]
+impl = "c-gpiod"
+period = "10ms"
+pin = "gpiod"
+probe = "{probe}"
+[pins.gpiod]
+chip = "9030000.pl061"
+line = 2
+[probes.emulator]
+line = {line}
+[probes.register-poll]
+soc = "{soc}"
+line = {line}
+"""
+EMULATOR_NEEDS = ("probe 'emulator' needs a target that can record its GPIO outputs outside the board (an "
+                  "emulated board with a traced GPIO controller)")
+REGISTERS_NEED = ("probe 'register-poll' needs a target that can show its physical memory from outside (an "
+                  "emulated board with a monitor socket)")
+VIRT = 'kind = "qemu"\nmachine = "virt-arm64"'
+
+
+@pytest.mark.parametrize(("target", "probe", "line", "soc", "says"), [
+    ('kind = "local"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind \"local\") "
+     'cannot; targets that can: kind "qemu" with machine = "virt-arm64" or "virt-armhf"'),
+    ('kind = "ssh"\nhost = "b"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind "
+     '"ssh") cannot'),
+    ('kind = "qemu"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind \"qemu\", "
+     'machine = "pc") cannot'),
+    ('kind = "qemu"\nmachine = "sabrelite"', "emulator", 2, "imx6", "matrix.probe: probe 'emulator' needs"),
+    ('kind = "local"', "register-poll", 2, "pl061", f"matrix.probe: {REGISTERS_NEED}; target 'b' (kind "
+     '"local") cannot; targets that can: kind "qemu" with machine = "sabrelite", "virt-arm64" or '
+     '"virt-armhf"'),
+    ('kind = "qemu"', "register-poll", 2, "pl061", f"matrix.probe: {REGISTERS_NEED}; target 'b' (kind "
+     '"qemu", machine = "pc") cannot'),
+    # the lines register-poll refuses on a PL061, the emulator probe refuses too: out of range, gpio-keys
+    (VIRT, "emulator", 8, "pl061", "probes.emulator.line: pl061 has lines 0-7, not 8"),
+    (VIRT, "emulator", 3, "pl061", "probes.emulator.line: pl061 line 3 belongs to gpio-keys (qemu virt's "
+     "power button); watch the line the pin drives"),
+    (VIRT, "register-poll", 3, "pl061", "probes.register-poll.line: pl061 line 3 belongs to gpio-keys"),
+    # the register map must be the board's own: imx6 registers read on virt are no GPIO at all
+    (VIRT, "register-poll", 2, "imx6", "probes.register-poll.soc: target 'b' (qemu machine 'virt-arm64') has "
+     "the GPIO registers of soc \"pl061\", not \"imx6\"; give soc = \"pl061\""),
+    ('kind = "qemu"\nmachine = "sabrelite"', "register-poll", 2, "pl061",
+     "probes.register-poll.soc: target 'b' (qemu machine 'sabrelite') has the GPIO registers of soc "
+     '"imx6"'),
+])
+def test_a_probe_its_target_cannot_serve_is_refused_when_read(tmp_path, capsys, target, probe, line, soc,
+                                                              says):
+    """What a real run found only on the target (runs stored as unavailable, or unmeasurable), refused
+    from the campaign file alone: by load_campaign and so by run --dry-run."""
+    from jitterlab.cli.main import main
+
+    path = write(tmp_path, BOARD_PROBE.format(target=target, probe=probe, line=line, soc=soc))
+    with pytest.raises(UserError) as refused:
+        load_campaign(path)
+    assert str(refused.value).startswith(f"{path}: {says}"), str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}: {says}")
+
+
+@pytest.mark.parametrize(("target", "probe", "soc"), [
+    (VIRT, "emulator", "pl061"), (VIRT, "register-poll", "pl061"),
+    ('kind = "qemu"\nmachine = "virt-armhf"', "emulator", "pl061"),
+    ('kind = "qemu"\nmachine = "sabrelite"', "register-poll", "imx6"),
+])
+def test_a_probe_its_board_serves_is_accepted(tmp_path, target, probe, soc):
+    path = write(tmp_path, BOARD_PROBE.format(target=target, probe=probe, line=2, soc=soc))
+    assert [c.param("probe") for c in load_campaign(path).cells] == [probe]

@@ -20,7 +20,7 @@ from jitterlab.model.labels import CONTROL, MAX_NAME, check_label, printable
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import did_you_mean
 from jitterlab.model.units import MAX_CAMPAIGN_NS, format_ns, parse_duration_ns
-from jitterlab.targets.registry import check_options as check_target_options
+from jitterlab.targets.registry import declare
 
 _CAMPAIGN_KEYS = {
     "name": 'a short name, e.g. "quickstart"',
@@ -163,7 +163,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         raise UserError(f'{where}: campaign.rt_throttling: expected "lift" or "keep", '
                         f"got {shown(rt_throttling)}")
     labels = _labels(_table(section, "labels", where, prefix="campaign."), where)
-    targets = _targets(data, where)
+    targets, declared = _targets(data, where)
     settings = RunSettings(
         duration_ns=duration("duration", "5s"),
         warmup_ns=duration("warmup", "50ms"),
@@ -204,6 +204,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
+        bench.check_target(cell, settings, f"{where}: matrix", declared[cell.target])
     matrix.check_excludes()
     return campaign
 
@@ -251,11 +252,14 @@ def _no_unknown(table: Mapping[str, object], known: set[str], where: str, prefix
                             f"known: {', '.join(sorted(known))}")
 
 
-def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
+def _targets(data: Mapping[str, object], where: str) -> tuple[tuple[TargetSpec, ...], dict]:
+    """The [[target]] tables, and each target as it declares itself (registry.declare: what it will
+    offer), by name."""
     raw = data.get("target", [{"name": "local", "kind": "local"}])
     if not isinstance(raw, list) or not raw:
         raise UserError(f"{where}: target: expected one or more [[target]] tables")
     specs: list[TargetSpec] = []
+    declared = {}
     for i, entry in enumerate(raw):
         key = f"target[{i}]"
         if not isinstance(entry, dict):
@@ -270,9 +274,9 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
         if any(s.name == name for s in specs):
             raise UserError(f"{where}: {key}.name: target name {name!r} is used twice; names must differ")
         options = {k: v for k, v in entry.items() if k not in _TARGET_KEYS}
-        check_target_options(kind, options, f"{where}: {key}")
+        declared[name] = declare(name, kind, options, f"{where}: {key}")  # its options checked
         specs.append(TargetSpec(name=name, kind=kind, options=options, where=f"{where}: {key}"))
-    return tuple(specs)
+    return tuple(specs), declared
 
 
 def _plugin_options(data: Mapping[str, object], kind: str, where: str) -> dict[str, dict[str, object]]:

@@ -7,13 +7,16 @@ from typing import Protocol
 
 from jitterlab.model.registry import Registry
 from jitterlab.targets.base import Target
-from jitterlab.targets.fake import open_fake
+from jitterlab.targets.capabilities import Capability, CrossBuilt, Declared, kind_capabilities
+from jitterlab.targets.fake import FakeTarget, open_fake
 from jitterlab.targets.fake import parse_options as _fake_options
 from jitterlab.targets.labgrid.target import LabgridTarget
 from jitterlab.targets.labgrid.target import parse_options as _labgrid_options
 from jitterlab.targets.local import LocalTarget, workdir_only
+from jitterlab.targets.qemu.machines.registry import MACHINES
+from jitterlab.targets.qemu.options import QemuOptions
 from jitterlab.targets.qemu.options import parse_options as _qemu_options
-from jitterlab.targets.qemu.target import QemuTarget
+from jitterlab.targets.qemu.target import QemuTarget, machine_offers
 from jitterlab.targets.ssh.options import parse_options as _ssh_options
 from jitterlab.targets.ssh.target import SSHTarget
 
@@ -98,3 +101,59 @@ TARGETS.add(
     open_fake,
 )
 OPTION_CHECKS["fake"] = _fake_options
+
+# kind -> the class its factory makes (what it declares: capabilities.kind_capabilities); for a kind
+# that offers some of them only when configured so, what its checked options make it offer, and how a
+# person configures it for a capability (None: it cannot be)
+CLASSES: dict[str, type] = {"local": LocalTarget, "ssh": SSHTarget, "labgrid": LabgridTarget,
+                            "qemu": QemuTarget, "fake": FakeTarget}
+_CONFIGURED: dict[str, Callable[[object, type[Capability]], bool]] = {
+    "ssh": SSHTarget.offered,  # type: ignore[dict-item]
+    "qemu": lambda options, cap: machine_offers(options.machine, cap),  # type: ignore[attr-defined]
+}
+
+
+def _qemu_how(cap: type[Capability]) -> str | None:
+    machines = [e.name for e in MACHINES if machine_offers(e.obj, cap)]
+    return f"with machine = {_either(machines)}" if machines else None
+
+
+_HOW: dict[str, Callable[[type[Capability]], str | None]] = {
+    "ssh": lambda cap: 'with cc = "<cross compiler>"' if cap is CrossBuilt else "",
+    "qemu": _qemu_how,
+}
+_FOR_TESTS = ("fake",)
+
+
+def declare(name: str, kind: str, options: Mapping[str, object], where: str) -> Declared:
+    """Target `name` as its [[target]] declares it (options checked: UserError naming `where`), without
+    connecting: what it will offer, and for an emulated board its GPIO block."""
+    check = OPTION_CHECKS.get(kind)
+    checked = check(options, where) if check is not None else options
+    configured = _CONFIGURED.get(kind)
+    offered = frozenset(c for c in kind_capabilities(CLASSES[kind])
+                        if configured is None or configured(checked, c))
+    if not isinstance(checked, QemuOptions):
+        return Declared(name, f'kind "{kind}"', offered, offered_by)
+    machine = checked.machine
+    traced = machine.traced_gpio
+    return Declared(name, f'kind "{kind}", machine = "{machine.name}"', offered, offered_by,
+                    gpio_soc=machine.gpio_soc, machine=machine.name,
+                    traced_gpio=(traced.controller, traced.lines) if traced is not None else None)
+
+
+def offered_by(cap: type[Capability]) -> str:
+    """The targets that offer `cap`, as a person writes them: 'kind "qemu" with machine = "virt-arm64"'."""
+    kinds = []
+    for kind, cls in CLASSES.items():
+        if kind in _FOR_TESTS or cap not in kind_capabilities(cls):
+            continue
+        how = _HOW[kind](cap) if kind in _HOW else ""
+        if how is not None:
+            kinds.append(f'kind "{kind}" {how}'.rstrip())
+    return _either(kinds, quote=False) if kinds else "none"
+
+
+def _either(names: list[str], *, quote: bool = True) -> str:
+    shown = [f'"{n}"' if quote else n for n in names]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"

@@ -69,6 +69,9 @@ class Squarewave(BenchmarkBase):
                             f"(or campaign.warmup) and measures 2 more; give a duration of at least "
                             f"{format_ns(needed_ns)} or a shorter period")
 
+    def check_target(self, cell, settings, where, target) -> None:
+        _parts(cell)[2].check_target(cell, settings, where, target)
+
     def tools(self, cell) -> dict[str, str]:
         impl, pin, probe = _parts(cell)
         return {**impl.tools(), **pin.tools, **probe.tools, "taskset": "util-linux"}

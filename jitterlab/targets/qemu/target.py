@@ -67,6 +67,15 @@ def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
     return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
 
 
+def machine_offers(machine: MachineProfile, cap: type[Capability]) -> bool:
+    """What a guest of `machine` offers of the capabilities a QemuTarget declares."""
+    if cap is RecordsGpioOutputs:
+        return machine.traced_gpio is not None
+    if cap is ExaminesMemory:  # a board's GPIO registers; the pc guest has none to read
+        return machine.own_root
+    return True
+
+
 class QemuTarget(
     OverSSH, VirtualMachine, KeepsKernelModules, CrossBuilt, AnswersSlowly, RecordsGpioOutputs, ExaminesMemory
 ):
@@ -93,11 +102,7 @@ class QemuTarget(
     # --- capabilities ------------------------------------------------------------------------------
 
     def offers(self, cap: type[Capability]) -> bool:
-        if cap is RecordsGpioOutputs:
-            return self.machine.traced_gpio is not None
-        if cap is ExaminesMemory:  # a board's GPIO registers; the pc guest has none to read
-            return self.machine.own_root
-        return True
+        return machine_offers(self.machine, cap)
 
     def gpio_trace(self) -> GpioTrace:
         traced = self.machine.traced_gpio

@@ -151,6 +151,7 @@ class MachineProfile:
     root_packages: tuple[str, ...] = ()  # what a BOARD_ROOT holds
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
+    gpio_soc: str | None = None  # the register map of its GPIO block (pins/socs.py), for register-poll
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
     dt_edits: tuple[DtEdit, ...] = ()  # made to a copy of dtb, kept beside the kernel
     gpio: tuple[str, ...] = ("none",)  # the values of the gpio key, the default first

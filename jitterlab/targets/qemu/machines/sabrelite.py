@@ -48,6 +48,7 @@ SABRELITE = MachineProfile(
     dt_edits=(DtEdit("/soc/timer@a00600", "status", "disabled",
                      "qemu's Cortex-A9 TWD timer made every sleep run 2-2.4x long"),),
     gpio=("none",),
+    gpio_soc="imx6",
     cpus=1,
     memory_bytes=1 << 30,
     boot_timeout_s=300.0,

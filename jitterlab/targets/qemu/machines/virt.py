@@ -43,6 +43,7 @@ def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], bu
         root_packages=BOARD_ROOT_PACKAGES,
         cmdline=BOARD_CMDLINE,
         traced_gpio=PL061,
+        gpio_soc="pl061",
         gpio=("none", "virtual"),
         cpus=1,
         memory_bytes=1 << 30,
