@@ -12,6 +12,8 @@ from rich.markup import escape
 
 from jitterlab.model.errors import UserError
 
+MAX_TIME = "1h"  # --max-time's default
+
 
 def watch_of(args: argparse.Namespace, campaign):
     """The Watch the options ask for (None without --until-decided); refused before measuring."""
@@ -27,8 +29,9 @@ def watch_of(args: argparse.Namespace, campaign):
         return None
     if args.max_runs is not None and args.max_runs < 0:
         raise UserError(f"--max-runs {args.max_runs}: give 0 or more extra runs")
+    max_time = MAX_TIME if args.max_time is None else args.max_time  # an empty one is refused, not 1 h
     watch = Watch.parse(args.until_decided, metrics=tuple(args.watch or ()), max_runs=args.max_runs,
-                        max_time_s=parse_duration_ns(args.max_time or "1h", "--max-time") / 1e9)
+                        max_time_s=parse_duration_ns(max_time, "--max-time") / 1e9)
     check_measured_here(watch, campaign, names())
     return watch
 
@@ -92,8 +95,8 @@ def end_text(ended, watch, campaign, args) -> str:
                 f"{resume} --max-runs N")
     if ended.reason == "max-time":
         return (f"{where}: stopped after {done}: {left}; the next round (about "
-                f"{format_duration_s(ended.next_round_s)}) would pass --max-time {args.max_time or '1h'}; "
-                f"go on: {resume}")
+                f"{format_duration_s(ended.next_round_s)}) would pass --max-time "
+                f"{args.max_time or MAX_TIME}; go on: {resume}")
     if ended.reason == "interrupted":
         return f"{where}: interrupted after {done}; go on: {resume}"
     return (f"{where}: {left}; more runs here cannot decide them: the other group has fewer than 3 runs "

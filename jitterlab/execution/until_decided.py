@@ -26,7 +26,7 @@ from jitterlab.campaign.file import Campaign
 from jitterlab.execution.preflight import TargetSession
 from jitterlab.execution.runner import Outcome, Runner, estimate_s
 from jitterlab.model.cellnames import CellNames
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import UserError, shown
 from jitterlab.model.records import Cell, RunRecord
 from jitterlab.store.catalog import Store
 
@@ -57,9 +57,16 @@ class Watch:
     def parse(cls, text: str, option: str = "--until-decided", **bounds) -> Watch:
         base, sep, cand = text.partition("..")
         if not sep or not base.strip() or not cand.strip():
-            raise UserError(f"{option} {text!r}: write BASELINE..CANDIDATE, e.g. {option} "
+            raise UserError(f"{option} {shown(text)}: write BASELINE..CANDIDATE, e.g. {option} "
+                            "target=standard..target=rt")
+        if ".." in cand:  # a third group would become part of the candidate's value, selecting nothing
+            raise UserError(f"{option} {shown(text)}: write two groups, BASELINE..CANDIDATE, e.g. {option} "
                             "target=standard..target=rt")
         baseline, candidate = Selector.parse(base, option), Selector.parse(cand, option)
+        for side, raw, sel in (("baseline", base, baseline), ("candidate", cand, candidate)):
+            if not sel.value:
+                raise UserError(f"{option} {shown(text)}: the {side} {shown(raw)} has no value; write "
+                                "KEY=VALUE, e.g. target=rt")
         if (baseline.key, baseline.value) == (candidate.key, candidate.value):
             raise UserError(f"{option} {text!r}: both sides select {baseline}; give two different groups")
         return cls(baseline, candidate, **bounds)
@@ -89,22 +96,40 @@ class Ended:
     rows: list[Row] = dataclasses.field(default_factory=list)  # the watched rows at the end
 
 
+_CELL_FIELDS = ("target", "benchmark", "load")
+
+
 def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> None:
     """At least one side is measured by this campaign (its cells or its labels), else no extra run
-    could ever help: refused before anything is measured."""
+    could ever help, and a side that selects by the cells names values some cell has (the other value of
+    a label may be an earlier campaign's): refused before anything is measured."""
+    def written(key: str) -> list[str]:
+        """What the campaign's cells give `key`, as a campaign writes it (period 1ms)."""
+        if key in _CELL_FIELDS:
+            return sorted({str(getattr(c, key)) for c in campaign.cells})
+        return sorted({names.show_value(c, key) for c in campaign.cells if c.has(key)})
+
     def here(sel: Selector) -> bool:
         if sel.key in campaign.labels:
             return str(campaign.labels[sel.key]) == sel.value
-        for c in campaign.cells:
-            if sel.key in ("target", "benchmark", "load") and str(getattr(c, sel.key)) == sel.value:
-                return True
-            if c.has(sel.key) and sel.value in (str(c.param(sel.key)), names.show_value(c, sel.key)):
-                return True
-        return False
+        stored = {str(c.param(sel.key)) for c in campaign.cells
+                  if sel.key not in _CELL_FIELDS and c.has(sel.key)}
+        return sel.value in {*written(sel.key), *stored}  # a value as stored (1000000) or as written
 
+    where = f"--until-decided {watch.baseline}..{watch.candidate}"
     if not (here(watch.baseline) or here(watch.candidate)):
-        raise UserError(f"--until-decided {watch.baseline}..{watch.candidate}: this campaign measures "
-                        "neither group; select cells of its matrix (target=..., impl=...) or a label it sets")
+        raise UserError(f"{where}: this campaign measures neither group; select cells of its matrix "
+                        "(target=..., impl=...) or a label it sets")
+    for sel in (watch.baseline, watch.candidate):
+        if sel.key in campaign.labels or here(sel):
+            continue
+        taken = written(sel.key)
+        if not taken:
+            keys = [*_CELL_FIELDS, *dict.fromkeys(k for c in campaign.cells for k, _ in c.params)]
+            raise UserError(f"{where}: {sel.key} is neither a label of this campaign nor a key of its cells "
+                            f"({', '.join(keys)})")
+        raise UserError(f"{where}: no cell of this campaign has {sel} (its cells have {sel.key} "
+                        f"{', '.join(taken[:20])}{', ...' if len(taken) > 20 else ''})")
 
 
 def compared_runs(store: Store, campaign: Campaign, campaign_id: int) -> list[RunRecord]:

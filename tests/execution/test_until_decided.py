@@ -163,3 +163,35 @@ def test_a_watched_metric_the_runs_lack_names_the_option(tmp_path, values, capsy
     assert run(campaign(tmp_path), "--watch", "nope") == 2
     err = capsys.readouterr().err
     assert "--watch nope: no such metric in the runs compared; they have: fake_value" in err
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    (["--until-decided", "target=standard..target=rt..target=x"],
+     "--until-decided 'target=standard..target=rt..target=x': write two groups, BASELINE..CANDIDATE"),
+    (["--until-decided", "target=..target=rt"],
+     "--until-decided 'target=..target=rt': the baseline 'target=' has no value; write KEY=VALUE"),
+    (["--until-decided", "target=standard..target= "],
+     "--until-decided 'target=standard..target= ': the candidate 'target= ' has no value"),
+    # one side measured here is not enough when the other can never be: no cell has it, no label names it
+    (["--until-decided", "target=standard..target=nope"],
+     "--until-decided target=standard..target=nope: no cell of this campaign has target=nope (its cells have "
+     "target rt, standard)"),
+    (["--until-decided", "target=standard..kernel=6.12"],
+     "--until-decided target=standard..kernel=6.12: kernel is neither a label of this campaign nor a key "
+     "of its cells (target, benchmark, load)"),
+    (["--until-decided", "target=standard..target=rt", "--max-time", ""],
+     "--max-time: cannot read duration ''"),
+    (["--until-decided", "target=standard..target=rt", "--watch", ""],
+     "jitterlab run: argument --watch: give a metric's name"),
+    (["--until-decided", "target=standard..target=rt", "--watch", " "],
+     "jitterlab run: argument --watch: give a metric's name"),
+])
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_until_decided_options_that_cannot_work_are_refused_before_measuring(tmp_path, values, capsys, option,
+                                                                             says, dry_run):
+    values["standard"] = values["rt"] = [100.0, 101.0, 99.0]
+    assert main(["run", str(campaign(tmp_path)), "--results", str(tmp_path / "results"), *option,
+                 *dry_run]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {says}") and "\n" not in err.strip(), err
+    assert fake.OPENED == [] and not (tmp_path / "results").exists()
