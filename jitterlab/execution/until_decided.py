@@ -100,36 +100,62 @@ _CELL_FIELDS = ("target", "benchmark", "load")
 
 
 def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> None:
-    """At least one side is measured by this campaign (its cells or its labels), else no extra run
-    could ever help, and a side that selects by the cells names values some cell has (the other value of
-    a label may be an earlier campaign's): refused before anything is measured."""
-    def written(key: str) -> list[str]:
-        """What the campaign's cells give `key`, as a campaign writes it (period 1ms)."""
-        if key in _CELL_FIELDS:
-            return sorted({str(getattr(c, key)) for c in campaign.cells})
-        return sorted({names.show_value(c, key) for c in campaign.cells if c.has(key)})
-
-    def here(sel: Selector) -> bool:
-        if sel.key in campaign.labels:
-            return str(campaign.labels[sel.key]) == sel.value
-        stored = {str(c.param(sel.key)) for c in campaign.cells
-                  if sel.key not in _CELL_FIELDS and c.has(sel.key)}
-        return sel.value in {*written(sel.key), *stored}  # a value as stored (1000000) or as written
-
+    """Refuse, before anything is measured, what compare would refuse once the campaign's runs are in:
+    a group this campaign cannot add to and no earlier campaign can hold (a cell value no cell has, a
+    key that is neither label nor cell key), neither group measured here, groups that share cells of
+    this campaign, or groups with no cell in common. (The other value of a label may be an earlier
+    campaign's: only the store knows.)"""
     where = f"--until-decided {watch.baseline}..{watch.candidate}"
-    if not (here(watch.baseline) or here(watch.candidate)):
+    cells = campaign.cells
+
+    def value(cell: Cell, key: str) -> set[str]:
+        """The cell's value of `key`, as stored (1000000) and as a campaign writes it (1ms)."""
+        if key in _CELL_FIELDS:
+            return {str(getattr(cell, key))}
+        return {str(cell.param(key)), names.show_value(cell, key)} if cell.has(key) else set()
+
+    def selected(sel: Selector) -> list[Cell]:
+        if sel.key in campaign.labels:  # all of this campaign's runs, or none (an earlier campaign's)
+            return list(cells) if str(campaign.labels[sel.key]) == sel.value else []
+        return [c for c in cells if sel.value in value(c, sel.key)]
+
+    base, cand = selected(watch.baseline), selected(watch.candidate)
+    if not base and not cand:
         raise UserError(f"{where}: this campaign measures neither group; select cells of its matrix "
                         "(target=..., impl=...) or a label it sets")
-    for sel in (watch.baseline, watch.candidate):
-        if sel.key in campaign.labels or here(sel):
+    for sel, found in ((watch.baseline, base), (watch.candidate, cand)):
+        if found or sel.key in campaign.labels:
             continue
-        taken = written(sel.key)
+        taken = sorted({str(getattr(c, sel.key)) if sel.key in _CELL_FIELDS else names.show_value(c, sel.key)
+                        for c in cells if sel.key in _CELL_FIELDS or c.has(sel.key)})
         if not taken:
-            keys = [*_CELL_FIELDS, *dict.fromkeys(k for c in campaign.cells for k, _ in c.params)]
+            keys = [*_CELL_FIELDS, *dict.fromkeys(k for c in cells for k, _ in c.params)]
             raise UserError(f"{where}: {sel.key} is neither a label of this campaign nor a key of its cells "
                             f"({', '.join(keys)})")
         raise UserError(f"{where}: no cell of this campaign has {sel} (its cells have {sel.key} "
                         f"{', '.join(taken[:20])}{', ...' if len(taken) > 20 else ''})")
+    if not (base and cand):
+        return
+    shared = [c for c in base if c in cand]
+    if shared:
+        raise UserError(f"{where}: both groups hold {len(shared)} cell(s) of this campaign (e.g. "
+                        f"{_cell_text(shared[0], names)}): a run would be compared with itself; select two "
+                        "groups apart, e.g. two values of one key")
+    keys = (watch.baseline.key, watch.candidate.key)
+    if not {_identity(c, keys, names) for c in base} & {_identity(c, keys, names) for c in cand}:
+        aside = " and ".join(dict.fromkeys(keys))
+        raise UserError(f"{where}: no cell of one group has a counterpart in the other ({aside} set aside), "
+                        "so nothing could be compared; select groups measured with the same matrix")
+
+
+def _identity(cell: Cell, selected: tuple[str, ...], names: CellNames) -> tuple:
+    """A cell as compare pairs the groups' runs: its fields and parameters less the selecting keys."""
+    fields = tuple(str(getattr(cell, f)) for f in _CELL_FIELDS if f not in selected)
+    return (*fields, names.params_text(cell, leave_out=selected))
+
+
+def _cell_text(cell: Cell, names: CellNames) -> str:
+    return " ".join(p for p in (cell.target, cell.benchmark, names.params_text(cell), cell.load) if p)
 
 
 def compared_runs(store: Store, campaign: Campaign, campaign_id: int) -> list[RunRecord]:

@@ -195,3 +195,43 @@ def test_until_decided_options_that_cannot_work_are_refused_before_measuring(tmp
     err = capsys.readouterr().err
     assert err.startswith(f"error: {says}") and "\n" not in err.strip(), err
     assert fake.OPENED == [] and not (tmp_path / "results").exists()
+
+
+TWO_IMPLS = """[campaign]
+name = "ud2"
+duration = "1s"
+[[target]]
+name = "a"
+kind = "fake"
+[[target]]
+name = "b"
+kind = "fake"
+[matrix]
+impl = ["c-fifo", "python"]
+period = ["10ms", "1ms"]
+probe = "self"
+[[exclude]]
+target = "a"
+impl = "python"
+[[exclude]]
+target = "b"
+impl = "c-fifo"
+"""
+
+
+@pytest.mark.parametrize(("groups", "says"), [
+    # what compare refuses once the runs are in: groups sharing runs, groups without a common cell
+    ("period=1ms..period=1000000", "both groups hold 2 cell(s) of this campaign (e.g. a squarewave "
+     "impl=c-fifo period=1ms probe=self idle): a run would be compared with itself"),
+    ("impl=c-fifo..target=a", "both groups hold 2 cell(s) of this campaign"),
+    ("target=a..target=b", "no cell of one group has a counterpart in the other (target set aside), so "
+     "nothing could be compared"),
+])
+def test_groups_compare_would_refuse_are_refused_before_measuring(tmp_path, capsys, groups, says):
+    path = tmp_path / "c.toml"
+    path.write_text(TWO_IMPLS)
+    assert main(["run", str(path), "--dry-run", "--until-decided", groups]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --until-decided {groups}: {says}")
+    path.write_text(TWO_IMPLS.replace('[[exclude]]\ntarget = "b"\nimpl = "c-fifo"\n', ""))
+    if groups.startswith("target"):  # with a cell both targets measure, the same groups are fine
+        assert main(["run", str(path), "--dry-run", "--until-decided", groups]) == 0
