@@ -353,3 +353,54 @@ def test_a_probe_its_target_cannot_serve_is_refused_when_read(tmp_path, capsys, 
 def test_a_probe_its_board_serves_is_accepted(tmp_path, target, probe, soc):
     path = write(tmp_path, BOARD_PROBE.format(target=target, probe=probe, line=2, soc=soc))
     assert [c.param("probe") for c in load_campaign(path).cells] == [probe]
+
+
+MMAP = """
+[campaign]
+name = "t"
+duration = "1s"
+[[target]]
+name = "b"
+{target}
+[matrix]
+impl = "c-mmap"
+period = "10ms"
+pin = "gpiomem"
+probe = "{probe}"
+[pins.gpiomem]
+soc = "{soc}"
+line = 2
+{extra}
+"""
+
+
+@pytest.mark.parametrize(("target", "probe", "soc", "extra", "says"), [
+    # another SoC's registers on an emulated board are no GPIO at all: the wave would go nowhere
+    (VIRT, "self", "bcm2711", "", "pins.gpiomem.soc: target 'b' (qemu machine 'virt-arm64') has the GPIO "
+     'registers of soc "pl061", not "bcm2711"; give soc = "pl061"'),
+    ('kind = "qemu"\nmachine = "sabrelite"\ncpus = 2', "self", "pl061", "",
+     "pins.gpiomem.soc: target 'b' (qemu machine 'sabrelite') has the GPIO registers of soc \"imx6\""),
+    # what preflight refuses once the VM is up, known from its cpus
+    (VIRT, "vpin", "pl061", "", "matrix.probe: probe vpin needs a CPU of its own beside the program, and "
+     "target 'b' has one CPU; give it cpus = 2"),
+    (VIRT + "\ncpus = 2", "self", "pl061", '[campaign.cpus]\nprogram = "2"',
+     "campaign.cpus.program: CPU 2 does not exist on target 'b', which has 2 CPUs (0-1, its cpus)"),
+])
+def test_a_pin_or_placement_an_emulated_board_cannot_have_is_refused_when_read(tmp_path, target, probe, soc,
+                                                                               extra, says):
+    text = MMAP.format(target=target, probe=probe, soc=soc, extra="")
+    if probe == "vpin":  # it watches a virtual pin
+        text = text.replace('pin = "gpiomem"', 'pin = "vpin"')
+    if extra:  # [campaign.cpus] belongs to [campaign]
+        text = text.replace('duration = "1s"\n', f'duration = "1s"\n{extra}\n')
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as refused:
+        load_campaign(path)
+    assert str(refused.value).startswith(f"{path}: {says}"), str(refused.value)
+
+
+def test_the_same_pin_and_placement_on_a_board_that_has_them_are_accepted(tmp_path):
+    text = MMAP.format(target=VIRT + "\ncpus = 2", probe="vpin", soc="pl061", extra="")
+    text = text.replace('pin = "gpiomem"', 'pin = "vpin"')
+    text = text.replace('duration = "1s"\n', 'duration = "1s"\n[campaign.cpus]\nprogram = "0"\nprobe = "1"\n')
+    assert len(load_campaign(write(tmp_path, text)).cells) == 1

@@ -205,8 +205,28 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
         bench.check_target(cell, settings, f"{where}: matrix", declared[cell.target])
+    for spec in targets:
+        _check_cpus(campaign, spec.name, declared[spec.name].cpus, where)
     matrix.check_excludes()
     return campaign
+
+
+def _check_cpus(campaign: Campaign, target: str, n_cpus: int | None, where: str) -> None:
+    """What preflight would refuse on a target whose CPUs its [[target]] sets (a VM jitterlab boots):
+    a CPU of [campaign.cpus] it lacks, a probe that needs a CPU of its own beside the program on one."""
+    if n_cpus is None:
+        return
+    for role, cpus in campaign.cpus.items():
+        if max(cpus) >= n_cpus:
+            raise UserError(f"{where}: campaign.cpus.{role}: CPU {max(cpus)} does not exist on target "
+                            f"{target!r}, which has {n_cpus} CPUs (0-{n_cpus - 1}, its cpus); give CPUs it "
+                            "has or raise its cpus")
+    polling = sorted({str(c.param("probe")) for c in campaign.cells if c.target == target
+                      and plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c)})
+    if polling and n_cpus == 1:
+        raise UserError(f"{where}: matrix.probe: probe {', '.join(polling)} needs a CPU of its own beside "
+                        f"the program, and target {target!r} has one CPU; give it cpus = 2, or use probe = "
+                        '"self" or a probe outside the board')
 
 
 def _envelope(section: Mapping[str, object], where: str) -> tuple[str, ...]:

@@ -286,6 +286,7 @@ class Declared:
     gpio_soc: str | None = None
     traced_gpio: tuple[str, int] | None = None
     machine: str = ""  # the emulated machine, in messages
+    cpus: int | None = None  # its CPUs, when its [[target]] sets them (a VM jitterlab boots)
 
     def offers(self, cap: type[Capability]) -> bool:
         return cap in self.offered
@@ -296,6 +297,13 @@ class Declared:
         if not self.offers(cap):
             raise UserError(f"{where}: {who} needs a target that can {cap.does}; target {self.name!r} "
                             f"({self.described}) cannot; targets that can: {self.elsewhere(cap)}")
+
+    def need_soc(self, soc: str, where: str) -> None:
+        """UserError "<where>: target NAME (...) has the GPIO registers of soc X, not Y" when the target
+        is an emulated board whose GPIO block is not `soc`'s (registers of no GPIO block otherwise)."""
+        if self.gpio_soc is not None and soc != self.gpio_soc:
+            raise UserError(f'{where}: target {self.name!r} (qemu machine {self.machine!r}) has the GPIO '
+                            f'registers of soc "{self.gpio_soc}", not "{soc}"; give soc = "{self.gpio_soc}"')
 
 
 def kind_capabilities(cls: type) -> frozenset[type[Capability]]:

@@ -138,7 +138,7 @@ def declare(name: str, kind: str, options: Mapping[str, object], where: str) -> 
     machine = checked.machine
     traced = machine.traced_gpio
     return Declared(name, f'kind "{kind}", machine = "{machine.name}"', offered, offered_by,
-                    gpio_soc=machine.gpio_soc, machine=machine.name,
+                    gpio_soc=machine.gpio_soc, machine=machine.name, cpus=checked.cpus,
                     traced_gpio=(traced.controller, traced.lines) if traced is not None else None)
 
 

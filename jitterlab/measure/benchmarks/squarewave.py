@@ -70,7 +70,9 @@ class Squarewave(BenchmarkBase):
                             f"{format_ns(needed_ns)} or a shorter period")
 
     def check_target(self, cell, settings, where, target) -> None:
-        _parts(cell)[2].check_target(cell, settings, where, target)
+        _, pin, probe = _parts(cell)
+        pin.check_target(cell, settings, where.removesuffix("matrix"), target)
+        probe.check_target(cell, settings, where, target)
 
     def tools(self, cell) -> dict[str, str]:
         impl, pin, probe = _parts(cell)

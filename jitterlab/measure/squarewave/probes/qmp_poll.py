@@ -80,10 +80,7 @@ class RegisterPollProbe(ProbeBase):
         super().check_target(cell, settings, where, target)
         source = where.rsplit(": ", 1)[0]
         soc = str(cls.options_in(settings, NAME, f"{source}: probes.{NAME}")["soc"])
-        if target.gpio_soc is not None and soc != target.gpio_soc:  # else registers of no GPIO block
-            raise UserError(f"{source}: probes.{NAME}.soc: target {target.name!r} (qemu machine "
-                            f"{target.machine!r}) has the GPIO registers of soc \"{target.gpio_soc}\", not "
-                            f"\"{soc}\"; give soc = \"{target.gpio_soc}\"")
+        target.need_soc(soc, f"{source}: probes.{NAME}.soc")
 
     def _registers(self) -> tuple[Registers, str]:
         options = self.options()
