@@ -39,8 +39,8 @@ MAX_MEMORY = 64 << 30
 MAX_CPUS = 64
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-# the guest's boot depends on these (kernel_cmdline in target.py; jitterlab.* are its init's); a
-# cmdline that sets them would break it
+# the guest's boot depends on these (kernel_cmdline; jitterlab.* are its init's); a cmdline that
+# sets them would break it
 _RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=")
 _RESERVED_PREFIX = "jitterlab."
 
@@ -62,6 +62,17 @@ def kernel_words(cmdline: str) -> list[str]:
     if started:
         words.append("".join(word))
     return words
+
+
+def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
+    """The guest kernel's command line: what the boot needs, what the machine needs, then the
+    campaign's `cmdline`."""
+    words = [f"console={machine.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
+    if machine.own_root:
+        words.append(f"jitterlab.root={machine.devices.root_device}")
+    if not machine.devices.shares_9p:
+        words.append("jitterlab.shares=none")
+    return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
 
 
 @dataclass(frozen=True)
@@ -192,6 +203,11 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
             raise UserError(
                 f"{where}.cmdline: {name}= is set by jitterlab to boot the guest; remove {shown(word)}"
             )
+    whole = len(kernel_cmdline(machine, cmdline.strip()).encode())
+    if whole >= machine.max_cmdline:  # the kernel would cut the end off, the campaign's own words
+        raise UserError(f"{where}.cmdline: with jitterlab's own parameters the kernel command line is "
+                        f"{whole} bytes, and the {machine.arch} kernel reads {machine.max_cmdline - 1}; "
+                        "shorten it")
     timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout", MAX_CAMPAIGN_NS)
                   if "boot_timeout" in options else round(machine.boot_timeout_s * 1e9))
     if timeout_ns < 5_000_000_000:

@@ -41,7 +41,7 @@ from jitterlab.targets.qemu import rootfs as qemu_rootfs
 from jitterlab.targets.qemu import vgpio as qemu_vgpio
 from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT
-from jitterlab.targets.qemu.options import QemuOptions
+from jitterlab.targets.qemu.options import QemuOptions, kernel_cmdline
 from jitterlab.targets.qemu.scripts import SSHD_CONFIG, STAGE2
 from jitterlab.targets.qemu.vm import VM, Machine
 from jitterlab.targets.ssh.loopback_sshd import free_port
@@ -54,17 +54,6 @@ from jitterlab.targets.ssh.target import SSHTarget
 # of silence is tolerated there before the guest counts as lost; under kvm what an ssh target gets.
 SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, alive)
 _PORT_TAKEN = "Could not set up host forwarding rule"
-
-
-def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
-    """The guest kernel's command line: what the boot needs, what the machine needs, then the
-    campaign's `cmdline`."""
-    words = [f"console={machine.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
-    if machine.own_root:
-        words.append(f"jitterlab.root={machine.devices.root_device}")
-    if not machine.devices.shares_9p:
-        words.append("jitterlab.shares=none")
-    return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
 
 
 def machine_offers(machine: MachineProfile, cap: type[Capability]) -> bool:

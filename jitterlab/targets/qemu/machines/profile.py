@@ -150,6 +150,7 @@ class MachineProfile:
     root: str = HOST_ROOT
     root_packages: tuple[str, ...] = ()  # what a BOARD_ROOT holds
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
+    max_cmdline: int = 2048  # the kernel's COMMAND_LINE_SIZE, its NUL included (x86-64, arm64)
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
     gpio_soc: str | None = None  # the register map of its GPIO block (pins/socs.py), for register-poll
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/

@@ -44,6 +44,7 @@ SABRELITE = MachineProfile(
     root=VIRT_ARMHF.root,
     root_packages=BOARD_ROOT_PACKAGES,
     cmdline=BOARD_CMDLINE,
+    max_cmdline=VIRT_ARMHF.max_cmdline,
     dtb="imx6q-sabrelite.dtb",
     dt_edits=(DtEdit("/soc/timer@a00600", "status", "disabled",
                      "qemu's Cortex-A9 TWD timer made every sleep run 2-2.4x long"),),
