@@ -404,3 +404,22 @@ def test_the_same_pin_and_placement_on_a_board_that_has_them_are_accepted(tmp_pa
     text = text.replace('pin = "gpiomem"', 'pin = "vpin"')
     text = text.replace('duration = "1s"\n', 'duration = "1s"\n[campaign.cpus]\nprogram = "0"\nprobe = "1"\n')
     assert len(load_campaign(write(tmp_path, text)).cells) == 1
+
+
+@pytest.mark.parametrize(("labels", "option", "says"), [
+    ('[campaign.labels]\nload = "heavy"\n', [], "campaign.labels.load: the label 'load' is named like a key "
+     "of this campaign's cells, and compare selects by labels first: load=... would no longer select cells; "
+     "name the label otherwise"),
+    ('[campaign.labels]\nimpl = "mine"\n', [], "campaign.labels.impl: the label 'impl' is named like a key"),
+    ("", ["--label", "target=rt"], "--label 'target=rt': the label 'target' is named like a key"),
+])
+def test_a_label_named_like_a_key_of_the_cells_is_refused(tmp_path, capsys, labels, option, says):
+    from jitterlab.cli.main import main
+
+    path = write(tmp_path, GOOD.replace('[campaign.labels]\nimage = "1.10"\n', labels))
+    assert main(["run", str(path), "--dry-run", *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: {says}" if not option else f"error: {says}"), err
+    # a key the cells do not have is a label like any other
+    path.write_text(GOOD.replace('image = "1.10"', 'period_set = "a"'))
+    assert main(["run", str(path), "--dry-run", "--label", "kernel=6.12"]) == 0

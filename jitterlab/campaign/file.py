@@ -184,6 +184,8 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
             )
     matrix = read_matrix(data, where, [t.name for t in targets])
     cells = matrix.cells
+    for key in labels:
+        check_label_key(key, cells, f"{where}: campaign.labels.{key}")
     if len(cells) * repetitions > MAX_RUNS:
         raise UserError(
             f"{where}: campaign.repetitions: {len(cells)} cells x {repetitions} repetitions is over "
@@ -227,6 +229,15 @@ def _check_cpus(campaign: Campaign, target: str, n_cpus: int | None, where: str)
         raise UserError(f"{where}: matrix.probe: probe {', '.join(polling)} needs a CPU of its own beside "
                         f"the program, and target {target!r} has one CPU; give it cpus = 2, or use probe = "
                         '"self" or a probe outside the board')
+
+
+def check_label_key(key: str, cells: tuple[Cell, ...], where: str) -> None:
+    """A label named like a key of the cells (target, impl, ...) would hide that key: compare and
+    --until-decided match a selector against the labels first."""
+    if key in {"target", "benchmark", "load"} | {k for c in cells for k, _ in c.params}:
+        raise UserError(f"{where}: the label {key!r} is named like a key of this campaign's cells, and "
+                        f"compare selects by labels first: {key}=... would no longer select cells; name the "
+                        f"label otherwise, e.g. {key}_label")
 
 
 def _envelope(section: Mapping[str, object], where: str) -> tuple[str, ...]:

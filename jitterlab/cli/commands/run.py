@@ -173,6 +173,7 @@ def _with_labels(campaign, pairs: list[str]):
     """The campaign with --label KEY=VALUE pairs set (they take part in the resume fingerprint)."""
     import dataclasses
 
+    from jitterlab.campaign.file import check_label_key
     from jitterlab.model.labels import check_label
 
     labels = dict(campaign.labels)
@@ -181,6 +182,7 @@ def _with_labels(campaign, pairs: list[str]):
         if not sep or not key.strip() or not value.strip():
             raise UserError(f"--label {shown(pair)}: write KEY=VALUE, e.g. --label image=1.11")
         check_label(key.strip(), value.strip(), f"--label {shown(pair)}")
+        check_label_key(key.strip(), campaign.cells, f"--label {shown(pair)}")
         labels[key.strip()] = value.strip()
     return dataclasses.replace(campaign, labels=labels) if pairs else campaign
 
