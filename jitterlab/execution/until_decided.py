@@ -123,6 +123,10 @@ def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> N
     if not base and not cand:
         raise UserError(f"{where}: this campaign measures neither group; select cells of its matrix "
                         "(target=..., impl=...) or a label it sets")
+    labelled = [s.key for s in (watch.baseline, watch.candidate) if s.key in campaign.labels]
+    if labelled and watch.baseline.key != watch.candidate.key:
+        raise UserError(f"{where}: select both groups by the label {labelled[0]} (two of its values), or "
+                        f"both by the cells: a cell selector takes the runs of every {labelled[0]}")
     for sel, found in ((watch.baseline, base), (watch.candidate, cand)):
         if found or sel.key in campaign.labels:
             continue

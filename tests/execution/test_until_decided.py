@@ -226,11 +226,14 @@ impl = "c-fifo"
     ("impl=c-fifo..target=a", "both groups hold 2 cell(s) of this campaign"),
     ("target=a..target=b", "no cell of one group has a counterpart in the other (target set aside), so "
      "nothing could be compared"),
+    # an earlier image's runs have the cells too: they would be in both groups
+    ("image=x..target=a", "select both groups by the label image (two of its values), or both by the "
+     "cells: a cell selector takes the runs of every image"),
 ])
 def test_groups_compare_would_refuse_are_refused_before_measuring(tmp_path, capsys, groups, says):
     path = tmp_path / "c.toml"
     path.write_text(TWO_IMPLS)
-    assert main(["run", str(path), "--dry-run", "--until-decided", groups]) == 2
+    assert main(["run", str(path), "--dry-run", "--label", "image=y", "--until-decided", groups]) == 2
     assert capsys.readouterr().err.startswith(f"error: --until-decided {groups}: {says}")
     path.write_text(TWO_IMPLS.replace('[[exclude]]\ntarget = "b"\nimpl = "c-fifo"\n', ""))
     if groups.startswith("target"):  # with a cell both targets measure, the same groups are fine
