@@ -59,6 +59,8 @@ def test_defaults_and_every_kernel_form(tmp_path):
     ({"cmdline": "quiet jitterlab.root=/dev/sda"}, ["t.cmdline: jitterlab.root= is set by jitterlab"]),
     ({"cmdline": "jitterlab.other=1"}, ["t.cmdline: jitterlab.other= is set by jitterlab"]),
     ({"cmdline": "panic=5"}, ["t.cmdline: panic= is set by jitterlab"]),
+    # what the machine's own parameters set (a board's programs map its GPIO block through /dev/mem)
+    ({"machine": "virt-armhf", "cmdline": "iomem=strict"}, ["t.cmdline: iomem= is set by jitterlab"]),
     # a 32-bit ARM kernel reads 1023 bytes of its command line: the campaign's words come last, cut off
     ({"machine": "virt-armhf", "cmdline": "isolcpus=0 " * 90},
      ["t.cmdline: with jitterlab's own parameters the kernel command line is 1076 bytes, and the armhf "

@@ -197,9 +197,10 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         raise UserError(
             f'{where}.cmdline: expected kernel parameters on one line, e.g. "isolcpus=1", got {cmdline!r}'
         )
+    machine_params = {w.partition("=")[0] for w in kernel_words(machine.cmdline)}  # iomem= on a board
     for word in kernel_words(cmdline):
         name = word.partition("=")[0]
-        if f"{name}=" in _RESERVED_PARAMS or name.startswith(_RESERVED_PREFIX):
+        if f"{name}=" in _RESERVED_PARAMS or name.startswith(_RESERVED_PREFIX) or name in machine_params:
             raise UserError(
                 f"{where}.cmdline: {name}= is set by jitterlab to boot the guest; remove {shown(word)}"
             )
