@@ -40,7 +40,7 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
     """The loop, its log and its end; returns the loop's Ended."""
     from jitterlab.campaign.cells import names
     from jitterlab.execution.runner import Runner
-    from jitterlab.execution.until_decided import until_decided
+    from jitterlab.execution.until_decided import UnknownWatch, until_decided
 
     def why(extra) -> None:
         # the notice escapes what it prints
@@ -48,8 +48,12 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
                                           f"{_row_text(extra.row)}")
 
     runner = functools.partial(Runner, progress=display, notice=display.notice)
-    ended = until_decided(campaign, store, sessions, campaign_id, watch, names=names(), why=why,
-                          runner=runner, planned=display.plan)
+    try:
+        ended = until_decided(campaign, store, sessions, campaign_id, watch, names=names(), why=why,
+                              runner=runner, planned=display.plan)
+    except UnknownWatch as exc:  # a name --watch took for a metric, which the measured runs lack
+        go_on = f"go on with {_resume(args)} --watch METRIC"
+        raise UserError(f"{exc}; the campaign's runs are stored: {go_on}") from None
     out.print(escape(end_text(ended, watch, campaign, args)), highlight=False)
     return ended
 
@@ -82,10 +86,7 @@ def end_text(ended, watch, campaign, args) -> str:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no watched row"
     done = f"{_n(ended.extra_runs, 'extra run')} in {_n(ended.rounds, 'round')}"
-    from jitterlab.store import shown_spec
-
-    resume = f"jitterlab run {args.campaign} --results {shown_spec(args.results)} --resume --until-decided " \
-             f"{args.until_decided}"
+    resume = _resume(args)
     if ended.reason == "decided":
         return f"{where}: every watched verdict is decided after {done} ({verdicts})"
     left = f"{_n(len(ended.undecided), 'verdict')} still undecided ({verdicts})"
@@ -101,6 +102,14 @@ def end_text(ended, watch, campaign, args) -> str:
         return f"{where}: interrupted after {done}; go on: {resume}"
     return (f"{where}: {left}; more runs here cannot decide them: the other group has fewer than 3 runs "
             "and is not measured by this campaign; measure it again with more repetitions")
+
+
+def _resume(args) -> str:
+    """The command that goes on with this campaign's --until-decided."""
+    from jitterlab.store import shown_spec
+
+    return (f"jitterlab run {args.campaign} --results {shown_spec(args.results)} --resume --until-decided "
+            f"{args.until_decided}")
 
 
 def _n(count: int, what: str) -> str:

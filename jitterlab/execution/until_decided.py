@@ -37,6 +37,11 @@ DEFAULT_MAX_TIME_S = 3600.0
 now = time.monotonic  # the clock of the time bound (tests put the fake targets' clock here)
 
 
+class UnknownWatch(UserError):
+    """--watch names a metric the compared runs lack: known only once they are measured (benchmarks
+    do not declare every metric they produce)."""
+
+
 def decided(verdict: str) -> bool:
     """Whether a verdict settles its row: better, worse or same; undecided (and compare's former
     "no significant change", which did not say whether a change that matters was excluded) is not."""
@@ -178,8 +183,8 @@ def watched_metrics(watch: Watch, runs: list[RunRecord]) -> list[str]:
     if watch.metrics:
         unknown = [m for m in watch.metrics if m not in known]
         if unknown:
-            raise UserError(f"--watch {', '.join(unknown)}: no such metric in the runs compared; they have: "
-                            f"{', '.join(sorted(known))}")
+            raise UnknownWatch(f"--watch {', '.join(unknown)}: no such metric in the runs compared; they "
+                               f"have: {', '.join(sorted(known))}")
         return list(watch.metrics)
     wanted: list[str] = []
     for bench in sorted({r.benchmark for r in runs}):

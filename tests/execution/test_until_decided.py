@@ -163,6 +163,10 @@ def test_a_watched_metric_the_runs_lack_names_the_option(tmp_path, values, capsy
     assert run(campaign(tmp_path), "--watch", "nope") == 2
     err = capsys.readouterr().err
     assert "--watch nope: no such metric in the runs compared; they have: fake_value" in err
+    # a name that is no metric shows only once the campaign's runs are in; they are kept
+    assert err.rstrip().endswith(f"; the campaign's runs are stored: go on with jitterlab run "
+                                 f"{tmp_path}/ud.toml --results {tmp_path}/results --resume --until-decided "
+                                 "target=standard..target=rt --watch METRIC"), err
 
 
 @pytest.mark.parametrize(("option", "says"), [
