@@ -334,3 +334,151 @@ def test_envelope_rules(tmp_path):
     bad = GOOD.replace('duration = "1s"', 'duration = "1s"\nenvelope = ["p95"]')
     with pytest.raises(UserError, match=r"c.toml: campaign.envelope: .*'p99.9'.*got \['p95'\]"):
         load_campaign(write(tmp_path, bad))
+
+
+BOARD_PROBE = """
+[campaign]
+name = "t"
+duration = "1s"
+[[target]]
+name = "b"
+{target}
+[matrix]
+impl = "c-gpiod"
+period = "10ms"
+pin = "gpiod"
+probe = "{probe}"
+[pins.gpiod]
+chip = "9030000.pl061"
+line = 2
+[probes.emulator]
+line = {line}
+[probes.register-poll]
+soc = "{soc}"
+line = {line}
+"""
+EMULATOR_NEEDS = ("probe 'emulator' needs a target that can record its GPIO outputs outside the board (an "
+                  "emulated board with a traced GPIO controller)")
+REGISTERS_NEED = ("probe 'register-poll' needs a target that can show its physical memory from outside (an "
+                  "emulated board with a monitor socket)")
+VIRT = 'kind = "qemu"\nmachine = "virt-arm64"'
+
+
+@pytest.mark.parametrize(("target", "probe", "line", "soc", "says"), [
+    ('kind = "local"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind \"local\") "
+     'cannot; targets that can: kind "qemu" with machine = "virt-arm64" or "virt-armhf"'),
+    ('kind = "ssh"\nhost = "b"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind "
+     '"ssh") cannot'),
+    ('kind = "qemu"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind \"qemu\", "
+     'machine = "pc") cannot'),
+    ('kind = "qemu"\nmachine = "sabrelite"', "emulator", 2, "imx6", "matrix.probe: probe 'emulator' needs"),
+    ('kind = "local"', "register-poll", 2, "pl061", f"matrix.probe: {REGISTERS_NEED}; target 'b' (kind "
+     '"local") cannot; targets that can: kind "qemu" with machine = "sabrelite", "virt-arm64" or '
+     '"virt-armhf"'),
+    ('kind = "qemu"', "register-poll", 2, "pl061", f"matrix.probe: {REGISTERS_NEED}; target 'b' (kind "
+     '"qemu", machine = "pc") cannot'),
+    # the lines register-poll refuses on a PL061, the emulator probe refuses too: out of range, gpio-keys
+    (VIRT, "emulator", 8, "pl061", "probes.emulator.line: pl061 has lines 0-7, not 8"),
+    (VIRT, "emulator", 3, "pl061", "probes.emulator.line: pl061 line 3 belongs to gpio-keys (qemu virt's "
+     "power button); watch the line the pin drives"),
+    (VIRT, "register-poll", 3, "pl061", "probes.register-poll.line: pl061 line 3 belongs to gpio-keys"),
+    # the register map must be the board's own: imx6 registers read on virt are no GPIO at all
+    (VIRT, "register-poll", 2, "imx6", "probes.register-poll.soc: target 'b' (qemu machine 'virt-arm64') has "
+     "the GPIO registers of soc \"pl061\", not \"imx6\"; give soc = \"pl061\""),
+    ('kind = "qemu"\nmachine = "sabrelite"', "register-poll", 2, "pl061",
+     "probes.register-poll.soc: target 'b' (qemu machine 'sabrelite') has the GPIO registers of soc "
+     '"imx6"'),
+])
+def test_a_probe_its_target_cannot_serve_is_refused_when_read(tmp_path, capsys, target, probe, line, soc,
+                                                              says):
+    """What a real run found only on the target (runs stored as unavailable, or unmeasurable), refused
+    from the campaign file alone: by load_campaign and so by run --dry-run."""
+    from jitterlab.cli.main import main
+
+    path = write(tmp_path, BOARD_PROBE.format(target=target, probe=probe, line=line, soc=soc))
+    with pytest.raises(UserError) as refused:
+        load_campaign(path)
+    assert str(refused.value).startswith(f"{path}: {says}"), str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}: {says}")
+
+
+@pytest.mark.parametrize(("target", "probe", "soc"), [
+    (VIRT, "emulator", "pl061"), (VIRT, "register-poll", "pl061"),
+    ('kind = "qemu"\nmachine = "virt-armhf"', "emulator", "pl061"),
+    ('kind = "qemu"\nmachine = "sabrelite"', "register-poll", "imx6"),
+])
+def test_a_probe_its_board_serves_is_accepted(tmp_path, target, probe, soc):
+    path = write(tmp_path, BOARD_PROBE.format(target=target, probe=probe, line=2, soc=soc))
+    assert [c.param("probe") for c in load_campaign(path).cells] == [probe]
+
+
+MMAP = """
+[campaign]
+name = "t"
+duration = "1s"
+[[target]]
+name = "b"
+{target}
+[matrix]
+impl = "c-mmap"
+period = "10ms"
+pin = "gpiomem"
+probe = "{probe}"
+[pins.gpiomem]
+soc = "{soc}"
+line = 2
+{extra}
+"""
+
+
+@pytest.mark.parametrize(("target", "probe", "soc", "extra", "says"), [
+    # another SoC's registers on an emulated board are no GPIO at all: the wave would go nowhere
+    (VIRT, "self", "bcm2711", "", "pins.gpiomem.soc: target 'b' (qemu machine 'virt-arm64') has the GPIO "
+     'registers of soc "pl061", not "bcm2711"; give soc = "pl061"'),
+    ('kind = "qemu"\nmachine = "sabrelite"\ncpus = 2', "self", "pl061", "",
+     "pins.gpiomem.soc: target 'b' (qemu machine 'sabrelite') has the GPIO registers of soc \"imx6\""),
+    # what preflight refuses once the VM is up, known from its cpus
+    (VIRT, "vpin", "pl061", "", "matrix.probe: probe vpin needs a CPU of its own beside the program, and "
+     "target 'b' has one CPU; give it cpus = 2"),
+    (VIRT + "\ncpus = 2", "self", "pl061", '[campaign.cpus]\nprogram = "2"',
+     "campaign.cpus.program: CPU 2 does not exist on target 'b', which has 2 CPUs (0-1, its cpus)"),
+])
+def test_a_pin_or_placement_an_emulated_board_cannot_have_is_refused_when_read(tmp_path, target, probe, soc,
+                                                                               extra, says):
+    text = MMAP.format(target=target, probe=probe, soc=soc, extra="")
+    if probe == "vpin":  # it watches a virtual pin
+        text = text.replace('pin = "gpiomem"', 'pin = "vpin"')
+    if extra:  # [campaign.cpus] belongs to [campaign]
+        text = text.replace('duration = "1s"\n', f'duration = "1s"\n{extra}\n')
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as refused:
+        load_campaign(path)
+    assert str(refused.value).startswith(f"{path}: {says}"), str(refused.value)
+
+
+def test_the_same_pin_and_placement_on_a_board_that_has_them_are_accepted(tmp_path):
+    text = MMAP.format(target=VIRT + "\ncpus = 2", probe="vpin", soc="pl061", extra="")
+    text = text.replace('pin = "gpiomem"', 'pin = "vpin"')
+    text = text.replace('duration = "1s"\n', 'duration = "1s"\n[campaign.cpus]\nprogram = "0"\nprobe = "1"\n')
+    assert len(load_campaign(write(tmp_path, text)).cells) == 1
+
+
+@pytest.mark.parametrize(("labels", "option", "says"), [
+    ('[campaign.labels]\nload = "heavy"\n', [], "campaign.labels.load: the label 'load' is named like a key "
+     "of this campaign's cells, and compare selects by labels first: load=... would no longer select cells; "
+     "name the label otherwise"),
+    ('[campaign.labels]\nimpl = "mine"\n', [], "campaign.labels.impl: the label 'impl' is named like a key"),
+    ("", ["--label", "target=rt"], "--label 'target=rt': the label 'target' is named like a key"),
+])
+def test_a_label_named_like_a_key_of_the_cells_is_refused(tmp_path, capsys, labels, option, says):
+    from jitterlab.cli.main import main
+
+    path = write(tmp_path, GOOD.replace('[campaign.labels]\nimage = "1.10"\n', labels))
+    assert main(["run", str(path), "--dry-run", *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: {says}" if not option else f"error: {says}"), err
+    # a key the cells do not have is a label like any other
+    path.write_text(GOOD.replace('image = "1.10"', 'period_set = "a"'))
+    assert main(["run", str(path), "--dry-run", "--label", "kernel=6.12"]) == 0

@@ -51,7 +51,7 @@ def open_targets(campaign: Campaign) -> list[TargetSession]:
         target = None
         try:
             factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
-            target = factory(spec.name, spec.options)
+            target = factory(spec.name, spec.options, spec.where or None)
             opened[spec.name] = _preflight_or_lost(campaign, spec, target)
         except BaseException as exc:
             if target is not None:

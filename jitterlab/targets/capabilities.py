@@ -9,6 +9,7 @@ what it declares itself and, through it, what the target it wraps has.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -268,6 +269,46 @@ class Wrapper:
 
     def close(self) -> None:
         self._inner.close()
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A target as its [[target]] declares it, before anything connects: what it will offer, known from
+    its kind and options (targets/registry.py `declare`), so that a campaign asking what it cannot
+    give is refused when read, --dry-run included."""
+
+    name: str
+    described: str  # 'kind "qemu", machine = "pc"'
+    offered: frozenset[type[Capability]]
+    elsewhere: Callable[[type[Capability]], str]  # the targets that offer a capability, for the fix
+    # an emulated board: the register map of its GPIO block (pins/socs.py: "pl061"), and the controller
+    # its emulator traces with its output lines
+    gpio_soc: str | None = None
+    traced_gpio: tuple[str, int] | None = None
+    machine: str = ""  # the emulated machine, in messages
+    cpus: int | None = None  # its CPUs, when its [[target]] sets them (a VM jitterlab boots)
+
+    def offers(self, cap: type[Capability]) -> bool:
+        return cap in self.offered
+
+    def need(self, cap: type[Capability], who: str, where: str) -> None:
+        """UserError "<where>: <who> needs a target that can ...; target NAME (...) cannot; targets that
+        can: ..." when the target will not offer `cap`."""
+        if not self.offers(cap):
+            raise UserError(f"{where}: {who} needs a target that can {cap.does}; target {self.name!r} "
+                            f"({self.described}) cannot; targets that can: {self.elsewhere(cap)}")
+
+    def need_soc(self, soc: str, where: str) -> None:
+        """UserError "<where>: target NAME (...) has the GPIO registers of soc X, not Y" when the target
+        is an emulated board whose GPIO block is not `soc`'s (registers of no GPIO block otherwise)."""
+        if self.gpio_soc is not None and soc != self.gpio_soc:
+            raise UserError(f'{where}: target {self.name!r} (qemu machine {self.machine!r}) has the GPIO '
+                            f'registers of soc "{self.gpio_soc}", not "{soc}"; give soc = "{self.gpio_soc}"')
+
+
+def kind_capabilities(cls: type) -> frozenset[type[Capability]]:
+    """The capabilities a target class declares (before its configuration may withhold some)."""
+    return frozenset(c for c in cls.__mro__ if _is_capability(c))
 
 
 def capabilities_of(target: object) -> dict[type, object]:

@@ -76,8 +76,8 @@ def machine(tmp_path, monkeypatch):
         "n_cpus": 2, "rt_runtime_us": DEFAULT_US, "rt_period_us": 1_000_000, "container": "none"})
     sysctl = Sysctl(tmp_path, monkeypatch)
 
-    def open_answering(name, options):
-        target = fake.open_fake(name, options)
+    def open_answering(name, options, where=None):
+        target = fake.open_fake(name, options, where)
         return answering(target, sysctl)
 
     monkeypatch.setitem(plugins.TARGETS._entries, "fake", Entry("fake", "for tests", open_answering))

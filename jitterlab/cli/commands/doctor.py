@@ -115,7 +115,8 @@ def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, obje
         if spec not in specs:
             raise UserError(f"TARGET {spec!r}: not a target of {campaign}; its targets: {', '.join(specs)}")
         found = specs[spec]
-        return plugins.TARGETS.get(found.kind, f"{campaign}: target.kind")(found.name, found.options)
+        factory = plugins.TARGETS.get(found.kind, f"{campaign}: target.kind")
+        return factory(found.name, found.options, found.where)
     if spec == "local":
         return plugins.TARGETS.get("local", "TARGET")("local", {})
     if spec.startswith("ssh://"):

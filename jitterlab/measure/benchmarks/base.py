@@ -25,6 +25,7 @@ from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries, Samples
 from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import Declared
 
 __all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Measuring", "Placement",
            "RunContext"]
@@ -88,6 +89,11 @@ class Benchmark(Protocol):
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         """Reject a cell that cannot work with these settings on a target of this kind (UserError);
         `where` names the matrix ("campaign.toml: matrix"), keys are appended to it."""
+        ...
+
+    def check_target(self, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        """Reject a cell its target cannot measure, known from its [[target]] alone (a probe that reads
+        what only an emulated board offers): UserError; `where` names the matrix as in check()."""
         ...
 
     def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
@@ -154,6 +160,9 @@ class BenchmarkBase:
         return False
 
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
+        return None
+
+    def check_target(self, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
         return None
 
     def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:

@@ -69,6 +69,11 @@ class Squarewave(BenchmarkBase):
                             f"(or campaign.warmup) and measures 2 more; give a duration of at least "
                             f"{format_ns(needed_ns)} or a shorter period")
 
+    def check_target(self, cell, settings, where, target) -> None:
+        _, pin, probe = _parts(cell)
+        pin.check_target(cell, settings, where.removesuffix("matrix"), target)
+        probe.check_target(cell, settings, where, target)
+
     def tools(self, cell) -> dict[str, str]:
         impl, pin, probe = _parts(cell)
         return {**impl.tools(), **pin.tools, **probe.tools, "taskset": "util-linux"}

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
-from jitterlab.model.units import parse_duration_ns
+from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
 from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
+from jitterlab.targets.qemu.rootfs import _package_set as root_packages
 
 OPTIONS = {
     "machine": f'the qemu machine profile (default "{DEFAULT}"): ' + "; ".join(
@@ -31,14 +32,17 @@ OPTIONS = {
     "(a root per package set is built once and cached)",
 }
 _VERSION = re.compile(r"^(\d+\.\d+)(-rt)?$")
-_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")  # Debian policy's package names
+MAX_PACKAGE_NAME = 128  # Debian's longest are under 80 characters
+MAX_PACKAGES = 1000
 MIN_MEMORY = 256 << 20
 MAX_MEMORY = 64 << 30
 MAX_CPUS = 64
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-# the guest's boot depends on these; a cmdline that sets them would break it
-_RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=", "jitterlab.root=")
+# the guest's boot depends on these (kernel_cmdline; jitterlab.* are its init's); a cmdline that
+# sets them would break it
+_RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=")
+_RESERVED_PREFIX = "jitterlab."
 
 
 def kernel_words(cmdline: str) -> list[str]:
@@ -58,6 +62,17 @@ def kernel_words(cmdline: str) -> list[str]:
     if started:
         words.append("".join(word))
     return words
+
+
+def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
+    """The guest kernel's command line: what the boot needs, what the machine needs, then the
+    campaign's `cmdline`."""
+    words = [f"console={machine.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
+    if machine.own_root:
+        words.append(f"jitterlab.root={machine.devices.root_device}")
+    if not machine.devices.shares_9p:
+        words.append("jitterlab.shares=none")
+    return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
 
 
 @dataclass(frozen=True)
@@ -123,13 +138,18 @@ def parse_kernel(
     )
 
 
-def memory_bytes(value: object, where: str) -> int:
+def memory_bytes(value: object, where: str, machine: MachineProfile | None = None) -> int:
     match = _SIZE.match(value) if isinstance(value, str) else None
     n = int(match[1]) * _SIZE_FACTOR[match[2].upper()] if match else value
     if isinstance(n, bool) or not isinstance(n, int):
-        raise UserError(f'{where}: expected a size like "1G" or "512M", got {value!r}')
+        raise UserError(f'{where}: expected a size like "1G" or "512M", got {shown(value)}')
     if not MIN_MEMORY <= n <= MAX_MEMORY:
-        raise UserError(f'{where}: {value!r} is out of range; give "256M" to "64G" (the guest runs from RAM)')
+        raise UserError(f'{where}: {shown(value)} is out of range; give "256M" to "64G" (the guest runs from '
+                        "RAM)")
+    most = machine.max_memory_bytes if machine is not None else None
+    if most is not None and n > most:
+        raise UserError(f"{where}: {shown(value)} is more than qemu machine {machine.name!r} takes; give "
+                        f'"{most >> 20}M" or less')
     return n
 
 
@@ -156,10 +176,14 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     )
     cpus = options.get("cpus", machine.cpus)
     if isinstance(cpus, bool) or not isinstance(cpus, int) or not 1 <= cpus <= MAX_CPUS:
-        raise UserError(f"{where}.cpus: expected a number of CPUs 1-{MAX_CPUS}, e.g. cpus = 2, got {cpus!r}")
+        raise UserError(f"{where}.cpus: expected a number of CPUs 1-{MAX_CPUS}, e.g. cpus = 2, "
+                        f"got {shown(cpus)}")
+    if machine.max_cpus is not None and cpus > machine.max_cpus:
+        raise UserError(f"{where}.cpus: qemu machine {machine.name!r} takes 1-{machine.max_cpus} CPUs, got "
+                        f"{cpus}; give cpus = {machine.max_cpus} or fewer")
     memory = machine.memory_bytes
     if "memory" in options:
-        memory = memory_bytes(options["memory"], f"{where}.memory")
+        memory = memory_bytes(options["memory"], f"{where}.memory", machine)
     accel = options.get("accel", "auto")
     if accel not in ("auto", "kvm", "tcg"):
         hint = did_you_mean(str(accel), ["auto", "kvm", "tcg"])
@@ -173,13 +197,19 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         raise UserError(
             f'{where}.cmdline: expected kernel parameters on one line, e.g. "isolcpus=1", got {cmdline!r}'
         )
+    machine_params = {w.partition("=")[0] for w in kernel_words(machine.cmdline)}  # iomem= on a board
     for word in kernel_words(cmdline):
         name = word.partition("=")[0]
-        if f"{name}=" in _RESERVED_PARAMS:
+        if f"{name}=" in _RESERVED_PARAMS or name.startswith(_RESERVED_PREFIX) or name in machine_params:
             raise UserError(
-                f"{where}.cmdline: {name}= is set by jitterlab to boot the guest; remove {word!r}"
+                f"{where}.cmdline: {name}= is set by jitterlab to boot the guest; remove {shown(word)}"
             )
-    timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout")
+    whole = len(kernel_cmdline(machine, cmdline.strip()).encode())
+    if whole >= machine.max_cmdline:  # the kernel would cut the end off, the campaign's own words
+        raise UserError(f"{where}.cmdline: with jitterlab's own parameters the kernel command line is "
+                        f"{whole} bytes, and the {machine.arch} kernel reads {machine.max_cmdline - 1}; "
+                        "shorten it")
+    timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout", MAX_CAMPAIGN_NS)
                   if "boot_timeout" in options else round(machine.boot_timeout_s * 1e9))
     if timeout_ns < 5_000_000_000:
         raise UserError(f'{where}.boot_timeout: a guest needs seconds to boot; give "5s" or more')
@@ -197,17 +227,12 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     if gpio == "virtual" and kernel.path is not None:
         raise UserError(f'{where}.gpio: the virtual GPIO chip is built against a Debian kernel\'s headers; '
                         f'give kernel = "standard", "rt" or a version, or remove gpio')
-    packages = options.get("packages", [])
-    if not isinstance(packages, list) or not all(
-        isinstance(p, str) and _PACKAGE.match(p) for p in packages
-    ):
-        raise UserError(f'{where}.packages: expected a list of Debian package names, e.g. ["nodejs"], '
-                        f"got {shown(packages)}")
+    packages = _packages(options.get("packages", []), f"{where}.packages")
     if packages and not machine.own_root:
         raise UserError(f"{where}.packages: qemu machine {machine.name!r} runs this machine's own root; "
                         "install the packages here instead, or remove packages")
     return QemuOptions(
-        packages=tuple(dict.fromkeys(packages)),
+        packages=packages,
         kernel=kernel,
         machine=machine,
         gpio=gpio,  # type: ignore[arg-type]
@@ -218,3 +243,19 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         boot_timeout_s=timeout_ns / 1e9,
         workdir=workdir.rstrip("/") if workdir else None,
     )
+
+
+def _packages(value: object, where: str) -> tuple[str, ...]:
+    """The `packages` of a board's root, checked when the campaign is read by the rule the root is
+    built with (rootfs.py); bounded first, so that no message echoes a huge name."""
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise UserError(f'{where}: expected a list of Debian package names, e.g. ["nodejs"], '
+                        f"got {shown(value)}")
+    if len(value) > MAX_PACKAGES:
+        raise UserError(f"{where}: {len(value)} packages; give at most {MAX_PACKAGES}")
+    for name in value:
+        if len(name) > MAX_PACKAGE_NAME:
+            raise UserError(f"{where}: a package name of {len(name)} characters; Debian's are at most "
+                            f"{MAX_PACKAGE_NAME} ({shown(name)})")
+    root_packages(tuple(value), where)
+    return tuple(dict.fromkeys(value))

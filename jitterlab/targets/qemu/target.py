@@ -41,7 +41,7 @@ from jitterlab.targets.qemu import rootfs as qemu_rootfs
 from jitterlab.targets.qemu import vgpio as qemu_vgpio
 from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT
-from jitterlab.targets.qemu.options import QemuOptions
+from jitterlab.targets.qemu.options import QemuOptions, kernel_cmdline
 from jitterlab.targets.qemu.scripts import SSHD_CONFIG, STAGE2
 from jitterlab.targets.qemu.vm import VM, Machine
 from jitterlab.targets.ssh.loopback_sshd import free_port
@@ -56,15 +56,13 @@ SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, 
 _PORT_TAKEN = "Could not set up host forwarding rule"
 
 
-def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
-    """The guest kernel's command line: what the boot needs, what the machine needs, then the
-    campaign's `cmdline`."""
-    words = [f"console={machine.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
-    if machine.own_root:
-        words.append(f"jitterlab.root={machine.devices.root_device}")
-    if not machine.devices.shares_9p:
-        words.append("jitterlab.shares=none")
-    return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
+def machine_offers(machine: MachineProfile, cap: type[Capability]) -> bool:
+    """What a guest of `machine` offers of the capabilities a QemuTarget declares."""
+    if cap is RecordsGpioOutputs:
+        return machine.traced_gpio is not None
+    if cap is ExaminesMemory:  # a board's GPIO registers; the pc guest has none to read
+        return machine.own_root
+    return True
 
 
 class QemuTarget(
@@ -74,9 +72,10 @@ class QemuTarget(
 
     kind = "qemu"
 
-    def __init__(self, name: str, options: QemuOptions) -> None:
+    def __init__(self, name: str, options: QemuOptions, key: str | None = None) -> None:
         self.name = name
         self.options = options
+        self.key = key or f"target {name!r}"  # its [[target]] in messages about its options
         self.machine = options.machine
         self.workdir = options.workdir or ""
         self.kernel: qemu_kernels.Kernel | None = None
@@ -92,11 +91,7 @@ class QemuTarget(
     # --- capabilities ------------------------------------------------------------------------------
 
     def offers(self, cap: type[Capability]) -> bool:
-        if cap is RecordsGpioOutputs:
-            return self.machine.traced_gpio is not None
-        if cap is ExaminesMemory:  # a board's GPIO registers; the pc guest has none to read
-            return self.machine.own_root
-        return True
+        return machine_offers(self.machine, cap)
 
     def gpio_trace(self) -> GpioTrace:
         traced = self.machine.traced_gpio
@@ -154,7 +149,7 @@ class QemuTarget(
 
     def boot(self) -> QemuTarget:
         """Prepare the kernel (fetched once into the cache), start qemu, wait for the guest, connect."""
-        o, where, profile = self.options, f"target {self.name!r}", self.machine
+        o, where, profile = self.options, self.key, self.machine
         _check_host(o, where)
         accel = qemu_accel.detect(o.accel, where, profile.kvm_missing())
         self._accel, self.accel_why = accel.name, accel.why

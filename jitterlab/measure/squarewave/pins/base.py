@@ -12,6 +12,7 @@ from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import Registry
+from jitterlab.targets.capabilities import Declared
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ class Pin(Protocol):
         campaign file's prefix ("campaign.toml: ")."""
         ...
 
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        """Refuse a cell whose target, as its [[target]] declares it, cannot have this pin (an emulated
+        board whose GPIO block is another SoC's): UserError; `where` as in check()."""
+        ...
+
     def setup(self) -> PinHandle:
         """Prepare the pin for the run; RunFailed (busy, missing, not permitted) with the fix."""
         ...
@@ -80,6 +87,10 @@ class PinBase:
         must be complete (a required one missing from [pins.NAME] is an error here)."""
         name = str(cell.param("pin", ""))
         cls.validate(settings.options_of("pins", name), f"{where}pins.{name}")
+
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        return None
 
     def options(self) -> dict:
         """This pin's [pins.NAME] options for the run, defaults filled in."""

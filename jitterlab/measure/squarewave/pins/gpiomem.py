@@ -47,6 +47,11 @@ class GpiomemPin(PinBase):
             raise UserError(f"{where}pins.gpiomem.line: {soc.name} line {opts['line']} belongs to "
                             f"{holder}; choose another line ({free})")
 
+    @classmethod
+    def check_target(cls, cell, settings, where: str, target) -> None:
+        soc = str(cls.validate(settings.options_of("pins", "gpiomem"), f"{where}pins.gpiomem")["soc"])
+        target.need_soc(soc, f"{where}pins.gpiomem.soc")  # another SoC's registers are no GPIO there
+
     def setup(self) -> PinHandle:
         opts = self.options()
         soc = SOCS[str(opts["soc"])]

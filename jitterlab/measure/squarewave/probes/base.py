@@ -18,7 +18,7 @@ from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries
-from jitterlab.targets.capabilities import Capability
+from jitterlab.targets.capabilities import Capability, Declared
 
 # where a probe runs: a process on a CPU of the target, the program itself, the controller
 # machine (a logic analyzer plugged in there), or an instrument reached over the network
@@ -83,6 +83,12 @@ class Probe(Protocol):
         """Refuse a cell this probe cannot measure with these settings (UserError)."""
         ...
 
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        """Refuse a cell whose target, as its [[target]] declares it, cannot serve this probe (it lacks
+        what the probe `reads`, or its GPIO block is not the one the options name): UserError."""
+        ...
+
     def start(self, pin: PinHandle) -> None:
         """Start observing `pin`; return once the probe sees it. RunFailed if it cannot."""
         ...
@@ -121,6 +127,11 @@ class ProbeBase:
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
         return None
+
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        if cls.reads is not None:
+            target.need(cls.reads, f"probe {cell.param('probe')!r}", f"{where}.probe")
 
     @classmethod
     def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:

@@ -27,6 +27,7 @@ from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event
 from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
+from jitterlab.measure.squarewave.pins.socs import SOCS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError
@@ -34,7 +35,7 @@ from jitterlab.model.params import Param, integer
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import GpioTrace, RecordsGpioOutputs, has
+from jitterlab.targets.capabilities import Declared, GpioTrace, RecordsGpioOutputs, has
 
 NAME = "emulator"
 CATCH_UP_S = 2.0  # how long stop() waits for the trace to show as many edges as the program logged
@@ -73,6 +74,17 @@ class EmulatorProbe(ProbeBase):
                             f"{MIN_STAMPS_PER_HALF_PERIOD} per half period; use a period >= "
                             f"{format_ns(shortest_ns)}")
 
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        super().check_target(cell, settings, where, target)
+        if target.traced_gpio is None:
+            return
+        source = where.rsplit(": ", 1)[0]
+        line = int(cls.options_in(settings, NAME, f"{source}: probes.{NAME}")["line"])
+        refused = line_refusal(*target.traced_gpio, line)
+        if refused is not None:
+            raise UserError(f"{source}: probes.{NAME}.line: {refused}")
+
     def _line(self) -> int:
         return int(self.options()["line"])
 
@@ -85,10 +97,9 @@ class EmulatorProbe(ProbeBase):
             trace = board.gpio_trace()
         except UserError as exc:
             raise RunFailed(f"probes.{NAME}: {exc}; {NO_TRACE_FIX}", status="unavailable") from None
-        line = self._line()
-        if line >= trace.lines:
-            raise RunFailed(f"probes.{NAME}.line: the emulated {trace.controller} has output lines "
-                            f"0-{trace.lines - 1}, not {line}; set line to the one the pin drives")
+        refused = line_refusal(trace.controller, trace.lines, self._line())
+        if refused is not None:
+            raise RunFailed(f"probes.{NAME}.line: {refused}")
         if not known_event(trace.event):
             raise RunFailed(f"probes.{NAME}: cannot read the emulator's trace event {trace.event!r} of "
                             f"{trace.controller}; {NO_TRACE_FIX}", status="unavailable")
@@ -168,6 +179,15 @@ class EmulatorProbe(ProbeBase):
         metrics.append(pin_watched_metric(NAME, fit.watched))
         return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
                        series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+
+
+def line_refusal(controller: str, lines: int, line: int) -> str | None:
+    """Why `line` of a traced `controller` cannot be watched: the lines the register map of that
+    controller refuses (pins/socs.py, as register-poll), else those it does not have."""
+    soc = SOCS.get(controller)
+    if soc is not None:
+        return soc.line_refusal(line)
+    return None if 0 <= line < lines else f"{controller} has lines 0-{lines - 1}, not {line}"
 
 
 def _appended(path: Path, offset: int) -> bytes:

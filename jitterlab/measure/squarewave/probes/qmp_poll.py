@@ -37,7 +37,7 @@ from jitterlab.model.params import Param, choice, integer
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import ExaminesMemory, command_timeout_s, has
+from jitterlab.targets.capabilities import Declared, ExaminesMemory, command_timeout_s, has
 from jitterlab.targets.qmp import Qmp, QmpError
 
 NAME = "register-poll"
@@ -71,14 +71,16 @@ class RegisterPollProbe(ProbeBase):
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
         source = where.rsplit(": ", 1)[0]
         options = cls.options_in(settings, NAME, f"{source}: probes.{NAME}")
-        soc, line = _soc(options), int(options["line"])
-        if line >= soc.lines:
-            raise UserError(f"{source}: probes.{NAME}.line: {soc.name} has lines 0-{soc.lines - 1}, "
-                            f"not {line}")
-        holder = dict(soc.reserved).get(line)
-        if holder is not None:
-            raise UserError(f"{source}: probes.{NAME}.line: {soc.name} line {line} belongs to {holder}; "
-                            "watch the line the pin drives")
+        refused = _soc(options).line_refusal(int(options["line"]))
+        if refused is not None:
+            raise UserError(f"{source}: probes.{NAME}.line: {refused}")
+
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        super().check_target(cell, settings, where, target)
+        source = where.rsplit(": ", 1)[0]
+        soc = str(cls.options_in(settings, NAME, f"{source}: probes.{NAME}")["soc"])
+        target.need_soc(soc, f"{source}: probes.{NAME}.soc")
 
     def _registers(self) -> tuple[Registers, str]:
         options = self.options()

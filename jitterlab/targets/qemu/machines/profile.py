@@ -150,13 +150,18 @@ class MachineProfile:
     root: str = HOST_ROOT
     root_packages: tuple[str, ...] = ()  # what a BOARD_ROOT holds
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
+    max_cmdline: int = 2048  # the kernel's COMMAND_LINE_SIZE, its NUL included (x86-64, arm64)
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
+    gpio_soc: str | None = None  # the register map of its GPIO block (pins/socs.py), for register-poll
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
     dt_edits: tuple[DtEdit, ...] = ()  # made to a copy of dtb, kept beside the kernel
     gpio: tuple[str, ...] = ("none",)  # the values of the gpio key, the default first
     cpus: int = 2
     memory_bytes: int = 1 << 30
     boot_timeout_s: float = 120.0
+    # what qemu's machine takes (it refuses more when it starts); None: no bound below jitterlab's own
+    max_cpus: int | None = None
+    max_memory_bytes: int | None = None
 
     @property
     def boot_modules(self) -> tuple[str, ...]:

@@ -44,11 +44,16 @@ SABRELITE = MachineProfile(
     root=VIRT_ARMHF.root,
     root_packages=BOARD_ROOT_PACKAGES,
     cmdline=BOARD_CMDLINE,
+    max_cmdline=VIRT_ARMHF.max_cmdline,
     dtb="imx6q-sabrelite.dtb",
     dt_edits=(DtEdit("/soc/timer@a00600", "status", "disabled",
                      "qemu's Cortex-A9 TWD timer made every sleep run 2-2.4x long"),),
     gpio=("none",),
+    gpio_soc="imx6",
     cpus=1,
     memory_bytes=1 << 30,
     boot_timeout_s=300.0,
+    # an i.MX6 Quad; qemu 7.2 refuses more RAM than below the SoC's peripherals ("above max supported")
+    max_cpus=4,
+    max_memory_bytes=0xF0000000,
 )

@@ -26,7 +26,8 @@ BOARD_CMDLINE = "iomem=relaxed"
 BOARD_ROOT_PACKAGES = (*BOARD_PACKAGES, "libc6-dev")
 
 
-def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], build: Build) -> MachineProfile:
+def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], build: Build,
+          max_cmdline: int = 2048) -> MachineProfile:
     return MachineProfile(
         name=name,
         arch=arch,
@@ -42,11 +43,14 @@ def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], bu
         root=BOARD_ROOT,
         root_packages=BOARD_ROOT_PACKAGES,
         cmdline=BOARD_CMDLINE,
+        max_cmdline=max_cmdline,
         traced_gpio=PL061,
+        gpio_soc="pl061",
         gpio=("none", "virtual"),
         cpus=1,
         memory_bytes=1 << 30,
         boot_timeout_s=300.0,
+        max_cpus=8,  # mach-virt with its default GICv2
     )
 
 
@@ -61,4 +65,5 @@ VIRT_ARMHF = _virt(
     {"standard": "linux-image-armmp", "rt": "linux-image-rt-armmp"},
     Build(cc="arm-linux-gnueabihf-gcc", init_cc="arm-linux-gnueabihf-gcc",
           init_cc_package="gcc-arm-linux-gnueabihf", libc_package="libc6-dev-armhf-cross"),
+    max_cmdline=1024,  # 32-bit ARM's COMMAND_LINE_SIZE
 )  # fmt: skip
