@@ -12,7 +12,7 @@ from jitterlab.model.registry import did_you_mean
 from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
 from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
-from jitterlab.targets.qemu.rootfs import _package_set as root_packages
+from jitterlab.targets.qemu.rootfs import package_set as root_packages
 
 OPTIONS = {
     "machine": f'the qemu machine profile (default "{DEFAULT}"): ' + "; ".join(

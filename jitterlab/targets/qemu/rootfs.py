@@ -82,7 +82,7 @@ class Root:
 def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, *,
                  suite: str | None = None, progress: Callable[[str], None] | None = None) -> Root:
     """The Debian root of an `arch` board with `packages`, from the cache or built (minutes, once)."""
-    wanted = _package_set(packages, where)
+    wanted = package_set(packages, where)
     if arch not in QEMU_USER:
         raise UserError(f"{where}: unknown Debian architecture {arch!r}; give one of {', '.join(QEMU_USER)}")
     suite = suite or _this_suite(where)
@@ -153,7 +153,7 @@ def root_digest(arch: str, suite: str, packages: tuple[str, ...]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _package_set(packages: tuple[str, ...], where: str) -> tuple[str, ...]:
+def package_set(packages: tuple[str, ...], where: str) -> tuple[str, ...]:
     """The packages asked for (in their order, once), plus what every board root needs."""
     wanted = tuple(dict.fromkeys((*REQUIRED, *packages)))
     for package in wanted:
