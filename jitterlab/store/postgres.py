@@ -23,7 +23,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.store import schema, urls
 from jitterlab.store.backend import Backend
-from jitterlab.store.schema import SCHEMA_VERSION, refuse_newer
+from jitterlab.store.damage import StoreDamaged
+from jitterlab.store.schema import SCHEMA_VERSION, refuse_newer, schema_version
 
 SCHEMES = ("postgresql://", "postgres://")
 RAW_DIR_ENV = "JITTERLAB_RAW_DIR"
@@ -147,11 +148,14 @@ class PostgresBackend(Backend):
                         self.execute(statement)
             tables = self.tables()
         if "schema_version" not in tables:
+            if {"campaigns", "runs"} <= tables:
+                raise StoreDamaged(self.where, "its table schema_version is missing")
             raise UserError(f"{self.where}: not a jitterlab results database; pass another --results")
         while True:
             with self.transaction():
                 self.execute(SCHEMA_LOCK)
-                version = int(self.execute("SELECT version FROM schema_version").fetchone()[0])
+                version = schema_version(self.execute("SELECT version FROM schema_version").fetchall(),
+                                         self.where, self.where)
                 refuse_newer(version, self.where)
                 if version >= SCHEMA_VERSION:
                     return
@@ -187,6 +191,20 @@ class PostgresBackend(Backend):
 
     def close(self) -> None:
         self._conn.close()
+
+    def damage(self, exc: Exception) -> str | None:
+        from psycopg import errors
+
+        text = _one_line(exc)
+        if isinstance(exc, errors.UndefinedTable):
+            found = re.search(r'relation "([^"]+)" does not exist', text)
+            return f"its table {found[1]} is missing" if found else f"a table is missing ({text})"
+        if isinstance(exc, errors.UndefinedColumn):
+            found = re.search(r'column "([^"]+)" does not exist', text)
+            return f"a table lacks its column {found[1]}" if found else f"a column is missing ({text})"
+        if isinstance(exc, errors.DataCorrupted | errors.IndexCorrupted):
+            return f"the database reports it corrupt ({text})"
+        return None
 
 
 class _Cursor:
