@@ -122,13 +122,14 @@ class PostgresBackend(Backend):
     @classmethod
     def open(cls, spec: str, *, create: bool) -> PostgresBackend:
         conninfo, raw_dir, shown = split_url(spec)
+        backend = cls(conninfo, raw_dir, shown)  # connected first: a store never reached makes nothing
         try:
-            (raw_dir / "raw").mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"--results {shown}: cannot create the raw directory {raw_dir / 'raw'}: "
-                            f"{exc.strerror}; choose another raw_dir") from None
-        backend = cls(conninfo, raw_dir, shown)
-        try:
+            if create:  # only a writer makes the raw directory; a reader names each missing file
+                try:
+                    (raw_dir / "raw").mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise UserError(f"--results {shown}: cannot create the raw directory {raw_dir / 'raw'}: "
+                                    f"{exc.strerror}; choose another raw_dir") from None
             backend._create_or_migrate(create)
         except BaseException:
             backend.close()

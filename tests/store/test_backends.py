@@ -188,3 +188,19 @@ def test_a_refused_commit_leaves_no_file_behind(tmp_path):
     assert not (tmp_path / "raw" / "second.parquet").exists()
     assert not (tmp_path / "attachments" / "second" / "log").exists()
     assert [r.id for r in store.runs(cid)] == ["first"]
+
+
+READERS = [["summary"], ["show"], ["report", "-o", "r.html"], ["export", "--format", "csv"],
+           ["compare", "--baseline", "a=1", "--candidate", "a=2"]]
+
+
+@pytest.mark.parametrize("argv", READERS)
+def test_a_database_that_cannot_be_reached_makes_no_raw_directory(tmp_path, monkeypatch, capsys, argv):
+    pytest.importorskip("psycopg")
+    from jitterlab.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    url = f"postgresql:///jl?host={tmp_path / 'no-server'}&raw_dir={tmp_path / 'raw'}"
+    assert main([*argv, "--results", url]) == 1
+    assert "cannot connect" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -265,3 +265,12 @@ def test_a_damaged_database_is_one_line_naming_it_without_the_password(pg_url, c
         shown = shown_spec(url)
         assert err == f"error: {shown}: the store is damaged: {what}; {remedy(shown, rows=rows)}"
         assert "secret" not in err
+
+
+def test_only_a_writer_makes_the_raw_directory(pg_url, tmp_path):
+    Store(pg_url).close()
+    assert (tmp_path / "raw" / "raw").is_dir()  # the writer's
+    elsewhere = pg_url.replace(f"raw_dir={tmp_path / 'raw'}", f"raw_dir={tmp_path / 'elsewhere'}")
+    reader = Store(elsewhere, create=False)
+    assert reader.runs() == [] and not (tmp_path / "elsewhere").exists()
+    reader.close()
