@@ -68,6 +68,8 @@ def split_url(url: str) -> tuple[str, Path, str]:
     rest = [(k, v) for k, v in query if k != "raw_dir"]
     raw_dir = raw[-1] if raw else os.environ.get(RAW_DIR_ENV, "")
     where = urls.masked(_join(parts.scheme, parts.netloc, parts.path, parts.query))
+    if defect := urls.defect(url):  # a mistake in the command, not a server that is down
+        raise UserError(f"--results {where}: {defect}; write it postgresql://user@host:port/db?raw_dir=DIR")
     if not raw_dir:
         raise UserError(
             f"--results {where}: say where raw series and attachments go: add ?raw_dir=/a/directory "
@@ -99,6 +101,11 @@ class PostgresBackend(Backend):
             self._conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             reason = urls.scrubbed(_one_line(exc), conninfo)  # libpq may quote a part of the URL
+            if _refuses_the_url(exc, reason):
+                reason = reason.removeprefix("connection is bad: ")
+                raise UserError(f"--results {shown}: libpq cannot use this URL: {reason}; fix it "
+                                "(postgresql://user@host:port/db?raw_dir=DIR, key=value options libpq "
+                                "knows)") from None
             raise RuntimeProblem(f"--results {shown}: cannot connect: {reason}") from None
 
     @classmethod
@@ -224,6 +231,17 @@ class _Cursor:
 
     def __iter__(self):
         return iter(self.fetchall())
+
+
+def _refuses_the_url(exc: BaseException, reason: str) -> bool:
+    """Did libpq refuse the URL itself, before any connection was tried (an unknown ?key, an option
+    value it does not take)? That is a mistake in the command (exit 2), not a server down (exit 1).
+    psycopg raises ProgrammingError when libpq cannot parse the URL; a value libpq checks before it
+    connects ends the connection at once with "invalid ..." (invalid port number, invalid sslmode
+    value)."""
+    import psycopg
+
+    return isinstance(exc, psycopg.ProgrammingError) or reason.startswith("connection is bad: invalid ")
 
 
 def _one_line(exc: BaseException) -> str:
