@@ -17,12 +17,13 @@ from pathlib import Path
 
 from jitterlab import __version__
 from jitterlab.model.errors import RuntimeProblem, UserError
-from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
+from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.model.series import Series
 from jitterlab.store.backends import open_backend
-from jitterlab.store.damage import RowDamaged, StoreDamaged, json_object, number
+from jitterlab.store.damage import RowDamaged, StoreDamaged, json_object, whole
 from jitterlab.store.files import RunFiles
 from jitterlab.store.locks import CampaignLock
+from jitterlab.store.rows import read_labels, read_metric, read_run
 from jitterlab.store.schema import RUN_COLUMNS, SCHEMA_VERSION, columns
 
 __all__ = ["SCHEMA_VERSION", "RunExists", "RunRecord", "Store"]
@@ -142,7 +143,8 @@ class Store:
             if row is None:
                 raise UserError(f"{self.where}: no campaign #{campaign_id}")
             found = dict(zip(keys, row, strict=True))
-            found["labels"] = json_object(found.pop("labels_json"), f"campaign #{campaign_id}", "labels_json")
+            found["labels"] = read_labels(found.pop("labels_json"), f"campaign #{campaign_id}")
+            whole(found["created_ns"], f"campaign #{campaign_id}", "created_ns")
         return found
 
     def find_campaign(self, name: str, fingerprint: str, created_ns: int) -> int | None:
@@ -176,7 +178,8 @@ class Store:
             ).fetchall()
             for r in rows:
                 try:
-                    labels = json_object(r[4], f"campaign #{r[0]}", "labels_json")
+                    labels = read_labels(r[4], f"campaign #{r[0]}")
+                    whole(r[2], f"campaign #{r[0]}", "created_ns")
                 except RowDamaged as exc:
                     if damaged is None:
                         raise
@@ -403,7 +406,7 @@ class Store:
                     ids,
                 ):
                     try:
-                        metrics[run_id_][(probe, name)] = _metric(run_id_, probe, name, value, unit, way)
+                        metrics[run_id_][(probe, name)] = read_metric(run_id_, probe, name, value, unit, way)
                     except RowDamaged as exc:
                         bad.setdefault(run_id_, exc)
                 for run_id_, name, path in self._db.execute(
@@ -415,25 +418,10 @@ class Store:
                 try:
                     if r["id"] in bad:
                         raise bad[r["id"]]
-                    records.append(_record(r, metrics[r["id"]], attachments[r["id"]]))
+                    records.append(read_run(r, metrics[r["id"]], attachments[r["id"]]))
                 except RowDamaged as exc:
                     if damaged is None:
                         raise
                     damaged[r["id"]] = exc.detail
         return records
 
-
-def _metric(run_id: str, probe: str, name: str, value: object, unit: str, direction: str) -> Metric:
-    """A metric from its row; RowDamaged when its value is no number (SQLite keeps what it is given)."""
-    shown_name = f"{probe}.{name}" if probe else name
-    return Metric(name, number(value, f"run {run_id}", f"metric {shown_name}"), unit, probe, direction)
-
-
-def _record(row: dict, metrics: dict, attachments: dict) -> RunRecord:
-    """A run from its row; RowDamaged when a JSON column of it does not read."""
-    whose = f"run {row['id']}"
-    cell = Cell(row.pop("target"), row.pop("benchmark"), row.pop("load"),
-                tuple(json_object(row.pop("cell_json"), whose, "cell_json").items()))
-    row["settings"] = json_object(row.pop("params_json"), whose, "params_json")
-    row["labels"] = json_object(row.pop("labels_json"), whose, "labels_json")
-    return RunRecord(**row, cell=cell, metrics=metrics, attachments=attachments)

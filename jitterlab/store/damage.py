@@ -71,6 +71,13 @@ def number(value: object, whose: str, what: str) -> float:
     return value
 
 
+def whole(value: object, whose: str, what: str) -> int:
+    """An INTEGER column's value (SQLite keeps whatever it is given: text, a real)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RowDamaged(whose, f"{what} is {shown(value, 40)}, not a whole number")
+    return value
+
+
 def _kind(value: object) -> str:
     return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false",
             type(None): "null"}.get(type(value), type(value).__name__)

@@ -17,6 +17,7 @@ from jitterlab.store.catalog import Store
 from jitterlab.store.damage import StoreDamaged, remedy
 
 RUN = "RUN"  # stands for the id of the first run in a command or a message
+ONE = f" WHERE id = '{RUN}'"
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +102,22 @@ ROWS = {  # damage -> (statement, what the line says, which part)
                    f"run {RUN}: labels_json is a string, not a JSON object", "runs"),
     "run params": (f"UPDATE runs SET params_json = '[]' WHERE id = '{RUN}'",
                    f"run {RUN}: params_json is a list, not a JSON object", "runs"),
+    "label not text": (f"UPDATE runs SET labels_json = '{{\"image\": {{\"a\": 1}}}}' WHERE id = '{RUN}'",
+                       f"run {RUN}: labels_json's label 'image' is not text", "runs"),
+    "campaign label not text": ("UPDATE campaigns SET labels_json = '{\"lab\": [1]}'",
+                                "campaign #1: labels_json's label 'lab' is not text", "campaigns"),
+    "campaign created_ns": ("UPDATE campaigns SET created_ns = 'monday'",
+                            "campaign #1: created_ns is 'monday', not a whole number", "campaigns"),
+    "cell period text": (f"UPDATE runs SET cell_json = json_set(cell_json, '$.period', '1ms'){ONE}",
+                         f"run {RUN}: cell_json's period is '1ms', not a whole number", "runs"),
+    "cell value a list": (f"UPDATE runs SET cell_json = json_set(cell_json, '$.x', json('[1]')){ONE}",
+                          f"run {RUN}: cell_json's x is [1], not a single value", "runs"),
+    "run started_ns": (f"UPDATE runs SET started_ns = 1e300 WHERE id = '{RUN}'",
+                       f"run {RUN}: started_ns is 1e+300, not a whole number", "runs"),
+    "run wall_s": (f"UPDATE runs SET wall_s = 'x'{ONE}", f"run {RUN}: wall_s is 'x', not a number", "runs"),
+    "metric direction": (f"UPDATE metrics SET direction = 'up' WHERE run_id = '{RUN}' AND name = 'n_periods'",
+                         f"run {RUN}: metric import.n_periods has the direction 'up', not lower, higher, "
+                         "none or empty", "runs"),
     "metric text": (f"UPDATE metrics SET value = 'abc' WHERE run_id = '{RUN}' AND name = 'n_periods'",
                     f"run {RUN}: metric import.n_periods is 'abc', not a number", "runs"),
 }
