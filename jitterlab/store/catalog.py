@@ -396,7 +396,12 @@ class Store:
             rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
             metrics: dict[str, dict] = {r["id"]: {} for r in rows}
             attachments: dict[str, dict] = {r["id"]: {} for r in rows}
-            bad: dict[str, RowDamaged] = {}  # run id -> its first metric that is no number
+            bad: dict[str, RowDamaged] = {}  # run id -> why it does not read (its campaign, a metric)
+            campaign_ids = {r[0] for r in self._db.execute("SELECT id FROM campaigns")} if rows else set()
+            for r in rows:  # SQLite keeps a foreign key that it is not asked to check
+                if r["campaign_id"] not in campaign_ids:
+                    bad[r["id"]] = RowDamaged(f"run {r['id']}",
+                                              f"campaign_id {r['campaign_id']!r:.40} names no campaign")
             if rows:
                 marks = ",".join("?" * len(rows))
                 ids = [r["id"] for r in rows]

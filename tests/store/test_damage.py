@@ -84,6 +84,7 @@ def refused(capsys, argv: list[str]) -> str:
 NOT_READ = {
     "campaigns": {"show RUN", "compare", "export envelope"},
     "sysinfo": {"report --trend", "export envelope", "export --trend"},
+    "orphan": {"show", "summary", "report", "push"},  # they read the runs of campaigns: not one of none
 }
 ROWS = {  # damage -> (statement, what the line says, which part)
     "campaign labels not JSON": ("UPDATE campaigns SET labels_json = '{not json'",
@@ -116,6 +117,8 @@ ROWS = {  # damage -> (statement, what the line says, which part)
                             f"run {RUN}: cell_json of a squarewave run lacks period", "runs"),
     "settings in ns": (f"UPDATE runs SET params_json = json_set(params_json, '$.warmup_ns', 'x'){ONE}",
                        f"run {RUN}: params_json's warmup_ns is 'x', not a whole number of ns", "runs"),
+    "run campaign_id": (f"UPDATE runs SET campaign_id = 7{ONE}",
+                        f"run {RUN}: campaign_id 7 names no campaign", "orphan"),
     "run started_ns": (f"UPDATE runs SET started_ns = 1e300 WHERE id = '{RUN}'",
                        f"run {RUN}: started_ns is 1e+300, not a whole number", "runs"),
     "run wall_s": (f"UPDATE runs SET wall_s = 'x'{ONE}", f"run {RUN}: wall_s is 'x', not a number", "runs"),
