@@ -56,6 +56,11 @@ def count(value: float) -> str:
     return f"{round(value):,}" if value == round(value) else _digits(value)
 
 
+def counted(n: int, noun: str) -> str:
+    """"1 run", "2 runs", "1,204 cells": a count with its noun (a regular plural)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _si(value: float, unit: str) -> str:
     shown = abs(_rounded(value, 4))
     for prefix, scale in _SI_STEPS:
