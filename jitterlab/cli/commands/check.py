@@ -6,6 +6,7 @@ import argparse
 
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK
 from jitterlab.cli.options import add_results
+from jitterlab.report.format import counted
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -42,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     finally:
         store.close()
-    checked = f"{found.campaigns} campaigns, {found.runs} runs and their {found.raw_files} raw files checked"
+    checked = (f"{counted(found.campaigns, 'campaign')}, {counted(found.runs, 'run')} and their "
+               f"{counted(found.raw_files, 'raw file')} checked")
     if not found.damaged:
         console().print(f"{store.where}: sound ({checked})", highlight=False, markup=False)
         return EXIT_OK
