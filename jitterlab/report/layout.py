@@ -56,7 +56,8 @@ def command_spans(text: str) -> list[tuple[int, int]]:
             j += 1
         chunk = text[start + lead:end]
         opened = chunk.count("(") - chunk.count(")")
-        while chunk and (chunk[-1] in ";,.:`\"'" or (chunk[-1] == ")" and opened < 0)):
+        while chunk and (chunk[-1] in ";,.:`" or (chunk[-1] == ")" and opened < 0)
+                         or (chunk[-1] in "\"'" and chunk.count(chunk[-1]) % 2)):
             opened += chunk[-1] == ")"
             chunk = chunk[:-1]
         if " " in chunk:
@@ -290,8 +291,12 @@ def fitted(console: Console, table: Table) -> Iterable:
     caption = table.caption
     columns = _cells(table)
     whole = _rebuilt(table, columns, no_wrap=True)
-    whole.title, whole.title_justify, whole.title_style = table.title, table.title_justify, table.title_style
     if _width(console, whole) <= width:
+        title = _text(console, table.title) if table.title else None
+        if title is not None and len(title.plain) <= _width(console, whole):
+            whole.title, whole.title_justify, whole.title_style = title, table.title_justify, table.title_style
+        elif title is not None:  # wider than the table: a line of its own, never folded to its width
+            yield Prose(title, style="italic")
         yield whole
     else:
         if table.title:
