@@ -331,7 +331,8 @@ class Runner:
         try:
             controller = target if has(target, ControllerMachine) else self._controller
             ctx = RunContext(target, settings, cell, rep, scratch, local_dir, session.bindir,
-                             session.placement, session.rt_permitted, controller=controller)
+                             session.placement, session.rt_permitted, controller=controller,
+                             target_info=session.info)
             result = measure(bench, ctx, loads, keep=runs > 1, runs=runs)
             if result.lost is not None:
                 session.lost = result.lost

@@ -4,6 +4,7 @@ receive this one record."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,3 +40,6 @@ class RunContext:
     placement: Placement
     rt_permitted: bool
     controller: Target | None = None
+    # the target's sysinfo as its runs see it (RT throttling after the campaign lifted it or not,
+    # container, who jitterlab is): a warning's remedy fits the machine; None where unknown
+    target_info: Mapping[str, object] | None = None

@@ -294,7 +294,8 @@ def fitted(console: Console, table: Table) -> Iterable:
     if _width(console, whole) <= width:
         title = _text(console, table.title) if table.title else None
         if title is not None and len(title.plain) <= _width(console, whole):
-            whole.title, whole.title_justify, whole.title_style = title, table.title_justify, table.title_style
+            whole.title, whole.title_justify = title, table.title_justify
+            whole.title_style = table.title_style
         elif title is not None:  # wider than the table: a line of its own, never folded to its width
             yield Prose(title, style="italic")
         yield whole

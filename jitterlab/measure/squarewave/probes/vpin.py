@@ -5,6 +5,7 @@ campaign.blind_threshold)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
+from jitterlab.system.sysinfo import check_rt_throttling
 from jitterlab.targets.base import Process, Target
 from jitterlab.targets.processes import spawn_recorded, wait_for_path
 
@@ -140,7 +142,8 @@ class VpinProbe(ProbeBase):
             capture.level,
             capture.blind,
             metrics=tuple(_observer_metrics(capture, len(own.t_ns))),
-            warnings=tuple(_observer_warnings(capture.stats, self.ctx.settings.duration_ns)),
+            warnings=tuple(_observer_warnings(capture.stats, self.ctx.settings.duration_ns,
+                                              self.ctx.target_info)),
             series={"vpin.blind": blind_series(capture.blind)},
         )
 
@@ -194,7 +197,23 @@ def _observer_metrics(capture: ObserverCapture, n_self_edges: int) -> list[Metri
     ]
 
 
-def _observer_warnings(stats: dict, duration_ns: int) -> list[Warning_]:
+OWN_CPU = "give the probe a CPU of its own (boot with isolcpus=, then [campaign.cpus] probe)"
+
+
+def blind_remedy(info: Mapping[str, object] | None) -> str:
+    """What makes the observer blind less often on this machine: a CPU of its own, and RT throttling
+    lifted where it was on during the runs, in the words that fit who and where jitterlab is
+    (sysinfo.check_rt_throttling: root or not, a container whose host owns the setting)."""
+    if info is None:  # a run measured without its target's facts
+        return f'{OWN_CPU}; and RT throttling off (campaign.rt_throttling = "lift", as root)'
+    throttling = check_rt_throttling(dict(info))
+    if throttling is None:  # off, or lifted for the runs: something else took the probe's CPU
+        return f"{OWN_CPU}: RT throttling was off, so other tasks, interrupts or the hypervisor took it"
+    return f"{OWN_CPU}; RT throttling stopped it too: {throttling.remedy}"
+
+
+def _observer_warnings(stats: dict, duration_ns: int,
+                       info: Mapping[str, object] | None = None) -> list[Warning_]:
     warnings = []
     if stats.get("sched") != "fifo":
         warnings.append(
@@ -209,8 +228,7 @@ def _observer_warnings(stats: dict, duration_ns: int) -> list[Warning_]:
             Warning_(
                 f"the vpin probe was blind {blind_fraction:.1%} of the run; periods touching blind "
                 "intervals were excluded",
-                "give the probe an isolated CPU (isolcpus=) and run as root, so that RT throttling is "
-                'lifted for the runs (campaign.rt_throttling = "lift", the default)',
+                blind_remedy(info),
             )
         )
     if stats.get("overflow_edges", 0):
