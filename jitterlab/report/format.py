@@ -81,7 +81,7 @@ def format_value(value: float | None, unit: str) -> str:
         return percent(value)
     if unit in COUNT_UNITS:
         return count(value)
-    if unit == "bool":
+    if unit in ("bool", "flag"):  # a flag (max_is_lower_bound) is a yes or a no, never "1 flag"
         return "yes" if value else "no"
     if unit == "%":
         return f"{_digits(value, 3)} %"

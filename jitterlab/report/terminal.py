@@ -264,6 +264,13 @@ def sysinfo_text(key: str, value: object) -> str:
     return plain_value(value)
 
 
+def _shown_key(key: str) -> str:
+    """A sysinfo key as its value is shown: mem_available_kb reads "24.54 GB", so its name drops the kB."""
+    if key == "cpus":
+        return "frequency"
+    return key.removesuffix("_kb") if key in ("mem_total_kb", "mem_available_kb") else key
+
+
 def sysinfo_table(sysinfo: dict) -> Table:
     """The target's sysinfo as the run saw it, grouped: system, kernel, CPUs, other."""
     table = Table(title="sysinfo", show_header=False)
@@ -278,8 +285,7 @@ def sysinfo_table(sysinfo: dict) -> Table:
             value = sysinfo.get(key)
             if value in (None, "", []):
                 continue
-            table.add_row(group if first else "", key.replace("cpus", "frequency") if key == "cpus" else key,
-                          Text(sysinfo_text(key, value)))
+            table.add_row(group if first else "", _shown_key(key), Text(sysinfo_text(key, value)))
             first = False
     return table
 

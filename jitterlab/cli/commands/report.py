@@ -32,7 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         epilog="example: jitterlab report --results results --campaign image-1.10 "
         "--campaign image-1.11 -o report.html")
     add_results(p)
-    add_campaigns(p, "report on")
+    add_campaigns(p, "report on", "the latest campaign, each of its label sets")
     p.add_argument("-o", "--output", type=path_arg, default=Path("report.html"), metavar="OUT",
                    help="HTML file to write (default: report.html)")
     add_trend(p, "draw")

@@ -13,7 +13,7 @@ from jitterlab.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, sigterm_
 from jitterlab.cli.options import add_results, add_until_decided
 from jitterlab.cli.paths import path_arg
 from jitterlab.model.errors import UserError, shown
-from jitterlab.report.format import counted
+from jitterlab.report.format import counted, duration
 from jitterlab.store import shown_spec
 
 
@@ -239,11 +239,11 @@ DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
 def _dry_run(out: Console, campaign) -> int:
     from jitterlab import plugins
     from jitterlab.campaign.cells import names
-    from jitterlab.model.units import format_duration_s, format_ns
+    from jitterlab.model.units import format_duration_s
 
     table = Table(
         title=f"{escape(campaign.name)}: {counted(len(campaign.cells), 'cell')} x "
-        f"{counted(campaign.repetitions, 'repetition')} of {format_ns(campaign.settings.duration_ns)}"
+        f"{counted(campaign.repetitions, 'repetition')} of {duration(campaign.settings.duration_ns)}"
     )
     for name in ("target", "benchmark", "cell", "load", "estimate"):
         table.add_column(name)
