@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     err = SafeConsole(stderr=True)
     for run_id, why in done.damaged:
         err.print(f"run {run_id} was not pushed: {why}", highlight=False, markup=False, soft_wrap=True)
-    are = "is" if len(done.damaged) == 1 else "are"
-    err.print(f"{counted(len(done.damaged), 'run')} of {source.where} {are} damaged and were not pushed; the "
-              "others were",
+    are, were = ("is", "was") if len(done.damaged) == 1 else ("are", "were")
+    err.print(f"{counted(len(done.damaged), 'run')} of {source.where} {are} damaged and {were} not pushed; "
+              "the others were",
               highlight=False, markup=False, soft_wrap=True)
     return EXIT_FAILED
