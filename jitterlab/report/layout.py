@@ -1,8 +1,9 @@
 """What a terminal of a given width shows: prose broken between words, never inside a command a
 person copies (`jitterlab show --results results`, `sysctl -w kernel.sched_rt_runtime_us=-1`),
 between a number and its unit ("7.63 %"), after a mark that belongs to a value ("≥ 5,588 %") or
-inside an interval ("[-68 % – +978 %]"); tables at their natural width when it fits, else with
-their one column of free text wrapped that way, else one record per block. A piece longer than the
+inside an interval ("[-68 % – +978 %]"); tables at their natural width when it fits, else without
+their rules (columns two spaces apart), else with their one column of free text folded that way,
+else one record per block: a column, a value or a verdict is never cut. A piece longer than the
 terminal is left whole on a line of its own: the terminal folds it, and copying that line gives it
 back whole, which a newline put inside it would not.
 

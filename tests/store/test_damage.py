@@ -221,8 +221,8 @@ def test_check_names_every_damaged_row_and_file_and_exits_1(sound, tmp_path, cap
         f"run {later[-1]}: raw/{later[-1]}.parquet is missing",
         f"{results}: 3 damaged (1 campaign, 4 runs and their 3 raw files checked); copy the sound runs into "
         f"a new store with jitterlab push --results {results} --to NEW, or restore the store from a backup; "
-        "a run whose raw file is damaged is measured again by jitterlab run CAMPAIGN --resume "
-        "--retry-damaged"]
+        f"a run whose raw file is damaged is measured again by jitterlab run CAMPAIGN --results {results} "
+        "--resume --retry-damaged (with its campaign's --label options)"]
 
 
 def test_check_reports_a_store_that_does_not_open(sound, tmp_path, capsys):
