@@ -30,6 +30,7 @@ from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
 from jitterlab.report.summaries import summarize
 from jitterlab.report.terminal import sysinfo_text
+from jitterlab.report.traits import traits_of
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
 from jitterlab.store.catalog import Store
 
@@ -182,7 +183,8 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
     for base, cand in pairs[:MAX_COMPARISONS]:
         try:
             result: Comparison = compare(runs, base, cand, metrics=wanted or None,
-                                         distributions=lambda r: distribution(r, store.read_series(r)),
+                                         distributions=lambda r: distribution(r, store.read_series(r),
+                                                                              traits_of(r).samples),
                                          names=cells.names())
         except UserError as exc:
             skipped.append(f"comparison {cand} vs {base}: {exc}")

@@ -18,6 +18,7 @@ from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, 
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, format_value, percent
+from jitterlab.report.traits import periodic
 
 HEADLINE = "max_rel_period_error"
 MAX_OTHER_CELLS = 12  # cells of the other benchmarks listed; the rest are counted
@@ -39,14 +40,14 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
     """The renderables of the screen, in order: title, evidence, envelope, reading, comparisons,
     limits, where to look further."""
     out: list = [Text(f"{campaign}: what holds here", style="bold")]
-    square = [r for r in runs if r.benchmark == "squarewave"]
+    square = periodic(runs)
     infos = limits.sysinfo_by_target(runs, how.sysinfo_of)
     for target in sorted({r.target for r in runs}):
         out.append(_evidence_line(target, infos.get(target, {}), [r for r in square if r.target == target]))
     if square:
         out.append(envelope_table(square))
         out += [Text(line) for line in reading(square, infos)]
-    other = [r for r in runs if r.benchmark != "squarewave"]
+    other = [r for r in runs if r not in square]
     if other:
         out += [Text(line) for line in other_lines(other)]
     for baseline, candidate in how.comparisons:

@@ -52,6 +52,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jitterlab import plugins
     from jitterlab.analysis.compare import Selector, compare
     from jitterlab.analysis.samples import distribution
     from jitterlab.analysis.thresholds import parse_thresholds
@@ -71,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     thresholds = parse_thresholds(args.threshold)
     store = Store(args.results, create=False)
     try:
-        pooled = None if args.no_pooled else (lambda r: distribution(r, store.read_series(r)))
+        pooled = None if args.no_pooled else (
+            lambda r: distribution(r, store.read_series(r), plugins.traits(r.benchmark).samples))
         runs = selected_runs(store, args.campaign)
         result = compare(runs, base, cand, metrics=args.metric, seed=args.seed, distributions=pooled,
                          names=names(), thresholds=thresholds)
