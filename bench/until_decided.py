@@ -13,7 +13,7 @@ per group, as `compare` gives them once.
 Every row draws its data from its own seeded generator (the seed, the spread and the change), so
 two trees judge the very same runs. `--via compare` judges each trial through `compare()` itself
 (slow: the way to measure a tree without the vectorized verdict, e.g. the code before it); the
-default judges all trials of a look at once with analysis.sequential, which compare uses (a test
+default judges all trials of a look at once with analysis.verdict, whose rule compare applies (a test
 checks that both agree).
 
 Printed per row: the runs per group the loop needed (median and 90th percentile, over the trials
@@ -66,8 +66,8 @@ def via_compare(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def vectorized(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The same verdicts, all trials at once (analysis.sequential, which compare's rows use)."""
-    from jitterlab.analysis.sequential import verdicts_of_runs
+    """The same verdicts, all trials at once (analysis.verdict, whose rule compare applies)."""
+    from jitterlab.analysis.verdict import verdicts_of_runs
 
     return verdicts_of_runs(a, b, metric="p99_rel_period_error", unit="ratio")
 

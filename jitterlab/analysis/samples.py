@@ -5,7 +5,7 @@ the store reads them (Store.read_series): nothing here opens a file."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from jitterlab.analysis.squarewave import period_split
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import RunRecord
 from jitterlab.model.series import EdgeSeries, Samples, Series, blind_spans
-from jitterlab.model.traits import LATENCIES, PERIOD_ERRORS
+from jitterlab.model.traits import LATENCIES, PERIOD_ERRORS, BenchmarkTraits
 
 
 def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
@@ -103,3 +103,11 @@ def overflow_count(run: RunRecord) -> int:
              if name.endswith("_overflow") and m.unit == "count" and not name.startswith("probe_")]
     overall = [v for probe, v in found if probe == ""]
     return int(sum(overall) if overall else sum(v for _, v in found))
+
+
+def reader(read_series: Callable[[RunRecord], Mapping[str, Series]],
+           traits: Callable[[str], BenchmarkTraits]) -> Callable[[RunRecord], dict]:
+    """A run's distributions read from its stored series (Store.read_series) as its benchmark's
+    traits say they are: what every comparison (compare, summary, report, the loop) gives
+    analysis.compare, so that they all compare tails alike."""
+    return lambda run: distribution(run, read_series(run), traits(run.benchmark).samples)

@@ -32,6 +32,8 @@ class Screen:
     results: str  # --results as the user gave it
     sysinfo_of: Callable[[int], dict]
     comparisons: list[tuple] = field(default_factory=list)
+    # a run's within-run samples (analysis.samples.reader): tails compared as compare compares them
+    samples: Callable[[RunRecord], dict] | None = None
     # how to add repetitions where a verdict is undecided; {pair} becomes BASELINE..CANDIDATE
     more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
 
@@ -51,8 +53,8 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
     if other:
         out += [Text(line) for line in other_lines(other)]
     for baseline, candidate in how.comparisons:
-        out += [Text(line) for line in verdicts.lines(verdicts.verdicts(runs, baseline, candidate),
-                                                      how.more_runs)]
+        judged = verdicts.verdicts(runs, baseline, candidate, how.samples)
+        out += [Text(line) for line in verdicts.lines(judged, how.more_runs)]
     found = limits.limits(runs, how.sysinfo_of)
     if found:
         out.append(Text("what limits these results on this machine, each with its fix and what it would "
