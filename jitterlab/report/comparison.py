@@ -108,7 +108,8 @@ def comparison_note(result) -> str:
                 f"undecided otherwise: more repetitions decide it.")
     if not result.n_tests:
         return (f"{every}{counts}. No row could be tested: a verdict needs at least 3 runs per group "
-                f"in a cell. {verdicts}")
+                f"in a cell; then better or worse when a test shows a change, same when it rules out "
+                f"any beyond the threshold of the metric's kind ({thresholds_text(result)}).")
     return (f"{every}{counts}. Change: candidate / baseline, of the statistic shown (geometric means "
             f"of the runs, Welch's t on log values; a count that may be 0 or a signed metric as a "
             f"difference of means; a tail as the quantile of all samples of each group, hierarchical "
@@ -119,7 +120,7 @@ def comparison_note(result) -> str:
 
 
 def _family_text(result) -> str:
-    names = sorted(result.family)
+    names = sorted({r.metric for r in result.rows if r.tested})
     return ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
 
 
@@ -157,7 +158,7 @@ def comparison_json(result) -> dict:
     return {"format": FORMAT, "baseline": str(result.baseline),
             "candidate": str(result.candidate), "cell_fields": list(result.cell_fields),
             "alpha": result.alpha, "correction": result.correction, "n_tests": result.n_tests,
-            "family": sorted(result.family), "guarantee": result.guarantee,
+            "family": sorted({r.metric for r in result.rows if r.tested}), "guarantee": result.guarantee,
             "sequential": {"spending": "linear in runs per group up to reference_runs, the rest beyond",
                            "first_look_runs": sequential.MIN_RUNS,
                            "reference_runs": sequential.REFERENCE_RUNS,
