@@ -153,7 +153,8 @@ def squarewave_metrics(
     if unobserved == 0:  # every true period was measured: the maximum is known, not only bounded
         values.append(("max_rel_period_error_upper_bound", max_err, "ratio"))
     out = [Metric(name, float(value), unit, probe, *_reading(name)) for name, value, unit in values]
-    out.append(Metric("max_is_lower_bound", float(ex.excluded_periods > 0), "flag", probe, NONE))
+    blind = float(ex.excluded_periods > 0)
+    out.append(Metric("max_is_lower_bound", blind, "flag", probe, NONE, WORST, COUNT))
     return out
 
 
@@ -181,9 +182,12 @@ _READINGS: dict[str, tuple[str, str, str, str]] = {
     "unobserved_periods": (LOWER, WORST, COUNT, ""),
 }
 _BOUND = (LOWER, WORST, COUNT, "")  # a bound on a statistic: read for its worst, and it may be 0
+_PERCENTILE_FLOOR = (LOWER, MEDIAN, COUNT, "")  # the least a blind run's percentile can be: typical
 
 
 def _reading(name: str) -> tuple[str, str, str, str]:
+    if name.startswith("p") and name.endswith("_lower_bound"):
+        return _PERCENTILE_FLOOR
     return _READINGS.get(name, _BOUND)
 
 
