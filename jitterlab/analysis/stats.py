@@ -215,7 +215,10 @@ def pooled_effect(a_runs: list[tuple[np.ndarray, np.ndarray]], b_runs: list[tupl
     if not ((boot_a > 0).all() and (boot_b > 0).all()):
         return Effect(NO_TEST, f"ratio of {name}", name, RATIO, sa, sb, diff, math.nan, math.nan, math.nan,
                       samples)
-    var = float(np.log(boot_a).var()) * ka / (ka - 1) + float(np.log(boot_b).var()) * kb / (kb - 1)
-    se, df = math.sqrt(var), float(min(ka, kb) - 1)  # conservative: the bootstrap variance is uncertain
+    va = float(np.log(boot_a).var()) * ka / (ka - 1)
+    vb = float(np.log(boot_b).var()) * kb / (kb - 1)
+    se = math.sqrt(va + vb)
+    # each bootstrap variance stands on its group's runs: Welch-Satterthwaite's degrees of freedom
+    df = (va + vb) ** 2 / (va * va / (ka - 1) + vb * vb / (kb - 1)) if va + vb > 0 else math.inf
     return Effect(BOOTSTRAP, f"ratio of {name}", name, RATIO, sa, sb, diff, se, df, p_of(diff, se, df),
                   samples)

@@ -181,7 +181,7 @@ def test_cli_report_and_compare(report_store, tmp_path, capsys):
                     "json"]) == 0
     import json
     doc = json.loads(capsys.readouterr().out)
-    assert doc["format"] == "jitterlab.compare/2" and doc["correction"] == "holm"
+    assert doc["format"] == "jitterlab.compare/3" and doc["correction"] == "holm"
     assert {r["verdict"] for r in doc["rows"]} == {"worse"} and doc["verdicts"]["worse"] == len(doc["rows"])
     # --fail-on worse: exit 1 for a CI gate; the same groups the other way round got better
     assert run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
