@@ -158,7 +158,7 @@ def _solve(x: np.ndarray, f: np.ndarray, step: float, n: float, increment: np.nd
         slope = -(mass * (np.exp(-0.5 * upper ** 2) + np.exp(-0.5 * lower ** 2))).sum(axis=1) * (
             root_n / sd / _ROOT_2PI)
         lo, hi = np.where(excess > 0, c, lo), np.where(excess > 0, hi, c)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a flat slope: bisect
             newton = c - excess / slope
         c_next = np.where((newton > lo) & (newton < hi), newton, (lo + hi) / 2)
         if np.all(np.abs(c_next - c) < 1e-10):
