@@ -68,11 +68,11 @@ def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path |
     cache = cache or cache_root()
     if spec.path is not None:
         return _prepare_file(Path(spec.path), machine, where, cache)
-    sets, apt = find_kernels(spec, where, cache, machine.arch)
+    sets, apt = find_kernels(spec, where, cache, machine.arch.name)
     lacking: list[str] = []
     for reread in (False, True):
         if reread:  # the pool lacked files the lists name: the lists are older than the archive
-            sets, apt = find_kernels(spec, where, cache, machine.arch, reread=True)
+            sets, apt = find_kernels(spec, where, cache, machine.arch.name, reread=True)
         for found in sets:
             try:
                 kernel = _prepare_set(found, apt, machine, cache, where)

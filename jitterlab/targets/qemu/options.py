@@ -119,7 +119,7 @@ def parse_kernel(
     if flavour is not None:
         if flavour not in machine.kernels:
             raise UserError(f"{where}: Debian has no {flavour} kernel for qemu machine {machine.name!r} "
-                            f"({machine.arch}); write {forms}")
+                            f"({machine.arch.name}); write {forms}")
         return KernelSpec(text, metapackage=machine.kernels[flavour], version=m[1] if m else None,
                           flavour=flavour)
     if text.startswith(("/", "~", "./", "../")):
@@ -207,7 +207,7 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     whole = len(kernel_cmdline(machine, cmdline.strip()).encode())
     if whole >= machine.max_cmdline:  # the kernel would cut the end off, the campaign's own words
         raise UserError(f"{where}.cmdline: with jitterlab's own parameters the kernel command line is "
-                        f"{whole} bytes, and the {machine.arch} kernel reads {machine.max_cmdline - 1}; "
+                        f"{whole} bytes, and the {machine.arch.name} kernel reads {machine.max_cmdline - 1}; "
                         "shorten it")
     timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout", MAX_CAMPAIGN_NS)
                   if "boot_timeout" in options else round(machine.boot_timeout_s * 1e9))

@@ -42,10 +42,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitterlab.model.arch import ARCHES, host_arch
 from jitterlab.model.errors import UserError
 from jitterlab.model.units import format_duration_s
 from jitterlab.targets.qemu.apt_state import archive, last_line, locked, os_release, suites
-from jitterlab.targets.qemu.machines.profile import host_arch
 
 RECIPE_VERSION = 3
 BUILD_TIMEOUT_S = 1800.0
@@ -63,8 +63,6 @@ REQUIRED = ("openssh-server",)  # the board is reached over SSH only
 KEY_PACKAGES = ("base-files", "libc6")  # recorded besides the packages asked for
 SBIN_DIRS = ("/usr/sbin", "/sbin")  # where root's tools are when PATH lacks them
 BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
-QEMU_USER = {"arm64": "aarch64", "armhf": "arm", "armel": "arm", "i386": "i386", "amd64": "x86_64",
-             "riscv64": "riscv64", "ppc64el": "ppc64le", "s390x": "s390x", "mips64el": "mips64el"}
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 # dpkg-deb path filters: a board image without manuals, docs and translations (copyrights stay)
 _EXCLUDES = ("/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*", "/usr/share/doc/*")
@@ -83,8 +81,9 @@ def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, 
                  suite: str | None = None, progress: Callable[[str], None] | None = None) -> Root:
     """The Debian root of an `arch` board with `packages`, from the cache or built (minutes, once)."""
     wanted = package_set(packages, where)
-    if arch not in QEMU_USER:
-        raise UserError(f"{where}: unknown Debian architecture {arch!r}; give one of {', '.join(QEMU_USER)}")
+    if arch not in ARCHES:
+        raise UserError(f"{where}: unknown Debian architecture {arch!r}; give one of "
+                        f"{', '.join(ARCHES.names())}")
     suite = suite or _this_suite(where)
     roots = cache / "roots"
     name = f"{suite}-{arch}-{root_digest(arch, suite, wanted)}"
@@ -411,7 +410,7 @@ def _ensure_foreign_arch(arch: str, where: str) -> None:
     through binfmt_misc; enabled here when possible (as root), else one line with the fix."""
     if arch == host_arch():
         return
-    handler = f"qemu-{QEMU_USER[arch]}"
+    handler = f"qemu-{ARCHES.get(arch, where).qemu_user}"
     fix = (f"as root: apt install qemu-user-static binfmt-support arch-test; mount -t binfmt_misc "
            f"binfmt_misc {BINFMT_DIR}; update-binfmts --enable {handler}")
     if not _enabled(handler) and _is_root():

@@ -158,7 +158,7 @@ class QemuTarget(
             self._say(f"kernel {self.kernel.description}: {self.kernel.note}")
         if profile.own_root:
             packages = tuple(dict.fromkeys((*profile.root_packages, *o.packages)))
-            self.root = qemu_rootfs.prepare_root(profile.arch, packages, f"{where}.machine",
+            self.root = qemu_rootfs.prepare_root(profile.arch.name, packages, f"{where}.machine",
                                                  qemu_kernels.cache_root(), progress=self._say)
         boot_dir = self._write_boot_share()
         initrd, shares = self.kernel.initrd, (("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
@@ -216,7 +216,7 @@ class QemuTarget(
         assert self.kernel is not None, "kernel_module() before boot()"
         if self.root is not None:  # a board has no compiler: built here, against its kernel's headers
             built = cross_modules.controller_module(
-                sources, name, self.kernel.tree, self.kernel.release, self.machine.arch,
+                sources, name, self.kernel.tree, self.kernel.release, self.machine.arch.name,
                 self.kernel.host_kbuild, self.kernel.tree.parent, self.where())
             return qemu_modules.put_module(self, built, name)
         return qemu_modules.guest_module(self, sources, name, self.kernel.tree.parent, self.where())

@@ -7,11 +7,12 @@ its own about the CPU architecture, the qemu binary or the devices.
 
 from __future__ import annotations
 
-import platform
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from jitterlab.model.arch import Arch, host_arch
 
 # The guest's root file system is this machine's own, read-only over 9p (tags jlroot, jlkernel,
 # jlboot) under a tmpfs overlay, as init.c mounts it: the guest has the controller's userland.
@@ -29,15 +30,6 @@ BOARD_PACKAGES = (
     "openssh-server", "python3", "python3-libgpiod", "gpiod", "libgpiod-dev", "kmod", "procps",
     "iproute2", "util-linux", "stress-ng", "rt-tests",
 )  # fmt: skip
-
-_DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "armhf", "i686": "i386"}
-
-
-def host_arch() -> str:
-    """This machine's Debian architecture name ("amd64", "arm64", ...)."""
-    machine = platform.machine()
-    return _DEBIAN_ARCH.get(machine, machine)
-
 
 class KernelImage(ABC):
     """How a machine's kernel is given to qemu (a bzImage, an ELF with a PVH entry, an Image...)."""
@@ -130,6 +122,17 @@ class Build:
     init_cc_package: str  # the Debian package that has init_cc
     libc_package: str  # the C library's static archive init_cc links
 
+    @classmethod
+    def cross(cls, arch: Arch) -> Build:
+        """Everything cross-compiled here for `arch`: a board's root has no compiler."""
+        return cls(cc=arch.cross_cc, init_cc=arch.cross_cc, init_cc_package=arch.cross_cc_package,
+                   libc_package=arch.cross_libc_package)
+
+
+# the guest runs this machine's userland, so programs built here with its cc run there unchanged
+# (and an emulated guest compiles an order of magnitude slower)
+NATIVE = Build(cc="cc", init_cc="gcc", init_cc_package="gcc", libc_package="libc6-dev")
+
 
 # eq=False: profiles are compared (and hashed) as the single objects the registry holds
 @dataclass(frozen=True, eq=False)
@@ -137,20 +140,15 @@ class MachineProfile:
     """One kind of guest: the emulator, the machine, its kernel, its root and its devices."""
 
     name: str
-    arch: str  # Debian architecture of the guest ("amd64")
-    qemu: str  # the emulator's binary
-    qemu_package: str  # the Debian package that has it
+    arch: Arch  # the guest's CPU: the emulator, the kernels, the compilers and the command line's bound
     machine: tuple[str, ...]  # qemu's -machine arguments
     accel: Mapping[str, tuple[str, ...]]  # "kvm" | "tcg" -> qemu's -accel and -cpu arguments
     console: str  # the kernel's console device, on qemu's first serial port
     image: KernelImage
-    kernels: Mapping[str, str]  # kernel flavour ("standard", "rt") -> Debian metapackage
     devices: DeviceModel
-    build: Build
     root: str = HOST_ROOT
     root_packages: tuple[str, ...] = ()  # what a BOARD_ROOT holds
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
-    max_cmdline: int = 2048  # the kernel's COMMAND_LINE_SIZE, its NUL included (x86-64, arm64)
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
     gpio_soc: str | None = None  # the register map of its GPIO block (pins/socs.py), for register-poll
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
@@ -162,6 +160,28 @@ class MachineProfile:
     # what qemu's machine takes (it refuses more when it starts); None: no bound below jitterlab's own
     max_cpus: int | None = None
     max_memory_bytes: int | None = None
+
+    @property
+    def qemu(self) -> str:
+        """The emulator's binary."""
+        return self.arch.qemu_system
+
+    @property
+    def qemu_package(self) -> str:
+        return self.arch.qemu_package
+
+    @property
+    def kernels(self) -> Mapping[str, str]:
+        """Kernel flavour ("standard", "rt") -> the Debian metapackage the guest boots."""
+        return self.arch.kernels
+
+    @property
+    def max_cmdline(self) -> int:
+        return self.arch.max_cmdline
+
+    @property
+    def build(self) -> Build:
+        return Build.cross(self.arch) if self.own_root else NATIVE
 
     @property
     def boot_modules(self) -> tuple[str, ...]:
@@ -178,8 +198,8 @@ class MachineProfile:
         host = host or host_arch()
         if "kvm" not in self.accel:
             return f"qemu machine {self.name!r} is emulated only"
-        if host != self.arch:
-            return f"qemu machine {self.name!r} has a {self.arch} CPU, this machine is {host}"
+        if host != self.arch.name:
+            return f"qemu machine {self.name!r} has a {self.arch.name} CPU, this machine is {host}"
         return None
 
     def device(self, kind: str) -> str:
