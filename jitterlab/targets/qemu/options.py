@@ -14,12 +14,7 @@ from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
 from jitterlab.targets.qemu.rootfs import package_set as root_packages
 
-OPTIONS = {
-    "machine": f'the qemu machine profile (default "{DEFAULT}"): ' + "; ".join(
-        f'"{e.name}" {e.help}' for e in MACHINES),
-    "kernel": 'the kernel: "standard" (linux-image-amd64 on pc, -arm64 on virt-arm64, -armmp on virt-armhf '
-    'and sabrelite), "rt" (their PREEMPT_RT packages), a version like "6.12" or "6.12-rt" (Debian '
-    'backports), or the path of a kernel file (default: "standard")',
+_HELP = {
     "cpus": "virtual CPUs, e.g. cpus = 2 (default 2)",
     "memory": 'guest memory, e.g. memory = "1G" (default "1G"; at least "256M")',
     "accel": '"auto" (kvm where it really works, else tcg), "kvm" or "tcg" (default "auto")',
@@ -31,6 +26,31 @@ OPTIONS = {
     "packages": 'a board\'s root: Debian packages besides the machine\'s own, e.g. packages = ["nodejs"] '
     "(a root per package set is built once and cached)",
 }
+
+
+def _either(names: list[str]) -> str:
+    quoted = [f'"{n}"' for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def option_help() -> dict[str, str]:
+    """Each [[target]] option of kind "qemu" with its line of help; the machines and their kernels are
+    read from the registry when asked, so that a machine registered since is in it."""
+    standard: dict[str, list[str]] = {}
+    for entry in MACHINES:
+        if "standard" in entry.obj.kernels:
+            standard.setdefault(entry.obj.kernels["standard"], []).append(entry.name)
+    packages = ", ".join(f"{package} on {' and '.join(names)}" for package, names in standard.items())
+    return {
+        "machine": f'the qemu machine profile: {_either(MACHINES.names())} (default "{DEFAULT}"; each with '
+        "its architecture and kernels in `jitterlab list`)",
+        "kernel": f'the kernel: "standard" ({packages}), "rt" (their PREEMPT_RT packages, where Debian has '
+        'one), a version like "6.12" or "6.12-rt" (Debian backports), or the path of a kernel file '
+        '(default: "standard")',
+        **_HELP,
+    }
+
+
 _VERSION = re.compile(r"^(\d+\.\d+)(-rt)?$")
 MAX_PACKAGE_NAME = 128  # Debian's longest are under 80 characters
 MAX_PACKAGES = 1000
@@ -159,11 +179,12 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     `check_files`: also that a kernel given as a path exists here (when booting, not when reading
     a campaign, which may be checked on another machine).
     """
+    known = ("machine", "kernel", *_HELP)
     for key in options:
-        if key not in OPTIONS:
-            hint = did_you_mean(str(key), list(OPTIONS))
+        if key not in known:
+            hint = did_you_mean(str(key), known)
             raise UserError(
-                f"{where}.{key}: unknown option of a qemu target; {hint}known: {', '.join(sorted(OPTIONS))}"
+                f"{where}.{key}: unknown option of a qemu target; {hint}known: {', '.join(sorted(known))}"
             )
     name = options.get("machine", DEFAULT)
     if not isinstance(name, str):
