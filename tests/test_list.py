@@ -64,7 +64,7 @@ def test_the_fake_kind_is_for_tests_only_never_shown_nor_suggested(capsys, tmp_p
 
 
 def test_a_machine_registered_now_is_in_list_its_help_and_the_qemu_options(capsys, monkeypatch):
-    raspi = dataclasses.replace(VIRT_ARM64, name="raspi3b", machine=("-machine", "raspi3b"))
+    raspi = dataclasses.replace(VIRT_ARM64, name="raspi3b", machine_args=("-machine", "raspi3b"))
     monkeypatch.setitem(MACHINES._entries, "raspi3b", Entry("raspi3b", "qemu's Raspberry Pi 3B", raspi))
 
     lines = [" ".join(line.split()) for line in listed(capsys)]
@@ -74,6 +74,6 @@ def test_a_machine_registered_now_is_in_list_its_help_and_the_qemu_options(capsy
 
     assert '"pc", "raspi3b", "sabrelite"' in option_help()["machine"]
     assert "linux-image-arm64 on raspi3b and virt-arm64" in option_help()["kernel"]
-    assert parse_options({"machine": "raspi3b", "kernel": "rt"}, "t").machine is raspi
+    assert parse_options({"machine": "raspi3b", "kernel": "rt"}, "t").profile is raspi
     with pytest.raises(UserError, match=r"known: pc, raspi3b, sabrelite, virt-arm64, virt-armhf$"):
         parse_options({"machine": "raspi3"}, "t")

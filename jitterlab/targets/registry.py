@@ -19,7 +19,7 @@ from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
 from jitterlab.targets.qemu.options import QemuOptions
 from jitterlab.targets.qemu.options import option_help as qemu_option_help
 from jitterlab.targets.qemu.options import parse_options as _qemu_options
-from jitterlab.targets.qemu.target import QemuTarget, machine_offers
+from jitterlab.targets.qemu.target import QemuTarget, profile_offers
 from jitterlab.targets.ssh.options import OPTIONS as SSH_OPTIONS
 from jitterlab.targets.ssh.options import parse_options as _ssh_options
 from jitterlab.targets.ssh.target import SSHTarget
@@ -92,7 +92,7 @@ def _qemu(name: str, options: Mapping[str, object], where: str | None = None) ->
 
 
 def _qemu_how(cap: type[Capability]) -> str | None:
-    machines = [e.name for e in MACHINES if machine_offers(e.obj, cap)]
+    machines = [e.name for e in MACHINES if profile_offers(e.obj, cap)]
     return f"with machine = {_either(machines)}" if machines else None
 
 
@@ -123,7 +123,7 @@ add_kind(
     '"standard" | "rt" | "6.12" | a kernel file',
     _qemu,
     Kind(QemuTarget, _qemu_options, qemu_option_help,
-         configured=lambda options, cap: machine_offers(options.machine, cap),  # type: ignore[attr-defined]
+         configured=lambda options, cap: profile_offers(options.profile, cap),  # type: ignore[attr-defined]
          how=_qemu_how),
 )
 add_kind(
@@ -145,10 +145,10 @@ def declare(name: str, kind: str, options: Mapping[str, object], where: str) -> 
                         if known.configured is None or known.configured(checked, c))
     if not isinstance(checked, QemuOptions):
         return Declared(name, f'kind "{kind}"', offered, offered_by)
-    machine = checked.machine
-    traced = machine.traced_gpio
-    return Declared(name, f'kind "{kind}", machine = "{machine.name}"', offered, offered_by,
-                    gpio_soc=machine.gpio_soc, machine=machine.name, cpus=checked.cpus,
+    profile = checked.profile
+    traced = profile.traced_gpio
+    return Declared(name, f'kind "{kind}", machine = "{profile.name}"', offered, offered_by,
+                    gpio_soc=profile.gpio_soc, machine=profile.name, cpus=checked.cpus,
                     traced_gpio=(traced.controller, traced.lines) if traced is not None else None)
 
 

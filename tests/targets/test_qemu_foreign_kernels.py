@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(not HAS_DEBIAN_TOOLS, reason="needs apt, dpkg-de
 def _board(arch: str = "arm64") -> MachineProfile:
     return MachineProfile(
         name="board", arch=ARCHES.get(arch, "test"),
-        machine=("-machine", "virt"), accel={"tcg": ("-accel", "tcg", "-cpu", "cortex-a53")},
+        machine_args=("-machine", "virt"), accel={"tcg": ("-accel", "tcg", "-cpu", "cortex-a53")},
         console="ttyAMA0", image=ArmImage(), devices=VIRTIO_MMIO, cpus=1,
     )
 

@@ -70,15 +70,15 @@ _INCLUDES = ("/usr/share/doc/*/copyright", "/usr/share/locale/locale.alias")
 
 
 @dataclass(frozen=True)
-class Root:
+class BoardRoot:
     image: Path  # ext4 image (raw), attached read-only by qemu as the guest's /dev/vda
     sysroot: Path  # the unpacked tree the image was made from (cross compilers use it as --sysroot)
     description: str  # "Debian bookworm arm64 root (openssh-server, python3, ...), <size> MB"
     build_s: float | None  # how long this call spent building (None when taken from the cache)
 
 
-def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, *,
-                 suite: str | None = None, progress: Callable[[str], None] | None = None) -> Root:
+def prepare_board_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, *,
+                       suite: str | None = None, progress: Callable[[str], None] | None = None) -> BoardRoot:
     """The Debian root of an `arch` board with `packages`, from the cache or built (minutes, once)."""
     wanted = package_set(packages, where)
     if arch not in ARCHES:
@@ -108,7 +108,7 @@ def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, 
         record = _record(entry)
         assert record is not None
     build_s = record["build_s"] if built else None
-    return Root(entry / "root.ext4", entry / "tree", record["description"], build_s)
+    return BoardRoot(entry / "root.ext4", entry / "tree", record["description"], build_s)
 
 
 def _record(entry: Path) -> dict | None:
@@ -227,7 +227,7 @@ def _build(arch: str, suite: str, packages: tuple[str, ...], entry: Path, where:
 
 def _check_builder(roots: Path, arch: str, where: str) -> None:
     """What building needs, each missing piece one line with its fix."""
-    if not _is_root():
+    if not _is_superuser():
         parent = roots.parent.parent if roots.parent.name == "jitterlab" else roots.parent
         raise UserError(
             f"{where}: the board's root is built as root (mmdebstrap makes its root-owned files and "
@@ -413,7 +413,7 @@ def _ensure_foreign_arch(arch: str, where: str) -> None:
     handler = f"qemu-{ARCHES.get(arch, where).qemu_user}"
     fix = (f"as root: apt install qemu-user-static binfmt-support arch-test; mount -t binfmt_misc "
            f"binfmt_misc {BINFMT_DIR}; update-binfmts --enable {handler}")
-    if not _enabled(handler) and _is_root():
+    if not _enabled(handler) and _is_superuser():
         if not (BINFMT_DIR / "status").exists():
             _quiet(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_DIR)])
         if not _enabled(handler) and _which("update-binfmts"):
@@ -443,7 +443,7 @@ def _quiet(argv: list[str]) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(argv, 1, "", str(e))
 
 
-def _is_root() -> bool:
+def _is_superuser() -> bool:
     return os.geteuid() == 0
 
 

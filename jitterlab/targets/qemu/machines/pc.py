@@ -9,7 +9,7 @@ from jitterlab.targets.qemu.machines.profile import VIRTIO_PCI, MachineProfile
 PC = MachineProfile(
     name="pc",
     arch=AMD64,
-    machine=("-machine", "q35"),
+    machine_args=("-machine", "q35"),
     accel={
         "kvm": ("-accel", "kvm", "-cpu", "host"),
         "tcg": ("-accel", "tcg,thread=multi", "-cpu", "max"),

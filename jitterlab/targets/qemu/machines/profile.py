@@ -85,9 +85,9 @@ class DeviceModel:
         fsdev = f"local,id=fs{i},path={path},security_model=none,readonly=on,multidevs=remap"
         return ["-fsdev", fsdev, "-device", f"{self.device('9p')},fsdev=fs{i},mount_tag={tag}"]
 
-    def modules(self, own_root: bool) -> tuple[str, ...]:
+    def modules(self, board_root: bool) -> tuple[str, ...]:
         """The modules the initramfs loads, in order: the transport's, the disk's, the shares'."""
-        return (*self.boot_modules, *(BOARD_ROOT_MODULES if own_root else ()), *HOST_ROOT_MODULES)
+        return (*self.boot_modules, *(BOARD_ROOT_MODULES if board_root else ()), *HOST_ROOT_MODULES)
 
 
 VIRTIO_PCI = DeviceModel("virtio-pci", "pci", ("virtio_pci",))
@@ -141,13 +141,13 @@ class MachineProfile:
 
     name: str
     arch: Arch  # the guest's CPU: the emulator, the kernels, the compilers and the command line's bound
-    machine: tuple[str, ...]  # qemu's -machine arguments
+    machine_args: tuple[str, ...]  # qemu's -machine arguments
     accel: Mapping[str, tuple[str, ...]]  # "kvm" | "tcg" -> qemu's -accel and -cpu arguments
     console: str  # the kernel's console device, on qemu's first serial port
     image: KernelImage
     devices: DeviceModel
-    root: str = HOST_ROOT
-    root_packages: tuple[str, ...] = ()  # what a BOARD_ROOT holds
+    guest_root: str = HOST_ROOT  # the guest's root file system: HOST_ROOT or BOARD_ROOT
+    board_root_packages: tuple[str, ...] = ()  # what its BOARD_ROOT holds
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
     gpio_soc: str | None = None  # the register map of its GPIO block (pins/socs.py), for register-poll
@@ -181,17 +181,17 @@ class MachineProfile:
 
     @property
     def build(self) -> Build:
-        return Build.cross(self.arch) if self.own_root else NATIVE
+        return Build.cross(self.arch) if self.boots_board_root else NATIVE
 
     @property
     def boot_modules(self) -> tuple[str, ...]:
         """The modules the initramfs loads (those built into a kernel are skipped)."""
-        return self.devices.modules(self.own_root)
+        return self.devices.modules(self.boots_board_root)
 
     @property
-    def own_root(self) -> bool:
-        """True when the guest boots the board's own root, not this machine's."""
-        return self.root == BOARD_ROOT
+    def boots_board_root(self) -> bool:
+        """True when the guest boots the board's own root image, not this machine's root."""
+        return self.guest_root == BOARD_ROOT
 
     def kvm_missing(self, host: str | None = None) -> str | None:
         """Why kvm cannot run this machine on a `host` architecture (this one), None when it can."""
