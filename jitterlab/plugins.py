@@ -43,6 +43,7 @@ from jitterlab.measure.loads.base import LOADS
 from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES
+from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.registry import TARGETS
 
 ALL = {
@@ -52,4 +53,5 @@ ALL = {
     "probes": PROBES,
     "loads": LOADS,
     "targets": TARGETS,
+    "qemu machines": MACHINES,
 }
