@@ -17,7 +17,7 @@ from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine, serves
-from jitterlab.measure.squarewave.probes import polls, qmp_poll
+from jitterlab.measure.squarewave.probes import polls, register_poll
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.polls import Polls, blind_spans, edges_of
 from jitterlab.model.errors import RunFailed, UserError
@@ -122,7 +122,7 @@ def test_a_slow_wave_matches_the_programs_own_log_edge_for_edge(tmp_path, sock_d
         "align_offset_ns": GUEST0_NS - 100 * MS, "align_drift_ppm": 0, "self_lag_spread_p50_ns": 0,
         "self_lag_spread_max_ns": 0, "unobserved_edges": 0, "program_pin_watched": 1}
     assert all(m.probe == "register-poll" for m in capture.metrics)
-    assert capture.warnings == (qmp_poll.rate_warning(1000, MS),)
+    assert capture.warnings == (register_poll.rate_warning(1000, MS),)
     assert capture.warnings[0].message == (
         "the register-poll probe polled 1,000 times/s: edges closer than ~1ms are merged; functional "
         "evidence from an emulator, never timing evidence")
@@ -163,7 +163,7 @@ def test_too_few_reads_per_half_period_are_warned_with_the_period_to_use(tmp_pat
     own = _own(40)
     capture = _poll(tmp_path, sock_dir, monkeypatch, wave(40), own)
     assert len(capture.warnings) == 1  # 20 reads per half period: enough
-    monkeypatch.setattr(qmp_poll, "MIN_READS_PER_HALF_PERIOD", 25)
+    monkeypatch.setattr(register_poll, "MIN_READS_PER_HALF_PERIOD", 25)
     capture = _poll(tmp_path, sock_dir, monkeypatch, wave(40), own)
     assert capture.warnings[1].message.startswith("the register-poll probe read pl061 line 2 (0x9030010) "
                                                   "only 20 times per half period of 40ms")
