@@ -24,16 +24,15 @@ import numpy as np
 
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, Alignment, align
 from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
-from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.measure.squarewave.pins.socs import SOCS
+from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, integer
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
-from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import Declared, GpioTrace, RecordsGpioOutputs, has
 
@@ -146,39 +145,28 @@ class EmulatorProbe(ProbeBase):
         period_ns = int(self.ctx.cell.param("period"))
         # the capture's clock counts from its first edge: host CLOCK_REALTIME is too large for the
         # alignment's floating-point line to keep its nanoseconds
-        base_ns = int(edges.t_ns[0])
-        t_ns, level = edges.t_ns - base_ns, edges.level
-        metrics = [Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
-                   Metric("probe_emulated", 1.0, "", NAME, "none")]
-        warnings = [EMULATED]
-        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped,
+        t_ns = edges.t_ns - int(edges.t_ns[0])
+        fit = align(t_ns, edges.level, own.t_ns, own.level, period_ns, dropped=own.dropped,
                     max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
-        metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
-        blind = no_blind()
-        if fit.watched:
-            t_ns = t_ns + fit.offset_ns
-            unseen = _unseen(t_ns, level, own, fit, period_ns)
-            blind = _spans(own.t_ns[unseen], period_ns)
-            metrics += [
-                *fit.metrics(NAME),
-                Metric("unobserved_edges", float(len(unseen)), "count", NAME, "lower"),
-            ]
-            if len(unseen):
-                warnings.append(Warning_(
-                    f"the emulator's trace of {where} shows no edge of the same level within a quarter "
-                    f"period ({format_ns(period_ns // 4)}) of {len(unseen)} of the program's logged edges; "
-                    "the periods around them are excluded",
-                    "at short periods on an emulated CPU the write can come that long after the program's "
-                    "timestamp (its vCPU descheduled); else look for a trace cut short (disk full) or "
-                    "another writer of the line"))
-        else:
-            warnings.append(Warning_(
-                f"the emulator's edges on {where} are not the program's pin's: {'; '.join(fit.failures)}",
-                f"set probes.{NAME}.line to the controller line the pin drives; its figures are marked "
-                f"{NOT_WATCHED!r}"))
-        metrics.append(pin_watched_metric(NAME, fit.watched))
-        return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
-                       series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+
+        def unseen(on_program_clock: np.ndarray) -> Unseen:
+            missed = _unseen(on_program_clock, edges.level, own, fit, period_ns)
+            if not len(missed):
+                return Unseen(0)
+            return Unseen(len(missed), _spans(own.t_ns[missed], period_ns), (Warning_(
+                f"the emulator's trace of {where} shows no edge of the same level within a quarter "
+                f"period ({format_ns(period_ns // 4)}) of {len(missed)} of the program's logged edges; "
+                "the periods around them are excluded",
+                "at short periods on an emulated CPU the write can come that long after the program's "
+                "timestamp (its vCPU descheduled); else look for a trace cut short (disk full) or "
+                "another writer of the line"),))
+
+        return aligned_capture(
+            NAME, t_ns, edges.level, fit, edges=f"the emulator's edges on {where}",
+            fix=f"set probes.{NAME}.line to the controller line the pin drives",
+            metrics=(Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
+                     Metric("probe_emulated", 1.0, "", NAME, "none")),
+            warnings=(EMULATED,), unseen=unseen)
 
 
 def line_refusal(controller: str, lines: int, line: int) -> str | None:

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, align
-from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.measure.squarewave.pins.socs import SOCS, Registers, Soc
+from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.polls import (
@@ -35,7 +35,6 @@ from jitterlab.measure.squarewave.probes.polls import (
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, choice, integer
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
-from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import Declared, ExaminesMemory, command_timeout_s, has
 from jitterlab.targets.qmp import Qmp, QmpError
@@ -137,22 +136,10 @@ class RegisterPollProbe(ProbeBase):
                 f"use a period >= {format_ns(2 * MIN_READS_PER_HALF_PERIOD * mean_ns, 3)} with this probe"))
         fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped,
                     max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
-        metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
-        if fit.watched:
-            t_ns, blind = t_ns + fit.offset_ns, blind + fit.offset_ns
-            metrics += [
-                *fit.metrics(NAME),
-                Metric("unobserved_edges", float(fit.program_edges - fit.matched), "count", NAME, "lower"),
-            ]
-        else:
-            warnings.append(Warning_(
-                f"the register-poll edges of {self._where} are not the program's pin's: "
-                f"{'; '.join(fit.failures)}",
-                f"set probes.{NAME}.soc and line to the register line the pin drives; its figures are marked "
-                f"{NOT_WATCHED!r}"))
-        metrics.append(pin_watched_metric(NAME, fit.watched))
-        return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
-                       series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+        return aligned_capture(
+            NAME, t_ns, level, fit, edges=f"the register-poll edges of {self._where}",
+            fix=f"set probes.{NAME}.soc and line to the register line the pin drives", blind=blind,
+            metrics=metrics, warnings=warnings, unseen=lambda _t_ns: Unseen(fit.program_edges - fit.matched))
 
     def close(self) -> None:
         if self._poller is not None:
