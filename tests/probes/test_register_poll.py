@@ -23,8 +23,9 @@ from jitterlab.measure.squarewave.probes.polls import Polls, blind_spans, edges_
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
-from jitterlab.targets.capabilities import ExaminesMemory
+from jitterlab.targets.capabilities import ExaminesMemory, WordReader
 from jitterlab.targets.fake import FakeTarget
+from jitterlab.targets.qmp import open_word
 from tests.targets.fake_qmp import FakeQmp
 
 PROBE = plugins.PROBES.get("register-poll", "test")
@@ -64,8 +65,8 @@ class PolledBoard(FakeTarget, ExaminesMemory):
         super().__init__(name="board")
         self.socket = socket
 
-    def monitor_socket(self) -> Path:
-        return self.socket
+    def word_reader(self, address: int) -> WordReader:
+        return open_word(self.socket, address)
 
 
 @pytest.fixture

@@ -36,12 +36,11 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, choice, integer
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import Declared, ExaminesMemory, command_timeout_s, has
-from jitterlab.targets.qmp import Qmp, QmpError
+from jitterlab.targets.capabilities import Declared, ExaminesMemory, MemoryUnreadable, WordReader, has
 
 NAME = "register-poll"
 MIN_READS_PER_HALF_PERIOD = 10
-CONNECT_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = 5.0  # for the first read
 NO_MONITOR_FIX = ('use a qemu target (machine = "virt-arm64", "virt-armhf", or an i.MX6 / BCM283x '
                   "board): its monitor socket is what this probe reads")
 
@@ -62,7 +61,7 @@ class RegisterPollProbe(ProbeBase):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._qmp: Qmp | None = None
+        self._reader: WordReader | None = None
         self._poller: Poller | None = None
         self._where = ""  # "pl061 line 2 (0x9030010)"
 
@@ -94,13 +93,10 @@ class RegisterPollProbe(ProbeBase):
                             f"its registers through; {NO_MONITOR_FIX}", status="unavailable")
         regs, self._where = self._registers()
         try:
-            # a slow board's monitor may pause for seconds between answers: that is a blind span, not
-            # a failure, unless it lasts as long as any command on that board may
-            answer_s = command_timeout_s(self.ctx.target, CONNECT_TIMEOUT_S)
-            self._qmp = Qmp(board.monitor_socket(), CONNECT_TIMEOUT_S, answer_s).connect()
-            self._poller = Poller(self._qmp.word_reader(regs.base + regs.lev_reg), regs.mask)
+            self._reader = board.word_reader(regs.base + regs.lev_reg)
+            self._poller = Poller(self._reader, regs.mask)
             self._poller.start(CONNECT_TIMEOUT_S)
-        except (QmpError, TimeoutError) as exc:
+        except (MemoryUnreadable, TimeoutError) as exc:
             self.close()
             raise RunFailed(f"probes.{NAME}: cannot read {self._where}: {exc}") from None
 
@@ -108,7 +104,7 @@ class RegisterPollProbe(ProbeBase):
         assert self._poller is not None, "stop() before start()"
         try:
             polls = self._poller.stop()
-        except (QmpError, TimeoutError) as exc:
+        except (MemoryUnreadable, TimeoutError) as exc:
             raise RunFailed(f"probes.{NAME}: reading {self._where} failed after {self._poller.reads} reads: "
                             f"{exc}") from None
         finally:
@@ -144,9 +140,9 @@ class RegisterPollProbe(ProbeBase):
     def close(self) -> None:
         if self._poller is not None:
             self._poller.close()
-        if self._qmp is not None:
-            self._qmp.close()
-            self._qmp = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
 
 def poll_metrics(polls: Polls) -> tuple[list[Metric], float, float]:
