@@ -350,7 +350,7 @@ pin = "gpiod"
 probe = "{probe}"
 [pins.gpiod]
 chip = "9030000.pl061"
-line = 2
+line = {line}
 [probes.emulator]
 line = {line}
 [probes.register-poll]
@@ -380,7 +380,7 @@ VIRT = 'kind = "qemu"\nmachine = "virt-arm64"'
     # the lines register-poll refuses on a PL061, the emulator probe refuses too: out of range, gpio-keys
     (VIRT, "emulator", 8, "pl061", "probes.emulator.line: pl061 has lines 0-7, not 8"),
     (VIRT, "emulator", 3, "pl061", "probes.emulator.line: pl061 line 3 belongs to gpio-keys (qemu virt's "
-     "power button); watch the line the pin drives"),
+     "power button); drive another line"),
     (VIRT, "register-poll", 3, "pl061", "probes.register-poll.line: pl061 line 3 belongs to gpio-keys"),
     # the register map must be the board's own: imx6 registers read on virt are no GPIO at all
     (VIRT, "register-poll", 2, "imx6", "probes.register-poll.soc: target 'b' (qemu machine 'virt-arm64') has "
@@ -402,6 +402,24 @@ def test_a_probe_its_target_cannot_serve_is_refused_when_read(tmp_path, capsys, 
     assert "\n" not in str(refused.value)
     assert main(["run", str(path), "--dry-run"]) == 2
     assert capsys.readouterr().err.startswith(f"error: {path}: {says}")
+
+
+@pytest.mark.parametrize(("key", "line", "says"), [
+    # without a line of its own, the emulator probe follows the pin's, and a refusal names the pin's key
+    ("", 8, "pins.gpiod.line: pl061 has lines 0-7, not 8"),
+    ("", 3, "pins.gpiod.line: pl061 line 3 belongs to gpio-keys (qemu virt's power button); drive another "
+            "line"),
+    ("line = 5", 2, "probes.emulator.line: 5 is not the line pin 'gpiod' drives (2); remove it (the probe "
+                    "reads the pin's) or make the two agree"),
+])
+def test_the_emulator_probe_follows_the_line_of_its_pin(tmp_path, key, line, says):
+    text = BOARD_PROBE.format(target=VIRT, probe="emulator", line=line, soc="pl061")
+    text = text.replace(f"[probes.emulator]\nline = {line}", f"[probes.emulator]\n{key}")
+    with pytest.raises(UserError) as refused:
+        load_campaign(write(tmp_path, text))
+    assert str(refused.value).endswith(f"c.toml: {says}"), str(refused.value)
+    fine = BOARD_PROBE.format(target=VIRT, probe="emulator", line=2, soc="pl061")
+    assert load_campaign(write(tmp_path, fine.replace("[probes.emulator]\nline = 2\n", "")))
 
 
 @pytest.mark.parametrize(("target", "probe", "soc"), [

@@ -45,12 +45,11 @@ OBSERVED_BY = {
 }
 # options every pin and probe accepts, so that only the binding can refuse a combination
 SETTINGS = RunSettings(duration_ns=10**9, options={
-    "pins": {"gpiod": {"chip": "gpiochip0", "line": 17}, "sysfs": {"chip": "gpiochip0", "line": 17},
-             "gpiomem": {"soc": "bcm2711", "line": 17, "device": ""}},
+    "pins": {"gpiod": {"chip": "gpiochip0", "line": 2}, "sysfs": {"chip": "gpiochip0", "line": 2},
+             "gpiomem": {"soc": "pl061", "line": 2, "device": ""}},
     "probes": {"sigrok": {"driver": "fx2lafw", "samplerate": 24_000_000},
                "scpi": {"resource": "TCPIP::192.0.2.1::INSTR", "profile": "rs-rto"},
-               "gpio-loopback": {"line": 18}, "emulator": {"line": 2},
-               "register-poll": {"soc": "pl061", "line": 2}},
+               "gpio-loopback": {"line": 18}, "register-poll": {"soc": "pl061", "line": 2}},
 })
 REFUSAL = re.compile(r"^c\.toml: matrix\.(pin|probe): (impl|probe) '[\w-]+' cannot (drive|observe) pin ")
 

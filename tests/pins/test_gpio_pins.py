@@ -159,7 +159,9 @@ def test_gpiomem_passes_the_register_layout(tmp_path):
     pin = plugins.PINS.get("gpiomem", "t")(context(target, "gpiomem", options, tmp_path))
     handle = pin.setup()
     assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
-    assert handle.get(BoardLine) == BoardLine() and handle.get(KernelLine) is None
+    # the line as the register map numbers it; its chip and offset are not known to this pin
+    assert handle.get(BoardLine) == BoardLine(soc="am335x", soc_line=60) and handle.get(KernelLine) is None
+    assert handle == type(pin).declare(pin.ctx.settings), "what the options declare, before any setup"
     args = handle.get(RegisterBlock).program_args
     assert args[:4] == ("--gpiomem", "/dev/mem", "--map-base", "0x4804c000")
     assert args[args.index("--mask") + 1] == hex(1 << 28)

@@ -42,6 +42,11 @@ class SysfsPin(PinBase):
         super().__init__(ctx)
         self._number: int | None = None
 
+    @classmethod
+    def declare(cls, settings) -> PinHandle:
+        line = int(cls.validate(settings.options_of("pins", "sysfs"), "pins.sysfs")["line"])
+        return PinHandle("sysfs", (BoardLine(line=line),))  # its chip's label is known once set up
+
     def setup(self) -> PinHandle:
         opts = self.options()
         chip = find_chip(self.ctx.target, opts["chip"], int(opts["line"]), "pins.sysfs")
