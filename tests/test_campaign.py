@@ -158,9 +158,17 @@ PROMISED = {
 
 def _expected_cells(data: dict) -> int:
     """How many cells an example's file asks for, counted from its TOML alone: each [matrix] table
-    is the product of its lists (a `whole` key's list is one value) on every target, and an
-    [[exclude]] drops the combinations whose values it names."""
+    is the product of its lists (a `whole` key's list is one value) on every target, an [[exclude]]
+    drops the combinations whose values it names, and an impl meets only the pins it drives (what
+    they declare: their needs and offers)."""
     from jitterlab import plugins
+    from jitterlab.measure.squarewave.pins.offers import serves
+
+    def paired(combo: dict) -> bool:
+        if combo["benchmark"] != "squarewave":
+            return True
+        impl = plugins.IMPLS.get(combo["impl"], "test")
+        return serves(impl.needs, plugins.PINS.get(combo.get("pin", "vpin"), "test").offers)
 
     targets = [t["name"] for t in data["target"]]
     tables = data["matrix"] if isinstance(data["matrix"], list) else [data["matrix"]]
@@ -174,7 +182,7 @@ def _expected_cells(data: dict) -> int:
             for values in itertools.product(*axes.values()):
                 combo = {"target": target, **dict(zip(axes, values, strict=True))}
                 if not any(all(combo.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items())
-                           for rule in rules):
+                           for rule in rules) and paired(combo):
                     count += 1
     return count
 
@@ -307,14 +315,16 @@ def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp
 
     monkeypatch.setitem(plugins.PINS._entries, "wired", Entry("wired", "test pin", Wired))
     hint = r" \(exclude the combination with \[\[exclude\]\]\)$"
+    one_impl = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('["bash", "c-fifo"]', '"bash"')
     with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.pin: impl 'bash' cannot drive pin 'wired': "
                                         r"it needs a value file to write '0'/'1' into, which pins external, "
-                                        r"sysfs, vpin offer" + hint):
-        load_campaign(write(tmp_path, GOOD.replace('pin = "vpin"', 'pin = "wired"')))
+                                        r"sysfs, vpin offer; no registered impl drives it: remove it from "
+                                        r"matrix.pin$"):
+        load_campaign(write(tmp_path, one_impl))
     bash = plugins.IMPLS.get("bash", "test")
     monkeypatch.setitem(plugins.IMPLS._entries, "bash", Entry(
         "bash", "test", dataclasses.replace(bash, needs=(ValueFile, Wire))))
-    text = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('impl = ["bash", "c-fifo"]', 'impl = "bash"')
+    text = one_impl
     with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.probe: probe 'vpin' cannot observe pin "
                                         r"'wired': it needs a level byte an observer can map and poll, which "
                                         r"pin vpin offers; pin 'wired' can be observed by self" + hint):

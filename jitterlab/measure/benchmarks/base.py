@@ -86,6 +86,14 @@ class Benchmark(Protocol):
         """True when the cell's probe needs a CPU of the target of its own."""
         ...
 
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        """Of `cells` (one [matrix] table's, after [[exclude]]), those whose values go together, and
+        what was paired and left out, in lines for --dry-run ("each impl on the pins it drives: ...");
+        UserError when a value the table names goes with none of its others (`named`: the table's
+        cells before [[exclude]]; a pin no impl of it drives). `where` names the table
+        ("campaign.toml: matrix")."""
+        ...
+
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         """Reject a cell that cannot work with these settings on a target of this kind (UserError);
         `where` names the matrix ("campaign.toml: matrix"), keys are appended to it."""
@@ -158,6 +166,9 @@ class BenchmarkBase:
 
     def needs_probe_cpu(self, cell: Cell) -> bool:
         return False
+
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        return list(cells), ()  # every combination of the matrix's values goes
 
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         return None

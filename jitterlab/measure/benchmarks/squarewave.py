@@ -13,7 +13,7 @@ import numpy as np
 
 from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.squarewave.bindings import refusal
+from jitterlab.measure.squarewave.bindings import drives, pairing, refusal, unpaired
 from jitterlab.measure.squarewave.impls.base import IMPLS, SELF_LOG
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture
@@ -53,6 +53,16 @@ class Squarewave(BenchmarkBase):
     def label(self, cell) -> str:
         period = format_ns(int(cell.param("period")))
         return f"{cell.param('impl')} {period} {cell.load} ({cell.param('probe')})"
+
+    def pair(self, named, cells, where) -> tuple[list[Cell], tuple[str, ...]]:
+        """Each impl with the pins of the table it drives: an impl on a pin it cannot drive is left
+        out, not refused, unless a pin (or an impl) the table names has no partner in it at all."""
+        pairs = [(str(c.param("impl")), str(c.param("pin"))) for c in cells]
+        refused = unpaired(((str(c.param("impl")), str(c.param("pin"))) for c in named), pairs, where)
+        if refused is not None:
+            raise UserError(refused[1])
+        kept = [c for c, pair in zip(cells, pairs, strict=True) if drives(*pair)]
+        return kept, pairing(pairs, len(cells) - len(kept))
 
     def check(self, cell, settings, where, target_kind) -> None:
         _, pin, probe = _parts(cell)
