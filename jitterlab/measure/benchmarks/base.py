@@ -25,7 +25,7 @@ from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries, Samples
 from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import Declared
+from jitterlab.targets.capabilities import Capability, Declared
 
 __all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Measuring", "Placement",
            "RunContext"]
@@ -68,6 +68,16 @@ class Benchmark(Protocol):
     def programs(self, cell: Cell) -> dict[str, str]:
         """Programs of jitterlab/programs/c the cell needs on the target -> the Debian package
         their build needs beyond gcc, make and libc ("" for none)."""
+        ...
+
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        """Commands the cell needs on the controller (the machine jitterlab runs on, where an
+        instrument's program runs) -> the Debian package that has them."""
+        ...
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
+        """What the cell needs of its target beyond the Target protocol (targets/capabilities.py) ->
+        who needs it, for messages ("probe emulator")."""
         ...
 
     def needer(self, cell: Cell) -> str:
@@ -152,6 +162,12 @@ class BenchmarkBase:
         return {}
 
     def programs(self, cell: Cell) -> dict[str, str]:
+        return {}
+
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        return {}
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
         return {}
 
     def needer(self, cell: Cell) -> str:

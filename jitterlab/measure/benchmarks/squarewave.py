@@ -23,6 +23,7 @@ from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
 from jitterlab.model.units import format_ns
+from jitterlab.targets.capabilities import Capability
 
 
 def _parts(cell: Cell):
@@ -91,6 +92,13 @@ class Squarewave(BenchmarkBase):
     def programs(self, cell) -> dict[str, str]:
         impl, _, probe = _parts(cell)
         return {**impl.programs(), **probe.programs}
+
+    def controller_tools(self, cell) -> dict[str, str]:
+        return dict(_parts(cell)[2].controller_tools)
+
+    def capabilities(self, cell) -> dict[type[Capability], str]:
+        reads = _parts(cell)[2].reads
+        return {} if reads is None else {reads: f"probe {cell.param('probe')}"}
 
     def estimate_s(self, settings, cell) -> float:
         load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
