@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.targets import qmp
 from jitterlab.targets.capabilities import (
     AnswersSlowly,
     Capability,
@@ -31,6 +32,8 @@ from jitterlab.targets.capabilities import (
     KeepsKernelModules,
     RecordsGpioOutputs,
     VirtualMachine,
+    WordReader,
+    command_timeout_s,
 )
 from jitterlab.targets.qemu import accel as qemu_accel
 from jitterlab.targets.qemu import cross_modules, devicetree
@@ -100,7 +103,13 @@ class QemuTarget(
         return GpioTrace(self.dir / "gpio-trace.log", traced.controller, traced.lines, traced.event)
 
     def monitor_socket(self) -> Path:
+        """The QMP socket the board is started with, kept for probes (word_reader)."""
         return self.dir / "qmp.sock"
+
+    def word_reader(self, address: int) -> WordReader:
+        # a slow board's monitor may pause for seconds between answers: that is a blind span of the
+        # probe's, not a failure, unless it lasts as long as any command on this board may
+        return qmp.open_word(self.monitor_socket(), address, command_timeout_s(self, qmp.GREETING_TIMEOUT_S))
 
     @property
     def vm_accel(self) -> str:
