@@ -265,10 +265,12 @@ class Runner:
         self._lift_throttling(session)
         session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)
         self.store.add_warnings(campaign_id, session.warnings, target=session.spec.name)
-        deployment = deploy(session.target)
-        session.bindir = deployment.bindir
         cells = [c for c in self.campaign.cells
                  if c.target == session.spec.name and c.key not in session.unavailable]
+        if not cells:  # preflight found none of them can run here: nothing to build for them
+            return
+        deployment = deploy(session.target)
+        session.bindir = deployment.bindir
         missing = unbuilt(cells, deployment.built, deployment.build_error, deployment.cross_arch)
         if missing:
             session.unavailable.update(missing)

@@ -246,6 +246,8 @@ def _dry_run(out: Console, campaign) -> int:
     out.print(table)
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {len(campaign.cells) - DRY_RUN_ROWS} more cells")
+    for line in campaign.pairing:
+        out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
         f"{len(campaign.cells) * campaign.repetitions} runs, estimated {format_duration_s(total_s)} "

@@ -26,7 +26,7 @@ from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries, Samples
 from jitterlab.model.traits import BenchmarkTraits
 from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import Declared
+from jitterlab.targets.capabilities import Capability, Declared
 
 __all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Measuring", "Placement",
            "RunContext"]
@@ -73,6 +73,16 @@ class Benchmark(Protocol):
         their build needs beyond gcc, make and libc ("" for none)."""
         ...
 
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        """Commands the cell needs on the controller (the machine jitterlab runs on, where an
+        instrument's program runs) -> the Debian package that has them."""
+        ...
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
+        """What the cell needs of its target beyond the Target protocol (targets/capabilities.py) ->
+        who needs it, for messages ("probe emulator")."""
+        ...
+
     def needer(self, cell: Cell) -> str:
         """What in the cell needs its tools, for messages: "impl node", "benchmark sysbench-cpu"."""
         ...
@@ -87,6 +97,14 @@ class Benchmark(Protocol):
 
     def needs_probe_cpu(self, cell: Cell) -> bool:
         """True when the cell's probe needs a CPU of the target of its own."""
+        ...
+
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        """Of `cells` (one [matrix] table's, after [[exclude]]), those whose values go together, and
+        what was paired and left out, in lines for --dry-run ("each impl on the pins it drives: ...");
+        UserError when a value the table names goes with none of its others (`named`: the table's
+        cells before [[exclude]]; a pin no impl of it drives). `where` names the table
+        ("campaign.toml: matrix")."""
         ...
 
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
@@ -155,6 +173,12 @@ class BenchmarkBase:
     def programs(self, cell: Cell) -> dict[str, str]:
         return {}
 
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        return {}
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
+        return {}
+
     def needer(self, cell: Cell) -> str:
         return f"benchmark {cell.benchmark}"
 
@@ -167,6 +191,9 @@ class BenchmarkBase:
 
     def needs_probe_cpu(self, cell: Cell) -> bool:
         return False
+
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        return list(cells), ()  # every combination of the matrix's values goes
 
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         return None
