@@ -158,9 +158,17 @@ PROMISED = {
 
 def _expected_cells(data: dict) -> int:
     """How many cells an example's file asks for, counted from its TOML alone: each [matrix] table
-    is the product of its lists (a `whole` key's list is one value) on every target, and an
-    [[exclude]] drops the combinations whose values it names."""
+    is the product of its lists (a `whole` key's list is one value) on every target, an [[exclude]]
+    drops the combinations whose values it names, and an impl meets only the pins it drives (what
+    they declare: their needs and offers)."""
     from jitterlab import plugins
+    from jitterlab.measure.squarewave.pins.offers import serves
+
+    def paired(combo: dict) -> bool:
+        if combo["benchmark"] != "squarewave":
+            return True
+        impl = plugins.IMPLS.get(combo["impl"], "test")
+        return serves(impl.needs, plugins.PINS.get(combo.get("pin", "vpin"), "test").offers)
 
     targets = [t["name"] for t in data["target"]]
     tables = data["matrix"] if isinstance(data["matrix"], list) else [data["matrix"]]
@@ -174,7 +182,7 @@ def _expected_cells(data: dict) -> int:
             for values in itertools.product(*axes.values()):
                 combo = {"target": target, **dict(zip(axes, values, strict=True))}
                 if not any(all(combo.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items())
-                           for rule in rules):
+                           for rule in rules) and paired(combo):
                     count += 1
     return count
 
@@ -307,14 +315,16 @@ def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp
 
     monkeypatch.setitem(plugins.PINS._entries, "wired", Entry("wired", "test pin", Wired))
     hint = r" \(exclude the combination with \[\[exclude\]\]\)$"
+    one_impl = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('["bash", "c-fifo"]', '"bash"')
     with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.pin: impl 'bash' cannot drive pin 'wired': "
                                         r"it needs a value file to write '0'/'1' into, which pins external, "
-                                        r"sysfs, vpin offer" + hint):
-        load_campaign(write(tmp_path, GOOD.replace('pin = "vpin"', 'pin = "wired"')))
+                                        r"sysfs, vpin offer; no registered impl drives it: remove it from "
+                                        r"matrix.pin$"):
+        load_campaign(write(tmp_path, one_impl))
     bash = plugins.IMPLS.get("bash", "test")
     monkeypatch.setitem(plugins.IMPLS._entries, "bash", Entry(
         "bash", "test", dataclasses.replace(bash, needs=(ValueFile, Wire))))
-    text = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('impl = ["bash", "c-fifo"]', 'impl = "bash"')
+    text = one_impl
     with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.probe: probe 'vpin' cannot observe pin "
                                         r"'wired': it needs a level byte an observer can map and poll, which "
                                         r"pin vpin offers; pin 'wired' can be observed by self" + hint):
@@ -350,7 +360,7 @@ pin = "gpiod"
 probe = "{probe}"
 [pins.gpiod]
 chip = "9030000.pl061"
-line = 2
+line = {line}
 [probes.emulator]
 line = {line}
 [probes.register-poll]
@@ -380,7 +390,7 @@ VIRT = 'kind = "qemu"\nmachine = "virt-arm64"'
     # the lines register-poll refuses on a PL061, the emulator probe refuses too: out of range, gpio-keys
     (VIRT, "emulator", 8, "pl061", "probes.emulator.line: pl061 has lines 0-7, not 8"),
     (VIRT, "emulator", 3, "pl061", "probes.emulator.line: pl061 line 3 belongs to gpio-keys (qemu virt's "
-     "power button); watch the line the pin drives"),
+     "power button); drive another line"),
     (VIRT, "register-poll", 3, "pl061", "probes.register-poll.line: pl061 line 3 belongs to gpio-keys"),
     # the register map must be the board's own: imx6 registers read on virt are no GPIO at all
     (VIRT, "register-poll", 2, "imx6", "probes.register-poll.soc: target 'b' (qemu machine 'virt-arm64') has "
@@ -402,6 +412,24 @@ def test_a_probe_its_target_cannot_serve_is_refused_when_read(tmp_path, capsys, 
     assert "\n" not in str(refused.value)
     assert main(["run", str(path), "--dry-run"]) == 2
     assert capsys.readouterr().err.startswith(f"error: {path}: {says}")
+
+
+@pytest.mark.parametrize(("key", "line", "says"), [
+    # without a line of its own, the emulator probe follows the pin's, and a refusal names the pin's key
+    ("", 8, "pins.gpiod.line: pl061 has lines 0-7, not 8"),
+    ("", 3, "pins.gpiod.line: pl061 line 3 belongs to gpio-keys (qemu virt's power button); drive another "
+            "line"),
+    ("line = 5", 2, "probes.emulator.line: 5 is not the line pin 'gpiod' drives (2); remove it (the probe "
+                    "reads the pin's) or make the two agree"),
+])
+def test_the_emulator_probe_follows_the_line_of_its_pin(tmp_path, key, line, says):
+    text = BOARD_PROBE.format(target=VIRT, probe="emulator", line=line, soc="pl061")
+    text = text.replace(f"[probes.emulator]\nline = {line}", f"[probes.emulator]\n{key}")
+    with pytest.raises(UserError) as refused:
+        load_campaign(write(tmp_path, text))
+    assert str(refused.value).endswith(f"c.toml: {says}"), str(refused.value)
+    fine = BOARD_PROBE.format(target=VIRT, probe="emulator", line=2, soc="pl061")
+    assert load_campaign(write(tmp_path, fine.replace("[probes.emulator]\nline = 2\n", "")))
 
 
 @pytest.mark.parametrize(("target", "probe", "soc"), [

@@ -77,6 +77,7 @@ class Campaign:
     cells: tuple[Cell, ...]
     cpus: Mapping[str, tuple[int, ...]]
     source: str
+    pairing: tuple[str, ...] = ()  # what the matrix paired and left out ("matrix: ..."), for --dry-run
 
     @property
     def fingerprint(self) -> str:
@@ -202,6 +203,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         cells=cells,
         cpus=_cpus(section, where),
         source=source,
+        pairing=matrix.pairing,
     )
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")

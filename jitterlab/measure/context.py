@@ -4,7 +4,6 @@ receive this one record."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,15 @@ class Placement:
     program_cpus: tuple[int, ...] | None
     probe_cpu: int | None
     load_cpus: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Throttling:
+    """The kernel's RT throttling during a target's runs: whether it was on, and how to lift it
+    there (the runner's words: they know who jitterlab is there, and a container's host)."""
+
+    active: bool
+    remedy: str = ""
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,6 @@ class RunContext:
     placement: Placement
     rt_permitted: bool
     controller: Target | None = None
-    # the target's sysinfo as its runs see it (RT throttling after the campaign lifted it or not,
-    # container, who jitterlab is): a warning's remedy fits the machine; None where unknown
-    target_info: Mapping[str, object] | None = None
+    # RT throttling as the target's runs have it (after the campaign lifted it or not): a warning's
+    # remedy fits the machine; None where unknown
+    throttling: Throttling | None = None

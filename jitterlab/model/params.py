@@ -161,9 +161,15 @@ def by_name(params: Sequence[Param]) -> dict[str, Param]:
 
 def auto(parser: Parser) -> Parser:
     """The word "auto" (the tool's own choice) or a value `parser` reads."""
+    return or_word("auto", parser)
+
+
+def or_word(word: str, parser: Parser) -> Parser:
+    """The word `word` (a default that says where the value comes from: "auto", "pin") or a value
+    `parser` reads."""
 
     def parse(value: object, where: str) -> ParamValue:
-        return "auto" if isinstance(value, str) and value == "auto" else parser(value, where)
+        return word if isinstance(value, str) and value == word else parser(value, where)
 
     return parse
 

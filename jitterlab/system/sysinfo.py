@@ -7,10 +7,10 @@ trip over SSH); `checks()` turns a snapshot into warnings with remedies, one fun
 
 from __future__ import annotations
 
-import platform
 import re
 from collections.abc import Callable
 
+from jitterlab.model.arch import host_uname, of_uname
 from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
@@ -68,17 +68,6 @@ for t in bash python3 node cc; do
 done
 """ + tuning.SCRIPT + "exit 0\n"
 
-# The clocksource that is cheap to read and stable, per `uname -m`.
-_GOOD_CLOCKSOURCE = {
-    "x86_64": "tsc",
-    "i686": "tsc",
-    "i386": "tsc",
-    "aarch64": "arch_sys_counter",
-    "arm64": "arch_sys_counter",
-    "armv7l": "arch_sys_counter",
-}
-
-
 def snapshot(target: Target) -> dict:
     """Describe the target; a value that cannot be read is None, never an exception. A target that
     does not answer within its command timeout (which follows a slow target's alive_timeout) is
@@ -95,7 +84,7 @@ def snapshot(target: Target) -> dict:
     vm = has(target, VirtualMachine)
     if vm is not None:  # a VM jitterlab booted: "kvm" or "tcg" (emulation), and its boot's wall time
         info["vm_accel"] = vm.vm_accel
-        info["vm_host_machine"] = platform.machine()  # the controller, which runs the VM
+        info["vm_host_machine"] = host_uname()  # the controller's `uname -m`: it runs the VM
         info["vm_boot_s"] = vm.boot_s
         info.update(vm.vm_facts())
         if info.get("virtualization") in (None, "none"):  # an emulated SoC board cannot tell: we can
@@ -289,7 +278,8 @@ def _virtualization(sec: dict, machine: str | None) -> str | None:
         return "vm"
     if sec.get("virt"):
         return "none"
-    if machine in ("x86_64", "i686", "i386") and "cpuinfo" in sec:
+    arch = of_uname(machine)
+    if arch is not None and arch.kernel_arch == "x86" and "cpuinfo" in sec:
         return "none"
     return None
 
@@ -405,7 +395,8 @@ def check_isolated_cpus(info: dict) -> Warning_ | None:
 
 
 def check_clocksource(info: dict) -> Warning_ | None:
-    good = _GOOD_CLOCKSOURCE.get(info.get("machine") or "")
+    arch = of_uname(info.get("machine"))
+    good = arch.clocksource if arch is not None else None
     current = info.get("clocksource")
     if good is None or current is None or current == good:
         return None

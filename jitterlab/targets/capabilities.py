@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import Warning_
@@ -123,15 +123,31 @@ class RecordsGpioOutputs(Capability):
         """The trace of the running board; UserError when it has none (say why)."""
 
 
+class MemoryUnreadable(Exception):
+    """An emulated board's memory could not be read from outside; the message is one line that says
+    what happened and what to check."""
+
+
+class WordReader(Protocol):
+    """One 32-bit word of an emulated board's physical memory, read anew at each call (as fast as the
+    emulator answers; MemoryUnreadable when it cannot); close() ends its connection."""
+
+    def __call__(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
 class ExaminesMemory(Capability):
     """An emulated board whose emulator answers, on the controller, what the board's physical memory
-    (a GPIO block's registers) holds now: QMP's `xp` on a monitor socket of the probe's own."""
+    (a GPIO block's registers) holds now, through a monitor of the probe's own."""
 
     does = "show its physical memory from outside (an emulated board with a monitor socket)"
 
     @abstractmethod
-    def monitor_socket(self) -> Path:
-        """The running emulator's QMP socket kept for probes (one client at a time)."""
+    def word_reader(self, address: int) -> WordReader:
+        """A reader of the word at physical `address` of the running board, on a connection of its
+        own to the emulator's monitor (which serves one client at a time); MemoryUnreadable naming
+        the cause when the monitor cannot be reached."""
 
 
 class AnswersSlowly(Capability):

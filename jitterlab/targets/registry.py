@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from jitterlab.model.registry import Registry
@@ -10,13 +11,16 @@ from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import Capability, CrossBuilt, Declared, kind_capabilities
 from jitterlab.targets.fake import FakeTarget, open_fake
 from jitterlab.targets.fake import parse_options as _fake_options
+from jitterlab.targets.labgrid.options import OPTIONS as LABGRID_OPTIONS
 from jitterlab.targets.labgrid.target import LabgridTarget
 from jitterlab.targets.labgrid.target import parse_options as _labgrid_options
 from jitterlab.targets.local import LocalTarget, workdir_only
-from jitterlab.targets.qemu.machines.registry import MACHINES
+from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
 from jitterlab.targets.qemu.options import QemuOptions
+from jitterlab.targets.qemu.options import option_help as qemu_option_help
 from jitterlab.targets.qemu.options import parse_options as _qemu_options
-from jitterlab.targets.qemu.target import QemuTarget, machine_offers
+from jitterlab.targets.qemu.target import QemuTarget, profile_offers
+from jitterlab.targets.ssh.options import OPTIONS as SSH_OPTIONS
 from jitterlab.targets.ssh.options import parse_options as _ssh_options
 from jitterlab.targets.ssh.target import SSHTarget
 
@@ -28,19 +32,36 @@ class TargetFactory(Protocol):
         ...
 
 
-TARGETS: Registry[TargetFactory] = Registry("target kind")
-
 # kind -> check(options, where) raising UserError "<where>.<key>: what is wrong; the fix", where
 # is e.g. "campaign.toml: target[1]"; campaign files are checked with it before anything connects.
-# A kind without a check gets its options as they are; its factory must check them.
 OptionCheck = Callable[[Mapping[str, object], str], object]
-OPTION_CHECKS: dict[str, OptionCheck] = {}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What the framework knows of a target kind besides its factory (the entry in TARGETS)."""
+
+    cls: type  # what its factory makes: what it declares (capabilities.kind_capabilities)
+    check: OptionCheck  # its checked options, or UserError; needs no connection
+    options: Callable[[], Mapping[str, str]]  # its [[target]] keys, one line of help each (read when shown)
+    # for a kind that offers some capabilities only when configured so: what its checked options make
+    # it offer, and how a person configures it for a capability (None: it cannot be)
+    configured: Callable[[object, type[Capability]], bool] | None = None
+    how: Callable[[type[Capability]], str | None] | None = None
+
+
+TARGETS: Registry[TargetFactory] = Registry("target kind")
+KINDS: dict[str, Kind] = {}
+
+
+def add_kind(name: str, help: str, factory: TargetFactory, kind: Kind, *, listed: bool = True) -> None:
+    """Register a target kind; `listed=False` keeps one for jitterlab's own tests out of what users see."""
+    TARGETS.add(name, help, factory, listed=listed)
+    KINDS[name] = kind
 
 
 def check_options(kind: str, options: Mapping[str, object], where: str) -> None:
-    check = OPTION_CHECKS.get(kind)
-    if check is not None:
-        check(options, where)
+    KINDS[kind].check(options, where)
 
 
 def _local_options(options: Mapping[str, object], where: str) -> str | None:
@@ -70,87 +91,77 @@ def _qemu(name: str, options: Mapping[str, object], where: str | None = None) ->
         raise
 
 
-TARGETS.add("local", "this machine", _local)
-OPTION_CHECKS["local"] = _local_options
-TARGETS.add(
+def _qemu_how(cap: type[Capability]) -> str | None:
+    machines = [e.name for e in MACHINES if profile_offers(e.obj, cap)]
+    return f"with machine = {_either(machines)}" if machines else None
+
+
+_LOCAL_OPTIONS = {"workdir": "absolute directory for jitterlab's files (default: $XDG_RUNTIME_DIR/jitterlab, "
+                             "else /tmp/jitterlab-<uid>)"}
+_FAKE_OPTIONS = {"workdir": "absolute directory for jitterlab's files (default: a new temporary directory)"}
+
+add_kind("local", "this machine", _local, Kind(LocalTarget, _local_options, lambda: _LOCAL_OPTIONS))
+add_kind(
     "ssh",
     "a machine reached with the OpenSSH client (host, port, user, key, known_hosts, ...)",
     _ssh,
+    Kind(SSHTarget, _ssh_options, lambda: SSH_OPTIONS, configured=SSHTarget.offered,  # type: ignore[arg-type]
+         how=lambda cap: 'with cc = "<cross compiler>"' if cap is CrossBuilt else ""),
 )
-OPTION_CHECKS["ssh"] = _ssh_options
-TARGETS.add(
+add_kind(
     "labgrid",
     "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH); "
     "known_hosts = a file with its host key, which labgrid itself does not check",
     lambda name, options, where=None: LabgridTarget(
         name, _labgrid_options(options, where or f"target {name!r}")),
+    Kind(LabgridTarget, _labgrid_options, lambda: LABGRID_OPTIONS),
 )
-OPTION_CHECKS["labgrid"] = _labgrid_options
-TARGETS.add(
+add_kind(
     "qemu",
-    'a Debian kernel booted here with qemu, over SSH: machine = "pc" (this machine\'s root) or an '
-    'emulated ARM board with its own root ("virt-arm64", "virt-armhf", "sabrelite"); kernel = '
+    f'a Debian kernel booted here with qemu, over SSH: machine = one of the qemu machines ("{DEFAULT}", '
+    "the default, runs this machine's root; an emulated board runs its own); kernel = "
     '"standard" | "rt" | "6.12" | a kernel file',
     _qemu,
+    Kind(QemuTarget, _qemu_options, qemu_option_help,
+         configured=lambda options, cap: profile_offers(options.profile, cap),  # type: ignore[attr-defined]
+         how=_qemu_how),
 )
-OPTION_CHECKS["qemu"] = _qemu_options
-TARGETS.add(
+add_kind(
     "fake",
     "for jitterlab's own tests: a machine that is not there (commands succeed silently, processes are "
     "fake, on a fake clock); workdir",
     open_fake,
+    Kind(FakeTarget, _fake_options, lambda: _FAKE_OPTIONS),
+    listed=False,
 )
-OPTION_CHECKS["fake"] = _fake_options
-
-# kind -> the class its factory makes (what it declares: capabilities.kind_capabilities); for a kind
-# that offers some of them only when configured so, what its checked options make it offer, and how a
-# person configures it for a capability (None: it cannot be)
-CLASSES: dict[str, type] = {"local": LocalTarget, "ssh": SSHTarget, "labgrid": LabgridTarget,
-                            "qemu": QemuTarget, "fake": FakeTarget}
-_CONFIGURED: dict[str, Callable[[object, type[Capability]], bool]] = {
-    "ssh": SSHTarget.offered,  # type: ignore[dict-item]
-    "qemu": lambda options, cap: machine_offers(options.machine, cap),  # type: ignore[attr-defined]
-}
-
-
-def _qemu_how(cap: type[Capability]) -> str | None:
-    machines = [e.name for e in MACHINES if machine_offers(e.obj, cap)]
-    return f"with machine = {_either(machines)}" if machines else None
-
-
-_HOW: dict[str, Callable[[type[Capability]], str | None]] = {
-    "ssh": lambda cap: 'with cc = "<cross compiler>"' if cap is CrossBuilt else "",
-    "qemu": _qemu_how,
-}
-_FOR_TESTS = ("fake",)
 
 
 def declare(name: str, kind: str, options: Mapping[str, object], where: str) -> Declared:
     """Target `name` as its [[target]] declares it (options checked: UserError naming `where`), without
     connecting: what it will offer, and for an emulated board its GPIO block."""
-    check = OPTION_CHECKS.get(kind)
-    checked = check(options, where) if check is not None else options
-    configured = _CONFIGURED.get(kind)
-    offered = frozenset(c for c in kind_capabilities(CLASSES[kind])
-                        if configured is None or configured(checked, c))
+    known = KINDS[kind]
+    checked = known.check(options, where)
+    offered = frozenset(c for c in kind_capabilities(known.cls)
+                        if known.configured is None or known.configured(checked, c))
     if not isinstance(checked, QemuOptions):
         return Declared(name, f'kind "{kind}"', offered, offered_by)
-    machine = checked.machine
-    traced = machine.traced_gpio
-    return Declared(name, f'kind "{kind}", machine = "{machine.name}"', offered, offered_by,
-                    gpio_soc=machine.gpio_soc, machine=machine.name, cpus=checked.cpus,
+    profile = checked.profile
+    traced = profile.traced_gpio
+    return Declared(name, f'kind "{kind}", machine = "{profile.name}"', offered, offered_by,
+                    gpio_soc=profile.gpio_soc, machine=profile.name, cpus=checked.cpus,
                     traced_gpio=(traced.controller, traced.lines) if traced is not None else None)
 
 
 def offered_by(cap: type[Capability]) -> str:
     """The targets that offer `cap`, as a person writes them: 'kind "qemu" with machine = "virt-arm64"'."""
     kinds = []
-    for kind, cls in CLASSES.items():
-        if kind in _FOR_TESTS or cap not in kind_capabilities(cls):
+    listed = TARGETS.names()  # never a kind for tests
+    for name, kind in KINDS.items():
+        if name not in listed or cap not in kind_capabilities(kind.cls):
             continue
-        how = _HOW[kind](cap) if kind in _HOW else ""
+        how = kind.how(cap) if kind.how is not None else ""
         if how is not None:
-            kinds.append(f'kind "{kind}" {how}'.rstrip())
+            kinds.append(f'kind "{name}" {how}'.rstrip())
     return _either(kinds, quote=False) if kinds else "none"
 
 

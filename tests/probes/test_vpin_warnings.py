@@ -1,6 +1,6 @@
 """The vpin probe's blind warning gives the remedy that fits the machine it ran on: who jitterlab is
-there, whether RT throttling was lifted for the runs, and whether a container's host owns it (the
-facts the runner hands every run as RunContext.target_info)."""
+there, whether RT throttling was lifted for the runs, and whether a container's host owns it (what
+the runner hands every run as RunContext.throttling, from its target's sysinfo)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import json
 import pytest
 
 from jitterlab.cli.main import main
+from jitterlab.execution.runner import throttling_of
+from jitterlab.measure.context import Throttling
 from jitterlab.measure.squarewave.probes.vpin import OWN_CPU, _observer_warnings
 from tests.execution import fakes
 
@@ -17,7 +19,8 @@ BLIND = {"sched": "fifo", "blind_ns": 80_000_000}  # 8 % of a 1 s run
 
 
 def remedy(info) -> str:
-    [warning] = _observer_warnings(BLIND, 1_000_000_000, info)
+    """The remedy for a run whose target's sysinfo is `info`, as the runner hands it over."""
+    [warning] = _observer_warnings(BLIND, 1_000_000_000, throttling_of(info))
     assert warning.message.startswith("the vpin probe was blind 8.0% of the run")
     return warning.remedy
 
@@ -46,12 +49,17 @@ def test_a_user_who_is_not_root_learns_what_root_or_the_setting_would_do(setting
     assert words in remedy(info)
 
 
+def test_without_its_targets_facts_the_remedy_names_both_causes():
+    [warning] = _observer_warnings(BLIND, 1_000_000_000, None)
+    assert warning.remedy == f'{OWN_CPU}; and RT throttling off (campaign.rt_throttling = "lift", as root)'
+
+
 def test_each_run_gets_its_targets_facts(tmp_path, monkeypatch):
     fakes.register(monkeypatch)
     seen = []
     prepare = fakes.FakeBenchmark.prepare
     monkeypatch.setattr(fakes.FakeBenchmark, "prepare",
-                        lambda self, ctx: seen.append(ctx.target_info) or prepare(self, ctx))
+                        lambda self, ctx: seen.append(ctx.throttling) or prepare(self, ctx))
     path = tmp_path / "c.toml"
     path.write_text("\n".join(["[campaign]", 'name = "c"', "repetitions = 2", 'duration = "10ms"',
                                'warmup = "1ms"', 'load_warmup = "1ms"',
@@ -59,4 +67,4 @@ def test_each_run_gets_its_targets_facts(tmp_path, monkeypatch):
                                f"workdir = {json.dumps(str(tmp_path / 't'))}",
                                "[matrix]", 'benchmark = "fake"', 'load = "fake"', ""]))
     assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 0
-    assert len(seen) == 2 and all(info and info["rt_throttling"]["setting"] == "lift" for info in seen)
+    assert len(seen) == 2 and all(isinstance(t, Throttling) for t in seen)  # known, whatever it is here

@@ -12,7 +12,7 @@ from jitterlab.targets.qemu import accel as qemu_accel
 from jitterlab.targets.qemu.initrd import module_closure
 from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.options import parse_kernel, parse_options
-from jitterlab.targets.qemu.vm import Machine, qemu_argv
+from jitterlab.targets.qemu.vm import BootSpec, qemu_argv
 
 
 def test_defaults_and_every_kernel_form(tmp_path):
@@ -111,7 +111,7 @@ def test_boot_modules_load_dependencies_first(tmp_path):
 
 
 def test_qemu_argv_shares_forwards_and_never_uses_a_shell(tmp_path):
-    m = Machine(profile=PC, image=tmp_path / "vmlinux", initrd=tmp_path / "initrd", append="console=ttyS0",
+    m = BootSpec(profile=PC, image=tmp_path / "vmlinux", initrd=tmp_path / "initrd", append="console=ttyS0",
                 cpus=2, memory_bytes=1 << 30, accel="tcg", shares=(("jlroot", Path("/")),),
                 ssh_port=2222, console=tmp_path / "console.log")
     argv = qemu_argv(m)

@@ -164,7 +164,7 @@ def needed_tools() -> dict[str, tuple[str, set[str]]]:
     needs: dict[str, tuple[str, set[str]]] = {}
     for entry in plugins.BENCHMARKS:
         bench = entry.obj
-        params = getattr(bench, "params", ())
+        params = bench.params
         for values in itertools.product(*(_values(p) for p in params)):
             keyed = tuple(zip((p.name for p in params), values, strict=True))
             cell = Cell("doctor", entry.name, "idle", keyed)

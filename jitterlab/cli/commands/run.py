@@ -258,6 +258,8 @@ def _dry_run(out: Console, campaign) -> int:
     out.print(table)
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {counted(len(campaign.cells) - DRY_RUN_ROWS, 'more cell')}")
+    for line in campaign.pairing:
+        out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
         f"{counted(len(campaign.cells) * campaign.repetitions, 'run')}, estimated "

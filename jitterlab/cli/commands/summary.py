@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
 def print_screen(store, name: str, results: str, pair=None) -> list:
     """The screen of campaign `name` (its latest run of each label set) as renderables; shared
     with `run`, which ends with it."""
+    from jitterlab import plugins
     from jitterlab.analysis.compare import label_pairs
+    from jitterlab.analysis.samples import reader
     from jitterlab.importers.capture import FINGERPRINT
     from jitterlab.report.selection import select
     from jitterlab.report.summary_screen import Screen, screen
@@ -70,7 +72,7 @@ def print_screen(store, name: str, results: str, pair=None) -> list:
     if not runs:
         raise UserError(f"campaign {name!r} in {store.where} has no runs yet; jitterlab run measures it")
     pairs = [pair] if pair else label_pairs(runs)
-    how = Screen(results, store.sysinfo, pairs)
+    how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits))
     found = store.latest_campaign(name) or {}
     if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
         how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "

@@ -24,8 +24,9 @@ from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries, Samples
+from jitterlab.model.traits import BenchmarkTraits
 from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import Declared
+from jitterlab.targets.capabilities import Capability, Declared
 
 __all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Measuring", "Placement",
            "RunContext"]
@@ -60,6 +61,8 @@ class Benchmark(Protocol):
     """The matrix keys this benchmark understands besides target, benchmark and load."""
     headline: tuple[str, ...]
     """The metrics a summary shows first (the report's tables and bar charts), most important first."""
+    traits: BenchmarkTraits
+    """What its runs are for whoever reads them back (model.traits): its headline, periodic, samples."""
 
     def tools(self, cell: Cell) -> dict[str, str]:
         """Commands the cell needs on the target -> the Debian package that has them."""
@@ -68,6 +71,16 @@ class Benchmark(Protocol):
     def programs(self, cell: Cell) -> dict[str, str]:
         """Programs of jitterlab/programs/c the cell needs on the target -> the Debian package
         their build needs beyond gcc, make and libc ("" for none)."""
+        ...
+
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        """Commands the cell needs on the controller (the machine jitterlab runs on, where an
+        instrument's program runs) -> the Debian package that has them."""
+        ...
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
+        """What the cell needs of its target beyond the Target protocol (targets/capabilities.py) ->
+        who needs it, for messages ("probe emulator")."""
         ...
 
     def needer(self, cell: Cell) -> str:
@@ -84,6 +97,14 @@ class Benchmark(Protocol):
 
     def needs_probe_cpu(self, cell: Cell) -> bool:
         """True when the cell's probe needs a CPU of the target of its own."""
+        ...
+
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        """Of `cells` (one [matrix] table's, after [[exclude]]), those whose values go together, and
+        what was paired and left out, in lines for --dry-run ("each impl on the pins it drives: ...");
+        UserError when a value the table names goes with none of its others (`named`: the table's
+        cells before [[exclude]]; a pin no impl of it drives). `where` names the table
+        ("campaign.toml: matrix")."""
         ...
 
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
@@ -139,11 +160,23 @@ class BenchmarkBase:
 
     params: tuple[Param, ...] = ()
     headline: tuple[str, ...] = ()
+    periodic: bool = False  # model.traits
+    samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
+
+    @property
+    def traits(self) -> BenchmarkTraits:
+        return BenchmarkTraits(tuple(self.headline), self.periodic, self.samples)
 
     def tools(self, cell: Cell) -> dict[str, str]:
         return {}
 
     def programs(self, cell: Cell) -> dict[str, str]:
+        return {}
+
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        return {}
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
         return {}
 
     def needer(self, cell: Cell) -> str:
@@ -158,6 +191,9 @@ class BenchmarkBase:
 
     def needs_probe_cpu(self, cell: Cell) -> bool:
         return False
+
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        return list(cells), ()  # every combination of the matrix's values goes
 
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         return None

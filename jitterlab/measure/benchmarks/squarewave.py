@@ -13,7 +13,7 @@ import numpy as np
 
 from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.squarewave.bindings import refusal
+from jitterlab.measure.squarewave.bindings import drives, pairing, refusal, unpaired
 from jitterlab.measure.squarewave.impls.base import IMPLS, SELF_LOG
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture
@@ -22,7 +22,9 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
+from jitterlab.model.traits import PERIOD_ERRORS
 from jitterlab.model.units import format_ns
+from jitterlab.targets.capabilities import Capability
 
 
 def _parts(cell: Cell):
@@ -40,6 +42,8 @@ class Squarewave(BenchmarkBase):
     )
 
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
+    periodic = True
+    samples = PERIOD_ERRORS
 
     def needs_rt(self, cell) -> bool:
         return _parts(cell)[0].realtime
@@ -53,6 +57,16 @@ class Squarewave(BenchmarkBase):
     def label(self, cell) -> str:
         period = format_ns(int(cell.param("period")))
         return f"{cell.param('impl')} {period} {cell.load} ({cell.param('probe')})"
+
+    def pair(self, named, cells, where) -> tuple[list[Cell], tuple[str, ...]]:
+        """Each impl with the pins of the table it drives: an impl on a pin it cannot drive is left
+        out, not refused, unless a pin (or an impl) the table names has no partner in it at all."""
+        pairs = [(str(c.param("impl")), str(c.param("pin"))) for c in cells]
+        refused = unpaired(((str(c.param("impl")), str(c.param("pin"))) for c in named), pairs, where)
+        if refused is not None:
+            raise UserError(refused[1])
+        kept = [c for c, pair in zip(cells, pairs, strict=True) if drives(*pair)]
+        return kept, pairing(pairs, len(cells) - len(kept))
 
     def check(self, cell, settings, where, target_kind) -> None:
         _, pin, probe = _parts(cell)
@@ -81,6 +95,13 @@ class Squarewave(BenchmarkBase):
     def programs(self, cell) -> dict[str, str]:
         impl, _, probe = _parts(cell)
         return {**impl.programs(), **probe.programs}
+
+    def controller_tools(self, cell) -> dict[str, str]:
+        return dict(_parts(cell)[2].controller_tools)
+
+    def capabilities(self, cell) -> dict[type[Capability], str]:
+        reads = _parts(cell)[2].reads
+        return {} if reads is None else {reads: f"probe {cell.param('probe')}"}
 
     def estimate_s(self, settings, cell) -> float:
         load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0

@@ -58,6 +58,13 @@ class Pin(Protocol):
         board whose GPIO block is another SoC's): UserError; `where` as in check()."""
         ...
 
+    @classmethod
+    def declare(cls, settings: RunSettings) -> PinHandle:
+        """The handle as the pin's options declare it, before anything is set up: the offers whose
+        data the options fix (a line, a register block), for what a probe checks when the campaign is
+        read; what only setup finds (a chip's label) is left out."""
+        ...
+
     def setup(self) -> PinHandle:
         """Prepare the pin for the run; RunFailed (busy, missing, not permitted) with the fix."""
         ...
@@ -91,6 +98,10 @@ class PinBase:
     @classmethod
     def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
         return None
+
+    @classmethod
+    def declare(cls, settings: RunSettings) -> PinHandle:
+        return PinHandle("")
 
     def options(self) -> dict:
         """This pin's [pins.NAME] options for the run, defaults filled in."""

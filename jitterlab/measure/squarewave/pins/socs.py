@@ -71,7 +71,7 @@ class Soc:
             return f"{self.name} has lines 0-{self.lines - 1}, not {line}"
         holder = dict(self.reserved).get(line)
         if holder is not None:
-            return f"{self.name} line {line} belongs to {holder}; watch the line the pin drives"
+            return f"{self.name} line {line} belongs to {holder}; drive another line"
         return None
 
 

@@ -5,12 +5,12 @@ campaign.blind_threshold)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
+from jitterlab.measure.context import Throttling
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import LevelPage
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
@@ -19,7 +19,6 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
-from jitterlab.system.sysinfo import check_rt_throttling
 from jitterlab.targets.base import Process, Target
 from jitterlab.targets.processes import spawn_recorded, wait_for_path
 
@@ -143,7 +142,7 @@ class VpinProbe(ProbeBase):
             capture.blind,
             metrics=tuple(_observer_metrics(capture, len(own.t_ns))),
             warnings=tuple(_observer_warnings(capture.stats, self.ctx.settings.duration_ns,
-                                              self.ctx.target_info)),
+                                              self.ctx.throttling)),
             series={"vpin.blind": blind_series(capture.blind)},
         )
 
@@ -200,20 +199,18 @@ def _observer_metrics(capture: ObserverCapture, n_self_edges: int) -> list[Metri
 OWN_CPU = "give the probe a CPU of its own (boot with isolcpus=, then [campaign.cpus] probe)"
 
 
-def blind_remedy(info: Mapping[str, object] | None) -> str:
+def blind_remedy(throttling: Throttling | None) -> str:
     """What makes the observer blind less often on this machine: a CPU of its own, and RT throttling
-    lifted where it was on during the runs, in the words that fit who and where jitterlab is
-    (sysinfo.check_rt_throttling: root or not, a container whose host owns the setting)."""
-    if info is None:  # a run measured without its target's facts
+    lifted where it was on during the runs, in the runner's words for this machine (who jitterlab is
+    there, a container whose host owns the setting)."""
+    if throttling is None:  # a run measured without its target's facts
         return f'{OWN_CPU}; and RT throttling off (campaign.rt_throttling = "lift", as root)'
-    throttling = check_rt_throttling(dict(info))
-    if throttling is None:  # off, or lifted for the runs: something else took the probe's CPU
+    if not throttling.active:  # off, or lifted for the runs: something else took the probe's CPU
         return f"{OWN_CPU}: RT throttling was off, so other tasks, interrupts or the hypervisor took it"
     return f"{OWN_CPU}; RT throttling stopped it too: {throttling.remedy}"
 
 
-def _observer_warnings(stats: dict, duration_ns: int,
-                       info: Mapping[str, object] | None = None) -> list[Warning_]:
+def _observer_warnings(stats: dict, duration_ns: int, throttling: Throttling | None = None) -> list[Warning_]:
     warnings = []
     if stats.get("sched") != "fifo":
         warnings.append(
@@ -228,7 +225,7 @@ def _observer_warnings(stats: dict, duration_ns: int,
             Warning_(
                 f"the vpin probe was blind {blind_fraction:.1%} of the run; periods touching blind "
                 "intervals were excluded",
-                blind_remedy(info),
+                blind_remedy(throttling),
             )
         )
     if stats.get("overflow_edges", 0):
