@@ -119,7 +119,8 @@ def device_dictionary(path: Path, sshd: LoopbackSSHD) -> Path:
         "actions": {
             "deploy": {"connections": {"serial": None, "ssh": None}, "methods": {"ssh": {
                 "host": "127.0.0.1", "port": sshd.port, "user": "root", "identity_file": str(sshd.client_key),
-                "options": ["-o", "Compression=yes", "-o", "PasswordAuthentication=no", "-o", "LogLevel=FATAL"]}}},
+                "options": ["-o", "Compression=yes", "-o", "PasswordAuthentication=no", "-o",
+                            "LogLevel=FATAL"]}}},
             "boot": {"connections": {"serial": None, "ssh": None}, "methods": {"ssh": None}}},
         "timeouts": {"actions": {}, "connections": {}}}))
     return path
