@@ -78,11 +78,10 @@ def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> 
                         "NetworkSerialPort")
     qemu = _qemu(board)
     if qemu is not None:
-        _point_qemu_at(board, qemu, image)
+        _point_qemu_at(board, qemu, image)  # off while it is pointed at the image
+        board.activate(power)
     else:
-        _write(board, power, image)
-    board.activate(power)
-    power.off()
+        _write(board, power, image)  # powers off first
     board.activate(console)
     start = time.monotonic()
     try:
