@@ -1,4 +1,4 @@
-"""Image A/B on a farm board behind a real labgrid coordinator and exporter: the place exports the
+"""Image campaigns on a farm board behind a real labgrid coordinator and exporter: the place exports the
 board's console as a NetworkSerialPort (raw TCP, read by labgrid's SerialDriver), its power as a
 NetworkPowerPort (switched by labgrid's NetworkPowerDriver, model simplerest) and its sshd as a
 NetworkService (labgrid's SSHDriver). jitterlab acquires the place for the campaign and releases
@@ -12,6 +12,7 @@ asserts a timing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -45,7 +46,7 @@ def farm(tmp_path_factory):
               "B": labgrid_boards.image(board, root / "image-B.img", hog=True)}
     ports = {"power": free_port(), "serial": free_port(), "ssh": free_port()}
     storage, uart = root / "storage.img", root / "uart.sock"
-    shutil.copyfile(images["A"], storage)
+    shutil.copyfile(images["B"], storage)  # what the board ran before: the campaign writes image A
     config = root / "board.json"
     config.write_text(json.dumps({
         "qemu_argv": labgrid_boards.qemu_argv(board, storage, ports["ssh"],
@@ -106,8 +107,8 @@ def campaign(path: Path, env: Path, images: dict[str, Path]) -> Path:
     path.write_text(f"""[campaign]
 name = "farm-ab"
 repetitions = 1
-duration = "1s"
-warmup = "100ms"
+duration = "500ms"
+warmup = "60ms"
 run_timeout = "120s"
 [[target]]
 name = "arm-1"
@@ -131,19 +132,20 @@ def test_each_image_is_written_powered_watched_and_measured_through_the_place(fa
     assert all(cls in shown for cls in ("NetworkSerialPort", "NetworkPowerPort", "NetworkService"))
     env = env_file(tmp_path / "env.yaml", f, board, storage)
     results = tmp_path / "r"
-    assert main(["run", str(campaign(tmp_path / "ab.toml", env, images)), "--results", str(results)]) == 0
+    # one image: the A/B comparison itself is test_labgrid_qemu.py's (each image costs a boot and
+    # the emulated board's slow preflight)
+    path = campaign(tmp_path / "ab.toml", env, {"A": images["A"]})
+    assert main(["run", str(path), "--results", str(results)]) == 0
     assert f.holder(PLACE) is None  # released at the end
     store = Store(results, create=False)
-    runs = {r.labels["image"]: r for r in store.runs()}
-    assert sorted(runs) == ["A", "B"] and {r.status for r in runs.values()} == {"ok"}, \
-        [r.error for r in runs.values()]
-    for value, run in runs.items():
-        info = store.sysinfo(run.sysinfo_id)
-        assert info["image"] == str(images[value]) and info["machine"] == "aarch64"
-        assert info["console_boot_s"] > 0  # the boot prompt was read through the exported serial port
-    # the power switch was driven through the exported NetworkPowerPort: off, on, per image
-    assert (root / "board.log").read_text().split("power on\n", 1)[1].count("power on") >= 1
-    assert storage.read_bytes()[:4096] == images["B"].read_bytes()[:4096]
+    [run] = store.runs()
+    assert run.status == "ok" and run.labels["image"] == "A", run.error
+    info = store.sysinfo(run.sysinfo_id)
+    assert info["image"] == str(images["A"]) and info["machine"] == "aarch64"
+    assert info["console_boot_s"] > 0  # the boot prompt was read through the exported serial port
+    # the power switch was driven through the exported NetworkPowerPort
+    assert (root / "board.log").read_text().count("power on") == 1
+    assert _sha256(storage) == info["image_sha256"] != _sha256(images["B"])  # written before power-on
 
 
 def test_a_place_held_by_someone_else_is_refused_naming_them(farm, tmp_path, capsys):
@@ -169,3 +171,7 @@ def test_a_place_without_a_power_driver_is_one_line_and_released(farm, tmp_path,
     assert err[-1] == ("error: target 'arm-1' (labgrid): the board has no power driver (PowerProtocol); add "
                        "one to its env or place (QEMUDriver, ExternalPowerDriver, NetworkPowerDriver)")
     assert f.holder(PLACE) is None
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

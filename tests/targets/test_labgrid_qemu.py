@@ -61,8 +61,8 @@ boot_timeout = "240s"
     path.write_text(f"""[campaign]
 name = "ab"
 repetitions = {REPETITIONS}
-duration = "1s"
-warmup = "100ms"
+duration = "500ms"
+warmup = "60ms"
 run_timeout = "120s"
 {targets}
 [matrix]
