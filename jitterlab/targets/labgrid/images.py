@@ -48,9 +48,9 @@ def _point_qemu_at(board: Any, qemu: Any, image: str) -> None:
         raise UserError("its QEMUDriver has no disk key, so an image campaign has nothing to flash; add "
                         "disk: NAME to the QEMUDriver and NAME: FILE under images: (each image of the "
                         "campaign replaces FILE in turn)")
-    config = board.env.config
     from labgrid.binding import BindingState
 
+    config = board.env.config
     if qemu.state == BindingState.active:  # it reads the image paths when activated
         board.deactivate(qemu)  # powers it off
     config.data.setdefault("images", {})[qemu.disk] = image
@@ -102,9 +102,10 @@ def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> 
             tail = " | ".join(line.strip() for line in tail.splitlines() if line.strip())[-300:]
             if ended:  # labgrid would ask the ended emulator to quit: it is off already
                 qemu.status, qemu._child = 0, None
-            why = "the emulator ended" if ended else f"within {boot_timeout_s:g}s"
-            raise TimeoutError(f"no {boot_prompt!r} on the console {why} after power-on "
-                               f"({type(exc).__name__}); the console said: {tail or '(nothing)'}") from None
+            when = (f"before the emulator ended, {time.monotonic() - start:.0f} s after power-on" if ended
+                    else f"within {boot_timeout_s:g}s after power-on ({type(exc).__name__})")
+            raise TimeoutError(f"no {boot_prompt!r} on the console {when}; the console said: "
+                               f"{tail or '(nothing)'}") from None
 
 
 def _write(board: Any, power: Any, image: str) -> None:
