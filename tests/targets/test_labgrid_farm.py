@@ -37,6 +37,18 @@ PLACE = "arm-1"
 STORAGE = Path(__file__).parent.parent / "data" / "labgrid" / "board_storage.py"
 
 
+def _forget_remote_places() -> None:
+    """labgrid expands RemotePlaces through one coordinator session per process: the one other
+    tests of this process opened is to a coordinator that is gone. Its event loop goes too: labgrid
+    would take it up again without making it the current one, which gRPC then asks for."""
+    from labgrid.remote import client
+    from labgrid.resource.common import ResourceManager
+    from labgrid.resource.remote import RemotePlaceManager
+
+    ResourceManager.instances.pop(RemotePlaceManager, None)
+    client._loop.set(None)
+
+
 @pytest.fixture(scope="module")
 def farm(tmp_path_factory):
     """coordinator + exporter + the emulated board's hardware; place arm-1 matches its group."""
@@ -54,6 +66,7 @@ def farm(tmp_path_factory):
         "log": str(root / "board.log"), "power_port": ports["power"], "serial_port": ports["serial"],
         "uart": str(uart)}))
     f = Farm(root)
+    _forget_remote_places()
     try:
         hardware = f.start([sys.executable, "-m", "tests.targets.emulated_farm_board", str(config)],
                            root / "hardware.log", cwd=Path(__file__).parent.parent.parent)
@@ -90,6 +103,7 @@ def farm(tmp_path_factory):
         yield f, board, images, storage, root
     finally:
         f.stop()  # the hardware's SIGTERM powers the board off
+        _forget_remote_places()
 
 
 def env_file(path: Path, f: Farm, board: labgrid_boards.Board, storage: Path, *, power: bool = True) -> Path:
@@ -175,3 +189,20 @@ def test_a_place_without_a_power_driver_is_one_line_and_released(farm, tmp_path,
 def _sha256(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def test_a_remote_place_on_a_second_coordinator_is_one_line(farm, tmp_path):
+    from jitterlab.model.errors import UserError
+    from jitterlab.targets.registry import TARGETS
+
+    f, board, images, storage, _ = farm
+    env = env_file(tmp_path / "env.yaml", f, board, storage)
+    options = {"env": str(env), "images": {"A": str(images["A"])}}
+    TARGETS.get("labgrid", "test")("arm-1", options).close()  # labgrid now reaches places through f
+    other = tmp_path / "other.yaml"
+    other.write_text(env.read_text().replace(f.coordinator, "127.0.0.1:1"))
+    with pytest.raises(UserError, match=r"its RemotePlace is on the coordinator 127.0.0.1:1, but labgrid "
+                                        rf"already reaches RemotePlaces through {f.coordinator} in this "
+                                        r"process \(one coordinator per process\); measure"):
+        TARGETS.get("labgrid", "test")("arm-2", {**options, "env": str(other)})
+    assert f.holder(PLACE) is None

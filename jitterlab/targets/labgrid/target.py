@@ -236,6 +236,21 @@ def _network_service(
     return resource
 
 
+def _one_coordinator(name: str, env: Path, address: str) -> None:
+    """labgrid expands every RemotePlace of a process through one coordinator session, the first one
+    opened: a place on another coordinator would be looked for there, and not found."""
+    from labgrid.resource.common import ResourceManager
+    from labgrid.resource.remote import RemotePlaceManager
+
+    manager = ResourceManager.instances.get(RemotePlaceManager)
+    if manager is not None and manager.session is not None and manager.url != address:
+        raise UserError(
+            f"{_where(name)}: env: {env}: its RemotePlace is on the coordinator {address}, but labgrid "
+            f"already reaches RemotePlaces through {manager.url} in this process (one coordinator per "
+            "process); measure the boards of each coordinator in a campaign of their own"
+        )
+
+
 def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str | None,
                   known_hosts: str | None = None) -> Any:
     """The target's SSHDriver (from the env file, else a new one), activated: its master runs."""
@@ -425,6 +440,8 @@ class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages, CrossBuilt):
             ) from None
         # a RemotePlace is acquired here like place = "..."; labgrid then expands it itself
         self.coordinator = self._env.config.get_option("coordinator_address", self.coordinator)
+        if resources.get("RemotePlace"):
+            _one_coordinator(self.name, path, self.coordinator)
         for place in resources.get("RemotePlace", {}):
             _acquire(self.name, self.coordinator, place, self._held)
         try:
