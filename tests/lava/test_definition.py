@@ -91,19 +91,33 @@ def lava_helpers(tmp_path) -> Path:
 
 
 def test_under_lavas_own_test_shell_helpers(tmp_path, lava_helpers):
+    """The lines of a store's export, recorded by report-results.sh with LAVA's helpers (the whole
+    definition under LAVA runs in the next test)."""
+    from jitterlab.report import export as ex
+    from tests.report.test_engine_formats import small_store
+
+    store = small_store(tmp_path / "s")
+    lines = ex.export(store, store.runs(), "lava", None)
+    store.close()
     results = tmp_path / "lava-results"
-    done = run_definition(tmp_path, [lava_helpers], str(campaign(tmp_path / "c.toml")), str(tmp_path / "r"),
-                          "", "", JITTERLAB, env={"LAVA_RESULT_DIR": str(results)})
+    environ = {"PATH": os.pathsep.join([str(lava_helpers), "/usr/bin", "/bin"]),
+               "LAVA_RESULT_DIR": str(results)}
+    done = subprocess.run([str(SCRIPT.with_name("report-results.sh"))], input=lines, capture_output=True,
+                          text=True, env=environ, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "lava-test-case is not on PATH" not in done.stdout
     signals = [line for line in done.stdout.splitlines() if line.startswith("<LAVA_SIGNAL_")]
-    assert signals[0] == "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=jitterlab-run RESULT=pass>"
-    assert signals[1] == "<LAVA_SIGNAL_TESTSET START device_python_20ms_idle_self>"
-    assert signals[2].startswith("<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=max_rel_period_error.self RESULT=")
-    assert signals[-1] == "<LAVA_SIGNAL_TESTSET STOP>"
-    case = results / "results" / "max_rel_period_error.self"
-    assert (case / "units").read_text().strip() == "ratio" and float((case / "measurement").read_text()) >= 0
-    assert (case / "result").read_text().strip() in ("pass", "fail")
+    at = signals.index("<LAVA_SIGNAL_TESTSET START board_c-fifo_10ms_idle_vpin>")
+    assert signals[at + 1:at + 4] == [
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=max_rel_period_error.vpin RESULT=pass UNITS=ratio "
+        "MEASUREMENT=0.05>",
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=p99_rel_period_error.vpin RESULT=pass UNITS=ratio "
+        "MEASUREMENT=0.015>",
+        "<LAVA_SIGNAL_TESTSET STOP>"]
+    assert signals.count("<LAVA_SIGNAL_TESTSET STOP>") == 4
+    case = results / "results" / "latency_max_ns"
+    assert [(case / f).read_text().strip() for f in ("result", "measurement", "units")] == [
+        "fail", "40200", "ns"]
 
 
 def device_dictionary(path: Path, sshd: LoopbackSSHD) -> Path:
