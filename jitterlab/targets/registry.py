@@ -15,6 +15,7 @@ from jitterlab.targets.qemu.options import parse_options as _qemu_options
 from jitterlab.targets.qemu.target import QemuTarget
 from jitterlab.targets.ssh.options import parse_options as _ssh_options
 from jitterlab.targets.ssh.target import SSHTarget
+from jitterlab.targets.unit import target as unit
 
 TargetFactory = Callable[[str, Mapping[str, object]], Target]
 TARGETS: Registry[TargetFactory] = Registry("target kind")
@@ -27,20 +28,20 @@ OPTION_CHECKS: dict[str, OptionCheck] = {}
 
 
 def check_options(kind: str, options: Mapping[str, object], where: str) -> None:
-    check = OPTION_CHECKS.get(kind)
-    if check is not None:
-        check(options, where)
+    """The options of a [[target]] of `kind`: its `unit` table (any kind may have a unit beside it),
+    then the kind's own."""
+    unit.check(kind, OPTION_CHECKS.get(kind))(options, where)
 
 
 def _local_options(options: Mapping[str, object], where: str) -> str | None:
     return workdir_only(options, where, "local")
 
 
-def _local(name: str, options: Mapping[str, object]) -> Target:
+def _local(name: str, options: Mapping[str, object], devices: tuple[str, ...] = ()) -> Target:
     return LocalTarget(name, _local_options(options, f"target {name!r}"))
 
 
-def _ssh(name: str, options: Mapping[str, object]) -> Target:
+def _ssh(name: str, options: Mapping[str, object], devices: tuple[str, ...] = ()) -> Target:
     target = SSHTarget(name, _ssh_options(options, f"target {name!r}", check_files=True))
     try:
         return target.connect()
@@ -49,8 +50,8 @@ def _ssh(name: str, options: Mapping[str, object]) -> Target:
         raise
 
 
-def _qemu(name: str, options: Mapping[str, object]) -> Target:
-    target = QemuTarget(name, _qemu_options(options, f"target {name!r}", check_files=True))
+def _qemu(name: str, options: Mapping[str, object], devices: tuple[str, ...] = ()) -> Target:
+    target = QemuTarget(name, _qemu_options(options, f"target {name!r}", check_files=True), devices=devices)
     try:
         return target.boot()
     except BaseException:
@@ -58,19 +59,20 @@ def _qemu(name: str, options: Mapping[str, object]) -> Target:
         raise
 
 
-TARGETS.add("local", "this machine", _local)
+TARGETS.add("local", "this machine", unit.opener("local", _local))
 OPTION_CHECKS["local"] = _local_options
 TARGETS.add(
     "ssh",
     "a machine reached with the OpenSSH client (host, port, user, key, known_hosts, ...)",
-    _ssh,
+    unit.opener("ssh", _ssh),
 )
 OPTION_CHECKS["ssh"] = _ssh_options
 TARGETS.add(
     "labgrid",
     "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH); "
     "known_hosts = a file with its host key, which labgrid itself does not check",
-    lambda name, options: LabgridTarget(name, _labgrid_options(options, f"target {name!r}")),
+    unit.opener("labgrid", lambda name, options, _: LabgridTarget(
+        name, _labgrid_options(options, f"target {name!r}"))),
 )
 OPTION_CHECKS["labgrid"] = _labgrid_options
 TARGETS.add(
@@ -78,7 +80,7 @@ TARGETS.add(
     'a Debian kernel booted here with qemu, over SSH: machine = "pc" (this machine\'s root) or an '
     'emulated ARM board with its own root ("virt-arm64", "virt-armhf", "sabrelite"); kernel = '
     '"standard" | "rt" | "6.12" | a kernel file',
-    _qemu,
+    unit.opener("qemu", _qemu),
 )
 OPTION_CHECKS["qemu"] = _qemu_options
 TARGETS.add(

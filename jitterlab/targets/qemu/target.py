@@ -74,9 +74,10 @@ class QemuTarget(
 
     kind = "qemu"
 
-    def __init__(self, name: str, options: QemuOptions) -> None:
+    def __init__(self, name: str, options: QemuOptions, devices: tuple[str, ...] = ()) -> None:
         self.name = name
         self.options = options
+        self.devices = devices  # qemu arguments of devices wired to the board (a unit's serial port)
         self.machine = options.machine
         self.workdir = options.workdir or ""
         self.kernel: qemu_kernels.Kernel | None = None
@@ -189,6 +190,7 @@ class QemuTarget(
                 disk=self.root.image if self.root is not None else None,
                 trace=self.gpio_trace().path if profile.traced_gpio is not None else None,
                 monitor=self.monitor_socket(),
+                devices=self.devices,
             )
             started = time.monotonic()
             self.vm = VM(machine, self.dir / "qemu.log")
