@@ -49,6 +49,34 @@ class Firmware:
                 "unit_ram_bytes": self.ram_bytes}
 
 
+class Built:
+    """The firmware of a profile, built the first time it is asked for; a failure is kept (the
+    sources do not change while jitterlab runs) and told again to every run that asks."""
+
+    def __init__(self, profile: UnitProfile) -> None:
+        self.profile = profile
+        self._firmware: Firmware | None = None
+        self._error: RunFailed | None = None
+
+    def get(self) -> Firmware:
+        if self._firmware is None and self._error is None:
+            try:
+                self._firmware = build(self.profile)
+            except RunFailed as exc:
+                self._error = exc
+        if self._error is not None:
+            raise RunFailed(self._error.reason, status=self._error.status)
+        assert self._firmware is not None
+        return self._firmware
+
+    def facts(self) -> dict[str, object]:
+        """Its hash and sizes, or why it did not build (unit_firmware_error)."""
+        try:
+            return self.get().facts()
+        except RunFailed as exc:
+            return {"unit_firmware_error": exc.reason}
+
+
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "jitterlab" / "firmware"

@@ -98,7 +98,7 @@ class RemoteprocUnit:
         self._link: UnitLink | None = None
         self._before: tuple[str, str, str] | None = None  # (core dir, firmware, state) while loaded
         self._name = ""
-        self._firmware: firmware.Firmware | None = None
+        self._firmware = firmware.Built(spec.profile)
         self._core_dir = ""
 
     def board_devices(self) -> tuple[str, ...]:
@@ -110,8 +110,8 @@ class RemoteprocUnit:
             "unit_tty": self.spec.tty, "unit_pin": self.spec.profile.pin}
         if self._core_dir:
             facts["unit_remoteproc"] = self._core_dir
-        if self._firmware is not None:
-            facts.update(self._firmware.facts())
+        facts.update(self._firmware.facts())
+        if self._name:
             facts["unit_firmware"] = f"{FIRMWARE_DIR}/{self._name}"
         if self._before is not None:
             facts["unit_replaced"] = f"{self._before[1] or '(none)'} ({self._before[2]})"
@@ -151,10 +151,10 @@ class RemoteprocUnit:
                             f"{state} with firmware {before_fw or '(unknown)'}; set unit.replace = true to "
                             "let jitterlab stop it for the campaign (it is started again with its firmware "
                             "after)")
-        self._firmware = firmware.build(self.spec.profile)
-        self._name = f"jitterlab-{self.spec.profile.name}-{self._firmware.sha256[:12]}.elf"
+        built = self._firmware.get()
+        self._name = f"jitterlab-{self.spec.profile.name}-{built.sha256[:12]}.elf"
         staged = f"{target.workdir}/{self._name}"
-        target.put(self._firmware.path, staged)
+        target.put(built.path, staged)
         self._core_dir = core_dir
         record = f"{RECORD_DIR}/{owner_tag()}.prev"
         done = target.run(["sh", "-c", _LOAD, "sh", core_dir, RECORD_DIR, record, FIRMWARE_DIR,

@@ -22,7 +22,7 @@ class SerialUnit:
     def __init__(self, spec: UnitSpec, where: str) -> None:
         self.spec, self.where = spec, where
         self._link: UnitLink | None = None
-        self._firmware: firmware.Firmware | None = None
+        self._firmware = firmware.Built(spec.profile) if spec.flash else None
 
     def board_devices(self) -> tuple[str, ...]:
         return ()
@@ -33,9 +33,9 @@ class SerialUnit:
                                     "unit_pin": self.spec.profile.pin}
         if self._firmware is not None:
             facts.update(self._firmware.facts())
+            facts["unit_firmware"] = f"flashed by jitterlab with {self.spec.flash[0]}"
         else:
-            facts["unit_firmware"] = ("flashed by jitterlab when first used" if self.spec.flash
-                                      else "flashed by the user (not known to jitterlab)")
+            facts["unit_firmware"] = "flashed by the user (not known to jitterlab)"
         return facts
 
     def checks(self, target: Target) -> list[tuple[str, str, str | None]]:
@@ -48,10 +48,10 @@ class SerialUnit:
     def acquire(self, target: Target) -> UnitLink:
         if self._link is not None:
             return self._link
-        if self.spec.flash:
-            self._firmware = firmware.build(self.spec.profile)
-            staged = f"{target.workdir}/jitterlab-{self.spec.profile.name}-{self._firmware.sha256[:12]}.elf"
-            target.put(self._firmware.path, staged)
+        if self._firmware is not None:
+            built = self._firmware.get()
+            staged = f"{target.workdir}/jitterlab-{self.spec.profile.name}-{built.sha256[:12]}.elf"
+            target.put(built.path, staged)
             argv = [w.replace(FIRMWARE_WORD, staged) for w in self.spec.flash]
             done = target.run(argv, timeout_s=FLASH_TIMEOUT_S)
             if not done.ok:
