@@ -200,9 +200,12 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         cpus=_cpus(section, where),
         source=source,
     )
+    specs = {t.name: t for t in targets}
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
+        spec = specs[cell.target]
+        bench.check_target(cell, settings, f"{where}: matrix", spec.kind, spec.options)
     matrix.check_excludes()
     return campaign
 

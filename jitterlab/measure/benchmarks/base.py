@@ -16,6 +16,7 @@ from BenchmarkBase (its loads then stay up through its analysis).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -90,6 +91,12 @@ class Benchmark(Protocol):
         `where` names the matrix ("campaign.toml: matrix"), keys are appended to it."""
         ...
 
+    def check_target(self, cell: Cell, settings: RunSettings, where: str, target_kind: str,
+                     target_options: Mapping[str, object]) -> None:
+        """Reject a cell its target, as its [[target]] describes it (kind and options, already
+        valid), cannot serve (UserError); `where` as in check()."""
+        ...
+
     def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
         """Once per target before the campaign, with this benchmark's cells on it: raise UserError
         for what only the target can tell (e.g. a network peer that does not answer); `where`
@@ -154,6 +161,10 @@ class BenchmarkBase:
         return False
 
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
+        return None
+
+    def check_target(self, cell: Cell, settings: RunSettings, where: str, target_kind: str,
+                     target_options: Mapping[str, object]) -> None:
         return None
 
     def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:

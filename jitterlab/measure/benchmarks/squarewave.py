@@ -69,6 +69,9 @@ class Squarewave(BenchmarkBase):
                             f"(or campaign.warmup) and measures 2 more; give a duration of at least "
                             f"{format_ns(needed_ns)} or a shorter period")
 
+    def check_target(self, cell, settings, where, target_kind, target_options) -> None:
+        _parts(cell)[1].check_target(cell, target_kind, target_options, where)
+
     def tools(self, cell) -> dict[str, str]:
         impl, pin, probe = _parts(cell)
         return {**impl.tools(), **pin.tools, **probe.tools, "taskset": "util-linux"}
@@ -111,10 +114,11 @@ class _Wave:
     def __init__(self, ctx: RunContext, impl, handle, probe, cleanup: contextlib.ExitStack) -> None:
         self._ctx, self._impl, self._handle, self._probe, self._cleanup = ctx, impl, handle, probe, cleanup
 
-    def measure(self) -> tuple[str, SelfLog, Capture]:
+    def measure(self) -> tuple[str, SelfLog, Capture, tuple]:
         output = self._impl.run(self._ctx, self._handle)
         own = _own_edges(self._ctx, output)
-        return output, own, self._probe.stop(own)
+        capture = self._probe.stop(own)
+        return output, own, capture, self._impl.measured(self._ctx, self._handle, output)
 
     def close(self) -> None:
         self._cleanup.close()
@@ -129,13 +133,16 @@ def _own_edges(ctx: RunContext, output: str) -> SelfLog:
     return read_self_log(local)
 
 
-def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -> Measurement:
+def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture,
+                 impl_measured: tuple[list[Metric], list[Warning_]]) -> Measurement:
     cell, settings = ctx.cell, ctx.settings
     probe, period_ns = str(cell.param("probe")), int(cell.param("period"))
     warnings = [Warning_(line.removeprefix("warning: "), "see the program's message")
                 for line in output.splitlines() if line.startswith("warning:")]
-    series: dict = {"self": EdgeSeries(own.t_ns, own.level)}
-    metrics: list[Metric] = []
+    # a program that only counted its edges (a unit's firmware) has no series of its own
+    series: dict = {"self": EdgeSeries(own.t_ns, own.level)} if own.timed else {}
+    metrics: list[Metric] = list(impl_measured[0])
+    warnings += impl_measured[1]
     if probe == "self":
         metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
                                       probe="self")
@@ -157,6 +164,8 @@ def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -
                 "use a probe that timestamps every edge (sigrok, vpin) for percentiles"))
         metrics += capture.metrics
         warnings += capture.warnings
+        if not own.timed:
+            return Measurement(metrics=metrics, series=series, warnings=warnings)
         try:  # the program's own view of the same run, for the self-measurement bias
             metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
                                           probe="self")

@@ -51,6 +51,13 @@ class Pin(Protocol):
         campaign file's prefix ("campaign.toml: ")."""
         ...
 
+    @classmethod
+    def check_target(cls, cell: Cell, target_kind: str, target_options: Mapping[str, object],
+                     where: str) -> None:
+        """Refuse a cell this pin cannot serve on the cell's target as its [[target]] describes it
+        (its kind and options); `where` is the matrix's prefix ("campaign.toml: matrix")."""
+        ...
+
     def setup(self) -> PinHandle:
         """Prepare the pin for the run; RunFailed (busy, missing, not permitted) with the fix."""
         ...
@@ -79,12 +86,25 @@ class PinBase:
         """`where` is the campaign file's prefix ("campaign.toml: "); by default the pin's options
         must be complete (a required one missing from [pins.NAME] is an error here)."""
         name = str(cell.param("pin", ""))
-        cls.validate(settings.options_of("pins", name), f"{where}pins.{name}")
+        cls.options_in(settings, name, f"{where}pins.{name}")
+
+    @classmethod
+    def check_target(cls, cell: Cell, target_kind: str, target_options: Mapping[str, object],
+                     where: str) -> None:
+        return None
+
+    @classmethod
+    def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:
+        """The [pins.NAME] options as the campaign read them (canonical values: a duration in ns),
+        defaults filled in; UserError naming `where` when a required one is missing."""
+        given = settings.options_of("pins", name)
+        rest = [p for p in cls.params if p.name not in given]
+        return {**parse_options(rest, {}, where, "this pin"), **given}
 
     def options(self) -> dict:
         """This pin's [pins.NAME] options for the run, defaults filled in."""
         name = str(self.ctx.cell.param("pin", ""))
-        return self.validate(self.ctx.settings.options_of("pins", name), f"pins.{name}")
+        return self.options_in(self.ctx.settings, name, f"pins.{name}")
 
 
 PINS: Registry[type[PinBase]] = Registry("pin")

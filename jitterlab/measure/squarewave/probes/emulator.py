@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, Alignment, align
+from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
 from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
-from jitterlab.measure.squarewave.pins.base import PinHandle
-from jitterlab.measure.squarewave.pins.offers import BoardLine
+from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
+from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError
@@ -48,7 +49,9 @@ EMULATED = Warning_(
 
 
 class EmulatorProbe(ProbeBase):
-    needs = (BoardLine,)
+    # a board's line: the target's trace at probes.emulator.line; a traced output: its own trace
+    # and line (an emulated unit's pin, which the emulator beside the target traces)
+    needs = (BoardLine, TracedOutput)
     location = "controller"
     reads = RecordsGpioOutputs
     params = (
@@ -59,12 +62,14 @@ class EmulatorProbe(ProbeBase):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._trace: GpioTrace | None = None
+        self._line = -1  # of the traced controller
         self._offset = 0  # bytes of the trace written before start()
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
         source = where.rsplit(": ", 1)[0]
-        cls.options_in(settings, NAME, f"{source}: probes.{NAME}")
+        if serves((BoardLine,), PINS.get(str(cell.param("pin", "")), f"{where}.pin").offers):
+            cls.options_in(settings, NAME, f"{source}: probes.{NAME}")  # the board's line it follows
         period_ns = int(cell.param("period", 0) or 0)
         shortest_ns = 2 * MIN_STAMPS_PER_HALF_PERIOD * RESOLUTION_NS
         if period_ns and period_ns < shortest_ns:
@@ -73,10 +78,11 @@ class EmulatorProbe(ProbeBase):
                             f"{MIN_STAMPS_PER_HALF_PERIOD} per half period; use a period >= "
                             f"{format_ns(shortest_ns)}")
 
-    def _line(self) -> int:
-        return int(self.options()["line"])
-
     def start(self, pin: PinHandle) -> None:
+        traced = pin.get(TracedOutput)
+        if traced is not None:
+            self._watch(traced.trace, traced.line)
+            return
         board = has(self.ctx.target, RecordsGpioOutputs)
         if board is None:
             raise RunFailed(f"probes.{NAME}: target {self.ctx.target.name!r} records no GPIO outputs outside "
@@ -85,10 +91,13 @@ class EmulatorProbe(ProbeBase):
             trace = board.gpio_trace()
         except UserError as exc:
             raise RunFailed(f"probes.{NAME}: {exc}; {NO_TRACE_FIX}", status="unavailable") from None
-        line = self._line()
+        line = int(self.options()["line"])
         if line >= trace.lines:
             raise RunFailed(f"probes.{NAME}.line: the emulated {trace.controller} has output lines "
                             f"0-{trace.lines - 1}, not {line}; set line to the one the pin drives")
+        self._watch(trace, line)
+
+    def _watch(self, trace: GpioTrace, line: int) -> None:
         if not known_event(trace.event):
             raise RunFailed(f"probes.{NAME}: cannot read the emulator's trace event {trace.event!r} of "
                             f"{trace.controller}; {NO_TRACE_FIX}", status="unavailable")
@@ -98,12 +107,12 @@ class EmulatorProbe(ProbeBase):
             raise RunFailed(f"probes.{NAME}: the emulator's GPIO trace {trace.path} cannot be read "
                             f"({exc.strerror}): the board was started without tracing its "
                             f"{trace.controller}") from None
-        self._trace = trace
+        self._trace, self._line = trace, line
 
     def stop(self, own: SelfLog) -> Capture:
         assert self._trace is not None, "stop() before start()"
-        trace, line = self._trace, self._line()
-        edges = self._caught_up(trace, line, len(own.t_ns))
+        trace, line = self._trace, self._line
+        edges = self._caught_up(trace, line, len(own.t_ns) if own.timed else own.made)
         where = f"{trace.controller} line {line}"
         if len(edges.devices) > 1:
             raise RunFailed(f"the emulator's trace holds line {line} of {len(edges.devices)} "
@@ -140,6 +149,8 @@ class EmulatorProbe(ProbeBase):
         metrics = [Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
                    Metric("probe_emulated", 1.0, "", NAME, "none")]
         warnings = [EMULATED]
+        if not own.timed:  # a unit's count of its edges: no times to align with
+            return _counted(t_ns, level, own, where, metrics, warnings)
         fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped,
                     max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
         metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
@@ -168,6 +179,21 @@ class EmulatorProbe(ProbeBase):
         metrics.append(pin_watched_metric(NAME, fit.watched))
         return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
                        series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+
+
+def _counted(t_ns: np.ndarray, level: np.ndarray, own: SelfLog, where: str, metrics: list[Metric],
+             warnings: list[Warning_]) -> Capture:
+    """The trace, on its own clock, checked against the edges the unit counted."""
+    check = CountCheck(own.made, len(t_ns))
+    metrics += check.metrics(NAME)
+    difference = check.difference()
+    if difference is not None:
+        warnings.append(Warning_(
+            f"the emulator's trace of {where} does not hold the unit's edges: {difference}",
+            "check that the unit's firmware drives the traced line; a trace cut short (disk full) loses "
+            "edges"))
+    metrics.append(pin_watched_metric(NAME, check.watched))
+    return Capture(t_ns, level, metrics=tuple(metrics), warnings=tuple(warnings))
 
 
 def _appended(path: Path, offset: int) -> bytes:

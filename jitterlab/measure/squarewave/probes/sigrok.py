@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from jitterlab.analysis.alignment import align
+from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.logic import decode_binary, edges_ns, frequency_hz
 from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
@@ -249,6 +250,8 @@ class SigrokProbe(ProbeBase):
                 f"pin {self._outside}: the sigrok figures describe the signal on {plan['channel']} "
                 f"({source}), not the program's wave",
                 "wire a real pin (gpiod, sysfs) to the analyzer to measure the program"))
+        if not own.timed and not self._outside:  # a unit's count of its edges: no times to align with
+            return self._counted(t_ns, level, own, metrics)
         try:
             fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
         except RunFailed as exc:
@@ -276,6 +279,19 @@ class SigrokProbe(ProbeBase):
             metrics += fit.metrics("sigrok")
         metrics.append(pin_watched_metric("sigrok", not not_watched))
         return Capture(t_ns, level, metrics=tuple(metrics), warnings=(*warnings, *not_watched))
+
+    def _counted(self, t_ns, level, own: SelfLog, metrics: list[Metric]) -> Capture:
+        """The analyzer's edges, on its clock, checked against the edges the unit counted (its pin
+        is quiet outside its run, which the capture's margins cover)."""
+        check, channel = CountCheck(own.made, len(t_ns)), self._plan["channel"]
+        metrics += check.metrics("sigrok")
+        difference = check.difference()
+        warnings = [] if difference is None else [Warning_(
+            f"the analyzer's edges on {channel} are not the unit's count: {difference}",
+            f"check the wiring (the unit's pin to {channel}, ground to GND), probes.sigrok.channel, and that "
+            "probes.sigrok.margin covers the run; a glitch adds edges")]
+        metrics.append(pin_watched_metric("sigrok", check.watched))
+        return Capture(t_ns, level, metrics=tuple(metrics), warnings=tuple(warnings))
 
     def close(self) -> None:
         if self._proc is not None:
