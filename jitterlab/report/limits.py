@@ -73,6 +73,17 @@ def _emulated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
                  "figures that are timing at all; these ones only show that the programs ran")
 
 
+def _emulated_unit(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    if not any(r.metric("unit_emulated", "") for r in runs):
+        return None
+    return Limit(target, "an emulated real-time unit (qemu TCG on the controller, timed by its clock): the "
+                 "unit's wave shows that its firmware made every edge, not how a real unit keeps time",
+                 'measure a real unit: unit.kind = "remoteproc" or "serial", with probe "sigrok" or "scpi" '
+                 "(docs/units.md)",
+                 "the unit's periods within its crystal's ppm under every load, which no emulator can "
+                 "show")
+
+
 def _virtual(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
     virt = info.get("virtualization")
     if virt in (None, "none", "") or info.get("vm_accel") == "tcg":
@@ -158,4 +169,4 @@ def _governor(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
                  "steadier wake-ups at the short periods")
 
 
-_CHECKS = (_emulated, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)
+_CHECKS = (_emulated, _emulated_unit, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)

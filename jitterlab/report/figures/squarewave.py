@@ -121,6 +121,8 @@ def envelope_figure(runs: list[RunRecord], target: str,
     else:
         axes, strips = fig.subplots(1, len(loads), sharey=True, squeeze=False)[0], None
     style = {impl: (f"C{i % 10}", MARKERS[i % len(MARKERS)]) for i, impl in enumerate(impls)}
+    # a wave an emulated real-time unit made is functional evidence only: its line says so
+    emulated = {impl_of(r) for r in runs if r.metric("unit_emulated", "")}
     dodge = dict(zip(impls, _dodge(len(impls)), strict=True))
     grades, demo = set(), False
     values = [p.value_pct for pts, _ in lines.values() for p in pts]
@@ -131,7 +133,8 @@ def envelope_figure(runs: list[RunRecord], target: str,
             program = [p for p in points if p.watched]
             if program:
                 ax.plot([p.period_s * dodge[impl] for p in program], [p.value_pct for p in program], "-",
-                        marker=marker, color=color, label=impl, ms=5, zorder=3)
+                        marker=marker, color=color, label=f"{impl} (emulated)" if impl in emulated else impl,
+                        ms=5, zorder=3)
             for p in points:
                 x = p.period_s * dodge[impl]
                 if not p.watched:

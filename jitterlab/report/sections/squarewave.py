@@ -90,11 +90,13 @@ class SquarewaveSection:
                  for t in sorted({r.target for r in runs})]
         heads, rows = envelope_rows(runs, impl_of)
         emulated = emulated_targets(runs, ctx.store)
+        units = emulated_units(runs, impl_of)
         for row in rows:
-            row["emulated"] = row["target"] in emulated
+            row["emulated"] = row["target"] in emulated or (row["target"], row["impl"]) in units
         return {
             "paper": paper,
             "emulated": sorted(emulated),
+            "emulated_units": [f"{target} (impl {impl})" for target, impl in sorted(units)],
             "blind_mark": f"{figures.BLIND_MARK_FRACTION * 100:g} %",
             "rules": rules_of(runs),
             "envelope_heads": heads,
@@ -130,6 +132,9 @@ class SquarewaveSection:
         return out
 
 
+UNIT_EMULATED = "unit_emulated"
+
+
 def emulated_targets(runs: list[RunRecord], store) -> set[str]:
     """The targets that were VMs under TCG (an emulated CPU): their numbers are functional evidence
     only, and the envelope says so."""
@@ -138,6 +143,12 @@ def emulated_targets(runs: list[RunRecord], store) -> set[str]:
         if store.sysinfo(sysinfo_id).get("vm_accel") == "tcg":
             out |= {r.target for r in runs if r.sysinfo_id == sysinfo_id}
     return out
+
+
+def emulated_units(runs: list[RunRecord], impl_of=lambda r: str(r.param("impl"))) -> set[tuple[str, str]]:
+    """(target, impl) whose wave a real-time unit made that qemu emulated on the controller (the
+    run's unit_emulated): functional evidence only, whatever the target itself is."""
+    return {(r.target, impl_of(r)) for r in runs if r.metric(UNIT_EMULATED, "")}
 
 
 # what an envelope cell says when no period holds, by why (analysis.envelope's outcomes)
