@@ -51,9 +51,16 @@ for d in "$1"/remoteproc*; do
 done
 exit 3
 """
+# waits up to 5 s for core $1 to be in state $2 (a driver may finish a stop after the write returns)
+_SETTLE = r"""
+settle() {
+  i=0
+  while [ "$(cat "$1/state")" != "$2" ]; do i=$((i + 1)); [ "$i" -gt 50 ] && return 1; sleep 0.1; done
+}
+"""
 # $1 core dir, $2 record dir, $3 record, $4 firmware dir, $5 firmware name, $6 the staged ELF,
 # $7 the firmware before, $8 the state before, $9 the tty, ${10} tenths of a second to wait
-_LOAD = r"""
+_LOAD = _SETTLE + r"""
 mkdir -p "$2" && printf '%s\n%s\n%s\n%s\n' "$1" "$7" "$8" "$5" > "$3.tmp" && mv -f "$3.tmp" "$3" ||
   { echo "cannot write the restore record $3 (run as root)" >&2; exit 3; }
 cp -- "$6" "$4/$5" 2>/dev/null ||
@@ -61,6 +68,7 @@ cp -- "$6" "$4/$5" 2>/dev/null ||
 s=$(cat "$1/state")
 if [ "$s" = running ] || [ "$s" = attached ]; then
   echo stop > "$1/state" 2>/dev/null || { echo "the kernel refused to stop $1 ($s)" >&2; exit 5; }
+  settle "$1" offline || { echo "$1 did not stop: it is $(cat "$1/state")" >&2; exit 5; }
 fi
 printf '%s' "$5" > "$1/firmware" 2>/dev/null || { echo "the kernel refused firmware $5 for $1" >&2; exit 6; }
 k() { dmesg 2>/dev/null | tail -n 2 | tr '\n' ' '; }
@@ -77,13 +85,14 @@ until [ "$(cat "$1/state")" = running ] && [ -e "$9" ]; do
 done
 """
 # $1 core dir, $2 firmware before, $3 state before, $4 firmware dir, $5 our firmware's name, $6 record
-_RESTORE = r"""
+_RESTORE = _SETTLE + r"""
 s=$(cat "$1/state" 2>/dev/null)
-if [ "$s" = running ] || [ "$s" = attached ]; then echo stop > "$1/state" 2>/dev/null; fi
+if [ "$s" = running ] || [ "$s" = attached ]; then echo stop > "$1/state" 2>/dev/null; settle "$1" offline; fi
 [ -n "$2" ] && printf '%s' "$2" > "$1/firmware" 2>/dev/null
 bad=0
 if [ "$3" = running ] || [ "$3" = attached ]; then
-  echo start > "$1/state" 2>/dev/null || { echo "could not start $1 again with $2" >&2; bad=1; }
+  { echo start > "$1/state" && settle "$1" running; } 2>/dev/null ||
+    { echo "could not start $1 again with $2" >&2; bad=1; }
 fi
 rm -f -- "$4/$5" "$6"
 exit $bad

@@ -22,13 +22,19 @@ from jitterlab.measure.squarewave.probes.base import PROBES
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, duration
 from jitterlab.model.records import Cell
-from jitterlab.model.units import format_ns
+from jitterlab.model.units import format_ns, parse_duration_ns
 from jitterlab.programs.unit import LM3S6965EVB, describe_timer, parse_unit, period_step_ns, timing
 from jitterlab.targets.capabilities import CommandsUnit, has
 
 NAME = "unit"
 EXAMPLE = f'unit = {{kind = "emulated", profile = "{LM3S6965EVB.name}"}}'
 MIN_CHATTER_NS = 1_000_000  # a message and its echo take ~1 ms on a 115200-baud line
+
+
+def _exact(ns: int) -> str:
+    """A period as a campaign writes it, or in ns where that would round it ("10000040ns")."""
+    shown = format_ns(ns)
+    return shown if parse_duration_ns(shown.replace(" ", ""), "period") == ns else f"{ns}ns"
 
 
 def _chatter(value: object, where: str) -> int:
@@ -75,7 +81,7 @@ class UnitPin(PinBase):
             step = period_step_ns(profile)
             shortest = 2 * profile.min_reload * 1_000_000_000 // profile.timer_hz
             raise UserError(f"{where}.period: unit {profile.name!r} of target {cell.target!r} cannot make a "
-                            f"period of {format_ns(period_ns)} with {describe_timer(profile)}: {made}; use a "
+                            f"period of {_exact(period_ns)} with {describe_timer(profile)}: {made}; use a "
                             f"multiple of {format_ns(step)} from {format_ns(max(shortest, step))} on")
         # an emulated unit's pin is traced by the emulator; a real one is wired to an instrument
         forms = (TracedOutput,) if spec.emulated else (InstrumentInput,)
