@@ -46,30 +46,34 @@ def core(tmp_path_factory) -> Path:
 
 def test_ping_period_start_stop_and_the_edge_count(core):
     # the stand-in's defaults: a 12.5 MHz timer, at least 625 ticks between interrupts
-    assert talk(core, "ping", "P 10000000", "start", "!tick 3", "stop") == [
-        "pong", "OK P 10000000", "# timer start reload=62500", "OK start", "# pin level=0 changes=4",
-        "# timer stop", "OK stop 4"], "start is the first edge; stop leaves the pin low and counts that fall"
-    assert talk(core, "P 100000000", "start", "!tick 1", "stop")[-1] == "OK stop 2", \
-        "stopped while low: nothing more to count"
+    assert talk(core, "ping", "P 10000000", "start", "!tick 2", "stop", "ping", "!tick 1") == [
+        "pong", "OK P 10000000", "# timer start reload=62500", "OK start", "# pin level=1 changes=3",
+        "pong", "# timer stop", "# pin level=0 changes=4", "OK stop 4"], \
+        "start is the first edge; stop ends the wave at its next fall, on its grid, and counts it"
+    assert talk(core, "P 100000000", "start", "!tick 1", "stop", "!tick 1", "!tick 5") == [
+        "OK P 100000000", "# timer start reload=625000", "OK start", "# pin level=0 changes=2",
+        "# timer stop", "# pin level=0 changes=2", "OK stop 2", "# pin level=0 changes=2"], \
+        "asked while low: the wave ends at the next boundary without an edge, and nothing after"
 
 
 def test_the_timer_divides_a_half_period_longer_than_it_counts(core):
     # 10 s: 62,500,000 ticks a half period, over the 24-bit counter: 4 interrupts of 15,625,000
-    assert talk(core, "P 10000000000", "start", "!tick 3", "!tick 1", "stop") == [
+    assert talk(core, "P 10000000000", "start", "!tick 3", "!tick 1", "stop", "!tick 4") == [
         "OK P 10000000000", "# timer start reload=15625000", "OK start", "# pin level=1 changes=1",
-        "# pin level=0 changes=2", "# timer stop", "OK stop 2"]
+        "# pin level=0 changes=2", "# timer stop", "# pin level=0 changes=2", "OK stop 2"]
 
 
 def test_refusals_name_what_is_wrong(core):
     assert talk(core, "start", "P 1000", "P 1000000000170", "P 10000040", "P abc", "P 10000000", "start",
-                "P 20000000", "start", "stop") == [
+                "P 20000000", "start", "stop", "P 20000000", "!tick 1") == [
         "ERR start no period (send P first)",
         "ERR P 1000 shorter than the unit keeps up with",
         "ERR P 1000000000170 out of range (1 ns to 1000 s)",
         "ERR P 10000040 not a whole number of timer ticks",
         "ERR P expects a period in ns",
         "OK P 10000000", "# timer start reload=62500", "OK start",
-        "ERR P running (stop first)", "ERR start running", "# timer stop", "OK stop 2"]
+        "ERR P running (stop first)", "ERR start running", "ERR P running (stop first)", "# timer stop",
+        "# pin level=0 changes=2", "OK stop 2"]
 
 
 def test_echo_unknown_commands_long_lines_and_resync(core):

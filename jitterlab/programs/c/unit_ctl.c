@@ -2,7 +2,8 @@
  * (a serial line, an RPMsg tty, an emulated unit's pty): it syncs with `ping`, sets the period,
  * starts the wave the unit makes from its own timer, waits the run's duration (exchanging a message
  * with the unit every --chatter-ns and timing each round trip on CLOCK_MONOTONIC), stops the wave
- * and writes the unit's count of its edges as the edge log: "# jitterlab-edges v1 clock=none", no
+ * (which ends at its next half-period boundary, up to half a period later) and writes the unit's
+ * count of its edges as the edge log: "# jitterlab-edges v1 clock=none", no
  * timestamps (the unit counts its edges, it does not timestamp them), "# dropped=<edges>".
  * The protocol is the firmware's (jitterlab/programs/unit/core.h).
  *
@@ -17,6 +18,7 @@
 #define PROG "unit-ctl"
 #define REPLY_NS (5LL * 1000000000LL)   /* an emulated unit on a busy machine answers late */
 #define PING_NS (250LL * 1000000LL)
+#define LEFTOVER_NS (120LL * 1000000000LL)
 #define MAX_CHATTER (1u << 20)
 
 static int fd = -1;
@@ -122,11 +124,11 @@ static const char *read_line(int64_t deadline_ns, char *out, size_t cap)
 }
 
 /* Send `cmd` and return the first reply that starts with `want` (or with "ERR"); lines left over
- * from earlier exchanges are passed over. NULL when none came within REPLY_NS. */
-static const char *ask(const char *cmd, const char *want, char *reply, size_t cap)
+ * from earlier exchanges are passed over. NULL when none came within `wait_ns`. */
+static const char *ask(const char *cmd, const char *want, char *reply, size_t cap, int64_t wait_ns)
 {
     send_line(cmd);
-    int64_t deadline = sw_now_ns() + REPLY_NS;
+    int64_t deadline = sw_now_ns() + wait_ns;
     const char *line;
     while ((line = read_line(deadline, reply, cap)) != NULL)
         if (strncmp(line, want, strlen(want)) == 0 || strncmp(line, "ERR", 3) == 0)
@@ -134,9 +136,9 @@ static const char *ask(const char *cmd, const char *want, char *reply, size_t ca
     return NULL;
 }
 
-static void must(const char *cmd, const char *want, char *reply, size_t cap)
+static void must(const char *cmd, const char *want, char *reply, size_t cap, int64_t wait_ns)
 {
-    const char *got = ask(cmd, want, reply, cap);
+    const char *got = ask(cmd, want, reply, cap, wait_ns);
     if (got == NULL)
         fail("the unit on %s did not answer '%s' (it answered ping before)", tty_path, cmd);
     if (strncmp(got, want, strlen(want)) != 0)
@@ -164,13 +166,13 @@ static void sync_unit(int64_t timeout_ns)
              "line?", tty_path, secs);
     }
     snprintf(token, sizeof token, "C sync %ld", (long)getpid());
-    must(token, token, reply, sizeof reply);
+    must(token, token, reply, sizeof reply, REPLY_NS);
 }
 
 int main(int argc, char **argv)
 {
     int64_t period_ns = -1, duration_ns = -1, baud = 115200, chatter_ns = 0, n = 0;
-    int64_t sync_ns = 10LL * 1000000000LL;
+    int64_t sync_ns = 5LL * 1000000000LL;
     const char *log = NULL, *chatter_path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
@@ -213,10 +215,11 @@ int main(int argc, char **argv)
     sync_unit(sync_ns);
 
     char reply[256], cmd[64];
-    must("stop", "OK stop", reply, sizeof reply); /* a wave a killed run left going */
+    /* a wave a killed run left going ends at its next half-period boundary, of a period unknown */
+    must("stop", "OK stop", reply, sizeof reply, LEFTOVER_NS);
     snprintf(cmd, sizeof cmd, "P %lld", (long long)period_ns);
-    must(cmd, "OK P", reply, sizeof reply);
-    must("start", "OK start", reply, sizeof reply);
+    must(cmd, "OK P", reply, sizeof reply, REPLY_NS);
+    must("start", "OK start", reply, sizeof reply, REPLY_NS);
     const int64_t start = sw_now_ns(), end = start + duration_ns;
     size_t exchanges = 0;
     uint64_t lost = 0;
@@ -241,7 +244,7 @@ int main(int argc, char **argv)
     if (!sw_stop_requested)
         sw_sleep_until(end);
     const int64_t stopping = sw_now_ns();
-    must("stop", "OK stop", reply, sizeof reply);
+    must("stop", "OK stop", reply, sizeof reply, REPLY_NS + period_ns / 2); /* its last fall on its grid */
     int64_t edges = 0;
     if (sw_parse_int(reply + strlen("OK stop "), 0, INT64_MAX, &edges) != 0)
         fail("the unit's answer to stop is garbled: %s", reply);

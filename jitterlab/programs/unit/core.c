@@ -15,6 +15,8 @@ static uint32_t line_len;
 static int line_overflow;
 
 static volatile int running;
+static volatile int stopping; /* stop asked: the wave ends at its next half-period boundary */
+static volatile int stopped;  /* it ended there: the stop's answer is due */
 static volatile int level;
 static volatile uint32_t divider = 1, sub;
 static volatile uint64_t edges;
@@ -37,9 +39,20 @@ void jl_core_tick(void)
     if (++sub < divider)
         return;
     sub = 0;
+    if (stopping && !level) { /* low since the last boundary: the wave is over */
+        jl_unit_timer_stop();
+        running = 0;
+        stopped = 1;
+        return;
+    }
     level ^= 1;
     jl_unit_pin(level);
     edges++;
+    if (stopping) { /* that was the last fall, on the wave's own grid */
+        jl_unit_timer_stop();
+        running = 0;
+        stopped = 1;
+    }
 }
 
 static uint32_t gcd(uint32_t a, uint32_t b)
@@ -150,7 +163,7 @@ static void cmd_period(const char *arg)
     struct jl_timing t;
     struct reply r;
     r.len = 0;
-    if (running) {
+    if (running || stopping) {
         say("ERR P ", "running (stop first)");
         return;
     }
@@ -176,7 +189,7 @@ static void cmd_period(const char *arg)
 
 static void cmd_start(void)
 {
-    if (running) {
+    if (running || stopping) {
         say("ERR start ", "running");
         return;
     }
@@ -186,6 +199,7 @@ static void cmd_start(void)
     }
     edges = 1;
     sub = 0;
+    stopping = 0;
     divider = timing.divider;
     level = 1;
     jl_unit_pin(1); /* the first edge is now, as the programs on Linux make theirs */
@@ -194,22 +208,23 @@ static void cmd_start(void)
     say("OK start", "");
 }
 
-static void cmd_stop(void)
+static void answer_stop(void)
 {
     struct reply r;
     r.len = 0;
-    if (running) {
-        running = 0; /* from here on a tick changes nothing, even one already pending */
-        jl_unit_timer_stop();
-        if (level) {
-            level = 0;
-            jl_unit_pin(0);
-            edges++;
-        }
-    }
     put(&r, "OK stop ");
     put_u64(&r, edges);
     send(&r);
+}
+
+/* The wave ends on its own grid (its last fall at a half-period boundary, not at the moment the
+ * command came), so that its last period is as long as the others; the answer waits for it. */
+static void cmd_stop(void)
+{
+    if (running)
+        stopping = 1;
+    else
+        answer_stop();
 }
 
 static void cmd_info(void)
@@ -249,11 +264,17 @@ static void command(const char *s)
 
 int jl_core_waiting(void)
 {
-    return rx_tail != rx_head;
+    return rx_tail != rx_head || stopped;
 }
 
 int jl_core_poll(void)
 {
+    if (stopped) {
+        stopped = 0;
+        stopping = 0;
+        answer_stop();
+        return 1;
+    }
     while (rx_tail != rx_head) {
         char c = rx_ring[rx_tail % RX_RING];
         rx_tail = rx_tail + 1;

@@ -7,8 +7,9 @@
  *   info        -> OK info <unit> timer_hz=<Hz> min_reload=<ticks> max_reload=<ticks>
  *   P <ns>      -> OK P <ns>             the period; ERR P ... when the timer cannot make it
  *   start       -> OK start              the pin goes high now and toggles every half period
- *   stop        -> OK stop <edges>       the pin is left low; <edges> counts every level change
- *                                        since start, that last fall included
+ *   stop        -> OK stop <edges>       the wave ends at its next half-period boundary (its last
+ *                                        fall on its grid: at most half a period later), the pin
+ *                                        low; <edges> counts every level change since start
  *   C <text>    -> C <text>              an echo, for Linux to time a round trip (chatter)
  *   (empty)     -> nothing               a resync: ends whatever partial line came before
  *   anything else -> ERR ...

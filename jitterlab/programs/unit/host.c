@@ -52,9 +52,9 @@ int main(void)
         } else {
             for (char *c = buf; *c != '\0'; c++)
                 jl_core_rx(*c);
-            while (jl_core_poll())
-                ;
         }
+        while (jl_core_poll()) /* as a unit's main loop does after each interrupt */
+            ;
         fflush(stdout);
     }
     return 0;

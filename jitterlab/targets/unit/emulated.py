@@ -78,7 +78,7 @@ class EmulatedUnit:
         self._link: UnitLink | None = None
         self._start_s: float | None = None
         self._firmware = firmware.Built(spec.profile)
-        self._sched = ""
+        self._fifo: bool | None = None  # may qemu run at SCHED_FIFO here (asked once)
 
     def board_devices(self) -> tuple[str, ...]:
         """qemu arguments that give an emulated board the serial port the unit connects to."""
@@ -99,9 +99,17 @@ class EmulatedUnit:
         facts.update(self._firmware.facts())
         if self._start_s is not None:
             facts["unit_start_s"] = round(self._start_s, 3)
-        if self._sched:
-            facts["unit_sched"] = self._sched
+        facts["unit_sched"] = (f"SCHED_FIFO {UNIT_PRIORITY}" if self._may_fifo() else
+                               "SCHED_OTHER (SCHED_FIFO is not permitted here: the unit's timer loses ticks "
+                               "when this machine is busy)")
         return facts
+
+    def _may_fifo(self) -> bool:
+        if self._fifo is None:
+            self._fifo = shutil.which("chrt") is not None and subprocess.run(
+                ["chrt", "-f", str(UNIT_PRIORITY), "true"], capture_output=True,
+                stdin=subprocess.DEVNULL).returncode == 0
+        return self._fifo
 
     def checks(self, target: Target) -> list[tuple[str, str, str | None]]:
         e = self.emulation
@@ -125,13 +133,8 @@ class EmulatedUnit:
         elf = self._firmware.get().path
         started = time.monotonic()
         serial = f"unix:{self.socket}" if self.board else "pty"
-        fifo = ["chrt", "-f", str(UNIT_PRIORITY)]
-        permitted = shutil.which("chrt") is not None and subprocess.run(
-            [*fifo, "true"], capture_output=True, stdin=subprocess.DEVNULL).returncode == 0
-        self._sched = (f"SCHED_FIFO {UNIT_PRIORITY}" if permitted
-                       else "SCHED_OTHER (SCHED_FIFO is not permitted here: the unit's timer loses ticks "
-                            "when this machine is busy)")
-        self._start([*(fifo if permitted else []), e.qemu, "-M", e.machine, "-nodefaults", "-display", "none",
+        fifo = ["chrt", "-f", str(UNIT_PRIORITY)] if self._may_fifo() else []
+        self._start([*fifo, e.qemu, "-M", e.machine, "-nodefaults", "-display", "none",
                      "-kernel", str(elf), "-serial", serial, "-trace", e.trace_event,
                      "-msg", "timestamp=on", "-D", str(self.trace)])
         tty_path = self._wait_started() if not self.board else self._wait_traced()
