@@ -34,8 +34,8 @@ def test_the_chatter_log_gives_the_round_trips_statistics_and_the_lost():
     assert rtt.tolist() == [300_000, 100_000, 200_000] and lost == 2
     got = {m.name: m.value for m in chatter_metrics(rtt, lost)}
     assert got == {"chatter_rtt_min_ns": 100_000, "chatter_rtt_mean_ns": 200_000,
-                   "chatter_rtt_max_ns": 300_000, "chatter_rtt_std_ns": pytest.approx(np.std([1e5, 2e5, 3e5])),
-                   "chatter_rtt_p50_ns": 200_000,
+                   "chatter_rtt_max_ns": 300_000, "chatter_rtt_p50_ns": 200_000,
+                   "chatter_rtt_std_ns": pytest.approx(np.std([1e5, 2e5, 3e5])),
                    "chatter_rtt_p99_ns": 300_000, "chatter_rtt_p999_ns": 300_000,
                    "chatter_rtt_p9999_ns": 300_000, "chatter_rtt_samples": 3, "chatter_lost": 2}
     assert {m.name: m.value for m in chatter_metrics(np.empty(0, np.int64), 5)} == {"chatter_lost": 5}, \
