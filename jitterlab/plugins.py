@@ -46,6 +46,7 @@ from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES
 from jitterlab.targets.registry import TARGETS
+from jitterlab.targets.unit import PROFILES as UNITS
 
 ALL = {
     "benchmarks": BENCHMARKS,
@@ -54,4 +55,5 @@ ALL = {
     "probes": PROBES,
     "loads": LOADS,
     "targets": TARGETS,
+    "units": UNITS,
 }

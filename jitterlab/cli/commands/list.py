@@ -14,7 +14,7 @@ from jitterlab.model.errors import UserError
 def add_parser(sub) -> argparse.ArgumentParser:
     return sub.add_parser(
         "list",
-        help="list benchmarks, impls, pins, probes, loads and targets",
+        help="list benchmarks, impls, pins, probes, loads, targets and units",
         description="Every registry of plug-ins, with one line of help each.",
     )
 
