@@ -104,7 +104,7 @@ def test_an_offline_core_is_loaded_then_left_as_it_was(tmp_path, kernel):
     assert target.unit_ready() is link, "loaded once, kept for the next runs"
     facts = target.unit_facts()
     assert facts["unit_remoteproc"] == str(core_m4) and facts["unit_firmware"].endswith(ours)
-    assert facts["unit_replaced"] == "vendor.elf (offline)"
+    assert facts["unit_core_before"] == "vendor.elf (offline)" and "unit_replaced" not in facts
     assert len(list((tmp_path / "records").iterdir())) == 1, "the restore record is on the board"
     target.close()
     assert (core_m4 / "firmware").read_text() == "vendor.elf"
@@ -126,7 +126,7 @@ def test_a_running_core_is_refused_unless_the_campaign_may_replace_it(tmp_path, 
     refusing.close()
     assert (core / "state").read_text().strip() == "running" and kernel.started == []
     replacing = unit_target(tmp_path, kernel, replace=True)
-    replacing.unit_ready()
+    assert replacing.unit_ready().facts["unit_replaced"] == "vendor.elf (running)"
     assert kernel.started[-1].startswith("jitterlab-")
     replacing.close()
     assert kernel.started[-1] == "vendor.elf", "started again with what it ran"

@@ -122,8 +122,9 @@ class RemoteprocUnit:
         facts.update(self._firmware.facts())
         if self._name:
             facts["unit_firmware"] = f"{FIRMWARE_DIR}/{self._name}"
-        if self._before is not None:
-            facts["unit_replaced"] = f"{self._before[1] or '(none)'} ({self._before[2]})"
+        if self._before is not None:  # what the core was before: a firmware it ran was stopped
+            before = f"{self._before[1] or '(none)'} ({self._before[2]})"
+            facts["unit_replaced" if self._before[2] in RUNS else "unit_core_before"] = before
         return facts
 
     def checks(self, target: Target) -> list[tuple[str, str, str | None]]:

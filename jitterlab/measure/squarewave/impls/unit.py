@@ -63,6 +63,12 @@ class UnitImpl(ImplBase):
                    for name in ("unit_flash_bytes", "unit_ram_bytes") if name in line.facts]
         emulated = line.facts.get("unit_accel") == "tcg"
         metrics.append(Metric("unit_emulated", 1.0 if emulated else 0.0, "", "", "none"))
+        warnings = [EMULATED] if emulated else []
+        if "unit_replaced" in line.facts:
+            warnings.append(Warning_(
+                f"the unit's core ran {line.facts['unit_replaced']} before the campaign: jitterlab stopped "
+                "it for its runs and starts it again with that firmware when the target closes",
+                "set unit.replace = false in the [[target]] to leave a busy core alone"))
         if line.chatter_ns:
             local = ctx.local_dir / CHATTER_LOG
             try:
@@ -70,7 +76,7 @@ class UnitImpl(ImplBase):
             except OSError:
                 raise RunFailed(f"{PROGRAM} wrote no chatter log; its output: {output}") from None
             metrics += chatter_metrics(*parse_chatter(local.read_text(), f"chatter log {local}"))
-        return metrics, [EMULATED] if emulated else []
+        return metrics, warnings
 
 
 IMPLS.add(
