@@ -68,6 +68,8 @@ int main(void)
 {
     RCC_MC_AHB4ENSETR = 1u << WAVE_BANK;
     jl_unit_pin(0);
+    /* read-modify-write of a register Linux may be changing for another line of the bank at the
+     * same moment: ST's answer is a hardware semaphore (HSEM); a bank Linux leaves alone needs none */
     GPIO_MODER = (GPIO_MODER & ~(3u << (2u * WAVE_LINE))) | (MODER_OUTPUT << (2u * WAVE_LINE));
     IPCC_C2MR &= ~(CH_BIT(1) | CH_BIT(2)); /* their "occupied" interrupts unmasked */
     IPCC_C2CR |= C2CR_RXOIE;
