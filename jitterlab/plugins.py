@@ -35,7 +35,7 @@ import jitterlab.measure.squarewave.pins.unit as _unit_pin  # noqa: F401  (regis
 import jitterlab.measure.squarewave.pins.vpin as _vpin_pin  # noqa: F401  (registers pin vpin)
 import jitterlab.measure.squarewave.probes.emulator as _emulator_probe  # noqa: F401  (registers probe emulator)
 import jitterlab.measure.squarewave.probes.gpio_loopback as _loopback  # noqa: F401  (registers probe gpio-loopback)
-import jitterlab.measure.squarewave.probes.qmp_poll as _register_poll  # noqa: F401  (registers probe register-poll)
+import jitterlab.measure.squarewave.probes.register_poll as _register_poll  # noqa: F401  (registers probe register-poll)
 import jitterlab.measure.squarewave.probes.scpi as _scpi_probe  # noqa: F401  (registers probe scpi)
 import jitterlab.measure.squarewave.probes.self as _self_probe  # noqa: F401  (registers probe self)
 import jitterlab.measure.squarewave.probes.sigrok as _sigrok_probe  # noqa: F401  (registers probe sigrok)
@@ -45,6 +45,7 @@ from jitterlab.measure.loads.base import LOADS
 from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES
+from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.registry import TARGETS
 from jitterlab.targets.unit import PROFILES as UNITS
 
@@ -55,5 +56,6 @@ ALL = {
     "probes": PROBES,
     "loads": LOADS,
     "targets": TARGETS,
+    "qemu machines": MACHINES,
     "units": UNITS,
 }

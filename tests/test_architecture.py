@@ -19,15 +19,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "jitterlab.targets.base": ("jitterlab.model",),
     "jitterlab.targets": ("jitterlab.model", "jitterlab.programs"),
     "jitterlab.analysis": ("jitterlab.model",),
-    "jitterlab.store": ("jitterlab.model", "jitterlab.analysis"),
-    "jitterlab.system": ("jitterlab.model", "jitterlab.targets.base", "jitterlab.targets.capabilities",
-                         "jitterlab.targets.processes"),
-    "jitterlab.measure": ("jitterlab.model", "jitterlab.analysis", "jitterlab.targets.base",
-                          "jitterlab.targets.capabilities", "jitterlab.programs", "jitterlab.system",
-                          "jitterlab.store.raw", "jitterlab.targets.processes", "jitterlab.targets.qmp"),
+    "jitterlab.store": ("jitterlab.model",),
+    "jitterlab.system": ("jitterlab.model", "jitterlab.targets.base", "jitterlab.targets.capabilities"),
+    "jitterlab.measure": ("jitterlab.model", "jitterlab.analysis", "jitterlab.programs",
+                          "jitterlab.targets.base", "jitterlab.targets.capabilities",
+                          "jitterlab.targets.processes"),
     "jitterlab.plugins": ("jitterlab.model", "jitterlab.measure", "jitterlab.targets"),
-    "jitterlab.campaign": ("jitterlab.model", "jitterlab.plugins", "jitterlab.measure",
-                           "jitterlab.targets.registry"),
+    "jitterlab.campaign": ("jitterlab.model", "jitterlab.plugins", "jitterlab.targets.registry"),
     "jitterlab.importers": ("jitterlab.model", "jitterlab.analysis", "jitterlab.store"),
     "jitterlab.report": ("jitterlab.model", "jitterlab.analysis", "jitterlab.store",
                          "jitterlab.campaign.cells", "jitterlab.plugins"),
@@ -100,6 +98,19 @@ def test_layers_import_downwards(name, path):
     assert not offenders, f"{name} (layer {_layer(name)}) imports {offenders}"
 
 
+def test_every_permission_is_used():
+    """A permission no module uses is a door left open: the next import through it would pass
+    unnoticed. (`model`, the records everyone shares, may be imported by any layer.)"""
+    used = set()
+    for name, path in MODULES.items():
+        layer = _layer(name)
+        for imported in _imports(path):
+            used.update((layer, p) for p in ALLOWED[layer] if imported == p or imported.startswith(p + "."))
+    unused = sorted(f"{layer} -> {p}" for layer, allowed in ALLOWED.items() for p in allowed
+                    if p != "jitterlab.model" and (layer, p) not in used)
+    assert not unused, f"unused permissions in ALLOWED: {unused}; remove them"
+
+
 def test_generic_code_imports_no_target_kind():
     """Only the registry of target kinds and the kinds themselves know ssh, labgrid or qemu (and
     `jitterlab doctor ssh://user@host`, which opens an ssh target that no campaign file names)."""
@@ -158,6 +169,39 @@ def test_no_target_attribute_is_sniffed():
 @pytest.mark.parametrize(("name", "path"), _modules(), ids=[n for n, _ in _modules()])
 def test_modules_stay_small(name, path):
     assert len(path.read_text().splitlines()) <= MAX_LINES, f"{name} is over {MAX_LINES} lines; split it"
+
+
+# a plug-in's attributes are declared by its base class or protocol: read, never guessed
+GUESSED = ("getattr(entry.obj", "hasattr(entry.obj", "getattr(e.obj", "getattr(bench", "getattr(plugins.",
+           "getattr(impl", "getattr(pin", "getattr(probe", "getattr(load")
+# still guessing while its owner reworks it (report: the benchmarks' traits)
+GUESSING: set[str] = {"jitterlab.report.summaries"}
+
+
+def test_no_plugin_attribute_is_guessed():
+    for name, path in MODULES.items():
+        if name in GUESSING:
+            continue
+        text = path.read_text()
+        for needle in GUESSED:
+            assert needle not in text, f"{name} guesses at a plug-in: {needle}; declare it on the base class"
+
+
+def test_architectures_are_named_in_their_records_only():
+    """`uname -m` names, GNU triplets and Debian's kernel packages of an architecture are read from
+    model/arch.py (one record each), never spelled in a table of another module."""
+    from jitterlab.model.arch import ARCHES
+
+    names = set()
+    for entry in ARCHES:
+        arch = entry.obj
+        names |= {*arch.uname, arch.triplet, *arch.kernels.values()}
+    for name, path in MODULES.items():
+        if name == "jitterlab.model.arch":
+            continue
+        spelled = sorted({node.value for node in ast.walk(ast.parse(path.read_text()))
+                          if isinstance(node, ast.Constant) and node.value in names})
+        assert not spelled, f"{name} spells {spelled}: read the architecture's record (model/arch.py)"
 
 
 def test_no_plugin_name_is_spelled_in_the_runner():

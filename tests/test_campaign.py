@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -129,12 +131,78 @@ def test_everything_excluded(tmp_path):
         load_campaign(write(tmp_path, text))
 
 
-def test_examples_parse(monkeypatch):
-    root = Path(__file__).parent.parent / "examples"
-    monkeypatch.chdir(root.parent)  # files of a command are found from where jitterlab runs
-    for path in sorted(root.glob("*.toml")):
-        campaign = load_campaign(path)
-        assert campaign.cells, path
+EXAMPLES = Path(__file__).parent.parent / "examples"
+SIX_MODELS = {"bash", "python", "node", "c-file", "c-mmap", "c-fifo"}
+# what each example's comments say it measures: targets, benchmarks, impls (squarewave), loads
+PROMISED = {
+    "arm-board": ({"board", "board-rt"}, {"squarewave"},
+                  SIX_MODELS | {"c-gpiod", "kmod-busy", "kmod-hrtimer", "kmod-rt"}, {"idle", "cpu"}),
+    "board-basics": ({"pi4"}, {"ssh-transfer", "tmpfs-write"}, set(), {"idle"}),
+    "boards": ({"pi4", "bbb"}, {"squarewave"}, {"python", "c-mmap", "c-fifo"}, {"idle", "cpu"}),
+    "command": ({"local"}, {"command"}, set(), {"idle", "cpu"}),
+    "image-compare": ({"board"}, {"sysbench-cpu", "iperf3"}, set(), {"idle", "net"}),
+    "kernel-compare": ({"standard", "rt"}, {"squarewave"},
+                       {"c-fifo", "python", "c-gpiod", "kmod-hrtimer", "kmod-rt"}, {"idle"}),
+    "labgrid": ({"bbb"}, {"squarewave"}, {"bash", "python", "c-mmap", "c-fifo"}, {"idle", "cpu"}),
+    "loads": ({"local"}, {"squarewave"}, {"c-fifo", "python"},
+              {"idle", "cpu", "memory", "net", "disk", "sched", "cpu+net"}),
+    "paper": ({"local"}, {"squarewave"}, SIX_MODELS, {"idle", "cpu", "net"}),
+    "quickstart": ({"local"}, {"squarewave"}, SIX_MODELS, {"idle", "cpu"}),
+    "rt-kernel": ({"local"}, {"timerlat", "osnoise", "hwlat", "switch", "ipc-latency"}, set(),
+                  {"idle", "cpu"}),
+    "rt-latency": ({"local"}, {"cyclictest"}, set(), {"idle", "cpu", "sched"}),
+    "sigrok-demo": ({"local"}, {"squarewave"}, {"python", "c-mmap"}, {"idle"}),
+    "udp-echo-sched": ({"local"}, {"udp-echo"}, set(), {"idle", "cpu"}),
+    "unit": ({"local"}, {"squarewave"}, {"unit"}, {"idle", "cpu"}),
+}
+
+
+def _expected_cells(data: dict) -> int:
+    """How many cells an example's file asks for, counted from its TOML alone: each [matrix] table
+    is the product of its lists (a `whole` key's list is one value) on every target, an [[exclude]]
+    drops the combinations whose values it names, and an impl meets only the pins it drives (what
+    they declare: their needs and offers)."""
+    from jitterlab import plugins
+    from jitterlab.measure.squarewave.pins.offers import serves
+
+    def paired(combo: dict) -> bool:
+        if combo["benchmark"] != "squarewave":
+            return True
+        impl = plugins.IMPLS.get(combo["impl"], "test")
+        return serves(impl.needs, plugins.PINS.get(combo.get("pin", "vpin"), "test").offers)
+
+    targets = [t["name"] for t in data["target"]]
+    tables = data["matrix"] if isinstance(data["matrix"], list) else [data["matrix"]]
+    rules = data.get("exclude", [])
+    count = 0
+    for table in tables:
+        table = {"benchmark": "squarewave", "load": "idle", **table}
+        whole = {p.name for p in plugins.BENCHMARKS.get(table["benchmark"], "test").params if p.whole}
+        axes = {k: v if isinstance(v, list) and k not in whole else [v] for k, v in table.items()}
+        for target in targets:
+            for values in itertools.product(*axes.values()):
+                combo = {"target": target, **dict(zip(axes, values, strict=True))}
+                if not any(all(combo.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.items())
+                           for rule in rules) and paired(combo):
+                    count += 1
+    return count
+
+
+def test_every_example_is_promised_here():
+    assert {p.stem for p in EXAMPLES.glob("*.toml")} == set(PROMISED)
+
+
+@pytest.mark.parametrize("name", sorted(PROMISED))
+def test_examples_parse_to_what_they_promise(monkeypatch, name):
+    monkeypatch.chdir(EXAMPLES.parent)  # files of a command are found from where jitterlab runs
+    path = EXAMPLES / f"{name}.toml"
+    cells = load_campaign(path).cells
+    targets, benchmarks, impls, loads = PROMISED[name]
+    assert {c.target for c in cells} == targets
+    assert {c.benchmark for c in cells} == benchmarks
+    assert {c.param("impl") for c in cells if c.benchmark == "squarewave"} == impls
+    assert {c.load for c in cells} == loads
+    assert len(cells) == len(set(cells)) == _expected_cells(tomllib.loads(path.read_text()))
 
 
 def test_cpu_placement_parses_cpu_lists(tmp_path):
@@ -248,14 +316,16 @@ def test_an_impl_meets_only_pins_it_drives_and_a_pin_only_probes_that_see_it(tmp
 
     monkeypatch.setitem(plugins.PINS._entries, "wired", Entry("wired", "test pin", Wired))
     hint = r" \(exclude the combination with \[\[exclude\]\]\)$"
+    one_impl = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('["bash", "c-fifo"]', '"bash"')
     with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.pin: impl 'bash' cannot drive pin 'wired': "
                                         r"it needs a value file to write '0'/'1' into, which pins external, "
-                                        r"sysfs, vpin offer" + hint):
-        load_campaign(write(tmp_path, GOOD.replace('pin = "vpin"', 'pin = "wired"')))
+                                        r"sysfs, vpin offer; no registered impl drives it: remove it from "
+                                        r"matrix.pin$"):
+        load_campaign(write(tmp_path, one_impl))
     bash = plugins.IMPLS.get("bash", "test")
     monkeypatch.setitem(plugins.IMPLS._entries, "bash", Entry(
         "bash", "test", dataclasses.replace(bash, needs=(ValueFile, Wire))))
-    text = GOOD.replace('pin = "vpin"', 'pin = "wired"').replace('impl = ["bash", "c-fifo"]', 'impl = "bash"')
+    text = one_impl
     with pytest.raises(UserError, match=r"^[^\n]*c.toml: matrix.probe: probe 'vpin' cannot observe pin "
                                         r"'wired': it needs a level byte an observer can map and poll, which "
                                         r"pin vpin offers; pin 'wired' can be observed by self" + hint):
@@ -275,3 +345,169 @@ def test_envelope_rules(tmp_path):
     bad = GOOD.replace('duration = "1s"', 'duration = "1s"\nenvelope = ["p95"]')
     with pytest.raises(UserError, match=r"c.toml: campaign.envelope: .*'p99.9'.*got \['p95'\]"):
         load_campaign(write(tmp_path, bad))
+
+
+BOARD_PROBE = """
+[campaign]
+name = "t"
+duration = "1s"
+[[target]]
+name = "b"
+{target}
+[matrix]
+impl = "c-gpiod"
+period = "10ms"
+pin = "gpiod"
+probe = "{probe}"
+[pins.gpiod]
+chip = "9030000.pl061"
+line = {line}
+[probes.emulator]
+line = {line}
+[probes.register-poll]
+soc = "{soc}"
+line = {line}
+"""
+EMULATOR_NEEDS = ("probe 'emulator' needs a target that can record its GPIO outputs outside the board (an "
+                  "emulated board with a traced GPIO controller)")
+REGISTERS_NEED = ("probe 'register-poll' needs a target that can show its physical memory from outside (an "
+                  "emulated board with a monitor socket)")
+VIRT = 'kind = "qemu"\nmachine = "virt-arm64"'
+
+
+@pytest.mark.parametrize(("target", "probe", "line", "soc", "says"), [
+    ('kind = "local"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind \"local\") "
+     'cannot; targets that can: kind "qemu" with machine = "virt-arm64" or "virt-armhf"'),
+    ('kind = "ssh"\nhost = "b"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind "
+     '"ssh") cannot'),
+    ('kind = "qemu"', "emulator", 2, "pl061", f"matrix.probe: {EMULATOR_NEEDS}; target 'b' (kind \"qemu\", "
+     'machine = "pc") cannot'),
+    ('kind = "qemu"\nmachine = "sabrelite"', "emulator", 2, "imx6", "matrix.probe: probe 'emulator' needs"),
+    ('kind = "local"', "register-poll", 2, "pl061", f"matrix.probe: {REGISTERS_NEED}; target 'b' (kind "
+     '"local") cannot; targets that can: kind "qemu" with machine = "sabrelite", "virt-arm64" or '
+     '"virt-armhf"'),
+    ('kind = "qemu"', "register-poll", 2, "pl061", f"matrix.probe: {REGISTERS_NEED}; target 'b' (kind "
+     '"qemu", machine = "pc") cannot'),
+    # the lines register-poll refuses on a PL061, the emulator probe refuses too: out of range, gpio-keys
+    (VIRT, "emulator", 8, "pl061", "probes.emulator.line: pl061 has lines 0-7, not 8"),
+    (VIRT, "emulator", 3, "pl061", "probes.emulator.line: pl061 line 3 belongs to gpio-keys (qemu virt's "
+     "power button); drive another line"),
+    (VIRT, "register-poll", 3, "pl061", "probes.register-poll.line: pl061 line 3 belongs to gpio-keys"),
+    # the register map must be the board's own: imx6 registers read on virt are no GPIO at all
+    (VIRT, "register-poll", 2, "imx6", "probes.register-poll.soc: target 'b' (qemu machine 'virt-arm64') has "
+     "the GPIO registers of soc \"pl061\", not \"imx6\"; give soc = \"pl061\""),
+    ('kind = "qemu"\nmachine = "sabrelite"', "register-poll", 2, "pl061",
+     "probes.register-poll.soc: target 'b' (qemu machine 'sabrelite') has the GPIO registers of soc "
+     '"imx6"'),
+])
+def test_a_probe_its_target_cannot_serve_is_refused_when_read(tmp_path, capsys, target, probe, line, soc,
+                                                              says):
+    """What a real run found only on the target (runs stored as unavailable, or unmeasurable), refused
+    from the campaign file alone: by load_campaign and so by run --dry-run."""
+    from jitterlab.cli.main import main
+
+    path = write(tmp_path, BOARD_PROBE.format(target=target, probe=probe, line=line, soc=soc))
+    with pytest.raises(UserError) as refused:
+        load_campaign(path)
+    assert str(refused.value).startswith(f"{path}: {says}"), str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}: {says}")
+
+
+@pytest.mark.parametrize(("key", "line", "says"), [
+    # without a line of its own, the emulator probe follows the pin's, and a refusal names the pin's key
+    ("", 8, "pins.gpiod.line: pl061 has lines 0-7, not 8"),
+    ("", 3, "pins.gpiod.line: pl061 line 3 belongs to gpio-keys (qemu virt's power button); drive another "
+            "line"),
+    ("line = 5", 2, "probes.emulator.line: 5 is not the line pin 'gpiod' drives (2); remove it (the probe "
+                    "reads the pin's) or make the two agree"),
+])
+def test_the_emulator_probe_follows_the_line_of_its_pin(tmp_path, key, line, says):
+    text = BOARD_PROBE.format(target=VIRT, probe="emulator", line=line, soc="pl061")
+    text = text.replace(f"[probes.emulator]\nline = {line}", f"[probes.emulator]\n{key}")
+    with pytest.raises(UserError) as refused:
+        load_campaign(write(tmp_path, text))
+    assert str(refused.value).endswith(f"c.toml: {says}"), str(refused.value)
+    fine = BOARD_PROBE.format(target=VIRT, probe="emulator", line=2, soc="pl061")
+    assert load_campaign(write(tmp_path, fine.replace("[probes.emulator]\nline = 2\n", "")))
+
+
+@pytest.mark.parametrize(("target", "probe", "soc"), [
+    (VIRT, "emulator", "pl061"), (VIRT, "register-poll", "pl061"),
+    ('kind = "qemu"\nmachine = "virt-armhf"', "emulator", "pl061"),
+    ('kind = "qemu"\nmachine = "sabrelite"', "register-poll", "imx6"),
+])
+def test_a_probe_its_board_serves_is_accepted(tmp_path, target, probe, soc):
+    path = write(tmp_path, BOARD_PROBE.format(target=target, probe=probe, line=2, soc=soc))
+    assert [c.param("probe") for c in load_campaign(path).cells] == [probe]
+
+
+MMAP = """
+[campaign]
+name = "t"
+duration = "1s"
+[[target]]
+name = "b"
+{target}
+[matrix]
+impl = "c-mmap"
+period = "10ms"
+pin = "gpiomem"
+probe = "{probe}"
+[pins.gpiomem]
+soc = "{soc}"
+line = 2
+{extra}
+"""
+
+
+@pytest.mark.parametrize(("target", "probe", "soc", "extra", "says"), [
+    # another SoC's registers on an emulated board are no GPIO at all: the wave would go nowhere
+    (VIRT, "self", "bcm2711", "", "pins.gpiomem.soc: target 'b' (qemu machine 'virt-arm64') has the GPIO "
+     'registers of soc "pl061", not "bcm2711"; give soc = "pl061"'),
+    ('kind = "qemu"\nmachine = "sabrelite"\ncpus = 2', "self", "pl061", "",
+     "pins.gpiomem.soc: target 'b' (qemu machine 'sabrelite') has the GPIO registers of soc \"imx6\""),
+    # what preflight refuses once the VM is up, known from its cpus
+    (VIRT, "vpin", "pl061", "", "matrix.probe: probe vpin needs a CPU of its own beside the program, and "
+     "target 'b' has one CPU; give it cpus = 2"),
+    (VIRT + "\ncpus = 2", "self", "pl061", '[campaign.cpus]\nprogram = "2"',
+     "campaign.cpus.program: CPU 2 does not exist on target 'b', which has 2 CPUs (0-1, its cpus)"),
+])
+def test_a_pin_or_placement_an_emulated_board_cannot_have_is_refused_when_read(tmp_path, target, probe, soc,
+                                                                               extra, says):
+    text = MMAP.format(target=target, probe=probe, soc=soc, extra="")
+    if probe == "vpin":  # it watches a virtual pin
+        text = text.replace('pin = "gpiomem"', 'pin = "vpin"')
+    if extra:  # [campaign.cpus] belongs to [campaign]
+        text = text.replace('duration = "1s"\n', f'duration = "1s"\n{extra}\n')
+    path = write(tmp_path, text)
+    with pytest.raises(UserError) as refused:
+        load_campaign(path)
+    assert str(refused.value).startswith(f"{path}: {says}"), str(refused.value)
+
+
+def test_the_same_pin_and_placement_on_a_board_that_has_them_are_accepted(tmp_path):
+    text = MMAP.format(target=VIRT + "\ncpus = 2", probe="vpin", soc="pl061", extra="")
+    text = text.replace('pin = "gpiomem"', 'pin = "vpin"')
+    text = text.replace('duration = "1s"\n', 'duration = "1s"\n[campaign.cpus]\nprogram = "0"\nprobe = "1"\n')
+    assert len(load_campaign(write(tmp_path, text)).cells) == 1
+
+
+@pytest.mark.parametrize(("labels", "option", "says"), [
+    ('[campaign.labels]\nload = "heavy"\n', [], "campaign.labels.load: the label 'load' is named like a key "
+     "of this campaign's cells, and compare selects by labels first: load=... would no longer select cells; "
+     "name the label otherwise"),
+    ('[campaign.labels]\nimpl = "mine"\n', [], "campaign.labels.impl: the label 'impl' is named like a key"),
+    ("", ["--label", "target=rt"], "--label 'target=rt': the label 'target' is named like a key"),
+])
+def test_a_label_named_like_a_key_of_the_cells_is_refused(tmp_path, capsys, labels, option, says):
+    from jitterlab.cli.main import main
+
+    path = write(tmp_path, GOOD.replace('[campaign.labels]\nimage = "1.10"\n', labels))
+    assert main(["run", str(path), "--dry-run", *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: {says}" if not option else f"error: {says}"), err
+    # a key the cells do not have is a label like any other
+    path.write_text(GOOD.replace('image = "1.10"', 'period_set = "a"'))
+    assert main(["run", str(path), "--dry-run", "--label", "kernel=6.12"]) == 0

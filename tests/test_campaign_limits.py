@@ -64,6 +64,11 @@ def refused(tmp_path: Path, text: str) -> str:
     ('name = "t"', 'name = "t\\u001b]0;x\\u0007"', "campaign.name: expected one line of printable text"),
     ("[[target]]", '[campaign.labels]\n"a=b" = "1"\n[[target]]', "a label key is a word without '='"),
     ("[[target]]", '[campaign.labels]\nimage = "1\\n2"\n[[target]]', "campaign.labels.image: expected one"),
+    # compare strips KEY=VALUE: a label with spaces around its key or value could never be selected
+    ("[[target]]", '[campaign.labels]\n" image" = "1"\n[[target]]',
+     "campaign.labels. image: a label key is a word without '='"),
+    ("[[target]]", '[campaign.labels]\nimage = "1 "\n[[target]]',
+     "campaign.labels.image: a label value has no spaces around it"),
     ('load = ["idle", "cpu"]', 'load = ["idle", "cpu+cpu"]', "matrix.load: 'cpu+cpu' names a load twice"),
 ])
 def test_bad_values_are_refused_when_the_file_is_read(tmp_path, old, new, expected):

@@ -148,7 +148,7 @@ def test_help_names_every_kind_of_target_and_every_command(capsys):
     assert "on local, ssh, labgrid or qemu targets" in " ".join(out.split())
     commands = [c.__name__.rsplit(".", 1)[1].rstrip("_") for c in COMMANDS]
     assert commands == ["run", "summary", "list", "show", "monitor", "report", "compare", "export", "import",
-                        "push", "doctor"]
+                        "push", "check", "doctor"]
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line[4] != " "]
     assert listed == commands  # each with its help line, in this order
 
@@ -257,3 +257,15 @@ def test_the_package_metadata_needs_no_deprecated_license_table():
     assert meta["project"]["license"] == "MIT"  # an SPDX expression, not the deprecated {text = ...}
     [setuptools] = [r for r in meta["build-system"]["requires"] if r.startswith("setuptools")]
     assert setuptools == "setuptools>=77"  # the first that reads SPDX license expressions
+
+
+def test_show_on_a_store_without_a_campaign_says_how_to_make_one(tmp_path, capsys):
+    Store(tmp_path / "r").close()
+    assert main(["show", "--results", str(tmp_path / "r")]) == 2
+    results = tmp_path / "r"
+    assert capsys.readouterr().err.replace("\n", "") == (
+        f"error: {results}: no campaign here yet; measure one into it (jitterlab run CAMPAIGN --results "
+        f"{results}) or import a capture (jitterlab import edges FILE --period PERIOD --results {results})")
+    assert main(["show", "--results", str(results), "--campaign", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --campaign 'x': not in {results}; campaigns there: none")

@@ -216,7 +216,7 @@ class BoardLocal(CrossBuiltLocal, RecordsGpioOutputs, ExaminesMemory):
     def gpio_trace(self):
         raise AssertionError("the doctor does not read the trace")
 
-    def monitor_socket(self):
+    def word_reader(self, address):
         raise AssertionError("the doctor does not read the monitor")
 
 

@@ -68,7 +68,7 @@ def image_campaign(tmp_path: Path, images: dict[str, str]):
 def test_each_image_is_installed_measured_and_the_board_kept_between_images(tmp_path, monkeypatch):
     log: list[str] = []
     monkeypatch.setattr(farm.plugins, "TARGETS", Kinds(
-        lambda name, options: Board(LocalTarget(name, str(options["workdir"])), log)))
+        lambda name, options, where=None: Board(LocalTarget(name, str(options["workdir"])), log)))
     campaign = image_campaign(tmp_path, {"1.10": "good.img", "1.9": "broken.img"})
     boards = farm.image_targets(campaign)
     assert [(spec.name, options.label, options.boot_timeout_s) for spec, options in boards] == [
@@ -92,7 +92,7 @@ def test_each_image_is_installed_measured_and_the_board_kept_between_images(tmp_
 def test_a_target_that_cannot_be_flashed_is_one_line(tmp_path, monkeypatch):
     opened: list[LocalTarget] = []
 
-    def plain(name, options):
+    def plain(name, options, where=None):
         opened.append(LocalTarget(name, str(options["workdir"])))
         return opened[-1]
 

@@ -338,6 +338,15 @@ CAMPAIGN_CASES = {  # keys that were stored or spliced unchecked: refused when t
                         "target[0].boot_prompt: expected a regular expression"),
     "qemu-cmdline-quoted": ('[[target]]\nname = "vm"\nkind = "qemu"\ncmdline = \'"rdinit=/bin/sh"\'',
                             "target[0].cmdline: rdinit= is set by jitterlab to boot the guest"),
+    # every duration of a campaign file is at most a week (README, "Limits"), a target's too
+    "qemu-boot-timeout-200h": ('[[target]]\nname = "vm"\nkind = "qemu"\nboot_timeout = "200h"',
+                               "target[0].boot_timeout: duration '200h' is too long; give at most 168 h"),
+    "ssh-alive-timeout-200h": ('[[target]]\nname = "b"\nkind = "ssh"\nhost = "b"\nalive_timeout = "200h"',
+                               "target[0].alive_timeout: duration '200h' is too long; give at most 168 h"),
+    "ssh-connect-timeout-200h": ('[[target]]\nname = "b"\nkind = "ssh"\nhost = "b"\nconnect_timeout = "200h"',
+                                 "target[0].connect_timeout: duration '200h' is too long; give at most"),
+    "images-boot-timeout-200h": (IMAGE_TARGET + 'images = { "a" = "IMG" }\nboot_timeout = "200h"',
+                                 "target[0].boot_timeout: duration '200h' is too long; give at most 168 h"),
     "scpi-channel-commands": ('[probes.scpi]\nresource = "TCPIP::h::INSTR"\nprofile = "rs-rto"\n'
                               'channel = "1;*RST;"',
                               "probes.scpi.channel: expected the instrument's channel, a number or a word"),
@@ -360,9 +369,10 @@ def test_keys_that_were_taken_unchecked_are_refused_when_read(tmp_path, monkeypa
     assert str(info.value).startswith(f"{path}: {says}"), str(info.value)[:300]
 
 
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
 @pytest.mark.parametrize("how", ["file", "option"])
 def test_the_image_label_set_also_by_the_campaign_is_refused_before_anything_runs(tmp_path, monkeypatch,
-                                                                                  capsys, how):
+                                                                                  capsys, how, dry_run):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "IMG").write_bytes(b"image")
     labels = '[campaign.labels]\nimage = "x"\n' if how == "file" else ""
@@ -370,14 +380,32 @@ def test_the_image_label_set_also_by_the_campaign_is_refused_before_anything_run
     path.write_text(f'[campaign]\nname = "t"\nduration = "1s"\n{labels}{IMAGE_TARGET}'
                     'images = { "a" = "IMG" }\n'
                     '[matrix]\nimpl = "c-fifo"\nperiod = "10ms"\nprobe = "self"\n')
-    argv = ["run", str(path), "--results", str(tmp_path / "r")]
+    argv = ["run", str(path), "--results", str(tmp_path / "r"), *dry_run]
     argv += ["--label", "image=x"] if how == "option" else []
     with no_hang():
         assert main(argv) == 2
     err = capsys.readouterr().err
     one_line(err)
-    assert err.startswith(f"error: {path}: target 'b'.image_label: the label 'image' is set per image"), err
+    assert err.startswith(f"error: {path}: target[0].image_label: the label 'image' is set per image"), err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    (["--resume"], "--resume: an image campaign measures every image afresh"),
+    (["--until-decided", "image=a..image=b"],
+     "--until-decided: an image campaign measures each image afresh"),
+])
+def test_what_an_image_campaign_refuses_dry_run_refuses_too(tmp_path, monkeypatch, capsys, option, says):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "IMG").write_bytes(b"image")
+    path = tmp_path / "c.toml"
+    path.write_text(f'[campaign]\nname = "t"\nduration = "1s"\n{IMAGE_TARGET}images = {{ "a" = "IMG" }}\n'
+                    '[matrix]\nimpl = "c-fifo"\nperiod = "10ms"\nprobe = "self"\n')
+    with no_hang():
+        assert main(["run", str(path), "--results", str(tmp_path / "r"), "--dry-run", *option]) == 2
+    err = capsys.readouterr().err
+    one_line(err)
+    assert err.startswith(f"error: {says}"), err
 
 
 def test_options_that_were_ignored_without_a_word_are_refused(store, tmp_path, monkeypatch, capsys):

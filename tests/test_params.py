@@ -31,6 +31,8 @@ def test_format_size():
         (choice("other", "fifo"), "fifi", "unknown value 'fifi'; did you mean 'fifo'?"),
         (boolean, "yes", "expected true or false, got 'yes'"),
         (duration(lo_ns=1000), "10ns", "10ns is out of range; give a value >= 1us"),
+        # a matrix duration, like every duration of a campaign (README, "Limits"): at most a week
+        (duration(), "999999h", "duration '999999h' is too long; give at most 168 h"),
     ],
 )
 def test_errors_name_the_key(parser, value, expected):

@@ -120,7 +120,13 @@ def test_no_rt_permission_with_fallback_marks_the_run(tmp_path, monkeypatch):
 def test_no_rt_permission_does_not_matter_without_c_fifo(tmp_path, monkeypatch):
     _no_rt(monkeypatch)
     [session] = preflight.open_targets(load_campaign(campaign_file(tmp_path, "python")))
-    session.target.close()
+    try:
+        assert session.rt_permitted is False
+        # only the machine's general note: nothing says that an impl of this campaign needs SCHED_FIFO
+        [fifo] = [w.message for w in session.warnings if "SCHED_FIFO" in w.message]
+        assert fifo.startswith("processes cannot get SCHED_FIFO") and "python" not in fifo
+    finally:
+        session.target.close()
 
 
 def _placement(tmp_path, cpus: str, n_cpus: int, load: str = "cpu"):
@@ -226,3 +232,78 @@ def test_a_target_that_hangs_in_preparation_is_lost_with_its_reason_not_a_traceb
     session = preflight._preflight_or_lost(campaign, campaign.targets[0], target)
     assert session.lost is not None and "longer than 180 s" in session.lost
     assert "raise alive_timeout in its [[target]]" in session.lost
+
+
+def _probe_declaring(monkeypatch, **declared):
+    """The self probe as a probe that declares what it needs of the target (`reads`) or of the
+    controller (`controller_tools`): a campaign that loads, then meets a target that cannot serve it."""
+    from jitterlab.measure.squarewave.probes.base import PROBES
+
+    entry = PROBES._entries["self"]
+    monkeypatch.setitem(PROBES._entries, "self",
+                        type(entry)(entry.name, entry.help, type("Declaring", (entry.obj,), declared)))
+
+
+def _self_probe_file(tmp_path: Path) -> Path:
+    path = campaign_file(tmp_path, "python")
+    path.write_text(path.read_text().replace("[matrix]", '[matrix]\nprobe = "self"'))
+    return path
+
+
+def test_a_probe_reading_what_the_target_lacks_is_unavailable_before_anything_is_built(tmp_path, monkeypatch):
+    from jitterlab.execution import runner
+    from jitterlab.measure.squarewave.impls.userspace import ProgramImpl
+    from jitterlab.store.catalog import Store
+    from jitterlab.targets.capabilities import RecordsGpioOutputs
+
+    campaign = load_campaign(_self_probe_file(tmp_path))
+    _probe_declaring(monkeypatch, reads=RecordsGpioOutputs)  # what a file's [[target]] could not tell
+    [session] = preflight.open_targets(campaign)
+    session.target.close()
+    [cell] = campaign.cells
+    why = ("target 'local' cannot record its GPIO outputs outside the board (an emulated board with a traced "
+           "GPIO controller): probe self needs it")
+    assert session.unavailable == {cell.key: why}
+    [warning] = [w for w in session.warnings if w.message.startswith(why)]
+    assert warning.remedy == ('measure those cells on a target that can: kind "qemu" with machine = '
+                              '"virt-arm64" or "virt-armhf"')
+    # run: nothing is built nor the impl prepared (a kernel module would be built there), and its
+    # runs are stored unavailable with that line
+    prepared = []
+    monkeypatch.setattr(ProgramImpl, "prepare", lambda self, ctx: prepared.append(ctx.cell))
+    monkeypatch.setattr(runner, "deploy", lambda target: pytest.fail("deployed"))
+    sessions = preflight.open_targets(campaign)
+    store = Store(tmp_path / "r")
+    try:
+        run = runner.Runner(campaign, store)
+        outcome = run.execute(sessions, run.campaign_id())
+        runs = store.runs()
+    finally:
+        store.close()
+        for session in sessions:
+            session.target.close()
+    assert outcome.failed == outcome.done == campaign.repetitions and prepared == []
+    assert {(r.status, r.error) for r in runs} == {("unavailable", why)}
+
+
+def test_a_tool_the_controller_lacks_makes_its_cells_unavailable_in_one_line(tmp_path, monkeypatch):
+    campaign = load_campaign(_self_probe_file(tmp_path))
+    _probe_declaring(monkeypatch, controller_tools={"no-such-analyzer-xyz": "sigrok-cli"})
+    [session] = preflight.open_targets(campaign)
+    session.target.close()
+    why = "the controller (this machine) lacks no-such-analyzer-xyz (apt install sigrok-cli)"
+    assert session.unavailable == {campaign.cells[0].key: why}
+    [warning] = [w for w in session.warnings if w.message.startswith(why)]
+    assert warning.message == f"{why} (its cells' runs are stored as unavailable)"
+    assert warning.remedy == ("apt install sigrok-cli on this machine, then jitterlab run --resume "
+                              "--retry-failed")
+
+
+def test_the_sigrok_probe_declares_sigrok_cli_on_the_controller():
+    from jitterlab import plugins
+    from jitterlab.model.fakes import squarewave_cell
+
+    bench = plugins.BENCHMARKS.get("squarewave", "test")
+    sigrok = squarewave_cell(probe="sigrok", pin="external")
+    assert bench.controller_tools(sigrok) == {"sigrok-cli": "sigrok-cli"}
+    assert bench.controller_tools(squarewave_cell(probe="vpin")) == {}

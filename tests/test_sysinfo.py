@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 
 import pytest
@@ -37,6 +38,7 @@ KEYS = {
     "os_name",
     "virtualization",
     "container",
+    "user_id",
     "rt_permission",
     "runtimes",
     # tuning.py
@@ -86,6 +88,7 @@ PI = script_output(
     uptime="3600.50 14000.00",
     virt="none",
     container="none",
+    user_id="0",
     rt_permission="0",
     runtimes="bash\t/bin/bash\tGNU bash, version 5.2.15(1)-release\n"
     "python3\t/usr/bin/python3\tPython 3.11.2\n"
@@ -108,6 +111,7 @@ def test_snapshot_of_this_machine_has_every_key_with_sane_types():
     assert isinstance(info["rt_runtime_us"], int)
     assert info["isolcpus"] is None or isinstance(info["isolcpus"], list)
     assert info["rt_permission"] in (True, False, None)
+    assert info["user_id"] == os.geteuid()  # who jitterlab is there
     assert info["runtimes"]["bash"]["path"].startswith("/")  # what runs the bash impl
     assert info["runtimes"]["bash"]["version"].startswith("GNU bash")
     assert all(w.remedy for w in sysinfo.checks(info))
@@ -186,6 +190,7 @@ def test_parse_a_raspberry_pi_with_rt_kernel():
         "os_name": "Raspbian GNU/Linux 12 (bookworm)",
         "virtualization": "none",
         "container": "none",
+        "user_id": 0,
         "rt_permission": True,
         "runtimes": {
             "bash": {"path": "/bin/bash", "version": "GNU bash, version 5.2.15(1)-release"},
@@ -345,6 +350,61 @@ def test_rt_throttling_in_a_container_names_the_host_not_root():
     bare = check_rt_throttling({"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "none"})
     assert bare is not None and "run jitterlab as root" in bare.remedy
     assert check_rt_throttling({"rt_runtime_us": -1, "rt_period_us": 1000000}) is None
+
+
+THROTTLED = {"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "none"}
+LIFTS = ('jitterlab lifts it for the runs of a probe that busy-polls on the target (campaign.rt_throttling = '
+         '"lift", the default) and puts it back')
+AS_ROOT = ('run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it for the '
+           "runs of a busy-polling probe and puts it back; or sysctl -w kernel.sched_rt_runtime_us=-1 "
+           "(as root)")
+OUTSIDE = ("nothing to do for the probes; a program of yours that keeps a real-time thread busy there "
+           "(e.g. impl kmod-busy) is stopped that long: sysctl -w kernel.sched_rt_runtime_us=-1")
+
+
+@pytest.mark.parametrize(("user_id", "plan", "remedy"), [
+    # doctor: no campaign, so no probe to tell where it runs
+    (0, None, LIFTS),
+    (1000, None, AS_ROOT),
+    (None, None, AS_ROOT),  # a snapshot that could not tell who jitterlab is
+    # a probe that busy-polls on the target (vpin)
+    (0, {"setting": "lift", "needed": True}, LIFTS),
+    (1000, {"setting": "lift", "needed": True}, AS_ROOT),
+    (0, {"setting": "lift", "needed": True, "changed": False, "why": "writing -1 to it failed"},
+     "jitterlab could not lift it (writing -1 to it failed): sysctl -w kernel.sched_rt_runtime_us=-1"),
+    (0, {"setting": "keep", "needed": True}, 'campaign.rt_throttling = "lift" lifts it for the runs and puts '
+     "it back; or sysctl -w kernel.sched_rt_runtime_us=-1"),
+    (1000, {"setting": "keep", "needed": True}, 'campaign.rt_throttling = "lift" lifts it for the runs and '
+     "puts it back, when jitterlab runs as root there; or sysctl -w kernel.sched_rt_runtime_us=-1 (as root)"),
+    # probes outside the target (emulator, register-poll on the controller; an instrument): nothing to lift
+    (0, {"setting": "lift", "needed": False}, OUTSIDE),
+    (1000, {"setting": "lift", "needed": False}, OUTSIDE + " (as root)"),
+    (0, {"setting": "lift", "needed": False, "changed": False,
+         "why": "no cell of this target busy-polls at SCHED_FIFO"}, OUTSIDE),
+])  # fmt: skip
+def test_rt_throttling_remedy_fits_where_the_probe_runs_and_who_jitterlab_is(user_id, plan, remedy):
+    from jitterlab.system.sysinfo import check_rt_throttling
+
+    info = {**THROTTLED, "user_id": user_id} | ({"rt_throttling": plan} if plan else {})
+    warning = check_rt_throttling(info)
+    assert warning is not None and warning.remedy == remedy
+    assert warning.message.startswith("RT throttling is active (sched_rt_runtime_us=950000, "
+                                      "sched_rt_period_us=1000000): a busy real-time task loses 5% of each")
+    outside = plan is not None and plan["needed"] is False
+    assert ("no probe of these runs polls on the target" in warning.message) == outside
+    assert ("a busy-polling probe is blind then" in warning.message) == (not outside)
+    if user_id == 0:
+        assert "as root" not in warning.remedy
+
+
+def test_rt_throttling_inside_a_container_is_the_hosts_whatever_the_probe():
+    from jitterlab.system.sysinfo import check_rt_throttling
+
+    host = "inside a container (docker) the setting belongs to its host: there, sysctl -w"
+    for plan in (None, {"setting": "lift", "needed": True}, {"setting": "lift", "needed": False}):
+        info = {**THROTTLED, "container": "docker", "user_id": 0} | ({"rt_throttling": plan} if plan else {})
+        warning = check_rt_throttling(info)
+        assert warning is not None and host in warning.remedy and "as root" not in warning.remedy
 
 
 class _Hanging(Wrapper, AnswersSlowly):

@@ -19,8 +19,8 @@ from jitterlab.model.errors import UserError, shown
 from jitterlab.model.labels import CONTROL, MAX_NAME, check_label, printable
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import did_you_mean
-from jitterlab.model.units import format_ns, parse_duration_ns
-from jitterlab.targets.registry import check_options as check_target_options
+from jitterlab.model.units import MAX_CAMPAIGN_NS, format_ns, parse_duration_ns
+from jitterlab.targets.registry import declare
 
 _CAMPAIGN_KEYS = {
     "name": 'a short name, e.g. "quickstart"',
@@ -53,7 +53,7 @@ _TARGET_KEYS = {"name", "kind"}
 MAX_FILE_BYTES = 10 << 20
 MAX_REPETITIONS = 100_000
 MAX_RUNS = 1_000_000
-MAX_RUN_NS = 7 * 24 * 3600 * 10**9  # any one duration of the campaign: a week
+MAX_RUN_NS = MAX_CAMPAIGN_NS  # any one duration of the campaign: a week
 MAX_CPU = 1023  # CPU numbers as the programs' cpu_set_t holds them
 
 
@@ -62,6 +62,7 @@ class TargetSpec:
     name: str
     kind: str
     options: Mapping[str, object] = field(default_factory=dict)
+    where: str = ""  # its table in messages: "campaign.toml: target[1]"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class Campaign:
     cells: tuple[Cell, ...]
     cpus: Mapping[str, tuple[int, ...]]
     source: str
+    pairing: tuple[str, ...] = ()  # what the matrix paired and left out ("matrix: ..."), for --dry-run
 
     @property
     def fingerprint(self) -> str:
@@ -162,7 +164,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         raise UserError(f'{where}: campaign.rt_throttling: expected "lift" or "keep", '
                         f"got {shown(rt_throttling)}")
     labels = _labels(_table(section, "labels", where, prefix="campaign."), where)
-    targets = _targets(data, where)
+    targets, declared = _targets(data, where)
     settings = RunSettings(
         duration_ns=duration("duration", "5s"),
         warmup_ns=duration("warmup", "50ms"),
@@ -183,6 +185,8 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
             )
     matrix = read_matrix(data, where, [t.name for t in targets])
     cells = matrix.cells
+    for key in labels:
+        check_label_key(key, cells, f"{where}: campaign.labels.{key}")
     if len(cells) * repetitions > MAX_RUNS:
         raise UserError(
             f"{where}: campaign.repetitions: {len(cells)} cells x {repetitions} repetitions is over "
@@ -199,15 +203,43 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         cells=cells,
         cpus=_cpus(section, where),
         source=source,
+        pairing=matrix.pairing,
     )
-    specs = {t.name: t for t in targets}
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
-        spec = specs[cell.target]
-        bench.check_target(cell, settings, f"{where}: matrix", spec.kind, spec.options)
+        bench.check_target(cell, settings, f"{where}: matrix", declared[cell.target])
+    for spec in targets:
+        _check_cpus(campaign, spec.name, declared[spec.name].cpus, where)
     matrix.check_excludes()
     return campaign
+
+
+def _check_cpus(campaign: Campaign, target: str, n_cpus: int | None, where: str) -> None:
+    """What preflight would refuse on a target whose CPUs its [[target]] sets (a VM jitterlab boots):
+    a CPU of [campaign.cpus] it lacks, a probe that needs a CPU of its own beside the program on one."""
+    if n_cpus is None:
+        return
+    for role, cpus in campaign.cpus.items():
+        if max(cpus) >= n_cpus:
+            raise UserError(f"{where}: campaign.cpus.{role}: CPU {max(cpus)} does not exist on target "
+                            f"{target!r}, which has {n_cpus} CPUs (0-{n_cpus - 1}, its cpus); give CPUs it "
+                            "has or raise its cpus")
+    polling = sorted({str(c.param("probe")) for c in campaign.cells if c.target == target
+                      and plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c)})
+    if polling and n_cpus == 1:
+        raise UserError(f"{where}: matrix.probe: probe {', '.join(polling)} needs a CPU of its own beside "
+                        f"the program, and target {target!r} has one CPU; give it cpus = 2, or use probe = "
+                        '"self" or a probe outside the board')
+
+
+def check_label_key(key: str, cells: tuple[Cell, ...], where: str) -> None:
+    """A label named like a key of the cells (target, impl, ...) would hide that key: compare and
+    --until-decided match a selector against the labels first."""
+    if key in {"target", "benchmark", "load"} | {k for c in cells for k, _ in c.params}:
+        raise UserError(f"{where}: the label {key!r} is named like a key of this campaign's cells, and "
+                        f"compare selects by labels first: {key}=... would no longer select cells; name the "
+                        f"label otherwise, e.g. {key}_label")
 
 
 def _envelope(section: Mapping[str, object], where: str) -> tuple[str, ...]:
@@ -253,11 +285,14 @@ def _no_unknown(table: Mapping[str, object], known: set[str], where: str, prefix
                             f"known: {', '.join(sorted(known))}")
 
 
-def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
+def _targets(data: Mapping[str, object], where: str) -> tuple[tuple[TargetSpec, ...], dict]:
+    """The [[target]] tables, and each target as it declares itself (registry.declare: what it will
+    offer), by name."""
     raw = data.get("target", [{"name": "local", "kind": "local"}])
     if not isinstance(raw, list) or not raw:
         raise UserError(f"{where}: target: expected one or more [[target]] tables")
     specs: list[TargetSpec] = []
+    declared = {}
     for i, entry in enumerate(raw):
         key = f"target[{i}]"
         if not isinstance(entry, dict):
@@ -272,9 +307,9 @@ def _targets(data: Mapping[str, object], where: str) -> tuple[TargetSpec, ...]:
         if any(s.name == name for s in specs):
             raise UserError(f"{where}: {key}.name: target name {name!r} is used twice; names must differ")
         options = {k: v for k, v in entry.items() if k not in _TARGET_KEYS}
-        check_target_options(kind, options, f"{where}: {key}")
-        specs.append(TargetSpec(name=name, kind=kind, options=options))
-    return tuple(specs)
+        declared[name] = declare(name, kind, options, f"{where}: {key}")  # its options checked
+        specs.append(TargetSpec(name=name, kind=kind, options=options, where=f"{where}: {key}"))
+    return tuple(specs), declared
 
 
 def _plugin_options(data: Mapping[str, object], kind: str, where: str) -> dict[str, dict[str, object]]:

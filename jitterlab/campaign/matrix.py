@@ -4,7 +4,8 @@ Every key of a [matrix] table is an axis when it holds a list and a fixed value 
 are the benchmark's params (each value read by its parser), plus `benchmark` and `load`. Cells are
 counted before they are made, so a matrix of a billion cells is refused, never expanded. An
 [[exclude]] rule names values the matrix has; a rule that matches no cell is refused (a misspelt
-value would otherwise exclude nothing, silently).
+value would otherwise exclude nothing, silently). What is left of a table, its benchmark pairs
+(Benchmark.pair: squarewave keeps each impl on the pins it drives) and says what it left out.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Matrix:
     every: tuple[Cell, ...]  # before exclusion
     cells: tuple[Cell, ...]  # what runs
     excludes: tuple[Exclude, ...]
+    pairing: tuple[str, ...] = ()  # what the benchmarks paired and left out, for --dry-run
 
     def check_excludes(self) -> None:
         """Refuse a rule that matches no cell: it was meant to drop something, and drops nothing."""
@@ -60,17 +62,29 @@ def read_matrix(data: Mapping[str, object], where: str, targets: Sequence[str]) 
     tables = raw if isinstance(raw, list) else [raw]
     if not tables or not all(isinstance(t, dict) for t in tables):
         raise UserError(f"{where}: matrix: expected a [matrix] table or [[matrix]] tables")
+    per_table: list[tuple[str, list[Cell]]] = []
     every: list[Cell] = []
     for i, table in enumerate(tables):
-        prefix = "matrix." if not isinstance(raw, list) else f"matrix[{i}]."
-        every += _table_cells(table, f"{where}: {prefix}", targets, MAX_CELLS - len(every))
+        prefix = "matrix" if not isinstance(raw, list) else f"matrix[{i}]"
+        cells = _table_cells(table, f"{where}: {prefix}.", targets, MAX_CELLS - len(every))
+        per_table.append((prefix, cells))
+        every += cells
     excludes = _excludes(data, where, {c.benchmark for c in every}, targets)
-    kept = [c for c in every if not any(rule.matches(c) for rule in excludes)]
+    kept: list[Cell] = []
+    notes: list[str] = []
+    for prefix, cells in per_table:
+        left = [c for c in cells if not any(rule.matches(c) for rule in excludes)]
+        for name in dict.fromkeys(c.benchmark for c in left):  # each benchmark pairs its own values
+            paired, said = plugins.BENCHMARKS.get(name, "benchmark").pair(
+                [c for c in cells if c.benchmark == name], [c for c in left if c.benchmark == name],
+                f"{where}: {prefix}")
+            kept += paired
+            notes += [f"{prefix}: {line}" for line in said]
     if len(set(kept)) != len(kept):
         raise UserError(f"{where}: matrix: two [[matrix]] tables give the same cell; remove one of them")
     if not kept:
         raise UserError(f"{where}: exclude: every cell of the matrix is excluded; nothing to run")
-    return Matrix(tuple(every), tuple(kept), tuple(excludes))
+    return Matrix(tuple(every), tuple(kept), tuple(excludes), tuple(notes))
 
 
 def _value(cell: Cell, key: str) -> object:

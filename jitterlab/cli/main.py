@@ -15,7 +15,19 @@ from types import ModuleType
 from rich.markup import escape
 
 from jitterlab import __version__
-from jitterlab.cli.commands import compare, doctor, export, import_, monitor, push, report, run, show, summary
+from jitterlab.cli.commands import (
+    check,
+    compare,
+    doctor,
+    export,
+    import_,
+    monitor,
+    push,
+    report,
+    run,
+    show,
+    summary,
+)
 from jitterlab.cli.commands import list as list_
 from jitterlab.cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, sigterm_as_interrupt
 from jitterlab.model.errors import RuntimeProblem, UserError
@@ -23,7 +35,7 @@ from jitterlab.report.console import SafeConsole
 
 # in the order `jitterlab --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (
-    run, summary, list_, show, monitor, report, compare, export, import_, push, doctor)
+    run, summary, list_, show, monitor, report, compare, export, import_, push, check, doctor)
 
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.

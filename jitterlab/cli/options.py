@@ -34,10 +34,11 @@ class _DefaultBy(str):
 
 
 def _metric_name(text: str) -> str:
-    """--trend's METRIC: a word (a metric's name), never empty: an empty one would be no trend at all."""
+    """A METRIC (--trend, --watch): a metric's name, never empty (an empty one would be no trend at all,
+    or a watch that can only fail once the campaign is measured)."""
     if not text.strip() or len(text) > MAX_NAME or CONTROL.search(text):
-        raise argparse.ArgumentTypeError(f"give a metric's name, e.g. --trend max_rel_period_error, got "
-                                         f"{shown(text)}")
+        raise argparse.ArgumentTypeError(f"give a metric's name, e.g. max_rel_period_error, "
+                                         f"got {shown(text)}")
     return text.strip()
 
 
@@ -67,7 +68,7 @@ def add_until_decided(parser: argparse.ArgumentParser) -> None:
         "target=standard..target=rt or image=1.10..image=1.11) and add repetitions only to the cells "
         "whose verdict is still undecided, until every watched verdict is better, worse or same, or a "
         "bound is reached; with --resume it goes on where it stopped")
-    parser.add_argument("--watch", action="append", metavar="METRIC",
+    parser.add_argument("--watch", action="append", metavar="METRIC", type=_metric_name,
                         help="with --until-decided: the metric whose verdicts must be decided; repeatable "
                         "(default: each benchmark's headline metrics)")
     parser.add_argument("--max-runs", type=int, metavar="N",

@@ -12,6 +12,8 @@ from rich.markup import escape
 
 from jitterlab.model.errors import UserError
 
+MAX_TIME = "1h"  # --max-time's default
+
 
 def watch_of(args: argparse.Namespace, campaign):
     """The Watch the options ask for (None without --until-decided); refused before measuring."""
@@ -27,8 +29,9 @@ def watch_of(args: argparse.Namespace, campaign):
         return None
     if args.max_runs is not None and args.max_runs < 0:
         raise UserError(f"--max-runs {args.max_runs}: give 0 or more extra runs")
+    max_time = MAX_TIME if args.max_time is None else args.max_time  # an empty one is refused, not 1 h
     watch = Watch.parse(args.until_decided, metrics=tuple(args.watch or ()), max_runs=args.max_runs,
-                        max_time_s=parse_duration_ns(args.max_time or "1h", "--max-time") / 1e9)
+                        max_time_s=parse_duration_ns(max_time, "--max-time") / 1e9)
     check_measured_here(watch, campaign, names())
     return watch
 
@@ -37,7 +40,7 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
     """The loop, its log and its end; returns the loop's Ended."""
     from jitterlab.campaign.cells import names
     from jitterlab.execution.runner import Runner
-    from jitterlab.execution.until_decided import until_decided
+    from jitterlab.execution.until_decided import UnknownWatch, until_decided
 
     def why(extra) -> None:
         # the notice escapes what it prints
@@ -45,8 +48,12 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
                                           f"{_row_text(extra.row)}")
 
     runner = functools.partial(Runner, progress=display, notice=display.notice)
-    ended = until_decided(campaign, store, sessions, campaign_id, watch, names=names(), why=why,
-                          runner=runner, planned=display.plan)
+    try:
+        ended = until_decided(campaign, store, sessions, campaign_id, watch, names=names(), why=why,
+                              runner=runner, planned=display.plan)
+    except UnknownWatch as exc:  # a name --watch took for a metric, which the measured runs lack
+        go_on = f"go on with {_resume(args)} --watch METRIC"
+        raise UserError(f"{exc}; the campaign's runs are stored: {go_on}") from None
     out.print(escape(end_text(ended, watch, campaign, args)), highlight=False)
     return ended
 
@@ -79,10 +86,7 @@ def end_text(ended, watch, campaign, args) -> str:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no watched row"
     done = f"{_n(ended.extra_runs, 'extra run')} in {_n(ended.rounds, 'round')}"
-    from jitterlab.store import shown_spec
-
-    resume = f"jitterlab run {args.campaign} --results {shown_spec(args.results)} --resume --until-decided " \
-             f"{args.until_decided}"
+    resume = _resume(args)
     if ended.reason == "decided":
         return f"{where}: every watched verdict is decided after {done} ({verdicts})"
     left = f"{_n(len(ended.undecided), 'verdict')} still undecided ({verdicts})"
@@ -92,12 +96,20 @@ def end_text(ended, watch, campaign, args) -> str:
                 f"{resume} --max-runs N")
     if ended.reason == "max-time":
         return (f"{where}: stopped after {done}: {left}; the next round (about "
-                f"{format_duration_s(ended.next_round_s)}) would pass --max-time {args.max_time or '1h'}; "
-                f"go on: {resume}")
+                f"{format_duration_s(ended.next_round_s)}) would pass --max-time "
+                f"{args.max_time or MAX_TIME}; go on: {resume}")
     if ended.reason == "interrupted":
         return f"{where}: interrupted after {done}; go on: {resume}"
     return (f"{where}: {left}; more runs here cannot decide them: the other group has fewer than 3 runs "
             "and is not measured by this campaign; measure it again with more repetitions")
+
+
+def _resume(args) -> str:
+    """The command that goes on with this campaign's --until-decided."""
+    from jitterlab.store import shown_spec
+
+    return (f"jitterlab run {args.campaign} --results {shown_spec(args.results)} --resume --until-decided "
+            f"{args.until_decided}")
 
 
 def _n(count: int, what: str) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab import programs
+from jitterlab.model.arch import of_triplet
 from jitterlab.model.errors import RunFailed, TargetLost, UserError
 from jitterlab.programs import DIRS, ProgramDir, check_cc
 from jitterlab.targets.base import CommandTimeout, Target
@@ -203,12 +204,6 @@ def _built(target: Target, bindir: str) -> frozenset[str]:
     return frozenset(target.run(["sh", "-c", _EXECUTABLES, "sh", *dirs]).stdout.split())
 
 
-# the Debian architecture of a cross compiler's GNU triplet (its name without "-gcc")
-_DEBIAN_ARCH = {"aarch64-linux-gnu": "arm64", "arm-linux-gnueabihf": "armhf", "arm-linux-gnueabi": "armel",
-                "x86_64-linux-gnu": "amd64", "i686-linux-gnu": "i386", "riscv64-linux-gnu": "riscv64",
-                "powerpc64le-linux-gnu": "ppc64el", "s390x-linux-gnu": "s390x"}
-
-
 def _triplet(cc: str) -> str | None:
     """"aarch64-linux-gnu" of "aarch64-linux-gnu-gcc-12 -O2"; None for a compiler named otherwise."""
     m = re.fullmatch(r"(.+)-(?:gcc|cc|clang)(?:-[\d.]+)?", Path(cc.split()[0]).name) if cc.split() else None
@@ -217,7 +212,8 @@ def _triplet(cc: str) -> str | None:
 
 def cross_arch(cc: str) -> str:
     """The Debian architecture whose libraries a cross build with `cc` links ("" when unknown)."""
-    return _DEBIAN_ARCH.get(_triplet(cc) or "", "")
+    arch = of_triplet(_triplet(cc))
+    return arch.name if arch is not None else ""
 
 
 def _pkg_config(cc: str) -> tuple[list[str], dict[str, str]]:

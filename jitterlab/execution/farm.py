@@ -40,9 +40,10 @@ def image_targets(campaign: Campaign) -> list[tuple[TargetSpec, ImageOptions]]:
     for spec in campaign.targets:
         if "images" not in spec.options:  # image keys without images are the kind's own to refuse
             continue                      # (a qemu target's boot_timeout is its own option)
-        _, images = split_image_options(spec.options, f"{campaign.path}: target {spec.name!r}")
+        where = spec.where or f"{campaign.path}: target {spec.name!r}"
+        _, images = split_image_options(spec.options, where)
         if images is not None:
-            check_labels_free(images, campaign.labels, f"{campaign.path}: target {spec.name!r}.image_label")
+            check_labels_free(images, campaign.labels, f"{where}.image_label")
             found.append((spec, images))
     if found and len(found) != len(campaign.targets):
         names = ", ".join(s.name for s in campaign.targets if s.name not in {f[0].name for f in found})
@@ -66,7 +67,7 @@ def run_images(campaign: Campaign, store: Store, boards: list[tuple[TargetSpec, 
     try:
         for spec, _ in boards:
             factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
-            opened[spec.name] = factory(spec.name, spec.options)
+            opened[spec.name] = factory(spec.name, spec.options, spec.where or None)
         flashed = {name: need(target, FlashesImages, f"{campaign.path}: target {name!r} names images")
                    for name, target in opened.items()}
         for value in values:

@@ -3,6 +3,7 @@ and CPUs the campaign's cells need there, and decide where program, probe and lo
 
 from __future__ import annotations
 
+import shutil
 import threading
 from dataclasses import dataclass, field
 
@@ -14,7 +15,8 @@ from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.records import Cell, Warning_
 from jitterlab.system import sysinfo
 from jitterlab.targets.base import CommandTimeout, Target
-from jitterlab.targets.capabilities import CrossBuilt, command_timeout_s, has, host_key_warning
+from jitterlab.targets.capabilities import CrossBuilt, command_timeout_s, has, host_key_warning, lacks
+from jitterlab.targets.registry import offered_by
 from jitterlab.targets.unreachable import UnreachableTarget
 
 _BUILD_TOOLS = {"make": "make", "cc": "gcc"}  # every C program is built with them on the target
@@ -51,7 +53,7 @@ def open_targets(campaign: Campaign) -> list[TargetSession]:
         target = None
         try:
             factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
-            target = factory(spec.name, spec.options)
+            target = factory(spec.name, spec.options, spec.where or None)
             opened[spec.name] = _preflight_or_lost(campaign, spec, target)
         except BaseException as exc:
             if target is not None:
@@ -135,6 +137,9 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
             why = f"{tool} (apt install {needs[tool][0]})"
             unavailable[key] = f"{unavailable[key]}, {why}" if key in unavailable else why
     unavailable = {k: f"the target lacks {v}" for k, v in unavailable.items()}
+    declared = _undeclared(target, cells)  # what plug-ins declare they need beyond the target's tools
+    for key, why in declared.items():
+        unavailable.setdefault(key, why.message)
     cells = [c for c in cells if c.key not in unavailable]
     for name in sorted({c.benchmark for c in cells}):  # what only the target can tell (a peer's answer)
         bench = plugins.BENCHMARKS.get(name, "matrix.benchmark")
@@ -152,6 +157,10 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
             'or set campaign.on_missing_rt = "fallback" to run it as SCHED_OTHER, marked in each run'
         )
     n_cpus = int(info.get("n_cpus") or 1)
+    # what the runner will do about RT throttling here, which the warning's remedy follows: lift it
+    # only for a probe that busy-polls on the target, not for one outside it (on the controller)
+    polling = any(plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c) for c in cells)
+    info["rt_throttling"] = {"setting": settings.rt_throttling, "needed": polling}
     warnings = list(sysinfo.checks(info))
     warnings += [w for w in [host_key_warning(target)] if w is not None]  # e.g. labgrid without known_hosts
     placement = _placement(campaign, cells, n_cpus, warnings)
@@ -163,9 +172,31 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
                 f"apt install {needs[tool][0]} on the target, then jitterlab run --resume --retry-failed",
             )
         )
+    for why in dict.fromkeys(declared.values()):
+        warnings.append(Warning_(f"{why.message} (its cells' runs are stored as unavailable)", why.remedy))
     return TargetSession(
         spec, target, info, placement, rt_permitted, warnings=warnings, unavailable=unavailable
     )
+
+
+def _undeclared(target: Target, cells: list[Cell]) -> dict[str, Warning_]:
+    """Cells whose plug-ins declare a need this target or the controller cannot meet, found before
+    anything is built for them -> why, in one line, with its remedy: a capability the target lacks (a
+    probe that reads an emulated board's trace, on a real board), a command the controller lacks
+    (sigrok-cli for the sigrok probe)."""
+    why: dict[str, Warning_] = {}
+    for cell in cells:
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        for cap, who in bench.capabilities(cell).items():
+            if has(target, cap) is None:
+                fix = f"measure those cells on a target that can: {offered_by(cap)}"
+                why.setdefault(cell.key, Warning_(lacks(target, cap, f"{who} needs it"), fix))
+        for tool, package in bench.controller_tools(cell).items():
+            if shutil.which(tool) is None:
+                why.setdefault(cell.key, Warning_(
+                    f"the controller (this machine) lacks {tool} (apt install {package})",
+                    f"apt install {package} on this machine, then jitterlab run --resume --retry-failed"))
+    return why
 
 
 def unbuilt(cells: list[Cell], built: frozenset[str], build_error: str,

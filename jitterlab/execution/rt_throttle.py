@@ -109,7 +109,9 @@ def lift(target: Target, setting: str, *, needed: bool, info: dict) -> ThrottleC
     elif info.get("container") not in (None, "", "none"):
         change.why = f"a container ({info['container']}): the kernel's setting belongs to its host"
     elif not writable:
-        change.why = f"{SYSCTL} is not writable here (run jitterlab as root to lift it)"
+        root = info.get("user_id") == 0  # then /proc/sys is read-only: being root would not help
+        change.why = f"{SYSCTL} is not writable here" + (
+            "" if root else " (run jitterlab as root to lift it)")
     elif before == LIFTED_US and not _live_others(target):
         change.why = "already lifted"
     else:

@@ -1,6 +1,7 @@
-"""The phases of one run, in order: loads started (or kept from the previous run), the benchmark
-prepared while they warm up, loads up (warmed up and checked), measured, the benchmark's set-up
-undone, loads down (checked, read, stopped or kept), analysed. The runner commits the result.
+"""The phases of one run, in order: its directory made on the target, loads started (or kept from
+the previous run), the benchmark prepared while they warm up, loads up (warmed up and checked),
+measured, the benchmark's set-up undone, loads down (checked, read, stopped or kept), analysed.
+The runner commits the result.
 
 Every phase may fail (RunFailed, CommandTimeout) or be interrupted; whatever the path, what the
 benchmark set up is undone and the loads are stopped, or kept only for a next run that checks them.
@@ -36,6 +37,8 @@ def measure(bench: Benchmark, ctx: RunContext, loads: TargetLoads, *, keep: bool
     (this one included) use them. Exceptions other than a run's failure propagate (a bug, or an
     interrupt), with the loads stopped."""
     try:
+        # a phase like the others: a target dropped since the last run is found here, and fails this run
+        ctx.target.run(["mkdir", "-p", ctx.scratch])
         loads.start(ctx.cell, runs)
         measuring = bench.prepare(ctx)
         try:

@@ -265,10 +265,12 @@ class Runner:
         self._lift_throttling(session)
         session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)
         self.store.add_warnings(campaign_id, session.warnings, target=session.spec.name)
-        deployment = deploy(session.target)
-        session.bindir = deployment.bindir
         cells = [c for c in self.campaign.cells
                  if c.target == session.spec.name and c.key not in session.unavailable]
+        if not cells:  # preflight found none of them can run here: nothing to build for them
+            return
+        deployment = deploy(session.target)
+        session.bindir = deployment.bindir
         missing = unbuilt(cells, deployment.built, deployment.build_error, deployment.cross_arch)
         if missing:
             session.unavailable.update(missing)
@@ -283,12 +285,13 @@ class Runner:
         before = dict(session.info)
         session.throttle = rt_throttle.lift(session.target, self.campaign.settings.rt_throttling,
                                             needed=needed, info=before)
-        change = session.throttle.as_json()
-        session.info = {**before, "rt_throttling": change}
+        session.info = {**before, "rt_throttling": {**session.throttle.as_json(), "needed": needed}}
         if session.throttle.changed:
             session.info["rt_runtime_us"] = rt_throttle.LIFTED_US
-            stale = sysinfo.check_rt_throttling(before)
-            session.warnings = [w for w in session.warnings if w != stale]
+        # preflight's warning told the plan; this one what was done (none once it is lifted)
+        stale, done = sysinfo.check_rt_throttling(before), sysinfo.check_rt_throttling(session.info)
+        session.warnings = [done if w == stale else w for w in session.warnings if w != stale or done]
+        if session.throttle.changed:
             self.notice(session.spec.name, f"RT throttling lifted for the runs (sched_rt_runtime_us "
                                            f"{session.throttle.before_us} -> -1; put back when they end)")
 
@@ -328,7 +331,6 @@ class Runner:
         local_dir = Path(tempfile.mkdtemp(prefix=f"jitterlab-{run_id}-"))
         started_ns, t0 = time.time_ns(), time.monotonic()
         try:
-            target.run(["mkdir", "-p", scratch])
             controller = target if has(target, ControllerMachine) else self._controller
             ctx = RunContext(target, settings, cell, rep, scratch, local_dir, session.bindir,
                              session.placement, session.rt_permitted, controller=controller)

@@ -26,7 +26,7 @@ from jitterlab.campaign.file import Campaign
 from jitterlab.execution.preflight import TargetSession
 from jitterlab.execution.runner import Outcome, Runner, estimate_s
 from jitterlab.model.cellnames import CellNames
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import UserError, shown
 from jitterlab.model.records import Cell, RunRecord
 from jitterlab.store.catalog import Store
 
@@ -35,6 +35,11 @@ NOT_GRADED = ("",)  # analysis.compare.NOT_GRADED: a load reading or a descripti
 DEFAULT_MAX_RUNS_PER_CELL = 10  # extra repetitions per cell the default bound allows
 DEFAULT_MAX_TIME_S = 3600.0
 now = time.monotonic  # the clock of the time bound (tests put the fake targets' clock here)
+
+
+class UnknownWatch(UserError):
+    """--watch names a metric the compared runs lack: known only once they are measured (benchmarks
+    do not declare every metric they produce)."""
 
 
 def decided(verdict: str) -> bool:
@@ -57,9 +62,16 @@ class Watch:
     def parse(cls, text: str, option: str = "--until-decided", **bounds) -> Watch:
         base, sep, cand = text.partition("..")
         if not sep or not base.strip() or not cand.strip():
-            raise UserError(f"{option} {text!r}: write BASELINE..CANDIDATE, e.g. {option} "
+            raise UserError(f"{option} {shown(text)}: write BASELINE..CANDIDATE, e.g. {option} "
+                            "target=standard..target=rt")
+        if ".." in cand:  # a third group would become part of the candidate's value, selecting nothing
+            raise UserError(f"{option} {shown(text)}: write two groups, BASELINE..CANDIDATE, e.g. {option} "
                             "target=standard..target=rt")
         baseline, candidate = Selector.parse(base, option), Selector.parse(cand, option)
+        for side, raw, sel in (("baseline", base, baseline), ("candidate", cand, candidate)):
+            if not sel.value:
+                raise UserError(f"{option} {shown(text)}: the {side} {shown(raw)} has no value; write "
+                                "KEY=VALUE, e.g. target=rt")
         if (baseline.key, baseline.value) == (candidate.key, candidate.value):
             raise UserError(f"{option} {text!r}: both sides select {baseline}; give two different groups")
         return cls(baseline, candidate, **bounds)
@@ -89,22 +101,70 @@ class Ended:
     rows: list[Row] = dataclasses.field(default_factory=list)  # the watched rows at the end
 
 
-def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> None:
-    """At least one side is measured by this campaign (its cells or its labels), else no extra run
-    could ever help: refused before anything is measured."""
-    def here(sel: Selector) -> bool:
-        if sel.key in campaign.labels:
-            return str(campaign.labels[sel.key]) == sel.value
-        for c in campaign.cells:
-            if sel.key in ("target", "benchmark", "load") and str(getattr(c, sel.key)) == sel.value:
-                return True
-            if c.has(sel.key) and sel.value in (str(c.param(sel.key)), names.show_value(c, sel.key)):
-                return True
-        return False
+_CELL_FIELDS = ("target", "benchmark", "load")
 
-    if not (here(watch.baseline) or here(watch.candidate)):
-        raise UserError(f"--until-decided {watch.baseline}..{watch.candidate}: this campaign measures "
-                        "neither group; select cells of its matrix (target=..., impl=...) or a label it sets")
+
+def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> None:
+    """Refuse, before anything is measured, what compare would refuse once the campaign's runs are in:
+    a group this campaign cannot add to and no earlier campaign can hold (a cell value no cell has, a
+    key that is neither label nor cell key), neither group measured here, groups that share cells of
+    this campaign, or groups with no cell in common. (The other value of a label may be an earlier
+    campaign's: only the store knows.)"""
+    where = f"--until-decided {watch.baseline}..{watch.candidate}"
+    cells = campaign.cells
+
+    def value(cell: Cell, key: str) -> set[str]:
+        """The cell's value of `key`, as stored (1000000) and as a campaign writes it (1ms)."""
+        if key in _CELL_FIELDS:
+            return {str(getattr(cell, key))}
+        return {str(cell.param(key)), names.show_value(cell, key)} if cell.has(key) else set()
+
+    def selected(sel: Selector) -> list[Cell]:
+        if sel.key in campaign.labels:  # all of this campaign's runs, or none (an earlier campaign's)
+            return list(cells) if str(campaign.labels[sel.key]) == sel.value else []
+        return [c for c in cells if sel.value in value(c, sel.key)]
+
+    base, cand = selected(watch.baseline), selected(watch.candidate)
+    if not base and not cand:
+        raise UserError(f"{where}: this campaign measures neither group; select cells of its matrix "
+                        "(target=..., impl=...) or a label it sets")
+    labelled = [s.key for s in (watch.baseline, watch.candidate) if s.key in campaign.labels]
+    if labelled and watch.baseline.key != watch.candidate.key:
+        raise UserError(f"{where}: select both groups by the label {labelled[0]} (two of its values), or "
+                        f"both by the cells: a cell selector takes the runs of every {labelled[0]}")
+    for sel, found in ((watch.baseline, base), (watch.candidate, cand)):
+        if found or sel.key in campaign.labels:
+            continue
+        taken = sorted({str(getattr(c, sel.key)) if sel.key in _CELL_FIELDS else names.show_value(c, sel.key)
+                        for c in cells if sel.key in _CELL_FIELDS or c.has(sel.key)})
+        if not taken:
+            keys = [*_CELL_FIELDS, *dict.fromkeys(k for c in cells for k, _ in c.params)]
+            raise UserError(f"{where}: {sel.key} is neither a label of this campaign nor a key of its cells "
+                            f"({', '.join(keys)})")
+        raise UserError(f"{where}: no cell of this campaign has {sel} (its cells have {sel.key} "
+                        f"{', '.join(taken[:20])}{', ...' if len(taken) > 20 else ''})")
+    if not (base and cand):
+        return
+    shared = [c for c in base if c in cand]
+    if shared:
+        raise UserError(f"{where}: both groups hold {len(shared)} cell(s) of this campaign (e.g. "
+                        f"{_cell_text(shared[0], names)}): a run would be compared with itself; select two "
+                        "groups apart, e.g. two values of one key")
+    keys = (watch.baseline.key, watch.candidate.key)
+    if not {_identity(c, keys, names) for c in base} & {_identity(c, keys, names) for c in cand}:
+        aside = " and ".join(dict.fromkeys(keys))
+        raise UserError(f"{where}: no cell of one group has a counterpart in the other ({aside} set aside), "
+                        "so nothing could be compared; select groups measured with the same matrix")
+
+
+def _identity(cell: Cell, selected: tuple[str, ...], names: CellNames) -> tuple:
+    """A cell as compare pairs the groups' runs: its fields and parameters less the selecting keys."""
+    fields = tuple(str(getattr(cell, f)) for f in _CELL_FIELDS if f not in selected)
+    return (*fields, names.params_text(cell, leave_out=selected))
+
+
+def _cell_text(cell: Cell, names: CellNames) -> str:
+    return " ".join(p for p in (cell.target, cell.benchmark, names.params_text(cell), cell.load) if p)
 
 
 def compared_runs(store: Store, campaign: Campaign, campaign_id: int) -> list[RunRecord]:
@@ -123,8 +183,8 @@ def watched_metrics(watch: Watch, runs: list[RunRecord]) -> list[str]:
     if watch.metrics:
         unknown = [m for m in watch.metrics if m not in known]
         if unknown:
-            raise UserError(f"--watch {', '.join(unknown)}: no such metric in the runs compared; they have: "
-                            f"{', '.join(sorted(known))}")
+            raise UnknownWatch(f"--watch {', '.join(unknown)}: no such metric in the runs compared; they "
+                               f"have: {', '.join(sorted(known))}")
         return list(watch.metrics)
     wanted: list[str] = []
     for bench in sorted({r.benchmark for r in runs}):

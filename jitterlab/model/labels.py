@@ -25,9 +25,11 @@ def printable(text: str, limit: int, where: str) -> None:
 def check_label(key: str, value: str, where: str) -> None:
     """A label is KEY = VALUE of one printable line each; compare selects runs by KEY=VALUE."""
     printable(key, MAX_NAME, f"{where} key")
-    if "=" in key or not key.strip():
-        raise UserError(f"{where}: a label key is a word without '=' (compare selects runs with "
-                        f"KEY=VALUE), got {shown(key)}")
+    if "=" in key or not key.strip() or key != key.strip():
+        raise UserError(f"{where}: a label key is a word without '=' or spaces around it (compare selects "
+                        f"runs with KEY=VALUE), got {shown(key)}")
     printable(value, MAX_LABEL, where)
     if not value.strip():
         raise UserError(f'{where}: a label has a value, e.g. image = "1.10"; remove the label or give one')
+    if value != value.strip():  # compare reads KEY=VALUE without them: the label could not be selected
+        raise UserError(f"{where}: a label value has no spaces around it, got {shown(value)}")

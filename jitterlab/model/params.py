@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.records import ParamValue
 from jitterlab.model.registry import Registry, did_you_mean
-from jitterlab.model.units import format_ns, parse_duration_ns
+from jitterlab.model.units import MAX_CAMPAIGN_NS, format_ns, parse_duration_ns
 
 Parser = Callable[[object, str], ParamValue]
 
@@ -46,7 +46,7 @@ MAX_SIZE = 1 << 50  # 1 PiB
 
 def duration(lo_ns: int = 1, hi_ns: int | None = None) -> Parser:
     def parse(value: object, where: str) -> ParamValue:
-        ns = parse_duration_ns(value, where)
+        ns = parse_duration_ns(value, where, MAX_CAMPAIGN_NS)  # as every duration of a campaign
         _in_range(ns, lo_ns, hi_ns, where, format_ns)
         return ns
 
@@ -161,9 +161,15 @@ def by_name(params: Sequence[Param]) -> dict[str, Param]:
 
 def auto(parser: Parser) -> Parser:
     """The word "auto" (the tool's own choice) or a value `parser` reads."""
+    return or_word("auto", parser)
+
+
+def or_word(word: str, parser: Parser) -> Parser:
+    """The word `word` (a default that says where the value comes from: "auto", "pin") or a value
+    `parser` reads."""
 
     def parse(value: object, where: str) -> ParamValue:
-        return "auto" if isinstance(value, str) and value == "auto" else parser(value, where)
+        return word if isinstance(value, str) and value == word else parser(value, where)
 
     return parse
 

@@ -23,19 +23,21 @@ class Entry(Generic[T]):
     name: str
     help: str
     obj: T
+    listed: bool = True  # False: for jitterlab's own tests, found by name but never shown to users
 
 
 class Registry(Generic[T]):
-    """Name -> plug-in. A duplicate name is a bug (ValueError); an unknown name is a UserError."""
+    """Name -> plug-in. A duplicate name is a bug (ValueError); an unknown name is a UserError.
+    Iterating, names() and the suggestions of an error see only the entries shown to users."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, Entry[T]] = {}
 
-    def add(self, name: str, help: str, obj: T) -> T:
+    def add(self, name: str, help: str, obj: T, *, listed: bool = True) -> T:
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
-        self._entries[name] = Entry(name, help, obj)
+        self._entries[name] = Entry(name, help, obj, listed)
         return obj
 
     def register(self, name: str, help: str) -> Callable[[T], T]:
@@ -56,14 +58,14 @@ class Registry(Generic[T]):
             raise UserError(f"{where}: {self.unknown(name)}") from None
 
     def unknown(self, name: str) -> str:
-        hint = did_you_mean(name, self._entries)
-        return f"unknown {self.kind} {shown(name)}; {hint}known: {', '.join(sorted(self._entries))}"
+        hint = did_you_mean(name, self.names())
+        return f"unknown {self.kind} {shown(name)}; {hint}known: {', '.join(self.names())}"
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
     def __iter__(self) -> Iterator[Entry[T]]:
-        return iter(sorted(self._entries.values(), key=lambda e: e.name))
+        return iter(sorted((e for e in self._entries.values() if e.listed), key=lambda e: e.name))
 
     def names(self) -> list[str]:
-        return sorted(self._entries)
+        return [e.name for e in self]

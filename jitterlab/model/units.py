@@ -21,6 +21,8 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|min|m|h)\s*
 # what every program and file format holds: int64 nanoseconds (292 years)
 MAX_DURATION_NS = 2**63 - 1
 _MAX_DIGITS = 40  # longer numbers are over MAX_DURATION_NS in any unit, or typing accidents
+# any one duration a campaign file gives (README, "Limits"): a week
+MAX_CAMPAIGN_NS = 7 * 24 * 3600 * 10**9
 
 
 def parse_duration_ns(text: object, where: str, max_ns: int = MAX_DURATION_NS) -> int:

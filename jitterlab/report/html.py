@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from jitterlab.analysis.samples import distribution
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.report import limits
 from jitterlab.report.comparison import comparison_note, comparison_rows, comparison_warnings
-from jitterlab.report.figures.base import quiet, svg_text
+from jitterlab.report.figures.base import mark_emulated, quiet, svg_text
 from jitterlab.report.figures.compare import compare_figure
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
@@ -81,8 +83,10 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
     if figure_files:
         fig_dir.mkdir(parents=True, exist_ok=True)
 
-    def emit(fig, name: str) -> str:
-        svg = svg_text(fig)
+    emulated = frozenset(limits.emulated_targets(runs, store.sysinfo))
+
+    def emit(fig, name: str, targets: Collection[str]) -> str:
+        svg = svg_text(mark_emulated(fig, emulated, targets))
         if figure_files:
             (fig_dir / f"{name}.svg").write_text(svg)
             png = fig_dir / f"{name}.png"
@@ -90,7 +94,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
             report.figure_files += [fig_dir / f"{name}.svg", png]
         return svg
 
-    ctx = SectionContext(store, emit, report.skipped, max_run_figures)
+    ctx = SectionContext(store, emit, report.skipped, max_run_figures, emulated)
     if not runs:
         report.skipped.append("every section: the selected campaign has no runs")
     with quiet():
@@ -186,8 +190,8 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
         heads, rows = comparison_rows(result)
         out.append({
             "title": f"{cand} vs {base}",
-            "svg": emit(compare_figure(result, charted),
-                        f"compare_{base.key}_{base.value}_{cand.value}"),
+            "svg": emit(compare_figure(result, charted), f"compare_{base.key}_{base.value}_{cand.value}",
+                        {r.target for r in runs if base.matches(r) or cand.matches(r)}),
             "heads": heads, "rows": rows, "verdicts": [r.verdict for r in result.rows],
             "note": comparison_note(result),
             "warnings": comparison_warnings(result),

@@ -11,6 +11,7 @@ from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value, percent
 
 BARE, VM, EMULATED = "bare metal", "VM", "emulated"
+UNIT_EMULATED = "unit_emulated"  # the metric of a run whose wave an emulated real-time unit made
 HEADLINE = "max_rel_period_error"
 
 
@@ -39,6 +40,16 @@ def evidence(info: dict) -> tuple[str, str]:
     if virt not in (None, "none", ""):
         return VM, f"a VM ({virt}): timing of this VM, which its hypervisor may stop at any time"
     return BARE, "bare metal"
+
+
+def emulated_targets(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> set[str]:
+    """The targets any of whose runs had an emulated CPU (evidence() EMULATED): their numbers and
+    figures are functional evidence only (the terminal's note, the report's tables and figures)."""
+    out: set[str] = set()
+    for sysinfo_id in {r.sysinfo_id for r in runs if r.sysinfo_id is not None}:
+        if evidence(sysinfo_of(sysinfo_id))[0] == EMULATED:
+            out |= {r.target for r in runs if r.sysinfo_id == sysinfo_id}
+    return out
 
 
 def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
@@ -73,8 +84,14 @@ def _emulated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
                  "figures that are timing at all; these ones only show that the programs ran")
 
 
+def emulated_units(runs: list[RunRecord], impl_of=lambda r: str(r.param("impl"))) -> set[tuple[str, str]]:
+    """(target, impl) whose wave a real-time unit made that qemu emulated on the controller (the
+    run's unit_emulated): functional evidence only, whatever the target itself is."""
+    return {(r.target, impl_of(r)) for r in runs if r.metric(UNIT_EMULATED, "")}
+
+
 def _emulated_unit(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    if not any(r.metric("unit_emulated", "") for r in runs):
+    if not any(r.metric(UNIT_EMULATED, "") for r in runs):
         return None
     return Limit(target, "an emulated real-time unit (qemu TCG on the controller, timed by its clock): the "
                  "unit's wave shows that its firmware made every edge, not how a real unit keeps time",
@@ -128,9 +145,16 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
             likely += (f"; probe {probe} runs on the {_location(probe)}, out of reach of the target's "
                        f"throttling: its {percent(elsewhere[0])} blind time (where its reads came late) "
                        "stays")
-    fix = "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot)"
+    root = info.get("user_id") == 0
+    fix = f"sysctl -w kernel.sched_rt_runtime_us=-1 ({'' if root else 'as root; '}until reboot)"
     if info.get("container") not in (None, "", "none"):  # jitterlab cannot lift it from inside
         fix = f"on the host of this container ({info['container']}): {fix}"
+    polled_here = (info.get("rt_throttling") or {}).get("needed")
+    if polled_here is None:  # a sysinfo stored before the runner recorded it: the runs' probes tell
+        polled_here = not square or any(_on_target(r.probe) for r in square)
+    if not polled_here:  # no probe to lift it for: only a busy real-time thread of the program's
+        fix = ("nothing for the probes, which run outside the target; for a program that keeps a "
+               f"real-time thread busy there (e.g. impl kmod-busy): {fix}")
     return Limit(target, what, fix, likely)
 
 

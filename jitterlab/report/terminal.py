@@ -129,9 +129,9 @@ def summary_tables(runs: list[RunRecord], campaign: str, planned: Collection[Cel
 
 def emulation_note(runs: list[RunRecord], store) -> str | None:
     """One line under the tables when a target was a VM under TCG: its numbers are not timing."""
-    from jitterlab.report.sections.squarewave import emulated_targets, emulated_units
+    from jitterlab.report.limits import emulated_targets, emulated_units
 
-    emulated = sorted(emulated_targets(runs, store))
+    emulated = sorted(emulated_targets(runs, store.sysinfo))
     units = [f"{target} (impl {impl})" for target, impl in sorted(emulated_units(runs))]
     notes = []
     if emulated:

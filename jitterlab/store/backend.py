@@ -13,7 +13,8 @@ it; an opened backend carries the connection. What differs between databases sta
 - the schema: created by `open(create=True)`, migrated in place by the backend's own steps;
 - files: the directory under which `raw/` and `attachments/` live, and whether raw series are
   named by their content hash (a store that several controllers share) or by their run id;
-- a campaign's lock (one jitterlab measures a campaign at a time).
+- a campaign's lock (one jitterlab measures a campaign at a time);
+- which of its driver's errors say that the store is damaged (a table gone, a file cut short).
 """
 
 from __future__ import annotations
@@ -91,6 +92,12 @@ class Backend(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def damage(self, exc: Exception) -> str | None:
+        """What is damaged in the store, when this error of the driver says so ("its table metrics is
+        missing"); None for any other error (a bug, a lost connection, a constraint), which is raised
+        as it is."""
+        return None
 
     def lock_campaign(self, campaign_id: int, name: str) -> CampaignLock:
         """Take the lock of a campaign (CampaignBusy naming its holder when another has it): by

@@ -1,5 +1,9 @@
 """The catalog of a store: campaigns, runs, metrics, sysinfo and warnings, written once against the
-Backend interface (backend.py), whatever database holds it. One transaction per run."""
+Backend interface (backend.py), whatever database holds it. One transaction per run.
+
+What it reads is checked as it is read: a table or column gone (at open), a JSON column that does not
+read, a metric that is no number are a damaged store (damage.py: one line, exit 2), never a traceback
+in whichever command happened to read it."""
 
 from __future__ import annotations
 
@@ -13,12 +17,14 @@ from pathlib import Path
 
 from jitterlab import __version__
 from jitterlab.model.errors import RuntimeProblem, UserError
-from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
+from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.model.series import Series
 from jitterlab.store.backends import open_backend
+from jitterlab.store.damage import RowDamaged, StoreDamaged, json_object, whole
 from jitterlab.store.files import RunFiles
 from jitterlab.store.locks import CampaignLock
-from jitterlab.store.schema import RUN_COLUMNS, SCHEMA_VERSION
+from jitterlab.store.rows import read_labels, read_metric, read_run
+from jitterlab.store.schema import RUN_COLUMNS, SCHEMA_VERSION, columns
 
 __all__ = ["SCHEMA_VERSION", "RunExists", "RunRecord", "Store"]
 
@@ -44,10 +50,45 @@ class Store:
         self.raw_dir = self.root / "raw"
         self.content_addressed = self._db.content_addressed
         self._files = RunFiles(self.root, self.content_addressed)
+        try:
+            self._check_tables()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_tables(self) -> None:
+        """Every table and column of the schema is there (a store damaged by hand, or by a tool that
+        dropped one, is refused when opened rather than in whichever query first needs it)."""
+        for table, expected in columns().items():
+            with self._read():
+                found = {d[0] for d in self._db.execute(f"SELECT * FROM {table} LIMIT 0").description}
+            if lacking := [c for c in expected if c not in found]:
+                raise self._damaged(f"its table {table} lacks the column{'s' * (len(lacking) > 1)} "
+                                    f"{', '.join(lacking)}")
+
+    def _damaged(self, what: str = "", *, row: RowDamaged | None = None) -> StoreDamaged:
+        return StoreDamaged(self.where, what, row=row)
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[None]:
+        """Hold the lock; an error of the database that says the store is damaged (the backend
+        knows which) becomes StoreDamaged, and a row that does not read too."""
+        with self._lock:
+            try:
+                yield
+            except RowDamaged as exc:
+                raise self._damaged(row=exc) from None
+            except StoreDamaged:
+                raise
+            except Exception as exc:
+                what = self._db.damage(exc)
+                if what is None:
+                    raise
+                raise self._damaged(what) from None
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
-        with self._lock, self._db.transaction():
+        with self._read(), self._db.transaction():
             yield
 
     def close(self) -> None:
@@ -96,18 +137,19 @@ class Store:
         """Every field of one campaign (labels decoded)."""
         keys = ("id", "name", "fingerprint", "source_path", "source", "labels_json", "created_ns",
                 "jitterlab_version")
-        with self._lock:
+        with self._read():
             row = self._db.execute(f"SELECT {', '.join(keys)} FROM campaigns WHERE id = ?",
                                    (campaign_id,)).fetchone()
-        if row is None:
-            raise UserError(f"{self.where}: no campaign #{campaign_id}")
-        found = dict(zip(keys, row, strict=True))
-        found["labels"] = json.loads(found.pop("labels_json"))
+            if row is None:
+                raise UserError(f"{self.where}: no campaign #{campaign_id}")
+            found = dict(zip(keys, row, strict=True))
+            found["labels"] = read_labels(found.pop("labels_json"), f"campaign #{campaign_id}")
+            whole(found["created_ns"], f"campaign #{campaign_id}", "created_ns")
         return found
 
     def find_campaign(self, name: str, fingerprint: str, created_ns: int) -> int | None:
         """The id of the campaign that is this one (pushed from another store), if any."""
-        with self._lock:
+        with self._read():
             row = self._db.execute(
                 "SELECT id FROM campaigns WHERE name = ? AND fingerprint = ? AND created_ns = ?",
                 (name, fingerprint, created_ns)).fetchone()
@@ -119,22 +161,32 @@ class Store:
         if name is not None:
             query += " WHERE name = ?"
             args = (name,)
-        with self._lock:
+        with self._read():
             row = self._db.execute(query + " ORDER BY id DESC LIMIT 1", args).fetchone()
         if row is None:
             return None
         return dict(zip(("id", "name", "fingerprint", "source_path", "created_ns"), row, strict=True))
 
-    def campaigns(self) -> list[dict]:
-        with self._lock:
+    def campaigns(self, damaged: dict[int, str] | None = None) -> list[dict]:
+        """Every campaign, oldest first. `damaged`: a campaign whose row does not read is left out
+        and put there (id -> why) instead of refusing the store (push, check)."""
+        found = []
+        with self._read():
             rows = self._db.execute(
                 "SELECT c.id, c.name, c.created_ns, COUNT(r.id), c.labels_json FROM campaigns c "
                 "LEFT JOIN runs r ON r.campaign_id = c.id GROUP BY c.id ORDER BY c.id"
             ).fetchall()
-        return [
-            {"id": r[0], "name": r[1], "created_ns": r[2], "n_runs": r[3], "labels": json.loads(r[4])}
-            for r in rows
-        ]
+            for r in rows:
+                try:
+                    labels = read_labels(r[4], f"campaign #{r[0]}")
+                    whole(r[2], f"campaign #{r[0]}", "created_ns")
+                except RowDamaged as exc:
+                    if damaged is None:
+                        raise
+                    damaged[r[0]] = exc.detail
+                    continue
+                found.append({"id": r[0], "name": r[1], "created_ns": r[2], "n_runs": r[3], "labels": labels})
+        return found
 
     def add_sysinfo(self, campaign_id: int, target: str, info: dict) -> int:
         with self._tx():
@@ -144,9 +196,9 @@ class Store:
             )
 
     def sysinfo(self, sysinfo_id: int) -> dict:
-        with self._lock:
+        with self._read():
             row = self._db.execute("SELECT json FROM sysinfo WHERE id = ?", (sysinfo_id,)).fetchone()
-        return json.loads(row[0]) if row else {}
+            return json_object(row[0], f"sysinfo #{sysinfo_id}", "json") if row else {}
 
     def add_warnings(
         self, campaign_id: int, warnings: Iterable[Warning_], *, target: str | None = None
@@ -168,7 +220,7 @@ class Store:
         if run_id is not None:
             query += " AND run_id = ?"
             args += (run_id,)
-        with self._lock:
+        with self._read():
             rows = self._db.execute(query + " ORDER BY id", args).fetchall()
         return [(r[0], Warning_(r[1], r[2])) for r in rows]
 
@@ -176,7 +228,7 @@ class Store:
 
     def target_warnings(self, campaign_id: int) -> list[tuple[str | None, Warning_]]:
         """(target, warning) of the warnings that belong to no run (a target's, the campaign's)."""
-        with self._lock:
+        with self._read():
             rows = self._db.execute(
                 "SELECT target, message, remedy FROM warnings WHERE campaign_id = ? AND run_id IS NULL "
                 "ORDER BY id", (campaign_id,)).fetchall()
@@ -184,7 +236,7 @@ class Store:
 
     def committed(self, campaign_id: int) -> dict[tuple[str, int], str]:
         """(cell_key, repetition) -> status of every run already committed."""
-        with self._lock:
+        with self._read():
             rows = self._db.execute(
                 "SELECT cell_key, repetition, status FROM runs WHERE campaign_id = ?", (campaign_id,)
             ).fetchall()
@@ -211,7 +263,7 @@ class Store:
 
     def run_ids(self, campaign_id: int) -> dict[tuple[str, int], str]:
         """(cell_key, repetition) -> id of every run committed."""
-        with self._lock:
+        with self._read():
             rows = self._db.execute(
                 "SELECT cell_key, repetition, id FROM runs WHERE campaign_id = ?", (campaign_id,)
             ).fetchall()
@@ -220,7 +272,7 @@ class Store:
     def damaged(self, campaign_id: int) -> dict[tuple[str, int], str]:
         """(cell_key, repetition) -> why, of the runs whose raw file is missing or not the bytes
         the store recorded (its sha256)."""
-        with self._lock:
+        with self._read():
             rows = self._db.execute(
                 "SELECT cell_key, repetition, raw_path, raw_sha256 FROM runs WHERE campaign_id = ? "
                 "AND raw_path IS NOT NULL", (campaign_id,)).fetchall()
@@ -230,6 +282,15 @@ class Store:
             if why is not None:
                 found[(key, rep)] = why
         return found
+
+    def file_damage(self, run: RunRecord) -> str | None:
+        """Why the run's raw file or an attachment is not what the run recorded, or None."""
+        if run.raw_path and (why := self._files.damage(run.raw_path, run.raw_sha256)):
+            return why
+        for path in run.attachments.values():
+            if not (self.root / path).is_file():
+                return f"{path} is missing"
+        return None
 
     def commit_run(self, run: RunRecord, warnings: Sequence[Warning_] = (), *,
                    series: Mapping[str, Series] | None = None, files: Mapping[str, bytes] | None = None,
@@ -313,7 +374,11 @@ class Store:
             self._insert_warnings(run.campaign_id, run.id, run.target, warnings)
         return run
 
-    def runs(self, campaign_id: int | None = None, run_id: str | None = None) -> list[RunRecord]:
+    def runs(self, campaign_id: int | None = None, run_id: str | None = None,
+             damaged: dict[str, str] | None = None) -> list[RunRecord]:
+        """The runs of a campaign, of an id's prefix, or all, in the order they started. `damaged`: a
+        run whose row does not read is left out and put there (id -> why) instead of refusing the
+        store (push, check)."""
         query = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"
         clauses, args = [], []
         if campaign_id is not None:
@@ -324,12 +389,19 @@ class Store:
             args.append(run_id + "%")
         if clauses:
             query += " WHERE " + " AND ".join(clauses)
-        with self._lock:
+        records = []
+        with self._read():
             cur = self._db.execute(query + " ORDER BY started_ns, id", args)
-            columns = [d[0] for d in cur.description]
-            rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
             metrics: dict[str, dict] = {r["id"]: {} for r in rows}
             attachments: dict[str, dict] = {r["id"]: {} for r in rows}
+            bad: dict[str, RowDamaged] = {}  # run id -> why it does not read (its campaign, a metric)
+            campaign_ids = {r[0] for r in self._db.execute("SELECT id FROM campaigns")} if rows else set()
+            for r in rows:  # SQLite keeps a foreign key that it is not asked to check
+                if r["campaign_id"] not in campaign_ids:
+                    bad[r["id"]] = RowDamaged(f"run {r['id']}",
+                                              f"campaign_id {r['campaign_id']!r:.40} names no campaign")
             if rows:
                 marks = ",".join("?" * len(rows))
                 ids = [r["id"] for r in rows]
@@ -338,18 +410,23 @@ class Store:
                     f"WHERE run_id IN ({marks})",
                     ids,
                 ):
-                    metrics[run_id_][(probe, name)] = Metric(name, value, unit, probe, way)
+                    try:
+                        metrics[run_id_][(probe, name)] = read_metric(run_id_, probe, name, value, unit, way)
+                    except RowDamaged as exc:
+                        bad.setdefault(run_id_, exc)
                 for run_id_, name, path in self._db.execute(
                     f"SELECT run_id, name, path FROM attachments WHERE run_id IN ({marks}) ORDER BY name",
                     ids,
                 ):
                     attachments[run_id_][name] = path
-        records = []
-        for r in rows:
-            cell = Cell(r.pop("target"), r.pop("benchmark"), r.pop("load"),
-                        tuple(json.loads(r.pop("cell_json")).items()))
-            r["settings"] = json.loads(r.pop("params_json"))
-            r["labels"] = json.loads(r.pop("labels_json"))
-            records.append(RunRecord(**r, cell=cell, metrics=metrics[r["id"]],
-                                     attachments=attachments[r["id"]]))
+            for r in rows:
+                try:
+                    if r["id"] in bad:
+                        raise bad[r["id"]]
+                    records.append(read_run(r, metrics[r["id"]], attachments[r["id"]]))
+                except RowDamaged as exc:
+                    if damaged is None:
+                        raise
+                    damaged[r["id"]] = exc.detail
         return records
+

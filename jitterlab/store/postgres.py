@@ -23,7 +23,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.store import schema, urls
 from jitterlab.store.backend import Backend
-from jitterlab.store.schema import SCHEMA_VERSION, refuse_newer
+from jitterlab.store.damage import StoreDamaged
+from jitterlab.store.schema import SCHEMA_VERSION, refuse_newer, schema_version
 
 SCHEMES = ("postgresql://", "postgres://")
 RAW_DIR_ENV = "JITTERLAB_RAW_DIR"
@@ -67,6 +68,8 @@ def split_url(url: str) -> tuple[str, Path, str]:
     rest = [(k, v) for k, v in query if k != "raw_dir"]
     raw_dir = raw[-1] if raw else os.environ.get(RAW_DIR_ENV, "")
     where = urls.masked(_join(parts.scheme, parts.netloc, parts.path, parts.query))
+    if defect := urls.defect(url):  # a mistake in the command, not a server that is down
+        raise UserError(f"--results {where}: {defect}; write it postgresql://user@host:port/db?raw_dir=DIR")
     if not raw_dir:
         raise UserError(
             f"--results {where}: say where raw series and attachments go: add ?raw_dir=/a/directory "
@@ -98,6 +101,11 @@ class PostgresBackend(Backend):
             self._conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             reason = urls.scrubbed(_one_line(exc), conninfo)  # libpq may quote a part of the URL
+            if _refuses_the_url(exc, reason):
+                reason = reason.removeprefix("connection is bad: ")
+                raise UserError(f"--results {shown}: libpq cannot use this URL: {reason}; fix it "
+                                "(postgresql://user@host:port/db?raw_dir=DIR, key=value options libpq "
+                                "knows)") from None
             raise RuntimeProblem(f"--results {shown}: cannot connect: {reason}") from None
 
     @classmethod
@@ -121,13 +129,14 @@ class PostgresBackend(Backend):
     @classmethod
     def open(cls, spec: str, *, create: bool) -> PostgresBackend:
         conninfo, raw_dir, shown = split_url(spec)
+        backend = cls(conninfo, raw_dir, shown)  # connected first: a store never reached makes nothing
         try:
-            (raw_dir / "raw").mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"--results {shown}: cannot create the raw directory {raw_dir / 'raw'}: "
-                            f"{exc.strerror}; choose another raw_dir") from None
-        backend = cls(conninfo, raw_dir, shown)
-        try:
+            if create:  # only a writer makes the raw directory; a reader names each missing file
+                try:
+                    (raw_dir / "raw").mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise UserError(f"--results {shown}: cannot create the raw directory {raw_dir / 'raw'}: "
+                                    f"{exc.strerror}; choose another raw_dir") from None
             backend._create_or_migrate(create)
         except BaseException:
             backend.close()
@@ -147,11 +156,14 @@ class PostgresBackend(Backend):
                         self.execute(statement)
             tables = self.tables()
         if "schema_version" not in tables:
+            if {"campaigns", "runs"} <= tables:
+                raise StoreDamaged(self.where, "its table schema_version is missing")
             raise UserError(f"{self.where}: not a jitterlab results database; pass another --results")
         while True:
             with self.transaction():
                 self.execute(SCHEMA_LOCK)
-                version = int(self.execute("SELECT version FROM schema_version").fetchone()[0])
+                version = schema_version(self.execute("SELECT version FROM schema_version").fetchall(),
+                                         self.where, self.where)
                 refuse_newer(version, self.where)
                 if version >= SCHEMA_VERSION:
                     return
@@ -188,6 +200,20 @@ class PostgresBackend(Backend):
     def close(self) -> None:
         self._conn.close()
 
+    def damage(self, exc: Exception) -> str | None:
+        from psycopg import errors
+
+        text = _one_line(exc)
+        if isinstance(exc, errors.UndefinedTable):
+            found = re.search(r'relation "([^"]+)" does not exist', text)
+            return f"its table {found[1]} is missing" if found else f"a table is missing ({text})"
+        if isinstance(exc, errors.UndefinedColumn):
+            found = re.search(r'column "([^"]+)" does not exist', text)
+            return f"a table lacks its column {found[1]}" if found else f"a column is missing ({text})"
+        if isinstance(exc, errors.DataCorrupted | errors.IndexCorrupted):
+            return f"the database reports it corrupt ({text})"
+        return None
+
 
 class _Cursor:
     """psycopg's cursor as the catalog reads one: no rows (rather than an error) after a statement
@@ -205,6 +231,17 @@ class _Cursor:
 
     def __iter__(self):
         return iter(self.fetchall())
+
+
+def _refuses_the_url(exc: BaseException, reason: str) -> bool:
+    """Did libpq refuse the URL itself, before any connection was tried (an unknown ?key, an option
+    value it does not take)? That is a mistake in the command (exit 2), not a server down (exit 1).
+    psycopg raises ProgrammingError when libpq cannot parse the URL; a value libpq checks before it
+    connects ends the connection at once with "invalid ..." (invalid port number, invalid sslmode
+    value)."""
+    import psycopg
+
+    return isinstance(exc, psycopg.ProgrammingError) or reason.startswith("connection is bad: invalid ")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,7 +1,9 @@
 """Copy the runs of one store into another (a board measured offline, added to the lab's shared
 database later). Idempotent: a run already in the destination (by its id) is left alone; raw files
 are checked against their recorded sha256 before they are accepted. A run whose files are not what
-it recorded (a raw file deleted or changed since) is not pushed and is named; the others are."""
+it recorded (a raw file deleted or changed since), or whose rows do not read (its JSON, its campaign's,
+its sysinfo's), is not pushed and is named; the others are: pushing into a new store is how the sound
+runs of a damaged one are kept."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.store.catalog import Store
+from jitterlab.store.damage import StoreDamaged
 
 
 class Damaged(Exception):
@@ -30,7 +33,8 @@ def push(source: Store, dest: Store) -> Pushed:
     attachments. Each run is one transaction in `dest`: an interrupted push is resumed by pushing
     again. A damaged run is left out and listed in `damaged`; the push goes on."""
     done = Pushed()
-    for summary in source.campaigns():
+    unread: dict[int, str] = {}  # campaign id -> why its row does not read
+    for summary in source.campaigns(damaged=unread):
         camp = source.campaign(summary["id"])
         dest_id = dest.find_campaign(camp["name"], camp["fingerprint"], camp["created_ns"])
         if dest_id is None:
@@ -43,19 +47,20 @@ def push(source: Store, dest: Store) -> Pushed:
         have = set(dest.run_ids(dest_id).values())
         sysinfo_ids: dict[int, int] = {}
         warnings = source.warnings(camp["id"])
-        for run in source.runs(camp["id"]):
+        unread_runs: dict[str, str] = {}
+        for run in source.runs(camp["id"], damaged=unread_runs):
             if run.id in have:
                 done.skipped += 1
                 continue
             try:
                 files = _attachments(source, run)
+                if run.sysinfo_id is not None and run.sysinfo_id not in sysinfo_ids:
+                    info = _sysinfo(source, run.sysinfo_id)
+                    sysinfo_ids[run.sysinfo_id] = dest.add_sysinfo(dest_id, run.target, info)
                 raw_path = _adopted_raw(source, dest, run)
             except Damaged as exc:
                 done.damaged.append((run.id, str(exc)))
                 continue
-            if run.sysinfo_id is not None and run.sysinfo_id not in sysinfo_ids:
-                info = source.sysinfo(run.sysinfo_id)
-                sysinfo_ids[run.sysinfo_id] = dest.add_sysinfo(dest_id, run.target, info)
             sysinfo_id = sysinfo_ids.get(run.sysinfo_id) if run.sysinfo_id is not None else None
             # ids remapped; the attachments are written by the commit
             moved = replace(run, campaign_id=dest_id, raw_path=raw_path, sysinfo_id=sysinfo_id,
@@ -64,7 +69,21 @@ def push(source: Store, dest: Store) -> Pushed:
                 done.raw_bytes += (dest.root / raw_path).stat().st_size
             dest.commit_run(moved, [w for run_id, w in warnings if run_id == run.id], files=files)
             done.runs += 1
+        done.damaged += [(run_id, f"its {why}") for run_id, why in unread_runs.items()]
+    for campaign_id, why in unread.items():
+        done.damaged += [(run_id, f"its campaign #{campaign_id}'s {why}")
+                         for run_id in source.run_ids(campaign_id).values()]
     return done
+
+
+def _sysinfo(source: Store, sysinfo_id: int) -> dict:
+    """The sysinfo a run was measured under; Damaged when its row does not read."""
+    try:
+        return source.sysinfo(sysinfo_id)
+    except StoreDamaged as exc:
+        if exc.row is None:
+            raise
+        raise Damaged(f"its sysinfo #{sysinfo_id}'s {exc.row.detail}") from None
 
 
 def _attachments(source: Store, run: RunRecord) -> dict[str, bytes]:

@@ -4,7 +4,11 @@ steps that bring an older store up to date are each backend's own (sqlite_migrat
 
 from __future__ import annotations
 
-from jitterlab.model.errors import UserError
+import functools
+import sqlite3
+
+from jitterlab.model.errors import UserError, shown
+from jitterlab.store.damage import StoreDamaged
 
 SCHEMA_VERSION = 3
 
@@ -92,8 +96,32 @@ SCHEMA = [
 ]
 
 
+def schema_version(rows: list, spec: str, where: str) -> int:
+    """The version in the rows of the schema_version table: one whole number, or the store is damaged."""
+    if len(rows) != 1:
+        raise StoreDamaged(spec, f"its table schema_version holds {len(rows)} rows, not 1", where=where)
+    version = rows[0][0]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise StoreDamaged(spec, f"its schema version is {shown(version, 40)}, not a whole number",
+                           where=where)
+    return version
+
+
 def refuse_newer(version: int, where: object) -> None:
     """A store written by a newer jitterlab is not touched: its tables may mean something else."""
     if version > SCHEMA_VERSION:
         raise UserError(f"{where}: written by a newer jitterlab (schema {version}, this one knows "
                         f"{SCHEMA_VERSION}); upgrade jitterlab (pip install -U jitterlab)")
+
+
+@functools.cache
+def columns() -> dict[str, tuple[str, ...]]:
+    """table -> its stored columns, as SCHEMA makes them (read back from SQLite, never listed twice)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        for statement in SCHEMA:
+            db.execute(statement)
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: tuple(r[1] for r in db.execute(f"PRAGMA table_info({t})")) for t in tables}
+    finally:
+        db.close()

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from jitterlab.model.errors import RuntimeProblem, UserError, shown
 from jitterlab.store.backend import Backend
-from jitterlab.store.schema import SCHEMA, SCHEMA_VERSION, refuse_newer
+from jitterlab.store.damage import StoreDamaged
+from jitterlab.store.schema import SCHEMA, SCHEMA_VERSION, refuse_newer, schema_version
 from jitterlab.store.sqlite_migrations import MIGRATIONS
 
 DB_NAME = "results.sqlite"
@@ -93,6 +94,21 @@ class SqliteBackend(Backend):
     def close(self) -> None:
         self._db.close()
 
+    def damage(self, exc: Exception) -> str | None:
+        return damage(exc) if isinstance(exc, sqlite3.DatabaseError) else None
+
+
+def damage(exc: sqlite3.DatabaseError) -> str | None:
+    """What a sqlite3 error says is damaged in a results database, if anything."""
+    text = str(exc)
+    if found := re.match(r"no such table: (?:main\.)?(\S+)", text):
+        return f"its table {found[1]} is missing"
+    if found := re.match(r"no such column: (\S+)", text):
+        return f"a table lacks its column {found[1]}"
+    if "malformed" in text or "file is not a database" in text:
+        return f"its database file does not read ({text})"
+    return None
+
 
 # how long a writer waits for another one's transaction (a run's commit takes milliseconds; a
 # migration of a large store longer)
@@ -113,11 +129,13 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
 
 def _refusal(db_path: Path, exc: sqlite3.Error) -> UserError:
     """What to tell the user about an error opening the database: only a file that is not SQLite
-    at all is "not a results database"; a busy or unreadable one is said to be so."""
+    at all is "not a results database"; a damaged, busy or unreadable one is said to be so."""
     text = str(exc)
-    if "file is not a database" in text or "malformed" in text:
+    if "file is not a database" in text:
         return UserError(f"{db_path}: not a jitterlab results database ({text}); move it away or "
                          "pass another --results")
+    if what := damage(exc):  # SQLite cut short or overwritten in part, a table gone (while migrating)
+        return StoreDamaged(str(db_path.parent), what, where=str(db_path))
     if "locked" in text or "busy" in text:
         return RuntimeProblem(f"{db_path}: another process keeps the database locked ({text}); "
                               "try again when it is done")
@@ -200,9 +218,12 @@ def _version(db: sqlite3.Connection, db_path: Path) -> int | None:
     if not tables:
         return None
     if "schema_version" not in tables:
+        if {"campaigns", "runs"} <= tables:
+            raise StoreDamaged(str(db_path.parent), "its table schema_version is missing", where=str(db_path))
         raise UserError(f"{db_path}: not a jitterlab results database (no schema_version table); "
                         "pass another --results")
-    version = int(db.execute("SELECT version FROM schema_version").fetchone()[0])
+    version = schema_version(db.execute("SELECT version FROM schema_version").fetchall(),
+                             str(db_path.parent), str(db_path))
     refuse_newer(version, db_path)
     return version
 

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from jitterlab.model.arch import of_uname
 from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
@@ -101,22 +102,22 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
     return info, findings
 
 
-# `uname -m` -> Debian's PREEMPT_RT kernel package for that architecture
-RT_KERNEL_PACKAGE = {"x86_64": "linux-image-rt-amd64", "aarch64": "linux-image-rt-arm64",
-                     "arm64": "linux-image-rt-arm64", "armv7l": "linux-image-rt-armmp",
-                     "armv8l": "linux-image-rt-armmp"}
+def rt_kernel_package(uname_m: str | None) -> str | None:
+    """Debian's PREEMPT_RT kernel package for a machine of this `uname -m`, None when it has none."""
+    arch = of_uname(uname_m)
+    return arch.rt_package if arch is not None else None
 
 
-def rt_kernel_hint(machine: str | None) -> str:
+def rt_kernel_hint(uname_m: str | None) -> str:
     """How to get a PREEMPT_RT kernel on a machine of this `uname -m` (Debian's package for it)."""
-    package = RT_KERNEL_PACKAGE.get(machine or "")
+    package = rt_kernel_package(uname_m)
     if package is not None:
         return f"apt install {package}"
-    return (f"Debian has no PREEMPT_RT kernel package for {machine or 'this architecture'}: "
+    return (f"Debian has no PREEMPT_RT kernel package for {uname_m or 'this architecture'}: "
             "build one with CONFIG_PREEMPT_RT")
 
 
-def _preemption(model: str | None, machine: str | None = None, booted: str | None = None) -> Finding:
+def _preemption(model: str | None, uname_m: str | None = None, booted: str | None = None) -> Finding:
     """`booted`: the [[target]] of a VM jitterlab boots, whose kernel and command line are its options."""
     if model is None:
         return Finding("preemption", "unknown (no kernel config readable)")
@@ -124,13 +125,13 @@ def _preemption(model: str | None, machine: str | None = None, booted: str | Non
         return Finding("preemption", model)
     switch = model.startswith("dynamic")  # preempt= only switches a kernel built with PREEMPT_DYNAMIC
     if booted is not None:
-        package = RT_KERNEL_PACKAGE.get(machine or "")
+        package = rt_kernel_package(uname_m)
         rt = 'kernel = "rt"' + (f" ({package})" if package else "")
         fix = f'{booted}: ' + (f'cmdline = "preempt=full", or {rt}' if switch else rt)
     else:
         fix = ("boot with preempt=full or install a PREEMPT_RT kernel" if switch else
                "install a PREEMPT_RT kernel (this kernel has no PREEMPT_DYNAMIC to switch)")
-        fix += f" ({rt_kernel_hint(machine)})"
+        fix += f" ({rt_kernel_hint(uname_m)})"
     return Finding("preemption", f"{model}: a task waits for the kernel to reach a preemption point", fix)
 
 

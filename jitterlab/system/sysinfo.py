@@ -7,10 +7,10 @@ trip over SSH); `checks()` turns a snapshot into warnings with remedies, one fun
 
 from __future__ import annotations
 
-import platform
 import re
 from collections.abc import Callable
 
+from jitterlab.model.arch import host_uname, of_uname
 from jitterlab.model.errors import TargetLost
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
@@ -59,6 +59,7 @@ s virt; v --vm
 s dt_model; tr -d '\000' < /proc/device-tree/model 2>/dev/null
 s dt_compatible; tr '\000' ' ' < /proc/device-tree/compatible 2>/dev/null
 s container; v --container
+s user_id; id -u 2>/dev/null
 s rt_permission; command -v chrt >/dev/null 2>&1 && { chrt -f 1 true >/dev/null 2>&1; echo $?; }
 s runtimes
 for t in bash python3 node cc; do
@@ -66,17 +67,6 @@ for t in bash python3 node cc; do
   printf '%s\t%s\t%s\n' "$t" "$p" "$("$t" --version 2>&1 </dev/null | head -n 1)"
 done
 """ + tuning.SCRIPT + "exit 0\n"
-
-# The clocksource that is cheap to read and stable, per `uname -m`.
-_GOOD_CLOCKSOURCE = {
-    "x86_64": "tsc",
-    "i686": "tsc",
-    "i386": "tsc",
-    "aarch64": "arch_sys_counter",
-    "arm64": "arch_sys_counter",
-    "armv7l": "arch_sys_counter",
-}
-
 
 def snapshot(target: Target) -> dict:
     """Describe the target; a value that cannot be read is None, never an exception. A target that
@@ -94,7 +84,7 @@ def snapshot(target: Target) -> dict:
     vm = has(target, VirtualMachine)
     if vm is not None:  # a VM jitterlab booted: "kvm" or "tcg" (emulation), and its boot's wall time
         info["vm_accel"] = vm.vm_accel
-        info["vm_host_machine"] = platform.machine()  # the controller, which runs the VM
+        info["vm_host_machine"] = host_uname()  # the controller's `uname -m`: it runs the VM
         info["vm_boot_s"] = vm.boot_s
         info.update(vm.vm_facts())
         if info.get("virtualization") in (None, "none"):  # an emulated SoC board cannot tell: we can
@@ -136,6 +126,7 @@ def parse(text: str) -> dict:
         "os_name": _os_name(sec.get("os_release")),
         "virtualization": _virtualization(sec, machine),
         "container": sec.get("container"),
+        "user_id": _int(sec.get("user_id")),  # who jitterlab is there: 0 may lift RT throttling
         "rt_permission": None if sec.get("rt_permission") is None else sec["rt_permission"] == "0",
         "runtimes": _runtimes(sec.get("runtimes")),
         **tuning.parse(sec),  # idle states, SMT, THP, IRQs, memory, BogoMIPS, ...
@@ -290,7 +281,8 @@ def _virtualization(sec: dict, machine: str | None) -> str | None:
         return "vm"
     if sec.get("virt"):
         return "none"
-    if machine in ("x86_64", "i686", "i386") and "cpuinfo" in sec:
+    arch = of_uname(machine)
+    if arch is not None and arch.kernel_arch == "x86" and "cpuinfo" in sec:
         return "none"
     return None
 
@@ -311,18 +303,49 @@ def check_governor(info: dict) -> Warning_ | None:
 
 
 def check_rt_throttling(info: dict) -> Warning_ | None:
+    """RT throttling on, with the remedy that fits: where the probes run and who jitterlab is there.
+
+    `info["rt_throttling"]`, once a campaign planned it (preflight) or tried it (the runner):
+    `needed` (a probe busy-polls on the target), `setting` ("lift" or "keep"), and `why` nothing
+    was lifted. Without it (doctor), the remedy covers every probe."""
     runtime, period = info.get("rt_runtime_us"), info.get("rt_period_us")
     if runtime is None or runtime == -1:
         return None
     lost = f"{100 * (1 - runtime / period):.0f}%" if period else "part"
-    container = info.get("container") not in (None, "", "none")
-    remedy = (f"inside a container ({info.get('container')}) the setting belongs to its host: there, "
-              "sysctl -w kernel.sched_rt_runtime_us=-1" if container else
-              'run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it for the '
-              "runs of a busy-polling probe and puts it back; or sysctl -w kernel.sched_rt_runtime_us=-1")
-    return Warning_(
-        f"RT throttling is active (sched_rt_runtime_us={runtime}, sched_rt_period_us={period}): "
-        f"a busy real-time task loses {lost} of each period (a busy-polling probe is blind then)", remedy)
+    plan = info.get("rt_throttling") or {}
+    root = info.get("user_id") == 0
+    container = info.get("container") not in (None, "", "none")  # jitterlab cannot lift it from inside
+    by_hand = "sysctl -w kernel.sched_rt_runtime_us=-1"
+    if container:
+        by_hand = (f"inside a container ({info['container']}) the setting belongs to its host: "
+                   f"there, {by_hand}")
+    elif not root:
+        by_hand += " (as root)"
+    message = (f"RT throttling is active (sched_rt_runtime_us={runtime}, sched_rt_period_us={period}): "
+               f"a busy real-time task loses {lost} of each period")
+    if plan.get("needed") is False:
+        # the probes run on the controller or an instrument, or are the program's own log: the
+        # throttling blinds none of them, so nothing is lifted, whoever jitterlab is
+        return Warning_(
+            f"{message}; no probe of these runs polls on the target, so it blinds none of them and "
+            "jitterlab leaves it as it is",
+            "nothing to do for the probes; a program of yours that keeps a real-time thread busy there "
+            f"(e.g. impl kmod-busy) is stopped that long: {by_hand}")
+    message += " (a busy-polling probe is blind then)"
+    if container:
+        remedy = by_hand
+    elif plan.get("setting") == "keep":
+        remedy = ('campaign.rt_throttling = "lift" lifts it for the runs and puts it back'
+                  + ("" if root else ", when jitterlab runs as root there") + f"; or {by_hand}")
+    elif root and plan.get("why"):  # jitterlab tried, and not for want of being root
+        remedy = f"jitterlab could not lift it ({plan['why']}): {by_hand}"
+    elif root:
+        remedy = ("jitterlab lifts it for the runs of a probe that busy-polls on the target "
+                  '(campaign.rt_throttling = "lift", the default) and puts it back')
+    else:
+        remedy = ('run jitterlab as root: with campaign.rt_throttling = "lift" (the default) it lifts it '
+                  f"for the runs of a busy-polling probe and puts it back; or {by_hand}")
+    return Warning_(message, remedy)
 
 
 def check_rt_permission(info: dict) -> Warning_ | None:
@@ -375,7 +398,8 @@ def check_isolated_cpus(info: dict) -> Warning_ | None:
 
 
 def check_clocksource(info: dict) -> Warning_ | None:
-    good = _GOOD_CLOCKSOURCE.get(info.get("machine") or "")
+    arch = of_uname(info.get("machine"))
+    good = arch.clocksource if arch is not None else None
     current = info.get("clocksource")
     if good is None or current is None or current == good:
         return None

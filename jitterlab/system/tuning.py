@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from jitterlab.model.arch import of_uname
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
 
@@ -136,8 +137,9 @@ def _cmdline_cpus(cmdline: str | None, key: str) -> list[int] | None:
 
 def is_arm(info: dict) -> bool:
     """An ARM machine (`uname -m` aarch64, arm64, armv7l, ...): no SMIs, no intel_idle, no nosmt."""
-    machine = str(info.get("machine") or "")
-    return machine.startswith("arm") or machine == "aarch64"
+    uname_m = str(info.get("machine") or "")
+    arch = of_uname(uname_m)  # kbuild's ARCH= of it: arm or arm64; an ARM jitterlab does not know: arm*
+    return (arch.kernel_arch if arch is not None else uname_m).startswith("arm")
 
 
 def _cmdline_has(info: dict, *words: str) -> bool:

@@ -9,9 +9,10 @@ what it declares itself and, through it, what the target it wraps has.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import Warning_
@@ -122,15 +123,31 @@ class RecordsGpioOutputs(Capability):
         """The trace of the running board; UserError when it has none (say why)."""
 
 
+class MemoryUnreadable(Exception):
+    """An emulated board's memory could not be read from outside; the message is one line that says
+    what happened and what to check."""
+
+
+class WordReader(Protocol):
+    """One 32-bit word of an emulated board's physical memory, read anew at each call (as fast as the
+    emulator answers; MemoryUnreadable when it cannot); close() ends its connection."""
+
+    def __call__(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
 class ExaminesMemory(Capability):
     """An emulated board whose emulator answers, on the controller, what the board's physical memory
-    (a GPIO block's registers) holds now: QMP's `xp` on a monitor socket of the probe's own."""
+    (a GPIO block's registers) holds now, through a monitor of the probe's own."""
 
     does = "show its physical memory from outside (an emulated board with a monitor socket)"
 
     @abstractmethod
-    def monitor_socket(self) -> Path:
-        """The running emulator's QMP socket kept for probes (one client at a time)."""
+    def word_reader(self, address: int) -> WordReader:
+        """A reader of the word at physical `address` of the running board, on a connection of its
+        own to the emulator's monitor (which serves one client at a time); MemoryUnreadable naming
+        the cause when the monitor cannot be reached."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +317,48 @@ class Wrapper:
 
     def close(self) -> None:
         self._inner.close()
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A target as its [[target]] declares it, before anything connects: what it will offer, known from
+    its kind and options (targets/registry.py `declare`), so that a campaign asking what it cannot
+    give is refused when read, --dry-run included."""
+
+    name: str
+    described: str  # 'kind "qemu", machine = "pc"'
+    offered: frozenset[type[Capability]]
+    elsewhere: Callable[[type[Capability]], str]  # the targets that offer a capability, for the fix
+    # an emulated board: the register map of its GPIO block (pins/socs.py: "pl061"), and the controller
+    # its emulator traces with its output lines
+    gpio_soc: str | None = None
+    traced_gpio: tuple[str, int] | None = None
+    machine: str = ""  # the emulated machine, in messages
+    cpus: int | None = None  # its CPUs, when its [[target]] sets them (a VM jitterlab boots)
+    # a real-time unit beside its Linux: its unit table, read (programs/unit's UnitSpec)
+    unit: object | None = None
+
+    def offers(self, cap: type[Capability]) -> bool:
+        return cap in self.offered
+
+    def need(self, cap: type[Capability], who: str, where: str) -> None:
+        """UserError "<where>: <who> needs a target that can ...; target NAME (...) cannot; targets that
+        can: ..." when the target will not offer `cap`."""
+        if not self.offers(cap):
+            raise UserError(f"{where}: {who} needs a target that can {cap.does}; target {self.name!r} "
+                            f"({self.described}) cannot; targets that can: {self.elsewhere(cap)}")
+
+    def need_soc(self, soc: str, where: str) -> None:
+        """UserError "<where>: target NAME (...) has the GPIO registers of soc X, not Y" when the target
+        is an emulated board whose GPIO block is not `soc`'s (registers of no GPIO block otherwise)."""
+        if self.gpio_soc is not None and soc != self.gpio_soc:
+            raise UserError(f'{where}: target {self.name!r} (qemu machine {self.machine!r}) has the GPIO '
+                            f'registers of soc "{self.gpio_soc}", not "{soc}"; give soc = "{self.gpio_soc}"')
+
+
+def kind_capabilities(cls: type) -> frozenset[type[Capability]]:
+    """The capabilities a target class declares (before its configuration may withhold some)."""
+    return frozenset(c for c in cls.__mro__ if _is_capability(c))
 
 
 def capabilities_of(target: object) -> dict[type, object]:

@@ -198,8 +198,8 @@ def parse_options(options: Mapping[str, object], where: str) -> str | None:
     return workdir_only(options, where, "fake")
 
 
-def open_fake(name: str, options: Mapping[str, object]) -> FakeTarget:
+def open_fake(name: str, options: Mapping[str, object], where: str | None = None) -> FakeTarget:
     """A quiet FakeTarget (every command it is not told about succeeds), recorded in OPENED."""
-    target = FakeTarget(name, parse_options(options, f"target {name!r}"), quiet=True)
+    target = FakeTarget(name, parse_options(options, where or f"target {name!r}"), quiet=True)
     OPENED.append(target)
     return target

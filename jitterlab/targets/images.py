@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.labels import check_label
-from jitterlab.model.units import parse_duration_ns
+from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
 
 IMAGE_KEYS = ("images", "image_label", "boot_prompt", "boot_timeout")
 MAX_PROMPT = 200  # characters of boot_prompt
@@ -68,7 +68,8 @@ def split_image_options(options: Mapping[str, object], where: str) -> tuple[dict
                             f"{os.getcwd()})")
         pairs.append((str(value), full))
     prompt = options.get("boot_prompt", "login: ")
-    timeout_ns = parse_duration_ns(options.get("boot_timeout", "300s"), f"{where}.boot_timeout")
+    timeout_ns = parse_duration_ns(options.get("boot_timeout", "300s"), f"{where}.boot_timeout",
+                                   MAX_CAMPAIGN_NS)
     return rest, ImageOptions(tuple(pairs), label, _boot_prompt(prompt, where), timeout_ns / 1e9)
 
 

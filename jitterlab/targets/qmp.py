@@ -1,6 +1,6 @@
 """A small client of QMP, qemu's machine protocol, on the unix socket an emulated board keeps for
-probes (ExaminesMemory.monitor_socket): the greeting, capabilities negotiation, commands, and
-reading a 32-bit word of the board's physical memory.
+probes: the greeting, capabilities negotiation, commands, and reading a 32-bit word of the board's
+physical memory (what a qemu target hands a probe as ExaminesMemory.word_reader).
 
 qemu 7.2 has no QMP command that returns physical memory as data: `pmemsave` writes it to a file,
 the human monitor's `xp` (through `human-monitor-command`) returns it as text. Both take qemu's
@@ -8,7 +8,7 @@ big lock for each read and ran about as fast on this project's machine (~2,000 r
 `virt` board); `xp` needs no file shared with qemu, so it is the one used. The monitor serves one
 client at a time: a second one waits without a greeting.
 
-Every failure is a QmpError with one line that says what happened and what to check.
+Every failure is a QmpError (a MemoryUnreadable) with one line that says what happened and what to check.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import re
 import socket
 from pathlib import Path
 
+from jitterlab.targets.capabilities import MemoryUnreadable
+
 GREETING_TIMEOUT_S = 5.0
 _WORD = re.compile(r"^\s*[0-9a-fA-F]+:\s*0x([0-9a-fA-F]+)\s*$")
 
 
-class QmpError(Exception):
+class QmpError(MemoryUnreadable):
     """The monitor could not be reached or did not answer; the message is one line."""
 
 
@@ -146,6 +148,26 @@ class Qmp:
         if not isinstance(message, dict):
             raise QmpError(f"the QMP monitor at {self.path} sent {_cut(message)}")
         return message
+
+
+class MonitorWord:
+    """The word at one physical address, read on a QMP connection of its own (a WordReader)."""
+
+    def __init__(self, qmp: Qmp, address: int) -> None:
+        self._qmp = qmp
+        self._read = qmp.word_reader(address)
+
+    def __call__(self) -> int:
+        return self._read()
+
+    def close(self) -> None:
+        self._qmp.close()
+
+
+def open_word(path: Path, address: int, answer_timeout_s: float | None = None) -> MonitorWord:
+    """A reader of the word at physical `address` through the monitor at `path`, connected (QmpError
+    if it cannot be); `answer_timeout_s` bounds each answer (a slow board's may be long)."""
+    return MonitorWord(Qmp(path, GREETING_TIMEOUT_S, answer_timeout_s).connect(), address)
 
 
 def parse_word(text: object, address: int) -> int:

@@ -32,7 +32,7 @@ from jitterlab.model.registry import Entry
 
 FILE_PINS = {"vpin", "sysfs", "external"}
 MAPPED_PINS = {"vpin", "gpiomem", "external"}
-KERNEL_PINS = {"gpiod", "sysfs"}
+KERNEL_PINS = {"gpiod"}  # sysfs holds its line exported: a kernel module's request would be refused
 DRIVES = {
     "bash": FILE_PINS, "node": FILE_PINS, "c-file": FILE_PINS, "python": FILE_PINS | {"gpiod"},
     "c-gpiod": {"gpiod"}, "c-mmap": MAPPED_PINS, "c-fifo": MAPPED_PINS,
@@ -48,12 +48,11 @@ OBSERVED_BY = {
 }
 # options every pin and probe accepts, so that only the binding can refuse a combination
 SETTINGS = RunSettings(duration_ns=10**9, options={
-    "pins": {"gpiod": {"chip": "gpiochip0", "line": 17}, "sysfs": {"chip": "gpiochip0", "line": 17},
-             "gpiomem": {"soc": "bcm2711", "line": 17, "device": ""}},
+    "pins": {"gpiod": {"chip": "gpiochip0", "line": 2}, "sysfs": {"chip": "gpiochip0", "line": 2},
+             "gpiomem": {"soc": "pl061", "line": 2, "device": ""}},
     "probes": {"sigrok": {"driver": "fx2lafw", "samplerate": 24_000_000},
                "scpi": {"resource": "TCPIP::192.0.2.1::INSTR", "profile": "rs-rto"},
-               "gpio-loopback": {"line": 18}, "emulator": {"line": 2},
-               "register-poll": {"soc": "pl061", "line": 2}},
+               "gpio-loopback": {"line": 18}, "register-poll": {"soc": "pl061", "line": 2}},
 })
 REFUSAL = re.compile(r"^c\.toml: matrix\.(pin|probe): (impl|probe) '[\w-]+' cannot (drive|observe) pin ")
 
@@ -91,7 +90,7 @@ def test_the_lists_a_user_is_shown_come_from_the_offers():
     assert probes_observing("gpiomem") == ["emulator", "gpio-loopback", "register-poll", "scpi", "self",
                                            "sigrok"]
     assert pins_driven_by("python") == ["external", "gpiod", "sysfs", "vpin"]
-    assert pins_driven_by("kmod-rt") == ["gpiod", "sysfs"]
+    assert pins_driven_by("kmod-rt") == ["gpiod"]
 
 
 def test_the_self_probe_is_refused_for_an_impl_that_timestamps_nothing():

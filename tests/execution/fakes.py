@@ -29,6 +29,7 @@ class Plan:
 
     interrupt: tuple[str, str, int] | None = None  # SIGINT to this process, as a user's Ctrl-C
     lose: tuple[str, str, int] | None = None  # the target's connection drops
+    drop: tuple[str, str, int] | None = None  # it drops unnoticed: the runner's next command finds out
     fail: tuple[str, str, int] | None = None  # the run fails (RunFailed)
     load_dies: tuple[str, int] | None = None  # the load's process dies while this run measures
     load_start_fails: set[int] = field(default_factory=set)  # these starts of a load (0, 1, ...) fail
@@ -60,6 +61,8 @@ def _hook(ctx, phase: str) -> None:
     if PLAN.lose == where:
         ctx.target.lose("the fake target's cable was pulled")
         ctx.target.run(["true"])  # the next command finds out
+    if PLAN.drop == where:
+        ctx.target.lose("the fake target's cable was pulled")
     if PLAN.fail == where:
         raise RunFailed(f"the fake benchmark failed in {phase}")
 

@@ -76,8 +76,8 @@ def machine(tmp_path, monkeypatch):
         "n_cpus": 2, "rt_runtime_us": DEFAULT_US, "rt_period_us": 1_000_000, "container": "none"})
     sysctl = Sysctl(tmp_path, monkeypatch)
 
-    def open_answering(name, options):
-        target = fake.open_fake(name, options)
+    def open_answering(name, options, where=None):
+        target = fake.open_fake(name, options, where)
         return answering(target, sysctl)
 
     monkeypatch.setitem(plugins.TARGETS._entries, "fake", Entry("fake", "for tests", open_answering))
@@ -195,6 +195,71 @@ def test_two_jitterlabs_share_the_original_and_the_last_puts_it_back(tmp_path, m
     assert sysctl.value == -1  # the other one still runs unthrottled; it puts the original back
     assert sorted(os.listdir(sysctl.records)) == [other]
     assert first.restore() is None and sysctl.writes == ["-1"]  # once only
+
+
+def _as(monkeypatch, user_id: int) -> None:
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: {
+        "n_cpus": 2, "rt_runtime_us": DEFAULT_US, "rt_period_us": 1_000_000, "container": "none",
+        "user_id": user_id})
+
+
+def _throttling_warnings(tmp_path: Path, printed: str) -> tuple[list, list[str]]:
+    """The RT-throttling warnings stored for the campaign, and those printed when it started."""
+    store = Store(tmp_path / "results", create=False)
+    stored = [w for _, w in store.warnings(_stored(tmp_path)[0].campaign_id) if "RT throttling" in w.message]
+    return stored, [line for line in printed.splitlines() if "RT throttling is active" in line]
+
+
+def test_a_probe_outside_the_target_lifts_nothing_and_the_remedy_says_so(tmp_path, machine, monkeypatch,
+                                                                           capsys):
+    _, sysctl = machine
+    # the emulator and register-poll probes run on the controller: none busy-polls on the target
+    monkeypatch.setattr(fakes.FakeBenchmark, "needs_probe_cpu", lambda self, cell: False, raising=False)
+    _as(monkeypatch, 0)  # jitterlab is root there (an emulated board's guest)
+    assert run(campaign(tmp_path, reps=1)) == 0
+    assert sysctl.writes == [] and sysctl.value == DEFAULT_US
+    [stored], [printed] = _throttling_warnings(tmp_path, capsys.readouterr().out)
+    assert "no probe of these runs polls on the target" in stored.message
+    assert stored.remedy.startswith("nothing to do for the probes") and "root" not in stored.remedy
+    assert "no probe of these runs polls on the target" in printed and "run jitterlab as root" not in printed
+    info = Store(tmp_path / "results", create=False).sysinfo(_stored(tmp_path)[0].sysinfo_id)
+    assert info["rt_throttling"]["needed"] is False and info["user_id"] == 0
+
+
+def test_a_probe_polling_on_the_target_as_root_is_told_it_will_be_lifted_then_is(tmp_path, machine,
+                                                                                   monkeypatch, capsys):
+    _, sysctl = machine
+    _as(monkeypatch, 0)
+    assert run(campaign(tmp_path, reps=1)) == 0
+    assert sysctl.writes == ["-1", str(DEFAULT_US)]
+    stored, [printed] = _throttling_warnings(tmp_path, capsys.readouterr().out)
+    assert stored == []  # lifted for the runs: nothing limited them
+    assert "jitterlab lifts it for the runs" in printed and "run jitterlab as root" not in printed
+
+
+def test_a_probe_polling_on_the_target_without_root_is_told_to_run_as_root(tmp_path, machine, monkeypatch,
+                                                                             capsys):
+    _, sysctl = machine
+    # what a user who is not root finds (root, running these tests, would write a read-only file)
+    monkeypatch.setattr(rt_throttle, "_read", lambda target: (DEFAULT_US, False))
+    _as(monkeypatch, 1000)
+    assert run(campaign(tmp_path, reps=1)) == 0
+    assert sysctl.writes == []
+    [stored], [printed] = _throttling_warnings(tmp_path, capsys.readouterr().out)
+    assert stored.remedy.startswith("run jitterlab as root") and "run jitterlab as root" in printed
+    [r] = _stored(tmp_path)
+    assert r.settings["rt_throttling"]["why"] == (f"{sysctl.path} is not writable here (run jitterlab as "
+                                                  "root to lift it)")
+
+
+def test_root_that_may_not_write_it_is_not_told_to_be_root(tmp_path, machine, monkeypatch):
+    _, sysctl = machine
+    monkeypatch.setattr(rt_throttle, "_read", lambda target: (DEFAULT_US, False))  # a read-only /proc/sys
+    _as(monkeypatch, 0)
+    assert run(campaign(tmp_path, reps=1)) == 0
+    [stored], _ = _throttling_warnings(tmp_path, "")
+    assert stored.remedy == (f"jitterlab could not lift it ({sysctl.path} is not writable here): "
+                             "sysctl -w kernel.sched_rt_runtime_us=-1")
 
 
 def test_the_campaign_setting_is_checked(tmp_path, machine, capsys):

@@ -160,6 +160,21 @@ def test_a_lost_target_stores_its_remaining_runs_failed_and_the_others_go_on(tmp
     nothing_left_running()
 
 
+def test_a_target_lost_between_two_runs_fails_the_next_runs_not_the_campaign(tmp_path, plan):
+    # the last phase of run 0 sends nothing, so run 0 is committed whole; the first command of run 1
+    # (making its directory, before any phase) is the first to find the target gone
+    plan.drop = ("a", "analyse", 0)
+    assert run(campaign(tmp_path, targets=("a", "b"), reps=3)) == 1
+    stored = runs(tmp_path)
+    a = [r for r in stored if r.target == "a"]
+    assert [r.status for r in a] == ["ok", "failed", "failed"]
+    assert a[1].error == "the fake target's cable was pulled"
+    assert a[2].error == "not run: the fake target's cable was pulled"
+    assert [r.status for r in stored if r.target == "b"] == ["ok"] * 3
+    assert not [e for e in plan.events if e[0] == "a" and e[2] >= 1]  # run 1 never reached a phase
+    nothing_left_running()
+
+
 def test_retry_failed_measures_again_only_the_failed_runs(tmp_path, plan, capsys):
     plan.fail = ("a", "analyse", 1)
     path = campaign(tmp_path, reps=3)

@@ -163,3 +163,82 @@ def test_a_watched_metric_the_runs_lack_names_the_option(tmp_path, values, capsy
     assert run(campaign(tmp_path), "--watch", "nope") == 2
     err = capsys.readouterr().err
     assert "--watch nope: no such metric in the runs compared; they have: fake_value" in err
+    # a name that is no metric shows only once the campaign's runs are in; they are kept
+    assert err.rstrip().endswith(f"; the campaign's runs are stored: go on with jitterlab run "
+                                 f"{tmp_path}/ud.toml --results {tmp_path}/results --resume --until-decided "
+                                 "target=standard..target=rt --watch METRIC"), err
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    (["--until-decided", "target=standard..target=rt..target=x"],
+     "--until-decided 'target=standard..target=rt..target=x': write two groups, BASELINE..CANDIDATE"),
+    (["--until-decided", "target=..target=rt"],
+     "--until-decided 'target=..target=rt': the baseline 'target=' has no value; write KEY=VALUE"),
+    (["--until-decided", "target=standard..target= "],
+     "--until-decided 'target=standard..target= ': the candidate 'target= ' has no value"),
+    # one side measured here is not enough when the other can never be: no cell has it, no label names it
+    (["--until-decided", "target=standard..target=nope"],
+     "--until-decided target=standard..target=nope: no cell of this campaign has target=nope (its cells have "
+     "target rt, standard)"),
+    (["--until-decided", "target=standard..kernel=6.12"],
+     "--until-decided target=standard..kernel=6.12: kernel is neither a label of this campaign nor a key "
+     "of its cells (target, benchmark, load)"),
+    (["--until-decided", "target=standard..target=rt", "--max-time", ""],
+     "--max-time: cannot read duration ''"),
+    (["--until-decided", "target=standard..target=rt", "--watch", ""],
+     "jitterlab run: argument --watch: give a metric's name"),
+    (["--until-decided", "target=standard..target=rt", "--watch", " "],
+     "jitterlab run: argument --watch: give a metric's name"),
+])
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_until_decided_options_that_cannot_work_are_refused_before_measuring(tmp_path, values, capsys, option,
+                                                                             says, dry_run):
+    values["standard"] = values["rt"] = [100.0, 101.0, 99.0]
+    assert main(["run", str(campaign(tmp_path)), "--results", str(tmp_path / "results"), *option,
+                 *dry_run]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {says}") and "\n" not in err.strip(), err
+    assert fake.OPENED == [] and not (tmp_path / "results").exists()
+
+
+TWO_IMPLS = """[campaign]
+name = "ud2"
+duration = "1s"
+[[target]]
+name = "a"
+kind = "fake"
+[[target]]
+name = "b"
+kind = "fake"
+[matrix]
+impl = ["c-fifo", "python"]
+period = ["10ms", "1ms"]
+probe = "self"
+[[exclude]]
+target = "a"
+impl = "python"
+[[exclude]]
+target = "b"
+impl = "c-fifo"
+"""
+
+
+@pytest.mark.parametrize(("groups", "says"), [
+    # what compare refuses once the runs are in: groups sharing runs, groups without a common cell
+    ("period=1ms..period=1000000", "both groups hold 2 cell(s) of this campaign (e.g. a squarewave "
+     "impl=c-fifo period=1ms probe=self idle): a run would be compared with itself"),
+    ("impl=c-fifo..target=a", "both groups hold 2 cell(s) of this campaign"),
+    ("target=a..target=b", "no cell of one group has a counterpart in the other (target set aside), so "
+     "nothing could be compared"),
+    # an earlier image's runs have the cells too: they would be in both groups
+    ("image=x..target=a", "select both groups by the label image (two of its values), or both by the "
+     "cells: a cell selector takes the runs of every image"),
+])
+def test_groups_compare_would_refuse_are_refused_before_measuring(tmp_path, capsys, groups, says):
+    path = tmp_path / "c.toml"
+    path.write_text(TWO_IMPLS)
+    assert main(["run", str(path), "--dry-run", "--label", "image=y", "--until-decided", groups]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --until-decided {groups}: {says}")
+    path.write_text(TWO_IMPLS.replace('[[exclude]]\ntarget = "b"\nimpl = "c-fifo"\n', ""))
+    if groups.startswith("target"):  # with a cell both targets measure, the same groups are fine
+        assert main(["run", str(path), "--dry-run", "--until-decided", groups]) == 0

@@ -102,7 +102,7 @@ def test_sysfs_exports_the_chip_base_plus_line_and_unexports(tmp_path):
                                                   tmp_path))
     handle = pin.setup()
     assert handle.get(ValueFile).program_args == ("--pin", "/sys/class/gpio/gpio529/value")
-    assert handle.get(KernelLine) == KernelLine("pinctrl-bcm2711", 17)
+    assert handle.get(KernelLine) is None, "the export holds the line: no kernel module may request it"
     assert handle.get(BoardLine) == BoardLine("pinctrl-bcm2711", 17)
     assert handle.get(LevelPage) is None and handle.get(InstrumentInput) is not None
     assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
@@ -145,6 +145,9 @@ def test_gpiod_hands_the_program_chip_and_line_and_refuses_a_used_line(tmp_path)
     handle = pin.setup()
     assert handle.get(ChipLine).program_args == ("--chip", "/dev/gpiochip0", "--line", "17")
     assert handle.get(ValueFile) is None and handle.get(KernelLine).line == 17
+    # before setup its options say the line, not yet the chip's label
+    assert type(pin).declare(pin.ctx.settings).offers == (BoardLine(line=17),)
+    assert handle.get(BoardLine) == BoardLine("pinctrl-bcm2711", 17)
     assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
     target.respond(["sh", "-c", _CHECK], response=Completed(
         (), 4, "", 'line 17: "GPIO17" "sysfs" output active-high [used]: Device or resource busy'))
@@ -159,7 +162,9 @@ def test_gpiomem_passes_the_register_layout(tmp_path):
     pin = plugins.PINS.get("gpiomem", "t")(context(target, "gpiomem", options, tmp_path))
     handle = pin.setup()
     assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
-    assert handle.get(BoardLine) == BoardLine() and handle.get(KernelLine) is None
+    # the line as the register map numbers it; its chip and offset are not known to this pin
+    assert handle.get(BoardLine) == BoardLine(soc="am335x", soc_line=60) and handle.get(KernelLine) is None
+    assert handle == type(pin).declare(pin.ctx.settings), "what the options declare, before any setup"
     args = handle.get(RegisterBlock).program_args
     assert args[:4] == ("--gpiomem", "/dev/mem", "--map-base", "0x4804c000")
     assert args[args.index("--mask") + 1] == hex(1 << 28)

@@ -38,7 +38,19 @@ def test_setup_makes_a_level_file_and_teardown_removes_it(tmp_path):
 
 
 def test_teardown_before_setup_is_harmless(tmp_path):
-    plugins.PINS.get("vpin", "test")(context(tmp_path)).teardown()
+    ctx = context(tmp_path)
+    other = plugins.PINS.get("vpin", "test")(ctx)
+    path = Path(other.setup().get(LevelPage).path)  # a level file where this pin would make its own
+    try:
+        pin = plugins.PINS.get("vpin", "test")(ctx)
+        pin.teardown()
+        assert path.read_bytes() == b"0\n", "a pin never set up removes nothing"
+        handle = pin.setup()  # and can still be set up
+        assert handle.get(LevelPage).path == str(path)
+        pin.teardown()
+        assert not path.exists()
+    finally:
+        other.teardown()
 
 
 def test_every_pin_offers_forms_and_is_observed_by_self_and_another_probe():

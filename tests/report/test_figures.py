@@ -94,6 +94,17 @@ def test_no_value_marks_sit_in_a_strip_and_hide_no_point():
     assert panel.get_ylim()[1] >= 3000 * 2
 
 
+def test_a_value_that_is_not_finite_is_a_no_value_mark_not_a_point_the_axis_cannot_hold():
+    runs = [_sw("c-fifo", MS, float("inf")), _sw("c-fifo", 10 * MS, 0.004, rep=0),
+            _sw("c-fifo", 10 * MS, float("nan"), rep=1)]
+    points, missing = figures.envelope_points(runs, "idle", "c-fifo", lambda r: str(r.param("impl")))
+    assert [(p.period_s, p.value_pct) for p in points] == [(10 * MS / 1e9, 0.4)]
+    assert missing == [(MS / 1e9, "not finite"), (10 * MS / 1e9, "not finite")]
+    fig = figures.envelope_figure(runs, "t")
+    strip, = _strips(fig)
+    assert [t.get_text() for t in strip.texts] == ["not finite", "not finite"]
+
+
 def test_impls_at_one_period_stand_side_by_side():
     impls = ["bash", "python", "node", "c-file", "c-mmap", "c-fifo"]
     fig = figures.envelope_figure([_sw(i, 100 * US, 0.4) for i in impls], "t")

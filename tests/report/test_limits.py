@@ -30,3 +30,23 @@ def test_both_kinds_are_told_apart():
     likely = _rt_throttling("board", THROTTLED, [run("vpin", 2e7), run("register-poll", 5e6)]).likely
     assert "it was blind 2 % of the measured time here (up to 2 % in a run)" in likely
     assert "probe register-poll runs on the controller" in likely
+
+
+def test_the_fix_fits_where_the_probe_ran_and_who_jitterlab_was():
+    sysctl = "sysctl -w kernel.sched_rt_runtime_us=-1"
+    outside = ("nothing for the probes, which run outside the target; for a program that keeps a real-time "
+               "thread busy there (e.g. impl kmod-busy): ")
+    as_root, user = {**THROTTLED, "user_id": 0}, {**THROTTLED, "user_id": 1000}
+    assert _rt_throttling("board", as_root, [run("vpin", 1e7)]).fix == f"{sysctl} (until reboot)"
+    assert _rt_throttling("board", user, [run("vpin", 1e7)]).fix == f"{sysctl} (as root; until reboot)"
+    fix = _rt_throttling("board", as_root, [run("register-poll", 5e6)]).fix
+    assert fix == f"{outside}{sysctl} (until reboot)"
+    fix = _rt_throttling("board", user, [run("emulator", 5e6)]).fix
+    assert fix == f"{outside}{sysctl} (as root; until reboot)"
+    assert _rt_throttling("board", as_root, [run("vpin", 1e7), run("register-poll", 5e6)]).fix == (
+        f"{sysctl} (until reboot)")  # one probe polled there
+
+
+def test_what_the_runner_recorded_of_the_probes_wins_over_the_runs_shown():
+    planned = {**THROTTLED, "user_id": 0, "rt_throttling": {"setting": "keep", "needed": False}}
+    assert _rt_throttling("board", planned, [run("vpin", 1e7)]).fix.startswith("nothing for the probes")

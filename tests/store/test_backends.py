@@ -188,3 +188,59 @@ def test_a_refused_commit_leaves_no_file_behind(tmp_path):
     assert not (tmp_path / "raw" / "second.parquet").exists()
     assert not (tmp_path / "attachments" / "second" / "log").exists()
     assert [r.id for r in store.runs(cid)] == ["first"]
+
+
+READERS = [["summary"], ["show"], ["report", "-o", "r.html"], ["export", "--format", "csv"],
+           ["compare", "--baseline", "a=1", "--candidate", "a=2"]]
+
+
+@pytest.mark.parametrize("argv", READERS)
+def test_a_database_that_cannot_be_reached_makes_no_raw_directory(tmp_path, monkeypatch, capsys, argv):
+    pytest.importorskip("psycopg")
+    from jitterlab.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    url = f"postgresql:///jl?host={tmp_path / 'no-server'}&raw_dir={tmp_path / 'raw'}"
+    assert main([*argv, "--results", url]) == 1
+    assert "cannot connect" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+MALFORMED = {  # a PostgreSQL URL no server can answer: the part that is wrong, before any connection
+    "postgresql://u@127.0.0.1:99999/db?raw_dir=RAW": "the port 99999 is out of range (1 to 65535)",
+    "postgresql://u@h:0/db?raw_dir=RAW": "the port 0 is out of range (1 to 65535)",
+    "postgresql://u@h1,h2:5x/db?raw_dir=RAW": "the port '5x' is not a number",
+    "postgresql://u@h/db?port=70000&raw_dir=RAW": "the port 70000 is out of range (1 to 65535)",
+    "postgresql://u%zz@h/db?raw_dir=RAW": "the user name 'u%zz' has a % that starts no %XX escape (write a % "
+                                          "as %25)",
+    "postgresql://u:se%zzcret@h/db?raw_dir=RAW": "the password has a % that starts no %XX escape",
+    "postgresql://u@h/d%zzb?raw_dir=RAW": "the database name 'd%zzb' has a % that starts no %XX escape",
+    "postgresql://u@h/db?host=%zz&raw_dir=RAW": "the value of host '%zz' has a % that starts no %XX escape",
+}
+
+
+@pytest.mark.parametrize(("url", "says"), MALFORMED.items())
+def test_a_malformed_database_url_is_a_mistake_in_the_command_naming_its_part(tmp_path, capsys, url, says):
+    from jitterlab.cli.main import main
+
+    url = url.replace("RAW", str(tmp_path / "raw"))
+    assert main(["show", "--results", url]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert err.startswith(f"error: --results {url.replace('se%zzcret', '***')}: {says}"), err
+    assert "secret" not in err
+    assert err.endswith("; write it postgresql://user@host:port/db?raw_dir=DIR")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("query", "says"), [
+    ("foo=bar", 'libpq cannot use this URL: invalid URI query parameter: "foo"; fix it'),
+    ("sslmode=bogus", 'libpq cannot use this URL: invalid sslmode value: "bogus"; fix it'),
+])
+def test_a_url_libpq_refuses_before_connecting_exits_2(tmp_path, capsys, query, says):
+    pytest.importorskip("psycopg")
+    from jitterlab.cli.main import main
+
+    url = f"postgresql://u@127.0.0.1/db?{query}&raw_dir={tmp_path / 'raw'}"
+    assert main(["summary", "--results", url]) == 2
+    assert says in capsys.readouterr().err.replace("\n", "")
+    assert list(tmp_path.iterdir()) == []

@@ -233,3 +233,44 @@ def test_an_older_schema_is_migrated_once_by_the_backends_own_steps(pg_url, monk
         assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
         assert "note" in {r[0] for r in conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")}
+
+
+@pytest.mark.parametrize(("statement", "what", "rows"), [
+    ("DROP TABLE metrics", "its table metrics is missing", False),
+    ("ALTER TABLE warnings DROP COLUMN remedy", "its table warnings lacks the column remedy", False),
+    ("DELETE FROM schema_version", "its table schema_version holds 0 rows, not 1", False),
+    ("UPDATE campaigns SET labels_json = '{not json'", "campaign #1: labels_json is not JSON (Expecting "
+     "property name enclosed in double quotes: line 1 column 2 (char 1))", True),
+])
+def test_a_damaged_database_is_one_line_naming_it_without_the_password(pg_url, capsys, statement, what, rows):
+    import psycopg
+
+    from jitterlab.cli.main import main
+    from jitterlab.store import shown_spec
+    from jitterlab.store.damage import remedy
+
+    store = Store(pg_url)
+    store.commit_run(record(store.new_campaign("c", "fp", "c.toml", "", {"image": "a"})))
+    store.close()
+    with psycopg.connect(pg_url.split("&raw_dir=")[0], autocommit=True) as conn:
+        conn.execute(statement)
+    url = pg_url.replace("user=", "password=secret&user=")  # trust authentication: any password will do
+    out = Path(pg_url.split("raw_dir=")[1]).parent
+    commands = [["summary"], ["report", "--trend", "max_rel_period_error", "-o", str(out / "t.html")]]
+    if not rows:  # compare reads no campaign row
+        commands.append(["compare", "--baseline", "image=a", "--candidate", "image=b"])
+    for argv in commands:
+        assert main([*argv, "--results", url]) == 2
+        err = capsys.readouterr().err.replace("\n", "")
+        shown = shown_spec(url)
+        assert err == f"error: {shown}: the store is damaged: {what}; {remedy(shown, rows=rows)}"
+        assert "secret" not in err
+
+
+def test_only_a_writer_makes_the_raw_directory(pg_url, tmp_path):
+    Store(pg_url).close()
+    assert (tmp_path / "raw" / "raw").is_dir()  # the writer's
+    elsewhere = pg_url.replace(f"raw_dir={tmp_path / 'raw'}", f"raw_dir={tmp_path / 'elsewhere'}")
+    reader = Store(elsewhere, create=False)
+    assert reader.runs() == [] and not (tmp_path / "elsewhere").exists()
+    reader.close()

@@ -14,13 +14,13 @@ from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.qemu.machines.virt import VIRT_ARM64, VIRT_ARMHF
 from jitterlab.targets.qemu.options import parse_options
-from jitterlab.targets.qemu.rootfs import Root
+from jitterlab.targets.qemu.rootfs import BoardRoot
 from jitterlab.targets.qemu.target import QemuTarget, kernel_cmdline
-from jitterlab.targets.qemu.vm import Machine, qemu_argv
+from jitterlab.targets.qemu.vm import BootSpec, qemu_argv
 
 
 def _argv(profile, tmp_path: Path, *, disk: bool = True, trace: bool = True) -> list[str]:
-    return qemu_argv(Machine(
+    return qemu_argv(BootSpec(
         profile=profile, image=tmp_path / "Image", initrd=tmp_path / "initrd.cpio",
         append=kernel_cmdline(profile, ""), cpus=1, memory_bytes=1 << 30, accel="tcg",
         shares=(("jlkernel", tmp_path / "tree"), ("jlboot", tmp_path / "boot")), ssh_port=2222,
@@ -67,7 +67,7 @@ def test_a_campaign_may_not_name_the_root_disk_itself():
 
 def test_boards_default_to_one_cpu_and_emulation_only():
     opts = parse_options({"machine": "virt-arm64"}, "t")
-    assert opts.cpus == 1 and opts.machine is VIRT_ARM64
+    assert opts.cpus == 1 and opts.profile is VIRT_ARM64
     with pytest.raises(UserError, match="emulated only"):
         parse_options({"machine": "virt-armhf", "accel": "kvm"}, "t")
     assert {"virt-arm64", "virt-armhf"} <= set(MACHINES.names())
@@ -98,7 +98,8 @@ def test_a_board_cross_builds_against_its_own_root_and_records_it(tmp_path):
     board = QemuTarget("board", parse_options({"machine": "virt-arm64"}, "t"))
     try:
         assert has(board, CrossBuilt).cross_cc == "aarch64-linux-gnu-gcc"
-        board.root = Root(tmp_path / "root.ext4", tmp_path / "sysroot", "Debian bookworm arm64 root", None)
+        board.board_root = BoardRoot(tmp_path / "root.ext4", tmp_path / "sysroot",
+                                     "Debian bookworm arm64 root", None)
         assert board.cross_cc == f"aarch64-linux-gnu-gcc --sysroot={tmp_path}/sysroot"
         facts = board.vm_facts()
         assert facts["vm_machine"] == "virt-arm64" and facts["vm_root"] == "Debian bookworm arm64 root"
@@ -112,15 +113,17 @@ def test_a_board_root_takes_more_packages_and_a_pc_guest_refuses_them():
     assert opts.packages == ("nodejs",)
     with pytest.raises(UserError, match=r"^t\.packages: qemu machine 'pc' runs this machine's own root"):
         parse_options({"packages": ["nodejs"]}, "t")
-    for bad in ("nodejs", ["Node JS"], [3]):
+    for bad in ("nodejs", [3]):
         with pytest.raises(UserError, match=r"^t\.packages: expected a list of Debian package names"):
             parse_options({"machine": "virt-arm64", "packages": bad}, "t")
+    with pytest.raises(UserError, match=r"^t\.packages: 'Node JS' is no Debian package name"):
+        parse_options({"machine": "virt-arm64", "packages": ["Node JS"]}, "t")
 
 
 def test_the_sabrelite_has_no_virtio_its_root_on_an_sd_card_and_its_console_on_uart2(tmp_path):
     from jitterlab.targets.qemu.machines.sabrelite import SABRELITE
 
-    argv = qemu_argv(Machine(
+    argv = qemu_argv(BootSpec(
         profile=SABRELITE, image=tmp_path / "zImage", initrd=tmp_path / "initrd.cpio",
         append=kernel_cmdline(SABRELITE, ""), cpus=1, memory_bytes=1 << 30, accel="tcg", shares=(),
         ssh_port=2222, console=tmp_path / "console.log", disk=tmp_path / "root.ext4"))

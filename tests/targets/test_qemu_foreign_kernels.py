@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from jitterlab.model.arch import ARCHES
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import apt as qemu_apt
 from jitterlab.targets.qemu import apt_state
 from jitterlab.targets.qemu import kernels as qemu_kernels
 from jitterlab.targets.qemu.apt_state import Apt
 from jitterlab.targets.qemu.machines.arm_image import ArmImage
-from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.machines.profile import VIRTIO_MMIO, MachineProfile
 from jitterlab.targets.qemu.options import KernelSpec
 from tests.targets.debian_archive import Deb, DebianArchive
@@ -33,13 +33,10 @@ pytestmark = pytest.mark.skipif(not HAS_DEBIAN_TOOLS, reason="needs apt, dpkg-de
 
 
 def _board(arch: str = "arm64") -> MachineProfile:
-    flavour = {"arm64": "arm64", "amd64": "amd64", "armhf": "armmp"}[arch]
     return MachineProfile(
-        name="board", arch=arch, qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
-        machine=("-machine", "virt"), accel={"tcg": ("-accel", "tcg", "-cpu", "cortex-a53")},
-        console="ttyAMA0", image=ArmImage(),
-        kernels={"standard": f"linux-image-{flavour}", "rt": f"linux-image-rt-{flavour}"},
-        devices=VIRTIO_MMIO, build=PC.build, cpus=1,
+        name="board", arch=ARCHES.get(arch, "test"),
+        machine_args=("-machine", "virt"), accel={"tcg": ("-accel", "tcg", "-cpu", "cortex-a53")},
+        console="ttyAMA0", image=ArmImage(), devices=VIRTIO_MMIO, cpus=1,
     )
 
 

@@ -3,10 +3,12 @@ boots exactly the guest it always did (the qemu argv, the kernel packages, the i
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from jitterlab.model.arch import ARM64
 from jitterlab.model.errors import UserError
 from jitterlab.model.registry import Registry
 from jitterlab.targets.capabilities import CrossBuilt, KeepsKernelModules, VirtualMachine, has
@@ -18,14 +20,14 @@ from jitterlab.targets.qemu.machines.profile import VIRTIO_MMIO, MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
 from jitterlab.targets.qemu.options import parse_kernel, parse_options
 from jitterlab.targets.qemu.target import QemuTarget, kernel_cmdline
-from jitterlab.targets.qemu.vm import Machine, qemu_argv
+from jitterlab.targets.qemu.vm import BootSpec, qemu_argv
 
 
 def test_profiles_are_looked_up_by_name_and_pc_is_the_default():
     assert DEFAULT == "pc" and MACHINES.get("pc", "t.machine") is PC
     assert "pc" in MACHINES.names()
-    assert parse_options({}, "t").machine is PC
-    assert parse_options({"machine": "pc"}, "t").machine is PC
+    assert parse_options({}, "t").profile is PC
+    assert parse_options({"machine": "pc"}, "t").profile is PC
     with pytest.raises(ValueError, match="registered twice"):
         MACHINES.add("pc", "again", PC)
 
@@ -43,7 +45,7 @@ def test_an_unknown_machine_is_one_line_naming_the_key_and_the_profiles(value):
 
 def test_the_pc_argv_is_the_x86_guest_of_before(tmp_path):
     def argv(accel: str) -> list[str]:
-        return qemu_argv(Machine(
+        return qemu_argv(BootSpec(
             profile=PC, image=tmp_path / "vmlinux", initrd=tmp_path / "initrd.cpio",
             append=kernel_cmdline(PC, "isolcpus=1"), cpus=2, memory_bytes=1 << 30, accel=accel,
             shares=(("jlroot", Path("/")), ("jlkernel", tmp_path / "tree")), ssh_port=2222,
@@ -80,19 +82,19 @@ def test_the_pc_profile_keeps_todays_packages_modules_and_builds():
 
 
 def _emulated_board() -> MachineProfile:
-    """A profile of another architecture, shaped like the ARM boards to come (not registered)."""
+    """A profile of another architecture, shaped like the ARM boards to come (not registered), whose
+    Debian has no PREEMPT_RT kernel."""
     return MachineProfile(
-        name="board", arch="arm64", qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
-        machine=("-machine", "virt"), accel={"tcg": ("-accel", "tcg", "-cpu", "cortex-a53")},
-        console="ttyAMA0", image=PC.image, kernels={"standard": "linux-image-arm64"},
-        devices=VIRTIO_MMIO, build=PC.build, dtb="board.dtb", cpus=1, memory_bytes=512 << 20,
-        boot_timeout_s=300.0,
+        name="board", arch=dataclasses.replace(ARM64, kernels={"standard": "linux-image-arm64"}),
+        machine_args=("-machine", "virt"), accel={"tcg": ("-accel", "tcg", "-cpu", "cortex-a53")},
+        console="ttyAMA0", image=PC.image, devices=VIRTIO_MMIO, dtb="board.dtb", cpus=1,
+        memory_bytes=512 << 20, boot_timeout_s=300.0,
     )
 
 
 def test_a_profile_decides_the_argv_kernels_defaults_and_accelerator(tmp_path, monkeypatch):
     board = _emulated_board()
-    m = Machine(profile=board, image=tmp_path / "Image", initrd=tmp_path / "initrd", append="x",
+    m = BootSpec(profile=board, image=tmp_path / "Image", initrd=tmp_path / "initrd", append="x",
                 cpus=1, memory_bytes=512 << 20, accel="tcg", shares=(("jlroot", Path("/")),),
                 ssh_port=2222, console=tmp_path / "console.log", dtb=tmp_path / "board.dtb")
     argv = qemu_argv(m)
@@ -109,7 +111,7 @@ def test_a_profile_decides_the_argv_kernels_defaults_and_accelerator(tmp_path, m
     machines.add("board", "", board)
     monkeypatch.setattr(qemu_options, "MACHINES", machines)
     o = parse_options({"machine": "board"}, "t")
-    assert (o.machine, o.cpus, o.memory_bytes, o.boot_timeout_s) == (board, 1, 512 << 20, 300.0)
+    assert (o.profile, o.cpus, o.memory_bytes, o.boot_timeout_s) == (board, 1, 512 << 20, 300.0)
     assert o.kernel.metapackage == "linux-image-arm64"
     for options, words in [({"kernel": "rt"}, ["t.kernel", "no rt kernel", "'board'", '"standard"']),
                            ({"accel": "kvm"}, ["t.accel", "emulated only"]),

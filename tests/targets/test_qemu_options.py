@@ -12,7 +12,7 @@ from jitterlab.targets.qemu import accel as qemu_accel
 from jitterlab.targets.qemu.initrd import module_closure
 from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.options import parse_kernel, parse_options
-from jitterlab.targets.qemu.vm import Machine, qemu_argv
+from jitterlab.targets.qemu.vm import BootSpec, qemu_argv
 
 
 def test_defaults_and_every_kernel_form(tmp_path):
@@ -44,6 +44,31 @@ def test_defaults_and_every_kernel_form(tmp_path):
     ({"cmdline": 'quiet root="/dev/vda 1"'}, ["t.cmdline: root= is set by jitterlab", "'root=/dev/vda 1'"]),
     ({"cmdline": "a\nb"}, ["t.cmdline", "one line"]),
     ({"boot_timeout": "1s"}, ["t.boot_timeout", '"5s"']),
+    # the README's bound of every duration of a campaign: a week
+    ({"boot_timeout": "200h"}, ["t.boot_timeout: duration '200h' is too long; give at most 168 h"]),
+    # qemu 7.2's sabrelite (i.MX6 Quad) refuses more than 4 CPUs and 3840 MiB; virt (GICv2) 8 CPUs
+    ({"machine": "sabrelite", "cpus": 5}, ["t.cpus: qemu machine 'sabrelite' takes 1-4 CPUs, got 5"]),
+    ({"machine": "sabrelite", "memory": "4G"},
+     ["t.memory: '4G' is more than qemu machine 'sabrelite' takes; give \"3840M\" or less"]),
+    ({"machine": "virt-arm64", "cpus": 9}, ["t.cpus: qemu machine 'virt-arm64' takes 1-8 CPUs, got 9"]),
+    # the parameters of jitterlab's own boot (kernel_cmdline), its init's included
+    ({"cmdline": "jitterlab.shares=none"}, ["t.cmdline: jitterlab.shares= is set by jitterlab"]),
+    ({"cmdline": "quiet jitterlab.root=/dev/sda"}, ["t.cmdline: jitterlab.root= is set by jitterlab"]),
+    ({"cmdline": "jitterlab.other=1"}, ["t.cmdline: jitterlab.other= is set by jitterlab"]),
+    ({"cmdline": "panic=5"}, ["t.cmdline: panic= is set by jitterlab"]),
+    # what the machine's own parameters set (a board's programs map its GPIO block through /dev/mem)
+    ({"machine": "virt-armhf", "cmdline": "iomem=strict"}, ["t.cmdline: iomem= is set by jitterlab"]),
+    # a 32-bit ARM kernel reads 1023 bytes of its command line: the campaign's words come last, cut off
+    ({"machine": "virt-armhf", "cmdline": "isolcpus=0 " * 90},
+     ["t.cmdline: with jitterlab's own parameters the kernel command line is 1076 bytes, and the armhf "
+      "kernel reads 1023; shorten it"]),
+    # package names: Debian's syntax (rootfs.py's rule), a bounded length, no kernel, checked when read
+    ({"machine": "virt-arm64", "packages": ["a" * 200_000]},
+     ["t.packages: a package name of 200000 characters; Debian's are at most 128"]),
+    ({"machine": "virt-arm64", "packages": ["Node JS"]}, ["t.packages: 'Node JS' is no Debian package name"]),
+    ({"machine": "virt-arm64", "packages": ["linux-image-arm64"]},
+     ["t.packages: the board's root holds no kernel"]),
+    ({"machine": "virt-arm64", "packages": ["x"] * 2000}, ["t.packages: 2000 packages; give at most 1000"]),
     ({"workdir": "relative"}, ["t.workdir", "absolute"]),
 ])
 def test_bad_options_are_one_line_naming_the_key(options, words):
@@ -86,7 +111,7 @@ def test_boot_modules_load_dependencies_first(tmp_path):
 
 
 def test_qemu_argv_shares_forwards_and_never_uses_a_shell(tmp_path):
-    m = Machine(profile=PC, image=tmp_path / "vmlinux", initrd=tmp_path / "initrd", append="console=ttyS0",
+    m = BootSpec(profile=PC, image=tmp_path / "vmlinux", initrd=tmp_path / "initrd", append="console=ttyS0",
                 cpus=2, memory_bytes=1 << 30, accel="tcg", shares=(("jlroot", Path("/")),),
                 ssh_port=2222, console=tmp_path / "console.log")
     argv = qemu_argv(m)
@@ -105,3 +130,32 @@ def test_a_failed_build_of_the_virtual_chip_says_what_matters():
     assert "apt install dwarves" in build_failure(kbuild)
     compiler = "jl_vgpio.c:80:9: error: 'x' undeclared\nmake[2]: *** Error 1\nmake: *** [all] Error 2\n"
     assert build_failure(compiler) == "jl_vgpio.c:80:9: error: 'x' undeclared"
+
+
+def _qemu_campaign(tmp_path: Path, target: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text('[campaign]\nname = "t"\nduration = "1s"\nrepetitions = 1\n'
+                    f'[[target]]\nname = "vm"\nkind = "qemu"\n{target}\n'
+                    '[matrix]\nimpl = "c-fifo"\nperiod = "10ms"\nprobe = "self"\n')
+    return path
+
+
+@pytest.mark.parametrize(("target", "key"), [
+    ('machine = "virt-arm64"\ncpus = 2', "cpus: 2 virtual CPUs, but this machine has 1"),
+    ('machine = "virt-arm64"\nmemory = "1G"', "memory: 1024 MiB is not less than this machine's 512 MiB"),
+    ('kernel = "/no/such/vmlinuz"', "kernel: no such file '/no/such/vmlinuz'"),
+])
+def test_what_only_booting_finds_names_the_campaign_file_and_the_target_key(tmp_path, monkeypatch, capsys,
+                                                                            target, key):
+    """Checked against this machine when the guest boots, not when the file is read; said the same way."""
+    from jitterlab.cli.main import main
+    from jitterlab.targets.qemu import target as qemu_target
+
+    monkeypatch.setattr(qemu_target.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(qemu_target.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(qemu_target, "_mem_total_bytes", lambda: 512 << 20)
+    path = _qemu_campaign(tmp_path, target)
+    assert main(["run", str(path), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: target[0].{key}"), err
+    assert not (tmp_path / "r").exists()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.targets.qmp import Qmp, QmpError, parse_word
+from jitterlab.targets.capabilities import MemoryUnreadable
+from jitterlab.targets.qmp import Qmp, QmpError, open_word, parse_word
 from tests.targets.fake_qmp import FakeQmp
 
 PL061_DATA = 0x09030000 + (0x04 << 2)  # line 2's address-masked data register
@@ -35,6 +36,25 @@ def test_the_client_negotiates_and_reads_words_skipping_events(sock_dir):
         words[PL061_DATA] = 0
         assert read() == 0 and qmp.read_word(0x09030400) == 0
         assert fake.commands == ["qmp_capabilities", *["human-monitor-command"] * 5]
+
+
+def test_a_word_reader_is_a_connection_of_its_own_that_reads_one_address(sock_dir):
+    """What a qemu target hands a probe (ExaminesMemory.word_reader): a connected reader, and the
+    monitor free for the next client once it is closed."""
+    words = {PL061_DATA: 0x4}
+    with FakeQmp(sock_dir / "qmp.sock", lambda a: words.get(a, 0)) as fake:
+        read = open_word(sock_dir / "qmp.sock", PL061_DATA)
+        assert read() == 4
+        words[PL061_DATA] = 0
+        assert read() == 0
+        read.close()
+        again = open_word(sock_dir / "qmp.sock", PL061_DATA)  # the monitor serves one client at a time
+        assert again() == 0
+        again.close()
+        assert fake.commands == ["qmp_capabilities", *["human-monitor-command"] * 2, "qmp_capabilities",
+                                 "human-monitor-command"]
+    with pytest.raises(MemoryUnreadable, match=r"^the QMP monitor at .*/qmp.sock does not exist"):
+        open_word(sock_dir / "qmp.sock", PL061_DATA)
 
 
 def test_a_command_qemu_refuses_is_one_line_with_its_reason(sock_dir):

@@ -12,12 +12,12 @@ import pytest
 
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import rootfs
-from jitterlab.targets.qemu.rootfs import prepare_root, root_digest
+from jitterlab.targets.qemu.rootfs import prepare_board_root, root_digest
 
 PACKAGES = ("openssh-server", "python3", "python3-libgpiod", "gpiod")
 WHERE = "target 'board'"
 
-# mmdebstrap as far as prepare_root sees it: the tree in the directory after the suite, the apt
+# mmdebstrap as far as prepare_board_root sees it: the tree in the directory after the suite, the apt
 # sources after that, a Debian-like dpkg database; FAKE_MM says how this call ends
 FAKE_MMDEBSTRAP = r"""
 import json, os, sys, time
@@ -100,7 +100,7 @@ def fakes(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_DIR", str(state))
     monkeypatch.setattr(rootfs, "SBIN_DIRS", ())
     monkeypatch.setattr(rootfs, "RETRY_WAIT_S", 0.0)
-    monkeypatch.setattr(rootfs, "_is_root", lambda: True)
+    monkeypatch.setattr(rootfs, "_is_superuser", lambda: True)
     monkeypatch.setattr(rootfs, "host_arch", lambda: "arm64")
     return bin_dir, state
 
@@ -112,7 +112,8 @@ def calls(state: Path) -> list[list[str]]:
 def test_a_root_is_built_once_then_taken_from_the_cache(tmp_path, fakes):
     _, state = fakes
     said: list[str] = []
-    root = prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm", progress=said.append)
+    root = prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm",
+                              progress=said.append)
     entry = tmp_path / "cache" / "roots" / f"bookworm-arm64-{root_digest('arm64', 'bookworm', PACKAGES)}"
     assert root.image == entry / "root.ext4" and root.sysroot == entry / "tree"
     assert root.image.read_text() == "ext4 of etc,usr,var"
@@ -150,7 +151,8 @@ def test_a_root_is_built_once_then_taken_from_the_cache(tmp_path, fakes):
         assert record["versions"]["libc6"] == "2.36-9+deb12u13"
     assert record["description"] == root.description and record["build_s"] == root.build_s
 
-    again = prepare_root("arm64", tuple(reversed(PACKAGES)), WHERE, tmp_path / "cache", suite="bookworm")
+    again = prepare_board_root("arm64", tuple(reversed(PACKAGES)), WHERE, tmp_path / "cache",
+                               suite="bookworm")
     assert again.build_s is None and again.image == root.image and len(calls(state)) == 1
     assert [p.name for p in entry.parent.iterdir() if p.is_dir()] == [entry.name]  # no build left over
 
@@ -168,20 +170,20 @@ def test_the_cache_key_covers_arch_suite_packages_and_the_recipe(monkeypatch):
 def test_the_suite_is_this_machines_release_and_sshd_is_always_in(tmp_path, fakes, monkeypatch):
     _, state = fakes
     monkeypatch.setattr(rootfs, "os_release", lambda: {"ID": "debian", "VERSION_CODENAME": "trixie"})
-    root = prepare_root("arm64", ("python3",), WHERE, tmp_path / "cache")
+    root = prepare_board_root("arm64", ("python3",), WHERE, tmp_path / "cache")
     assert root.sysroot.parent.name.startswith("trixie-arm64-")
     argv = calls(state)[0]
     assert "trixie" in argv and "--include=openssh-server,python3" in argv
     monkeypatch.setattr(rootfs, "os_release", lambda: {"ID": "ubuntu", "VERSION_CODENAME": "noble"})
     with pytest.raises(UserError, match=r"^target 'board': this system is not Debian .*e\.g\. bookworm$"):
-        prepare_root("arm64", ("python3",), WHERE, tmp_path / "cache")
+        prepare_board_root("arm64", ("python3",), WHERE, tmp_path / "cache")
 
 
 def test_a_package_the_suite_lacks_is_named_and_nothing_is_kept(tmp_path, fakes, monkeypatch):
     _, state = fakes
     monkeypatch.setenv("FAKE_MM", "missing")
     with pytest.raises(UserError) as err:
-        prepare_root("arm64", ("nosuch-pkg",), WHERE, tmp_path / "cache", suite="bookworm")
+        prepare_board_root("arm64", ("nosuch-pkg",), WHERE, tmp_path / "cache", suite="bookworm")
     assert str(err.value) == ("target 'board': Debian bookworm arm64 has no package nosuch-pkg (E: Unable "
                               "to locate package nosuch-pkg); remove it from the target's packages = [...]")
     assert len(calls(state)) == 1  # not a mirror's hiccup: no retry
@@ -192,7 +194,8 @@ def test_a_mirror_hiccup_is_retried_once(tmp_path, fakes, monkeypatch):
     _, state = fakes
     monkeypatch.setenv("FAKE_MM", "flaky")
     said: list[str] = []
-    root = prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm", progress=said.append)
+    root = prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm",
+                              progress=said.append)
     assert root.image.is_file() and len(calls(state)) == 2
     assert any(s.startswith("mmdebstrap failed (E: Failed to fetch") and "retrying" in s for s in said)
 
@@ -201,7 +204,7 @@ def test_a_mirror_that_stays_down_names_apts_error_and_the_network(tmp_path, fak
     _, state = fakes
     monkeypatch.setenv("FAKE_MM", "down")
     with pytest.raises(UserError) as err:
-        prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+        prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     message = str(err.value)
     assert message.startswith("target 'board': building the arm64 root failed twice in mmdebstrap: "
                               "E: Failed to fetch http://deb.debian.org/debian/dists/bookworm/")
@@ -214,7 +217,8 @@ def test_a_security_mirror_mid_sync_builds_without_it_and_the_record_says_so(tmp
     _, state = fakes
     monkeypatch.setenv("FAKE_MM", "security-down")
     said: list[str] = []
-    root = prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm", progress=said.append)
+    root = prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm",
+                              progress=said.append)
     tries = calls(state)
     assert len(tries) == 3 and not any("-security" in a for a in tries[2])
     assert any("-security" in a for a in tries[0]) and any("-security" in a for a in tries[1])
@@ -230,7 +234,7 @@ def test_a_missing_builder_names_its_package(tmp_path, fakes, tool, package):
     bin_dir, state = fakes
     (bin_dir / tool).unlink()
     with pytest.raises(UserError, match=rf"^target 'board': {tool} is missing .*\(apt install {package}\)$"):
-        prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+        prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     assert calls(state) == []
 
 
@@ -239,14 +243,14 @@ def test_a_full_disk_says_where_and_how_much(tmp_path, fakes, monkeypatch):
     monkeypatch.setenv("FAKE_MM", "nospace")
     with pytest.raises(UserError, match=r"^target 'board': no space left for the board's root in .*roots "
                                         r"\(mmdebstrap\); it needs about 2 GB there"):
-        prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+        prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
     monkeypatch.setenv("FAKE_MM", "ok")
     monkeypatch.setenv("FAKE_MKE2FS", "nospace")
     with pytest.raises(UserError, match=r"no space left for the board's root in .* \(mke2fs\)"):
-        prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+        prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
     monkeypatch.setattr(rootfs, "MIN_FREE_BYTES", 1 << 62)  # refused before anything is downloaded
     with pytest.raises(UserError, match=r"\(before building the root\)"):
-        prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+        prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
     assert [p.suffix for p in (cache / "roots").iterdir()] == [".lock"]
 
 
@@ -256,7 +260,7 @@ def test_a_build_that_hangs_is_stopped_and_names_the_step(tmp_path, fakes, monke
     monkeypatch.setattr(rootfs, "BUILD_TIMEOUT_S", 1.0)
     with pytest.raises(UserError, match=r"^target 'board': building the board's root: mmdebstrap took over "
                                         r"1 s; check the network and retry$"):
-        prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+        prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     with pytest.raises(ProcessLookupError):
         os.kill(int((state / "pid").read_text()), 0)
 
@@ -266,26 +270,26 @@ def test_a_half_build_of_a_killed_jitterlab_is_removed_never_used(tmp_path, fake
     name = f"bookworm-arm64-{root_digest('arm64', 'bookworm', PACKAGES)}"
     half = roots / f".{name}.build-x1y2"
     (half / "tree" / "etc").mkdir(parents=True)
-    root = prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+    root = prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     assert not half.exists() and root.image.is_file()
 
 
 def test_bad_package_lists_are_refused_before_building(tmp_path, fakes):
     _, state = fakes
     with pytest.raises(UserError, match=r"^target 'board': 'python3 gcc' is no Debian package name"):
-        prepare_root("arm64", ("python3 gcc",), WHERE, tmp_path / "cache", suite="bookworm")
+        prepare_board_root("arm64", ("python3 gcc",), WHERE, tmp_path / "cache", suite="bookworm")
     with pytest.raises(UserError, match=r"holds no kernel \(linux-image-arm64\): .* remove it"):
-        prepare_root("arm64", ("linux-image-arm64",), WHERE, tmp_path / "cache", suite="bookworm")
-    with pytest.raises(UserError, match=r"unknown Debian architecture 'aarch64'; give one of arm64, armhf"):
-        prepare_root("aarch64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+        prepare_board_root("arm64", ("linux-image-arm64",), WHERE, tmp_path / "cache", suite="bookworm")
+    with pytest.raises(UserError, match=r"unknown Debian architecture 'aarch64'; give one of amd64, arm64"):
+        prepare_board_root("aarch64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     assert calls(state) == []
 
 
 def test_not_root_is_one_line_with_the_way_to_build_it(tmp_path, fakes, monkeypatch):
-    monkeypatch.setattr(rootfs, "_is_root", lambda: False)
+    monkeypatch.setattr(rootfs, "_is_superuser", lambda: False)
     with pytest.raises(UserError, match=r"^target 'board': the board's root is built as root .*\(sudo env "
                                         r"XDG_CACHE_HOME="):
-        prepare_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+        prepare_board_root("arm64", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
 
 
 # --- a root of another architecture: binfmt_misc --------------------------------------------------
@@ -315,7 +319,7 @@ def binfmt(tmp_path, monkeypatch, bin_dir: Path, *, mounted: bool, enabled: bool
 def test_a_foreign_root_mounts_binfmt_misc_and_enables_qemu_as_root(tmp_path, fakes, monkeypatch):
     bin_dir, state = fakes
     where = binfmt(tmp_path, monkeypatch, bin_dir, mounted=False, enabled=False)
-    root = prepare_root("armhf", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+    root = prepare_board_root("armhf", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     assert root.image.is_file() and "--arch=armhf" in calls(state)[0]
     assert (state / "log").read_text().splitlines() == [
         f"mount -t binfmt_misc binfmt_misc {where}", "update-binfmts --enable qemu-arm", "arch-test armhf"]
@@ -324,13 +328,13 @@ def test_a_foreign_root_mounts_binfmt_misc_and_enables_qemu_as_root(tmp_path, fa
 def test_a_foreign_root_with_qemu_ready_changes_nothing(tmp_path, fakes, monkeypatch):
     bin_dir, state = fakes
     binfmt(tmp_path, monkeypatch, bin_dir, mounted=True, enabled=True)
-    prepare_root("armhf", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
+    prepare_board_root("armhf", PACKAGES, WHERE, tmp_path / "cache", suite="bookworm")
     assert (state / "log").read_text().splitlines() == ["arch-test armhf"]
 
 
 def test_a_foreign_root_without_qemu_as_a_user_names_the_fix(tmp_path, fakes, monkeypatch):
     bin_dir, state = fakes
-    monkeypatch.setattr(rootfs, "_is_root", lambda: False)
+    monkeypatch.setattr(rootfs, "_is_superuser", lambda: False)
     binfmt(tmp_path, monkeypatch, bin_dir, mounted=False, enabled=False)
     with pytest.raises(UserError) as err:
         rootfs._ensure_foreign_arch("armhf", WHERE)
@@ -347,18 +351,18 @@ def test_a_root_without_its_security_suite_is_built_again_once_the_suite_is_back
     _, state = fakes
     cache = tmp_path / "cache"
     monkeypatch.setenv("FAKE_MM", "security-down")
-    degraded = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+    degraded = prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
     record = json.loads((degraded.image.parent / "root.json").read_text())
     assert record["suites"] == ["bookworm", "bookworm-updates"]
     monkeypatch.setenv("FAKE_MM", "ok")
     # the suite is still mid-sync (the arm64 apt state has not been read whole since): kept
-    assert prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm").build_s is None
+    assert prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm").build_s is None
     assert len(calls(state)) == 3
     # the kernel's apt state read every suite after the root was built: built again, whole
     (cache / "apt-arm64").mkdir(parents=True)
     (cache / "apt-arm64" / "updated").touch()
     said: list[str] = []
-    whole = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm", progress=said.append)
+    whole = prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm", progress=said.append)
     assert whole.build_s is not None and "without" not in whole.description
     assert json.loads((whole.image.parent / "root.json").read_text())["suites"] == [
         "bookworm", "bookworm-updates", "bookworm-security"]
@@ -366,19 +370,20 @@ def test_a_root_without_its_security_suite_is_built_again_once_the_suite_is_back
                        "read whole since: building it again")
     replaced = list((cache / "roots").glob(".bookworm-arm64-*.replaced-*"))
     assert len(replaced) == 1 and (replaced[0] / "root.ext4").exists()  # a board may still run from it
-    assert prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm").build_s is None  # complete: kept
+    kept = prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+    assert kept.build_s is None  # complete: kept
 
 
 def test_a_degraded_root_a_day_old_is_built_again_and_kept_when_that_fails(tmp_path, fakes, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("FAKE_MM", "security-down")
-    degraded = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
+    degraded = prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm")
     path = degraded.image.parent / "root.json"
     record = json.loads(path.read_text())
     path.write_text(json.dumps({**record, "built": "2026-01-01T00:00:00Z"}))
     monkeypatch.setenv("FAKE_MM", "down")  # the network is gone: the root of before still boots
     said: list[str] = []
-    again = prepare_root("arm64", PACKAGES, WHERE, cache, suite="bookworm", progress=said.append)
+    again = prepare_board_root("arm64", PACKAGES, WHERE, cache, suite="bookworm", progress=said.append)
     assert again.image == degraded.image and again.description == degraded.description
     assert "it is over a day old: building it again" in said[0]
     assert said[-1].startswith("building it again failed (target 'board': building the arm64 root failed")

@@ -115,7 +115,8 @@ def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, obje
         if spec not in specs:
             raise UserError(f"TARGET {spec!r}: not a target of {campaign}; its targets: {', '.join(specs)}")
         found = specs[spec]
-        return plugins.TARGETS.get(found.kind, f"{campaign}: target.kind")(found.name, found.options)
+        factory = plugins.TARGETS.get(found.kind, f"{campaign}: target.kind")
+        return factory(found.name, found.options, found.where)
     if spec == "local":
         return plugins.TARGETS.get("local", "TARGET")("local", {})
     if spec.startswith("ssh://"):
@@ -157,7 +158,7 @@ def needed_tools() -> dict[str, tuple[str, set[str]]]:
     needs: dict[str, tuple[str, set[str]]] = {}
     for entry in plugins.BENCHMARKS:
         bench = entry.obj
-        params = getattr(bench, "params", ())
+        params = bench.params
         for values in itertools.product(*(_values(p) for p in params)):
             keyed = tuple(zip((p.name for p in params), values, strict=True))
             cell = Cell("doctor", entry.name, "idle", keyed)

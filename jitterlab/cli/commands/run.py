@@ -64,19 +64,19 @@ def run(args: argparse.Namespace) -> int:
         if given and not args.resume:
             raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
     from jitterlab.cli.until_decided import watch_of
-
-    watch_of(args, campaign)  # --until-decided and its bounds are checked before anything, --dry-run too
-    if args.dry_run:
-        return _dry_run(out, campaign)
     from jitterlab.execution.farm import image_targets
 
+    # what the file and the options alone tell is refused here, so that --dry-run refuses it too
     boards = image_targets(campaign)
+    if boards and args.until_decided:
+        raise UserError("--until-decided: an image campaign measures each image afresh; compare the "
+                        "images with jitterlab compare, then measure again with more repetitions")
+    if boards and args.resume:
+        raise UserError("--resume: an image campaign measures every image afresh; run it again")
+    watch_of(args, campaign)  # --until-decided and its bounds
+    if args.dry_run:
+        return _dry_run(out, campaign)
     if boards:
-        if args.until_decided:
-            raise UserError("--until-decided: an image campaign measures each image afresh; compare the "
-                            "images with jitterlab compare, then measure again with more repetitions")
-        if args.resume:
-            raise UserError("--resume: an image campaign measures every image afresh; run it again")
         return _run_images(out, campaign, boards, args)
     return _measure(out, campaign, args)
 
@@ -173,6 +173,7 @@ def _with_labels(campaign, pairs: list[str]):
     """The campaign with --label KEY=VALUE pairs set (they take part in the resume fingerprint)."""
     import dataclasses
 
+    from jitterlab.campaign.file import check_label_key
     from jitterlab.model.labels import check_label
 
     labels = dict(campaign.labels)
@@ -181,6 +182,7 @@ def _with_labels(campaign, pairs: list[str]):
         if not sep or not key.strip() or not value.strip():
             raise UserError(f"--label {shown(pair)}: write KEY=VALUE, e.g. --label image=1.11")
         check_label(key.strip(), value.strip(), f"--label {shown(pair)}")
+        check_label_key(key.strip(), campaign.cells, f"--label {shown(pair)}")
         labels[key.strip()] = value.strip()
     return dataclasses.replace(campaign, labels=labels) if pairs else campaign
 
@@ -244,6 +246,8 @@ def _dry_run(out: Console, campaign) -> int:
     out.print(table)
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {len(campaign.cells) - DRY_RUN_ROWS} more cells")
+    for line in campaign.pairing:
+        out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
         f"{len(campaign.cells) * campaign.repetitions} runs, estimated {format_duration_s(total_s)} "

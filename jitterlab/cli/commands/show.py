@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from rich.markup import escape
@@ -11,6 +12,7 @@ from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
 from jitterlab.cli.paths import name_arg, run_id_arg
 from jitterlab.model.errors import UserError
+from jitterlab.store import shown_spec
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -62,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
                 out.print(part)
             return EXIT_OK
         campaign = store.latest_campaign(args.campaign)
+        if campaign is None and args.campaign is None:
+            results = shlex.quote(shown_spec(args.results))
+            raise UserError(f"{store.where}: no campaign here yet; measure one into it (jitterlab run "
+                            f"CAMPAIGN --results {results}) or import a capture (jitterlab import edges FILE "
+                            f"--period PERIOD --results {results})")
         if campaign is None:
             known = ", ".join(sorted({c["name"] for c in store.campaigns()})) or "none"
             raise UserError(f"--campaign {args.campaign!r}: not in {store.where}; campaigns there: {known}")

@@ -16,7 +16,6 @@ from BenchmarkBase (its loads then stay up through its analysis).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -26,6 +25,7 @@ from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries, Samples
 from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import Capability, Declared
 
 __all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Measuring", "Placement",
            "RunContext"]
@@ -70,6 +70,16 @@ class Benchmark(Protocol):
         their build needs beyond gcc, make and libc ("" for none)."""
         ...
 
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        """Commands the cell needs on the controller (the machine jitterlab runs on, where an
+        instrument's program runs) -> the Debian package that has them."""
+        ...
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
+        """What the cell needs of its target beyond the Target protocol (targets/capabilities.py) ->
+        who needs it, for messages ("probe emulator")."""
+        ...
+
     def needer(self, cell: Cell) -> str:
         """What in the cell needs its tools, for messages: "impl node", "benchmark sysbench-cpu"."""
         ...
@@ -86,15 +96,22 @@ class Benchmark(Protocol):
         """True when the cell's probe needs a CPU of the target of its own."""
         ...
 
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        """Of `cells` (one [matrix] table's, after [[exclude]]), those whose values go together, and
+        what was paired and left out, in lines for --dry-run ("each impl on the pins it drives: ...");
+        UserError when a value the table names goes with none of its others (`named`: the table's
+        cells before [[exclude]]; a pin no impl of it drives). `where` names the table
+        ("campaign.toml: matrix")."""
+        ...
+
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         """Reject a cell that cannot work with these settings on a target of this kind (UserError);
         `where` names the matrix ("campaign.toml: matrix"), keys are appended to it."""
         ...
 
-    def check_target(self, cell: Cell, settings: RunSettings, where: str, target_kind: str,
-                     target_options: Mapping[str, object]) -> None:
-        """Reject a cell its target, as its [[target]] describes it (kind and options, already
-        valid), cannot serve (UserError); `where` as in check()."""
+    def check_target(self, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        """Reject a cell its target cannot measure, known from its [[target]] alone (a probe that reads
+        what only an emulated board offers): UserError; `where` names the matrix as in check()."""
         ...
 
     def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
@@ -147,6 +164,12 @@ class BenchmarkBase:
     def programs(self, cell: Cell) -> dict[str, str]:
         return {}
 
+    def controller_tools(self, cell: Cell) -> dict[str, str]:
+        return {}
+
+    def capabilities(self, cell: Cell) -> dict[type[Capability], str]:
+        return {}
+
     def needer(self, cell: Cell) -> str:
         return f"benchmark {cell.benchmark}"
 
@@ -160,11 +183,13 @@ class BenchmarkBase:
     def needs_probe_cpu(self, cell: Cell) -> bool:
         return False
 
+    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+        return list(cells), ()  # every combination of the matrix's values goes
+
     def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
         return None
 
-    def check_target(self, cell: Cell, settings: RunSettings, where: str, target_kind: str,
-                     target_options: Mapping[str, object]) -> None:
+    def check_target(self, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
         return None
 
     def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.squarewave.bindings import refusal
+from jitterlab.measure.squarewave.bindings import drives, pairing, refusal, unpaired
 from jitterlab.measure.squarewave.impls.base import IMPLS, SELF_LOG
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture
@@ -23,6 +23,7 @@ from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
 from jitterlab.model.units import format_ns
+from jitterlab.targets.capabilities import Capability
 
 
 def _parts(cell: Cell):
@@ -54,6 +55,16 @@ class Squarewave(BenchmarkBase):
         period = format_ns(int(cell.param("period")))
         return f"{cell.param('impl')} {period} {cell.load} ({cell.param('probe')})"
 
+    def pair(self, named, cells, where) -> tuple[list[Cell], tuple[str, ...]]:
+        """Each impl with the pins of the table it drives: an impl on a pin it cannot drive is left
+        out, not refused, unless a pin (or an impl) the table names has no partner in it at all."""
+        pairs = [(str(c.param("impl")), str(c.param("pin"))) for c in cells]
+        refused = unpaired(((str(c.param("impl")), str(c.param("pin"))) for c in named), pairs, where)
+        if refused is not None:
+            raise UserError(refused[1])
+        kept = [c for c, pair in zip(cells, pairs, strict=True) if drives(*pair)]
+        return kept, pairing(pairs, len(cells) - len(kept))
+
     def check(self, cell, settings, where, target_kind) -> None:
         _, pin, probe = _parts(cell)
         refused = refusal(*(str(cell.param(k)) for k in ("impl", "pin", "probe")), where)
@@ -69,8 +80,10 @@ class Squarewave(BenchmarkBase):
                             f"(or campaign.warmup) and measures 2 more; give a duration of at least "
                             f"{format_ns(needed_ns)} or a shorter period")
 
-    def check_target(self, cell, settings, where, target_kind, target_options) -> None:
-        _parts(cell)[1].check_target(cell, target_kind, target_options, where)
+    def check_target(self, cell, settings, where, target) -> None:
+        _, pin, probe = _parts(cell)
+        pin.check_target(cell, settings, where.removesuffix("matrix"), target)
+        probe.check_target(cell, settings, where, target)
 
     def tools(self, cell) -> dict[str, str]:
         impl, pin, probe = _parts(cell)
@@ -79,6 +92,15 @@ class Squarewave(BenchmarkBase):
     def programs(self, cell) -> dict[str, str]:
         impl, _, probe = _parts(cell)
         return {**impl.programs(), **probe.programs}
+
+    def controller_tools(self, cell) -> dict[str, str]:
+        return dict(_parts(cell)[2].controller_tools)
+
+    def capabilities(self, cell) -> dict[type[Capability], str]:
+        _, pin, probe = _parts(cell)
+        reads = probe.reads_of(cell)
+        needed = {} if reads is None else {reads: f"probe {cell.param('probe')}"}
+        return {**needed, pin.reads: f"pin {cell.param('pin')}"} if pin.reads is not None else needed
 
     def estimate_s(self, settings, cell) -> float:
         load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0

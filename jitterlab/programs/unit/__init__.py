@@ -149,6 +149,8 @@ _KEYS = {
     "replace": "remoteproc: true lets jitterlab stop a core that runs another firmware (it is put back "
                "after the campaign); false (the default) refuses",
 }
+UNIT_HELP = ('a real-time unit beside its Linux, for impl "unit": a table, e.g. {kind = "emulated", '
+             'profile = "lm3s6965evb"}; its keys: ' + "; ".join(f"{k} = {v}" for k, v in _KEYS.items()))
 _KEYS_OF = {
     "emulated": ("kind", "profile", "tty"),
     "serial": ("kind", "profile", "tty", "baud", "flash"),

@@ -8,7 +8,7 @@ import contextlib
 import io
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import matplotlib
@@ -20,6 +20,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from jitterlab.report.format import TIME_UNITS, _digits, duration
 
 MAX_ROWS = 48  # rows of a chart with one row per cell; the tables hold the rest
+EMULATED_MARK = "emulated — functional evidence"
 
 
 def percent_axis(axis) -> None:
@@ -75,6 +76,23 @@ def unit_words(unit: str, low: float | None = None, high: float | None = None) -
 def axis_title(name: str, unit: str, low: float | None = None, high: float | None = None) -> str:
     """An axis title in words with its unit: "maximum latency [µs … ms]"."""
     return f"{metric_words(name)} [{unit_words(unit, low, high)}]"
+
+
+def mark_emulated(fig: Figure, emulated: Collection[str], shown: Collection[str]) -> Figure:
+    """Write across every panel of a figure that shows targets with an emulated CPU (`emulated`,
+    of those `shown`) that its data is functional evidence, never timing evidence: a figure saved
+    or pasted alone still says so. Panels whose gid ends in "-strip" (a row of marks under a
+    panel) are left plain. Names the emulated targets when the figure shows others too."""
+    marked = sorted(set(emulated) & set(shown))
+    if not marked:
+        return fig
+    text = EMULATED_MARK if len(marked) == len(set(shown)) else f"{EMULATED_MARK}: {', '.join(marked)}"
+    for ax in fig.axes:
+        if not (ax.get_gid() or "").endswith("-strip"):
+            ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", rotation=12,
+                    fontsize=13, fontweight="bold", color="#b03a2e", alpha=0.3, zorder=0.5,
+                    gid="emulated-mark")
+    return fig
 
 
 def svg_text(fig: Figure) -> str:

@@ -4,6 +4,7 @@ time, each probe apart. Every figure's title names its target, cell or run."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -82,6 +83,9 @@ def envelope_points(runs: list[RunRecord], load: str, impl: str, impl_of
     points, missing = [], []
     for period_ns, cell in sorted(by_period.items()):
         ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
+        if any(not math.isfinite(r.metric(HEADLINE)) for r in ok):  # no point on a log axis
+            missing.append((period_ns / 1e9, "not finite"))
+            ok = [r for r in ok if math.isfinite(r.metric(HEADLINE))]
         program = [r for r in ok if watched_program_pin(r)]  # never another signal's when both exist
         if program or ok:
             worst = max(program or ok, key=lambda r: r.metric(HEADLINE))

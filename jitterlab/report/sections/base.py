@@ -19,13 +19,16 @@ DEFAULT = "standard"
 
 @dataclass
 class SectionContext:
-    """What a section may use: the store (raw series), `emit(figure, name) -> inline svg`, the
-    list of what could not be shown (with why), and the per-run figure budget."""
+    """What a section may use: the store (raw series), `emit(figure, name, targets) -> inline svg`
+    (`targets`: those whose data the figure shows; one with an emulated CPU marks it), the list of
+    what could not be shown (with why), the per-run figure budget, and the targets whose CPU was
+    emulated (functional evidence only)."""
 
     store: Store
-    emit: Callable[[Figure, str], str]
+    emit: Callable[[Figure, str, Collection[str]], str]
     skipped: list[str] = field(default_factory=list)
     max_run_figures: int = 12
+    emulated: frozenset[str] = frozenset()
 
 
 class Section(Protocol):

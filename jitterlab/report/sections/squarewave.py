@@ -19,6 +19,7 @@ from jitterlab.model.series import blind_spans
 from jitterlab.model.units import format_ns
 from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
+from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
 
 HEADLINE = figures.HEADLINE
@@ -86,10 +87,10 @@ class SquarewaveSection:
     def build(self, runs: list[RunRecord], ctx: SectionContext) -> dict:
         impl_of = impl_namer(runs)
         paper = [{"target": t, "svg": ctx.emit(figures.envelope_figure(runs, t, impl_of),
-                                               f"error_vs_period_{t}")}
+                                               f"error_vs_period_{t}", [t])}
                  for t in sorted({r.target for r in runs})]
         heads, rows = envelope_rows(runs, impl_of)
-        emulated = emulated_targets(runs, ctx.store)
+        emulated = {r.target for r in runs} & ctx.emulated
         units = emulated_units(runs, impl_of)
         for row in rows:
             row["emulated"] = row["target"] in emulated or (row["target"], row["impl"]) in units
@@ -130,25 +131,6 @@ class SquarewaveSection:
                         "capture longer, or import more captures; look for other load" if imported(r0) else
                         "measure longer (campaign.duration) or more repetitions; look for other load")))
         return out
-
-
-UNIT_EMULATED = "unit_emulated"
-
-
-def emulated_targets(runs: list[RunRecord], store) -> set[str]:
-    """The targets that were VMs under TCG (an emulated CPU): their numbers are functional evidence
-    only, and the envelope says so."""
-    out = set()
-    for sysinfo_id in {r.sysinfo_id for r in runs if r.sysinfo_id is not None}:
-        if store.sysinfo(sysinfo_id).get("vm_accel") == "tcg":
-            out |= {r.target for r in runs if r.sysinfo_id == sysinfo_id}
-    return out
-
-
-def emulated_units(runs: list[RunRecord], impl_of=lambda r: str(r.param("impl"))) -> set[tuple[str, str]]:
-    """(target, impl) whose wave a real-time unit made that qemu emulated on the controller (the
-    run's unit_emulated): functional evidence only, whatever the target itself is."""
-    return {(r.target, impl_of(r)) for r in runs if r.metric(UNIT_EMULATED, "")}
 
 
 # what an envelope cell says when no period holds, by why (analysis.envelope's outcomes)
@@ -347,10 +329,10 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
         out.append({
             "id": r.id, "title": title, "worst": r.metric(HEADLINE),
             "hist": ctx.emit(figures.histogram_figure(errors, title, _marks(r), note),
-                             f"run_{r.id}_histogram"),
+                             f"run_{r.id}_histogram", [r.target]),
             "note": note,
             "timeline": ctx.emit(figures.timeline_figure(timeline, period_ns(r), title, note),
-                                 f"run_{r.id}_period"),
+                                 f"run_{r.id}_period", [r.target]),
             "percentiles": [(label, {pr: percentile_text(r, p, pr) for pr in errors})
                             for label, p in zip(("max", "p50", "p99", "p99.9", "p99.99"),
                                                 (HEADLINE, *PERCENTILES), strict=True)],

@@ -32,7 +32,8 @@ class StandardSection:
             bars = None
             if bench.columns:
                 bars = ctx.emit(figures.bars_figure(bench, bench.columns[0]),
-                                f"{bench.benchmark}_{bench.columns[0]}")
+                                f"{bench.benchmark}_{bench.columns[0]}",
+                                {r.target for c in bench.cells for r in c.runs})
             out.append({"benchmark": bench.benchmark, "rows": rows, "bars": bars,
                         "columns": [column_title(bench, m) for m in bench.columns],
                         "distribution": _distribution(bench, ctx), "fixed": bench.fixed})
@@ -76,6 +77,7 @@ def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
     CCDFs in one figure (split into panels by load when there are more than an eye can follow),
     each curve naming its run."""
     curves: dict[str, tuple] = {}
+    targets: set[str] = set()
     overflow: dict[str, int] = {}
     groups: dict[str, str] = {}
     first = bench.columns[0] if bench.columns else None
@@ -96,12 +98,14 @@ def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
         if "latency" in found:
             label = f"run {run.id}: {cell.name}"
             curves[label] = found["latency"]
+            targets.add(run.target)
             overflow[label] = overflow_count(run)
             groups[label] = cell.load
     if not curves:
         return None
     title = f"{bench.benchmark}: latency distribution (CCDF) of the worst run of each cell"
-    return ctx.emit(figures.ccdf_figure(curves, title, overflow, groups), f"{bench.benchmark}_distribution")
+    return ctx.emit(figures.ccdf_figure(curves, title, overflow, groups), f"{bench.benchmark}_distribution",
+                    targets)
 
 
 def _worst(runs: list[RunRecord], metric: str | None) -> RunRecord:

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from debian.debian_support import Version, version_compare
 
+from jitterlab.model.arch import host_arch
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu.apt_state import Apt, Package, locked, os_release
-from jitterlab.targets.qemu.machines.profile import host_arch
 from jitterlab.targets.qemu.options import KernelSpec
 
 MAX_SETS = 8  # per metapackage version: Debian's kernels have one or two kbuilds to choose from

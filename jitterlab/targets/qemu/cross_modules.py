@@ -33,41 +33,21 @@ import shutil
 import struct
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from jitterlab.model.arch import ARCHES, Arch, host_arch, of_elf
 from jitterlab.model.errors import UserError
 from jitterlab.model.units import format_duration_s
-from jitterlab.targets.qemu.machines.profile import host_arch
 from jitterlab.targets.qemu.modules import build_failure, source_digest
 
 BUILD_TIMEOUT_S = 600.0  # one module file: about a second here
 
 
-@dataclass(frozen=True)
-class BoardArch:
-    """What kbuild and the ELF header call a Debian architecture."""
-
-    kernel_arch: str  # make's ARCH=
-    triplet: str  # the cross tools' prefix, without the dash
-    elf_class: int  # e_ident[EI_CLASS]: 1 = 32-bit, 2 = 64-bit
-    elf_machine: int  # e_machine
-    cpu: str  # for messages
-
-
-ARCHES = {
-    "arm64": BoardArch("arm64", "aarch64-linux-gnu", 2, 183, "AArch64"),
-    "armhf": BoardArch("arm", "arm-linux-gnueabihf", 1, 40, "ARM"),
-    "amd64": BoardArch("x86", "x86_64-linux-gnu", 2, 62, "x86-64"),
-}
-_CPU_OF_MACHINE = {a.elf_machine: a.cpu for a in ARCHES.values()}
-
-
-def board_arch(arch: str, where: str) -> BoardArch:
+def board_arch(arch: str, where: str) -> Arch:
     if arch not in ARCHES:
         raise UserError(f"{where}: no kernel module builds for Debian architecture {arch!r} "
-                        f"(known: {', '.join(ARCHES)})")
-    return ARCHES[arch]
+                        f"(known: {', '.join(ARCHES.names())})")
+    return ARCHES.get(arch, where)
 
 
 def make_args(arch: str, where: str) -> list[str]:
@@ -139,7 +119,7 @@ def _compiler(headers: Path, args: list[str]) -> str:
     return prefix + (text.group(1) if text else "gcc")
 
 
-def _compiler_package(compiler: str, board: BoardArch, arch: str) -> str:
+def _compiler_package(compiler: str, board: Arch, arch: str) -> str:
     if arch == host_arch():
         return f"apt install {compiler}"
     version = compiler.rsplit("-gcc-", 1)[1] if "-gcc-" in compiler else ""
@@ -196,14 +176,15 @@ def _make(argv: list[str], what: str) -> subprocess.CompletedProcess:
         raise UserError(f"{what}: kbuild did not finish in {format_duration_s(BUILD_TIMEOUT_S)}") from None
 
 
-def check_module(data: bytes, release: str, board: BoardArch, what: str) -> None:
+def check_module(data: bytes, release: str, board: Arch, what: str) -> None:
     """Refuse a .ko that is not an ELF object of `board`'s CPU or whose vermagic is not `release`'s."""
     if data[:4] != b"\x7fELF" or len(data) < 52 or data[4] not in (1, 2) or data[5] not in (1, 2):
         raise UserError(f"{what} is not an ELF object")
     order = "<" if data[5] == 1 else ">"
     machine = struct.unpack_from(order + "H", data, 18)[0]
     if machine != board.elf_machine or data[4] != board.elf_class:
-        cpu = _CPU_OF_MACHINE.get(machine, f"ELF machine {machine}")
+        found = of_elf(machine, data[4])
+        cpu = found.cpu if found is not None else f"ELF machine {machine}"
         raise UserError(f"{what} is a {32 * data[4]}-bit {cpu} object, not a {32 * board.elf_class}-bit "
                         f"{board.cpu} one: the compiler make ran is not {board.triplet}'s")
     vermagic = _modinfo(data, order).get("vermagic", "")

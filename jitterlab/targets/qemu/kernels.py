@@ -63,19 +63,19 @@ class Kernel:
 # --- the cache -----------------------------------------------------------------------------------
 
 
-def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path | None = None) -> Kernel:
-    """Fetch (once) and prepare the kernel `spec` names for `machine`; `where` prefixes errors."""
+def prepare(spec: KernelSpec, profile: MachineProfile, where: str, cache: Path | None = None) -> Kernel:
+    """Fetch (once) and prepare the kernel `spec` names for a guest of `profile`; `where` prefixes errors."""
     cache = cache or cache_root()
     if spec.path is not None:
-        return _prepare_file(Path(spec.path), machine, where, cache)
-    sets, apt = find_kernels(spec, where, cache, machine.arch)
+        return _prepare_file(Path(spec.path), profile, where, cache)
+    sets, apt = find_kernels(spec, where, cache, profile.arch.name)
     lacking: list[str] = []
     for reread in (False, True):
         if reread:  # the pool lacked files the lists name: the lists are older than the archive
-            sets, apt = find_kernels(spec, where, cache, machine.arch, reread=True)
+            sets, apt = find_kernels(spec, where, cache, profile.arch.name, reread=True)
         for found in sets:
             try:
-                kernel = _prepare_set(found, apt, machine, cache, where)
+                kernel = _prepare_set(found, apt, profile, cache, where)
             except PoolMissing as e:
                 lacking.append(f"{found.description}: {e.said}")
                 continue
@@ -86,7 +86,7 @@ def prepare(spec: KernelSpec, machine: MachineProfile, where: str, cache: Path |
                     "mid-sync: retry in an hour, or set JITTERLAB_DEBIAN_MIRROR to another Debian mirror")
 
 
-def _prepare_set(found: Resolved, apt: Apt, machine: MachineProfile, cache: Path, where: str) -> Kernel:
+def _prepare_set(found: Resolved, apt: Apt, profile: MachineProfile, cache: Path, where: str) -> Kernel:
     kernels = cache / "kernels"
     entry = kernels / found.key
     with locked(kernels / f"{found.key}.lock"):
@@ -96,7 +96,7 @@ def _prepare_set(found: Resolved, apt: Apt, machine: MachineProfile, cache: Path
         if found.host_kbuild is not None:
             host_kbuild = _host_kbuild(found.host_kbuild, apt, entry, where)
         kernel = _bootable(
-            machine,
+            profile,
             entry,
             entry / "tree",
             found.release,
@@ -176,25 +176,25 @@ def _depmod(tree: Path, release: str, where: str) -> None:
         raise UserError(f"{where}: depmod for {release} failed: {last_line(done.stderr)}")
 
 
-def _prepare_file(vmlinuz: Path, machine: MachineProfile, where: str, cache: Path) -> Kernel:
+def _prepare_file(vmlinuz: Path, profile: MachineProfile, where: str, cache: Path) -> Kernel:
     """A kernel file: its modules come from /lib/modules/<release> of this machine, if it has them."""
-    form = machine.image.label
+    form = profile.image.label
     if not vmlinuz.is_file():
         raise UserError(f"{where}: no such file {str(vmlinuz)!r}; give the path of a {form}")
-    release = machine.image.release(vmlinuz)
+    release = profile.image.release(vmlinuz)
     if release is None:
-        raise UserError(f"{where}: {vmlinuz} is not {machine.image.mismatch}; give a vmlinuz file")
+        raise UserError(f"{where}: {vmlinuz} is not {profile.image.mismatch}; give a vmlinuz file")
     digest = hashlib.sha256(vmlinuz.read_bytes()).hexdigest()[:16]
     entry = cache / "kernels" / f"file-{digest}"
     with locked(cache / "kernels" / f"file-{digest}.lock"):
         (entry / "tree").mkdir(parents=True, exist_ok=True)  # nothing to lay over the root
-        return _bootable(machine, entry, Path("/"), release, str(vmlinuz), vmlinuz, cache, where)
+        return _bootable(profile, entry, Path("/"), release, str(vmlinuz), vmlinuz, cache, where)
 
 
 def _bootable(
-    machine: MachineProfile,
+    profile: MachineProfile,
     entry: Path,
-    root: Path,
+    files: Path,  # where the kernel's files are: its unpacked packages, or / for a kernel file here
     release: str,
     description: str,
     vmlinuz: Path,
@@ -205,19 +205,19 @@ def _bootable(
     """The kernel in the form the machine boots fastest and the initramfs, made once per kernel."""
     if not vmlinuz.is_file():
         raise UserError(f"{where}: the package holds no {vmlinuz.name}; delete {entry} and retry")
-    image = machine.image.bootable(vmlinuz, root / "boot" / f"config-{release}", entry)
-    dtb = machine.dtb_path(root, release)
+    image = profile.image.bootable(vmlinuz, files / "boot" / f"config-{release}", entry)
+    dtb = profile.dtb_path(files, release)
     if dtb is not None and not dtb.is_file():
-        raise UserError(f"{where}: the kernel {release} has no device tree {machine.dtb} for qemu machine "
-                        f"{machine.name!r}; delete {entry} and retry")
+        raise UserError(f"{where}: the kernel {release} has no device tree {profile.dtb} for qemu machine "
+                        f"{profile.name!r}; delete {entry} and retry")
     if dtb is not None:
-        dtb = devicetree.edited(dtb, machine.dt_edits, entry, where)
-    init = qemu_initrd.init_program(cache / "init", machine.build)
+        dtb = devicetree.edited(dtb, profile.dt_edits, entry, where)
+    init = qemu_initrd.init_program(cache / "init", profile.build)
     # per machine and module list: another profile of the same kernel may need other modules at boot
-    modules_digest = hashlib.sha256(" ".join(machine.boot_modules).encode()).hexdigest()[:8]
-    initrd = entry / f"initrd-{init.name}-{machine.name}-{modules_digest}.cpio"
+    modules_digest = hashlib.sha256(" ".join(profile.boot_modules).encode()).hexdigest()[:8]
+    initrd = entry / f"initrd-{init.name}-{profile.name}-{modules_digest}.cpio"
     if not initrd.exists():
-        modules = qemu_initrd.module_closure(root / "lib" / "modules" / release, machine.boot_modules)
+        modules = qemu_initrd.module_closure(files / "lib" / "modules" / release, profile.boot_modules)
         qemu_initrd.write_initrd(initrd, init, modules)
-    tree = entry / "tree" if root == Path("/") else root
+    tree = entry / "tree" if files == Path("/") else files
     return Kernel(description, release, image, initrd, tree, dtb, host_kbuild)

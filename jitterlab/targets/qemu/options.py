@@ -9,16 +9,12 @@ from dataclasses import dataclass
 
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
-from jitterlab.model.units import parse_duration_ns
+from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
 from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
+from jitterlab.targets.qemu.rootfs import package_set
 
-OPTIONS = {
-    "machine": f'the qemu machine profile (default "{DEFAULT}"): ' + "; ".join(
-        f'"{e.name}" {e.help}' for e in MACHINES),
-    "kernel": 'the kernel: "standard" (linux-image-amd64 on pc, -arm64 on virt-arm64, -armmp on virt-armhf '
-    'and sabrelite), "rt" (their PREEMPT_RT packages), a version like "6.12" or "6.12-rt" (Debian '
-    'backports), or the path of a kernel file (default: "standard")',
+_HELP = {
     "cpus": "virtual CPUs, e.g. cpus = 2 (default 2)",
     "memory": 'guest memory, e.g. memory = "1G" (default "1G"; at least "256M")',
     "accel": '"auto" (kvm where it really works, else tcg), "kvm" or "tcg" (default "auto")',
@@ -30,15 +26,43 @@ OPTIONS = {
     "packages": 'a board\'s root: Debian packages besides the machine\'s own, e.g. packages = ["nodejs"] '
     "(a root per package set is built once and cached)",
 }
+
+
+def _either(names: list[str]) -> str:
+    quoted = [f'"{n}"' for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def option_help() -> dict[str, str]:
+    """Each [[target]] option of kind "qemu" with its line of help; the machines and their kernels are
+    read from the registry when asked, so that a machine registered since is in it."""
+    standard: dict[str, list[str]] = {}
+    for entry in MACHINES:
+        if "standard" in entry.obj.kernels:
+            standard.setdefault(entry.obj.kernels["standard"], []).append(entry.name)
+    packages = ", ".join(f"{package} on {' and '.join(names)}" for package, names in standard.items())
+    return {
+        "machine": f'the qemu machine profile: {_either(MACHINES.names())} (default "{DEFAULT}"; each with '
+        "its architecture and kernels in `jitterlab list`)",
+        "kernel": f'the kernel: "standard" ({packages}), "rt" (their PREEMPT_RT packages, where Debian has '
+        'one), a version like "6.12" or "6.12-rt" (Debian backports), or the path of a kernel file '
+        '(default: "standard")',
+        **_HELP,
+    }
+
+
 _VERSION = re.compile(r"^(\d+\.\d+)(-rt)?$")
-_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")  # Debian policy's package names
+MAX_PACKAGE_NAME = 128  # Debian's longest are under 80 characters
+MAX_PACKAGES = 1000
 MIN_MEMORY = 256 << 20
 MAX_MEMORY = 64 << 30
 MAX_CPUS = 64
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-# the guest's boot depends on these; a cmdline that sets them would break it
-_RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=", "jitterlab.root=")
+# the guest's boot depends on these (kernel_cmdline; jitterlab.* are its init's); a cmdline that
+# sets them would break it
+_RESERVED_PARAMS = ("init=", "rdinit=", "console=", "root=", "panic=")
+_RESERVED_PREFIX = "jitterlab."
 
 
 def kernel_words(cmdline: str) -> list[str]:
@@ -60,6 +84,17 @@ def kernel_words(cmdline: str) -> list[str]:
     return words
 
 
+def kernel_cmdline(profile: MachineProfile, extra: str) -> str:
+    """The guest kernel's command line: what the boot needs, what the machine profile needs, then the
+    campaign's `cmdline`."""
+    words = [f"console={profile.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
+    if profile.boots_board_root:
+        words.append(f"jitterlab.root={profile.devices.root_device}")
+    if not profile.devices.shares_9p:
+        words.append("jitterlab.shares=none")
+    return " ".join([*words, profile.cmdline, extra]).replace("  ", " ").strip()
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """Which kernel: a Debian metapackage (and version prefix), or a file on this machine."""
@@ -78,7 +113,7 @@ class KernelSpec:
 @dataclass(frozen=True)
 class QemuOptions:
     kernel: KernelSpec
-    machine: MachineProfile
+    profile: MachineProfile  # the `machine` key: what the guest is
     cpus: int = 2
     memory_bytes: int = 1 << 30
     accel: str = "auto"
@@ -86,15 +121,15 @@ class QemuOptions:
     boot_timeout_s: float = 120.0
     workdir: str | None = None
     gpio: str = "none"  # "virtual": the jl-vgpio chip is loaded at boot
-    packages: tuple[str, ...] = ()  # a board's root: what it has besides the machine's packages
+    packages: tuple[str, ...] = ()  # a board's root image: what it has besides the profile's packages
 
 
 def parse_kernel(
-    value: object, where: str, *, check_files: bool = False, machine: MachineProfile | None = None
+    value: object, where: str, *, check_files: bool = False, profile: MachineProfile | None = None
 ) -> KernelSpec:
-    """The kernel a campaign names, for `machine` (the default profile when None)."""
-    machine = machine or MACHINES.get(DEFAULT, where)
-    flavours = list(machine.kernels)
+    """The kernel a campaign names, for a guest of `profile` (the default when None)."""
+    profile = profile or MACHINES.get(DEFAULT, where)
+    flavours = list(profile.kernels)
     forms = ", ".join(f'"{f}"' for f in flavours)
     if not isinstance(value, str) or not value.strip():
         raise UserError(f'{where}: expected {forms}, a version like "6.12", or a path, got {value!r}')
@@ -102,34 +137,39 @@ def parse_kernel(
     m = _VERSION.match(text)
     flavour = text if text in ("standard", "rt") else ("rt" if m[2] else "standard") if m else None
     if flavour is not None:
-        if flavour not in machine.kernels:
-            raise UserError(f"{where}: Debian has no {flavour} kernel for qemu machine {machine.name!r} "
-                            f"({machine.arch}); write {forms}")
-        return KernelSpec(text, metapackage=machine.kernels[flavour], version=m[1] if m else None,
+        if flavour not in profile.kernels:
+            raise UserError(f"{where}: Debian has no {flavour} kernel for qemu machine {profile.name!r} "
+                            f"({profile.arch.name}); write {forms}")
+        return KernelSpec(text, metapackage=profile.kernels[flavour], version=m[1] if m else None,
                           flavour=flavour)
     if text.startswith(("/", "~", "./", "../")):
         path = os.path.expanduser(text)
         if check_files and not os.path.isfile(path):
             raise UserError(
-                f"{where}: no such file {text!r}; give the path of a {machine.image.label} "
+                f"{where}: no such file {text!r}; give the path of a {profile.image.label} "
                 "(e.g. /boot/vmlinuz-...)"
             )
         return KernelSpec(text, path=os.path.abspath(path))
     hint = did_you_mean(text, flavours)
-    versions = '"6.12" or "6.12-rt"' if "rt" in machine.kernels else '"6.12"'
+    versions = '"6.12" or "6.12-rt"' if "rt" in profile.kernels else '"6.12"'
     raise UserError(
         f"{where}: unknown kernel {text!r}; {hint}write {forms}, a Debian version like {versions}, "
-        f"or the path of a {machine.image.label}"
+        f"or the path of a {profile.image.label}"
     )
 
 
-def memory_bytes(value: object, where: str) -> int:
+def memory_bytes(value: object, where: str, profile: MachineProfile | None = None) -> int:
     match = _SIZE.match(value) if isinstance(value, str) else None
     n = int(match[1]) * _SIZE_FACTOR[match[2].upper()] if match else value
     if isinstance(n, bool) or not isinstance(n, int):
-        raise UserError(f'{where}: expected a size like "1G" or "512M", got {value!r}')
+        raise UserError(f'{where}: expected a size like "1G" or "512M", got {shown(value)}')
     if not MIN_MEMORY <= n <= MAX_MEMORY:
-        raise UserError(f'{where}: {value!r} is out of range; give "256M" to "64G" (the guest runs from RAM)')
+        raise UserError(f'{where}: {shown(value)} is out of range; give "256M" to "64G" (the guest runs from '
+                        "RAM)")
+    most = profile.max_memory_bytes if profile is not None else None
+    if most is not None and n > most:
+        raise UserError(f"{where}: {shown(value)} is more than qemu machine {profile.name!r} takes; give "
+                        f'"{most >> 20}M" or less')
     return n
 
 
@@ -139,48 +179,59 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     `check_files`: also that a kernel given as a path exists here (when booting, not when reading
     a campaign, which may be checked on another machine).
     """
+    known = ("machine", "kernel", *_HELP)
     for key in options:
-        if key not in OPTIONS:
-            hint = did_you_mean(str(key), list(OPTIONS))
+        if key not in known:
+            hint = did_you_mean(str(key), known)
             raise UserError(
-                f"{where}.{key}: unknown option of a qemu target; {hint}known: {', '.join(sorted(OPTIONS))}"
+                f"{where}.{key}: unknown option of a qemu target; {hint}known: {', '.join(sorted(known))}"
             )
     name = options.get("machine", DEFAULT)
     if not isinstance(name, str):
         known = ", ".join(MACHINES.names())
         raise UserError(f'{where}.machine: expected the name of a qemu machine, e.g. "{DEFAULT}" '
                         f"(known: {known}), got {shown(name)}")
-    machine = MACHINES.get(name, f"{where}.machine")
+    profile = MACHINES.get(name, f"{where}.machine")
     kernel = parse_kernel(
-        options.get("kernel", "standard"), f"{where}.kernel", check_files=check_files, machine=machine
+        options.get("kernel", "standard"), f"{where}.kernel", check_files=check_files, profile=profile
     )
-    cpus = options.get("cpus", machine.cpus)
+    cpus = options.get("cpus", profile.cpus)
     if isinstance(cpus, bool) or not isinstance(cpus, int) or not 1 <= cpus <= MAX_CPUS:
-        raise UserError(f"{where}.cpus: expected a number of CPUs 1-{MAX_CPUS}, e.g. cpus = 2, got {cpus!r}")
-    memory = machine.memory_bytes
+        raise UserError(f"{where}.cpus: expected a number of CPUs 1-{MAX_CPUS}, e.g. cpus = 2, "
+                        f"got {shown(cpus)}")
+    if profile.max_cpus is not None and cpus > profile.max_cpus:
+        raise UserError(f"{where}.cpus: qemu machine {profile.name!r} takes 1-{profile.max_cpus} CPUs, got "
+                        f"{cpus}; give cpus = {profile.max_cpus} or fewer")
+    memory = profile.memory_bytes
     if "memory" in options:
-        memory = memory_bytes(options["memory"], f"{where}.memory")
+        memory = memory_bytes(options["memory"], f"{where}.memory", profile)
     accel = options.get("accel", "auto")
     if accel not in ("auto", "kvm", "tcg"):
         hint = did_you_mean(str(accel), ["auto", "kvm", "tcg"])
         raise UserError(f'{where}.accel: expected "auto", "kvm" or "tcg", got {accel!r}; {hint}'.rstrip("; "))
-    if accel == "kvm" and "kvm" not in machine.accel:
+    if accel == "kvm" and "kvm" not in profile.accel:
         raise UserError(
-            f'{where}.accel: qemu machine {machine.name!r} is emulated only; give "auto" or "tcg"'
+            f'{where}.accel: qemu machine {profile.name!r} is emulated only; give "auto" or "tcg"'
         )
     cmdline = options.get("cmdline", "")
     if not isinstance(cmdline, str) or not cmdline.isprintable() or len(cmdline) > 1024:
         raise UserError(
             f'{where}.cmdline: expected kernel parameters on one line, e.g. "isolcpus=1", got {cmdline!r}'
         )
+    profile_params = {w.partition("=")[0] for w in kernel_words(profile.cmdline)}  # iomem= on a board
     for word in kernel_words(cmdline):
         name = word.partition("=")[0]
-        if f"{name}=" in _RESERVED_PARAMS:
+        if f"{name}=" in _RESERVED_PARAMS or name.startswith(_RESERVED_PREFIX) or name in profile_params:
             raise UserError(
-                f"{where}.cmdline: {name}= is set by jitterlab to boot the guest; remove {word!r}"
+                f"{where}.cmdline: {name}= is set by jitterlab to boot the guest; remove {shown(word)}"
             )
-    timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout")
-                  if "boot_timeout" in options else round(machine.boot_timeout_s * 1e9))
+    whole = len(kernel_cmdline(profile, cmdline.strip()).encode())
+    if whole >= profile.max_cmdline:  # the kernel would cut the end off, the campaign's own words
+        raise UserError(f"{where}.cmdline: with jitterlab's own parameters the kernel command line is "
+                        f"{whole} bytes, and the {profile.arch.name} kernel reads {profile.max_cmdline - 1}; "
+                        "shorten it")
+    timeout_ns = (parse_duration_ns(options["boot_timeout"], f"{where}.boot_timeout", MAX_CAMPAIGN_NS)
+                  if "boot_timeout" in options else round(profile.boot_timeout_s * 1e9))
     if timeout_ns < 5_000_000_000:
         raise UserError(f'{where}.boot_timeout: a guest needs seconds to boot; give "5s" or more')
     workdir = options.get("workdir")
@@ -188,28 +239,23 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         isinstance(workdir, str) and workdir.startswith("/") and workdir.rstrip("/") and "\n" not in workdir
     ):
         raise UserError(f'{where}.workdir: expected an absolute path, e.g. "/tmp/jitterlab", got {workdir!r}')
-    gpio = options.get("gpio", machine.gpio[0])
+    gpio = options.get("gpio", profile.gpio[0])
     if gpio not in ("none", "virtual"):
         raise UserError(f'{where}.gpio: expected "virtual" (the jl-vgpio chip) or "none", got {gpio!r}')
-    if gpio not in machine.gpio:
-        raise UserError(f"{where}.gpio: qemu machine {machine.name!r} offers gpio = "
-                        + " or ".join(f'"{g}"' for g in machine.gpio) + f", not {gpio!r}")
+    if gpio not in profile.gpio:
+        raise UserError(f"{where}.gpio: qemu machine {profile.name!r} offers gpio = "
+                        + " or ".join(f'"{g}"' for g in profile.gpio) + f", not {gpio!r}")
     if gpio == "virtual" and kernel.path is not None:
         raise UserError(f'{where}.gpio: the virtual GPIO chip is built against a Debian kernel\'s headers; '
                         f'give kernel = "standard", "rt" or a version, or remove gpio')
-    packages = options.get("packages", [])
-    if not isinstance(packages, list) or not all(
-        isinstance(p, str) and _PACKAGE.match(p) for p in packages
-    ):
-        raise UserError(f'{where}.packages: expected a list of Debian package names, e.g. ["nodejs"], '
-                        f"got {shown(packages)}")
-    if packages and not machine.own_root:
-        raise UserError(f"{where}.packages: qemu machine {machine.name!r} runs this machine's own root; "
+    packages = _packages(options.get("packages", []), f"{where}.packages")
+    if packages and not profile.boots_board_root:
+        raise UserError(f"{where}.packages: qemu machine {profile.name!r} runs this machine's own root; "
                         "install the packages here instead, or remove packages")
     return QemuOptions(
-        packages=tuple(dict.fromkeys(packages)),
+        packages=packages,
         kernel=kernel,
-        machine=machine,
+        profile=profile,
         gpio=gpio,  # type: ignore[arg-type]
         cpus=cpus,
         memory_bytes=memory,
@@ -218,3 +264,19 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
         boot_timeout_s=timeout_ns / 1e9,
         workdir=workdir.rstrip("/") if workdir else None,
     )
+
+
+def _packages(value: object, where: str) -> tuple[str, ...]:
+    """The `packages` of a board's root, checked when the campaign is read by the rule the root is
+    built with (rootfs.py); bounded first, so that no message echoes a huge name."""
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise UserError(f'{where}: expected a list of Debian package names, e.g. ["nodejs"], '
+                        f"got {shown(value)}")
+    if len(value) > MAX_PACKAGES:
+        raise UserError(f"{where}: {len(value)} packages; give at most {MAX_PACKAGES}")
+    for name in value:
+        if len(name) > MAX_PACKAGE_NAME:
+            raise UserError(f"{where}: a package name of {len(name)} characters; Debian's are at most "
+                            f"{MAX_PACKAGE_NAME} ({shown(name)})")
+    package_set(tuple(value), where)
+    return tuple(dict.fromkeys(value))

@@ -42,10 +42,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitterlab.model.arch import ARCHES, host_arch
 from jitterlab.model.errors import UserError
 from jitterlab.model.units import format_duration_s
 from jitterlab.targets.qemu.apt_state import archive, last_line, locked, os_release, suites
-from jitterlab.targets.qemu.machines.profile import host_arch
 
 RECIPE_VERSION = 3
 BUILD_TIMEOUT_S = 1800.0
@@ -63,8 +63,6 @@ REQUIRED = ("openssh-server",)  # the board is reached over SSH only
 KEY_PACKAGES = ("base-files", "libc6")  # recorded besides the packages asked for
 SBIN_DIRS = ("/usr/sbin", "/sbin")  # where root's tools are when PATH lacks them
 BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
-QEMU_USER = {"arm64": "aarch64", "armhf": "arm", "armel": "arm", "i386": "i386", "amd64": "x86_64",
-             "riscv64": "riscv64", "ppc64el": "ppc64le", "s390x": "s390x", "mips64el": "mips64el"}
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 # dpkg-deb path filters: a board image without manuals, docs and translations (copyrights stay)
 _EXCLUDES = ("/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*", "/usr/share/doc/*")
@@ -72,19 +70,20 @@ _INCLUDES = ("/usr/share/doc/*/copyright", "/usr/share/locale/locale.alias")
 
 
 @dataclass(frozen=True)
-class Root:
+class BoardRoot:
     image: Path  # ext4 image (raw), attached read-only by qemu as the guest's /dev/vda
     sysroot: Path  # the unpacked tree the image was made from (cross compilers use it as --sysroot)
     description: str  # "Debian bookworm arm64 root (openssh-server, python3, ...), <size> MB"
     build_s: float | None  # how long this call spent building (None when taken from the cache)
 
 
-def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, *,
-                 suite: str | None = None, progress: Callable[[str], None] | None = None) -> Root:
+def prepare_board_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, *,
+                       suite: str | None = None, progress: Callable[[str], None] | None = None) -> BoardRoot:
     """The Debian root of an `arch` board with `packages`, from the cache or built (minutes, once)."""
-    wanted = _package_set(packages, where)
-    if arch not in QEMU_USER:
-        raise UserError(f"{where}: unknown Debian architecture {arch!r}; give one of {', '.join(QEMU_USER)}")
+    wanted = package_set(packages, where)
+    if arch not in ARCHES:
+        raise UserError(f"{where}: unknown Debian architecture {arch!r}; give one of "
+                        f"{', '.join(ARCHES.names())}")
     suite = suite or _this_suite(where)
     roots = cache / "roots"
     name = f"{suite}-{arch}-{root_digest(arch, suite, wanted)}"
@@ -109,7 +108,7 @@ def prepare_root(arch: str, packages: tuple[str, ...], where: str, cache: Path, 
         record = _record(entry)
         assert record is not None
     build_s = record["build_s"] if built else None
-    return Root(entry / "root.ext4", entry / "tree", record["description"], build_s)
+    return BoardRoot(entry / "root.ext4", entry / "tree", record["description"], build_s)
 
 
 def _record(entry: Path) -> dict | None:
@@ -153,7 +152,7 @@ def root_digest(arch: str, suite: str, packages: tuple[str, ...]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _package_set(packages: tuple[str, ...], where: str) -> tuple[str, ...]:
+def package_set(packages: tuple[str, ...], where: str) -> tuple[str, ...]:
     """The packages asked for (in their order, once), plus what every board root needs."""
     wanted = tuple(dict.fromkeys((*REQUIRED, *packages)))
     for package in wanted:
@@ -228,7 +227,7 @@ def _build(arch: str, suite: str, packages: tuple[str, ...], entry: Path, where:
 
 def _check_builder(roots: Path, arch: str, where: str) -> None:
     """What building needs, each missing piece one line with its fix."""
-    if not _is_root():
+    if not _is_superuser():
         parent = roots.parent.parent if roots.parent.name == "jitterlab" else roots.parent
         raise UserError(
             f"{where}: the board's root is built as root (mmdebstrap makes its root-owned files and "
@@ -411,10 +410,10 @@ def _ensure_foreign_arch(arch: str, where: str) -> None:
     through binfmt_misc; enabled here when possible (as root), else one line with the fix."""
     if arch == host_arch():
         return
-    handler = f"qemu-{QEMU_USER[arch]}"
+    handler = f"qemu-{ARCHES.get(arch, where).qemu_user}"
     fix = (f"as root: apt install qemu-user-static binfmt-support arch-test; mount -t binfmt_misc "
            f"binfmt_misc {BINFMT_DIR}; update-binfmts --enable {handler}")
-    if not _enabled(handler) and _is_root():
+    if not _enabled(handler) and _is_superuser():
         if not (BINFMT_DIR / "status").exists():
             _quiet(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_DIR)])
         if not _enabled(handler) and _which("update-binfmts"):
@@ -444,7 +443,7 @@ def _quiet(argv: list[str]) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(argv, 1, "", str(e))
 
 
-def _is_root() -> bool:
+def _is_superuser() -> bool:
     return os.geteuid() == 0
 
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.targets import qmp
 from jitterlab.targets.capabilities import (
     AnswersSlowly,
     Capability,
@@ -31,6 +32,8 @@ from jitterlab.targets.capabilities import (
     KeepsKernelModules,
     RecordsGpioOutputs,
     VirtualMachine,
+    WordReader,
+    command_timeout_s,
 )
 from jitterlab.targets.qemu import accel as qemu_accel
 from jitterlab.targets.qemu import cross_modules, devicetree
@@ -41,9 +44,9 @@ from jitterlab.targets.qemu import rootfs as qemu_rootfs
 from jitterlab.targets.qemu import vgpio as qemu_vgpio
 from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT
-from jitterlab.targets.qemu.options import QemuOptions
+from jitterlab.targets.qemu.options import QemuOptions, kernel_cmdline
 from jitterlab.targets.qemu.scripts import SSHD_CONFIG, STAGE2
-from jitterlab.targets.qemu.vm import VM, Machine
+from jitterlab.targets.qemu.vm import VM, BootSpec
 from jitterlab.targets.ssh.loopback_sshd import free_port
 from jitterlab.targets.ssh.options import SSHOptions
 from jitterlab.targets.ssh.sessions import OverSSH, SSHSessions
@@ -56,15 +59,13 @@ SSH_TIMEOUTS_S = {"tcg": (60.0, 60.0), "kvm": (20.0, 15.0)}  # accel: (connect, 
 _PORT_TAKEN = "Could not set up host forwarding rule"
 
 
-def kernel_cmdline(machine: MachineProfile, extra: str) -> str:
-    """The guest kernel's command line: what the boot needs, what the machine needs, then the
-    campaign's `cmdline`."""
-    words = [f"console={machine.console}", "loglevel=4", "panic=-1", "rdinit=/init"]
-    if machine.own_root:
-        words.append(f"jitterlab.root={machine.devices.root_device}")
-    if not machine.devices.shares_9p:
-        words.append("jitterlab.shares=none")
-    return " ".join([*words, machine.cmdline, extra]).replace("  ", " ").strip()
+def profile_offers(profile: MachineProfile, cap: type[Capability]) -> bool:
+    """What a guest of `profile` offers of the capabilities a QemuTarget declares."""
+    if cap is RecordsGpioOutputs:
+        return profile.traced_gpio is not None
+    if cap is ExaminesMemory:  # a board's GPIO registers; the pc guest has none to read
+        return profile.boots_board_root
+    return True
 
 
 class QemuTarget(
@@ -74,11 +75,13 @@ class QemuTarget(
 
     kind = "qemu"
 
-    def __init__(self, name: str, options: QemuOptions, devices: tuple[str, ...] = ()) -> None:
+    def __init__(self, name: str, options: QemuOptions, key: str | None = None,
+                 devices: tuple[str, ...] = ()) -> None:
         self.name = name
         self.options = options
+        self.key = key or f"target {name!r}"  # its [[target]] in messages about its options
         self.devices = devices  # qemu arguments of devices wired to the board (a unit's serial port)
-        self.machine = options.machine
+        self.profile = options.profile
         self.workdir = options.workdir or ""
         self.kernel: qemu_kernels.Kernel | None = None
         self._accel = ""  # "kvm" | "tcg" once booted
@@ -88,25 +91,27 @@ class QemuTarget(
         self.dir = Path(tempfile.mkdtemp(prefix="jl-qemu-"))
         self._ssh: SSHTarget | None = None
         self._sessions = None  # type: ignore[assignment]
-        self.root = None  # the board's own root, when the machine has one
+        self.board_root: qemu_rootfs.BoardRoot | None = None  # when the profile boots one
 
     # --- capabilities ------------------------------------------------------------------------------
 
     def offers(self, cap: type[Capability]) -> bool:
-        if cap is RecordsGpioOutputs:
-            return self.machine.traced_gpio is not None
-        if cap is ExaminesMemory:  # a board's GPIO registers; the pc guest has none to read
-            return self.machine.own_root
-        return True
+        return profile_offers(self.profile, cap)
 
     def gpio_trace(self) -> GpioTrace:
-        traced = self.machine.traced_gpio
+        traced = self.profile.traced_gpio
         if traced is None:
-            raise UserError(f"{self.where()}: qemu machine {self.machine.name!r} traces no GPIO controller")
+            raise UserError(f"{self.where()}: qemu machine {self.profile.name!r} traces no GPIO controller")
         return GpioTrace(self.dir / "gpio-trace.log", traced.controller, traced.lines, traced.event)
 
     def monitor_socket(self) -> Path:
+        """The QMP socket the board is started with, kept for probes (word_reader)."""
         return self.dir / "qmp.sock"
+
+    def word_reader(self, address: int) -> WordReader:
+        # a slow board's monitor may pause for seconds between answers: that is a blind span of the
+        # probe's, not a failure, unless it lasts as long as any command on this board may
+        return qmp.open_word(self.monitor_socket(), address, command_timeout_s(self, qmp.GREETING_TIMEOUT_S))
 
     @property
     def vm_accel(self) -> str:
@@ -119,19 +124,19 @@ class QemuTarget(
         return self._boot_s
 
     def vm_facts(self) -> dict[str, object]:
-        facts: dict[str, object] = {"vm_machine": self.machine.name}
+        facts: dict[str, object] = {"vm_machine": self.profile.name}
         if self.kernel is not None and self.kernel.asked:  # a Debian kernel: asked for, got, why
             facts["vm_kernel"] = self.kernel.description
             facts["vm_kernel_asked"] = self.kernel.asked
             facts["vm_kernel_packages"] = " ".join(self.kernel.packages)
             if self.kernel.note:
                 facts["vm_kernel_note"] = self.kernel.note
-        if self.root is not None:
-            facts["vm_root"] = self.root.description
-        if self.machine.cmdline:
-            facts["vm_machine_cmdline"] = self.machine.cmdline
-        if self.machine.dt_edits:
-            facts["vm_dt_edits"] = devicetree.describe(self.machine.dt_edits)
+        if self.board_root is not None:
+            facts["vm_root"] = self.board_root.description
+        if self.profile.cmdline:
+            facts["vm_machine_cmdline"] = self.profile.cmdline
+        if self.profile.dt_edits:
+            facts["vm_dt_edits"] = devicetree.describe(self.profile.dt_edits)
         return facts
 
     @property
@@ -140,42 +145,42 @@ class QemuTarget(
 
     @property
     def cross_cc(self) -> str:
-        """The machine's compiler; for a board's own root, with that root as its sysroot (its
+        """The profile's compiler; for a board's own root image, with its tree as the sysroot (its
         headers, its libraries and their pkg-config files: what the board runs is what links)."""
-        if self.root is not None:
-            return f"{self.machine.build.cc} --sysroot={self.root.sysroot}"
-        return self.machine.build.cc
+        if self.board_root is not None:
+            return f"{self.profile.build.cc} --sysroot={self.board_root.sysroot}"
+        return self.profile.build.cc
 
     def where(self) -> str:
         kernel = self.kernel.release if self.kernel else self.options.kernel.text
-        qemu = "qemu" if self.machine.name == DEFAULT else f"qemu {self.machine.name}"
+        qemu = "qemu" if self.profile.name == DEFAULT else f"qemu {self.profile.name}"
         return f"target {self.name!r} ({qemu}, kernel {kernel})"
 
     # --- boot -------------------------------------------------------------------------------------
 
     def boot(self) -> QemuTarget:
         """Prepare the kernel (fetched once into the cache), start qemu, wait for the guest, connect."""
-        o, where, profile = self.options, f"target {self.name!r}", self.machine
+        o, where, profile = self.options, self.key, self.profile
         _check_host(o, where)
         accel = qemu_accel.detect(o.accel, where, profile.kvm_missing())
         self._accel, self.accel_why = accel.name, accel.why
         self.kernel = qemu_kernels.prepare(o.kernel, profile, f"{where}.kernel")
         if self.kernel.note:
             self._say(f"kernel {self.kernel.description}: {self.kernel.note}")
-        if profile.own_root:
-            packages = tuple(dict.fromkeys((*profile.root_packages, *o.packages)))
-            self.root = qemu_rootfs.prepare_root(profile.arch, packages, f"{where}.machine",
-                                                 qemu_kernels.cache_root(), progress=self._say)
+        if profile.boots_board_root:
+            packages = tuple(dict.fromkeys((*profile.board_root_packages, *o.packages)))
+            self.board_root = qemu_rootfs.prepare_board_root(profile.arch.name, packages, f"{where}.machine",
+                                                             qemu_kernels.cache_root(), progress=self._say)
         boot_dir = self._write_boot_share()
         initrd, shares = self.kernel.initrd, (("jlkernel", self.kernel.tree), ("jlboot", boot_dir))
-        if self.root is None:  # the guest runs this machine's own root
+        if self.board_root is None:  # the guest runs this machine's own root
             shares = (("jlroot", Path("/")), *shares)
         if not profile.devices.shares_9p:  # no virtio: the per-boot files ride in the initramfs
             initrd, shares = self.dir / "initrd.cpio", ()
             qemu_initrd.with_files(self.kernel.initrd, boot_dir, "jlboot", initrd)
         for _attempt in range(3):
             port = free_port()
-            machine = Machine(
+            spec = BootSpec(
                 profile=profile,
                 image=self.kernel.image,
                 dtb=self.kernel.dtb,
@@ -187,13 +192,13 @@ class QemuTarget(
                 shares=shares,
                 ssh_port=port,
                 console=self.dir / "console.log",
-                disk=self.root.image if self.root is not None else None,
+                disk=self.board_root.image if self.board_root is not None else None,
                 trace=self.gpio_trace().path if profile.traced_gpio is not None else None,
                 monitor=self.monitor_socket(),
                 devices=self.devices,
             )
             started = time.monotonic()
-            self.vm = VM(machine, self.dir / "qemu.log")
+            self.vm = VM(spec, self.dir / "qemu.log")
             state, _uptime = self.vm.wait_ready(o.boot_timeout_s)
             if state == "ready":
                 self._boot_s = time.monotonic() - started
@@ -221,9 +226,9 @@ class QemuTarget(
         board has its own root (a board image has no compiler).
         UserError naming the kernel and the cause when it cannot be built."""
         assert self.kernel is not None, "kernel_module() before boot()"
-        if self.root is not None:  # a board has no compiler: built here, against its kernel's headers
+        if self.board_root is not None:  # a board has no compiler: built here, against its kernel's headers
             built = cross_modules.controller_module(
-                sources, name, self.kernel.tree, self.kernel.release, self.machine.arch,
+                sources, name, self.kernel.tree, self.kernel.release, self.profile.arch.name,
                 self.kernel.host_kbuild, self.kernel.tree.parent, self.where())
             return qemu_modules.put_module(self, built, name)
         return qemu_modules.guest_module(self, sources, name, self.kernel.tree.parent, self.where())
@@ -284,7 +289,7 @@ class QemuTarget(
     def _boot_error(self, state: str) -> Exception:
         # qemu's own words count when it ended by itself; after a timeout jitterlab stopped it
         qemu_said = [line for line in self._qemu_log().splitlines()
-                     if line.startswith(self.machine.qemu) and "terminating on signal" not in line]
+                     if line.startswith(self.profile.qemu) and "terminating on signal" not in line]
         if state != "timeout" and qemu_said and not (self.vm and self.vm.console_text().strip()):
             return UserError(f"{self.where()}: qemu refused to start: {qemu_said[-1]}")
         assert self.kernel is not None
@@ -319,10 +324,10 @@ class QemuTarget(
 
 def _check_host(o: QemuOptions, where: str) -> None:
     """What this machine must have to boot the guest (the options themselves are already valid)."""
-    machine = o.machine
-    if shutil.which(machine.qemu) is None:
+    profile = o.profile
+    if shutil.which(profile.qemu) is None:
         raise UserError(
-            f"{where}: {machine.qemu} is missing on this machine (apt install {machine.qemu_package})"
+            f"{where}: {profile.qemu} is missing on this machine (apt install {profile.qemu_package})"
         )
     for tool, package in (
         ("setpriv", "util-linux"),
@@ -331,7 +336,7 @@ def _check_host(o: QemuOptions, where: str) -> None:
     ):
         if shutil.which(tool) is None:
             raise UserError(f"{where}: {tool} is missing on this machine (apt install {package})")
-    if not machine.own_root and not os.access("/usr/sbin/sshd", os.X_OK):
+    if not profile.boots_board_root and not os.access("/usr/sbin/sshd", os.X_OK):
         raise UserError(f"{where}: the guest runs this machine's /usr/sbin/sshd (apt install openssh-server)")
     host_cpus = os.cpu_count() or 1
     if o.cpus > host_cpus:

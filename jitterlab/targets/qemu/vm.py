@@ -20,8 +20,8 @@ from jitterlab.targets.qemu.scripts import FAILED, LAUNCH, READY
 
 
 @dataclass(frozen=True)
-class Machine:
-    """What qemu is asked to run."""
+class BootSpec:
+    """What qemu is asked to run, one boot: the profile and this boot's files, sizes and ports."""
 
     profile: MachineProfile  # the emulator, the machine, its devices
     image: Path  # the kernel, in the profile's form
@@ -45,11 +45,11 @@ def _opt(value: object) -> str:
     return str(value).replace(",", ",,")
 
 
-def qemu_argv(m: Machine) -> list[str]:
+def qemu_argv(m: BootSpec) -> list[str]:
     p = m.profile
     dtb = ["-dtb", str(m.dtb)] if m.dtb is not None else []
     argv = [
-        p.qemu, "-nodefaults", "-no-user-config", *p.machine, *p.accel[m.accel],
+        p.qemu, "-nodefaults", "-no-user-config", *p.machine_args, *p.accel[m.accel],
         "-smp", str(m.cpus), "-m", f"{m.memory_bytes >> 20}M",
         "-kernel", str(m.image), *dtb, "-initrd", str(m.initrd), "-append", m.append,
         "-display", "none", "-no-reboot",
@@ -74,14 +74,14 @@ def qemu_argv(m: Machine) -> list[str]:
 class VM:
     """A started qemu; stop() (idempotent) ends it and waits for it."""
 
-    def __init__(self, machine: Machine, log: Path) -> None:
-        self.machine = machine
+    def __init__(self, spec: BootSpec, log: Path) -> None:
+        self.spec = spec
         self.log = log  # qemu's own messages
         read_end, self._pipe = os.pipe()  # non-inheritable: only the launcher gets it, as stdin
         try:
             with open(log, "ab") as out:
                 self._launcher = subprocess.Popen(
-                    ["sh", "-c", LAUNCH, "launch", *qemu_argv(machine)],
+                    ["sh", "-c", LAUNCH, "launch", *qemu_argv(spec)],
                     stdin=read_end,
                     stdout=out,
                     stderr=subprocess.STDOUT,
@@ -121,7 +121,7 @@ class VM:
 
     def console_text(self) -> str:
         try:
-            return self.machine.console.read_text(errors="replace")
+            return self.spec.console.read_text(errors="replace")
         except OSError:
             return ""
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
-from jitterlab.model.units import parse_duration_ns
+from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
 from jitterlab.programs import check_cc
 
 OPTIONS = {
@@ -97,12 +97,12 @@ def parse_options(options: Mapping[str, object], where: str, *, check_files: boo
     if not isinstance(accept, bool):
         raise UserError(f"{where}.accept_new_host_key: expected true or false, got {shown(accept)}")
     timeout = options.get("connect_timeout", "10s")
-    timeout_ns = parse_duration_ns(timeout, f"{where}.connect_timeout")
+    timeout_ns = parse_duration_ns(timeout, f"{where}.connect_timeout", MAX_CAMPAIGN_NS)
     if timeout_ns < 1_000_000_000:
         raise UserError(f'{where}.connect_timeout: ssh counts whole seconds; give "1s" or more: '
                         f"{shown(timeout)}")
     alive = options.get("alive_timeout", "15s")
-    alive_ns = parse_duration_ns(alive, f"{where}.alive_timeout")
+    alive_ns = parse_duration_ns(alive, f"{where}.alive_timeout", MAX_CAMPAIGN_NS)
     if alive_ns < ALIVE_INTERVAL_S * 1_000_000_000:
         raise UserError(f'{where}.alive_timeout: ssh asks every {ALIVE_INTERVAL_S} s; give '
                         f'"{ALIVE_INTERVAL_S}s" or more: {shown(alive)}')

@@ -49,7 +49,12 @@ class SSHTarget(OverSSH, CrossBuilt, AnswersSlowly):
         )
 
     def offers(self, cap: type[Capability]) -> bool:
-        return cap is not CrossBuilt or self.options.cc is not None
+        return self.offered(self.options, cap)
+
+    @staticmethod
+    def offered(options: SSHOptions, cap: type[Capability]) -> bool:
+        """What a target with these options offers: it is CrossBuilt only with a `cc`."""
+        return cap is not CrossBuilt or options.cc is not None
 
     @property
     def alive_timeout_s(self) -> float:

@@ -13,16 +13,14 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from jitterlab.programs.unit import UnitSpec, parse_unit
+from jitterlab.programs.unit import UNIT_HELP, UnitSpec, parse_unit
 from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import CommandsUnit, UnitLink, Wrapper
+from jitterlab.targets.capabilities import Capability, CommandsUnit, UnitLink, Wrapper
 from jitterlab.targets.unit.emulated import EmulatedUnit
 from jitterlab.targets.unit.remoteproc import RemoteprocUnit
 from jitterlab.targets.unit.serial import SerialUnit
 
 KEY = "unit"
-# how a kind opens its target: (name, options without `unit`, qemu devices for a board) -> Target
-Opener = Callable[[str, Mapping[str, object], tuple[str, ...]], Target]
 
 
 class Loader(Protocol):
@@ -75,34 +73,53 @@ class UnitTarget(Wrapper, CommandsUnit):
             print(f"target {self.name!r}: {problem}", file=sys.stderr, flush=True)
 
 
-def check(kind: str, check_kind: Callable[[Mapping[str, object], str], object] | None
+def without(options: Mapping[str, object]) -> dict[str, object]:
+    """A [[target]]'s options but its unit table: what its kind reads."""
+    return {k: v for k, v in options.items() if k != KEY}
+
+
+def declared(kind: str, options: Mapping[str, object], where: str) -> UnitSpec | None:
+    """The unit table of a [[target]] of `kind`, read (`where`: "file: target[0]")."""
+    return parse_unit(options.get(KEY), f"{where}.{KEY}", kind)
+
+
+def capabilities(spec: UnitSpec | None) -> frozenset[type[Capability]]:
+    """What a unit table makes a target offer."""
+    return frozenset() if spec is None else frozenset({CommandsUnit})
+
+
+def check(kind: str, check_kind: Callable[[Mapping[str, object], str], object]
           ) -> Callable[[Mapping[str, object], str], object]:
     """The option check of `kind` with the unit table checked first (`where`: "file: target[0]")."""
 
     def checked(options: Mapping[str, object], where: str) -> object:
-        parse_unit(options.get(KEY), f"{where}.{KEY}", kind)
-        rest = {k: v for k, v in options.items() if k != KEY}
-        return check_kind(rest, where) if check_kind is not None else None
+        declared(kind, options, where)
+        return check_kind(without(options), where)
 
     return checked
 
 
-def opener(kind: str, open_kind: Opener) -> Callable[[str, Mapping[str, object]], Target]:
-    """The factory of `kind`: its target, wrapped with its unit when it has one."""
+def with_option(options: Callable[[], Mapping[str, str]]) -> Callable[[], Mapping[str, str]]:
+    """A kind's [[target]] keys and the unit table, for `jitterlab list`."""
+    return lambda: {**options(), KEY: UNIT_HELP}
 
-    def factory(name: str, options: Mapping[str, object]) -> Target:
-        where = f"target {name!r}.{KEY}"
-        spec = parse_unit(options.get(KEY), where, kind)
-        rest = {k: v for k, v in options.items() if k != KEY}
+
+def opener(kind: str, open_kind: Callable[..., Target]) -> Callable[..., Target]:
+    """The factory of `kind`: its target, wrapped with its unit when it has one. `open_kind` takes
+    (name, options, where) and, for a kind that can wire an emulated unit to its board, devices."""
+
+    def factory(name: str, options: Mapping[str, object], where: str | None = None) -> Target:
+        spec = declared(kind, options, where or f"target {name!r}")
         if spec is None:
-            return open_kind(name, rest, ())
-        loader = loader_for(spec, where, kind)
+            return open_kind(name, without(options), where)
+        loader = loader_for(spec, f"{where or f'target {name!r}'}.{KEY}", kind)
+        devices = loader.board_devices()
         try:
-            inner = open_kind(name, rest, loader.board_devices())
+            inner = (open_kind(name, without(options), where, devices) if devices
+                     else open_kind(name, without(options), where))
         except BaseException:
             loader.release(None)
             raise
         return UnitTarget(inner, loader)
 
     return factory
-

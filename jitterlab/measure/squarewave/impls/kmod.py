@@ -5,7 +5,8 @@ The module is built on the target with kbuild against the running kernel's heade
 (prepare: a build takes minutes on a slow board). It is loaded with the run's parameters, read
 back through /proc/jl_wave when it says it is done, and unloaded on every path. It drives a real
 GPIO line through the kernel's consumer API, so it drives the pins whose handle offers a line the
-kernel finds by its chip's label and offset (KernelLine: gpiod, sysfs).
+kernel finds by its chip's label and offset and leaves free for it to request (KernelLine: gpiod;
+sysfs holds its line exported).
 """
 
 from __future__ import annotations

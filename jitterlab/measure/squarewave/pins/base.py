@@ -12,6 +12,7 @@ from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import Registry
+from jitterlab.targets.capabilities import Capability, Declared
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class Pin(Protocol):
     """Its options, in [pins.NAME]."""
     tools: ClassVar[dict[str, str]]
     """Commands it needs on the target -> Debian package."""
+    reads: ClassVar[type[Capability] | None]
+    """The target's capability it is reached through (a real-time unit beside the target), if any:
+    the pin is usable only on a target that has it."""
 
     @classmethod
     def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
@@ -52,10 +56,16 @@ class Pin(Protocol):
         ...
 
     @classmethod
-    def check_target(cls, cell: Cell, target_kind: str, target_options: Mapping[str, object],
-                     where: str) -> None:
-        """Refuse a cell this pin cannot serve on the cell's target as its [[target]] describes it
-        (its kind and options); `where` is the matrix's prefix ("campaign.toml: matrix")."""
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        """Refuse a cell whose target, as its [[target]] declares it, cannot have this pin (an emulated
+        board whose GPIO block is another SoC's): UserError; `where` as in check()."""
+        ...
+
+    @classmethod
+    def declare(cls, settings: RunSettings) -> PinHandle:
+        """The handle as the pin's options declare it, before anything is set up: the offers whose
+        data the options fix (a line, a register block), for what a probe checks when the campaign is
+        read; what only setup finds (a chip's label) is left out."""
         ...
 
     def setup(self) -> PinHandle:
@@ -73,6 +83,7 @@ class PinBase:
     offers: ClassVar[frozenset[type[Offer]]]  # no default: a pin kind says what its handle offers
     params: ClassVar[tuple[Param, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
+    reads: ClassVar[type[Capability] | None] = None
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
@@ -89,17 +100,20 @@ class PinBase:
         cls.options_in(settings, name, f"{where}pins.{name}")
 
     @classmethod
-    def check_target(cls, cell: Cell, target_kind: str, target_options: Mapping[str, object],
-                     where: str) -> None:
-        return None
-
-    @classmethod
     def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:
         """The [pins.NAME] options as the campaign read them (canonical values: a duration in ns),
         defaults filled in; UserError naming `where` when a required one is missing."""
         given = settings.options_of("pins", name)
         rest = [p for p in cls.params if p.name not in given]
         return {**parse_options(rest, {}, where, "this pin"), **given}
+
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        return None
+
+    @classmethod
+    def declare(cls, settings: RunSettings) -> PinHandle:
+        return PinHandle("")
 
     def options(self) -> dict:
         """This pin's [pins.NAME] options for the run, defaults filled in."""

@@ -28,6 +28,11 @@ class GpiodPin(PinBase):
         Param("line", "the line offset on the chip", integer(0, 65535), "17"),
     )
 
+    @classmethod
+    def declare(cls, settings) -> PinHandle:
+        line = int(cls.validate(settings.options_of("pins", "gpiod"), "pins.gpiod")["line"])
+        return PinHandle("gpiod", (BoardLine(line=line),))  # its chip's label is known once set up
+
     def setup(self) -> PinHandle:
         opts = self.options()
         line = int(opts["line"])

@@ -47,19 +47,31 @@ class GpiomemPin(PinBase):
             raise UserError(f"{where}pins.gpiomem.line: {soc.name} line {opts['line']} belongs to "
                             f"{holder}; choose another line ({free})")
 
+    @classmethod
+    def check_target(cls, cell, settings, where: str, target) -> None:
+        soc = str(cls.validate(settings.options_of("pins", "gpiomem"), f"{where}pins.gpiomem")["soc"])
+        target.need_soc(soc, f"{where}pins.gpiomem.soc")  # another SoC's registers are no GPIO there
+
+    @classmethod
+    def declare(cls, settings) -> PinHandle:
+        opts = cls.validate(settings.options_of("pins", "gpiomem"), "pins.gpiomem")
+        soc, line = SOCS[str(opts["soc"])], int(opts["line"])
+        regs = soc.registers(line, str(opts["device"]))
+        # the line's chip is not known here: a loopback probe is told it (probes.gpio-loopback.chip)
+        offers = (RegisterBlock(regs, regs.device), BoardLine(soc=soc.name, soc_line=line), InstrumentInput())
+        return PinHandle("gpiomem", offers, description=f"{soc.name} line {line} via {regs.device}")
+
     def setup(self) -> PinHandle:
-        opts = self.options()
-        soc = SOCS[str(opts["soc"])]
-        regs = soc.registers(int(opts["line"]), str(opts["device"]))
-        device = regs.device
+        handle = self.declare(self.ctx.settings)
+        block = handle.get(RegisterBlock)
+        assert block is not None, "declare() offers the register block"
+        device = block.device
         done = self.ctx.target.run(["sh", "-c", _CHECK, "sh", device])
         if not done.ok:
             raise RunFailed(explain(done.stderr, f"pins.gpiomem: {device}") +
                             ("" if "denied" not in done.stderr else
                              "; /dev/gpiomem needs the gpio group, /dev/mem root"), status="unavailable")
-        # the line's chip is not known here: a loopback probe is told it (probes.gpio-loopback.chip)
-        return PinHandle("gpiomem", (RegisterBlock(regs, device), BoardLine(), InstrumentInput()),
-                         description=f"{soc.name} line {opts['line']} via {device}")
+        return handle
 
     def teardown(self) -> None:
         return None  # the program leaves the line low; nothing is held

@@ -98,12 +98,17 @@ class LevelPage(Offer):
 
 @dataclass(frozen=True)
 class BoardLine(Offer):
-    """A line on the board's header that a wire can take to another GPIO input of the board.
-    `chip_label` and `line` name it where the pin knows them ("" and -1 where it does not)."""
+    """A line on the board's header that a wire can take to another GPIO input of the board, or an
+    observer outside an emulated board can follow. It says which line it is, as far as the pin knows:
+    `chip_label` and `line` (its offset on that chip; "" and -1 where the pin does not know them),
+    `soc` and `soc_line` (its number in that SoC's register map, pins/socs.py, where the pin drives
+    the registers; "" and -1 otherwise)."""
 
     what: ClassVar[str] = "a board line that another GPIO input can be wired to"
     chip_label: str = ""
     line: int = -1
+    soc: str = ""
+    soc_line: int = -1
 
 
 @dataclass(frozen=True)

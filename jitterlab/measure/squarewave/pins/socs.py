@@ -65,6 +65,15 @@ class Soc:
         """The map for `line` reached through `device` ("": the SoC's own)."""
         raise NotImplementedError
 
+    def line_refusal(self, line: int) -> str | None:
+        """Why a probe cannot watch `line` ("pl061 has lines 0-7, not 8"), None when it can."""
+        if not 0 <= line < self.lines:
+            return f"{self.name} has lines 0-{self.lines - 1}, not {line}"
+        holder = dict(self.reserved).get(line)
+        if holder is not None:
+            return f"{self.name} line {line} belongs to {holder}; drive another line"
+        return None
+
 
 @dataclass(frozen=True)
 class Bcm2835(Soc):

@@ -7,7 +7,7 @@ import contextlib
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain, find_chip
-from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, KernelLine, ValueFile
+from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, ValueFile
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import Param, integer, text
 
@@ -30,7 +30,9 @@ _UNEXPORT = 'echo 0 > "/sys/class/gpio/gpio$1/value"; echo "$1" > /sys/class/gpi
 
 
 class SysfsPin(PinBase):
-    offers = frozenset({ValueFile, KernelLine, BoardLine, InstrumentInput})
+    # no KernelLine: the export requests the line for sysfs, so a kernel module's request of it is
+    # refused as busy (gpiochip_request_own_desc); the gpiod pin leaves the line free for one
+    offers = frozenset({ValueFile, BoardLine, InstrumentInput})
     params = (
         Param("chip", "the GPIO chip: its label, gpiochipN or /dev/gpiochipN", text, '"pinctrl-bcm2711"',
               default="gpiochip0"),
@@ -41,6 +43,11 @@ class SysfsPin(PinBase):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._number: int | None = None
+
+    @classmethod
+    def declare(cls, settings) -> PinHandle:
+        line = int(cls.validate(settings.options_of("pins", "sysfs"), "pins.sysfs")["line"])
+        return PinHandle("sysfs", (BoardLine(line=line),))  # its chip's label is known once set up
 
     def setup(self) -> PinHandle:
         opts = self.options()
@@ -55,8 +62,7 @@ class SysfsPin(PinBase):
                                                  f"{opts['line']})"), status="unavailable")
         self._number = number
         value, line = done.stdout.strip(), int(opts["line"])
-        return PinHandle("sysfs", (ValueFile(value), KernelLine(chip.label, line),
-                                   BoardLine(chip.label, line), InstrumentInput()),
+        return PinHandle("sysfs", (ValueFile(value), BoardLine(chip.label, line), InstrumentInput()),
                          description=f"{value} ({chip.label} line {line})")
 
     def teardown(self) -> None:

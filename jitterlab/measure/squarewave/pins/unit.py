@@ -12,7 +12,6 @@ message with the unit during a run, to time the round trip under each load.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -21,10 +20,10 @@ from jitterlab.measure.squarewave.pins.offers import InstrumentInput, Offer, Tra
 from jitterlab.measure.squarewave.probes.base import PROBES
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, duration
-from jitterlab.model.records import Cell
+from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.units import format_ns, parse_duration_ns
-from jitterlab.programs.unit import LM3S6965EVB, describe_timer, parse_unit, period_step_ns, timing
-from jitterlab.targets.capabilities import CommandsUnit, has
+from jitterlab.programs.unit import LM3S6965EVB, UnitSpec, describe_timer, period_step_ns, timing
+from jitterlab.targets.capabilities import CommandsUnit, Declared, has
 
 NAME = "unit"
 EXAMPLE = f'unit = {{kind = "emulated", profile = "{LM3S6965EVB.name}"}}'
@@ -62,6 +61,7 @@ class UnitLine(Offer):
 
 class UnitPin(PinBase):
     offers = frozenset({UnitLine, InstrumentInput, TracedOutput})
+    reads = CommandsUnit
     params = (
         Param("chatter", 'exchange a message with the unit this often during the run and time each round '
               'trip ("off", the default: never)', _chatter, '"10ms"', default="off",
@@ -69,10 +69,11 @@ class UnitPin(PinBase):
     )
 
     @classmethod
-    def check_target(cls, cell: Cell, target_kind: str, target_options: Mapping[str, object],
-                     where: str) -> None:
-        spec = parse_unit(target_options.get(NAME), f"{where}.pin", target_kind)
-        if spec is None:
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        """`where` is the campaign file's prefix ("campaign.toml: ")."""
+        where = f"{where}matrix"
+        spec = target.unit
+        if not isinstance(spec, UnitSpec):
             raise UserError(f"{where}.pin: pin {NAME!r} is a real-time unit's, and target {cell.target!r} "
                             f"has none; give its [[target]] one, e.g. {EXAMPLE}")
         period_ns, profile = int(cell.param("period", 0) or 0), spec.profile

@@ -18,7 +18,7 @@ from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries
-from jitterlab.targets.capabilities import Capability
+from jitterlab.targets.capabilities import Capability, Declared
 
 # where a probe runs: a process on a CPU of the target, the program itself, the controller
 # machine (a logic analyzer plugged in there), or an instrument reached over the network
@@ -79,8 +79,20 @@ class Probe(Protocol):
     def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
 
     @classmethod
+    def reads_of(cls, cell: Cell) -> type[Capability] | None:
+        """What it reads of the cell's target to watch the cell's pin: `reads`, unless the pin brings
+        what it reads itself (an emulated unit's pin, traced beside the target)."""
+        ...
+
+    @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
         """Refuse a cell this probe cannot measure with these settings (UserError)."""
+        ...
+
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        """Refuse a cell whose target, as its [[target]] declares it, cannot serve this probe (it lacks
+        what the probe `reads`, or its GPIO block is not the one the options name): UserError."""
         ...
 
     def start(self, pin: PinHandle) -> None:
@@ -121,6 +133,17 @@ class ProbeBase:
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
         return None
+
+    @classmethod
+    def reads_of(cls, cell: Cell) -> type[Capability] | None:
+        """What the probe reads of the cell's target to watch the cell's pin (by default `reads`)."""
+        return cls.reads
+
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        reads = cls.reads_of(cell)
+        if reads is not None:
+            target.need(reads, f"probe {cell.param('probe')!r}", f"{where}.probe")
 
     @classmethod
     def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:

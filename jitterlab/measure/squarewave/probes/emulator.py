@@ -25,17 +25,19 @@ import numpy as np
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, Alignment, align
 from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
-from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
+from jitterlab.analysis.watched import pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
+from jitterlab.measure.squarewave.pins.socs import SOCS
+from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
+from jitterlab.measure.squarewave.probes.bound import PIN, agreed, bound_line, declared_line, show_pins
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.model.params import Param, integer
+from jitterlab.model.params import Param, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
-from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import GpioTrace, RecordsGpioOutputs, has
+from jitterlab.targets.capabilities import Capability, Declared, GpioTrace, RecordsGpioOutputs, has
 
 NAME = "emulator"
 CATCH_UP_S = 2.0  # how long stop() waits for the trace to show as many edges as the program logged
@@ -49,27 +51,55 @@ EMULATED = Warning_(
 
 
 class EmulatorProbe(ProbeBase):
-    # a board's line: the target's trace at probes.emulator.line; a traced output: its own trace
-    # and line (an emulated unit's pin, which the emulator beside the target traces)
+    # a board's line: the target's trace, at the line the pin drives; a traced output: its own trace
+    # and line (an emulated real-time unit's pin, whose emulator runs beside the target)
     needs = (BoardLine, TracedOutput)
     location = "controller"
     reads = RecordsGpioOutputs
     params = (
-        Param("line", "the emulated GPIO controller's output line the pin drives (PL061: 0-7)",
-              integer(0, 65535), "2"),
+        Param("line", "the emulated GPIO controller's output line the pin drives (PL061: 0-7); the pin "
+              "says it, and a line given here must agree", or_word(PIN, integer(0, 65535)), "2",
+              default=PIN, show=show_pins),
     )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._trace: GpioTrace | None = None
-        self._line = -1  # of the traced controller
         self._offset = 0  # bytes of the trace written before start()
+        self._line = -1  # the controller line the bound pin drives
+        self._pin = ""
+
+    @classmethod
+    def _line_of(cls, options: dict, pin: str, wired: BoardLine, where: str) -> tuple[int, str]:
+        """The line the pin drives on the traced controller (its number in the controller's register
+        map, gpiomem; else its offset on its chip, gpiod and sysfs) and the key that says it;
+        `where` prefixes the key in an error."""
+        carried = wired.soc_line if wired.soc else wired.line if wired.line >= 0 else None
+        line = agreed(options["line"], carried, key=f"{where}probes.{NAME}.line", pin=pin, what="the line",
+                      example="2")
+        return int(line), f"probes.{NAME}.line" if options["line"] != PIN else f"pins.{pin}.line"
+
+    @classmethod
+    def _declared(cls, cell: Cell, settings: RunSettings, where: str) -> tuple[int, str]:
+        """The line the cell's pin drives, as the campaign declares it (`where` as in check), and the
+        key that says it."""
+        source = where.rsplit(": ", 1)[0]
+        return cls._line_of(cls.options_in(settings, NAME, f"{source}: probes.{NAME}"),
+                            *declared_line(cell, settings), f"{source}: ")
+
+    @classmethod
+    def _board_line(cls, cell: Cell) -> bool:
+        """True when the cell's pin is a line of the target's board (not an output traced elsewhere)."""
+        return serves((BoardLine,), PINS.get(str(cell.param("pin", "")), "matrix.pin").offers)
+
+    @classmethod
+    def reads_of(cls, cell: Cell) -> type[Capability] | None:
+        return cls.reads if cls._board_line(cell) else None  # a traced output brings its own trace
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        source = where.rsplit(": ", 1)[0]
-        if serves((BoardLine,), PINS.get(str(cell.param("pin", "")), f"{where}.pin").offers):
-            cls.options_in(settings, NAME, f"{source}: probes.{NAME}")  # the board's line it follows
+        if cls._board_line(cell):
+            cls._declared(cell, settings, where)
         period_ns = int(cell.param("period", 0) or 0)
         shortest_ns = 2 * MIN_STAMPS_PER_HALF_PERIOD * RESOLUTION_NS
         if period_ns and period_ns < shortest_ns:
@@ -78,10 +108,22 @@ class EmulatorProbe(ProbeBase):
                             f"{MIN_STAMPS_PER_HALF_PERIOD} per half period; use a period >= "
                             f"{format_ns(shortest_ns)}")
 
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        super().check_target(cell, settings, where, target)
+        if target.traced_gpio is None or not cls._board_line(cell):
+            return
+        line, key = cls._declared(cell, settings, where)
+        refused = line_refusal(*target.traced_gpio, line)
+        if refused is not None:
+            raise UserError(f"{where.rsplit(': ', 1)[0]}: {key}: {refused}")
+
     def start(self, pin: PinHandle) -> None:
         traced = pin.get(TracedOutput)
         if traced is not None:
-            self._watch(traced.trace, traced.line)
+            self._pin = pin.kind
+            self._line = traced.line
+            self._watch(traced.trace)
             return
         board = has(self.ctx.target, RecordsGpioOutputs)
         if board is None:
@@ -91,13 +133,17 @@ class EmulatorProbe(ProbeBase):
             trace = board.gpio_trace()
         except UserError as exc:
             raise RunFailed(f"probes.{NAME}: {exc}; {NO_TRACE_FIX}", status="unavailable") from None
-        line = int(self.options()["line"])
-        if line >= trace.lines:
-            raise RunFailed(f"probes.{NAME}.line: the emulated {trace.controller} has output lines "
-                            f"0-{trace.lines - 1}, not {line}; set line to the one the pin drives")
-        self._watch(trace, line)
+        try:
+            self._line, key = self._line_of(self.options(), pin.kind, bound_line(pin), "")
+        except UserError as exc:
+            raise RunFailed(str(exc), status="unavailable") from None
+        self._pin = pin.kind
+        refused = line_refusal(trace.controller, trace.lines, self._line)
+        if refused is not None:
+            raise RunFailed(f"{key}: {refused}")
+        self._watch(trace)
 
-    def _watch(self, trace: GpioTrace, line: int) -> None:
+    def _watch(self, trace: GpioTrace) -> None:
         if not known_event(trace.event):
             raise RunFailed(f"probes.{NAME}: cannot read the emulator's trace event {trace.event!r} of "
                             f"{trace.controller}; {NO_TRACE_FIX}", status="unavailable")
@@ -107,7 +153,7 @@ class EmulatorProbe(ProbeBase):
             raise RunFailed(f"probes.{NAME}: the emulator's GPIO trace {trace.path} cannot be read "
                             f"({exc.strerror}): the board was started without tracing its "
                             f"{trace.controller}") from None
-        self._trace, self._line = trace, line
+        self._trace = trace
 
     def stop(self, own: SelfLog) -> Capture:
         assert self._trace is not None, "stop() before start()"
@@ -122,8 +168,8 @@ class EmulatorProbe(ProbeBase):
             why = (f"qemu wrote its events without time stamps ({edges.untimed} of them; it needs -msg "
                    "timestamp=on)"
                    if edges.untimed else f"the level of {where} never changed during the run")
-            raise RunFailed(f"unmeasurable: the emulator traced no edge: {why}; check probes.{NAME}.line "
-                            "against the line the pin drives", status="unmeasurable")
+            raise RunFailed(f"unmeasurable: the emulator traced no edge: {why}; check that pin {self._pin!r} "
+                            f"drives line {line} of the traced {trace.controller}", status="unmeasurable")
         if np.any(np.diff(edges.t_ns) < 0):
             raise RunFailed(f"the emulator's time stamps of {where} go backwards: this machine's clock "
                             "(CLOCK_REALTIME) was stepped during the run; run again (or keep NTP from "
@@ -144,48 +190,46 @@ class EmulatorProbe(ProbeBase):
         period_ns = int(self.ctx.cell.param("period"))
         # the capture's clock counts from its first edge: host CLOCK_REALTIME is too large for the
         # alignment's floating-point line to keep its nanoseconds
-        base_ns = int(edges.t_ns[0])
-        t_ns, level = edges.t_ns - base_ns, edges.level
-        metrics = [Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
-                   Metric("probe_emulated", 1.0, "", NAME, "none")]
-        warnings = [EMULATED]
+        t_ns = edges.t_ns - int(edges.t_ns[0])
+        metrics = (Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
+                   Metric("probe_emulated", 1.0, "", NAME, "none"))
         if not own.timed:  # a unit's count of its edges: no times to align with
-            return _counted(t_ns, level, own, where, metrics, warnings)
-        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped,
+            return _counted(t_ns, edges.level, own, where, list(metrics))
+        fit = align(t_ns, edges.level, own.t_ns, own.level, period_ns, dropped=own.dropped,
                     max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
-        metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
-        blind = no_blind()
-        if fit.watched:
-            t_ns = t_ns + fit.offset_ns
-            unseen = _unseen(t_ns, level, own, fit, period_ns)
-            blind = _spans(own.t_ns[unseen], period_ns)
-            metrics += [
-                *fit.metrics(NAME),
-                Metric("unobserved_edges", float(len(unseen)), "count", NAME, "lower"),
-            ]
-            if len(unseen):
-                warnings.append(Warning_(
-                    f"the emulator's trace of {where} shows no edge of the same level within a quarter "
-                    f"period ({format_ns(period_ns // 4)}) of {len(unseen)} of the program's logged edges; "
-                    "the periods around them are excluded",
-                    "at short periods on an emulated CPU the write can come that long after the program's "
-                    "timestamp (its vCPU descheduled); else look for a trace cut short (disk full) or "
-                    "another writer of the line"))
-        else:
-            warnings.append(Warning_(
-                f"the emulator's edges on {where} are not the program's pin's: {'; '.join(fit.failures)}",
-                f"set probes.{NAME}.line to the controller line the pin drives; its figures are marked "
-                f"{NOT_WATCHED!r}"))
-        metrics.append(pin_watched_metric(NAME, fit.watched))
-        return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
-                       series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+
+        def unseen(on_program_clock: np.ndarray) -> Unseen:
+            missed = _unseen(on_program_clock, edges.level, own, fit, period_ns)
+            if not len(missed):
+                return Unseen(0)
+            return Unseen(len(missed), _spans(own.t_ns[missed], period_ns), (Warning_(
+                f"the emulator's trace of {where} shows no edge of the same level within a quarter "
+                f"period ({format_ns(period_ns // 4)}) of {len(missed)} of the program's logged edges; "
+                "the periods around them are excluded",
+                "at short periods on an emulated CPU the write can come that long after the program's "
+                "timestamp (its vCPU descheduled); else look for a trace cut short (disk full) or "
+                "another writer of the line"),))
+
+        return aligned_capture(
+            NAME, t_ns, edges.level, fit, edges=f"the emulator's edges on {where}",
+            fix=f"check that pin {self._pin!r} drives this line of the traced controller (its chip)",
+            metrics=metrics, warnings=(EMULATED,), unseen=unseen)
 
 
-def _counted(t_ns: np.ndarray, level: np.ndarray, own: SelfLog, where: str, metrics: list[Metric],
-             warnings: list[Warning_]) -> Capture:
+def line_refusal(controller: str, lines: int, line: int) -> str | None:
+    """Why `line` of a traced `controller` cannot be watched: the lines the register map of that
+    controller refuses (pins/socs.py, as register-poll), else those it does not have."""
+    soc = SOCS.get(controller)
+    if soc is not None:
+        return soc.line_refusal(line)
+    return None if 0 <= line < lines else f"{controller} has lines 0-{lines - 1}, not {line}"
+
+
+def _counted(t_ns: np.ndarray, level: np.ndarray, own: SelfLog, where: str, metrics: list[Metric]) -> Capture:
     """The trace, on its own clock, checked against the edges the unit counted."""
     check = CountCheck(own.made, len(t_ns))
     metrics += check.metrics(NAME)
+    warnings = [EMULATED]
     difference = check.difference()
     if difference is not None:
         warnings.append(Warning_(

@@ -28,9 +28,10 @@ from typing import ClassVar
 from jitterlab.analysis.alignment import align
 from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.logic import decode_binary, edges_ns, frequency_hz
-from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
+from jitterlab.analysis.watched import pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal, serves
+from jitterlab.measure.squarewave.probes.aligned import aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError
@@ -242,43 +243,41 @@ class SigrokProbe(ProbeBase):
 
     def _aligned(self, t_ns, level, own: SelfLog) -> Capture:
         plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
-        warnings, not_watched = [], []
-        metrics = [Metric("probe_resolution_ns", 1e9 / plan["rate"], "ns", "sigrok", "lower")]
+        resolution = Metric("probe_resolution_ns", 1e9 / plan["rate"], "ns", "sigrok", "lower")
         if self._outside:
-            source = "the demo pattern" if self.options()["driver"] == "demo" else "an outside source"
-            not_watched.append(Warning_(
-                f"pin {self._outside}: the sigrok figures describe the signal on {plan['channel']} "
-                f"({source}), not the program's wave",
-                "wire a real pin (gpiod, sysfs) to the analyzer to measure the program"))
-        if not own.timed and not self._outside:  # a unit's count of its edges: no times to align with
-            return self._counted(t_ns, level, own, metrics)
+            return self._outside_signal(t_ns, level, own, resolution)
+        if not own.timed:  # a unit's count of its edges: no times to align with
+            return self._counted(t_ns, level, own, [resolution])
+        fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
+        span_ns = plan["n"] * 1_000_000_000 // plan["rate"]
+        if fit.watched and (own.t_ns[-1] > fit.offset_ns + span_ns or own.t_ns[0] < fit.offset_ns):
+            raise RunFailed(f"the capture ({format_ns(span_ns)}) does not cover the program's whole run; "
+                            "raise probes.sigrok.margin")
+        return aligned_capture(
+            "sigrok", t_ns, level, fit, edges=f"the sigrok edges on {plan['channel']}",
+            fix=f"check the wiring (the program's pin to {plan['channel']}, ground to GND) and "
+                "probes.sigrok.channel (a capture that ended before the program did: raise "
+                "probes.sigrok.margin)", metrics=(resolution,))
+
+    def _outside_signal(self, t_ns, level, own: SelfLog, resolution: Metric) -> Capture:
+        """What the analyzer saw of a signal the program does not make (pin external): never the
+        program's pin, aligned only to say how it compares."""
+        plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
+        metrics, warnings = [resolution], []
+        source = "the demo pattern" if self.options()["driver"] == "demo" else "an outside source"
+        not_watched = Warning_(
+            f"pin {self._outside}: the sigrok figures describe the signal on {plan['channel']} "
+            f"({source}), not the program's wave",
+            "wire a real pin (gpiod, sysfs) to the analyzer to measure the program")
         try:
             fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
+            metrics.append(Metric("align_matched_edges", float(fit.matched), "count", "sigrok", "none"))
         except RunFailed as exc:
-            if not self._outside:
-                raise
-            fit = None
             warnings.append(Warning_(f"the edges were not aligned with the program's: {exc.reason}",
                                      f"expected with pin {self._outside}: the analyzer watches another "
                                      "signal"))
-        if fit is not None:
-            metrics.append(Metric("align_matched_edges", float(fit.matched), "count", "sigrok", "none"))
-            if not fit.watched and not self._outside:
-                not_watched.append(Warning_(
-                    f"the sigrok edges on {plan['channel']} are not the program's pin's: "
-                    f"{'; '.join(fit.failures)}",
-                    f"check the wiring (the program's pin to {plan['channel']}, ground to GND) and "
-                    "probes.sigrok.channel (a capture that ended before the program did: raise "
-                    f"probes.sigrok.margin); its figures are marked {NOT_WATCHED!r}"))
-        if fit is not None and fit.watched and not self._outside:
-            span_ns = plan["n"] * 1_000_000_000 // plan["rate"]
-            if own.t_ns[-1] > fit.offset_ns + span_ns or own.t_ns[0] < fit.offset_ns:
-                raise RunFailed(f"the capture ({format_ns(span_ns)}) does not cover the program's whole run; "
-                                "raise probes.sigrok.margin")
-            t_ns = t_ns + fit.offset_ns
-            metrics += fit.metrics("sigrok")
-        metrics.append(pin_watched_metric("sigrok", not not_watched))
-        return Capture(t_ns, level, metrics=tuple(metrics), warnings=(*warnings, *not_watched))
+        metrics.append(pin_watched_metric("sigrok", False))
+        return Capture(t_ns, level, metrics=tuple(metrics), warnings=(*warnings, not_watched))
 
     def _counted(self, t_ns, level, own: SelfLog, metrics: list[Metric]) -> Capture:
         """The analyzer's edges, on its clock, checked against the edges the unit counted (its pin

@@ -7,11 +7,12 @@ its own about the CPU architecture, the qemu binary or the devices.
 
 from __future__ import annotations
 
-import platform
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from jitterlab.model.arch import Arch, host_arch
 
 # The guest's root file system is this machine's own, read-only over 9p (tags jlroot, jlkernel,
 # jlboot) under a tmpfs overlay, as init.c mounts it: the guest has the controller's userland.
@@ -29,15 +30,6 @@ BOARD_PACKAGES = (
     "openssh-server", "python3", "python3-libgpiod", "gpiod", "libgpiod-dev", "kmod", "procps",
     "iproute2", "util-linux", "stress-ng", "rt-tests",
 )  # fmt: skip
-
-_DEBIAN_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "armhf", "i686": "i386"}
-
-
-def host_arch() -> str:
-    """This machine's Debian architecture name ("amd64", "arm64", ...)."""
-    machine = platform.machine()
-    return _DEBIAN_ARCH.get(machine, machine)
-
 
 class KernelImage(ABC):
     """How a machine's kernel is given to qemu (a bzImage, an ELF with a PVH entry, an Image...)."""
@@ -93,9 +85,9 @@ class DeviceModel:
         fsdev = f"local,id=fs{i},path={path},security_model=none,readonly=on,multidevs=remap"
         return ["-fsdev", fsdev, "-device", f"{self.device('9p')},fsdev=fs{i},mount_tag={tag}"]
 
-    def modules(self, own_root: bool) -> tuple[str, ...]:
+    def modules(self, board_root: bool) -> tuple[str, ...]:
         """The modules the initramfs loads, in order: the transport's, the disk's, the shares'."""
-        return (*self.boot_modules, *(BOARD_ROOT_MODULES if own_root else ()), *HOST_ROOT_MODULES)
+        return (*self.boot_modules, *(BOARD_ROOT_MODULES if board_root else ()), *HOST_ROOT_MODULES)
 
 
 VIRTIO_PCI = DeviceModel("virtio-pci", "pci", ("virtio_pci",))
@@ -130,6 +122,17 @@ class Build:
     init_cc_package: str  # the Debian package that has init_cc
     libc_package: str  # the C library's static archive init_cc links
 
+    @classmethod
+    def cross(cls, arch: Arch) -> Build:
+        """Everything cross-compiled here for `arch`: a board's root has no compiler."""
+        return cls(cc=arch.cross_cc, init_cc=arch.cross_cc, init_cc_package=arch.cross_cc_package,
+                   libc_package=arch.cross_libc_package)
+
+
+# the guest runs this machine's userland, so programs built here with its cc run there unchanged
+# (and an emulated guest compiles an order of magnitude slower)
+NATIVE = Build(cc="cc", init_cc="gcc", init_cc_package="gcc", libc_package="libc6-dev")
+
 
 # eq=False: profiles are compared (and hashed) as the single objects the registry holds
 @dataclass(frozen=True, eq=False)
@@ -137,44 +140,66 @@ class MachineProfile:
     """One kind of guest: the emulator, the machine, its kernel, its root and its devices."""
 
     name: str
-    arch: str  # Debian architecture of the guest ("amd64")
-    qemu: str  # the emulator's binary
-    qemu_package: str  # the Debian package that has it
-    machine: tuple[str, ...]  # qemu's -machine arguments
+    arch: Arch  # the guest's CPU: the emulator, the kernels, the compilers and the command line's bound
+    machine_args: tuple[str, ...]  # qemu's -machine arguments
     accel: Mapping[str, tuple[str, ...]]  # "kvm" | "tcg" -> qemu's -accel and -cpu arguments
     console: str  # the kernel's console device, on qemu's first serial port
     image: KernelImage
-    kernels: Mapping[str, str]  # kernel flavour ("standard", "rt") -> Debian metapackage
     devices: DeviceModel
-    build: Build
-    root: str = HOST_ROOT
-    root_packages: tuple[str, ...] = ()  # what a BOARD_ROOT holds
+    guest_root: str = HOST_ROOT  # the guest's root file system: HOST_ROOT or BOARD_ROOT
+    board_root_packages: tuple[str, ...] = ()  # what its BOARD_ROOT holds
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
+    gpio_soc: str | None = None  # the register map of its GPIO block (pins/socs.py), for register-poll
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
     dt_edits: tuple[DtEdit, ...] = ()  # made to a copy of dtb, kept beside the kernel
     gpio: tuple[str, ...] = ("none",)  # the values of the gpio key, the default first
     cpus: int = 2
     memory_bytes: int = 1 << 30
     boot_timeout_s: float = 120.0
+    # what qemu's machine takes (it refuses more when it starts); None: no bound below jitterlab's own
+    max_cpus: int | None = None
+    max_memory_bytes: int | None = None
+
+    @property
+    def qemu(self) -> str:
+        """The emulator's binary."""
+        return self.arch.qemu_system
+
+    @property
+    def qemu_package(self) -> str:
+        return self.arch.qemu_package
+
+    @property
+    def kernels(self) -> Mapping[str, str]:
+        """Kernel flavour ("standard", "rt") -> the Debian metapackage the guest boots."""
+        return self.arch.kernels
+
+    @property
+    def max_cmdline(self) -> int:
+        return self.arch.max_cmdline
+
+    @property
+    def build(self) -> Build:
+        return Build.cross(self.arch) if self.boots_board_root else NATIVE
 
     @property
     def boot_modules(self) -> tuple[str, ...]:
         """The modules the initramfs loads (those built into a kernel are skipped)."""
-        return self.devices.modules(self.own_root)
+        return self.devices.modules(self.boots_board_root)
 
     @property
-    def own_root(self) -> bool:
-        """True when the guest boots the board's own root, not this machine's."""
-        return self.root == BOARD_ROOT
+    def boots_board_root(self) -> bool:
+        """True when the guest boots the board's own root image, not this machine's root."""
+        return self.guest_root == BOARD_ROOT
 
     def kvm_missing(self, host: str | None = None) -> str | None:
         """Why kvm cannot run this machine on a `host` architecture (this one), None when it can."""
         host = host or host_arch()
         if "kvm" not in self.accel:
             return f"qemu machine {self.name!r} is emulated only"
-        if host != self.arch:
-            return f"qemu machine {self.name!r} has a {self.arch} CPU, this machine is {host}"
+        if host != self.arch.name:
+            return f"qemu machine {self.name!r} has a {self.arch.name} CPU, this machine is {host}"
         return None
 
     def device(self, kind: str) -> str:

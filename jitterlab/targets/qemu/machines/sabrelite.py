@@ -11,6 +11,7 @@ qemu traces no i.MX6 GPIO: the register-poll probe reads the data register over 
 
 from __future__ import annotations
 
+from jitterlab.model.arch import ARMHF
 from jitterlab.targets.qemu.machines.arm_image import ArmImage
 from jitterlab.targets.qemu.machines.profile import DtEdit, MachineProfile
 from jitterlab.targets.qemu.machines.soc_devices import SdCardBoard
@@ -31,24 +32,24 @@ IMX6_SD = SdCardBoard(
 
 SABRELITE = MachineProfile(
     name="sabrelite",
-    arch="armhf",
-    qemu="qemu-system-arm",
-    qemu_package="qemu-system-arm",
-    machine=("-machine", "sabrelite"),
+    arch=ARMHF,
+    machine_args=("-machine", "sabrelite"),
     accel={"tcg": ("-accel", "tcg")},  # the machine has its Cortex-A9 fixed
     console="ttymxc1",
     image=ArmImage(),
-    kernels={"standard": "linux-image-armmp", "rt": "linux-image-rt-armmp"},
     devices=IMX6_SD,
-    build=VIRT_ARMHF.build,
-    root=VIRT_ARMHF.root,
-    root_packages=BOARD_ROOT_PACKAGES,
+    guest_root=VIRT_ARMHF.guest_root,
+    board_root_packages=BOARD_ROOT_PACKAGES,
     cmdline=BOARD_CMDLINE,
     dtb="imx6q-sabrelite.dtb",
     dt_edits=(DtEdit("/soc/timer@a00600", "status", "disabled",
                      "qemu's Cortex-A9 TWD timer made every sleep run 2-2.4x long"),),
     gpio=("none",),
+    gpio_soc="imx6",
     cpus=1,
     memory_bytes=1 << 30,
     boot_timeout_s=300.0,
+    # an i.MX6 Quad; qemu 7.2 refuses more RAM than below the SoC's peripherals ("above max supported")
+    max_cpus=4,
+    max_memory_bytes=0xF0000000,
 )

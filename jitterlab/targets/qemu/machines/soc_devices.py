@@ -30,6 +30,6 @@ class SdCardBoard(DeviceModel):
     def share(self, i: int, tag: str, path: str) -> list[str]:
         raise ValueError(f"{self.name} has no virtio: nothing is shared over 9p")
 
-    def modules(self, own_root: bool) -> tuple[str, ...]:
+    def modules(self, board_root: bool) -> tuple[str, ...]:
         # the SD host's and the NIC's drivers (boot_modules), the root's file system, the overlay
         return (*self.boot_modules, *BOARD_ROOT_MODULES[1:], "overlay")

@@ -8,12 +8,12 @@ traces on this machine (line 3 is wired to gpio-keys as the power button).
 
 from __future__ import annotations
 
+from jitterlab.model.arch import ARM64, ARMHF, Arch
 from jitterlab.targets.qemu.machines.arm_image import ArmImage
 from jitterlab.targets.qemu.machines.profile import (
     BOARD_PACKAGES,
     BOARD_ROOT,
     VIRTIO_MMIO,
-    Build,
     MachineProfile,
     TracedGpio,
 )
@@ -26,39 +26,27 @@ BOARD_CMDLINE = "iomem=relaxed"
 BOARD_ROOT_PACKAGES = (*BOARD_PACKAGES, "libc6-dev")
 
 
-def _virt(name: str, arch: str, qemu: str, cpu: str, kernels: dict[str, str], build: Build) -> MachineProfile:
+def _virt(arch: Arch, cpu: str) -> MachineProfile:
     return MachineProfile(
-        name=name,
+        name=f"virt-{arch.name}",
         arch=arch,
-        qemu=qemu,
-        qemu_package="qemu-system-arm",
-        machine=("-machine", "virt"),
+        machine_args=("-machine", "virt"),
         accel={"tcg": ("-accel", "tcg", "-cpu", cpu)},
         console="ttyAMA0",
         image=ArmImage(),
-        kernels=kernels,
         devices=VIRTIO_MMIO,
-        build=build,
-        root=BOARD_ROOT,
-        root_packages=BOARD_ROOT_PACKAGES,
+        guest_root=BOARD_ROOT,
+        board_root_packages=BOARD_ROOT_PACKAGES,
         cmdline=BOARD_CMDLINE,
         traced_gpio=PL061,
+        gpio_soc="pl061",
         gpio=("none", "virtual"),
         cpus=1,
         memory_bytes=1 << 30,
         boot_timeout_s=300.0,
+        max_cpus=8,  # mach-virt with its default GICv2
     )
 
 
-VIRT_ARM64 = _virt(
-    "virt-arm64", "arm64", "qemu-system-aarch64", "cortex-a53",
-    {"standard": "linux-image-arm64", "rt": "linux-image-rt-arm64"},
-    Build(cc="aarch64-linux-gnu-gcc", init_cc="aarch64-linux-gnu-gcc",
-          init_cc_package="gcc-aarch64-linux-gnu", libc_package="libc6-dev-arm64-cross"),
-)  # fmt: skip
-VIRT_ARMHF = _virt(
-    "virt-armhf", "armhf", "qemu-system-arm", "cortex-a15",
-    {"standard": "linux-image-armmp", "rt": "linux-image-rt-armmp"},
-    Build(cc="arm-linux-gnueabihf-gcc", init_cc="arm-linux-gnueabihf-gcc",
-          init_cc_package="gcc-arm-linux-gnueabihf", libc_package="libc6-dev-armhf-cross"),
-)  # fmt: skip
+VIRT_ARM64 = _virt(ARM64, "cortex-a53")
+VIRT_ARMHF = _virt(ARMHF, "cortex-a15")

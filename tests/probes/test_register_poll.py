@@ -17,14 +17,15 @@ from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine, serves
-from jitterlab.measure.squarewave.probes import polls, qmp_poll
+from jitterlab.measure.squarewave.probes import polls, register_poll
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.polls import Polls, blind_spans, edges_of
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
-from jitterlab.targets.capabilities import ExaminesMemory
+from jitterlab.targets.capabilities import ExaminesMemory, WordReader
 from jitterlab.targets.fake import FakeTarget
+from jitterlab.targets.qmp import open_word
 from tests.targets.fake_qmp import FakeQmp
 
 PROBE = plugins.PROBES.get("register-poll", "test")
@@ -64,8 +65,8 @@ class PolledBoard(FakeTarget, ExaminesMemory):
         super().__init__(name="board")
         self.socket = socket
 
-    def monitor_socket(self) -> Path:
-        return self.socket
+    def word_reader(self, address: int) -> WordReader:
+        return open_word(self.socket, address)
 
 
 @pytest.fixture
@@ -75,9 +76,12 @@ def sock_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _ctx(tmp_path: Path, target, line: int = 2, soc: str = "pl061") -> RunContext:
+def _ctx(tmp_path: Path, target, line: int | None = 2, soc: str | None = "pl061") -> RunContext:
+    """A run of the probe with [probes.register-poll] soc and line (a gpiod pin leaves them to the
+    probe; None: not given, the pin's)."""
     cell = squarewave_cell("c-gpiod", PERIOD_NS, probe="register-poll", pin="gpiod")
-    settings = RunSettings(options={"probes": {"register-poll": {"soc": soc, "line": line}}})
+    given = {k: v for k, v in (("soc", soc), ("line", line)) if v is not None}
+    settings = RunSettings(options={"probes": {"register-poll": given}})
     return RunContext(target, settings, cell, 0, "/s", tmp_path, "/b", Placement(None, None), True,
                       controller=FakeTarget())
 
@@ -87,8 +91,12 @@ def _own(n: int) -> SelfLog:
     return SelfLog(t, (np.arange(n) % 2 == 0).astype(np.uint8), "monotonic", "c-gpiod", 0)
 
 
+GPIOD_LINE2 = PinHandle("gpiod", (BoardLine("9030000.pl061", 2),))
+
+
 def _poll(tmp_path, sock_dir, monkeypatch, level, own: SelfLog, reads: int = 1000,
-          stalls: dict[int, int] | None = None, **fake):
+          stalls: dict[int, int] | None = None, pin: PinHandle = GPIOD_LINE2, soc: str | None = "pl061",
+          line: int | None = 2, **fake):
     """Start the probe on a fake board, let it read `reads` times, stop it with the program's log."""
     clock = FakeClock(stalls)
     monkeypatch.setattr(polls, "clock_ns", clock)
@@ -97,8 +105,8 @@ def _poll(tmp_path, sock_dir, monkeypatch, level, own: SelfLog, reads: int = 100
         return (level(clock.now) << 2) if address == PL061_LINE2 else 0
 
     with FakeQmp(sock_dir / "qmp.sock", word, **fake) as server:
-        probe = PROBE(_ctx(tmp_path, PolledBoard(sock_dir / "qmp.sock")))
-        probe.start(PinHandle("gpiod", (BoardLine("9030000.pl061", 2),)))
+        probe = PROBE(_ctx(tmp_path, PolledBoard(sock_dir / "qmp.sock"), line=line, soc=soc))
+        probe.start(pin)
         try:
             deadline = time.monotonic() + 60
             while server.reads < reads and time.monotonic() < deadline:
@@ -122,7 +130,7 @@ def test_a_slow_wave_matches_the_programs_own_log_edge_for_edge(tmp_path, sock_d
         "align_offset_ns": GUEST0_NS - 100 * MS, "align_drift_ppm": 0, "self_lag_spread_p50_ns": 0,
         "self_lag_spread_max_ns": 0, "unobserved_edges": 0, "program_pin_watched": 1}
     assert all(m.probe == "register-poll" for m in capture.metrics)
-    assert capture.warnings == (qmp_poll.rate_warning(1000, MS),)
+    assert capture.warnings == (register_poll.rate_warning(1000, MS),)
     assert capture.warnings[0].message == (
         "the register-poll probe polled 1,000 times/s: edges closer than ~1ms are merged; functional "
         "evidence from an emulator, never timing evidence")
@@ -163,7 +171,7 @@ def test_too_few_reads_per_half_period_are_warned_with_the_period_to_use(tmp_pat
     own = _own(40)
     capture = _poll(tmp_path, sock_dir, monkeypatch, wave(40), own)
     assert len(capture.warnings) == 1  # 20 reads per half period: enough
-    monkeypatch.setattr(qmp_poll, "MIN_READS_PER_HALF_PERIOD", 25)
+    monkeypatch.setattr(register_poll, "MIN_READS_PER_HALF_PERIOD", 25)
     capture = _poll(tmp_path, sock_dir, monkeypatch, wave(40), own)
     assert capture.warnings[1].message.startswith("the register-poll probe read pl061 line 2 (0x9030010) "
                                                   "only 20 times per half period of 40ms")
@@ -172,8 +180,8 @@ def test_too_few_reads_per_half_period_are_warned_with_the_period_to_use(tmp_pat
 
 def test_a_line_that_never_changed_is_unmeasurable_naming_the_options(tmp_path, sock_dir, monkeypatch):
     with pytest.raises(RunFailed, match=r"^unmeasurable: the register-poll probe read pl061 line 2 "
-                       r"\(0x9030010\) \d+ times and its level stayed 0; check probes.register-poll.soc and "
-                       r"line against the line the pin drives") as failed:
+                       r"\(0x9030010\) \d+ times and its level stayed 0; check that pin 'gpiod' drives that "
+                       r"line \(and that the board has that SoC\)$") as failed:
         _poll(tmp_path, sock_dir, monkeypatch, wave(0), _own(40), reads=50)
     assert failed.value.status == "unmeasurable"
 
@@ -203,26 +211,56 @@ def test_a_board_that_is_not_running_is_told(tmp_path, sock_dir):
 def test_the_campaign_check_wants_a_soc_and_a_line_it_has():
     check, cell = PROBE.check, squarewave_cell(probe="register-poll", pin="gpiod")
 
-    def options(**given):
-        return RunSettings(options={"probes": {"register-poll": given}})
+    def options(**given):  # a gpiod pin names a line of a chip, not of a register map: the probe's keys
+        return RunSettings(options={"probes": {"register-poll": given}, "pins": {"gpiod": {"line": 2}}})
 
     check(cell, options(soc="imx6", line=117), "c.toml: matrix")
     with pytest.raises(UserError, match=r"^c.toml: probes.register-poll.line: pl061 has lines 0-7, not 8$"):
         check(cell, options(soc="pl061", line=8), "c.toml: matrix")
     with pytest.raises(UserError, match=r"^c.toml: probes.register-poll.line: pl061 line 3 belongs to "
-                       r"gpio-keys \(qemu virt's power button\); watch the line the pin drives$"):
+                       r"gpio-keys \(qemu virt's power button\); drive another line$"):
         check(cell, options(soc="pl061", line=3), "c.toml: matrix")
-    with pytest.raises(UserError, match=r"^c.toml: probes.register-poll"):
-        check(cell, RunSettings(), "c.toml: matrix")  # soc and line are required
+    with pytest.raises(UserError, match=r"^c.toml: probes.register-poll.soc: pin 'gpiod' does not say the "
+                       r"SoC it drives; set it, e.g. soc = \"imx6\"$"):
+        check(cell, options(), "c.toml: matrix")
+
+
+def test_a_gpiomem_pin_says_its_soc_and_line_and_the_probes_keys_must_agree():
+    check, cell = PROBE.check, squarewave_cell(probe="register-poll", pin="gpiomem")
+
+    def options(**given):
+        return RunSettings(options={"probes": {"register-poll": given},
+                                    "pins": {"gpiomem": {"soc": "imx6", "line": 117}}})
+
+    check(cell, options(), "c.toml: matrix")
+    check(cell, options(soc="imx6", line=117), "c.toml: matrix")  # an older campaign's, the same
+    with pytest.raises(UserError, match=r"^c.toml: probes.register-poll.soc: 'pl061' is not the SoC pin "
+                       r"'gpiomem' drives \('imx6'\); remove it \(the probe reads the pin's\) or make the "
+                       r"two agree$"):
+        check(cell, options(soc="pl061"), "c.toml: matrix")
+    with pytest.raises(UserError, match=r"^c.toml: probes.register-poll.line: 116 is not the register line "
+                       r"pin 'gpiomem' drives \(117\)"):
+        check(cell, options(line=116), "c.toml: matrix")
+
+
+def test_it_polls_the_register_line_of_a_gpiomem_pin_without_keys_of_its_own(tmp_path, sock_dir, monkeypatch):
+    own = _own(40)
+    gpiomem = PinHandle("gpiomem", (BoardLine(soc="pl061", soc_line=2),))
+    capture = _poll(tmp_path, sock_dir, monkeypatch, wave(40), own, pin=gpiomem, soc=None, line=None)
+    assert capture.t_ns.tolist() == own.t_ns.tolist()
+    assert {m.name: m.value for m in capture.metrics}["program_pin_watched"] == 1
 
 
 def test_it_reads_each_socs_level_register_at_its_physical_address():
     """The map is the gpiomem pin's, through /dev/mem: the level register and the line's bit."""
     ctx = _ctx(Path("/tmp"), FakeTarget(), line=117, soc="imx6")
-    regs, where = PROBE(ctx)._registers()
+    regs, where = PROBE(ctx)._registers(PinHandle("gpiod", (BoardLine("20a8000.gpio", 21),)))
     assert (regs.base + regs.lev_reg, regs.mask) == (0x0209C000 + 3 * 0x4000, 1 << 21)
     assert where == "imx6 line 117 (0x20a8000)"
-    regs, _ = PROBE(_ctx(Path("/tmp"), FakeTarget(), line=4, soc="bcm2837"))._registers()
+    gpiomem = PinHandle("gpiomem", (BoardLine(soc="imx6", soc_line=117),))  # the same, as the pin says it
+    assert PROBE(_ctx(Path("/tmp"), FakeTarget(), line=None, soc=None))._registers(gpiomem) == (regs, where)
+    bcm = PROBE(_ctx(Path("/tmp"), FakeTarget(), line=4, soc="bcm2837"))
+    regs, _ = bcm._registers(PinHandle("gpiod", ()))
     assert (regs.base + regs.lev_reg, regs.mask) == (0x3F200034, 1 << 4)
 
 

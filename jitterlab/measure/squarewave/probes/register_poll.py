@@ -3,26 +3,31 @@ controller, by reading the level register of its GPIO block through the emulator
 QMP, `xp`) as fast as the monitor answers, in a thread (probes/polls.py).
 
 For SoCs whose GPIO controller qemu does not trace (i.MX6 `sabrelite`, BCM283x `raspi3b`), and on
-`virt`'s PL061 too. The register map is the gpiomem pin's (pins/socs.py: [probes.register-poll]
-soc and line, the block at its physical address). Each read takes qemu's big lock, so the rate is
-modest (about 2,000 reads/s on an idle `virt` board here, fewer on a busy or slow one): edges
-closer than an interval between reads are merged, a pulse shorter than one may be missed, and
-the rate is stated with every run. As for the sigrok probe the edges are aligned with the
-program's own (analysis/alignment.py): when they are the program's they are stored on the
-program's clock with the offset, otherwise the run is marked with program_pin_watched = 0. The
-board's timing is an emulator's: functional evidence, never timing evidence, and every run says so.
+`virt`'s PL061 too. The register map is the gpiomem pin's (pins/socs.py, the block at its physical
+address); which SoC and line, the pin the probe is bound to says when it drives those registers
+(gpiomem), [probes.register-poll] soc and line when it names a line of a chip (gpiod, sysfs). Each
+read takes qemu's big lock, so the rate is modest (about 2,000 reads/s on an idle `virt` board
+here, fewer on a busy or slow one): edges closer than an interval between reads are merged, a
+pulse shorter than one may be missed, and the rate is stated with every run. As for the sigrok
+probe the edges are aligned with the program's own (analysis/alignment.py): when they are the
+program's they are stored on the program's clock with the offset, otherwise the run is marked with
+program_pin_watched = 0. The board's timing is an emulator's: functional evidence, never timing
+evidence, and every run says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, align
-from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.measure.squarewave.pins.socs import SOCS, Registers, Soc
+from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
+from jitterlab.measure.squarewave.probes.bound import PIN, agreed, bound_line, declared_line, show_pins
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.polls import (
     PollEdges,
@@ -33,22 +38,26 @@ from jitterlab.measure.squarewave.probes.polls import (
     intervals_ns,
 )
 from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.model.params import Param, choice, integer
+from jitterlab.model.params import Param, choice, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
-from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import ExaminesMemory, command_timeout_s, has
-from jitterlab.targets.qmp import Qmp, QmpError
+from jitterlab.targets.capabilities import Declared, ExaminesMemory, MemoryUnreadable, WordReader, has
 
 NAME = "register-poll"
 MIN_READS_PER_HALF_PERIOD = 10
-CONNECT_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = 5.0  # for the first read
 NO_MONITOR_FIX = ('use a qemu target (machine = "virt-arm64", "virt-armhf", or an i.MX6 / BCM283x '
                   "board): its monitor socket is what this probe reads")
 
 
-def _soc(options: dict) -> Soc:
-    return SOCS[str(options["soc"])]
+@dataclass(frozen=True)
+class Watched:
+    """The register line the probe reads, and the keys that say its SoC and line (in errors)."""
+
+    soc: Soc
+    line: int
+    soc_key: str
+    line_key: str
 
 
 class RegisterPollProbe(ProbeBase):
@@ -56,50 +65,74 @@ class RegisterPollProbe(ProbeBase):
     location = "controller"
     reads = ExaminesMemory
     params = (
-        Param("soc", "the emulated SoC's GPIO register map: " + ", ".join(SOCS), choice(*SOCS), '"imx6"'),
+        Param("soc", "the emulated SoC's GPIO register map: " + ", ".join(SOCS) + "; a gpiomem pin says it, "
+              "and a value given here must agree", or_word(PIN, choice(*SOCS)), '"imx6"', default=PIN,
+              show=show_pins),
         Param("line", "the line, numbered as for pins.gpiomem (0-7 on PL061, 32 * (bank - 1) + bit on "
-              "i.MX6, the BCM GPIO number on BCM283x)", integer(0, 65535), "2"),
+              "i.MX6, the BCM GPIO number on BCM283x); a gpiomem pin says it, and a value given here must "
+              "agree", or_word(PIN, integer(0, 65535)), "2", default=PIN, show=show_pins),
     )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._qmp: Qmp | None = None
+        self._reader: WordReader | None = None
         self._poller: Poller | None = None
         self._where = ""  # "pl061 line 2 (0x9030010)"
+        self._pin = ""
+
+    @classmethod
+    def _watched(cls, options: dict, pin: str, wired: BoardLine, where: str) -> Watched:
+        """The register line pin `pin` drives (`wired`: what it says of its line), the probe's keys
+        agreeing; `where` prefixes the keys in an error. A pin that drives the registers (gpiomem)
+        says its SoC and line; another one (gpiod, sysfs) leaves them to the probe's keys."""
+        said = bool(wired.soc)
+        soc = agreed(options["soc"], wired.soc if said else None, key=f"{where}probes.{NAME}.soc", pin=pin,
+                     what="the SoC", example='"imx6"')
+        line = agreed(options["line"], wired.soc_line if said else None, key=f"{where}probes.{NAME}.line",
+                      pin=pin, what="the register line", example="2 (numbered as for pins.gpiomem)")
+        keys = [f"probes.{NAME}.{k}" if options[k] != PIN else f"pins.{pin}.{k}" for k in ("soc", "line")]
+        return Watched(SOCS[str(soc)], int(line), *keys)
+
+    @classmethod
+    def _declared(cls, cell: Cell, settings: RunSettings, where: str) -> Watched:
+        source = where.rsplit(": ", 1)[0]
+        return cls._watched(cls.options_in(settings, NAME, f"{source}: probes.{NAME}"),
+                            *declared_line(cell, settings), f"{source}: ")
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        source = where.rsplit(": ", 1)[0]
-        options = cls.options_in(settings, NAME, f"{source}: probes.{NAME}")
-        soc, line = _soc(options), int(options["line"])
-        if line >= soc.lines:
-            raise UserError(f"{source}: probes.{NAME}.line: {soc.name} has lines 0-{soc.lines - 1}, "
-                            f"not {line}")
-        holder = dict(soc.reserved).get(line)
-        if holder is not None:
-            raise UserError(f"{source}: probes.{NAME}.line: {soc.name} line {line} belongs to {holder}; "
-                            "watch the line the pin drives")
+        watched = cls._declared(cell, settings, where)
+        refused = watched.soc.line_refusal(watched.line)
+        if refused is not None:
+            raise UserError(f"{where.rsplit(': ', 1)[0]}: {watched.line_key}: {refused}")
 
-    def _registers(self) -> tuple[Registers, str]:
-        options = self.options()
-        soc, line = _soc(options), int(options["line"])
-        regs = soc.registers(line, "/dev/mem")  # the block at its physical address
-        return regs, f"{soc.name} line {line} ({regs.base + regs.lev_reg:#x})"
+    @classmethod
+    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+        super().check_target(cell, settings, where, target)
+        watched = cls._declared(cell, settings, where)
+        target.need_soc(watched.soc.name, f"{where.rsplit(': ', 1)[0]}: {watched.soc_key}")
+
+    def _registers(self, pin: PinHandle) -> tuple[Registers, str]:
+        """The level register of the line the pin drives, at its physical address, and its name."""
+        try:
+            watched = self._watched(self.options(), pin.kind, bound_line(pin), "")
+        except UserError as exc:
+            raise RunFailed(str(exc), status="unavailable") from None
+        regs = watched.soc.registers(watched.line, "/dev/mem")  # the block at its physical address
+        return regs, f"{watched.soc.name} line {watched.line} ({regs.base + regs.lev_reg:#x})"
 
     def start(self, pin: PinHandle) -> None:
         board = has(self.ctx.target, ExaminesMemory)
         if board is None:
             raise RunFailed(f"probes.{NAME}: target {self.ctx.target.name!r} has no emulator monitor to read "
                             f"its registers through; {NO_MONITOR_FIX}", status="unavailable")
-        regs, self._where = self._registers()
+        regs, self._where = self._registers(pin)
+        self._pin = pin.kind
         try:
-            # a slow board's monitor may pause for seconds between answers: that is a blind span, not
-            # a failure, unless it lasts as long as any command on that board may
-            answer_s = command_timeout_s(self.ctx.target, CONNECT_TIMEOUT_S)
-            self._qmp = Qmp(board.monitor_socket(), CONNECT_TIMEOUT_S, answer_s).connect()
-            self._poller = Poller(self._qmp.word_reader(regs.base + regs.lev_reg), regs.mask)
+            self._reader = board.word_reader(regs.base + regs.lev_reg)
+            self._poller = Poller(self._reader, regs.mask)
             self._poller.start(CONNECT_TIMEOUT_S)
-        except (QmpError, TimeoutError) as exc:
+        except (MemoryUnreadable, TimeoutError) as exc:
             self.close()
             raise RunFailed(f"probes.{NAME}: cannot read {self._where}: {exc}") from None
 
@@ -107,7 +140,7 @@ class RegisterPollProbe(ProbeBase):
         assert self._poller is not None, "stop() before start()"
         try:
             polls = self._poller.stop()
-        except (QmpError, TimeoutError) as exc:
+        except (MemoryUnreadable, TimeoutError) as exc:
             raise RunFailed(f"probes.{NAME}: reading {self._where} failed after {self._poller.reads} reads: "
                             f"{exc}") from None
         finally:
@@ -116,8 +149,8 @@ class RegisterPollProbe(ProbeBase):
         if not len(edges.t_ns):
             raise RunFailed(
                 f"unmeasurable: the register-poll probe read {self._where} {len(polls.t_ns)} times and its "
-                f"level stayed {edges.initial_level}; check probes.{NAME}.soc and line against the line the "
-                "pin drives (and that the board has that SoC)", status="unmeasurable")
+                f"level stayed {edges.initial_level}; check that pin {self._pin!r} drives that line (and "
+                "that the board has that SoC)", status="unmeasurable")
         return self._aligned(polls, edges, own)
 
     def _aligned(self, polls: Polls, edges: PollEdges, own: SelfLog) -> Capture:
@@ -135,29 +168,17 @@ class RegisterPollProbe(ProbeBase):
                 f"use a period >= {format_ns(2 * MIN_READS_PER_HALF_PERIOD * mean_ns, 3)} with this probe"))
         fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped,
                     max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
-        metrics.append(Metric("align_matched_edges", float(fit.matched), "count", NAME, "none"))
-        if fit.watched:
-            t_ns, blind = t_ns + fit.offset_ns, blind + fit.offset_ns
-            metrics += [
-                *fit.metrics(NAME),
-                Metric("unobserved_edges", float(fit.program_edges - fit.matched), "count", NAME, "lower"),
-            ]
-        else:
-            warnings.append(Warning_(
-                f"the register-poll edges of {self._where} are not the program's pin's: "
-                f"{'; '.join(fit.failures)}",
-                f"set probes.{NAME}.soc and line to the register line the pin drives; its figures are marked "
-                f"{NOT_WATCHED!r}"))
-        metrics.append(pin_watched_metric(NAME, fit.watched))
-        return Capture(t_ns, level, blind, metrics=tuple(metrics), warnings=tuple(warnings),
-                       series={f"{NAME}.blind": blind_series(blind)} if len(blind) else {})
+        return aligned_capture(
+            NAME, t_ns, level, fit, edges=f"the register-poll edges of {self._where}",
+            fix=f"check that pin {self._pin!r} drives this register line", blind=blind,
+            metrics=metrics, warnings=warnings, unseen=lambda _t_ns: Unseen(fit.program_edges - fit.matched))
 
     def close(self) -> None:
         if self._poller is not None:
             self._poller.close()
-        if self._qmp is not None:
-            self._qmp.close()
-            self._qmp = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
 
 def poll_metrics(polls: Polls) -> tuple[list[Metric], float, float]:
@@ -190,6 +211,7 @@ def rate_warning(rate: float, mean_ns: float) -> Warning_:
 PROBES.add(
     NAME,
     "an emulated board's GPIO level register read over the emulator's monitor (QMP xp) as fast as it "
-    "answers; [probes.register-poll] soc, line; functional evidence, never timing",
+    "answers; the register line a gpiomem pin drives, or [probes.register-poll] soc, line; functional "
+    "evidence, never timing",
     RegisterPollProbe,
 )

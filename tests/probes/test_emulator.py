@@ -4,6 +4,7 @@ the program's own log edge for edge, a trace missing edges, and its refusals."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -106,9 +107,11 @@ class TracedBoard(FakeTarget, RecordsGpioOutputs):
         return GpioTrace(self.trace, "pl061", 8, "pl061_set_output")
 
 
-def _ctx(tmp_path: Path, target, line: int = 2, period_ns: int = PERIOD_NS) -> RunContext:
+def _ctx(tmp_path: Path, target, line: int | None = None, period_ns: int = PERIOD_NS) -> RunContext:
+    """A run of the emulator probe; `line` given as [probes.emulator] line (an older campaign's), else
+    the probe reads the pin's."""
     cell = squarewave_cell("c-gpiod", period_ns, probe="emulator", pin="gpiod")
-    settings = RunSettings(options={"probes": {"emulator": {"line": line}}})
+    settings = RunSettings(options={"probes": {"emulator": {} if line is None else {"line": line}}})
     return RunContext(target, settings, cell, 0, "/s", tmp_path, "/b", Placement(None, None), True,
                       controller=FakeTarget())
 
@@ -129,13 +132,17 @@ def _trace_of(own: SelfLog, skip: range = range(0), lag_ns: dict[int, int] | Non
     return "".join(lines)
 
 
-def _run(tmp_path: Path, own: SelfLog, after_start: str) -> tuple[object, Path]:
+GPIOD_LINE2 = PinHandle("gpiod", (BoardLine("9030000.pl061", 2),))
+
+
+def _run(tmp_path: Path, own: SelfLog, after_start: str, pin: PinHandle = GPIOD_LINE2,
+         line: int | None = None) -> tuple[object, Path]:
     trace = tmp_path / "gpio-trace.log"
     earlier = event(HOST0_NS - 2_000_000_000, 2, 1) + event(HOST0_NS - 1_950_000_000, 2, 0)  # a run before
     trace.write_text(RESET + earlier + event(HOST0_NS - 1_000_000_000, 2, 1)[:30])  # a line half written
-    ctx = _ctx(tmp_path, TracedBoard(trace))
+    ctx = _ctx(tmp_path, TracedBoard(trace), line=line)
     probe = EMULATOR(ctx)
-    probe.start(PinHandle("gpiod", (BoardLine("9030000.pl061", 2),)))
+    probe.start(pin)
     with trace.open("a") as f:
         f.write(event(HOST0_NS - 1_000_000_000, 2, 1)[30:] + after_start)
     try:
@@ -201,7 +208,8 @@ def test_a_line_that_never_changed_is_unmeasurable_with_the_option_to_check(tmp_
     monkeypatch.setattr(emulator, "CATCH_UP_S", 0.0)
     own = _own(40)
     with pytest.raises(RunFailed, match=r"^unmeasurable: the emulator traced no edge: the level of pl061 "
-                       r"line 2 never changed during the run; check probes.emulator.line") as failed:
+                       r"line 2 never changed during the run; check that pin 'gpiod' drives line 2 of the "
+                       r"traced pl061$") as failed:
         _run(tmp_path, own, "".join(event(HOST0_NS + i * 1000, 5, i % 2) for i in range(4)))
     assert failed.value.status == "unmeasurable"
 
@@ -215,32 +223,69 @@ def test_a_target_that_records_no_gpio_outputs_is_refused_with_the_machine_to_us
     assert failed.value.status == "unavailable"
 
 
-def test_a_line_the_controller_does_not_have_is_refused(tmp_path):
+@pytest.mark.parametrize(("line", "says"), [
+    (8, "pl061 has lines 0-7, not 8"),
+    # as register-poll refuses it: qemu virt wires it to gpio-keys
+    (3, "pl061 line 3 belongs to gpio-keys (qemu virt's power button); drive another line"),
+])
+def test_a_line_the_controller_does_not_have_is_refused(tmp_path, line, says):
     trace = tmp_path / "gpio-trace.log"
     trace.write_text("")
-    probe = EMULATOR(_ctx(tmp_path, TracedBoard(trace), line=8))
-    with pytest.raises(RunFailed, match=r"^probes.emulator.line: the emulated pl061 has output lines 0-7, "
-                       r"not 8; set line to the one the pin drives$"):
+    probe = EMULATOR(_ctx(tmp_path, TracedBoard(trace), line=line))  # the probe's own line: its key
+    with pytest.raises(RunFailed, match=rf"^probes.emulator.line: {re.escape(says)}$"):
         probe.start(PinHandle("gpiod", ()))
+    probe = EMULATOR(_ctx(tmp_path, TracedBoard(trace)))  # the pin's: the pin's key
+    with pytest.raises(RunFailed, match=rf"^pins.gpiod.line: {re.escape(says)}$"):
+        probe.start(PinHandle("gpiod", (BoardLine("9030000.pl061", line),)))
 
 
 def test_a_board_started_without_its_trace_is_told(tmp_path):
     probe = EMULATOR(_ctx(tmp_path, TracedBoard(tmp_path / "none.log")))
     with pytest.raises(RunFailed, match=r"none.log cannot be read \(No such file or directory\): the board "
                        r"was started without tracing its pl061$"):
-        probe.start(PinHandle("gpiod", ()))
+        probe.start(GPIOD_LINE2)
 
 
-def test_the_campaign_check_wants_a_line_and_a_period_its_stamps_resolve():
-    settings = RunSettings(options={"probes": {"emulator": {"line": 2}}})
+def test_the_campaign_check_reads_the_line_from_the_pin_and_wants_a_period_its_stamps_resolve():
+    pin = {"pins": {"gpiod": {"chip": "9030000.pl061", "line": 2}}}
+    settings = RunSettings(options=pin)
     shortest = squarewave_cell(period_ns=40_000, probe="emulator", pin="gpiod")
     EMULATOR.check(shortest, settings, "c.toml: matrix")
     with pytest.raises(UserError, match=r"^c.toml: matrix.period: 39us is too short for the emulator probe: "
                        r"its 1us time stamps give fewer than 20 per half period; use a period >= 40us$"):
         EMULATOR.check(squarewave_cell(period_ns=39_000, probe="emulator", pin="gpiod"), settings,
                        "c.toml: matrix")
-    with pytest.raises(UserError, match=r"^c.toml: probes.emulator"):
-        EMULATOR.check(squarewave_cell(probe="emulator", pin="gpiod"), RunSettings(), "c.toml: matrix")
+    # an older campaign's own line: accepted when it is the pin's, refused when it is another
+    own_line = {**pin, "probes": {"emulator": {"line": 2}}}
+    EMULATOR.check(shortest, RunSettings(options=own_line), "c.toml: matrix")
+    with pytest.raises(UserError, match=r"^c.toml: probes.emulator.line: 3 is not the line pin 'gpiod' "
+                       r"drives \(2\); remove it \(the probe reads the pin's\) or make the two agree$"):
+        EMULATOR.check(shortest, RunSettings(options={**pin, "probes": {"emulator": {"line": 3}}}),
+                       "c.toml: matrix")
+
+
+def test_it_follows_the_line_of_the_pin_it_is_bound_to(tmp_path):
+    """A gpiomem pin says its line in the PL061's register map, a gpiod pin its offset on the
+    controller's chip: the same line 2, followed edge for edge without a line of the probe's own."""
+    own = _own(40)
+    for pin in (GPIOD_LINE2, PinHandle("gpiomem", (BoardLine(soc="pl061", soc_line=2),))):
+        capture, _ = _run(tmp_path, own, _trace_of(own), pin=pin)
+        assert capture.t_ns.tolist() == own.t_ns.tolist(), pin.kind
+        assert {m.name: m.value for m in capture.metrics}["program_pin_watched"] == 1
+
+
+@pytest.mark.parametrize(("pin", "line", "says"), [
+    (GPIOD_LINE2, 5, r"^probes.emulator.line: 5 is not the line pin 'gpiod' drives \(2\); remove it"),
+    (PinHandle("gpiod", ()), None, r"^probes.emulator.line: pin 'gpiod' does not say the line it drives; set "
+                                   r"it, e.g. line = 2$"),
+])
+def test_a_line_the_pin_contradicts_or_does_not_say_is_refused_when_the_run_starts(tmp_path, pin, line, says):
+    trace = tmp_path / "gpio-trace.log"
+    trace.write_text("")
+    probe = EMULATOR(_ctx(tmp_path, TracedBoard(trace), line=line))
+    with pytest.raises(RunFailed, match=says) as failed:
+        probe.start(pin)
+    assert failed.value.status == "unavailable"
 
 
 def test_it_watches_a_board_line_from_the_controller_never_the_virtual_pin():
@@ -301,9 +346,11 @@ def test_an_emulated_unit_s_pin_is_checked_against_the_firmware_s_count(tmp_path
                in w.message for w in short.warnings)
 
 
-def test_the_emulator_probe_needs_its_line_only_for_a_board_s_line():
+def test_the_emulator_probe_reads_a_board_only_for_a_board_s_line():
     unit = squarewave_cell("unit", PERIOD_NS, probe="emulator", pin="unit")
-    EMULATOR.check(unit, RunSettings(), "c.toml: matrix")  # the unit's pin says which line
-    with pytest.raises(UserError, match=r"^c\.toml: probes\.emulator\.line: missing"):
-        EMULATOR.check(squarewave_cell("c-gpiod", PERIOD_NS, probe="emulator", pin="gpiod"), RunSettings(),
-                       "c.toml: matrix")
+    EMULATOR.check(unit, RunSettings(), "c.toml: matrix")  # the unit's pin brings its trace and line
+    assert EMULATOR.reads_of(unit) is None, "nothing of the target is read for a unit's traced output"
+    board = squarewave_cell("c-gpiod", PERIOD_NS, probe="emulator", pin="gpiod")
+    assert EMULATOR.reads_of(board) is RecordsGpioOutputs
+    with pytest.raises(UserError, match=r"pins\.gpiod\.line: missing"):
+        EMULATOR.check(board, RunSettings(), "c.toml: matrix")

@@ -1,0 +1,69 @@
+"""A store's rows read back into records, checked against what the schema says they hold: a JSON
+object where it keeps JSON, label values that are text, cell values of the kinds a matrix key takes
+(a squarewave cell with the keys the schema makes columns of, each of its column's type), settings
+in ns (`*_ns`) that are whole numbers, whole numbers and numbers where its columns are INTEGER and
+REAL (SQLite keeps whatever it is given). Anything else is a RowDamaged naming the row and the
+column."""
+
+from __future__ import annotations
+
+from jitterlab.model.records import Cell, Metric, RunRecord
+from jitterlab.store.damage import RowDamaged, json_object, number, whole
+
+# the cell keys schema.RUNS makes generated columns of, with the type of their column: squarewave's
+COLUMN_KEYS = {"impl": str, "period": int, "probe": str, "pin": str}
+COLUMNS_OF = "squarewave"
+
+
+def read_run(row: dict, metrics: dict, attachments: dict) -> RunRecord:
+    """A run from its row of RUN_COLUMNS (consumed); RowDamaged when a column does not read."""
+    whose = f"run {row['id']}"
+    benchmark = row.pop("benchmark")
+    params = _cell(json_object(row.pop("cell_json"), whose, "cell_json"), benchmark, whose)
+    cell = Cell(row.pop("target"), benchmark, row.pop("load"), tuple(params.items()))
+    row["settings"] = _settings(json_object(row.pop("params_json"), whose, "params_json"), whose)
+    row["labels"] = read_labels(row.pop("labels_json"), whose)
+    whole(row["repetition"], whose, "repetition")
+    whole(row["started_ns"], whose, "started_ns")
+    number(row["wall_s"], whose, "wall_s")
+    return RunRecord(**row, cell=cell, metrics=metrics, attachments=attachments)
+
+
+def read_metric(run_id: str, probe: str, name: str, value: object, unit: str, direction: str) -> Metric:
+    """A metric from its row; RowDamaged when its value is no number or its direction none known."""
+    what = f"metric {probe}.{name}" if probe else f"metric {name}"
+    try:
+        return Metric(name, number(value, f"run {run_id}", what), unit, probe, direction)
+    except ValueError as exc:  # Metric's own check: a direction it does not know
+        if isinstance(exc, RowDamaged):
+            raise
+        raise RowDamaged(f"run {run_id}", f"{what} has the direction {direction!r}, not lower, higher, "
+                         "none or empty") from None
+
+
+def read_labels(text: object, whose: str) -> dict[str, str]:
+    """labels_json: an object of text values (a label is key=value text)."""
+    found = json_object(text, whose, "labels_json")
+    for key, value in found.items():
+        if not isinstance(value, str):
+            raise RowDamaged(whose, f"labels_json's label {key!r} is not text")
+    return found
+
+
+def _cell(found: dict, benchmark: str, whose: str) -> dict:
+    if benchmark == COLUMNS_OF and (lacking := [k for k in COLUMN_KEYS if k not in found]):
+        raise RowDamaged(whose, f"cell_json of a {benchmark} run lacks {', '.join(lacking)}")
+    for key, value in found.items():
+        kind = COLUMN_KEYS.get(key)
+        if not isinstance(value, str | int | float | bool) or (
+                kind is not None and (not isinstance(value, kind) or isinstance(value, bool))):
+            raise RowDamaged(whose, f"cell_json's {key} is {value!r:.40}, not "
+                             f"{'a whole number' if kind is int else 'text' if kind else 'a single value'}")
+    return found
+
+
+def _settings(found: dict, whose: str) -> dict:
+    for key, value in found.items():
+        if key.endswith("_ns") and not (value is None or type(value) is int):
+            raise RowDamaged(whose, f"params_json's {key} is {value!r:.40}, not a whole number of ns")
+    return found
