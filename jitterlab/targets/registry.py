@@ -110,7 +110,8 @@ add_kind(
     "ssh",
     "a machine reached with the OpenSSH client (host, port, user, key, known_hosts, ...)",
     unit.opener("ssh", _ssh),
-    Kind(SSHTarget, _ssh_options, unit.with_option(lambda: SSH_OPTIONS), configured=SSHTarget.offered,  # type: ignore[arg-type]
+    Kind(SSHTarget, _ssh_options, unit.with_option(lambda: SSH_OPTIONS),
+         configured=SSHTarget.offered,  # type: ignore[arg-type]
          how=lambda cap: 'with cc = "<cross compiler>"' if cap is CrossBuilt else ""),
 )
 add_kind(
@@ -156,7 +157,8 @@ def declare(name: str, kind: str, options: Mapping[str, object], where: str) -> 
     traced = profile.traced_gpio
     return Declared(name, f'kind "{kind}", machine = "{profile.name}"', offered, offered_by,
                     gpio_soc=profile.gpio_soc, machine=profile.name, cpus=checked.cpus,
-                    traced_gpio=(traced.controller, traced.lines) if traced is not None else None, unit=spec)
+                    traced_gpio=(traced.controller, traced.lines) if traced is not None else None,
+                    unit=spec)
 
 
 def offered_by(cap: type[Capability]) -> str:
