@@ -3,10 +3,12 @@ line (a pty) to the lm3s6965evb unit that jitterlab starts under qemu on the con
 path as an MCU on a serial line, but for who starts the MCU. The emulator probe reads the unit's
 GPIO trace.
 
-Functional checks only: every edge the probe saw is one the firmware counted, the mean period is
-the one asked for (means and counts, never maxima; only where the emulator ran at SCHED_FIFO, out
-of reach of this machine's load, else a starved emulator loses ticks), start/stop/resync work, a
-unit that never answers fails its run with the reason, and nothing is left running."""
+Functional checks only: every edge the probe saw is one the firmware counted, the typical period is
+the one asked for (the median period error, never a maximum: a wrong timer reload is off by
+factors, while an emulator starved by this machine's other work loses a tick now and then, which
+makes some periods long and the mean with them — seen even at SCHED_FIFO beside other engineers'
+real-time tests), start/stop/resync work, a unit that never answers fails its run with the reason,
+and nothing is left running."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("qemu-system-arm") is None, reason="apt install qemu-system-arm"),
     pytest.mark.skipif(shutil.which(TOOLCHAIN[0]) is None, reason=f"apt install {TOOLCHAIN[1]}"),
 ]
-MEAN_TOLERANCE = 0.05  # functional: a wrong timer reload is off by factors, not by percent
+TYPICAL_ERROR = 0.05  # functional: a wrong timer reload is off by factors, not by percent
 
 
 def write_campaign(tmp_path: Path, unit: str, matrix: str, extra: str = "") -> Path:
@@ -86,12 +88,11 @@ period = ["100ms", "10ms"]
         assert run.metric("unit_flash_bytes", "") == info["unit_flash_bytes"]
         assert run.metric("chatter_rtt_samples", "") > 0 and run.metric("chatter_lost", "") is not None
         period_ns = int(run.param("period"))
-        mean = run.metric("mean_period_ns")
+        mean, typical = run.metric("mean_period_ns"), run.metric("p50_rel_period_error")
         print(f"{period_ns / 1e6:g} ms: {int(counted)} edges counted and seen, mean period "
-              f"{mean / 1e6:.4f} ms, chatter p50 {run.metric('chatter_rtt_p50_ns', '') / 1e3:.0f} us "
-              f"({info['unit_sched']})")
-        if str(info["unit_sched"]).startswith("SCHED_FIFO"):
-            assert abs(mean - period_ns) <= MEAN_TOLERANCE * period_ns, (period_ns, mean)
+              f"{mean / 1e6:.4f} ms, median error {typical:.2%}, chatter p50 "
+              f"{run.metric('chatter_rtt_p50_ns', '') / 1e3:.0f} us ({info['unit_sched']})")
+        assert typical <= TYPICAL_ERROR, (period_ns, mean, typical)
     assert hashlib.sha256(elf.read_bytes()).hexdigest() == info["unit_firmware_sha256"]
     assert "emulated real-time unit" in (emulation_note(runs, store) or "")
     assert wait_gone("lm3s6965evb") == [], "the unit's qemu ends with the target"
