@@ -45,6 +45,7 @@ from jitterlab.measure.loads.base import LOADS
 from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES
+from jitterlab.model.traits import UNKNOWN, BenchmarkTraits
 from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.registry import TARGETS
 from jitterlab.targets.unit import PROFILES as UNITS
@@ -59,3 +60,9 @@ ALL = {
     "qemu machines": MACHINES,
     "units": UNITS,
 }
+
+
+def traits(benchmark: str) -> BenchmarkTraits:
+    """What a benchmark's runs are (model.traits): its own declaration, or UNKNOWN for a benchmark
+    no longer registered (runs of an old store)."""
+    return BENCHMARKS.get(benchmark, "benchmark").traits if benchmark in BENCHMARKS else UNKNOWN

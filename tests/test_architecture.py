@@ -210,3 +210,26 @@ def test_no_plugin_name_is_spelled_in_the_runner():
         text = (PACKAGE / module).read_text()
         for name in ('"vpin"', '"squarewave"', '"impl"', '"c-fifo"'):
             assert name not in text, f"{module} names {name}"
+
+
+def test_what_reads_stored_runs_asks_traits_not_benchmark_names():
+    """The report and the analysis read what a benchmark declares (model.traits: headline, periodic,
+    samples) and what a metric declares (model.reading), never `benchmark == "squarewave"`."""
+    import re
+
+    for name, path in MODULES.items():
+        if name.startswith(("jitterlab.report", "jitterlab.analysis")):
+            found = re.findall(r'benchmark\s*(?:==|!=)\s*["\']|-\s*\{\s*"squarewave"', path.read_text())
+            assert not found, f"{name} tests a benchmark's name: {found}"
+
+
+def test_target_kinds_are_capabilities_not_strings():
+    """Outside the registry of target kinds, code asks a target (or its [[target]]) for a capability
+    (ControllerMachine, ...) instead of comparing its kind with "local"."""
+    import re
+
+    for name, path in MODULES.items():
+        if name.startswith("jitterlab.targets") or name in ("jitterlab.cli.commands.doctor",):
+            continue
+        found = re.findall(r'kind\s*(?:==|!=)\s*["\'](?:local|ssh|qemu|labgrid|fake)["\']', path.read_text())
+        assert not found, f"{name} compares a target kind as a string: {found}"

@@ -1,104 +1,79 @@
 """Compare two groups of runs (e.g. image=1.10 vs image=1.11) cell by cell, metric by metric.
 
-Per cell and metric, per run (one number per run): the effect (ratio candidate / baseline) with
-its 95 % CI, a test chosen by group size and data (analysis.stats: Welch's t on log values for
-small groups, Mann-Whitney U for large ones), each group shown by the statistic whose ratio the
-effect is (geometric mean, mean or median), and a verdict that knows whether lower or higher is
-better: better / worse (a change shown by the test), same (the CI excludes every change larger
-than the metric kind's practical threshold, analysis.thresholds) or undecided (neither). Load
-readings and descriptive numbers are shown, not graded. With the runs' raw series, also pooled:
-p99 and max of all samples of each group, judged by a hierarchical bootstrap. The p-values of
-all graded rows of one comparison are adjusted with Holm's method, so that the chance of any
-false better/worse among them stays at ALPHA. Why these choices: docs/reports.md.
+Per cell and metric a row: each group's statistic, the change on the scale the metric declares
+(analysis.reading: a ratio of geometric means for positive values, a difference of means for
+counts that may be 0 and for signed values), its repeated 95 % interval, and for the rows of the
+tested family (analysis.family: the watched metrics) a verdict that knows whether lower or higher
+is better. A tail (p99, p99.9 of the run's periods or latencies) is compared as a tail: the quantile
+of all samples of each group, judged by a hierarchical bootstrap, when the raw series are given and
+hold enough samples; a maximum by the runs' maxima. Every look is one of a sequence that may go on
+(analysis.sequential): its p-values are sequential, adjusted with Holm's method over the tested
+rows, and "same" is an equivalence test (analysis.verdict). Why: docs/reports.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
-import re
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitterlab.analysis.direction import direction_of
-from jitterlab.analysis.stats import (
-    ALPHA,
-    N_BOOTSTRAP,
-    NO_TEST,
-    STATS,
-    holm,
-    per_run_effect,
-    pooled_effects,
+from jitterlab.analysis import family as fam
+from jitterlab.analysis.groups import (  # noqa: F401  (the names compare's callers use)
+    Selector,
+    cell_of,
+    cell_text,
+    common_text,
+    full_cell_text,
+    label_pairs,
+    paired,
 )
-from jitterlab.analysis.thresholds import DEFAULT_THRESHOLDS, kind, within
+from jitterlab.analysis.reading import reading
+from jitterlab.analysis.samples import samples_key
+from jitterlab.analysis.sequential import ALPHA, GUARANTEE, MIN_RUNS, Look, balanced_runs
+from jitterlab.analysis.stats import N_BOOTSTRAP, NO_TEST, Effect, holm, needed_samples, per_run_effect
+from jitterlab.analysis.stats import pooled_effect as pooled_tail
+from jitterlab.analysis.thresholds import DEFAULT_THRESHOLDS
+from jitterlab.analysis.verdict import BETTER, SAME, UNDECIDED, VERDICTS, WORSE, band, decide
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
-from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.reading import COUNT, MAX, QUANTILE_OF, RATIO
+from jitterlab.model.records import Metric, RunRecord, Warning_
 
-MIN_RUNS = 3  # per group, for a verdict
+__all__ = ["BETTER", "MIN_RUNS", "NOT_TESTED", "SAME", "UNDECIDED", "VERDICTS", "WORSE", "Comparison", "Row",
+           "Selector", "compare", "label_pairs", "metric_names"]
+
 CORRECTION = "holm"
-BETTER, WORSE, SAME, UNDECIDED = "better", "worse", "same", "undecided"
-VERDICTS = (WORSE, BETTER, UNDECIDED, SAME)
-NOT_GRADED = ""  # a load reading or a descriptive number (mean period): shown, never graded
-SHOWN_IDS = 3  # run ids named when groups overlap
-POOLED_NAMES = tuple(f"pooled_{s}_{what}" for what in ("rel_period_error", "latency_ns") for s in STATS)
+NOT_TESTED = NOT_GRADED = ""  # a row outside the tested family: shown with its change, no verdict
+PER_RUN, POOLED = "per-run", "pooled"
 
-# cell fields that --baseline/--candidate may select on besides labels and the benchmark's keys
-_FIELDS = ("target", "benchmark", "load")
-# a cell of a comparison: those fields and the benchmark's matrix keys as one text
-# ("impl=c-fifo period=1ms probe=vpin pin=vpin", "size=64 policy=fifo ...")
-_CELL = (*_FIELDS, "params")
-
-
-@dataclass(frozen=True)
-class Selector:
-    key: str
-    value: str
-
-    @classmethod
-    def parse(cls, text: str, option: str) -> Selector:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"{option} {text!r}: write KEY=VALUE, e.g. {option} image=1.10")
-        return cls(key.strip(), value.strip())
-
-    def matches(self, run: RunRecord, names: CellNames = PLAIN) -> bool:
-        """Whether the run has this label, cell field or parameter; a parameter's value may be
-        written as `names` shows it (period=1ms) or as stored (period=1000000)."""
-        if self.key in run.labels:
-            return str(run.labels[self.key]) == self.value
-        if self.key in _FIELDS:
-            return str(getattr(run, self.key)) == self.value
-        if run.cell.has(self.key):  # as stored (1000000) or as written in a campaign (1ms)
-            return self.value in (str(run.param(self.key)), names.show_value(run.cell, self.key))
-        return False
-
-    def __str__(self) -> str:
-        return f"{self.key}={self.value}"
+Distributions = Callable[[RunRecord], dict[str, tuple[np.ndarray, np.ndarray]]]
 
 
 @dataclass(frozen=True)
 class Row:
-    """One cell x probe x metric of a comparison, per run or pooled (`view`).
+    """One cell x probe x metric of a comparison: the record every output of a verdict reads (the
+    terminal, JSON, HTML, the summary, the loop, the test-system exporters); fields are only added.
 
-    `baseline`/`candidate` are each group's `rule` (the statistic: geometric mean, mean or
-    median of the runs' values, or pooled p99/max of all samples); `ratio` (candidate / baseline)
-    is the ratio of those two, named by `effect`, with its 95 % CI; `test` gave `p_value`,
-    adjusted over the graded rows of the comparison with Holm's method in `p_adjusted`;
-    `verdict` is one of VERDICTS, or NOT_GRADED; `threshold` is the practical threshold (a
-    fraction) a "same" had to stay within.
-    """
+    `baseline`/`candidate` are each group's `rule` (the statistic: geometric mean of the runs'
+    values, mean, or the pooled quantile of all their samples, `view` "pooled"); `ratio`
+    (candidate / baseline) with its repeated 95 % interval `ci_low`..`ci_high` (NaN for a signed
+    metric); `difference` (candidate - baseline in `unit`) with `diff_low`..`diff_high` for counts
+    and signed metrics; `test` gave `p_value` (this look alone), `p_sequential` (any number of
+    looks) and, over the tested rows, `p_adjusted` (Holm); `verdict` one of VERDICTS for a tested
+    row, NOT_TESTED else; `decided_by` the rule that decided it ("sequential test", "equivalence",
+    "resolution"); `threshold` the practical threshold (a fraction) a "same" stays within;
+    `samples_*` the samples a pooled statistic stood on (0: one value per run); `note` why a tail
+    was compared per run."""
 
     cell: tuple  # values of the cell fields not used to select the groups
     probe: str
     metric: str
     unit: str
     direction: str
-    view: str  # "per-run" or "pooled"
+    view: str
     n_baseline: int
     n_candidate: int
     rule: str
@@ -114,10 +89,25 @@ class Row:
     verdict: str
     sign: int = 0  # +1 the candidate is higher, -1 lower, 0 the same
     threshold: float = math.nan
+    scale: str = RATIO
+    tested: bool = False
+    decided_by: str = ""
+    p_sequential: float = math.nan
+    difference: float = math.nan
+    diff_low: float = math.nan
+    diff_high: float = math.nan
+    samples_baseline: int = 0
+    samples_candidate: int = 0
+    note: str = ""
 
     @property
     def change_pct(self) -> float:
         return (self.ratio - 1) * 100 if math.isfinite(self.ratio) else math.nan
+
+    @property
+    def runs(self) -> str:
+        """"3 vs 5": the runs that decided (or left undecided) the row."""
+        return f"{self.n_baseline} vs {self.n_candidate}"
 
 
 @dataclass
@@ -132,263 +122,168 @@ class Comparison:
     alpha: float = ALPHA
     correction: str = CORRECTION
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    family: frozenset[str] = frozenset()
+    guarantee: str = GUARANTEE
 
     @property
     def n_tests(self) -> int:
-        return sum(1 for r in self.rows if not math.isnan(r.p_value))
+        return sum(1 for r in self.rows if r.tested and not math.isnan(r.p_sequential))
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(VERDICTS, 0)
         for r in self.rows:
-            if r.verdict != NOT_GRADED:
+            if r.tested:
                 out[r.verdict] += 1
         return out
 
     @property
     def n_not_graded(self) -> int:
-        return sum(1 for r in self.rows if r.verdict == NOT_GRADED)
+        return sum(1 for r in self.rows if not r.tested)
+
+    @property
+    def tested_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.tested]
 
 
 def metric_names(runs: list[RunRecord]) -> list[str]:
     return sorted({name for r in runs for (_, name) in r.metrics})
 
 
-Distributions = Callable[[RunRecord], dict[str, tuple[np.ndarray, np.ndarray]]]
-
-
 def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             metrics: list[str] | None = None, seed: int = 0, n_bootstrap: int = N_BOOTSTRAP,
             distributions: Distributions | None = None, names: CellNames = PLAIN,
-            thresholds: dict[str, float] | None = None) -> Comparison:
-    """Compare the ok runs selected by `baseline` and `candidate` in every cell both have, per
-    run and, with `distributions` (a run's within-run samples as (value, count) by name), pooled
-    (p99 and max of all samples of each group); p-values adjusted over all graded rows (Holm).
-    `names` writes the cells' parameters (campaign.cells.names(): as a campaign does, defaults
-    left out); `thresholds` (by kind, analysis.thresholds) decide "same". Groups that share a
-    run are refused: a run cannot be both the reference and the judged."""
+            thresholds: dict[str, float] | None = None, traits: fam.Traits = fam.no_traits) -> Comparison:
+    """Compare the ok runs selected by `baseline` and `candidate` in every cell both have.
+
+    `metrics`: the rows shown and tested (--metric, --watch); without it every metric is shown and
+    the family (analysis.family) is each benchmark's headline, which `traits` (benchmark name ->
+    model.traits) declares. `distributions`: a run's within-run samples by key
+    (analysis.samples.distribution), for tails compared as tails. `names` writes the cells'
+    parameters as a campaign does; `thresholds` (by kind, analysis.thresholds) decide "same"."""
     thresholds = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    group_a = [r for r in runs if baseline.matches(r, names) and r.status == "ok"]
-    group_b = [r for r in runs if candidate.matches(r, names) and r.status == "ok"]
-    for sel, group, option in ((baseline, group_a, "--baseline"), (candidate, group_b, "--candidate")):
-        if not group:
-            raise UserError(f"{option} {sel}: no successful run has it; "
-                            f"labels in the store: {_known_labels(runs)}{_known_params(sel, runs, names)}")
-    _refuse_overlap(group_a, group_b, baseline, candidate)
-    names = names.among(r.cell for r in group_a + group_b)  # a key that tells cells apart is named
-    known = metric_names(group_a + group_b)
+    pairing = paired(runs, baseline, candidate, names)
+    compared = [r for _, a, b in pairing.cells for r in a + b]
+    known = metric_names(compared)
     if metrics:
-        pooled_names = POOLED_NAMES if distributions else ()
-        unknown = [m for m in metrics if m not in known and m not in pooled_names]
+        unknown = [m for m in metrics if m not in known]
         if unknown:
             raise UserError(f"--metric {', '.join(unknown)}: no such metric in these runs; "
-                            f"they have: {', '.join([*known, *pooled_names])}")
-    wanted = metrics or known
-    # a field that selects the groups must not split the cells, else no cell is common
-    cell_fields = tuple(f for f in _CELL if f not in (baseline.key, candidate.key))
-    selected = (baseline.key, candidate.key)
-    cells_a = _by_cell(group_a, cell_fields, names, selected)
-    cells_b = _by_cell(group_b, cell_fields, names, selected)
-    common = [c for c in cells_a if c in cells_b]
-    result = Comparison(baseline, candidate, cell_fields, thresholds=thresholds)
-    if not common:
-        raise UserError(
-            f"--baseline {baseline} and --candidate {candidate} have no cell in common "
-            f"({len(cells_a)} and {len(cells_b)} cells; a cell is {' x '.join(cell_fields)}); "
-            "compare groups measured with the same matrix")
+                            f"they have: {', '.join(known)}")
+    result = Comparison(baseline, candidate, pairing.cell_fields, thresholds=thresholds,
+                        family=fam.watched(compared, metrics, traits))
     rng = np.random.default_rng(seed)
-    pooled_wanted = _pooled_stats(metrics) if distributions is not None else ()
-    rows: list[Row] = []
-    for cell in common:
-        a_runs, b_runs = cells_a[cell], cells_b[cell]
+    pool = _Pool(distributions, traits, result)
+    rows: list[tuple[Row, Look, bool]] = []
+    for cell, a_runs, b_runs in pairing.cells:
         na, nb = len(a_runs), len(b_runs)
         if min(na, nb) < MIN_RUNS:
-            result.notes.append(("cell", _cell_text(cell_fields, cell), Warning_(
+            result.notes.append(("cell", cell_of(pairing.cell_fields, cell), Warning_(
                 f"too few runs for a verdict ({na} vs {nb})",
                 f"measure at least {MIN_RUNS} repetitions per group (campaign.repetitions), better 5")))
-        keys = sorted({k for r in a_runs + b_runs for k in r.metrics if k[1] in wanted})
+        keys = sorted({k for r in a_runs + b_runs for k in r.metrics if not metrics or k[1] in metrics})
         for probe, name in keys:
-            a = [r.metrics[(probe, name)].value for r in a_runs if (probe, name) in r.metrics]
-            b = [r.metrics[(probe, name)].value for r in b_runs if (probe, name) in r.metrics]
-            if not a or not b:
-                continue
-            # a metric some runs lack (a bound only a run with blind spans has): any run's will do
-            first = next(r.metrics[(probe, name)] for r in a_runs + b_runs if (probe, name) in r.metrics)
-            rows.append(_row(cell, probe, name, first.unit, np.asarray(a, float),
-                             np.asarray(b, float), rng, n_bootstrap, direction_of(first),
-                             thresholds[kind(name)]))
-        if distributions is not None and pooled_wanted:
-            rows += _pooled_rows(cell, a_runs, b_runs, distributions, pooled_wanted, rng, result, thresholds)
-    result.rows = _adjusted(rows)
+            a = [r.metrics[(probe, name)] for r in a_runs if (probe, name) in r.metrics]
+            b = [r.metrics[(probe, name)] for r in b_runs if (probe, name) in r.metrics]
+            if a and b:
+                rows.append(_row(cell, a, b, result, pool.tail(a_runs, b_runs, a[0], rng, n_bootstrap)))
+    result.rows = _verdicts(rows)
     return result
 
 
-def graded(metric: str, direction: str) -> bool:
-    """Whether a verdict grades this metric: load readings (load average, busy fraction, the
-    load's bogo-ops/s: load_*) describe the conditions of a run, and metrics without a better
-    direction (mean period, drift) describe what it did; both are shown, never graded."""
-    return direction in ("lower", "higher") and not metric.startswith("load_")
+class _Pool:
+    """The samples of each run, read once per comparison, for the tail rows."""
 
+    def __init__(self, distributions: Distributions | None, traits: fam.Traits, result: Comparison) -> None:
+        self._read, self._traits, self._result = distributions, traits, result
+        self._cache: dict[str, dict] = {}
 
-def _row(cell: tuple, probe: str, name: str, unit: str, a: np.ndarray, b: np.ndarray,
-         rng: np.random.Generator, n_bootstrap: int, way: str, threshold: float) -> Row:
-    e = per_run_effect(a, b, rng, n_bootstrap)
-    if min(len(a), len(b)) < MIN_RUNS:  # too few to call: shown, not tested
-        e = dataclasses.replace(e, test=NO_TEST, ci_low=math.nan, ci_high=math.nan, p_value=math.nan)
-    ungraded = not graded(name, way)
-    if ungraded:  # out of Holm's family too: a description must not cost the results power
-        e = dataclasses.replace(e, test=NO_TEST, p_value=math.nan)
-    return Row(cell, probe, name, unit, way, "per-run", len(a), len(b), e.statistic,
-               e.baseline, e.candidate, e.effect, e.ratio, e.ci_low, e.ci_high, e.test, e.p_value,
-               math.nan, NOT_GRADED if ungraded else UNDECIDED, e.sign, threshold)
-
-
-def _pooled_stats(metrics: list[str] | None) -> tuple[str, ...]:
-    """The pooled statistics a --metric selection asks for (all of them without one): max for
-    max_rel_period_error or *_max_ns, p99 for p99_rel_period_error or *_p99_ns, or by name."""
-    if not metrics:
-        return STATS
-    return tuple(s for s in STATS if any(
-        m.startswith(f"pooled_{s}_") or m == f"{s}_rel_period_error" or m.endswith(f"_{s}_ns")
-        for m in metrics))
-
-
-def _pooled_rows(cell: tuple, a_runs: list[RunRecord], b_runs: list[RunRecord],
-                 distributions: Distributions, wanted: tuple[str, ...], rng: np.random.Generator,
-                 result: Comparison, thresholds: dict[str, float]) -> list[Row]:
-    def load(runs: list[RunRecord]) -> dict[str, list]:
-        out: dict[str, list] = defaultdict(list)
-        for r in runs:
+    def _of(self, run: RunRecord) -> dict:
+        if run.id not in self._cache:
             try:
-                for name, dist in distributions(r).items():
-                    out[name].append(dist)
+                self._cache[run.id] = self._read(run) if self._read else {}
             except UserError as exc:
-                result.notes.append(("run", r.id, Warning_(
-                    f"left out of the pooled view: {exc}",
+                self._cache[run.id] = {}
+                self._result.notes.append(("run", run.id, Warning_(
+                    f"its samples could not be read, its tails are compared per run: {exc}",
                     "measure the cell again (run --resume --retry-failed)")))
-        return out
+        return self._cache[run.id]
 
-    da, db = load(a_runs), load(b_runs)
-    squarewave = a_runs[0].benchmark == "squarewave"
-    rows = []
-    for name in sorted(set(da) & set(db)):
-        probe, unit = (name, "ratio") if squarewave else ("", "ns")
-        for stat, (sa, sb, e) in pooled_effects(da[name], db[name], rng).items():
-            if stat not in wanted:
-                continue
-            if min(len(da[name]), len(db[name])) < MIN_RUNS:
-                e = dataclasses.replace(e, test=NO_TEST, ci_low=math.nan, ci_high=math.nan,
-                                        p_value=math.nan)
-            metric = f"pooled_{stat}_{'rel_period_error' if squarewave else 'latency_ns'}"
-            rows.append(Row(cell, probe, metric, unit, "lower", "pooled", len(da[name]), len(db[name]),
-                            e.statistic, sa, sb, e.effect, e.ratio, e.ci_low, e.ci_high, e.test,
-                            e.p_value, math.nan, UNDECIDED, e.sign, thresholds[kind(metric)]))
-    return rows
-
-
-def _adjusted(rows: list[Row]) -> list[Row]:
-    """Holm's adjustment over every tested row of the comparison, then the verdicts."""
-    adjusted = holm([r.p_value for r in rows])
-    return [dataclasses.replace(r, p_adjusted=p, verdict=verdict(r, p))
-            for r, p in zip(rows, adjusted, strict=True)]
+    def tail(self, a_runs: list[RunRecord], b_runs: list[RunRecord], metric: Metric,
+             rng: np.random.Generator, n_bootstrap: int) -> Effect | str:
+        """The pooled effect of a tail metric; or why it is compared per run ("" when it is no tail
+        or no samples were asked for)."""
+        how = reading(metric)
+        if not how.tail or self._read is None:
+            return ""
+        key = samples_key(self._traits(a_runs[0].benchmark).samples, metric.probe)
+        if key is None:
+            return ""
+        a = [d[key] for r in a_runs if key in (d := self._of(r))]
+        b = [d[key] for r in b_runs if key in (d := self._of(r))]
+        if len(a) < len(a_runs) or len(b) < len(b_runs):
+            return "per run: not every run's samples are stored"
+        need = needed_samples(QUANTILE_OF[how.stat])
+        have = min(sum(int(c.sum()) for _, c in a), sum(int(c.sum()) for _, c in b))
+        if have < need:
+            return (f"per run: a pooled {how.stat} needs {need:,} samples per group, the smaller has "
+                    f"{have:,}")
+        return pooled_tail(a, b, how.stat, rng, min(n_bootstrap, 400))
 
 
-def verdict(row: Row, p_adjusted: float) -> str:
-    """better / worse when the adjusted p < ALPHA and the CI of the ratio excludes 1 (whatever
-    the size of the change: the row shows it); else same when the CI excludes every change larger
-    than the row's threshold; else undecided (also when no test could be made). Rows that are
-    not graded stay so."""
-    if row.verdict == NOT_GRADED or not graded(row.metric, row.direction):
-        return NOT_GRADED
-    if math.isnan(p_adjusted):
-        return UNDECIDED
-    excludes = math.isnan(row.ci_low) or row.ci_low > 1 or row.ci_high < 1
-    if p_adjusted < ALPHA and excludes and row.sign != 0:
-        return BETTER if (row.sign > 0) == (row.direction == "higher") else WORSE
-    return SAME if within(row.ci_low, row.ci_high, row.threshold) else UNDECIDED
-
-
-def _refuse_overlap(group_a: list[RunRecord], group_b: list[RunRecord], baseline: Selector,
-                    candidate: Selector) -> None:
-    """Groups that share runs compare those runs with themselves, and the verdict means nothing."""
-    ids_b = {r.id for r in group_b}
-    shared = sorted({r.id for r in group_a if r.id in ids_b})
-    if shared:
-        more = f" and {len(shared) - SHOWN_IDS} more" if len(shared) > SHOWN_IDS else ""
-        raise UserError(
-            f"--baseline {baseline} and --candidate {candidate} share {len(shared)} "
-            f"run{'s' if len(shared) != 1 else ''} ({', '.join(shared[:SHOWN_IDS])}{more}): a run can "
-            "be in one group only; choose selectors no run matches both of (e.g. two values of one "
-            "key: --baseline load=idle --candidate load=cpu)")
-
-
-def _by_cell(runs: list[RunRecord], fields: tuple[str, ...], names: CellNames,
-             selected: tuple[str, ...] = ()) -> dict[tuple, list[RunRecord]]:
-    out: dict[tuple, list[RunRecord]] = defaultdict(list)
-    for r in runs:
-        key = tuple(names.params_text(r.cell, leave_out=selected) if f == "params" else getattr(r, f)
-                    for f in fields)
-        out[key].append(r)
-    return dict(out)
-
-
-def _cell_text(fields: tuple[str, ...], cell: tuple) -> str:
-    return " ".join(str(v) for v in cell if str(v))
-
-
-def full_cell_text(comparison: Comparison, row: Row) -> str:
-    """A row's cell with every field, as the comparison's notes name it."""
-    return _cell_text(comparison.cell_fields, row.cell)
-
-
-def cell_text(comparison: Comparison, row: Row) -> str:
-    """A cell as the reader wants it: the fields that differ between the rows ("idle impl=c-fifo
-    period=1ms"); those every row shares are in common_text()."""
-    varying = _varying_fields(comparison)
-    return _cell_text(comparison.cell_fields, tuple(v for i, v in enumerate(row.cell) if i in varying))
-
-
-def common_text(comparison: Comparison) -> str:
-    """What every row of the comparison shares ("target=board benchmark=squarewave"), or ""."""
-    varying = _varying_fields(comparison)
-    first = comparison.rows[0].cell if comparison.rows else ()
-    return " ".join(f"{f}={v}" for i, (f, v) in enumerate(zip(comparison.cell_fields, first, strict=False))
-                    if i not in varying and str(v))
-
-
-def _varying_fields(comparison: Comparison) -> set[int]:
-    cells_seen = {r.cell for r in comparison.rows}
-    varying = {i for i in range(len(comparison.cell_fields)) if len({c[i] for c in cells_seen}) > 1}
-    return varying or set(range(len(comparison.cell_fields)))  # one cell: name it whole
-
-
-def _known_params(selector: Selector, runs: list[RunRecord], names: CellNames) -> str:
-    """The values a cell field (load=cpuu) or cell key (policy=fifoo) takes in the store, when the
-    selector names one."""
-    if selector.key in _FIELDS:
-        values = sorted({str(getattr(r, selector.key)) for r in runs})
+def _row(cell: tuple, a: list[Metric], b: list[Metric], result: Comparison,
+         tail: Effect | str) -> tuple[Row, Look, bool]:
+    first = a[0]
+    how = reading(first)
+    av = np.array([m.value for m in a], dtype=np.float64)
+    bv = np.array([m.value for m in b], dtype=np.float64)
+    if isinstance(tail, Effect):
+        effect, view, note = tail, POOLED, ""
     else:
-        values = sorted({names.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
-    return f"; {selector.key} takes: {', '.join(values)}" if values else ""
+        effect, view, note = per_run_effect(av, bv, how.scale, how.resolution), PER_RUN, tail
+    rule = effect.statistic
+    if view == PER_RUN and how.stat:  # a statistic of each run's samples, summarized over the runs
+        rule = f"{effect.statistic} of run {'maxima' if how.stat == MAX else how.stat + 's'}"
+    tested = first.name in result.family and fam.graded(first.name, how)
+    enough = min(len(a), len(b)) >= MIN_RUNS and not math.isnan(effect.se)
+    look = Look(effect.diff, effect.se if enough else math.nan, effect.df, balanced_runs(len(a), len(b)))
+    p_seq = look.p_sequential if enough else math.nan
+    ratio, lo, hi, difference, d_lo, d_hi = _interval(effect, look if enough else None)
+    row = Row(cell, first.probe, first.name, first.unit, how.direction, view, len(a), len(b), rule,
+              effect.baseline, effect.candidate, effect.effect, ratio, lo, hi,
+              effect.test if enough or effect.exact else NO_TEST, effect.p_value if enough else math.nan,
+              math.nan, UNDECIDED if tested else NOT_TESTED, effect.sign,
+              result.thresholds[how.kind], effect.scale, tested, "", p_seq, difference, d_lo, d_hi,
+              *effect.samples, note)
+    return row, look, effect.exact and min(len(a), len(b)) >= MIN_RUNS
 
 
-def _known_labels(runs: list[RunRecord]) -> str:
-    pairs = sorted({f"{k}={v}" for r in runs for k, v in r.labels.items()})
-    return ", ".join(pairs) or "none (give --label k=v to import, or labels in the campaign)"
+def _interval(effect: Effect, look: Look | None) -> tuple[float, float, float, float, float, float]:
+    """(ratio, its repeated 95 % interval, difference, its interval): on the log scale for a
+    ratio; a count's interval stops at -100 % (no mean falls below 0); a signed metric has no
+    ratio; no change at all (within the resolution) has no interval."""
+    nan = math.nan
+    if effect.exact:
+        return 1.0, nan, nan, 0.0 if effect.scale != RATIO else nan, nan, nan
+    half = look.half_width() if look is not None else nan
+    if effect.scale == RATIO:
+        d = effect.diff
+        return math.exp(d), math.exp(d - half), math.exp(d + half), nan, nan, nan
+    base, d = effect.baseline, effect.diff
+    d_lo, d_hi = d - half, d + half
+    if effect.scale == COUNT:
+        d_lo = max(d_lo, -base)
+        if base > 0:
+            return 1 + d / base, 1 + d_lo / base, 1 + d_hi / base, d, d_lo, d_hi
+    return nan, nan, nan, d, d_lo, d_hi
 
 
-def label_pairs(runs: list[RunRecord]) -> list[tuple[Selector, Selector]]:
-    """Consecutive value pairs of every label key that takes more than one value (for reports)."""
-    values: dict[str, set[str]] = defaultdict(set)
-    for r in runs:
-        for k, v in r.labels.items():
-            values[k].add(str(v))
-    pairs = []
-    for key in sorted(values):
-        vals = sorted(values[key], key=_natural)
-        pairs += [(Selector(key, x), Selector(key, y)) for x, y in itertools.pairwise(vals)]
-    return pairs
-
-
-def _natural(text: str) -> list:
-    """"1.10" sorts after "1.9"."""
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text)]
+def _verdicts(pending: list[tuple[Row, Look, bool]]) -> list[Row]:
+    """Holm's adjustment of the sequential p-values over the tested rows, then their verdicts."""
+    adjusted = holm([r.p_sequential if r.tested else math.nan for r, _, _ in pending])
+    out = []
+    for (r, look, exact), p in zip(pending, adjusted, strict=True):
+        if r.tested:
+            verdict, by = decide(look, p, r.direction, band(r.scale, r.baseline, r.threshold), exact)
+            r = dataclasses.replace(r, p_adjusted=p, verdict=verdict, decided_by=by)
+        out.append(r)
+    return out

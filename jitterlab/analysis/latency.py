@@ -11,10 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.reading import COUNT, LOWER, MAX, MEDIAN, NONE, P50, P99, P999, P9999, RATIO, WORST
 from jitterlab.model.records import Metric
 
 HISTOGRAM_UNIT = "count per 1us bucket"  # unit of a Samples series that holds histogram counts
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p999": 0.999, "p9999": 0.9999}
+# the statistic of the run's latencies each value is (model.reading): tails are compared as tails
+_STAT = {"max": MAX, "p50": P50, "p99": P99, "p999": P999, "p9999": P9999}
 BUCKET_NS = 1000
 
 
@@ -77,7 +80,7 @@ def histogram_metrics(
         mean = (weights * points).sum() / weights.sum()
         values["std"] = float(np.sqrt((weights * (points - mean) ** 2).sum() / weights.sum()))
     metrics = _metrics(values, n, prefix, probe)
-    metrics.append(Metric(f"{prefix}_overflow", float(overflow), "count", probe, "lower"))
+    metrics.append(Metric(f"{prefix}_overflow", float(overflow), "count", probe, LOWER, WORST, COUNT))
     return metrics
 
 
@@ -90,9 +93,10 @@ def histogram(samples_ns: np.ndarray, n_buckets: int) -> tuple[np.ndarray, int]:
 
 def _metrics(values: dict[str, float], n: int, prefix: str, probe: str) -> list[Metric]:
     out = [
-        Metric(f"{prefix}_{name}_ns", value, "ns", probe, "lower")
+        Metric(f"{prefix}_{name}_ns", value, "ns", probe, LOWER, WORST if name == "max" else MEDIAN, RATIO,
+               _STAT.get(name, ""))
         for name, value in values.items()
         if value is not None and np.isfinite(value)
     ]
-    out.append(Metric(f"{prefix}_samples", float(n), "count", probe, "none"))
+    out.append(Metric(f"{prefix}_samples", float(n), "count", probe, NONE, MEDIAN, COUNT))
     return out

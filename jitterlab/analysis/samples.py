@@ -5,7 +5,7 @@ the store reads them (Store.read_series): nothing here opens a file."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from jitterlab.analysis.squarewave import period_split
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import RunRecord
 from jitterlab.model.series import EdgeSeries, Samples, Series, blind_spans
+from jitterlab.model.traits import LATENCIES, PERIOD_ERRORS, BenchmarkTraits
 
 
 def period_errors(series: EdgeSeries, period_ns: int, warmup_ns: int,
@@ -45,12 +46,28 @@ def weighted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, c
 
 
-def distribution(run: RunRecord, series: Mapping[str, Series]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The run's within-run distributions as (value, count) by what they are: for squarewave the
-    |relative period error| seen by each probe; for a latency benchmark its latencies in ns (all
-    threads together, a histogram's overflow at the recorded maximum), from its raw `series`."""
+LATENCY = "latency"  # the key of a run's latencies among its distributions
+
+
+def samples_key(samples: str, probe: str) -> str | None:
+    """Which of a run's distributions (distribution(), of a benchmark whose samples are `samples`)
+    a metric of `probe` is a statistic of: its probe's period errors, or the run's latencies for a
+    run-wide metric (probe ""); None when none is (a thread's own metric, no samples)."""
+    if samples == PERIOD_ERRORS and probe:
+        return probe
+    if samples == LATENCIES and not probe:
+        return LATENCY
+    return None
+
+
+def distribution(run: RunRecord, series: Mapping[str, Series],
+                 samples: str = LATENCIES) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The run's within-run distributions as (value, count), read from its raw `series` as the
+    benchmark's trait `samples` (model.traits) says they are: PERIOD_ERRORS, the |relative period
+    error| seen by each probe (keyed by probe); LATENCIES, its latencies in ns (all threads
+    together, a histogram's overflow at the recorded maximum; keyed LATENCY)."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    if run.benchmark == "squarewave":
+    if samples == PERIOD_ERRORS:
         period, warmup = int(run.param("period", 0) or 0), int(run.settings.get("warmup_ns", 0))
         for name, s in series.items():
             if isinstance(s, EdgeSeries) and "." not in name and period > 0:
@@ -75,7 +92,7 @@ def distribution(run: RunRecord, series: Mapping[str, Series]) -> dict[str, tupl
         values = np.concatenate([p[0] for p in parts])
         weights = np.concatenate([p[1] for p in parts])
         order = np.argsort(values, kind="stable")
-        out["latency"] = (values[order], weights[order])
+        out[LATENCY] = (values[order], weights[order])
     return out
 
 
@@ -86,3 +103,11 @@ def overflow_count(run: RunRecord) -> int:
              if name.endswith("_overflow") and m.unit == "count" and not name.startswith("probe_")]
     overall = [v for probe, v in found if probe == ""]
     return int(sum(overall) if overall else sum(v for _, v in found))
+
+
+def reader(read_series: Callable[[RunRecord], Mapping[str, Series]],
+           traits: Callable[[str], BenchmarkTraits]) -> Callable[[RunRecord], dict]:
+    """A run's distributions read from its stored series (Store.read_series) as its benchmark's
+    traits say they are: what every comparison (compare, summary, report, the loop) gives
+    analysis.compare, so that they all compare tails alike."""
+    return lambda run: distribution(run, read_series(run), traits(run.benchmark).samples)

@@ -37,6 +37,20 @@ import numpy as np
 from jitterlab.analysis import squarewave_scan as scan
 from jitterlab.analysis.blind import Exclusions, as_spans, exclusions
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.reading import (
+    COUNT,
+    LOWER,
+    MAX,
+    MEDIAN,
+    NONE,
+    P50,
+    P99,
+    P999,
+    P9999,
+    RATIO,
+    SIGNED,
+    WORST,
+)
 from jitterlab.model.records import Metric
 
 _QUANTILES = (  # name, q as an exact fraction num/den
@@ -138,9 +152,43 @@ def squarewave_metrics(
     ]
     if unobserved == 0:  # every true period was measured: the maximum is known, not only bounded
         values.append(("max_rel_period_error_upper_bound", max_err, "ratio"))
-    out = [Metric(name, float(value), unit, probe) for name, value, unit in values]
-    out.append(Metric("max_is_lower_bound", float(ex.excluded_periods > 0), "flag", probe, "none"))
+    out = [Metric(name, float(value), unit, probe, *_reading(name)) for name, value, unit in values]
+    blind = float(ex.excluded_periods > 0)
+    out.append(Metric("max_is_lower_bound", blind, "flag", probe, NONE, WORST, COUNT))
     return out
+
+
+# how each metric is read across runs (model.reading): direction, summary, scale, stat
+_READINGS: dict[str, tuple[str, str, str, str]] = {
+    "max_rel_period_error": (LOWER, WORST, RATIO, MAX),
+    # signed: when every period is late, the earliest is late too and max_early is negative
+    "max_delay": (LOWER, WORST, SIGNED, MAX),
+    "max_early": (LOWER, WORST, SIGNED, MAX),
+    **{name: (LOWER, MEDIAN, RATIO, stat) for (name, _, _), stat in zip(_QUANTILES, (P50, P99, P999, P9999),
+                                                                       strict=True)},
+    "mean_period_ns": (NONE, MEDIAN, RATIO, ""),
+    "std_period_ns": (LOWER, MEDIAN, RATIO, ""),
+    "min_period_ns": (NONE, WORST, RATIO, ""),
+    "max_period_ns": (NONE, WORST, RATIO, MAX),
+    "max_half_period_error": (LOWER, WORST, RATIO, ""),
+    "max_duty_error": (LOWER, WORST, RATIO, ""),
+    "drift_ppm": (NONE, MEDIAN, SIGNED, ""),
+    "n_edges": (NONE, MEDIAN, COUNT, ""),
+    "n_periods": (NONE, MEDIAN, COUNT, ""),
+    "excluded_periods": (LOWER, WORST, COUNT, ""),
+    "missed_edges": (LOWER, WORST, COUNT, ""),
+    "blind_time_ns": (LOWER, WORST, COUNT, ""),  # a duration that is 0 in a run the probe always saw
+    "warmup_ns": (NONE, MEDIAN, RATIO, ""),
+    "unobserved_periods": (LOWER, WORST, COUNT, ""),
+}
+_BOUND = (LOWER, WORST, COUNT, "")  # a bound on a statistic: read for its worst, and it may be 0
+_PERCENTILE_FLOOR = (LOWER, MEDIAN, COUNT, "")  # the least a blind run's percentile can be: typical
+
+
+def _reading(name: str) -> tuple[str, str, str, str]:
+    if name.startswith("p") and name.endswith("_lower_bound"):
+        return _PERCENTILE_FLOOR
+    return _READINGS.get(name, _BOUND)
 
 
 def percentile_bounds(used: int, unobserved: int) -> list[tuple[int, int | None]]:

@@ -1,6 +1,8 @@
-"""The statistics of a comparison: a test chosen by sample size and data, the effect with its
-confidence interval, Holm's adjustment for many tests, and a hierarchical bootstrap for
-distributions pooled over runs. Why these tests: docs/reports.md ("How compare decides")."""
+"""The statistics of a comparison: the effect of a candidate group against a baseline on the scale
+the metric declares (model.reading), tails from the samples of all runs of each group with a
+hierarchical bootstrap, Holm's adjustment for many tests. What a look at these numbers decides is
+analysis.sequential's and analysis.verdict's. Why these tests: docs/reports.md ("How compare
+decides")."""
 
 from __future__ import annotations
 
@@ -10,74 +12,101 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from jitterlab.model.reading import COUNT, QUANTILE_OF, RATIO, SIGNED
+
 ALPHA = 0.05
-LARGE_GROUP = 8  # from this many runs in both groups on, Mann-Whitney U instead of Welch's t
 N_BOOTSTRAP = 2000
-WELCH_LOG, WELCH, MANN_WHITNEY, BOOTSTRAP, NO_TEST = (
-    "welch-t on log values", "welch-t", "mann-whitney-u", "hierarchical bootstrap", "none")
-GEOMETRIC, MEANS, MEDIANS = "ratio of geometric means", "ratio of means", "ratio of medians"
-# the statistic of each group whose ratio an effect is: a row shows these values beside the change
-STATISTIC = {GEOMETRIC: "geometric mean", MEANS: "mean", MEDIANS: "median"}
+WELCH_LOG, WELCH, BOOTSTRAP, NO_TEST, RESOLVED = (
+    "welch-t on log values", "welch-t", "hierarchical bootstrap", "none", "none: within resolution")
+GEOMETRIC, DIFFERENCE = "ratio of geometric means", "difference of means"
+FLOAT_NOISE = 1e-9  # relative: values this close are one value computed two ways
 
 
 @dataclass(frozen=True)
 class Effect:
-    """The estimate of how the candidate differs (ratio candidate / baseline) with its 95 % CI,
-    the test that judged it and its two-sided p-value; `sign` is +1, -1 or 0 (which way it moved).
-    `baseline`/`candidate` are each group's `statistic`, the one whose ratio `ratio` is, so that
-    the values shown and the change shown are always the same statistic."""
+    """How the candidate differs from the baseline: `diff` on the analysis scale (the log of the
+    ratio of geometric means or of pooled quantiles for RATIO; the difference of means in the
+    metric's unit for COUNT and SIGNED) with its standard error `se` and `df` degrees of freedom;
+    `p_value` is the two-sided p of this one look as if it were the only one. `baseline` and
+    `candidate` are each group's `statistic`, the values whose ratio or difference `diff` is;
+    `samples` the samples per group a pooled statistic was taken of (0: one value per run);
+    `exact`: every value of both groups lies within the metric's resolution: no change at all."""
 
     test: str
     effect: str
-    ratio: float
-    ci_low: float
-    ci_high: float
+    statistic: str
+    scale: str
+    baseline: float
+    candidate: float
+    diff: float
+    se: float
+    df: float
     p_value: float
-    sign: int
-    baseline: float = math.nan
-    candidate: float = math.nan
-    statistic: str = ""
+    samples: tuple[int, int] = (0, 0)
+    exact: bool = False
+
+    @property
+    def sign(self) -> int:
+        return _sign(self.diff)
 
 
-def _ratio(num: float, den: float) -> float:
-    if den == 0:
-        return 1.0 if num == 0 else math.copysign(math.inf, num)
-    return num / den
+def _sign(x: float) -> int:
+    return 0 if x == 0 or math.isnan(x) else (1 if x > 0 else -1)
 
 
-def per_run_effect(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
-                   n_bootstrap: int = N_BOOTSTRAP) -> Effect:
-    """Compare two groups of per-run values (one number per run).
+def welch_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Welch's statistic of mean(b) - mean(a) along the last axis (runs), for many comparisons at
+    once: (difference, standard error, degrees of freedom). No spread at all: se 0."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    na, nb = a.shape[-1], b.shape[-1]
+    diff = b.mean(axis=-1) - a.mean(axis=-1)
+    va, vb = a.var(axis=-1, ddof=1) / na, b.var(axis=-1, ddof=1) / nb
+    se2 = va + vb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = se2 * se2 / (va * va / (na - 1) + vb * vb / (nb - 1))
+    tiny = (se2 == 0) | (se2 <= 1e-24 * np.maximum(diff * diff, 1e-300))
+    return diff, np.where(tiny, 0.0, np.sqrt(se2)), np.where(tiny, np.inf, df)
 
-    Small groups (fewer than LARGE_GROUP runs in either): Welch's t-test, on log values when every
-    value is positive (timing errors and latencies are multiplicative: a change is a factor), else
-    on the values; the CI is Welch's, so it excludes 1 exactly when p < 0.05. Larger groups: the
-    Mann-Whitney U test (no distribution assumed) with a bootstrap CI of the ratio of medians.
-    """
+
+def p_of(diff: float, se: float, df: float) -> float:
+    """Two-sided p of a t statistic; no spread: 1 when equal, 0 when apart."""
+    if se == 0:
+        return 1.0 if diff == 0 else 0.0
+    return float(2 * sps.t.sf(abs(diff) / se, df))
+
+
+def within_resolution(values: np.ndarray, resolution: float) -> bool:
+    """Whether every value lies within the metric's resolution of every other (or within
+    floating-point noise): a spread no measurement can show."""
+    spread = float(np.ptp(values)) if len(values) else 0.0
+    return spread < resolution or spread <= FLOAT_NOISE * float(np.abs(values).max(initial=0.0))
+
+
+def per_run_effect(a: np.ndarray, b: np.ndarray, scale: str, resolution: float = 0.0) -> Effect:
+    """Compare two groups of per-run values (one number per run) on `scale` (model.reading).
+
+    RATIO (values > 0): Welch's t on log values: the difference of their means is the log of the
+    ratio of geometric means. COUNT and SIGNED, or any zero or negative value: Welch's t on the
+    values: the difference of means. Fewer than 2 runs in a group: no test (se nan)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    med_a, med_b = float(np.median(a)), float(np.median(b))
+    if scale == RATIO and not ((a > 0).all() and (b > 0).all()):
+        scale = COUNT if (a >= 0).all() and (b >= 0).all() else SIGNED
+    exact = within_resolution(np.concatenate([a, b]), resolution)
+    if scale == RATIO:
+        base, cand = geometric_mean(a), geometric_mean(b)
+        test, effect, statistic = WELCH_LOG, GEOMETRIC, "geometric mean"
+        xa, xb = np.log(a), np.log(b)
+    else:
+        base, cand = float(a.mean()), float(b.mean())
+        test, effect, statistic = WELCH, DIFFERENCE, "mean"
+        xa, xb = a, b
+    if exact:
+        return Effect(RESOLVED, effect, statistic, scale, base, cand, 0.0, 0.0, math.inf, 1.0, exact=True)
     if len(a) < 2 or len(b) < 2:
-        ratio = _ratio(med_b, med_a)
-        return Effect(NO_TEST, MEDIANS, ratio, math.nan, math.nan, math.nan, _sign(ratio - 1),
-                      med_a, med_b, STATISTIC[MEDIANS])
-    if min(len(a), len(b)) >= LARGE_GROUP:
-        lo, hi = bootstrap_ratio_ci(a, b, rng, n_bootstrap)
-        return Effect(MANN_WHITNEY, MEDIANS, _ratio(med_b, med_a), lo, hi, mann_whitney_p(a, b),
-                      _sign(med_b - med_a), med_a, med_b, STATISTIC[MEDIANS])
-    if (a > 0).all() and (b > 0).all():
-        la, lb = np.log(a), np.log(b)
-        diff, lo, hi, p = welch(la, lb)
-        return Effect(WELCH_LOG, GEOMETRIC, math.exp(diff), math.exp(lo), math.exp(hi), p, _sign(diff),
-                      geometric_mean(a), geometric_mean(b), STATISTIC[GEOMETRIC])
-    diff, lo, hi, p = welch(a, b)
-    base = float(a.mean())
-    if base > 0:
-        ratio, r_lo, r_hi = 1 + diff / base, 1 + lo / base, 1 + hi / base
-    elif base == 0 and float(b.mean()) == 0 and lo == hi == 0:  # zero in every run of both: equal
-        ratio, r_lo, r_hi = 1.0, 1.0, 1.0
-    else:  # a zero (or negative) baseline has no meaningful ratio; the sign and p still do
-        ratio, r_lo, r_hi = _ratio(float(b.mean()), base), math.nan, math.nan
-    return Effect(WELCH, MEANS, ratio, r_lo, r_hi, p, _sign(diff), base, float(b.mean()), STATISTIC[MEANS])
+        diff = float(xb.mean() - xa.mean())
+        return Effect(NO_TEST, effect, statistic, scale, base, cand, diff, math.nan, math.nan, math.nan)
+    diff, se, df = (float(v) for v in welch_arrays(xa, xb))
+    return Effect(test, effect, statistic, scale, base, cand, diff, se, df, p_of(diff, se, df))
 
 
 def geometric_mean(values: np.ndarray) -> float:
@@ -87,43 +116,12 @@ def geometric_mean(values: np.ndarray) -> float:
     return first * math.exp(float(np.log(values / first).mean()))
 
 
-def _sign(x: float) -> int:
-    return 0 if x == 0 or math.isnan(x) else (1 if x > 0 else -1)
-
-
-def welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
-    """Welch's unequal-variance t-test of mean(b) - mean(a): (difference, 95 % CI low, high,
-    two-sided p). Two groups without any spread are equal (p = 1) or completely apart (p = 0)."""
-    diff = float(b.mean() - a.mean())
-    va, vb = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
-    se2 = va + vb
-    if se2 == 0 or se2 <= 1e-24 * max(diff * diff, 1e-300):
-        return diff, diff, diff, (1.0 if diff == 0 else 0.0)
-    se = math.sqrt(se2)
-    df = se2 * se2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
-    t = diff / se
-    p = float(2 * sps.t.sf(abs(t), df))
-    half = float(sps.t.ppf(1 - ALPHA / 2, df)) * se
-    return diff, diff - half, diff + half, p
-
-
 def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value; 1.0 when the groups cannot be told apart at all."""
     if len(a) == 0 or len(b) == 0 or np.all(np.concatenate([a, b]) == a[0]):
         return 1.0
     p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
     return 1.0 if math.isnan(p) else p
-
-
-def bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
-                       n: int = N_BOOTSTRAP) -> tuple[float, float]:
-    """Percentile bootstrap 95 % CI of median(b) / median(a); all resamples in one array op."""
-    med_a = np.median(a[rng.integers(0, len(a), (n, len(a)))], axis=1)
-    med_b = np.median(b[rng.integers(0, len(b), (n, len(b)))], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(med_a == 0, np.where(med_b == 0, 1.0, np.inf), med_b / med_a)
-    lo, hi = np.quantile(ratios, [0.025, 0.975], method="inverted_cdf")  # inf-safe
-    return float(lo), float(hi)
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -142,6 +140,7 @@ def holm(p_values: list[float]) -> list[float]:
 # --- distributions pooled over runs ----------------------------------------------------------
 
 THIN_TO = 1000  # order statistics kept per run for the bootstrap (the maximum always among them)
+TAIL_SAMPLES = 10  # a pooled quantile q needs this many samples beyond it: 10 / (1 - q) per group
 
 
 def thin(values: np.ndarray, counts: np.ndarray, m: int = THIN_TO) -> np.ndarray:
@@ -156,22 +155,23 @@ def thin(values: np.ndarray, counts: np.ndarray, m: int = THIN_TO) -> np.ndarray
     return values[np.searchsorted(np.cumsum(counts), ranks, side="right")]
 
 
-def pooled_stat(values: np.ndarray, counts: np.ndarray, stat: str) -> float:
-    """p99 (the smallest value with 99 % of the samples at or below it) or max of a distribution."""
+def pooled_stat(values: np.ndarray, counts: np.ndarray, q: float) -> float:
+    """The quantile q of a distribution given as (value, count): the smallest value with a share q
+    of the samples at or below it (q = 1: the maximum)."""
     order = np.argsort(values, kind="stable")
     values, counts = np.asarray(values, np.float64)[order], np.asarray(counts, np.int64)[order]
-    if stat == "max":
-        return float(values[-1])
     cum = np.cumsum(counts)
-    return float(values[np.searchsorted(cum, 0.99 * cum[-1], side="left")])
+    return float(values[np.searchsorted(cum, q * cum[-1], side="left")])
 
 
-STATS = ("p99", "max")
+def needed_samples(q: float) -> int:
+    """Samples per group a pooled quantile q stands on: TAIL_SAMPLES beyond it."""
+    return math.ceil(TAIL_SAMPLES / (1 - q))
 
 
-def _resampled_stats(runs: list[np.ndarray], rng: np.random.Generator, n: int,
-                     chunk: int = 100) -> dict[str, np.ndarray]:
-    """p99 and max of n hierarchical resamples: the runs drawn with replacement, then the samples
+def _resampled(runs: list[np.ndarray], rng: np.random.Generator, n: int, q: float,
+               chunk: int = 100) -> np.ndarray:
+    """The quantile q of n hierarchical resamples: the runs drawn with replacement, then the samples
     within each drawn run. A run drawn c times gives each of its samples a Poisson(c) weight (the
     Poisson bootstrap), so every resample is one row of weights over the sorted pooled values."""
     values = np.concatenate(runs)
@@ -179,7 +179,7 @@ def _resampled_stats(runs: list[np.ndarray], rng: np.random.Generator, n: int,
     order = np.argsort(values, kind="stable")
     values, owner = values[order], owner[order]
     k = len(runs)
-    out = {s: np.empty(n) for s in STATS}
+    out = np.empty(n)
     for start in range(0, n, chunk):
         m = min(chunk, n - start)
         picks = rng.multinomial(k, np.full(k, 1 / k), size=m)  # times each run is drawn
@@ -187,45 +187,38 @@ def _resampled_stats(runs: list[np.ndarray], rng: np.random.Generator, n: int,
         empty = weights.sum(axis=1) == 0
         weights[empty, -1] = 1  # a resample needs a sample; vanishingly rare with runs of 1000s
         cum = np.cumsum(weights, axis=1)
-        at_p99 = np.argmax(cum >= 0.99 * cum[:, -1:], axis=1)
-        at_max = weights.shape[1] - 1 - np.argmax(weights[:, ::-1] > 0, axis=1)
-        out["p99"][start:start + m] = values[at_p99]
-        out["max"][start:start + m] = values[at_max]
+        out[start:start + m] = values[np.argmax(cum >= q * cum[:, -1:], axis=1)]
     return out
 
 
-def pooled_effects(a_runs: list[tuple[np.ndarray, np.ndarray]], b_runs: list[tuple[np.ndarray, np.ndarray]],
-                   rng: np.random.Generator, n_bootstrap: int = 400
-                   ) -> dict[str, tuple[float, float, Effect]]:
-    """For p99 and max of all samples of each group (runs given as (value, count)): (baseline's,
-    candidate's, the effect): the ratio, and a CI and p-value from the spread of a hierarchical
+def pooled_effect(a_runs: list[tuple[np.ndarray, np.ndarray]], b_runs: list[tuple[np.ndarray, np.ndarray]],
+                  stat: str, rng: np.random.Generator, n_bootstrap: int = 400) -> Effect:
+    """The quantile `stat` (model.reading: p99, p99.9, ...) of all samples of each group (runs
+    given as (value, count)), compared as a log ratio whose variance is that of a hierarchical
     bootstrap of each group (runs, then samples within runs), so that run-to-run variation counts
-    and one long run does not pass for many. A bootstrap over k runs sees (k-1)/k of their
-    variance, and its percentiles are far too narrow at 3 runs: the log-ratio is judged with a
-    Welch t on the bootstrap variances, corrected by k/(k-1), with k-1 degrees of freedom each."""
-    def pooled(runs, stat):
-        return pooled_stat(np.concatenate([v for v, _ in runs]), np.concatenate([c for _, c in runs]), stat)
-
+    and one long run does not pass for many. A bootstrap over k runs sees (k-1)/k of their variance
+    and its percentiles are far too narrow at 3 runs: the log ratio is judged with a t on the
+    bootstrap variances, each corrected by k/(k-1), with the smaller group's k-1 degrees of freedom."""
+    q = QUANTILE_OF[stat]
     ka, kb = len(a_runs), len(b_runs)
-    boot_a = _resampled_stats([thin(v, c) for v, c in a_runs], rng, n_bootstrap)
-    boot_b = _resampled_stats([thin(v, c) for v, c in b_runs], rng, n_bootstrap)
-    out = {}
-    for stat in STATS:
-        sa, sb = pooled(a_runs, stat), pooled(b_runs, stat)
-        lo = hi = p = math.nan
-        if min(ka, kb) >= 2 and sa > 0 and sb > 0 and (boot_a[stat] > 0).all() and (boot_b[stat] > 0).all():
-            va = float(np.log(boot_a[stat]).var()) * ka / (ka - 1)
-            vb = float(np.log(boot_b[stat]).var()) * kb / (kb - 1)
-            diff = math.log(sb / sa)
-            if va + vb > 0:
-                se = math.sqrt(va + vb)
-                df = min(ka, kb) - 1  # conservative: the bootstrap variance is itself uncertain
-                p = float(2 * sps.t.sf(abs(diff) / se, df))
-                half = float(sps.t.ppf(1 - ALPHA / 2, df)) * se
-                lo, hi = math.exp(diff - half), math.exp(diff + half)
-            else:
-                lo = hi = math.exp(diff)
-                p = 1.0 if diff == 0 else 0.0
-        out[stat] = (sa, sb, Effect(BOOTSTRAP, f"ratio of pooled {stat}", _ratio(sb, sa), lo, hi, p,
-                                    _sign(sb - sa), sa, sb, f"pooled {stat}"))
-    return out
+    sa = pooled_stat(np.concatenate([v for v, _ in a_runs]), np.concatenate([c for _, c in a_runs]), q)
+    sb = pooled_stat(np.concatenate([v for v, _ in b_runs]), np.concatenate([c for _, c in b_runs]), q)
+    samples = (int(sum(c.sum() for _, c in a_runs)), int(sum(c.sum() for _, c in b_runs)))
+    name = f"pooled {stat}"
+    if not (sa > 0 and sb > 0) or min(ka, kb) < 2:
+        diff = math.log(sb / sa) if sa > 0 and sb > 0 else math.nan
+        return Effect(NO_TEST, f"ratio of {name}", name, RATIO, sa, sb, diff, math.nan, math.nan, math.nan,
+                      samples)
+    boot_a = _resampled([thin(v, c) for v, c in a_runs], rng, n_bootstrap, q)
+    boot_b = _resampled([thin(v, c) for v, c in b_runs], rng, n_bootstrap, q)
+    diff = math.log(sb / sa)
+    if not ((boot_a > 0).all() and (boot_b > 0).all()):
+        return Effect(NO_TEST, f"ratio of {name}", name, RATIO, sa, sb, diff, math.nan, math.nan, math.nan,
+                      samples)
+    va = float(np.log(boot_a).var()) * ka / (ka - 1)
+    vb = float(np.log(boot_b).var()) * kb / (kb - 1)
+    se = math.sqrt(va + vb)
+    # each bootstrap variance stands on its group's runs: Welch-Satterthwaite's degrees of freedom
+    df = (va + vb) ** 2 / (va * va / (ka - 1) + vb * vb / (kb - 1)) if va + vb > 0 else math.inf
+    return Effect(BOOTSTRAP, f"ratio of {name}", name, RATIO, sa, sb, diff, se, df, p_of(diff, se, df),
+                  samples)

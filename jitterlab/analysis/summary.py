@@ -10,8 +10,8 @@ terminal, the report, compare and export alike.
 - every other metric: the median over the runs, with the spread (min – max) beside it. For counts
   the lower median, so that a count stays a count some run produced.
 
-The rule is declared here by metric name, like the direction in analysis.direction; the first
-matching pattern wins.
+A metric declares its rule (`Metric.summary`); one that does not is read by its name
+(analysis.reading, which holds the table).
 """
 
 from __future__ import annotations
@@ -21,25 +21,16 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-WORST, MEDIAN = "worst", "median"
+from jitterlab.analysis.reading import reading, summary_rule
+from jitterlab.model.reading import MEDIAN, WORST
+from jitterlab.model.records import Metric
 
-_RULES: list[tuple[str, str]] = [
-    (r"^load_", MEDIAN),  # what a load achieved: its typical level
-    (r"(^|_)max(_|$)|_max_", WORST),
-    (r"^min_period_ns$|_min_.*_per_s$|^bandwidth_min", WORST),  # the extreme low end
-    (r"(^|_)(overflow|lost|loss|late|excluded|missed|blind|unobserved|drops|errors|retransmits)(_|$)",
-     WORST),
-    (r"^breaktrace_latency", WORST),
-    (r"_upper_bound$", WORST),  # the worst a blind run's percentile can be: read for its worst
-]
+__all__ = ["MEDIAN", "WORST", "Summary", "rule", "rule_text", "summarize", "summarize_metrics", "worst"]
 
 
 def rule(name: str) -> str:
-    """WORST or MEDIAN for a metric name."""
-    for pattern, which in _RULES:
-        if re.search(pattern, name):
-            return which
-    return MEDIAN
+    """WORST or MEDIAN for a metric name (a metric that declares its own: summarize_metrics)."""
+    return summary_rule(name)
 
 
 @dataclass(frozen=True)
@@ -65,12 +56,14 @@ def worst(values: Sequence[float], name: str, direction: str) -> float:
     return max(values)
 
 
-def summarize(values: Sequence[float], name: str, direction: str, unit: str = "") -> Summary | None:
-    """The cell summary of one metric over its runs' values; None when there are none."""
+def summarize(values: Sequence[float], name: str, direction: str, unit: str = "",
+              which: str | None = None) -> Summary | None:
+    """The cell summary of one metric over its runs' values by the rule `which` (WORST or MEDIAN;
+    None: the one its name gives); None when there are none."""
     xs = [float(v) for v in values]
     if not xs:
         return None
-    which = rule(name)
+    which = which or rule(name)
     if which == WORST:
         value = worst(xs, name, direction)
     elif unit == "count":
@@ -78,6 +71,15 @@ def summarize(values: Sequence[float], name: str, direction: str, unit: str = ""
     else:
         value = float(statistics.median(xs))
     return Summary(value, min(xs), max(xs), len(xs), which)
+
+
+def summarize_metrics(found: Sequence[Metric]) -> Summary | None:
+    """The cell summary of one metric's values in its runs (`found`, the same metric of each run),
+    by the rule and direction the metric declares; None when there are none."""
+    if not found:
+        return None
+    how = reading(found[0])
+    return summarize([m.value for m in found], found[0].name, how.direction, found[0].unit, how.summary)
 
 
 def rule_text(which: str) -> str:

@@ -49,6 +49,9 @@ class RunProgress:
             self._tasks[name] = self.bar.add_task(name, total=max(seconds, 1e-9))
             self._runs[name] = runs
             self._started[name] = 0
+            # a round of --until-decided is estimated from its own first start, so that its estimate
+            # does not grow with the time of the rounds before it
+            self._first_start.pop(name, None)
 
     def __enter__(self) -> RunProgress:
         self.bar.__enter__()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 
 from rich.console import Console
 from rich.markup import escape
@@ -42,10 +41,9 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
     from jitterlab.execution.runner import Runner
     from jitterlab.execution.until_decided import UnknownWatch, until_decided
 
-    def why(extra) -> None:
-        # the notice escapes what it prints
-        display.notice(extra.cell.target, f"extra run {_cell(extra.cell)} #{extra.repetition + 1}: "
-                                          f"{_row_text(extra.row)}")
+    def why(asked) -> None:
+        # one notice per compared cell and round (the notice escapes what it prints)
+        display.notice(asked.extras[0].cell.target, asked_text(asked, watch))
 
     runner = functools.partial(Runner, progress=display, notice=display.notice)
     try:
@@ -58,37 +56,41 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
     return ended
 
 
-def _cell(cell) -> str:
-    from jitterlab.campaign.cells import names
-
-    return " ".join(p for p in (cell.benchmark, names().params_text(cell), cell.load) if p)
+def asked_text(asked, watch) -> str:
+    """"squarewave impl=c-fifo period=1ms idle, 3 vs 5 runs: the baseline target=standard gains run #4;
+    p99_rel_period_error (vpin) undecided: +12.1 % [-8.4 % – +36.2 %]; max_rel_period_error (vpin)
+    undecided: ...": the compared cell once, which group gains a run, every watched row that asks."""
+    first = asked.rows[0]
+    gains = " and ".join(f"the {x.side} {getattr(watch, x.side)} gains run #{x.repetition + 1}"
+                         for x in asked.extras)
+    cell = " ".join(str(v) for v in first.cell if str(v))
+    return f"{cell}, {first.runs} runs: {gains}; " + "; ".join(_row_text(r) for r in asked.rows)
 
 
 def _row_text(row) -> str:
-    """"fake_value undecided: +3.1 % [-12 % – +21 %], 3 vs 3 runs" (or why there is no CI yet)."""
+    """"fake_value undecided: +3.1 % [-12 % – +21 %]" (or why there is no interval yet)."""
     from jitterlab.analysis.compare import MIN_RUNS
-    from jitterlab.report.format import change
+    from jitterlab.report.comparison import change_text
 
     metric = f"{row.metric} ({row.probe})" if row.probe else row.metric
-    runs = f"{row.n_baseline} vs {row.n_candidate} runs"
-    if math.isfinite(row.ci_low) and math.isfinite(row.ci_high):
-        ci = f"[{change(row.ci_low)} – {change(row.ci_high)}]"
-        return f"{metric} {row.verdict}: {change(row.ratio)} {ci}, {runs}"
-    return f"{metric} {row.verdict}: no CI yet ({runs}; {MIN_RUNS} per group needed)"
+    if min(row.n_baseline, row.n_candidate) < MIN_RUNS:
+        return f"{metric} {row.verdict}: no interval yet ({MIN_RUNS} runs per group needed)"
+    return f"{metric} {row.verdict}: {change_text(row)}"
 
 
 def end_text(ended, watch, campaign, args) -> str:
     from jitterlab.model.units import format_duration_s
 
     where = f"--until-decided {watch.baseline}..{watch.candidate}"
-    counts: dict[str, int] = {}
-    for r in ended.rows:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    verdicts = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no watched row"
+    from jitterlab.analysis.compare import VERDICTS
+    from jitterlab.analysis.sequential import GUARANTEE
+
+    counts = {v: sum(r.verdict == v for r in ended.rows) for v in VERDICTS}  # each watched row once
+    verdicts = ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no watched row"
     done = f"{_n(ended.extra_runs, 'extra run')} in {_n(ended.rounds, 'round')}"
     resume = _resume(args)
     if ended.reason == "decided":
-        return f"{where}: every watched verdict is decided after {done} ({verdicts})"
+        return f"{where}: every watched verdict is decided after {done} ({verdicts}; {GUARANTEE})"
     left = f"{_n(len(ended.undecided), 'verdict')} still undecided ({verdicts})"
     if ended.reason == "max-runs":
         return (f"{where}: stopped after {done}: {left}; the next round ({ended.next_round_runs} runs) would "

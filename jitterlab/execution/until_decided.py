@@ -4,11 +4,12 @@ cells whose watched verdict is still undecided, round after round, until every w
 decided or a bound stops it: extra runs in all (counted from the store, so that a resumed campaign
 goes on where it stopped and nothing is measured twice) and time (per invocation).
 
-A verdict is decided when it is better, worse or same (the CI excludes any change larger than the
-practical threshold); undecided when neither. Each extra run is announced with the row that asks
-for it (cell, metric, current CI). Looking again after every round raises the chance of a false
-better/worse above the comparison's 5 % (each look is another chance): bench/until_decided.py
-measures by how much, and the bound on runs limits it.
+A verdict is decided when it is better, worse or same; undecided when neither. Each round is the
+comparison `compare`, `summary` and `report` make of the same runs (report.verdicts.judged's
+arguments: the family each benchmark declares or --watch, tails on the runs' samples), and it
+counts as one look of a sequence (analysis.sequential): however many rounds, a false better/worse
+stays under 5 % (bench/until_decided.py measures it). Each round is announced per compared cell,
+once, with every watched row that asks for it and which group gains a run.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jitterlab import plugins
-from jitterlab.analysis.compare import MIN_RUNS, Row, Selector, compare
+from jitterlab.analysis.compare import MIN_RUNS, Comparison, Row, Selector, compare
+from jitterlab.analysis.samples import reader
 from jitterlab.campaign.file import Campaign
 from jitterlab.execution.preflight import TargetSession
 from jitterlab.execution.runner import Outcome, Runner, estimate_s
@@ -31,7 +33,6 @@ from jitterlab.model.records import Cell, RunRecord
 from jitterlab.store.catalog import Store
 
 DECIDED = ("better", "worse", "same")
-NOT_GRADED = ("",)  # analysis.compare.NOT_GRADED: a load reading or a descriptive number, never graded
 DEFAULT_MAX_RUNS_PER_CELL = 10  # extra repetitions per cell the default bound allows
 DEFAULT_MAX_TIME_S = 3600.0
 now = time.monotonic  # the clock of the time bound (tests put the fake targets' clock here)
@@ -79,11 +80,20 @@ class Watch:
 
 @dataclass(frozen=True)
 class ExtraRun:
-    """Why an extra run is made: the undecided row of its cell (its metric and current CI)."""
+    """An extra run: its cell, its repetition, and the group it adds to ("baseline" or "candidate")."""
 
     cell: Cell
     repetition: int
-    row: Row
+    side: str = ""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """Why a compared cell gets runs this round: its undecided watched rows (every metric and probe)
+    and the extra runs, of one group or both."""
+
+    rows: tuple[Row, ...]
+    extras: tuple[ExtraRun, ...]
 
 
 @dataclass
@@ -178,7 +188,8 @@ def compared_runs(store: Store, campaign: Campaign, campaign_id: int) -> list[Ru
     return [r for cid in sorted(latest.values()) for r in store.runs(cid)]
 
 
-def watched_metrics(watch: Watch, runs: list[RunRecord]) -> list[str]:
+def watched_metrics(watch: Watch, runs: list[RunRecord]) -> list[str] | None:
+    """--watch's metrics, checked against the runs (None: the family each benchmark declares)."""
     known = {name for r in runs for (_, name) in r.metrics}
     if watch.metrics:
         unknown = [m for m in watch.metrics if m not in known]
@@ -186,33 +197,44 @@ def watched_metrics(watch: Watch, runs: list[RunRecord]) -> list[str]:
             raise UnknownWatch(f"--watch {', '.join(unknown)}: no such metric in the runs compared; they "
                                f"have: {', '.join(sorted(known))}")
         return list(watch.metrics)
-    wanted: list[str] = []
-    for bench in sorted({r.benchmark for r in runs}):
-        headline = plugins.BENCHMARKS.get(bench, "matrix.benchmark").headline
-        wanted += [m for m in (headline or sorted(known)) if m in known and not m.startswith("load_")]
-    return list(dict.fromkeys(wanted))
+    return None
+
+
+def judge(runs: list[RunRecord], watch: Watch, names: CellNames, samples) -> Comparison:
+    """The comparison `summary`, `compare` and `report` make of these runs (the same family, tails
+    on the same samples): the loop's verdicts are theirs."""
+    return compare(runs, watch.baseline, watch.candidate, metrics=watched_metrics(watch, runs), names=names,
+                   traits=plugins.traits, distributions=samples)
 
 
 def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession], campaign_id: int,
-                  watch: Watch, *, names: CellNames, why: Callable[[ExtraRun], None],
+                  watch: Watch, *, names: CellNames, why: Callable[[Asked], None],
                   runner: Callable[..., Runner] = Runner,
                   planned: Callable[[dict[str, tuple[int, float]]], None] | None = None) -> Ended:
     """Rounds of one more repetition of every cell still undecided, until decided or bounded;
-    `why` hears of each extra run before its round, `planned` of each round's runs and estimated
-    seconds per target (a progress display)."""
+    `why` hears of each compared cell that gets runs, before its round, `planned` of each round's
+    runs and estimated seconds per target (a progress display)."""
     start = now()
     max_runs = (watch.max_runs if watch.max_runs is not None
                 else DEFAULT_MAX_RUNS_PER_CELL * len(campaign.cells))
     ended = Ended("decided", max_runs=max_runs)
+    seen: dict[str, dict] = {}  # each run's samples, read once for all rounds
+
+    def samples(run: RunRecord) -> dict:
+        if run.id not in seen:
+            seen[run.id] = read_samples(run)
+        return seen[run.id]
+
+    read_samples = reader(store.read_series, plugins.traits)
     while True:
         runs = compared_runs(store, campaign, campaign_id)
-        result = compare(runs, watch.baseline, watch.candidate, metrics=watched_metrics(watch, runs),
-                         names=names)
-        ended.rows = [r for r in result.rows if r.view == "per-run" and r.verdict not in NOT_GRADED]
+        result = judge(runs, watch, names, samples)
+        ended.rows = result.tested_rows
         ended.undecided = [r for r in ended.rows if not decided(r.verdict)]
         mine = [r for r in runs if r.campaign_id == campaign_id]
         ended.extra_so_far = sum(r.repetition >= campaign.repetitions for r in mine)
-        plan = _next_round(ended.undecided, mine, result.cell_fields, watch, names)
+        asked = _next_round(ended.undecided, mine, result.cell_fields, watch, names)
+        plan = [x for a in asked for x in a.extras]
         if not ended.undecided or not plan:
             ended.reason = "decided" if not ended.undecided else "nothing-to-measure"
             return ended
@@ -225,8 +247,8 @@ def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession
         if ended.used_s + ended.next_round_s > watch.max_time_s:
             ended.reason = "max-time"
             return ended
-        for extra in plan:
-            why(extra)
+        for a in asked:
+            why(a)
         if planned is not None:
             planned(_per_target(campaign, plan))
         outcome = _measure(campaign, store, sessions, campaign_id, plan, runner)
@@ -239,40 +261,40 @@ def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession
 
 
 def _next_round(undecided: list[Row], mine: list[RunRecord], fields: tuple[str, ...], watch: Watch,
-                names: CellNames) -> list[ExtraRun]:
-    """One more repetition of each cell of this campaign that takes part in an undecided row; where
-    an interrupted round left the cells of one row uneven, only those behind catch up first. A row
-    whose side with too few runs for a test is not measured here (an earlier campaign) is left:
-    more runs of this side cannot decide it."""
-    asking: dict[tuple, Row] = {}
+                names: CellNames) -> list[Asked]:
+    """One more repetition of each cell of this campaign that takes part in an undecided row (one
+    Asked per compared cell, with all its undecided rows); where an interrupted round left the
+    cells of one row uneven, only those behind catch up first. A row whose side with too few runs
+    for a test is not measured here (an earlier campaign) is left: more runs of this side cannot
+    decide it."""
+    asking: dict[tuple, list[Row]] = defaultdict(list)
     for row in undecided:
-        asking.setdefault(row.cell, row)
+        asking[row.cell].append(row)
     selected = (watch.baseline.key, watch.candidate.key)
     last: dict[str, int] = defaultdict(lambda: -1)
-    groups: dict[tuple, dict[str, Cell]] = defaultdict(dict)
-    sides: dict[tuple, set[str]] = defaultdict(set)
+    groups: dict[tuple, dict[str, tuple[Cell, str]]] = defaultdict(dict)
     for r in mine:
         last[r.cell.key] = max(last[r.cell.key], r.repetition)
-        if not (watch.baseline.matches(r, names) or watch.candidate.matches(r, names)):
+        side = ("baseline" if watch.baseline.matches(r, names) else
+                "candidate" if watch.candidate.matches(r, names) else "")
+        if not side:
             continue
         key = tuple(names.params_text(r.cell, leave_out=selected) if f == "params" else getattr(r, f)
                     for f in fields)
         if key in asking:
-            groups[key][r.cell.key] = r.cell
-            for side, sel in (("baseline", watch.baseline), ("candidate", watch.candidate)):
-                if sel.matches(r, names):
-                    sides[key].add(side)
-    plan = []
+            groups[key][r.cell.key] = (r.cell, side)
+    out = []
     for key, cells in groups.items():
-        row = asking[key]
-        if ((row.n_baseline < MIN_RUNS and "baseline" not in sides[key])
-                or (row.n_candidate < MIN_RUNS and "candidate" not in sides[key])):
+        rows = asking[key]
+        sides = {side for _, side in cells.values()}
+        if ((rows[0].n_baseline < MIN_RUNS and "baseline" not in sides)
+                or (rows[0].n_candidate < MIN_RUNS and "candidate" not in sides)):
             continue
         top = max(last[k] for k in cells)
         behind = [k for k in cells if last[k] < top]
-        for k in behind or list(cells):
-            plan.append(ExtraRun(cells[k], last[k] + 1, asking[key]))
-    return sorted(plan, key=lambda x: (x.repetition, str(x.cell)))
+        extras = tuple(ExtraRun(cells[k][0], last[k] + 1, cells[k][1]) for k in behind or list(cells))
+        out.append(Asked(tuple(rows), tuple(sorted(extras, key=lambda x: (x.repetition, str(x.cell))))))
+    return sorted(out, key=lambda a: (a.extras[0].repetition, str(a.extras[0].cell)))
 
 
 def _per_target(campaign: Campaign, plan: list[ExtraRun]) -> dict[str, tuple[int, float]]:

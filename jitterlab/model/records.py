@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jitterlab.model.reading import check_declared
+
 ParamValue = str | int | float | bool
 
 
@@ -91,8 +93,11 @@ class RunSettings:
 class Metric:
     """One number a run produced. `probe` is the observer it came from ("" for non-edge metrics).
 
-    `direction` says which way is better: "lower", "higher", or "none" for numbers that describe
-    a run rather than grade it; "" leaves it to the table by name in analysis.direction (older stores).
+    How it is read (model.reading): `direction` which way is better ("lower", "higher", or "none"
+    for numbers that describe a run rather than grade it), `summary` how a cell's repetitions are
+    summarized ("worst", "median"), `scale` how two groups are compared ("ratio", "count",
+    "signed"), `stat` the statistic of the run's own samples it is ("max", "p99", ...). "" leaves
+    one to the tables by name in analysis.reading (stores written before metrics declared it).
     """
 
     name: str
@@ -100,10 +105,12 @@ class Metric:
     unit: str
     probe: str = ""
     direction: str = ""
+    summary: str = ""
+    scale: str = ""
+    stat: str = ""
 
     def __post_init__(self) -> None:
-        if self.direction not in ("", "lower", "higher", "none"):
-            raise ValueError(f"metric {self.name}: direction {self.direction!r}")
+        check_declared(self.name, self.direction, self.summary, self.scale, self.stat)
 
 
 @dataclass(frozen=True)

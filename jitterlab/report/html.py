@@ -6,6 +6,7 @@ run of the worst cells); every cell is in the tables. What could not be shown is
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import statistics
@@ -17,23 +18,22 @@ from pathlib import Path
 import jinja2
 
 from jitterlab import __version__
-from jitterlab.analysis.compare import Comparison, compare, label_pairs, metric_names
-from jitterlab.analysis.samples import distribution
+from jitterlab.analysis.compare import Comparison, label_pairs, metric_names
+from jitterlab.analysis.samples import reader
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
-from jitterlab.report import limits
+from jitterlab.report import limits, verdicts
 from jitterlab.report.comparison import comparison_note, comparison_rows, comparison_warnings
 from jitterlab.report.figures.base import mark_emulated, quiet, svg_text
 from jitterlab.report.figures.compare import compare_figure
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
-from jitterlab.report.summaries import summarize
 from jitterlab.report.terminal import sysinfo_text
+from jitterlab.report.traits import benchmark_traits
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
 from jitterlab.store.catalog import Store
 
-COMPARE_METRICS = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
 SYSINFO_KEYS = ("hostname", "os_name", "kernel_release", "preemption", "machine", "cpu_model",
                 "n_cpus", "clocksource", "virtualization", "isolcpus", "nohz_full",
                 "rt_permission", "cmdline", "runtimes")
@@ -166,27 +166,26 @@ def _warnings(store: Store, campaigns: list[dict], runs: list[RunRecord]) -> lis
 
 
 def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) -> list[dict]:
+    """Each label comparison as `summary` and `compare` judge it (report.verdicts.judged): its tested
+    rows, and the load readings beside them (shown, not tested); `jitterlab compare` has every row."""
     out = []
     pairs = label_pairs(runs)
     if len(pairs) > MAX_COMPARISONS:
         skipped.append(f"{len(pairs) - MAX_COMPARISONS} label comparisons beyond the first "
                        f"{MAX_COMPARISONS} (use jitterlab compare)")
     present = set(metric_names(runs))
-    wanted = [m for m in dict.fromkeys([*COMPARE_METRICS, *(m for b in summarize(runs) for m in b.columns[:2]
-                                                             if b.benchmark != "squarewave")])
-              if m in present] + sorted(m for m in present if m.startswith("load_") and "_per_s" in m)
-    # the chart: each benchmark's first headline metric (the table below it has every row)
-    charted = [m for m in ("max_rel_period_error", *(b.columns[0] for b in summarize(runs)
-                                                     if b.benchmark != "squarewave" and b.columns))
-               if m in present]
+    # the chart: each benchmark's first headline metric (the table below it has every tested row)
+    headlines = [benchmark_traits(b).headline for b in sorted({r.benchmark for r in runs})]
+    charted = [m for m in dict.fromkeys(h[0] for h in headlines if h) if m in present]
+    samples = reader(store.read_series, benchmark_traits)
     for base, cand in pairs[:MAX_COMPARISONS]:
         try:
-            result: Comparison = compare(runs, base, cand, metrics=wanted or None,
-                                         distributions=lambda r: distribution(r, store.read_series(r)),
-                                         names=cells.names())
+            judged = verdicts.judged(runs, base, cand, samples)
         except UserError as exc:
             skipped.append(f"comparison {cand} vs {base}: {exc}")
             continue
+        result: Comparison = dataclasses.replace(judged, rows=[
+            r for r in judged.rows if r.tested or (r.metric.startswith("load_") and "_per_s" in r.metric)])
         heads, rows = comparison_rows(result)
         out.append({
             "title": f"{cand} vs {base}",
@@ -197,4 +196,3 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
             "warnings": comparison_warnings(result),
         })
     return out
-

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value, percent
+from jitterlab.report.traits import periodic
 
 BARE, VM, EMULATED = "bare metal", "VM", "emulated"
 UNIT_EMULATED = "unit_emulated"  # the metric of a run whose wave an emulated real-time unit made
@@ -107,7 +108,7 @@ def _virtual(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
         return None
     worst = max((v for r in runs if r.status == "ok" and (v := r.metric(HEADLINE)) is not None), default=None)
     seen = f" (the worst period here was {percent(worst)} off)" if worst is not None else ""
-    square = any(r.benchmark == "squarewave" for r in runs)
+    square = bool(periodic(runs))
     return Limit(target, f"a VM ({virt}): the hypervisor stops it at times, and each stall is one long "
                  f"{'period' if square else 'pause'}{seen}",
                  "measure on bare metal for the hardware's figures; compare VM results only with VM ones",
@@ -130,7 +131,7 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
     lost = percent(1 - runtime / period) if period else "part"
     what = (f"RT throttling (kernel.sched_rt_runtime_us={runtime}): a busy real-time task is stopped for "
             f"{lost} of every {format_value(period, 'us')}")
-    square = [r for r in runs if r.benchmark == "squarewave"]
+    square = periodic(runs)
     share = blind_share([r for r in square if _on_target(r.probe)])
     if share is not None:
         likely = (f"the polling probe (SCHED_FIFO) keeps its CPU: it was blind {percent(share[0])} of the "
@@ -173,7 +174,7 @@ def _on_target(probe: str) -> bool:
 def _not_isolated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
     if info.get("isolcpus") != [] or int(info.get("n_cpus") or 0) < 2:
         return None
-    square = any(r.benchmark == "squarewave" for r in runs)
+    square = bool(periodic(runs))
     who = "the program and the probe share their" if square else "the benchmark shares its"
     return Limit(target, f"no isolated CPU: {who} CPUs with every other task and interrupt",
                  "boot with isolcpus=<cpus> nohz_full=<cpus> rcu_nocbs=<cpus> and give them to the program "

@@ -11,7 +11,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from jitterlab.analysis import summary
-from jitterlab.analysis.direction import direction_of
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value
@@ -101,8 +100,7 @@ def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
         values = {}
         for name in columns:
             found = [m for r in members if r.status == "ok" and (m := r.metrics.get(("", name)))]
-            s = summary.summarize([m.value for m in found], name, direction_of(found[0]),
-                          found[0].unit) if found else None
+            s = summary.summarize_metrics(found)
             if s is not None:
                 values[name] = Value(s.value, s.low, s.high, found[0].unit, s.n, s.rule)
         out.append(CellSummary(target, params, load, labels, members, values,

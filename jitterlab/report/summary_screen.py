@@ -18,6 +18,7 @@ from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, 
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, format_value, percent
+from jitterlab.report.traits import periodic
 
 HEADLINE = "max_rel_period_error"
 MAX_OTHER_CELLS = 12  # cells of the other benchmarks listed; the rest are counted
@@ -31,6 +32,8 @@ class Screen:
     results: str  # --results as the user gave it
     sysinfo_of: Callable[[int], dict]
     comparisons: list[tuple] = field(default_factory=list)
+    # a run's within-run samples (analysis.samples.reader): tails compared as compare compares them
+    samples: Callable[[RunRecord], dict] | None = None
     # how to add repetitions where a verdict is undecided; {pair} becomes BASELINE..CANDIDATE
     more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
 
@@ -39,19 +42,19 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
     """The renderables of the screen, in order: title, evidence, envelope, reading, comparisons,
     limits, where to look further."""
     out: list = [Text(f"{campaign}: what holds here", style="bold")]
-    square = [r for r in runs if r.benchmark == "squarewave"]
+    square = periodic(runs)
     infos = limits.sysinfo_by_target(runs, how.sysinfo_of)
     for target in sorted({r.target for r in runs}):
         out.append(_evidence_line(target, infos.get(target, {}), [r for r in square if r.target == target]))
     if square:
         out.append(envelope_table(square))
         out += [Text(line) for line in reading(square, infos)]
-    other = [r for r in runs if r.benchmark != "squarewave"]
+    other = [r for r in runs if r not in square]
     if other:
         out += [Text(line) for line in other_lines(other)]
     for baseline, candidate in how.comparisons:
-        out += [Text(line) for line in verdicts.lines(verdicts.verdicts(runs, baseline, candidate),
-                                                      how.more_runs)]
+        judged = verdicts.verdicts(runs, baseline, candidate, how.samples)
+        out += [Text(line) for line in verdicts.lines(judged, how.more_runs)]
     found = limits.limits(runs, how.sysinfo_of)
     if found:
         out.append(Text("what limits these results on this machine, each with its fix and what it would "

@@ -1,14 +1,15 @@
 """A comparison in a few lines for the summary screen: the decided verdicts first (worse, better,
-then same), then how many rows are undecided and what would decide them. Only the headline
-metrics are compared (the envelope's rules for squarewave); `jitterlab compare` shows every row."""
+then same), each with the runs that decided it and what its verdict guarantees, then how many rows
+are undecided and what would decide them. The rows are the tested family (analysis.family: each
+benchmark's headline metrics), judged exactly as `compare`, `report` and `run --until-decided`
+judge them; `jitterlab compare` shows every row."""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from jitterlab.model.records import RunRecord
-from jitterlab.report.format import change
 
 DECIDED = ("worse", "better", "same")  # in the order they are listed; any other verdict is undecided
 MAX_LISTED = 8  # decided rows listed per comparison; the rest are counted
@@ -28,44 +29,37 @@ class Verdicts:
     problem: str = ""  # why nothing could be compared
 
 
-def headline_metrics(runs: list[RunRecord]) -> list[str]:
-    """The metrics a screen compares: the envelope's rules for squarewave, the declared headline
-    metrics of the other benchmarks."""
-    from jitterlab.analysis.envelope import RULES, rules_of
-    from jitterlab.report.summaries import headline_metrics as declared
-
-    wanted: list[str] = []
-    if any(r.benchmark == "squarewave" for r in runs):
-        wanted += [RULES[rule] for rule in rules_of(runs)]
-    for bench in sorted({r.benchmark for r in runs} - {"squarewave"}):
-        wanted += declared(bench, [r for r in runs if r.benchmark == bench])
-    present = {name for r in runs for (_, name) in r.metrics}
-    return [m for m in dict.fromkeys(wanted) if m in present]
-
-
-def verdicts(runs: list[RunRecord], baseline, candidate) -> Verdicts:
-    """The comparison of `candidate` against `baseline` (analysis.compare.Selector), summarized."""
-    from jitterlab.analysis.compare import MIN_RUNS, compare
+def judged(runs: list[RunRecord], baseline, candidate, samples: Callable | None = None, *,
+           metrics: list[str] | None = None):
+    """The comparison every screen, page and loop makes of these runs: the family each benchmark
+    declares (or `metrics`), tails compared on `samples` (analysis.samples.reader) when given."""
+    from jitterlab import plugins
+    from jitterlab.analysis.compare import compare
     from jitterlab.campaign.cells import names
+
+    return compare(runs, baseline, candidate, metrics=metrics, names=names(), traits=plugins.traits,
+                   distributions=samples)
+
+
+def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | None = None) -> Verdicts:
+    """The comparison of `candidate` against `baseline` (analysis.compare.Selector), summarized."""
+    from jitterlab.analysis.compare import MIN_RUNS, cell_text
     from jitterlab.model.errors import UserError
+    from jitterlab.report.comparison import change_text, decided_text
 
     out = Verdicts(f"{candidate} vs {baseline}", f"{baseline}..{candidate}", min_runs=MIN_RUNS)
     try:
-        result = compare(runs, baseline, candidate, metrics=headline_metrics(runs) or None, names=names())
+        result = judged(runs, baseline, candidate, samples)
     except UserError as exc:
         out.problem = str(exc)
         return out
-    from jitterlab.analysis.compare import NOT_GRADED, cell_text
-
-    rows = [r for r in result.rows if r.verdict != NOT_GRADED]  # load readings are shown, never graded
+    rows = result.tested_rows
     out.counts = {v: sum(r.verdict == v for r in rows) for v in DECIDED}
     decided = sorted((r for r in rows if r.verdict in DECIDED), key=lambda r: DECIDED.index(r.verdict))
     for r in decided[:MAX_LISTED]:
-        ci = (f" [{change(r.ci_low)} – {change(r.ci_high)}]"
-              if math.isfinite(r.ci_low) and math.isfinite(r.ci_high) else "")
         probe = f" ({r.probe})" if r.probe else ""
-        out.decided.append(
-            f"{r.verdict:<6}  {cell_text(result, r)}{probe}  {r.metric}  {change(r.ratio)}{ci}")
+        out.decided.append(f"{r.verdict:<6}  {cell_text(result, r)}{probe}  {r.metric}  {change_text(r)}  — "
+                           f"{decided_text(r)}")
     out.more_decided = max(0, len(decided) - MAX_LISTED)
     undecided = [r for r in rows if r.verdict not in DECIDED]
     out.undecided_few = sum(min(r.n_baseline, r.n_candidate) < MIN_RUNS for r in undecided)
@@ -94,7 +88,7 @@ def lines(v: Verdicts, more_runs: str) -> list[str]:
             why.append(f"{v.undecided_few} with fewer than {v.min_runs} runs in a group ({now}): measure at "
                        f"least {v.min_runs}, better 5")
         if v.undecided_wide:
-            why.append(f"{v.undecided_wide} whose 95 % CI still allows a change that matters: more "
+            why.append(f"{v.undecided_wide} whose interval still allows a change that matters: more "
                        "repetitions narrow it (4x the runs halve it)")
         out.append(f"  {undecided} undecided: {'; '.join(why)}; {more_runs.replace('{pair}', v.pair)}")
     return out

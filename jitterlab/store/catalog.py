@@ -364,8 +364,10 @@ class Store:
                 ),
             )
             self._db.executemany(
-                "INSERT INTO metrics (run_id, probe, name, value, unit, direction) VALUES (?,?,?,?,?,?)",
-                [(run.id, m.probe, m.name, m.value, m.unit, m.direction) for m in run.metrics.values()],
+                "INSERT INTO metrics (run_id, probe, name, value, unit, direction, summary, scale, stat) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                [(run.id, m.probe, m.name, m.value, m.unit, m.direction, m.summary, m.scale, m.stat)
+                 for m in run.metrics.values()],
             )
             self._db.executemany(
                 "INSERT INTO attachments (run_id, name, path, sha256, size_bytes) VALUES (?,?,?,?,?)",
@@ -405,13 +407,14 @@ class Store:
             if rows:
                 marks = ",".join("?" * len(rows))
                 ids = [r["id"] for r in rows]
-                for run_id_, probe, name, value, unit, way in self._db.execute(
-                    "SELECT run_id, probe, name, value, unit, direction FROM metrics "
+                for run_id_, probe, name, value, unit, *reading in self._db.execute(
+                    "SELECT run_id, probe, name, value, unit, direction, summary, scale, stat FROM metrics "
                     f"WHERE run_id IN ({marks})",
                     ids,
                 ):
                     try:
-                        metrics[run_id_][(probe, name)] = read_metric(run_id_, probe, name, value, unit, way)
+                        metrics[run_id_][(probe, name)] = read_metric(run_id_, probe, name, value, unit,
+                                                                      *reading)
                     except RowDamaged as exc:
                         bad.setdefault(run_id_, exc)
                 for run_id_, name, path in self._db.execute(

@@ -48,8 +48,14 @@ def _postgres_ddl(statement: str) -> str:
 SCHEMA = [_postgres_ddl(statement) for statement in schema.SCHEMA]  # its last: the version row
 # held while the schema is created, so that two controllers opening a new database do not race
 SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(7361726)"
+def _migrate_3_to_4(backend: PostgresBackend) -> None:
+    """Schema 4: a metric keeps how it is read (sqlite_migrations.migrate_3_to_4)."""
+    for column in schema.METRIC_READING:
+        backend.execute(f"ALTER TABLE metrics ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+
+
 # version -> the step to version + 1 (each in one transaction). PostgreSQL stores began at schema 3.
-MIGRATIONS: dict[int, Callable[[PostgresBackend], None]] = {}
+MIGRATIONS: dict[int, Callable[[PostgresBackend], None]] = {3: _migrate_3_to_4}
 
 
 def is_url(text: object) -> bool:

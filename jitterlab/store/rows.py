@@ -7,6 +7,7 @@ column."""
 
 from __future__ import annotations
 
+from jitterlab.model import reading
 from jitterlab.model.records import Cell, Metric, RunRecord
 from jitterlab.store.damage import RowDamaged, json_object, number, whole
 
@@ -29,16 +30,19 @@ def read_run(row: dict, metrics: dict, attachments: dict) -> RunRecord:
     return RunRecord(**row, cell=cell, metrics=metrics, attachments=attachments)
 
 
-def read_metric(run_id: str, probe: str, name: str, value: object, unit: str, direction: str) -> Metric:
-    """A metric from its row; RowDamaged when its value is no number or its direction none known."""
+def read_metric(run_id: str, probe: str, name: str, value: object, unit: str, direction: str,
+                summary: str = "", scale: str = "", stat: str = "") -> Metric:
+    """A metric from its row; RowDamaged when its value is no number, or its direction, summary,
+    scale or stat is none of the words model.reading knows."""
     what = f"metric {probe}.{name}" if probe else f"metric {name}"
-    try:
-        return Metric(name, number(value, f"run {run_id}", what), unit, probe, direction)
-    except ValueError as exc:  # Metric's own check: a direction it does not know
-        if isinstance(exc, RowDamaged):
-            raise
-        raise RowDamaged(f"run {run_id}", f"{what} has the direction {direction!r}, not lower, higher, "
-                         "none or empty") from None
+    value = number(value, f"run {run_id}", what)
+    for field, given, allowed in (("direction", direction, reading.DIRECTIONS),
+                                  ("summary", summary, reading.SUMMARIES), ("scale", scale, reading.SCALES),
+                                  ("stat", stat, reading.STATS)):
+        if given not in ("", *allowed):
+            raise RowDamaged(f"run {run_id}", f"{what} has the {field} {given!r:.40}, not "
+                             f"{', '.join(allowed)} or empty")
+    return Metric(name, value, unit, probe, direction, summary, scale, stat)
 
 
 def read_labels(text: object, whose: str) -> dict[str, str]:

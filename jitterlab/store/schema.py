@@ -10,7 +10,7 @@ import sqlite3
 from jitterlab.model.errors import UserError, shown
 from jitterlab.store.damage import StoreDamaged
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 RUNS = """
 CREATE TABLE runs (
@@ -42,6 +42,9 @@ CREATE TABLE runs (
 RUN_COLUMNS = ("id", "campaign_id", "cell_key", "repetition", "target", "benchmark", "load", "cell_json",
                "params_json", "labels_json", "status", "error", "started_ns", "wall_s", "raw_path",
                "raw_sha256", "sysinfo_id")
+
+# how a metric is read, beside its direction (schema 4; model.reading)
+METRIC_READING = ("summary", "scale", "stat")
 
 ATTACHMENTS = """
 CREATE TABLE attachments (
@@ -80,6 +83,9 @@ SCHEMA = [
     value REAL NOT NULL,
     unit TEXT NOT NULL,
     direction TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    scale TEXT NOT NULL DEFAULT '',
+    stat TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (run_id, probe, name)
 )""",
     ATTACHMENTS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from jitterlab.store.schema import ATTACHMENTS, RUN_COLUMNS, RUNS
+from jitterlab.store.schema import ATTACHMENTS, METRIC_READING, RUN_COLUMNS, RUNS
 
 # schema 2's runs table (history: what the 1 -> 2 step creates)
 _RUNS_V2 = """
@@ -58,4 +58,11 @@ def migrate_2_to_3(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_campaign ON runs(campaign_id)")
 
 
-MIGRATIONS = {1: migrate_1_to_2, 2: migrate_2_to_3}  # version -> the step to version + 1
+def migrate_3_to_4(db: sqlite3.Connection) -> None:
+    """Schema 4: a metric keeps how it is read (model.reading): summary, scale, stat ('' for the
+    metrics stored before: analysis.reading reads those by name, as before)."""
+    for column in METRIC_READING:
+        db.execute(f"ALTER TABLE metrics ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+
+
+MIGRATIONS = {1: migrate_1_to_2, 2: migrate_2_to_3, 3: migrate_3_to_4}  # version -> the step to version + 1

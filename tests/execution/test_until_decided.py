@@ -64,11 +64,13 @@ def test_extra_runs_go_to_the_undecided_cells_until_decided_and_say_why(tmp_path
     assert run(campaign(tmp_path)) == 0
     assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(3)]
     out = capsys.readouterr().out
-    assert "standard: extra run fake fake #3: fake_value undecided: no CI yet (2 vs 2 runs; 3 per group " \
-           "needed)" in out
-    assert "rt: extra run fake fake #3:" in out and "rt: [1/1] fake fake #3" in out
+    # the compared cell once per round: which group gains a run, and every watched row that asks
+    assert ("rt: fake fake, 2 vs 2 runs: the candidate target=rt gains run #3 and the baseline "
+            "target=standard gains run #3; fake_value undecided: no interval yet (3 runs per group "
+            "needed)") in out
+    assert out.count("fake fake, 2 vs 2 runs") == 1 and "rt: [1/1] fake fake #3" in out
     assert "--until-decided target=standard..target=rt: every watched verdict is decided after 2 extra " \
-           "runs in 1 round (1 worse)" in out
+           "runs in 1 round (1 worse; false better/worse ≤ 5 % however often you look)" in out
 
 
 def test_the_run_bound_stops_it_and_a_second_invocation_goes_on_without_duplicates(tmp_path, values, capsys):
@@ -152,7 +154,10 @@ def test_an_earlier_campaign_as_baseline_only_this_campaign_grows(tmp_path, valu
     assert main(["run", str(campaign(tmp_path)), "--results", results, "--label", "image=b",
                  "--until-decided", "image=a..image=b"]) == 0
     out = capsys.readouterr().out
-    assert "every watched verdict is decided after 2 extra runs in 1 round (2 worse)" in out
+    assert "every watched verdict is decided after 2 extra runs in 1 round (2 worse; " in out
+    # only the candidate's cells gain runs: the baseline is an earlier campaign
+    assert out.count("3 vs 2 runs: the candidate image=b gains run #3;") == 2  # each target's cell once
+    assert "the baseline image=a gains" not in out
     runs = Store(tmp_path / "results", create=False).runs()
     assert sorted((r.labels["image"], r.target, r.repetition) for r in runs) == [
         (image, t, rep) for image in "ab" for t in ("rt", "standard") for rep in range(3)]

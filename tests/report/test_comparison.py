@@ -52,20 +52,24 @@ def four_verdicts():
                             "b": {k: list(v) for k, v in cand.items()}}), A, B)
 
 
-def test_four_verdicts_are_printed_apart_and_load_readings_not_graded():
+def test_four_verdicts_are_printed_apart_and_load_readings_not_tested():
     result = four_verdicts()
     verdicts = {r.metric: r.verdict for r in result.rows}
     assert verdicts == {"max_rel_period_error": WORSE, "p99_rel_period_error": BETTER,
                         "p50_rel_period_error": SAME, "std_period_error": UNDECIDED,
                         "load_bogo_ops_per_s": NOT_GRADED}
     text = format_comparison(result, "markdown")
-    for word in ("| worse |", "| better |", "| same |", "| undecided |", "| not graded |"):
+    for word in ("| worse |", "| better |", "| same |", "| undecided |", "| not tested |"):
         assert text.count(word) == 1, word
     assert len({VERDICT_STYLES[v] for v in (BETTER, WORSE, SAME, UNDECIDED)}) == 4
     note = comparison_note(result)
-    assert "1 worse, 1 better, 1 undecided, 1 same; 1 not graded" in note
+    assert "1 worse, 1 better, 1 undecided, 1 same; 1 not tested" in note
     assert "timing 20 %, rate 5 %, loss 50 %, other 10 %" in note and "--threshold" in note
-    assert "over the 4 tests" in note
+    assert "over the 4 tested rows" in note and "however often you look" in note
+    # each decided row says the runs that decided it and what its verdict guarantees
+    assert "| 8 vs 8 runs, ≤ 5 % false better/worse, however often you look |" in text
+    assert "| 8 vs 8 runs, ≤ 5 % false same, however often you look |" in text
+    assert "| 8 vs 8 runs: not yet |" in text
 
 
 def test_values_and_change_are_one_statistic_and_the_header_says_which():
@@ -77,7 +81,8 @@ def test_values_and_change_are_one_statistic_and_the_header_says_which():
     gm_a, gm_b = (0.1 * 0.1 * 0.5) ** (1 / 3), (0.3 * 0.3 * 0.4) ** (1 / 3)
     change = f"+{(gm_b / gm_a - 1) * 100:.1f} %"
     # geometric means 17.1 % -> 33 %: +93.1 % (the worst runs 50 % -> 40 % would have read as better)
-    assert f"| geometric mean | {gm_a * 100:.1f} % | {gm_b * 100:.0f} % |" in row and change in row
+    assert f"| geometric mean of run maxima | {gm_a * 100:.1f} % | {gm_b * 100:.0f} % |" in row
+    assert change in row
 
 
 def test_compare_warnings_are_grouped_once_with_counts_and_no_holm_over_zero_tests():
@@ -100,9 +105,16 @@ def test_compare_warnings_are_grouped_once_with_counts_and_no_holm_over_zero_tes
     assert [x["message"] for x in doc["warnings"]] == [w.message]
 
 
-def test_json_is_format_2_with_the_four_verdicts_and_null_for_not_graded():
+def test_json_is_format_3_with_the_four_verdicts_the_rule_that_decided_and_null_for_not_tested():
     doc = comparison_json(four_verdicts())
-    assert doc["format"] == "jitterlab.compare/2"
+    assert doc["format"] == "jitterlab.compare/3"
+    assert doc["family"] == ["max_rel_period_error", "p50_rel_period_error", "p99_rel_period_error",
+                             "std_period_error"] and "however often you look" in doc["guarantee"]
+    decided_by = {r["metric"]: r["decided_by"] for r in doc["rows"]}
+    assert decided_by == {"max_rel_period_error": "sequential test",
+                          "p99_rel_period_error": "sequential test", "p50_rel_period_error": "equivalence",
+                          "std_period_error": None, "load_bogo_ops_per_s": None}
+    assert {r["metric"] for r in doc["rows"] if not r["tested"]} == {"load_bogo_ops_per_s"}
     assert doc["verdicts"] == {"worse": 1, "better": 1, "undecided": 1, "same": 1} and doc["not_graded"] == 1
     assert {r["verdict"] for r in doc["rows"]} == {"worse", "better", "same", "undecided", None}
     assert doc["thresholds"] == {"timing": 0.2, "rate": 0.05, "loss": 0.5, "other": 0.1}
@@ -122,7 +134,7 @@ def test_chart_draws_four_verdicts_four_ways_with_a_full_legend_and_readable_tic
     assert len({(c, m) for c, m, _ in (s[:3] for s in STYLES.values())}) == 4
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(t.startswith("undecided") for t in legend) and any(t.startswith("same") for t in legend)
-    assert {"worse", "better", "not graded"} <= set(legend)
+    assert {"worse", "better", "not tested"} <= set(legend)
     ticks = [ax.xaxis.get_major_formatter()(v, 0) for v in ax.get_xticks()
              if ax.get_xlim()[0] <= v <= ax.get_xlim()[1]]
     assert len(ticks) >= 4 and "+0 %" in ticks and len(set(ticks)) == len(ticks)
@@ -159,7 +171,7 @@ def test_cli_fail_on_undecided_threshold_and_overlap(store_root, capsys):
     assert run_cli([*base, "--fail-on", "worse"]) == 0  # undecided is not worse
     assert run_cli([*base, "--fail-on", "undecided"]) == 1
     assert run_cli([*base, "--fail-on", "worse", "--fail-on", "undecided"]) == 1
-    assert run_cli([*base, "--threshold", "timing=30%", "--fail-on", "undecided"]) == 0  # now same
+    assert run_cli([*base, "--threshold", "timing=50%", "--fail-on", "undecided"]) == 0  # now same
     capsys.readouterr()
     assert main([*base, "--threshold", "speed=5%"]) == 2
     assert "--threshold 'speed=5%': no kind 'speed'" in capsys.readouterr().err

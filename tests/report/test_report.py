@@ -194,7 +194,7 @@ def test_cli_report_and_compare(report_store, tmp_path, capsys):
                     "json"]) == 0
     import json
     doc = json.loads(capsys.readouterr().out)
-    assert doc["format"] == "jitterlab.compare/2" and doc["correction"] == "holm"
+    assert doc["format"] == "jitterlab.compare/3" and doc["correction"] == "holm"
     assert {r["verdict"] for r in doc["rows"]} == {"worse"} and doc["verdicts"]["worse"] == len(doc["rows"])
     # --fail-on worse: exit 1 for a CI gate; the same groups the other way round got better
     assert run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
@@ -235,12 +235,13 @@ def test_export_holds_the_envelope_by_rule(report_store, tmp_path):
 
 def test_figures_draw_exactly_the_periods_the_metrics_used(report_store):
     from jitterlab.analysis.samples import distribution
+    from jitterlab.model.traits import PERIOD_ERRORS
 
     checked = 0
     for r in report_store.runs():
         if r.status != "ok":
             continue
-        found = distribution(r, report_store.read_series(r))
+        found = distribution(r, report_store.read_series(r), PERIOD_ERRORS)
         for probe in ("vpin", "self"):
             values, counts = found[probe]
             assert counts.sum() == r.metric("n_periods", probe), (r.id, probe)

@@ -6,9 +6,8 @@ change."""
 from __future__ import annotations
 
 import io
-from types import SimpleNamespace
 
-from jitterlab.analysis.compare import Selector
+from jitterlab.analysis.compare import Comparison, Row, Selector
 from jitterlab.cli.main import main
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
@@ -116,25 +115,31 @@ def test_a_table_of_none_says_what_it_means_and_what_to_do_next(tmp_path, monkey
             "matrix.period to find where each impl holds") in lines
 
 
-def _row(verdict: str, metric: str, n: int = 3, ratio: float = 1.0, ci=(float("nan"), float("nan"))):
-    return SimpleNamespace(verdict=verdict, metric=metric, probe="vpin", cell=("c-fifo 1ms",), n_baseline=n,
-                           n_candidate=n, ratio=ratio, ci_low=ci[0], ci_high=ci[1])
+def _row(verdict: str, metric: str, n: int = 3, ratio: float = 1.0, ci=(float("nan"), float("nan")),
+         by: str = ""):
+    return Row(("c-fifo 1ms",), "vpin", metric, "ratio", "lower", "per-run", n, n, "geometric mean", 0.01,
+               0.01 * ratio, "ratio of geometric means", ratio, *ci, "welch-t on log values", 0.01, 0.01,
+               verdict, tested=bool(verdict), decided_by=by)
 
 
-def test_decided_verdicts_come_first_and_any_other_verdict_is_undecided(monkeypatch):
-    rows = [_row("undecided", "a", n=2), _row("no significant change", "b"), _row("", "load_busy"),
-            _row("same", "c", ratio=1.01, ci=(0.95, 1.07)), _row("better", "d", ratio=0.5, ci=(0.4, 0.6)),
-            _row("worse", "e", ratio=2.0, ci=(1.8, 2.2))]
-    result = SimpleNamespace(rows=rows, cell_fields=("params",))
+def test_decided_verdicts_come_first_with_their_runs_and_guarantee(monkeypatch):
+    rows = [_row("undecided", "a", n=2), _row("undecided", "b"), _row("", "load_busy"),
+            _row("same", "c", ratio=1.01, ci=(0.95, 1.07), by="equivalence"),
+            _row("better", "d", ratio=0.5, ci=(0.4, 0.6), by="sequential test"),
+            _row("worse", "e", ratio=2.0, ci=(1.8, 2.2), n=5, by="sequential test")]
+    result = Comparison(Selector("image", "1.10"), Selector("image", "1.11"), ("params",), rows)
     monkeypatch.setattr("jitterlab.analysis.compare.compare", lambda *a, **k: result)
     v = verdicts.verdicts([], Selector("image", "1.10"), Selector("image", "1.11"))
     assert verdicts.lines(v, "jitterlab run c.toml --resume --until-decided {pair}") == [
         "image=1.11 vs image=1.10",
-        "  worse   c-fifo 1ms (vpin)  e  +100 % [+80 % – +120 %]",
-        "  better  c-fifo 1ms (vpin)  d  -50 % [-60 % – -40 %]",
-        "  same    c-fifo 1ms (vpin)  c  +1 % [-5 % – +7 %]",
+        "  worse   c-fifo 1ms (vpin)  e  +100 % [+80 % – +120 %]  — 5 vs 5 runs, ≤ 5 % false better/worse, "
+        "however often you look",
+        "  better  c-fifo 1ms (vpin)  d  -50 % [-60 % – -40 %]  — 3 vs 3 runs, ≤ 5 % false better/worse, "
+        "however often you look",
+        "  same    c-fifo 1ms (vpin)  c  +1 % [-5 % – +7 %]  — 3 vs 3 runs, ≤ 5 % false same, however often "
+        "you look",
         "  2 undecided: 1 with fewer than 3 runs in a group (now 2 vs 2): measure at least 3, better 5; "
-        "1 whose 95 % CI still allows a change that matters: more repetitions narrow it (4x the runs "
+        "1 whose interval still allows a change that matters: more repetitions narrow it (4x the runs "
         "halve it); jitterlab run c.toml --resume --until-decided image=1.10..image=1.11",
     ]
 

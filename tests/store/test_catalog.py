@@ -111,7 +111,9 @@ def test_directions_attachments_and_unavailable_status(tmp_path):
             **run.__dict__,
             "status": "unavailable",
             "error": "no systemd",
-            "metrics": {("", "events_per_s"): Metric("events_per_s", 5.0, "1/s", "", "higher")},
+            "metrics": {("", "events_per_s"): Metric("events_per_s", 5.0, "1/s", "", "higher"),
+                        ("", "peak_latency_ns"): Metric("peak_latency_ns", 9.0, "ns", "", "lower", "worst",
+                                                        "ratio", "max")},
             "attachments": store.write_attachments(run.id, {"tool output.txt": b"garbled\n"}),
         }
     )
@@ -119,6 +121,9 @@ def test_directions_attachments_and_unavailable_status(tmp_path):
     [back] = store.runs(cid)
     assert back.status == "unavailable"
     assert back.metrics[("", "events_per_s")].direction == "higher"
+    # how a metric is read is stored with it, whatever its name says
+    assert back.metrics[("", "peak_latency_ns")] == Metric("peak_latency_ns", 9.0, "ns", "", "lower", "worst",
+                                                          "ratio", "max")
     assert back.attachments == {"tool output.txt": "attachments/r1/tool_output.txt"}
     assert (tmp_path / back.attachments["tool output.txt"]).read_bytes() == b"garbled\n"
 
@@ -167,12 +172,15 @@ def test_schema_1_store_is_migrated_in_place(tmp_path):
     assert old2.cell == cell("udp-echo", {"size": 64, "policy": "fifo"}, target="local")
     assert old2.settings == {"duration_ns": 5}
     assert old.metrics[("vpin", "max_rel_period_error")].direction == ""  # left to the name table
+    # schema 4: a metric keeps how it is read; one stored before declares nothing (read by its name)
+    stored = old.metrics[("vpin", "max_rel_period_error")]
+    assert (stored.summary, stored.scale, stored.stat) == ("", "", "")
     assert store.warnings(1, "old1")[0][1].message == "w"
     new = RunRecord(**{**record(1, "new1", rep=1).__dict__, "status": "unavailable", "metrics": {}})
     store.commit_run(new)
     store.close()
     con = sqlite3.connect(db)
-    assert con.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert con.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert con.execute("PRAGMA foreign_key_check").fetchall() == []
     # squarewave's keys stay readable as columns for SQL written against older schemas
     assert con.execute("SELECT impl, period_ns, probe, pin FROM runs WHERE id = 'old1'").fetchone() == (

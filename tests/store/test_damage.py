@@ -125,6 +125,9 @@ ROWS = {  # damage -> (statement, what the line says, which part)
     "metric direction": (f"UPDATE metrics SET direction = 'up' WHERE run_id = '{RUN}' AND name = 'n_periods'",
                          f"run {RUN}: metric import.n_periods has the direction 'up', not lower, higher, "
                          "none or empty", "runs"),
+    "metric scale": (f"UPDATE metrics SET scale = 'log' WHERE run_id = '{RUN}' AND name = 'n_periods'",
+                     f"run {RUN}: metric import.n_periods has the scale 'log', not ratio, count, signed "
+                     "or empty", "runs"),
     "metric text": (f"UPDATE metrics SET value = 'abc' WHERE run_id = '{RUN}' AND name = 'n_periods'",
                     f"run {RUN}: metric import.n_periods is 'abc', not a number", "runs"),
 }

@@ -14,17 +14,18 @@ from jitterlab.model.errors import UserError
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare", help="compare two groups of runs (e.g. image=1.10 vs image=1.11)",
-        description="For every cell present in both groups and every metric: each group's "
-        "statistic (geometric mean of the runs below 8 runs per group, median from 8) and the change "
-        "(the ratio of the two) with its 95 % CI, the test that judged it (Welch's t on log "
-        "values, Mann-Whitney U from 8 runs) and its p-value, adjusted with Holm's method over all "
-        "graded rows, and a verdict: better or worse when the adjusted p < 0.05 and the CI excludes "
-        "no change; same when the CI excludes every change larger than the metric kind's threshold "
-        "(--threshold); undecided otherwise. The verdict knows whether lower (errors, latencies, "
-        "loss) or higher (throughput, events/s) is better; load readings (load_*) and descriptive "
-        "numbers are shown, not graded. With the raw series, also the pooled view: p99 and max of "
-        "all periods or latencies of each group (hierarchical bootstrap over runs and samples). "
-        "Groups are selected by a run label, a run field (target, impl, load, probe, pin, "
+        description="For every cell present in both groups and every metric (or --metric): each "
+        "group's statistic and the change on the metric's scale (a ratio of geometric means; a "
+        "difference of means for counts that may be 0 and signed metrics; a tail such as p99 as the "
+        "quantile of all periods or latencies of each group, hierarchical bootstrap over runs and "
+        "samples; a maximum as the runs' maxima) with its repeated 95 % interval. The watched "
+        "metrics (each benchmark's headline, or --metric) are tested: every look counts as one of a "
+        "sequence that may go on (alpha spending over the run counts), so a false better/worse stays "
+        "under 5 % however often you compare again; sequential p-values are adjusted with Holm's "
+        "method. Verdicts: better or worse when the test shows a change; same when the repeated 90 % "
+        "interval lies inside the metric kind's threshold (two one-sided tests; --threshold), or "
+        "every value lies within the metric's resolution; undecided otherwise. Other rows are shown, "
+        "not tested. Groups are selected by a run label, a run field (target, impl, load, probe, pin, "
         "benchmark) or a benchmark key of the cell (e.g. policy=fifo, size=64); groups that share "
         "a run are refused. Exit status: 0, or 1 with --fail-on when a row is worse (or "
         "undecided); 2 for bad input.",
@@ -35,12 +36,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--baseline", required=True, metavar="KEY=VALUE", help="the reference group")
     p.add_argument("--candidate", required=True, metavar="KEY=VALUE", help="the group judged")
     p.add_argument("--metric", action="append", metavar="NAME",
-                   help="only this metric; repeatable (default: every metric)")
+                   help="only this metric, shown and tested; repeatable (default: every metric shown, each "
+                   "benchmark's headline metrics tested)")
     p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
                    help="output format (default: table)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     p.add_argument("--no-pooled", action="store_true",
-                   help="skip the pooled view (it reads every run's raw series)")
+                   help="compare tails per run instead of on all samples (no raw series read)")
     p.add_argument("--threshold", action="append", metavar="[KIND=]PCT",
                    help="the practical threshold a 'same' must stay within: PCT for every kind, or "
                    "KIND=PCT with KIND timing (default 20%%), rate (5%%), loss (50%%) or other (10%%); "
@@ -52,8 +54,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jitterlab import plugins
     from jitterlab.analysis.compare import Selector, compare
-    from jitterlab.analysis.samples import distribution
+    from jitterlab.analysis.samples import reader
     from jitterlab.analysis.thresholds import parse_thresholds
     from jitterlab.campaign.cells import names
     from jitterlab.report.comparison import format_comparison
@@ -71,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
     thresholds = parse_thresholds(args.threshold)
     store = Store(args.results, create=False)
     try:
-        pooled = None if args.no_pooled else (lambda r: distribution(r, store.read_series(r)))
+        pooled = None if args.no_pooled else reader(store.read_series, plugins.traits)
         runs = selected_runs(store, args.campaign)
         result = compare(runs, base, cand, metrics=args.metric, seed=args.seed, distributions=pooled,
-                         names=names(), thresholds=thresholds)
+                         names=names(), thresholds=thresholds, traits=plugins.traits)
         note = emulation_note([r for r in runs if base.matches(r, names()) or cand.matches(r, names())],
                               store)
     finally:

@@ -63,7 +63,9 @@ def print_screen(store, name: str, results: str, pair=None) -> list:
     with `run`, which ends with it."""
     import json
 
+    from jitterlab import plugins
     from jitterlab.analysis.compare import label_pairs
+    from jitterlab.analysis.samples import reader
     from jitterlab.importers.capture import FINGERPRINT
     from jitterlab.report.summary_screen import Screen, screen
 
@@ -74,7 +76,8 @@ def print_screen(store, name: str, results: str, pair=None) -> list:
     runs = [r for c in sorted(latest.values(), key=lambda c: c["id"]) for r in store.runs(c["id"])]
     if not runs:
         raise UserError(f"campaign {name!r} in {store.where} has no runs yet; jitterlab run measures it")
-    how = Screen(results, store.sysinfo, [pair] if pair else label_pairs(runs))
+    how = Screen(results, store.sysinfo, [pair] if pair else label_pairs(runs),
+                 samples=reader(store.read_series, plugins.traits))
     found = store.latest_campaign(name) or {}
     if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
         how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "

@@ -24,6 +24,7 @@ from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries, Samples
+from jitterlab.model.traits import BenchmarkTraits
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import Capability, Declared
 
@@ -60,6 +61,8 @@ class Benchmark(Protocol):
     """The matrix keys this benchmark understands besides target, benchmark and load."""
     headline: tuple[str, ...]
     """The metrics a summary shows first (the report's tables and bar charts), most important first."""
+    traits: BenchmarkTraits
+    """What its runs are for whoever reads them back (model.traits): its headline, periodic, samples."""
 
     def tools(self, cell: Cell) -> dict[str, str]:
         """Commands the cell needs on the target -> the Debian package that has them."""
@@ -157,6 +160,12 @@ class BenchmarkBase:
 
     params: tuple[Param, ...] = ()
     headline: tuple[str, ...] = ()
+    periodic: bool = False  # model.traits
+    samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
+
+    @property
+    def traits(self) -> BenchmarkTraits:
+        return BenchmarkTraits(tuple(self.headline), self.periodic, self.samples)
 
     def tools(self, cell: Cell) -> dict[str, str]:
         return {}

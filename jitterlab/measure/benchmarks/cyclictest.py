@@ -30,6 +30,7 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, boolean, choice, duration, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
+from jitterlab.model.traits import LATENCIES
 from jitterlab.model.units import format_ns, parse_duration_ns
 
 US = 1000  # ns
@@ -170,6 +171,7 @@ def metrics_of(threads: list[ThreadResult]) -> tuple[list[Metric], dict[str, Sam
 
 class Cyclictest(BenchmarkBase):
     headline = ("latency_max_ns", "latency_p99_ns", "latency_p50_ns", "latency_overflow")
+    samples = LATENCIES
 
     params = (
         Param("interval", "time between wake-ups of each thread (-i)", duration(US), '["1ms", "200us"]',

@@ -28,6 +28,7 @@ from jitterlab.measure.benchmarks.udp_programs import (
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, choice, format_size, integer, size
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.targets.capabilities import ControllerMachine
 from jitterlab.targets.processes import pinned
 
 SENDER, RECEIVER = "pps-send", "pps-recv"
@@ -106,13 +107,17 @@ class Pps(BenchmarkBase):
         return (f"pps {format_size(cell.param('size'))} {f'{rate}/s' if rate else 'max'} "
                 f"x{cell.param('batch')} {cell.param('direction')} {cell.load}")
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        host, direction = str(cell.param("host")), cell.param("direction")
-        if direction != "loopback" and not host and target_kind != "local":
+    def check_target(self, cell, settings, where, target) -> None:
+        # the controller reaches itself without an address; any other target over the network
+        direction = cell.param("direction")
+        if direction != "loopback" and not str(cell.param("host")) and not target.offers(ControllerMachine):
             whose = "the controller's address as the target reaches it" if direction == "send" else (
                 f"target {cell.target!r}'s address")
             raise UserError(f'{where}.host: direction = "{direction}" needs {whose}, '
                             'e.g. host = "192.168.1.20"')
+
+    def check(self, cell, settings, where, target_kind) -> None:
+        host, direction = str(cell.param("host")), cell.param("direction")
         if direction != "receive" and host:
             try:  # the target sends to it: no name resolution there
                 ipaddress.ip_address(host)

@@ -22,6 +22,7 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
+from jitterlab.model.traits import PERIOD_ERRORS
 from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import Capability
 
@@ -41,6 +42,8 @@ class Squarewave(BenchmarkBase):
     )
 
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
+    periodic = True
+    samples = PERIOD_ERRORS
 
     def needs_rt(self, cell) -> bool:
         return _parts(cell)[0].realtime

@@ -25,6 +25,7 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, auto, boolean, duration, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
+from jitterlab.model.traits import LATENCIES
 from jitterlab.model.units import format_ns
 
 PROGRAM = "switch-latency"
@@ -107,6 +108,7 @@ def _cpu(value: object, where: str) -> ParamValue:
 
 class Switch(BenchmarkBase):
     headline = ("latency_max_ns", "latency_p99_ns", "latency_p50_ns", "not_preempted")
+    samples = LATENCIES
 
     params = (
         Param("threads", "SCHED_FIFO threads in the chain, one priority apart (threads-1 samples per "

@@ -36,7 +36,9 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, choice, duration, format_size, integer, size
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
+from jitterlab.model.traits import LATENCIES
 from jitterlab.model.units import format_ns
+from jitterlab.targets.capabilities import ControllerMachine
 from jitterlab.targets.processes import pinned
 
 POLICIES = ("other", "fifo", "rr", "deadline")
@@ -130,6 +132,7 @@ def parse_client_output(text: str) -> EchoResult:
 
 class UdpEcho(BenchmarkBase):
     headline = ("rtt_p99_ns", "rtt_p50_ns", "rtt_max_ns", "lost_messages")
+    samples = LATENCIES
 
     params = (
         Param("size", "UDP payload bytes of each message", size(16, 65507), "[64, 512, 1400]", 64,
@@ -162,13 +165,17 @@ class UdpEcho(BenchmarkBase):
         return (f"udp-echo {format_size(cell.param('size'))} {cell.param('policy')} {every} "
                 f"{cell.load} (client on {cell.param('client')})")
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        host, client = str(cell.param("host")), cell.param("client")
-        if client == "controller" and not host and target_kind != "local":
+    def check_target(self, cell, settings, where, target) -> None:
+        # the controller reaches itself without an address; any other target over the network
+        if cell.param("client") == "controller" and not str(cell.param("host")) and not target.offers(
+                ControllerMachine):
             raise UserError(
                 f"{where}.host: client = \"controller\" sends to the target over the "
                 f"network; give target {cell.target!r}'s address, e.g. host = \"192.168.1.20\""
             )
+
+    def check(self, cell, settings, where, target_kind) -> None:
+        host, client = str(cell.param("host")), cell.param("client")
         if client == "target" and host:
             try:
                 ipaddress.ip_address(host)

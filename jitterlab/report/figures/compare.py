@@ -23,7 +23,7 @@ STYLES: dict[str, tuple[str, str, bool, str, str]] = {
     SAME: ("#57606a", "s", True, "-", "same (within the threshold)"),
     UNDECIDED: ("#bf8700", "D", False, "--", "undecided (more runs needed)"),
 }
-_NOT_GRADED_STYLE = ("#afb8c1", "x", True, ":", "not graded")
+_NOT_GRADED_STYLE = ("#afb8c1", "x", True, ":", "not tested")
 # ratios whose change reads as a round number: the candidates for the tick labels
 _NICE_RATIOS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25,
                 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
@@ -57,9 +57,10 @@ def _x_range(rows) -> tuple[float, float]:
 
 
 def compare_figure(comparison: Comparison, metrics: list[str] | None = None) -> Figure:
-    """One row per cell x metric (per run; only `metrics` when given): the effect (candidate /
-    baseline) with its 95 % CI on a log axis, drawn by the verdict; labels wrapped to fit."""
-    rows = [r for r in comparison.rows if math.isfinite(r.ratio) and r.ratio > 0 and r.view == "per-run"
+    """One row per cell x metric (only `metrics` when given; a signed metric, which has no ratio,
+    is left to the table): the effect (candidate / baseline) with its repeated 95 % interval on a
+    log axis, drawn by the verdict; labels wrapped to fit."""
+    rows = [r for r in comparison.rows if math.isfinite(r.ratio) and r.ratio > 0
             and (metrics is None or r.metric in metrics)][:MAX_ROWS]
     labels = ["\n".join(textwrap.wrap(f"{cell_text(comparison, r)} · {r.probe + ':' if r.probe else ''}"
                                       f"{r.metric}", 70)) for r in rows]

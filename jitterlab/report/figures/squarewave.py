@@ -19,6 +19,7 @@ from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.model.records import RunRecord
 from jitterlab.report.figures.base import duration_axis, percent_axis
 from jitterlab.report.format import count, duration, percent
+from jitterlab.report.traits import traits_of
 
 HEADLINE = "max_rel_period_error"
 THRESHOLDS = (0.01, 0.10, 1.0)
@@ -109,7 +110,7 @@ def envelope_figure(runs: list[RunRecord], target: str,
     around each period so that equal values stay visible; the share of periods the probe was blind
     graded by the ring around a point; hollow markers where the probe watched another signal
     (not the program's pin); cells without a value as × in a strip below the panels, with why."""
-    runs = [r for r in runs if r.target == target and r.benchmark == "squarewave"]
+    runs = [r for r in runs if r.target == target and traits_of(r).periodic]
     loads = ordered_loads(r.load for r in runs) or ["—"]
     impls = sorted({impl_of(r) for r in runs})
     lines = {(load, impl): envelope_points(runs, load, impl, impl_of) for load in loads for impl in impls}

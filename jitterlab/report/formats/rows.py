@@ -15,6 +15,7 @@ from jitterlab.analysis import envelope as env
 from jitterlab.analysis.direction import direction_of
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
+from jitterlab.report.traits import periodic
 
 if TYPE_CHECKING:
     from jitterlab.store.catalog import Store
@@ -98,13 +99,14 @@ def _field(r: RunRecord, name: str, campaign_names: dict) -> object:
 
 
 def envelope_records(runs: list[RunRecord]) -> list[dict]:
-    """The operational envelope of the squarewave runs, by the rules their campaigns chose; the
-    impl carries the labels that tell cells apart ("c-fifo [image=1.10]")."""
+    """The operational envelope of the runs of periodic benchmarks (the squarewave's), by the rules
+    their campaigns chose; the impl carries the labels that tell cells apart ("c-fifo [image=1.10]")."""
     identity = cells.identity_labels(runs)
 
     def impl_of(r: RunRecord) -> str:
         impl = str(r.param("impl", ""))
         return f"{impl} [{cells.labels_text(r, identity)}]" if identity else impl
 
+    runs = periodic(runs)
     rows = env.envelope(runs, rules=env.rules_of(runs), impl_of=impl_of)
     return env.records(rows)

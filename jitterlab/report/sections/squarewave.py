@@ -21,6 +21,7 @@ from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
 from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
+from jitterlab.report.traits import benchmark_traits
 
 HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
@@ -190,7 +191,7 @@ def summary_table(runs: list[RunRecord], title: str, planned=None) -> Table:
     the matrix (not in it), or, when the matrix is not known, no run stored."""
     wanted = None if planned is None else {
         (c.target, str(c.param("impl", "")), c.load, str(c.param("probe", "")), int(c.param("period", 0)))
-        for c in planned if c.benchmark == "squarewave"}
+        for c in planned if benchmark_traits(c.benchmark).periodic}
     raw_impl: dict[tuple, str] = {}
     impl_of = impl_namer(runs)
     targets = {r.target for r in runs}

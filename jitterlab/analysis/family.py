@@ -1,0 +1,48 @@
+"""The family of tests a comparison makes: defined here once, so that `summary`, `compare` (terminal,
+JSON, HTML), `report` and `run --until-decided` test the same rows and reach the same verdict for
+the same runs.
+
+The family is what a user watches: the metrics named with --metric or --watch, else the headline
+metrics each benchmark declares (model.traits; every graded metric its runs have for one that
+declares none). Of those, only graded rows are tested (a better direction exists, and it is no load
+reading: analysis.reading); every other row a comparison shows (descriptions, bounds, counts of
+what the probe saw) is shown with its change and interval, and not tested: it costs the watched
+rows no power, and no verdict depends on whether it is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from jitterlab.model.reading import Reading
+from jitterlab.model.records import RunRecord
+from jitterlab.model.traits import UNKNOWN, BenchmarkTraits
+
+Traits = Callable[[str], BenchmarkTraits]
+
+
+def no_traits(benchmark: str) -> BenchmarkTraits:
+    """Traits of benchmarks nobody declared (analysis without the plug-ins): none."""
+    return UNKNOWN
+
+
+def watched(runs: Iterable[RunRecord], metrics: Iterable[str] | None = None,
+            traits: Traits = no_traits) -> frozenset[str]:
+    """The metric names a comparison of these runs tests: `metrics` when given, else each benchmark's
+    headline (every metric of its runs when it declares none)."""
+    if metrics:
+        return frozenset(metrics)
+    runs = list(runs)
+    out: set[str] = set()
+    for bench in {r.benchmark for r in runs}:
+        headline = traits(bench).headline
+        mine = {n for r in runs if r.benchmark == bench for (_, n) in r.metrics}
+        out |= set(headline) if headline else mine
+    return frozenset(out)
+
+
+def graded(name: str, how: Reading) -> bool:
+    """Whether a row of this metric can be tested at all: load readings (load average, busy share,
+    the load's bogo-ops/s: load_*) describe the conditions of a run, and metrics without a better
+    direction describe what it did."""
+    return how.graded and not name.startswith("load_")

@@ -1,0 +1,22 @@
+"""The traits of the benchmarks whose runs a report reads (model.traits), asked of the benchmark's
+registration: nothing in the report tests a benchmark's name."""
+
+from __future__ import annotations
+
+from jitterlab.model.records import RunRecord
+from jitterlab.model.traits import BenchmarkTraits
+
+
+def benchmark_traits(benchmark: str) -> BenchmarkTraits:
+    from jitterlab import plugins  # when asked: reading stored runs loads no plug-in before
+
+    return plugins.traits(benchmark)
+
+
+def traits_of(run: RunRecord) -> BenchmarkTraits:
+    return benchmark_traits(run.benchmark)
+
+
+def periodic(runs: list[RunRecord]) -> list[RunRecord]:
+    """The runs of periodic benchmarks (a square wave held to its period): the envelope's."""
+    return [r for r in runs if traits_of(r).periodic]
