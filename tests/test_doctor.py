@@ -316,12 +316,11 @@ def test_a_kernel_whose_uname_names_no_preempt_is_not_preemptible(monkeypatch, t
 
 def test_a_unit_beside_the_target_says_what_it_needs(monkeypatch, tmp_path):
     from jitterlab.model.errors import RunFailed
-    from jitterlab.programs.unit import parse_unit
     from jitterlab.targets.unit import firmware
-    from jitterlab.targets.unit.target import UnitTarget, loader_for
+    from jitterlab.targets.unit.target import UnitTarget, loader_for, read_unit
 
     def unit_findings(table: dict) -> dict:
-        spec = parse_unit(table, "t.unit", "local")
+        spec = read_unit(table, "t.unit", "local")
         target = UnitTarget(LocalTarget(workdir=str(tmp_path)), loader_for(spec, "t.unit", "local"))
         try:
             return {f.topic: f for f in doctor.examine(target, {})[1]}

@@ -26,13 +26,13 @@ import pytest
 
 from jitterlab.cli.main import main
 from jitterlab.execution.deploy import deploy
-from jitterlab.programs.unit import LM3S6965EVB, TOOLCHAIN, parse_unit
+from jitterlab.programs.unit import LM3S6965EVB, TOOLCHAIN
 from jitterlab.report.terminal import emulation_note
 from jitterlab.store.catalog import Store
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.unit import firmware
 from jitterlab.targets.unit.emulated import EmulatedUnit
-from jitterlab.targets.unit.target import UnitTarget, loader_for
+from jitterlab.targets.unit.target import UnitTarget, loader_for, read_unit
 from tests.support import processes_mentioning, wait_gone
 
 pytestmark = [
@@ -136,7 +136,7 @@ period = "10ms"
 
 @pytest.fixture
 def unit(tmp_path):
-    spec = parse_unit({"kind": "emulated", "profile": "lm3s6965evb"}, "t.unit", "local")
+    spec = read_unit({"kind": "emulated", "profile": "lm3s6965evb"}, "t.unit", "local")
     target = UnitTarget(LocalTarget(workdir=str(tmp_path / "work")), loader_for(spec, "t.unit", "local"))
     yield target
     target.close()

@@ -9,7 +9,7 @@ import pytest
 
 from jitterlab.campaign.file import parse_campaign
 from jitterlab.model.errors import UserError
-from jitterlab.programs.unit import parse_unit
+from jitterlab.targets.unit.target import read_unit
 
 EMULATED = {"kind": "emulated", "profile": "lm3s6965evb"}
 REMOTEPROC = {"kind": "remoteproc", "profile": "stm32mp1-m4"}
@@ -41,9 +41,9 @@ def test_a_unit_and_its_cells_are_accepted():
     c = campaign()
     assert [cell.param("impl") for cell in c.cells] == ["unit"]
     assert campaign(REMOTEPROC, kind="ssh", probe="sigrok").targets[0].options["unit"] == REMOTEPROC
-    spec = parse_unit({**REMOTEPROC, "replace": True}, "w", "ssh")
+    spec = read_unit({**REMOTEPROC, "replace": True}, "w", "ssh")
     assert spec is not None and (spec.core, spec.tty, spec.replace) == ("m4", "/dev/ttyRPMSG0", True)
-    assert parse_unit(None, "w", "local") is None
+    assert read_unit(None, "w", "local") is None
 
 
 @pytest.mark.parametrize(("unit", "kind", "expected"), [

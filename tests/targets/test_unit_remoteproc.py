@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from jitterlab.model.errors import RunFailed
-from jitterlab.programs.unit import parse_unit
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.unit import firmware, remoteproc
-from jitterlab.targets.unit.target import UnitTarget, loader_for
+from jitterlab.targets.unit.target import UnitTarget, loader_for, read_unit
 
 
 class FakeKernel:
@@ -85,7 +84,7 @@ def kernel(tmp_path, monkeypatch):
 
 
 def unit_target(tmp_path: Path, kernel: FakeKernel, **table: object) -> UnitTarget:
-    spec = parse_unit({"kind": "remoteproc", "profile": "stm32mp1-m4", "tty": "/dev/ttyRPMSG0", **table},
+    spec = read_unit({"kind": "remoteproc", "profile": "stm32mp1-m4", "tty": "/dev/ttyRPMSG0", **table},
                       "t.unit", "local")
     assert spec is not None
     spec = type(spec)(**{**spec.__dict__, "tty": str(kernel.tty)})  # the fake kernel's tty

@@ -156,18 +156,11 @@ _KEYS_OF = {
     "serial": ("kind", "profile", "tty", "baud", "flash"),
     "remoteproc": ("kind", "profile", "tty", "core", "replace"),
 }
-# where each loader can reach a unit: an emulated one is started on this machine and wired to it or
-# to an emulated board; a remoteproc core is the board's own (a qemu board has none)
-_TARGET_KINDS = {
-    "emulated": ("local", "qemu"),
-    "serial": ("local", "ssh", "labgrid"),
-    "remoteproc": ("local", "ssh", "labgrid"),
-}
-
-
-def parse_unit(value: object, where: str, target_kind: str) -> UnitSpec | None:
-    """The `unit` table of a [[target]] of kind `target_kind` (None when there is none); `where` is
-    e.g. "campaign.toml: target[0].unit". UserError naming the key and the fix."""
+def parse_unit(value: object, where: str, *, on_controller: bool) -> UnitSpec | None:
+    """The `unit` table of a [[target]] (None when there is none); `on_controller`: the target is
+    the machine jitterlab runs on, where an emulated unit's line is a pty jitterlab makes; `where`
+    is e.g. "campaign.toml: target[0].unit". UserError naming the key and the fix. Which kinds of
+    target can reach which unit is the targets' to say (targets/unit/target.py)."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -189,11 +182,7 @@ def parse_unit(value: object, where: str, target_kind: str) -> UnitSpec | None:
     if loader not in profile.loaders:
         ways = " or ".join(f'"{w}"' for w in profile.loaders)
         raise UserError(f"{where}.kind: unit {profile.name!r} is loaded as {ways}, not {loader!r}")
-    if target_kind not in _TARGET_KINDS[loader]:
-        kinds = " or ".join(f'"{k}"' for k in _TARGET_KINDS[loader])
-        raise UserError(f"{where}.kind: a {loader} unit is reached from a target of kind {kinds}, not "
-                        f"{target_kind!r}; {_why_not(loader)}")
-    tty = _tty(value, where, loader, target_kind, profile)
+    tty = _tty(value, where, loader, on_controller, profile)
     baud = value.get("baud", 115200)
     if baud not in BAUDS or isinstance(baud, bool):
         raise UserError(f"{where}.baud: expected one of {', '.join(map(str, BAUDS))}, got {shown(baud)}")
@@ -208,15 +197,10 @@ def parse_unit(value: object, where: str, target_kind: str) -> UnitSpec | None:
                     _flash(value.get("flash"), where))
 
 
-def _why_not(loader: str) -> str:
-    if loader == "emulated":
-        return "an emulated unit runs on this machine, wired to it or to an emulated board"
-    return 'an emulated board has no such unit: use kind = "emulated"'
-
-
-def _tty(value: Mapping[str, object], where: str, loader: str, target_kind: str, profile: UnitProfile) -> str:
+def _tty(value: Mapping[str, object], where: str, loader: str, on_controller: bool,
+         profile: UnitProfile) -> str:
     tty = value.get("tty")
-    if loader == "emulated" and target_kind == "local":
+    if loader == "emulated" and on_controller:
         if tty is not None:
             raise UserError(f"{where}.tty: the emulated unit's line on this machine is a pty jitterlab "
                             "makes; remove tty")

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from jitterlab.model.errors import UserError
 from jitterlab.programs.unit import UNIT_HELP, UnitSpec, parse_unit
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import Capability, CommandsUnit, UnitLink, Wrapper
@@ -37,7 +38,7 @@ class Loader(Protocol):
 
 def loader_for(spec: UnitSpec, where: str, target_kind: str) -> Loader:
     if spec.loader == "emulated":
-        return EmulatedUnit(spec, where, board=target_kind != "local")
+        return EmulatedUnit(spec, where, board=target_kind != ON_CONTROLLER)
     if spec.loader == "remoteproc":
         return RemoteprocUnit(spec, where)
     return SerialUnit(spec, where)
@@ -78,9 +79,32 @@ def without(options: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in options.items() if k != KEY}
 
 
+# where each loader can reach a unit: an emulated one is started on this machine and wired to it or
+# to an emulated board; a remoteproc core is the board's own (a qemu board has none)
+TARGET_KINDS = {
+    "emulated": ("local", "qemu"),
+    "serial": ("local", "ssh", "labgrid"),
+    "remoteproc": ("local", "ssh", "labgrid"),
+}
+ON_CONTROLLER = "local"  # the kind whose target is the machine jitterlab runs on
+
+
+def read_unit(value: object, where: str, kind: str) -> UnitSpec | None:
+    """The unit table of a [[target]] of `kind`, read (`where`: "file: target[0].unit"): UserError
+    naming the key and the fix, a unit the kind cannot reach included."""
+    spec = parse_unit(value, where, on_controller=kind == ON_CONTROLLER)
+    if spec is not None and kind not in TARGET_KINDS[spec.loader]:
+        kinds = " or ".join(f'"{k}"' for k in TARGET_KINDS[spec.loader])
+        why = ("an emulated unit runs on this machine, wired to it or to an emulated board"
+               if spec.emulated else 'an emulated board has no such unit: use kind = "emulated"')
+        raise UserError(f"{where}.kind: a {spec.loader} unit is reached from a target of kind {kinds}, not "
+                        f"{kind!r}; {why}")
+    return spec
+
+
 def declared(kind: str, options: Mapping[str, object], where: str) -> UnitSpec | None:
     """The unit table of a [[target]] of `kind`, read (`where`: "file: target[0]")."""
-    return parse_unit(options.get(KEY), f"{where}.{KEY}", kind)
+    return read_unit(options.get(KEY), f"{where}.{KEY}", kind)
 
 
 def capabilities(spec: UnitSpec | None) -> frozenset[type[Capability]]:
