@@ -12,7 +12,11 @@ OTAVA := apache-otava>=0.8,<0.9
 
 .PHONY: demo test setup demo-setup deps demo-deps bench clean
 
-setup: deps $(STAMP)
+# the JUnit schema Jenkins' JUnit plugin publishes (junit-10.xsd), as pytest's source distribution
+# carries it: the tests validate jitterlab's JUnit export against it (tests/report/test_engine_formats.py)
+JUNIT_XSD := $(VENV)/share/jitterlab-tests/junit-10.xsd
+
+setup: deps $(STAMP) $(JUNIT_XSD)
 
 demo-setup: demo-deps $(RUN_STAMP)
 
@@ -28,6 +32,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q --no-deps '$(OTAVA)'
 	rm -f $(VENV)/.installed-* && touch $@ $(RUN_STAMP)
+
+$(JUNIT_XSD): $(STAMP)
+	rm -rf $(VENV)/share/jitterlab-tests/sdist && mkdir -p $(VENV)/share/jitterlab-tests/sdist
+	$(PY) -m pip download -q --no-deps --no-binary :all: -d $(VENV)/share/jitterlab-tests/sdist \
+		"pytest==$$($(PY) -c 'import pytest; print(pytest.__version__)')"
+	tar -xzOf $(VENV)/share/jitterlab-tests/sdist/pytest-*.tar.gz --wildcards \
+		'pytest-*/testing/example_scripts/junit-10.xsd' > $@.part && mv $@.part $@
+	rm -rf $(VENV)/share/jitterlab-tests/sdist
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)

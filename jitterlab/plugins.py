@@ -25,11 +25,13 @@ import jitterlab.measure.benchmarks.transfer as _transfer  # noqa: F401  (regist
 import jitterlab.measure.benchmarks.udp_echo as _udp_echo  # noqa: F401  (registers udp-echo)
 import jitterlab.measure.loads as _loads  # noqa: F401  (registers the built-in loads)
 import jitterlab.measure.squarewave.impls.kmod as _kmod  # noqa: F401  (registers kmod-busy, kmod-hrtimer, kmod-rt)
+import jitterlab.measure.squarewave.impls.unit as _unit  # noqa: F401  (registers unit)
 import jitterlab.measure.squarewave.impls.userspace as _userspace  # noqa: F401  (registers bash ... c-fifo)
 import jitterlab.measure.squarewave.pins.external as _external_pin  # noqa: F401  (registers pin external)
 import jitterlab.measure.squarewave.pins.gpiod as _gpiod_pin  # noqa: F401  (registers pin gpiod)
 import jitterlab.measure.squarewave.pins.gpiomem as _gpiomem_pin  # noqa: F401  (registers pin gpiomem)
 import jitterlab.measure.squarewave.pins.sysfs as _sysfs_pin  # noqa: F401  (registers pin sysfs)
+import jitterlab.measure.squarewave.pins.unit as _unit_pin  # noqa: F401  (registers pin unit)
 import jitterlab.measure.squarewave.pins.vpin as _vpin_pin  # noqa: F401  (registers pin vpin)
 import jitterlab.measure.squarewave.probes.emulator as _emulator_probe  # noqa: F401  (registers probe emulator)
 import jitterlab.measure.squarewave.probes.gpio_loopback as _loopback  # noqa: F401  (registers probe gpio-loopback)
@@ -46,6 +48,7 @@ from jitterlab.measure.squarewave.probes.base import PROBES
 from jitterlab.model.traits import UNKNOWN, BenchmarkTraits
 from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.registry import TARGETS
+from jitterlab.targets.unit import PROFILES as UNITS
 
 ALL = {
     "benchmarks": BENCHMARKS,
@@ -55,6 +58,7 @@ ALL = {
     "loads": LOADS,
     "targets": TARGETS,
     "qemu machines": MACHINES,
+    "units": UNITS,
 }
 
 

@@ -153,6 +153,8 @@ PROMISED = {
     "rt-latency": ({"local"}, {"cyclictest"}, set(), {"idle", "cpu", "sched"}),
     "sigrok-demo": ({"local"}, {"squarewave"}, {"python", "c-mmap"}, {"idle"}),
     "udp-echo-sched": ({"local"}, {"udp-echo"}, set(), {"idle", "cpu"}),
+    "unit": ({"local"}, {"squarewave"}, {"unit"}, {"idle", "cpu"}),
+    "lava": ({"device"}, {"squarewave"}, {"python", "bash"}, {"idle"}),
 }
 
 

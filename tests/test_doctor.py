@@ -312,3 +312,34 @@ def test_a_kernel_whose_uname_names_no_preempt_is_not_preemptible(monkeypatch, t
     assert found["preemption"].fix == 'in [[target]] "local": kernel = "rt" (linux-image-rt-armmp)'
     found = board_findings(monkeypatch, tmp_path, preemption=None, kernel_version=None)
     assert found["preemption"] == doctor.Finding("preemption", "unknown (no kernel config readable)")
+
+
+def test_a_unit_beside_the_target_says_what_it_needs(monkeypatch, tmp_path):
+    from jitterlab.model.errors import RunFailed
+    from jitterlab.targets.unit import firmware
+    from jitterlab.targets.unit.target import UnitTarget, loader_for, read_unit
+
+    def unit_findings(table: dict) -> dict:
+        spec = read_unit(table, "t.unit", "local")
+        target = UnitTarget(LocalTarget(workdir=str(tmp_path)), loader_for(spec, "t.unit", "local"))
+        try:
+            return {f.topic: f for f in doctor.examine(target, {})[1]}
+        finally:
+            target.close()
+
+    monkeypatch.setattr(firmware, "build", lambda profile: firmware.Firmware(tmp_path / "x.elf", "ab" * 32,
+                                                                             2972, 4, 376))
+    found = unit_findings({"kind": "emulated", "profile": "lm3s6965evb"})
+    assert found["unit firmware"].state == ("lm3s6965evb (emulated): built here with arm-none-eabi-gcc, "
+                                            "2976 B flash, 380 B RAM, sha256 abababababab")
+    assert found["unit firmware"].fix is None and found["unit"].state.startswith("emulated lm3s6965evb")
+
+    def missing(profile):
+        raise RunFailed("the unit's firmware is built on this machine, which lacks arm-none-eabi-gcc: apt "
+                        "install gcc-arm-none-eabi", status="unavailable")
+
+    monkeypatch.setattr(firmware, "build", missing)
+    found = unit_findings({"kind": "serial", "profile": "lm3s6965evb", "tty": "/dev/ttyJL9", "flash": [
+        "lm4flash", "{firmware}"]})
+    assert found["unit firmware"].fix.endswith("apt install gcc-arm-none-eabi")
+    assert found["unit tty"].state == "/dev/ttyJL9 is missing" and "dialout" in found["unit tty"].fix

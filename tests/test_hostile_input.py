@@ -28,7 +28,7 @@ VALUES: dict[str, object] = {
     "shell": "$(touch PWNED); `touch PWNED`", "option": "--help", "bidi": "a\u202eb", "datetime": "DATE",
 }
 TARGET_KEYS = {
-    "local": ("name", "kind", "workdir"),
+    "local": ("name", "kind", "workdir", "unit"),
     "ssh": ("name", "kind", "host", "port", "user", "key", "known_hosts", "accept_new_host_key",
             "connect_timeout", "workdir", "cc"),
     "labgrid": ("name", "kind", "place", "coordinator", "service", "keyfile", "username", "workdir",
@@ -73,6 +73,13 @@ def key_cases() -> Iterator[tuple[str, object]]:
         base = {k: v for k, v in base.items() if k in keys}
         for key in keys:
             yield f"target.{kind}.{key}", lambda v, base=base, key=key: campaign(target={**base, key: v})
+    for kind, unit in (("serial", '"/dev/ttyACM0"'), ("remoteproc", '"/dev/ttyRPMSG0"')):
+        profile = '"lm3s6965evb"' if kind == "serial" else '"stm32mp1-m4"'
+        table = {"kind": json.dumps(kind), "profile": profile, "tty": unit}
+        for key in ("kind", "profile", "tty", "baud", "flash", "core", "replace"):
+            yield f"target.unit.{kind}.{key}", lambda v, table=table, key=key: campaign(target={
+                "name": '"b"', "kind": '"local"',
+                "unit": "{" + ", ".join(f"{k} = {x}" for k, x in {**table, key: v}.items()) + "}"})
     for entry in plugins.BENCHMARKS:
         required = {p.name: p.example for p in entry.obj.params if p.default is None}
         base = {"benchmark": json.dumps(entry.name), **required}

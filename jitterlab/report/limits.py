@@ -12,6 +12,7 @@ from jitterlab.report.format import format_value, percent
 from jitterlab.report.traits import periodic
 
 BARE, VM, EMULATED = "bare metal", "VM", "emulated"
+UNIT_EMULATED = "unit_emulated"  # the metric of a run whose wave an emulated real-time unit made
 HEADLINE = "max_rel_period_error"
 
 
@@ -82,6 +83,23 @@ def _emulated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
                  "errors say nothing of real timing",
                  'boot the VM with accel = "kvm" on a machine with vmx/svm, or measure on the board',
                  "figures that are timing at all; these ones only show that the programs ran")
+
+
+def emulated_units(runs: list[RunRecord], impl_of=lambda r: str(r.param("impl"))) -> set[tuple[str, str]]:
+    """(target, impl) whose wave a real-time unit made that qemu emulated on the controller (the
+    run's unit_emulated): functional evidence only, whatever the target itself is."""
+    return {(r.target, impl_of(r)) for r in runs if r.metric(UNIT_EMULATED, "")}
+
+
+def _emulated_unit(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+    if not any(r.metric(UNIT_EMULATED, "") for r in runs):
+        return None
+    return Limit(target, "an emulated real-time unit (qemu TCG on the controller, timed by its clock): the "
+                 "unit's wave shows that its firmware made every edge, not how a real unit keeps time",
+                 'measure a real unit: unit.kind = "remoteproc" or "serial", with probe "sigrok" or "scpi" '
+                 "(docs/units.md)",
+                 "the unit's periods within its crystal's ppm under every load, which no emulator can "
+                 "show")
 
 
 def _virtual(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
@@ -176,4 +194,4 @@ def _governor(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
                  "steadier wake-ups at the short periods")
 
 
-_CHECKS = (_emulated, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)
+_CHECKS = (_emulated, _emulated_unit, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)

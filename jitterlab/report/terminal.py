@@ -151,13 +151,19 @@ def summary_tables(runs: list[RunRecord], campaign: str, planned: Collection[Cel
 
 def emulation_note(runs: list[RunRecord], store) -> str | None:
     """One line under the tables when a target was a VM under TCG: its numbers are not timing."""
-    from jitterlab.report.limits import emulated_targets
+    from jitterlab.report.limits import emulated_targets, emulated_units
 
     emulated = sorted(emulated_targets(runs, store.sysinfo))
-    if not emulated:
-        return None
-    return (f"{', '.join(emulated)}: an emulated CPU (qemu TCG): these numbers are functional evidence "
-            "(the programs ran and were measured), never timing evidence")
+    units = [f"{target} (impl {impl})" for target, impl in sorted(emulated_units(runs))]
+    notes = []
+    if emulated:
+        notes.append(f"{', '.join(emulated)}: an emulated CPU (qemu TCG): these numbers are functional "
+                     "evidence (the programs ran and were measured), never timing evidence")
+    if units:
+        notes.append(f"{', '.join(units)}: an emulated real-time unit (qemu TCG, timed by the controller's "
+                     "clock): its numbers are functional evidence (the firmware made every edge the probe "
+                     "saw), never timing evidence")
+    return "\n".join(notes) or None
 
 
 # --- one run ---------------------------------------------------------------------------------

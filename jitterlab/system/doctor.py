@@ -19,7 +19,7 @@ from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
 from jitterlab.system import sysinfo, tuning
 from jitterlab.targets.base import CommandTimeout, Target
-from jitterlab.targets.capabilities import CrossBuilt, command_timeout_s, has, host_key_warning
+from jitterlab.targets.capabilities import CommandsUnit, CrossBuilt, command_timeout_s, has, host_key_warning
 
 # tool -> (the Debian package that has it, who needs it: "impl node", "load cpu", ...)
 Needs = Mapping[str, tuple[str, set[str]]]
@@ -62,6 +62,9 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
         findings.append(Finding("missing tools", who, _install(target, info, packages)))
     if cross is not None:
         findings.append(_cross_cc(cross.cross_cc, info))
+    unit = has(target, CommandsUnit)
+    if unit is not None:
+        findings += _unit(unit, info)
     warning = host_key_warning(target)  # e.g. labgrid without known_hosts
     if warning is not None:
         findings.append(Finding("host key", warning.message, warning.remedy))
@@ -162,6 +165,22 @@ def _cross_cc(cross_cc: str, info: dict) -> Finding:
     fix = (f"apt install gcc{m['version'] or ''}-{m['triplet']}" if m else
            f"install {word}, the cross compiler for the target, on the controller")
     return Finding("cross cc", f"{word} is not installed here", fix)
+
+
+def _unit(unit: CommandsUnit, info: dict) -> list[Finding]:
+    """The real-time unit beside the target: its firmware, built here (the toolchain), and what the
+    unit needs there (a remoteproc core, a writable firmware directory, its tty), without loading it."""
+    out = []
+    what = f"{info.get('unit_profile')} ({info.get('unit_kind')})"
+    if info.get("unit_firmware_error"):
+        out.append(Finding("unit firmware", f"{what}: does not build here", str(info["unit_firmware_error"])))
+    elif info.get("unit_firmware_sha256"):
+        out.append(Finding("unit firmware", f"{what}: built here with arm-none-eabi-gcc, "
+                           f"{info.get('unit_flash_bytes')} B flash, {info.get('unit_ram_bytes')} B RAM, "
+                           f"sha256 {str(info['unit_firmware_sha256'])[:12]}"))
+    else:
+        out.append(Finding("unit firmware", f"{what}: {info.get('unit_firmware', 'not built by jitterlab')}"))
+    return out + [Finding(topic, state, fix) for topic, state, fix in unit.unit_checks()]
 
 
 def describe(info: dict) -> str:

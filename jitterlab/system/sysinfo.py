@@ -16,7 +16,7 @@ from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
 from jitterlab.system import tuning
 from jitterlab.targets.base import CommandTimeout, Target
-from jitterlab.targets.capabilities import VirtualMachine, command_timeout_s, has
+from jitterlab.targets.capabilities import CommandsUnit, VirtualMachine, command_timeout_s, has
 
 _MARK = "@@jitterlab-section "
 _ABSENT = "@@absent"
@@ -89,6 +89,9 @@ def snapshot(target: Target) -> dict:
         info.update(vm.vm_facts())
         if info.get("virtualization") in (None, "none"):  # an emulated SoC board cannot tell: we can
             info["virtualization"] = "qemu"
+    unit = has(target, CommandsUnit)
+    if unit is not None:  # a real-time unit beside it: what it is, its firmware's hash and sizes
+        info.update(unit.unit_facts())
     return info
 
 

@@ -150,6 +150,38 @@ class ExaminesMemory(Capability):
         the cause when the monitor cannot be reached."""
 
 
+@dataclass(frozen=True)
+class UnitLink:
+    """A real-time unit beside Linux with jitterlab's firmware running: where a program on the target
+    reaches it, and what observes its pin from outside when it is emulated."""
+
+    tty: str  # the line Linux commands it over, on the target
+    baud: int
+    facts: dict[str, object]  # what it is and what it runs (keys unit_*), for the run's record
+    trace: GpioTrace | None = None  # an emulated unit: its GPIO controller's trace, on the controller
+    trace_line: int = 0  # the output line of that controller the wave is on
+
+
+class CommandsUnit(Capability):
+    """A target with a real-time unit beside its Linux (a core of its SoC, or an MCU on a serial
+    line, or one qemu emulates on the controller), configured by the `unit` table of its [[target]]."""
+
+    does = "command a real-time unit (give its [[target]] a unit table)"
+
+    @abstractmethod
+    def unit_ready(self) -> UnitLink:
+        """The unit with jitterlab's firmware running, loaded at the first call and kept until the
+        target closes, when what ran on it before is put back; RunFailed naming the cause."""
+
+    @abstractmethod
+    def unit_facts(self) -> dict[str, object]:
+        """What the target's record says of its unit (keys unit_*), without loading it."""
+
+    @abstractmethod
+    def unit_checks(self) -> list[tuple[str, str, str | None]]:
+        """What the unit needs, looked at without loading it: (topic, state, fix or None), for doctor."""
+
+
 class AnswersSlowly(Capability):
     """A target whose commands may take long to answer (a slow board, an emulated SoC over SSH): how
     long it may be silent before it counts as lost (`alive_timeout` of its [[target]])."""
@@ -303,6 +335,8 @@ class Declared:
     traced_gpio: tuple[str, int] | None = None
     machine: str = ""  # the emulated machine, in messages
     cpus: int | None = None  # its CPUs, when its [[target]] sets them (a VM jitterlab boots)
+    # a real-time unit beside its Linux: its unit table, read (programs/unit's UnitSpec)
+    unit: object | None = None
 
     def offers(self, cap: type[Capability]) -> bool:
         return cap in self.offered

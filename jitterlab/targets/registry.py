@@ -23,6 +23,7 @@ from jitterlab.targets.qemu.target import QemuTarget, profile_offers
 from jitterlab.targets.ssh.options import OPTIONS as SSH_OPTIONS
 from jitterlab.targets.ssh.options import parse_options as _ssh_options
 from jitterlab.targets.ssh.target import SSHTarget
+from jitterlab.targets.unit import target as unit
 
 
 class TargetFactory(Protocol):
@@ -61,7 +62,9 @@ def add_kind(name: str, help: str, factory: TargetFactory, kind: Kind, *, listed
 
 
 def check_options(kind: str, options: Mapping[str, object], where: str) -> None:
-    KINDS[kind].check(options, where)
+    """The options of a [[target]] of `kind`: its `unit` table (a real-time unit beside its Linux,
+    targets/unit/), then the kind's own."""
+    unit.check(kind, KINDS[kind].check)(options, where)
 
 
 def _local_options(options: Mapping[str, object], where: str) -> str | None:
@@ -81,9 +84,10 @@ def _ssh(name: str, options: Mapping[str, object], where: str | None = None) -> 
         raise
 
 
-def _qemu(name: str, options: Mapping[str, object], where: str | None = None) -> Target:
+def _qemu(name: str, options: Mapping[str, object], where: str | None = None,
+          devices: tuple[str, ...] = ()) -> Target:
     where = where or f"target {name!r}"
-    target = QemuTarget(name, _qemu_options(options, where, check_files=True), where)
+    target = QemuTarget(name, _qemu_options(options, where, check_files=True), where, devices=devices)
     try:
         return target.boot()
     except BaseException:
@@ -100,29 +104,31 @@ _LOCAL_OPTIONS = {"workdir": "absolute directory for jitterlab's files (default:
                              "else /tmp/jitterlab-<uid>)"}
 _FAKE_OPTIONS = {"workdir": "absolute directory for jitterlab's files (default: a new temporary directory)"}
 
-add_kind("local", "this machine", _local, Kind(LocalTarget, _local_options, lambda: _LOCAL_OPTIONS))
+add_kind("local", "this machine", unit.opener("local", _local),
+         Kind(LocalTarget, _local_options, unit.with_option(lambda: _LOCAL_OPTIONS)))
 add_kind(
     "ssh",
     "a machine reached with the OpenSSH client (host, port, user, key, known_hosts, ...)",
-    _ssh,
-    Kind(SSHTarget, _ssh_options, lambda: SSH_OPTIONS, configured=SSHTarget.offered,  # type: ignore[arg-type]
+    unit.opener("ssh", _ssh),
+    Kind(SSHTarget, _ssh_options, unit.with_option(lambda: SSH_OPTIONS),
+         configured=SSHTarget.offered,  # type: ignore[arg-type]
          how=lambda cap: 'with cc = "<cross compiler>"' if cap is CrossBuilt else ""),
 )
 add_kind(
     "labgrid",
     "a board of a labgrid farm: place = a place on a coordinator, or env = a labgrid env file (SSH); "
     "known_hosts = a file with its host key, which labgrid itself does not check",
-    lambda name, options, where=None: LabgridTarget(
-        name, _labgrid_options(options, where or f"target {name!r}")),
-    Kind(LabgridTarget, _labgrid_options, lambda: LABGRID_OPTIONS),
+    unit.opener("labgrid", lambda name, options, where=None: LabgridTarget(
+        name, _labgrid_options(options, where or f"target {name!r}"))),
+    Kind(LabgridTarget, _labgrid_options, unit.with_option(lambda: LABGRID_OPTIONS)),
 )
 add_kind(
     "qemu",
     f'a Debian kernel booted here with qemu, over SSH: machine = one of the qemu machines ("{DEFAULT}", '
     "the default, runs this machine's root; an emulated board runs its own); kernel = "
     '"standard" | "rt" | "6.12" | a kernel file',
-    _qemu,
-    Kind(QemuTarget, _qemu_options, qemu_option_help,
+    unit.opener("qemu", _qemu),
+    Kind(QemuTarget, _qemu_options, unit.with_option(qemu_option_help),
          configured=lambda options, cap: profile_offers(options.profile, cap),  # type: ignore[attr-defined]
          how=_qemu_how),
 )
@@ -140,16 +146,19 @@ def declare(name: str, kind: str, options: Mapping[str, object], where: str) -> 
     """Target `name` as its [[target]] declares it (options checked: UserError naming `where`), without
     connecting: what it will offer, and for an emulated board its GPIO block."""
     known = KINDS[kind]
-    checked = known.check(options, where)
+    spec = unit.declared(kind, options, where)  # a real-time unit beside it, from its unit table
+    checked = known.check(unit.without(options), where)
     offered = frozenset(c for c in kind_capabilities(known.cls)
                         if known.configured is None or known.configured(checked, c))
+    offered |= unit.capabilities(spec)
     if not isinstance(checked, QemuOptions):
-        return Declared(name, f'kind "{kind}"', offered, offered_by)
+        return Declared(name, f'kind "{kind}"', offered, offered_by, unit=spec)
     profile = checked.profile
     traced = profile.traced_gpio
     return Declared(name, f'kind "{kind}", machine = "{profile.name}"', offered, offered_by,
                     gpio_soc=profile.gpio_soc, machine=profile.name, cpus=checked.cpus,
-                    traced_gpio=(traced.controller, traced.lines) if traced is not None else None)
+                    traced_gpio=(traced.controller, traced.lines) if traced is not None else None,
+                    unit=spec)
 
 
 def offered_by(cap: type[Capability]) -> str:

@@ -37,11 +37,14 @@ DRIVES = {
     "bash": FILE_PINS, "node": FILE_PINS, "c-file": FILE_PINS, "python": FILE_PINS | {"gpiod"},
     "c-gpiod": {"gpiod"}, "c-mmap": MAPPED_PINS, "c-fifo": MAPPED_PINS,
     "kmod-busy": KERNEL_PINS, "kmod-hrtimer": KERNEL_PINS, "kmod-rt": KERNEL_PINS,
+    "unit": {"unit"},
 }
+UNTIMED = {"unit"}  # impls whose edge log has no times: the self probe has nothing to read
 BOARD_PROBES = {"self", "gpio-loopback", "sigrok", "scpi", "emulator", "register-poll"}
 OBSERVED_BY = {
     "vpin": {"vpin", "self"}, "external": {"sigrok", "scpi", "self"},
     "sysfs": BOARD_PROBES, "gpiod": BOARD_PROBES, "gpiomem": BOARD_PROBES,
+    "unit": {"emulator", "sigrok", "scpi", "self"},
 }
 # options every pin and probe accepts, so that only the binding can refuse a combination
 SETTINGS = RunSettings(duration_ns=10**9, options={
@@ -76,7 +79,8 @@ def test_the_tables_name_every_registered_impl_pin_and_probe():
 @pytest.mark.parametrize(("impl", "pin"), sorted(itertools.product(DRIVES, OBSERVED_BY)))
 def test_every_combination_is_accepted_or_refused_as_the_tables_say(impl, pin):
     for probe in sorted(plugins.PROBES.names()):
-        expected = "pin" if pin not in DRIVES[impl] else "probe" if probe not in OBSERVED_BY[pin] else "ok"
+        expected = ("pin" if pin not in DRIVES[impl] else "probe" if probe not in OBSERVED_BY[pin]
+                    or (probe == "self" and impl in UNTIMED) else "ok")
         assert verdict(impl, pin, probe) == expected, f"{impl} x {pin} x {probe}"
 
 
@@ -87,6 +91,15 @@ def test_the_lists_a_user_is_shown_come_from_the_offers():
                                            "sigrok"]
     assert pins_driven_by("python") == ["external", "gpiod", "sysfs", "vpin"]
     assert pins_driven_by("kmod-rt") == ["gpiod"]
+
+
+def test_the_self_probe_is_refused_for_an_impl_that_timestamps_nothing():
+    assert refusal("unit", "unit", "self", "c.toml: matrix") == ("probe", (
+        "c.toml: matrix.probe: probe 'self' cannot observe pin 'unit' for impl 'unit': it reads the "
+        "program's own timestamps, and this impl has none (its wave is made by a unit whose firmware counts "
+        "its edges but timestamps none); observe the pin with emulator, scpi, sigrok (exclude the "
+        "combination with [[exclude]])"))
+    assert refusal("unit", "unit", "emulator", "c.toml: matrix") is None
 
 
 def test_a_new_probe_and_a_new_impl_bind_by_what_they_need(monkeypatch):

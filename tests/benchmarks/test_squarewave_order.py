@@ -8,6 +8,7 @@ import pytest
 from jitterlab.execution.run import measure
 from jitterlab.measure.benchmarks import squarewave
 from jitterlab.measure.context import Placement, RunContext
+from jitterlab.measure.squarewave.impls.base import ImplBase
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.fakes import squarewave_cell
@@ -16,7 +17,7 @@ from jitterlab.targets.fake import FakeTarget
 
 
 def plugins_that_log(events: list[str], wave_fails: bool):
-    class Impl:
+    class Impl(ImplBase):  # the optional parts of an impl from its base
         def prepare(self, ctx):
             events.append("impl.prepare")
 

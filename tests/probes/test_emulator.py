@@ -15,7 +15,7 @@ from jitterlab.analysis.gpio_trace import parse_trace
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
-from jitterlab.measure.squarewave.pins.offers import BoardLine, serves
+from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
 from jitterlab.measure.squarewave.probes import emulator
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError
@@ -310,3 +310,47 @@ def test_a_trace_that_cannot_be_trusted_fails_the_run_with_why(tmp_path, monkeyp
     monkeypatch.setattr(emulator, "CATCH_UP_S", 0.0)
     with pytest.raises(RunFailed, match=reason):
         _run(tmp_path, _own(4), after_start)
+
+
+# --- an emulated unit's pin: a traced output the pin hands over, a count instead of times ---------
+
+def _unit_run(tmp_path: Path, made: int, traced: int, monkeypatch) -> object:
+    monkeypatch.setattr(emulator, "CATCH_UP_S", 0.0)
+    trace = tmp_path / "unit-trace.log"
+    trace.write_text(RESET)
+    cell = squarewave_cell("unit", PERIOD_NS, probe="emulator", pin="unit")
+    ctx = RunContext(FakeTarget(), RunSettings(), cell, 0, "/s", tmp_path, "/b", Placement(None, None), True,
+                     controller=FakeTarget())
+    probe = EMULATOR(ctx)  # no [probes.emulator] line: the pin names its line
+    probe.start(PinHandle("unit", (TracedOutput(GpioTrace(trace, "pl061", 8, "pl061_set_output"), 0),)))
+    with trace.open("a") as f:
+        f.write("".join(event(HOST0_NS + i * PERIOD_NS // 2, 0, (i + 1) % 2) for i in range(traced)))
+    try:
+        return probe.stop(SelfLog(np.empty(0, np.int64), np.empty(0, np.uint8), "none", "unit", made))
+    finally:
+        probe.close()
+
+
+def test_an_emulated_unit_s_pin_is_checked_against_the_firmware_s_count(tmp_path, monkeypatch):
+    capture = _unit_run(tmp_path, 40, 40, monkeypatch)
+    assert capture.t_ns.tolist() == [i * PERIOD_NS // 2 for i in range(40)], "on the trace's own clock"
+    assert capture.level.tolist() == [(i + 1) % 2 for i in range(40)]
+    metrics = {m.name: m.value for m in capture.metrics}
+    assert metrics == {"probe_resolution_ns": 1_000, "probe_emulated": 1, "counted_edges": 40,
+                       "seen_edges": 40, "unseen_edges": 0, "extra_edges": 0, "program_pin_watched": 1}
+    assert capture.warnings == (emulator.EMULATED,)
+    short = _unit_run(tmp_path, 40, 30, monkeypatch)
+    got = {m.name: m.value for m in short.metrics}
+    assert (got["program_pin_watched"], got["unseen_edges"]) == (0, 10)
+    assert any("does not hold the unit's edges: it saw 30 edges, 10 fewer than the 40 the unit counted"
+               in w.message for w in short.warnings)
+
+
+def test_the_emulator_probe_reads_a_board_only_for_a_board_s_line():
+    unit = squarewave_cell("unit", PERIOD_NS, probe="emulator", pin="unit")
+    EMULATOR.check(unit, RunSettings(), "c.toml: matrix")  # the unit's pin brings its trace and line
+    assert EMULATOR.reads_of(unit) is None, "nothing of the target is read for a unit's traced output"
+    board = squarewave_cell("c-gpiod", PERIOD_NS, probe="emulator", pin="gpiod")
+    assert EMULATOR.reads_of(board) is RecordsGpioOutputs
+    with pytest.raises(UserError, match=r"pins\.gpiod\.line: missing"):
+        EMULATOR.check(board, RunSettings(), "c.toml: matrix")

@@ -225,6 +225,16 @@ def test_read_self_log_with_no_edges(tmp_path):
     assert len(read_self_log(p).t_ns) == 0
 
 
+def test_a_log_of_a_program_that_only_counts_its_edges(tmp_path):
+    p = tmp_path / "self.log"
+    p.write_bytes(b"# jitterlab-edges v1 clock=none impl=unit\n# dropped=402\n# end edges=0\n")
+    s = read_self_log(p)
+    assert (s.timed, s.made, len(s.t_ns), s.impl) == (False, 402, 0, "unit")
+    p.write_bytes(b"# jitterlab-edges v1 clock=none impl=unit\n1000 1\n# dropped=1\n# end edges=1\n")
+    with pytest.raises(RunFailed, match=r"garbled \(clock=none, yet 1 timestamped edges\)"):
+        read_self_log(p)
+
+
 def test_every_truncation_of_a_self_log_is_refused(tmp_path):
     p = tmp_path / "self.log"
     for n in range(len(SELF_LOG)):

@@ -23,10 +23,11 @@ TREND = [{"cell": "board squarewave impl=c-fifo idle", "probe": "vpin", "x": "6.
 
 
 def test_the_registry_names_the_formats_and_tables():
-    assert ex.formats() == ["csv", "json", "parquet"]
+    assert ex.formats() == ["csv", "json", "junit", "kcidb", "lava", "parquet"]
     assert ex.tables() == ["runs", "envelope"]
-    assert [ex.writes_directory(f) for f in ex.formats()] == [False, False, True]
-    with pytest.raises(UserError, match=r"--format 'xml': choose one of csv, json, parquet"):
+    assert [ex.writes_directory(f) for f in ex.formats()] == [False, False, False, True, False, True]
+    with pytest.raises(UserError, match=r"--format 'xml': choose one of csv, json, junit, kcidb, lava, "
+                                        r"parquet"):
         ex.writes_directory("xml")
 
 

@@ -82,6 +82,19 @@ def test_blind_marker_only_where_exclusions_change_the_figure():
     assert not any("blind" in t.get_text() for lg in fig.legends for t in lg.get_texts())
 
 
+def test_the_paper_s_figure_gets_a_line_for_the_unit_which_says_when_it_was_emulated():
+    unit = run_record(squarewave_cell("unit", MS, target="t", probe="emulator", pin="unit"), id="u",
+                      metrics=[Metric("max_rel_period_error", 0.003, "ratio", "emulator"),
+                               Metric("unit_emulated", 1.0, "", "")])
+    fig = figures.envelope_figure([_sw("c-fifo", MS, 0.02, 0), _sw("python", MS, 0.2, 0), unit], "t")
+    labels = [t.get_text() for lg in fig.legends for t in lg.get_texts()]
+    assert {"c-fifo", "python", "unit (emulated)"} <= set(labels)
+    real = dataclasses.replace(unit, metrics={("emulator", "max_rel_period_error"): unit.metrics[
+        ("emulator", "max_rel_period_error")]})
+    labels = [t.get_text() for lg in figures.envelope_figure([real], "t").legends for t in lg.get_texts()]
+    assert "unit" in labels and "unit (emulated)" not in labels
+
+
 def test_paper_panels_run_idle_cpu_net_then_the_others():
     runs = [_sw("c-fifo", MS, 0.01, 0, load=load) for load in ("memory", "net", "cpu", "idle", "disk")]
     runs = [dataclasses.replace(r, id=r.load) for r in runs]

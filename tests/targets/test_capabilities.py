@@ -121,8 +121,13 @@ def test_a_labgrid_board_declares_host_key_status_and_flashing():
 
     cls = labgrid_target.LabgridTarget
     assert issubclass(cls, HostKeyStatus) and issubclass(cls, FlashesImages) and issubclass(cls, ReachedBySSH)
-    assert not issubclass(cls, CrossBuilt) and not issubclass(cls, ControllerMachine)
+    assert not issubclass(cls, ControllerMachine)
     assert Path(labgrid_target.__file__).parent.name == "labgrid"
+    # cross-built only when its [[target]] names a cross compiler (a board without one)
+    for options, built_here in (({}, False), ({"cc": "aarch64-linux-gnu-gcc"}, True)):
+        board = cls.__new__(cls)
+        board.options = labgrid_target.parse_options({"env": __file__, **options}, "t")
+        assert board.offers(CrossBuilt) is built_here and board.offers(FlashesImages)
 
 
 class _Polled:

@@ -124,3 +124,23 @@ def test_image_options_are_checked_when_the_campaign_is_read(tmp_path):
     ):
         with pytest.raises(UserError, match=f"^c.toml: target\\[0\\].{expected}"):
             split_image_options(options, "c.toml: target[0]")
+
+
+def test_a_board_without_a_console_driver_is_one_line(sshd, tmp_path, monkeypatch):
+    from jitterlab.targets.registry import TARGETS
+
+    monkeypatch.setenv("JITTERLAB_FAKE_BOARD_LOG", str(tmp_path / "board.log"))
+    env = env_file(tmp_path / "env.yaml", sshd)
+    env.write_text(env.read_text().replace("      FakeBootConsole: {}\n", ""))
+    image = tmp_path / "a.img"
+    image.write_bytes(b"x")
+    target = TARGETS.get("labgrid", "test")("bbb", {"env": str(env), "images": {"1.0": str(image)}})
+    try:
+        with pytest.raises(UserError) as info:
+            target.install(str(image), "login: ", 5.0)
+    finally:
+        target.close()
+    assert str(info.value) == (
+        "target 'bbb' (labgrid): the board has no console driver (ConsoleProtocol); add one to its env or "
+        "place (QEMUDriver, SerialDriver on a NetworkSerialPort)")
+    assert not (tmp_path / "board.log").exists()  # refused before anything was powered or written

@@ -38,8 +38,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--metric", action="append", metavar="NAME",
                    help="only this metric, shown and tested; repeatable (default: every metric shown, each "
                    "benchmark's headline metrics tested)")
-    p.add_argument("--format", choices=("table", "markdown", "json"), default="table",
-                   help="output format (default: table)")
+    p.add_argument("--format", choices=("table", "markdown", "json", "junit", "lava"), default="table",
+                   help="output format (default: table); junit: a test case per graded row for CI "
+                   "servers (worse fails, undecided is skipped); lava: lines for LAVA's test cases "
+                   "(jitterlab/lava/report-results.sh)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     p.add_argument("--no-pooled", action="store_true",
                    help="compare tails per run instead of on all samples (no raw series read)")
@@ -82,7 +84,13 @@ def run(args: argparse.Namespace) -> int:
                               store)
     finally:
         store.close()
-    sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty()))
+    if args.format in ("junit", "lava"):
+        from jitterlab.report.formats import junit, lava
+
+        text = junit.comparison_xml(result) if args.format == "junit" else lava.comparison_lines(result)
+        sys.stdout.write(text)
+    else:
+        sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty()))
     if note:  # on stderr: --format json stays one document
         sys.stderr.write(f"note: {note}; a timing verdict between them means nothing\n")
     failing = set(args.fail_on or ())

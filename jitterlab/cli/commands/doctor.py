@@ -200,6 +200,12 @@ def probe_findings(info: dict, target: Target | None = None) -> list[Finding]:
     if outside:
         pins = sorted({pin for name in outside for pin in pins_offering(PROBES.get(name, "probe").needs)})
         usable.append(f"{', '.join(outside)} (on a board line: pins {', '.join(pins)})")
+    if info.get("unit_kind"):  # a real-time unit's pin: traced by its emulator, or wired to an instrument
+        from jitterlab.measure.squarewave.pins.offers import InstrumentInput, TracedOutput, serves
+
+        form = TracedOutput if info["unit_kind"] == "emulated" else InstrumentInput
+        watching = [e.name for e in PROBES if e.obj.needs and serves(e.obj.needs, (form,))]
+        usable.append(f"{', '.join(watching)} (on the {info['unit_kind']} unit's pin: pin unit)")
     controller = LocalTarget(name="controller")
     try:
         if controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"]).ok:

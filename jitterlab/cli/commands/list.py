@@ -84,6 +84,14 @@ def _machines() -> Iterator[Item]:
                                           ("kernel", kernels or "only a kernel file")])
 
 
+def _units() -> Iterator[Item]:
+    for e in _plugins("units"):  # a real-time unit: the unit table of a [[target]] names it
+        p = e.obj
+        yield Item(e.name, e.help, None, [
+            ("loaded as", " or ".join(p.loaders)),
+            ("timer", f"{p.timer_hz / 1e6:g} MHz, half periods of {p.min_reload} ticks or more")])
+
+
 def _exporters() -> Iterator[Item]:
     from jitterlab.report.formats import EXPORTERS
 
@@ -105,6 +113,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("loads", _configured("loads")),
     Section("targets", _targets),
     Section("qemu machines", _machines),
+    Section("units", _units),
     Section("export formats", _exporters),
     Section("store backends", _backends),
 )

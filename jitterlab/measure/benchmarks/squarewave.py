@@ -100,8 +100,10 @@ class Squarewave(BenchmarkBase):
         return dict(_parts(cell)[2].controller_tools)
 
     def capabilities(self, cell) -> dict[type[Capability], str]:
-        reads = _parts(cell)[2].reads
-        return {} if reads is None else {reads: f"probe {cell.param('probe')}"}
+        _, pin, probe = _parts(cell)
+        reads = probe.reads_of(cell)
+        needed = {} if reads is None else {reads: f"probe {cell.param('probe')}"}
+        return {**needed, pin.reads: f"pin {cell.param('pin')}"} if pin.reads is not None else needed
 
     def estimate_s(self, settings, cell) -> float:
         load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
@@ -137,10 +139,11 @@ class _Wave:
     def __init__(self, ctx: RunContext, impl, handle, probe, cleanup: contextlib.ExitStack) -> None:
         self._ctx, self._impl, self._handle, self._probe, self._cleanup = ctx, impl, handle, probe, cleanup
 
-    def measure(self) -> tuple[str, SelfLog, Capture]:
+    def measure(self) -> tuple[str, SelfLog, Capture, tuple]:
         output = self._impl.run(self._ctx, self._handle)
         own = _own_edges(self._ctx, output)
-        return output, own, self._probe.stop(own)
+        capture = self._probe.stop(own)
+        return output, own, capture, self._impl.measured(self._ctx, self._handle, output)
 
     def close(self) -> None:
         self._cleanup.close()
@@ -155,13 +158,16 @@ def _own_edges(ctx: RunContext, output: str) -> SelfLog:
     return read_self_log(local)
 
 
-def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -> Measurement:
+def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture,
+                 impl_measured: tuple[list[Metric], list[Warning_]]) -> Measurement:
     cell, settings = ctx.cell, ctx.settings
     probe, period_ns = str(cell.param("probe")), int(cell.param("period"))
     warnings = [Warning_(line.removeprefix("warning: "), "see the program's message")
                 for line in output.splitlines() if line.startswith("warning:")]
-    series: dict = {"self": EdgeSeries(own.t_ns, own.level)}
-    metrics: list[Metric] = []
+    # a program that only counted its edges (a unit's firmware) has no series of its own
+    series: dict = {"self": EdgeSeries(own.t_ns, own.level)} if own.timed else {}
+    metrics: list[Metric] = list(impl_measured[0])
+    warnings += impl_measured[1]
     if probe == "self":
         metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
                                       probe="self")
@@ -183,6 +189,8 @@ def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture) -
                 "use a probe that timestamps every edge (sigrok, vpin) for percentiles"))
         metrics += capture.metrics
         warnings += capture.warnings
+        if not own.timed:
+            return Measurement(metrics=metrics, series=series, warnings=warnings)
         try:  # the program's own view of the same run, for the self-measurement bias
             metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
                                           probe="self")

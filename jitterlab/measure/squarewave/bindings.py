@@ -49,7 +49,14 @@ def refusal(impl: str, pin: str, probe: str, where: str) -> tuple[str, str] | No
     if not serves(needs, offers):
         return "pin", (f"{where}.pin: impl {impl!r} cannot drive pin {pin!r}: it needs {describe(needs)}, "
                        f"which {_who(pins_offering(needs), 'pin')} {hint}")
-    wants = PROBES.get(probe, f"{where}.probe").needs
+    observer = PROBES.get(probe, f"{where}.probe")
+    wants = observer.needs
+    if not observer.independent and not IMPLS.get(impl, f"{where}.impl").timestamps:
+        outside = [p for p in probes_observing(pin) if PROBES.get(p, "probe").independent]
+        return "probe", (f"{where}.probe: probe {probe!r} cannot observe pin {pin!r} for impl {impl!r}: it "
+                         "reads the program's own timestamps, and this impl has none (its wave is made by a "
+                         "unit whose firmware counts its edges but timestamps none); observe the pin with "
+                         f"{', '.join(outside)} {hint}")
     if not serves(wants, offers):
         return "probe", (f"{where}.probe: probe {probe!r} cannot observe pin {pin!r}: it needs "
                          f"{describe(wants)}, which {_who(pins_offering(wants), 'pin')}; pin {pin!r} can be "

@@ -147,6 +147,9 @@ def envelope_figure(runs: list[RunRecord], target: str,
     else:
         axes, strips = fig.subplots(1, len(loads), sharey=True, squeeze=False)[0], None
     style = {impl: (f"C{i % 10}", MARKERS[i % len(MARKERS)]) for i, impl in enumerate(impls)}
+    # a wave an emulated real-time unit made is functional evidence only: its line says so
+    emulated = {impl_of(r) for r in runs if r.metric("unit_emulated", "")}
+    named = {impl: f"{impl} (emulated)" if impl in emulated else impl for impl in impls}
     dodge = dict(zip(impls, _dodge(len(impls)), strict=True))
     grades, demo, bounds = set(), False, False
     values = [p.value_pct for pts, _ in lines.values() for p in pts]
@@ -157,7 +160,7 @@ def envelope_figure(runs: list[RunRecord], target: str,
             program = [p for p in points if p.watched]
             if program:
                 ax.plot([p.period_s * dodge[impl] for p in program], [p.value_pct for p in program], "-",
-                        marker=marker, color=color, label=impl, ms=5, zorder=3)
+                        marker=marker, color=color, label=named[impl], ms=5, zorder=3)
             for p in points:
                 x = p.period_s * dodge[impl]
                 if not p.watched:
@@ -199,7 +202,7 @@ def envelope_figure(runs: list[RunRecord], target: str,
             ax.set_xlim(min(periods) / 1.6, max(periods) * 1.6)
     axes[0].set_ylabel("max relative period error\n(worst repetition)")
     fig.suptitle(f"{target}: maximum relative period error vs period", fontsize=11)
-    _envelope_legend(fig, impls, style, sorted(grades), demo, bool(missing_impls), bounds)
+    _envelope_legend(fig, impls, style, sorted(grades), demo, bool(missing_impls), named, bounds)
     return fig
 
 
@@ -219,9 +222,9 @@ def _missing_strip(ax, rows: list[tuple[str, list[tuple[float, str]]]], style, f
 
 
 def _envelope_legend(fig: Figure, impls, style, grades: list[int], demo: bool, missing: bool,
-                     bounds: bool = False) -> None:
+                     named: dict[str, str], bounds: bool = False) -> None:
     """The impls beside the panels (one line each), what the marks mean under them."""
-    lines = [Line2D([], [], color=style[i][0], marker=style[i][1], label=i) for i in impls]
+    lines = [Line2D([], [], color=style[i][0], marker=style[i][1], label=named[i]) for i in impls]
     marks: list = []
     if bounds:
         marks.append(Line2D([], [], ls="none", marker=LOWER_BOUND_MARK, color="black", ms=7, mew=0,

@@ -3,7 +3,7 @@
 A new format is one module that registers its Exporter (see base.py), plus its import here.
 """
 
-from jitterlab.report.formats import csv, json, parquet  # noqa: F401  (register csv, json, parquet)
+from jitterlab.report.formats import csv, json, junit, kcidb, lava, parquet  # noqa: F401  (register them)
 from jitterlab.report.formats.base import EXPORTERS, Exporter
 
 __all__ = ["EXPORTERS", "Exporter"]

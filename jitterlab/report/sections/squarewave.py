@@ -19,6 +19,7 @@ from jitterlab.model.series import blind_spans
 from jitterlab.model.units import format_ns
 from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
+from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
 from jitterlab.report.traits import benchmark_traits
 
@@ -91,11 +92,13 @@ class SquarewaveSection:
                  for t in sorted({r.target for r in runs})]
         heads, rows = envelope_rows(runs, impl_of)
         emulated = {r.target for r in runs} & ctx.emulated
+        units = emulated_units(runs, impl_of)
         for row in rows:
-            row["emulated"] = row["target"] in emulated
+            row["emulated"] = row["target"] in emulated or (row["target"], row["impl"]) in units
         return {
             "paper": paper,
             "emulated": sorted(emulated),
+            "emulated_units": [f"{target} (impl {impl})" for target, impl in sorted(units)],
             "blind_mark": f"{figures.BLIND_MARK_FRACTION * 100:g} %",
             "rules": rules_of(runs),
             "envelope_heads": heads,

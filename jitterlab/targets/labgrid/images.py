@@ -1,15 +1,20 @@
-"""Flashing a labgrid board: jitterlab powers the board off, writes the image (labgrid's
-USBStorageDriver, with a USB-SD mux switched to the host and back), powers it on and times the
-boot on the serial console until the boot prompt. The options that name the images are any
-flashable board's (targets/images.py); LabgridTarget offers this as capabilities.FlashesImages.
+"""Flashing a labgrid board: jitterlab powers the board off, puts the image in place, powers it on
+and times the boot on the serial console until the boot prompt. The image goes in place either by
+writing it (labgrid's USBStorageDriver, with a USB-SD mux switched to the host and back) or, on a
+board labgrid emulates with its QEMUDriver, by pointing the images key the driver boots from
+(its `disk`) at it. The options that name the images are any flashable board's
+(targets/images.py); LabgridTarget offers this as capabilities.FlashesImages.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import TargetLost, UserError
+
+BOOT_SLICE_S = 2.0  # how often the wait for the boot prompt looks whether an emulator ended
 
 
 def _driver(board: Any, *, having: str) -> Any | None:
@@ -21,17 +26,94 @@ def _driver(board: Any, *, having: str) -> Any | None:
     return None
 
 
+def _protocol(board: Any, protocol: Any, what: str, examples: str) -> Any:
+    from labgrid.exceptions import NoDriverFoundError
+
+    try:
+        return board.get_driver(protocol, activate=False)
+    except NoDriverFoundError:
+        raise UserError(f"the board has no {what} driver ({protocol.__name__}); add one to its env or "
+                        f"place ({examples})") from None
+
+
+def _qemu(board: Any) -> Any | None:
+    from labgrid.driver import QEMUDriver
+
+    return next((d for d in board.drivers if isinstance(d, QEMUDriver)), None)
+
+
+def _point_qemu_at(board: Any, qemu: Any, image: str) -> None:
+    """Make the QEMUDriver boot `image` as its disk; every image its keys name must exist."""
+    if qemu.disk is None:
+        raise UserError("its QEMUDriver has no disk key, so an image campaign has nothing to flash; add "
+                        "disk: NAME to the QEMUDriver and NAME: FILE under images: (each image of the "
+                        "campaign replaces FILE in turn)")
+    from labgrid.binding import BindingState
+
+    config = board.env.config
+    if qemu.state == BindingState.active:  # it reads the image paths when activated
+        board.deactivate(qemu)  # powers it off
+    config.data.setdefault("images", {})[qemu.disk] = image
+    for key in ("kernel", "dtb", "bios", "flash"):
+        name = getattr(qemu, key)
+        if name is None:
+            continue
+        try:
+            path = config.get_image_path(name)
+        except KeyError:
+            raise UserError(f"its QEMUDriver's {key} names the image {name!r}, which images: lacks; add "
+                            f"{name}: FILE under images:") from None
+        if not os.path.isfile(path):
+            raise UserError(f"images.{name}: {path} does not exist (its QEMUDriver's {key}); fix the path "
+                            "in the env file")
+
+
 def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> float:
-    """Write `image` to the board and boot it; the seconds from power-on to the boot prompt.
+    """Put `image` on the board and boot it; the seconds from power-on to the boot prompt.
     UserError naming what the board lacks; TimeoutError with the console's last words."""
     from labgrid.protocol import ConsoleProtocol, PowerProtocol
 
-    power = board.get_driver(PowerProtocol, activate=False)
-    console = board.get_driver(ConsoleProtocol, activate=False)
+    power = _protocol(board, PowerProtocol, "power", "QEMUDriver, ExternalPowerDriver, NetworkPowerDriver")
+    console = _protocol(board, ConsoleProtocol, "console", "QEMUDriver, SerialDriver on a "
+                        "NetworkSerialPort")
+    qemu = _qemu(board)
+    if qemu is not None:
+        _point_qemu_at(board, qemu, image)  # off while it is pointed at the image
+        board.activate(power)
+    else:
+        _write(board, power, image)  # powers off first
+    board.activate(console)
+    start = time.monotonic()
+    try:
+        power.on()
+    except Exception as exc:  # the board (an emulator that will not start) is lost, not the campaign
+        raise TargetLost(f"the board did not power on: {type(exc).__name__}: {exc}") from None
+    deadline = start + boot_timeout_s
+    while True:  # in slices: an emulated board that powered itself off says so at once
+        try:
+            console.expect(boot_prompt, timeout=min(BOOT_SLICE_S, max(deadline - time.monotonic(), 0.1)))
+            return time.monotonic() - start
+        except Exception as exc:  # pexpect's TIMEOUT or EOF: what the console said last tells why
+            ended = qemu is not None and qemu._child is not None and qemu._child.poll() is not None
+            if not ended and time.monotonic() < deadline and type(exc).__name__ == "TIMEOUT":
+                continue
+            before = getattr(getattr(console, "_expect", None), "before", b"") or b""
+            tail = before[-400:].decode(errors="replace") if isinstance(before, bytes) else str(before)[-400:]
+            tail = " | ".join(line.strip() for line in tail.splitlines() if line.strip())[-300:]
+            if ended:  # labgrid would ask the ended emulator to quit: it is off already
+                qemu.status, qemu._child = 0, None
+            when = (f"before the emulator ended, {time.monotonic() - start:.0f} s after power-on" if ended
+                    else f"within {boot_timeout_s:g}s after power-on ({type(exc).__name__})")
+            raise TimeoutError(f"no {boot_prompt!r} on the console {when}; the console said: "
+                               f"{tail or '(nothing)'}") from None
+
+
+def _write(board: Any, power: Any, image: str) -> None:
     writer = _driver(board, having="write_image")
     if writer is None:
         raise UserError("the board has no driver that writes an image (labgrid's USBStorageDriver, on a "
-                        "USBSDMux/SDWire or a USB mass storage resource); add one to its place or env")
+                        "USBSDMux/SDWire or a USB mass storage resource) and no QEMUDriver whose disk "
+                        "it could boot; add one to its place or env")
     mux = _driver(board, having="set_mode")
     board.activate(power)
     power.off()
@@ -42,16 +124,3 @@ def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> 
     writer.write_image(image)
     if mux is not None:
         mux.set_mode("dut")
-    board.activate(console)
-    start = time.monotonic()
-    power.on()
-    try:
-        console.expect(boot_prompt, timeout=boot_timeout_s)
-    except Exception as exc:  # pexpect's TIMEOUT or EOF: what the console said last tells why
-        before = getattr(getattr(console, "_expect", None), "before", b"") or b""
-        tail = before[-400:].decode(errors="replace") if isinstance(before, bytes) else str(before)[-400:]
-        tail = " | ".join(line.strip() for line in tail.splitlines() if line.strip())[-300:]
-        raise TimeoutError(f"no {boot_prompt!r} on the console within {boot_timeout_s:g}s "
-                           f"after power-on ({type(exc).__name__}); the console said: "
-                           f"{tail or '(nothing)'}") from None
-    return time.monotonic() - start

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
+from jitterlab.programs import check_cc
 from jitterlab.targets.images import ImageOptions, split_image_options
 
 _LOGIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,63}$")  # ssh -l reads it
@@ -21,6 +22,8 @@ OPTIONS = {
     "keyfile": 'identity file for SSH, e.g. keyfile = "~/.ssh/id_ed25519" (default: ssh\'s own)',
     "username": "login name, instead of the NetworkService's",
     "workdir": 'absolute directory on the board for jitterlab\'s files (default: "/tmp/jitterlab-<user>")',
+    "cc": 'cross compiler on this machine, e.g. cc = "aarch64-linux-gnu-gcc": jitterlab\'s programs are '
+          "built here, static, for a board without a compiler",
     "known_hosts": "a known_hosts file with the board's key: its host key is then verified like an ssh "
                    "target's (labgrid's SSHDriver itself does not check host keys)",
 }
@@ -37,6 +40,7 @@ class LabgridOptions:
     username: str | None = None
     workdir: str | None = None
     known_hosts: str | None = None
+    cc: str | None = None
     images: ImageOptions | None = None  # an image campaign: the images to flash, per label value
 
 
@@ -57,7 +61,10 @@ def parse_options(options: Mapping[str, object], where: str) -> LabgridOptions:
     if isinstance(username, str) and not _LOGIN.match(username):
         raise UserError(f'{where}.username: expected a login name, e.g. username = "root", '
                         f"got {shown(username)}")
-    values: dict[str, str] = {str(k): str(v) for k, v in options.items()}
+    if "cc" in options:
+        check_cc(options["cc"], f"{where}.cc")
+    values: dict[str, str] = {str(k): " ".join(str(v).split()) if k == "cc" else str(v)
+                              for k, v in options.items()}
     if ("place" in values) == ("env" in values):
         raise UserError(
             f'{where}: a labgrid target names either place = "NAME" (a place on a coordinator) or '

@@ -23,7 +23,7 @@ from typing import Any
 
 from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.registry import did_you_mean
-from jitterlab.targets.capabilities import FlashesImages, HostKeyStatus
+from jitterlab.targets.capabilities import Capability, CrossBuilt, FlashesImages, HostKeyStatus
 from jitterlab.targets.labgrid import images as labgrid_images
 from jitterlab.targets.labgrid.host_key import UNVERIFIED, host_key_refused, verify_host_key
 from jitterlab.targets.labgrid.options import LabgridOptions, parse_options
@@ -236,6 +236,21 @@ def _network_service(
     return resource
 
 
+def _one_coordinator(name: str, env: Path, address: str) -> None:
+    """labgrid expands every RemotePlace of a process through one coordinator session, the first one
+    opened: a place on another coordinator would be looked for there, and not found."""
+    from labgrid.resource.common import ResourceManager
+    from labgrid.resource.remote import RemotePlaceManager
+
+    manager = ResourceManager.instances.get(RemotePlaceManager)
+    if manager is not None and manager.session is not None and manager.url != address:
+        raise UserError(
+            f"{_where(name)}: env: {env}: its RemotePlace is on the coordinator {address}, but labgrid "
+            f"already reaches RemotePlaces through {manager.url} in this process (one coordinator per "
+            "process); measure the boards of each coordinator in a campaign of their own"
+        )
+
+
 def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str | None,
                   known_hosts: str | None = None) -> Any:
     """The target's SSHDriver (from the env file, else a new one), activated: its master runs."""
@@ -277,7 +292,13 @@ def _activate_ssh(name: str, lg_target: Any, keyfile: str | None, username: str 
     return driver
 
 
-class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages):
+# labgrid's steps (every driver call) are one stack per process: two boards' drivers called from two
+# threads break it, so boards are flashed, booted and connected one at a time (they measure in
+# parallel: commands go over jitterlab's own SSH sessions)
+_LABGRID = threading.RLock()
+
+
+class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages, CrossBuilt):
     """A board reached through labgrid: run, spawn, put and get over the SSHDriver's connection;
     flashed with another image through its power, image writer and console drivers."""
 
@@ -318,6 +339,15 @@ class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages):
         """The labgrid Target (its drivers: power, console, image writer)."""
         return self._lg_target
 
+    def offers(self, cap: type[Capability]) -> bool:
+        return cap is not CrossBuilt or self.options.cc is not None
+
+    @property
+    def cross_cc(self) -> str:
+        """Programs are built on this machine with it (`cc` of its [[target]]), not on the board."""
+        assert self.options.cc is not None, "cross_cc of a labgrid target without cc"
+        return self.options.cc
+
     @property
     def host_key_verified(self) -> bool:
         return self.options.known_hosts is not None
@@ -342,14 +372,19 @@ class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages):
 
     def install(self, image: str, boot_prompt: str, boot_timeout_s: float) -> float:
         self._connect_on_use = False  # from now on the image campaign says when to connect
-        return labgrid_images.install(self._lg_target, image, boot_prompt, boot_timeout_s)
+        try:
+            with _LABGRID:
+                return labgrid_images.install(self._lg_target, image, boot_prompt, boot_timeout_s)
+        except UserError as exc:
+            raise UserError(f"{_where(self.name)}: {exc}") from None
 
     def connect(self) -> None:
         """Open the SSH connection (once the board runs); the board stays open when it fails."""
         name, options = self.name, self.options
         self._connect_on_use = False
-        self._driver = _activate_ssh(name, self._lg_target, options.keyfile, options.username,
-                                     options.known_hosts)
+        with _LABGRID:
+            self._driver = _activate_ssh(name, self._lg_target, options.keyfile, options.username,
+                                         options.known_hosts)
         service = self._driver.networkservice
         self.username = self._driver._get_username()
         self.address = f"{self.username}@{service.address}:{service.port}"
@@ -405,6 +440,8 @@ class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages):
             ) from None
         # a RemotePlace is acquired here like place = "..."; labgrid then expands it itself
         self.coordinator = self._env.config.get_option("coordinator_address", self.coordinator)
+        if resources.get("RemotePlace"):
+            _one_coordinator(self.name, path, self.coordinator)
         for place in resources.get("RemotePlace", {}):
             _acquire(self.name, self.coordinator, place, self._held)
         try:
@@ -424,7 +461,7 @@ class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages):
         self._connect_on_use = False
         driver, self._driver = self._driver, None
         if driver is not None and self._lg_target is not None:
-            with contextlib.suppress(Exception):
+            with _LABGRID, contextlib.suppress(Exception):
                 self._lg_target.deactivate(driver)
 
     def close(self) -> None:
@@ -439,7 +476,7 @@ class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages):
             self._sessions = None
         lg_target, self._lg_target = self._lg_target, None
         if lg_target is not None:
-            with contextlib.suppress(Exception):
+            with _LABGRID, contextlib.suppress(Exception):
                 lg_target.cleanup()  # deactivates the SSHDriver: its master and keepalive end
         held, self._held = self._held, []
         for i, place in enumerate(held):

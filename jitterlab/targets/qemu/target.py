@@ -75,10 +75,12 @@ class QemuTarget(
 
     kind = "qemu"
 
-    def __init__(self, name: str, options: QemuOptions, key: str | None = None) -> None:
+    def __init__(self, name: str, options: QemuOptions, key: str | None = None,
+                 devices: tuple[str, ...] = ()) -> None:
         self.name = name
         self.options = options
         self.key = key or f"target {name!r}"  # its [[target]] in messages about its options
+        self.devices = devices  # qemu arguments of devices wired to the board (a unit's serial port)
         self.profile = options.profile
         self.workdir = options.workdir or ""
         self.kernel: qemu_kernels.Kernel | None = None
@@ -193,6 +195,7 @@ class QemuTarget(
                 disk=self.board_root.image if self.board_root is not None else None,
                 trace=self.gpio_trace().path if profile.traced_gpio is not None else None,
                 monitor=self.monitor_socket(),
+                devices=self.devices,
             )
             started = time.monotonic()
             self.vm = VM(spec, self.dir / "qemu.log")

@@ -37,6 +37,7 @@ class BootSpec:
     disk: Path | None = None  # the board's root image, attached read-only as its first virtio disk
     trace: Path | None = None  # where qemu writes the profile's GPIO trace events (host-stamped)
     monitor: Path | None = None  # a QMP socket for probes that read the board's registers (xp)
+    devices: tuple[str, ...] = ()  # qemu arguments of devices wired to the board from outside
 
 
 def _opt(value: object) -> str:
@@ -67,7 +68,7 @@ def qemu_argv(m: BootSpec) -> list[str]:
         argv += ["-qmp", f"unix:{_opt(m.monitor)},server=on,wait=off"]
     for i, (tag, path) in enumerate(m.shares):
         argv += d.share(i, tag, _opt(path))
-    return argv
+    return [*argv, *m.devices]
 
 
 class VM:

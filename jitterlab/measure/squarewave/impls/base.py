@@ -12,12 +12,13 @@ and the analysis need to know nothing of it.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, describe
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.targets.processes import run_recorded
 
@@ -34,6 +35,9 @@ class Impl(Protocol):
     handle offers one of them."""
     realtime: bool
     """True when it cannot be measured honestly without a real-time scheduling class."""
+    timestamps: bool
+    """False when its edge log has no times, only the count of its edges (clock=none): the wave is
+    made where no clock of Linux's reads it (a real-time unit), and the self probe has nothing to read."""
 
     def tools(self) -> dict[str, str]:
         """Commands it needs on the target at run time -> Debian package."""
@@ -54,6 +58,20 @@ class Impl(Protocol):
         """Make the wave for the run's duration; leave the edge log in `<scratch>/self.log`;
         return what the program printed. RunFailed when it fails."""
         ...
+
+    def measured(self, ctx: RunContext, pin: PinHandle, output: str) -> tuple[list[Metric], list[Warning_]]:
+        """What the run tells of the impl itself beyond its edges (after run(); the program's output
+        and what it left in the scratch directory): metrics with the probe name "", and warnings."""
+        ...
+
+
+class ImplBase:
+    """Defaults for the optional parts of the Impl protocol."""
+
+    timestamps: ClassVar[bool] = True
+
+    def measured(self, ctx: RunContext, pin: PinHandle, output: str) -> tuple[list[Metric], list[Warning_]]:
+        return [], []
 
 
 def run_program(ctx: RunContext, name: str, argv: list[str]) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from jitterlab import programs
 from jitterlab.measure.context import RunContext
-from jitterlab.measure.squarewave.impls.base import IMPLS, PROGRAM_PRIORITY, SELF_LOG, bound
+from jitterlab.measure.squarewave.impls.base import IMPLS, PROGRAM_PRIORITY, SELF_LOG, ImplBase, bound
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms, KernelLine
 from jitterlab.model.errors import RunFailed, UserError
@@ -43,7 +43,7 @@ _UNLOAD = 'grep -q "^jl_wave " /proc/modules && rmmod jl_wave; exit 0'
 
 
 @dataclass(frozen=True)
-class KmodImpl:
+class KmodImpl(ImplBase):
     mode: str  # busy | hrtimer | rt
     needs: Forms = (KernelLine,)
     realtime: bool = True  # a kernel thread or hard-irq timer: the RT fallback does not apply

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from jitterlab import programs
 from jitterlab.measure.context import RunContext
-from jitterlab.measure.squarewave.impls.base import IMPLS, bound, common_flags, run_program
+from jitterlab.measure.squarewave.impls.base import IMPLS, ImplBase, bound, common_flags, run_program
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import ChipLine, Forms, MappedLevel, RegisterBlock, ValueFile
 from jitterlab.programs import ProgramDir
@@ -21,7 +21,7 @@ NODE = programs.declare(ProgramDir("node", ("*.js",)))
 
 
 @dataclass(frozen=True)
-class ProgramImpl:
+class ProgramImpl(ImplBase):
     """An impl that is one program: an interpreter and a script, or a C program of programs/c.
     Its program's directory is declared (programs.declare), so deployment ships and builds it."""
 

@@ -12,7 +12,7 @@ from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import Registry
-from jitterlab.targets.capabilities import Declared
+from jitterlab.targets.capabilities import Capability, Declared
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ class Pin(Protocol):
     """Its options, in [pins.NAME]."""
     tools: ClassVar[dict[str, str]]
     """Commands it needs on the target -> Debian package."""
+    reads: ClassVar[type[Capability] | None]
+    """The target's capability it is reached through (a real-time unit beside the target), if any:
+    the pin is usable only on a target that has it."""
 
     @classmethod
     def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
@@ -80,6 +83,7 @@ class PinBase:
     offers: ClassVar[frozenset[type[Offer]]]  # no default: a pin kind says what its handle offers
     params: ClassVar[tuple[Param, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
+    reads: ClassVar[type[Capability] | None] = None
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
@@ -93,7 +97,15 @@ class PinBase:
         """`where` is the campaign file's prefix ("campaign.toml: "); by default the pin's options
         must be complete (a required one missing from [pins.NAME] is an error here)."""
         name = str(cell.param("pin", ""))
-        cls.validate(settings.options_of("pins", name), f"{where}pins.{name}")
+        cls.options_in(settings, name, f"{where}pins.{name}")
+
+    @classmethod
+    def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:
+        """The [pins.NAME] options as the campaign read them (canonical values: a duration in ns),
+        defaults filled in; UserError naming `where` when a required one is missing."""
+        given = settings.options_of("pins", name)
+        rest = [p for p in cls.params if p.name not in given]
+        return {**parse_options(rest, {}, where, "this pin"), **given}
 
     @classmethod
     def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
@@ -106,7 +118,7 @@ class PinBase:
     def options(self) -> dict:
         """This pin's [pins.NAME] options for the run, defaults filled in."""
         name = str(self.ctx.cell.param("pin", ""))
-        return self.validate(self.ctx.settings.options_of("pins", name), f"pins.{name}")
+        return self.options_in(self.ctx.settings, name, f"pins.{name}")
 
 
 PINS: Registry[type[PinBase]] = Registry("pin")

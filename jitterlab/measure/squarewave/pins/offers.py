@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from jitterlab.measure.squarewave.pins.socs import Registers
+from jitterlab.targets.capabilities import GpioTrace
 
 
 class Offer:
@@ -123,6 +124,16 @@ class OutsideSignal(InstrumentInput):
     not the program's wave: what the instrument measures is not the program's."""
 
     what: ClassVar[str] = "an outside signal on the instrument's input"
+
+
+@dataclass(frozen=True)
+class TracedOutput(Offer):
+    """An output line of an emulated GPIO controller whose levels the emulator traces on the
+    controller (`trace`, line `line`): an observer there follows it without the target's help."""
+
+    what: ClassVar[str] = "an output line whose levels an emulator traces"
+    trace: GpioTrace
+    line: int
 
 
 OfferT = TypeVar("OfferT", bound=Offer)

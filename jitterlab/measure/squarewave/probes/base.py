@@ -79,6 +79,12 @@ class Probe(Protocol):
     def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
 
     @classmethod
+    def reads_of(cls, cell: Cell) -> type[Capability] | None:
+        """What it reads of the cell's target to watch the cell's pin: `reads`, unless the pin brings
+        what it reads itself (an emulated unit's pin, traced beside the target)."""
+        ...
+
+    @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
         """Refuse a cell this probe cannot measure with these settings (UserError)."""
         ...
@@ -129,9 +135,15 @@ class ProbeBase:
         return None
 
     @classmethod
+    def reads_of(cls, cell: Cell) -> type[Capability] | None:
+        """What the probe reads of the cell's target to watch the cell's pin (by default `reads`)."""
+        return cls.reads
+
+    @classmethod
     def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
-        if cls.reads is not None:
-            target.need(cls.reads, f"probe {cell.param('probe')!r}", f"{where}.probe")
+        reads = cls.reads_of(cell)
+        if reads is not None:
+            target.need(reads, f"probe {cell.param('probe')!r}", f"{where}.probe")
 
     @classmethod
     def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:

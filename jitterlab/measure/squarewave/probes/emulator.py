@@ -23,9 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, Alignment, align
+from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
-from jitterlab.measure.squarewave.pins.base import PinHandle
-from jitterlab.measure.squarewave.pins.offers import BoardLine
+from jitterlab.analysis.watched import pin_watched_metric
+from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
+from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
 from jitterlab.measure.squarewave.pins.socs import SOCS
 from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
@@ -35,7 +37,7 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import Declared, GpioTrace, RecordsGpioOutputs, has
+from jitterlab.targets.capabilities import Capability, Declared, GpioTrace, RecordsGpioOutputs, has
 
 NAME = "emulator"
 CATCH_UP_S = 2.0  # how long stop() waits for the trace to show as many edges as the program logged
@@ -49,7 +51,9 @@ EMULATED = Warning_(
 
 
 class EmulatorProbe(ProbeBase):
-    needs = (BoardLine,)
+    # a board's line: the target's trace, at the line the pin drives; a traced output: its own trace
+    # and line (an emulated real-time unit's pin, whose emulator runs beside the target)
+    needs = (BoardLine, TracedOutput)
     location = "controller"
     reads = RecordsGpioOutputs
     params = (
@@ -84,8 +88,18 @@ class EmulatorProbe(ProbeBase):
                             *declared_line(cell, settings), f"{source}: ")
 
     @classmethod
+    def _board_line(cls, cell: Cell) -> bool:
+        """True when the cell's pin is a line of the target's board (not an output traced elsewhere)."""
+        return serves((BoardLine,), PINS.get(str(cell.param("pin", "")), "matrix.pin").offers)
+
+    @classmethod
+    def reads_of(cls, cell: Cell) -> type[Capability] | None:
+        return cls.reads if cls._board_line(cell) else None  # a traced output brings its own trace
+
+    @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        cls._declared(cell, settings, where)
+        if cls._board_line(cell):
+            cls._declared(cell, settings, where)
         period_ns = int(cell.param("period", 0) or 0)
         shortest_ns = 2 * MIN_STAMPS_PER_HALF_PERIOD * RESOLUTION_NS
         if period_ns and period_ns < shortest_ns:
@@ -97,7 +111,7 @@ class EmulatorProbe(ProbeBase):
     @classmethod
     def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
         super().check_target(cell, settings, where, target)
-        if target.traced_gpio is None:
+        if target.traced_gpio is None or not cls._board_line(cell):
             return
         line, key = cls._declared(cell, settings, where)
         refused = line_refusal(*target.traced_gpio, line)
@@ -105,6 +119,12 @@ class EmulatorProbe(ProbeBase):
             raise UserError(f"{where.rsplit(': ', 1)[0]}: {key}: {refused}")
 
     def start(self, pin: PinHandle) -> None:
+        traced = pin.get(TracedOutput)
+        if traced is not None:
+            self._pin = pin.kind
+            self._line = traced.line
+            self._watch(traced.trace)
+            return
         board = has(self.ctx.target, RecordsGpioOutputs)
         if board is None:
             raise RunFailed(f"probes.{NAME}: target {self.ctx.target.name!r} records no GPIO outputs outside "
@@ -121,6 +141,9 @@ class EmulatorProbe(ProbeBase):
         refused = line_refusal(trace.controller, trace.lines, self._line)
         if refused is not None:
             raise RunFailed(f"{key}: {refused}")
+        self._watch(trace)
+
+    def _watch(self, trace: GpioTrace) -> None:
         if not known_event(trace.event):
             raise RunFailed(f"probes.{NAME}: cannot read the emulator's trace event {trace.event!r} of "
                             f"{trace.controller}; {NO_TRACE_FIX}", status="unavailable")
@@ -135,7 +158,7 @@ class EmulatorProbe(ProbeBase):
     def stop(self, own: SelfLog) -> Capture:
         assert self._trace is not None, "stop() before start()"
         trace, line = self._trace, self._line
-        edges = self._caught_up(trace, line, len(own.t_ns))
+        edges = self._caught_up(trace, line, len(own.t_ns) if own.timed else own.made)
         where = f"{trace.controller} line {line}"
         if len(edges.devices) > 1:
             raise RunFailed(f"the emulator's trace holds line {line} of {len(edges.devices)} "
@@ -168,6 +191,10 @@ class EmulatorProbe(ProbeBase):
         # the capture's clock counts from its first edge: host CLOCK_REALTIME is too large for the
         # alignment's floating-point line to keep its nanoseconds
         t_ns = edges.t_ns - int(edges.t_ns[0])
+        metrics = (Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
+                   Metric("probe_emulated", 1.0, "", NAME, "none"))
+        if not own.timed:  # a unit's count of its edges: no times to align with
+            return _counted(t_ns, edges.level, own, where, list(metrics))
         fit = align(t_ns, edges.level, own.t_ns, own.level, period_ns, dropped=own.dropped,
                     max_drift_ppm=EMULATED_MAX_DRIFT_PPM)
 
@@ -186,9 +213,7 @@ class EmulatorProbe(ProbeBase):
         return aligned_capture(
             NAME, t_ns, edges.level, fit, edges=f"the emulator's edges on {where}",
             fix=f"check that pin {self._pin!r} drives this line of the traced controller (its chip)",
-            metrics=(Metric("probe_resolution_ns", float(RESOLUTION_NS), "ns", NAME, "lower"),
-                     Metric("probe_emulated", 1.0, "", NAME, "none")),
-            warnings=(EMULATED,), unseen=unseen)
+            metrics=metrics, warnings=(EMULATED,), unseen=unseen)
 
 
 def line_refusal(controller: str, lines: int, line: int) -> str | None:
@@ -198,6 +223,21 @@ def line_refusal(controller: str, lines: int, line: int) -> str | None:
     if soc is not None:
         return soc.line_refusal(line)
     return None if 0 <= line < lines else f"{controller} has lines 0-{lines - 1}, not {line}"
+
+
+def _counted(t_ns: np.ndarray, level: np.ndarray, own: SelfLog, where: str, metrics: list[Metric]) -> Capture:
+    """The trace, on its own clock, checked against the edges the unit counted."""
+    check = CountCheck(own.made, len(t_ns))
+    metrics += check.metrics(NAME)
+    warnings = [EMULATED]
+    difference = check.difference()
+    if difference is not None:
+        warnings.append(Warning_(
+            f"the emulator's trace of {where} does not hold the unit's edges: {difference}",
+            "check that the unit's firmware drives the traced line; a trace cut short (disk full) loses "
+            "edges"))
+    metrics.append(pin_watched_metric(NAME, check.watched))
+    return Capture(t_ns, level, metrics=tuple(metrics), warnings=tuple(warnings))
 
 
 def _appended(path: Path, offset: int) -> bytes:

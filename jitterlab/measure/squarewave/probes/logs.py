@@ -42,7 +42,8 @@ OBSERVER_STATS_KEYS = frozenset(
     }
 )
 
-_HEADER_RE = re.compile(rb"# jitterlab-edges v1 clock=(monotonic|realtime) impl=([A-Za-z0-9_.-]+)")
+# clock=none: a program that counted its edges (in `dropped`) but timestamped none (a unit's firmware)
+_HEADER_RE = re.compile(rb"# jitterlab-edges v1 clock=(monotonic|realtime|none) impl=([A-Za-z0-9_.-]+)")
 _TRAILER_RE = re.compile(rb"# (dropped|end edges)=(\d+)")
 _MAX_DIGITS = 19  # int64
 
@@ -53,9 +54,20 @@ class SelfLog:
 
     t_ns: np.ndarray  # int64
     level: np.ndarray  # uint8
-    clock: str  # "monotonic" | "realtime"
+    clock: str  # "monotonic" | "realtime" | "none"
     impl: str
     dropped: int  # edges the program made but could not log
+
+    @property
+    def timed(self) -> bool:
+        """False for a program that only counts its edges (`dropped` of them): a unit's firmware,
+        whose wave no clock of Linux's times."""
+        return self.clock != "none"
+
+    @property
+    def made(self) -> int:
+        """The edges the program made, logged or not."""
+        return len(self.t_ns) + self.dropped
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,8 @@ def read_self_log(path: Path) -> SelfLog:
     level = edges[:, 1]
     if np.any((level != 0) & (level != 1)):
         raise RunFailed(f"{where}: garbled (a level is neither 0 nor 1)")
+    if header.group(1) == b"none" and len(edges):
+        raise RunFailed(f"{where}: garbled (clock=none, yet {len(edges)} timestamped edges)")
     return SelfLog(
         t_ns=np.ascontiguousarray(edges[:, 0]),
         level=level.astype(np.uint8),

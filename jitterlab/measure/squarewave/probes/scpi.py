@@ -227,7 +227,7 @@ class ScpiProbe(ProbeBase):
         summary = period_statistics_metrics(stats, period_ns, "scpi")
         metrics: list[Metric] = []
         if "count" in stats:
-            expected = _expected_periods(own, max(self.ctx.settings.warmup_ns, 2 * period_ns))
+            expected = _expected_periods(own, max(self.ctx.settings.warmup_ns, 2 * period_ns), period_ns)
             if expected:
                 coverage = float(stats["count"]) / expected
                 metrics.append(Metric("probe_coverage", coverage, "ratio", "scpi", "higher"))
@@ -258,7 +258,7 @@ class ScpiProbe(ProbeBase):
                 f"pin {self._outside}: the scpi figures describe the signal on the instrument's channel "
                 f"{channel}, not the program's wave",
                 "wire a real pin (gpiod, sysfs) to the instrument to measure the program"))
-        own_mean_ns, own_periods = _own_periods(own)
+        own_mean_ns, own_periods = _own_periods(own, int(self.ctx.cell.param("period")))
         wiring = (f"check the wiring (the program's pin to channel {channel}) and probes.scpi.channel; "
                   f"its figures are marked {NOT_WATCHED!r}")
         if own_mean_ns and abs(float(stats["mean"]) * 1e9 - own_mean_ns) > MEAN_TOLERANCE * own_mean_ns:
@@ -311,9 +311,12 @@ class ScpiProbe(ProbeBase):
             self._inst = None
 
 
-def _expected_periods(own: SelfLog, warmup_ns: int) -> int:
+def _expected_periods(own: SelfLog, warmup_ns: int, period_ns: int) -> int:
     """Whole periods (edge to the next edge of the same polarity, as an instrument measures them,
-    not overlapping) that the program made after the warm-up, by its own log."""
+    not overlapping) that the program made after the warm-up, by its own log (by its count of its
+    edges when it timestamped none: a unit's timer keeps the period, so the warm-up's are known)."""
+    if not own.timed:
+        return max(own.made // 2 - -(-warmup_ns // period_ns), 0)
     t = own.t_ns
     if not len(t):
         return 0
@@ -321,8 +324,11 @@ def _expected_periods(own: SelfLog, warmup_ns: int) -> int:
     return max(kept - 1, 0) // 2
 
 
-def _own_periods(own: SelfLog) -> tuple[float, int]:
-    """The program's mean period (ns) and count of whole periods over its whole run, by its log."""
+def _own_periods(own: SelfLog, period_ns: int) -> tuple[float, int]:
+    """The program's mean period (ns) and count of whole periods over its whole run, by its log;
+    for a program that only counted its edges (a unit's firmware), the period its timer makes."""
+    if not own.timed:
+        return (float(period_ns), own.made // 2) if own.made >= 2 else (0.0, 0)
     whole = (len(own.t_ns) - 1) // 2
     if whole < 1:
         return 0.0, 0

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from jitterlab.analysis.alignment import align
+from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.logic import decode_binary, edges_ns, frequency_hz
 from jitterlab.analysis.watched import pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
@@ -245,6 +246,8 @@ class SigrokProbe(ProbeBase):
         resolution = Metric("probe_resolution_ns", 1e9 / plan["rate"], "ns", "sigrok", "lower")
         if self._outside:
             return self._outside_signal(t_ns, level, own, resolution)
+        if not own.timed:  # a unit's count of its edges: no times to align with
+            return self._counted(t_ns, level, own, [resolution])
         fit = align(t_ns, level, own.t_ns, own.level, period_ns, dropped=own.dropped)
         span_ns = plan["n"] * 1_000_000_000 // plan["rate"]
         if fit.watched and (own.t_ns[-1] > fit.offset_ns + span_ns or own.t_ns[0] < fit.offset_ns):
@@ -275,6 +278,19 @@ class SigrokProbe(ProbeBase):
                                      "signal"))
         metrics.append(pin_watched_metric("sigrok", False))
         return Capture(t_ns, level, metrics=tuple(metrics), warnings=(*warnings, not_watched))
+
+    def _counted(self, t_ns, level, own: SelfLog, metrics: list[Metric]) -> Capture:
+        """The analyzer's edges, on its clock, checked against the edges the unit counted (its pin
+        is quiet outside its run, which the capture's margins cover)."""
+        check, channel = CountCheck(own.made, len(t_ns)), self._plan["channel"]
+        metrics += check.metrics("sigrok")
+        difference = check.difference()
+        warnings = [] if difference is None else [Warning_(
+            f"the analyzer's edges on {channel} are not the unit's count: {difference}",
+            f"check the wiring (the unit's pin to {channel}, ground to GND), probes.sigrok.channel, and that "
+            "probes.sigrok.margin covers the run; a glitch adds edges")]
+        metrics.append(pin_watched_metric("sigrok", check.watched))
+        return Capture(t_ns, level, metrics=tuple(metrics), warnings=tuple(warnings))
 
     def close(self) -> None:
         if self._proc is not None:
