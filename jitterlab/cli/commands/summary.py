@@ -4,6 +4,7 @@ decided, and what limits the machine put on it (the screen `run` ends with)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
@@ -31,8 +32,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from jitterlab.analysis.compare import Selector
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{what} in {store.where}; campaigns there: {known}")
         out = console()
         for part in print_screen(store, latest["name"], shown_spec(args.results), pair):
-            out.print(part, soft_wrap=not isinstance(part, Table))  # a fix command is never split
+            out.print(part)  # in a terminal, folded between words: never inside a command
     finally:
         store.close()
     return EXIT_OK
@@ -61,27 +60,43 @@ def run(args: argparse.Namespace) -> int:
 def print_screen(store, name: str, results: str, pair=None) -> list:
     """The screen of campaign `name` (its latest run of each label set) as renderables; shared
     with `run`, which ends with it."""
-    import json
-
     from jitterlab import plugins
     from jitterlab.analysis.compare import label_pairs
     from jitterlab.analysis.samples import reader
     from jitterlab.importers.capture import FINGERPRINT
+    from jitterlab.report.selection import select
     from jitterlab.report.summary_screen import Screen, screen
 
-    latest: dict[str, dict] = {}
-    for c in store.campaigns():
-        if c["name"] == name:
-            latest[json.dumps(c["labels"], sort_keys=True)] = c  # campaigns() lists oldest first
-    runs = [r for c in sorted(latest.values(), key=lambda c: c["id"]) for r in store.runs(c["id"])]
+    shown = select(store, [name])
+    runs = shown.runs
     if not runs:
         raise UserError(f"campaign {name!r} in {store.where} has no runs yet; jitterlab run measures it")
-    how = Screen(results, store.sysinfo, [pair] if pair else label_pairs(runs),
-                 samples=reader(store.read_series, plugins.traits))
+    pairs = [pair] if pair else label_pairs(runs)
+    how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits))
     found = store.latest_campaign(name) or {}
     if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
         how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "
                          "--period and --label values)")
     elif found.get("source_path"):
-        how.more_runs = how.more_runs.replace("CAMPAIGN", found["source_path"])
+        how.more_runs = more_runs(found["source_path"], results, pairs, shown.campaigns)
     return screen(runs, name, how)
+
+
+def more_runs(path: str, results: str, pairs: list, campaigns: list[dict]) -> str:
+    """The command that adds repetitions where a comparison is undecided, as it runs: `--resume`
+    goes on with the campaign measured with the same labels, and the campaign file measures one
+    group, so the command names the labels of the group to measure (the one measured last, else
+    the candidate: --label image=B); `{pair}` is left for each comparison's BASELINE..CANDIDATE."""
+    latest = campaigns[-1]["labels"]
+    wanted: list[dict] = []
+    for baseline, candidate in pairs:
+        side = baseline if latest.get(baseline.key) == baseline.value else candidate
+        mine = [c["labels"] for c in campaigns if c["labels"].get(side.key) == side.value]
+        # a group told by the cells (impl=x..impl=y) is measured by the campaign measured last
+        wanted.append(mine[-1] if mine else latest)
+    # comparisons whose groups are measured with different labels each need their own command: the
+    # screen has one for all of them, which names the first
+    labels = wanted[0] if wanted else latest
+    given = "".join(f" --label {shlex.quote(f'{k}={v}')}" for k, v in sorted(labels.items()))
+    return (f"add repetitions where undecided: jitterlab run {shlex.quote(path)} --results "
+            f"{shlex.quote(results)} --resume{given} --until-decided {{pair}}")
