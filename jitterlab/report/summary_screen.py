@@ -7,6 +7,7 @@ is one command away (`show`, `report`, `compare`). Reads stored data only."""
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,8 +35,9 @@ class Screen:
     comparisons: list[tuple] = field(default_factory=list)
     # a run's within-run samples (analysis.samples.reader): tails compared as compare compares them
     samples: Callable[[RunRecord], dict] | None = None
-    # how to add repetitions where a verdict is undecided; {pair} becomes BASELINE..CANDIDATE
-    more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
+    # (baseline, candidate) -> how to add repetitions where a verdict is undecided (a command that
+    # runs as printed: cli.again), or None: no command can
+    more_runs: Callable[[object, object], str | None] = lambda baseline, candidate: None
 
 
 def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
@@ -54,7 +56,10 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         out += [Text(line) for line in other_lines(other)]
     for baseline, candidate in how.comparisons:
         judged = verdicts.verdicts(runs, baseline, candidate, how.samples)
-        out += [Text(line) for line in verdicts.lines(judged, how.more_runs)]
+        more = how.more_runs(baseline, candidate) or "more repetitions of both groups decide them"
+        every_row = shlex.join(["jitterlab", "compare", "--results", how.results, "--campaign", campaign,
+                                "--baseline", str(baseline), "--candidate", str(candidate)])
+        out += [Text(line) for line in verdicts.lines(judged, more, every_row)]
     found = limits.limits(runs, how.sysinfo_of)
     if found:
         out.append(Text("what limits these results on this machine, each with its fix and what it would "

@@ -18,7 +18,6 @@ MAX_LISTED = 8  # decided rows listed per comparison; the rest are counted
 @dataclass
 class Verdicts:
     title: str  # "image=1.11 vs image=1.10"
-    pair: str  # "image=1.10..image=1.11", as run --until-decided takes it
     decided: list[str] = field(default_factory=list)  # one line per row, worse first
     more_decided: int = 0
     counts: dict[str, int] = field(default_factory=dict)
@@ -47,7 +46,7 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
     from jitterlab.model.errors import UserError
     from jitterlab.report.comparison import change_text, decided_text
 
-    out = Verdicts(f"{candidate} vs {baseline}", f"{baseline}..{candidate}", min_runs=MIN_RUNS)
+    out = Verdicts(f"{candidate} vs {baseline}", min_runs=MIN_RUNS)
     try:
         result = judged(runs, baseline, candidate, samples)
     except UserError as exc:
@@ -69,15 +68,15 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
     return out
 
 
-def lines(v: Verdicts, more_runs: str) -> list[str]:
-    """The comparison as the screen prints it; `more_runs` says how to add repetitions (`{pair}` in
-    it becomes BASELINE..CANDIDATE)."""
+def lines(v: Verdicts, more_runs: str, every_row: str = "jitterlab compare") -> list[str]:
+    """The comparison as the screen prints it; `more_runs` says how to add repetitions where rows are
+    undecided, `every_row` the command that shows every row."""
     out = [v.title]
     if v.problem:
         return [*out, f"  not compared: {v.problem}"]
     out += [f"  {line}" for line in v.decided]
     if v.more_decided:
-        out.append(f"  ... and {v.more_decided} more decided rows (jitterlab compare)")
+        out.append(f"  ... and {v.more_decided} more decided rows: {every_row}")
     if not v.decided:
         out.append("  no row decided yet")
     undecided = v.undecided_few + v.undecided_wide
@@ -90,5 +89,5 @@ def lines(v: Verdicts, more_runs: str) -> list[str]:
         if v.undecided_wide:
             why.append(f"{v.undecided_wide} whose interval still allows a change that matters: more "
                        "repetitions narrow it (4x the runs halve it)")
-        out.append(f"  {undecided} undecided: {'; '.join(why)}; {more_runs.replace('{pair}', v.pair)}")
+        out.append(f"  {undecided} undecided: {'; '.join(why)}; {more_runs}")
     return out

@@ -140,10 +140,8 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
                              f"{shown_spec(args.results)})"))
         _end(out, store, campaign, campaign_id, runs, args)
         if outcome.interrupted:
-            out.print(
-                f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
-                + escape(f"jitterlab run {args.campaign} --results {shown_spec(args.results)} --resume")
-            )
+            out.print(f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
+                      + escape(_go_on(args)))
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
     finally:
@@ -167,6 +165,17 @@ def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argp
     out.print()
     for part in print_screen(store, campaign.name, shown_spec(args.results)):
         out.print(part, soft_wrap=not isinstance(part, Table))  # a fix command is never split
+
+
+def _go_on(args: argparse.Namespace) -> str:
+    """The command that goes on with an interrupted run: the same labels (--resume finds the campaign
+    by them), and the same --until-decided loop when one was asked for."""
+    from jitterlab.cli.again import resume_run
+    from jitterlab.cli.until_decided import resume_command
+
+    if args.until_decided is not None:
+        return resume_command(args)
+    return resume_run(str(args.campaign), args.results, args.label)
 
 
 def _with_labels(campaign, pairs: list[str]):

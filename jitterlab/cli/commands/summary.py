@@ -4,6 +4,7 @@ decided, and what limits the machine put on it (the screen `run` ends with)."""
 from __future__ import annotations
 
 import argparse
+import functools
 
 from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
@@ -78,10 +79,25 @@ def print_screen(store, name: str, results: str, pair=None) -> list:
         raise UserError(f"campaign {name!r} in {store.where} has no runs yet; jitterlab run measures it")
     how = Screen(results, store.sysinfo, [pair] if pair else label_pairs(runs),
                  samples=reader(store.read_series, plugins.traits))
-    found = store.latest_campaign(name) or {}
+    found = store.campaign(max(c["id"] for c in latest.values()))  # the one run --resume goes on with
     if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
-        how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "
-                         "--period and --label values)")
+        how.more_runs = lambda b, c: (f"import more captures where undecided, into each group of {b}..{c} "
+                                      "(the same --period and --label values)")
     elif found.get("source_path"):
-        how.more_runs = how.more_runs.replace("CAMPAIGN", found["source_path"])
+        how.more_runs = functools.partial(_more_runs, found, [r for r in runs if r.campaign_id == found["id"]],
+                                          results)
     return screen(runs, name, how)
+
+
+def _more_runs(campaign: dict, mine: list, results: str, baseline, candidate) -> str | None:
+    """`run --resume --until-decided`, as it runs when pasted: --resume goes on with the latest campaign
+    of the name, found by the labels it was run with; None when that campaign measures neither group
+    (no command adds runs to an earlier one)."""
+    from jitterlab.campaign.cells import names
+    from jitterlab.cli.again import labels_beyond_file, resume_run
+
+    if not any(sel.matches(r, names()) for r in mine for sel in (baseline, candidate)):
+        return None
+    labels = labels_beyond_file(campaign["labels"], campaign.get("source") or "")
+    go_on = resume_run(campaign["source_path"], results, labels, "--until-decided", f"{baseline}..{candidate}")
+    return f"add repetitions where undecided: {go_on}"
