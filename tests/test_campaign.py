@@ -154,6 +154,7 @@ PROMISED = {
     "sigrok-demo": ({"local"}, {"squarewave"}, {"python", "c-mmap"}, {"idle"}),
     "udp-echo-sched": ({"local"}, {"udp-echo"}, set(), {"idle", "cpu"}),
     "unit": ({"local"}, {"squarewave"}, {"unit"}, {"idle", "cpu"}),
+    "lava": ({"device"}, {"squarewave"}, {"python", "bash"}, {"idle"}),
 }
 
 

@@ -127,6 +127,6 @@ def test_dry_run_counts_runs_and_lists_a_bounded_number_of_cells(tmp_path, capsy
         'duration = "1s"', 'duration = "2s"').replace("repetitions = 2", "repetitions = 800")
     assert main(["run", str(write(tmp_path, text)), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "1200 cells x 800 repetitions" in out
-    assert "... and 1000 more cells" in out
-    assert "960000 runs, estimated" in out
+    assert "1,200 cells x 800 repetitions" in out
+    assert "... and 1,000 more cells" in out
+    assert "960,000 runs, estimated" in out

@@ -269,3 +269,33 @@ def test_show_on_a_store_without_a_campaign_says_how_to_make_one(tmp_path, capsy
     assert main(["show", "--results", str(results), "--campaign", "x"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: --campaign 'x': not in {results}; campaigns there: none")
+
+
+def test_counts_flags_and_sizes_read_as_words(tmp_path, capsys):
+    from jitterlab.report.format import format_value
+    from jitterlab.report.terminal import console, sysinfo_table
+
+    path = tmp_path / "c.toml"
+    path.write_text('[campaign]\nname = "one"\nrepetitions = 1\n[[target]]\nname = "local"\nkind = "local"\n'
+                    '[matrix]\nbenchmark = "squarewave"\nimpl = "bash"\nperiod = "10ms"\n')
+    assert main(["run", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "one: 1 cell x 1 repetition of 5 s" in out and "\n1 run, estimated" in out
+    assert format_value(1.0, "flag") == "yes" and format_value(0.0, "flag") == "no"  # max_is_lower_bound
+    shown = console(file=io.StringIO())
+    shown.print(sysinfo_table({"mem_available_kb": 23_963_604}))
+    [line] = [x for x in shown.file.getvalue().splitlines() if "GB" in x]
+    assert line.split() == ["other", "mem_available", "24.54", "GB"]  # the name no longer says kB
+
+
+def test_help_keeps_an_example_whole_and_names_compares_default_runs(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = capsys.readouterr().out
+    example = ("jitterlab compare --baseline image=1.10 --candidate image=1.11 --metric "
+               "max_rel_period_error --format json --fail-on worse")
+    assert f"\n  {example}\n" in out  # on one line, to copy
+    text = " ".join(out.split())
+    assert "excludes no change" not in text
+    assert "repeat to compare across several (default: every run of the store)" in text

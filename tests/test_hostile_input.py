@@ -316,7 +316,7 @@ def test_push_pushes_what_is_sound_and_names_each_damaged_run(tmp_path, capsys):
     with no_hang():
         assert main(["push", "--results", str(tmp_path / "r"), "--to", str(tmp_path / "lab")]) == 1
     out, err = capsys.readouterr()
-    assert out.startswith("pushed 1 runs")
+    assert out.startswith("pushed 1 run ")
     assert [r.id for r in Store(tmp_path / "lab", create=False).runs()] == [sound.id]
     assert err.splitlines()[:2] == [
         f"run {missing.id} was not pushed: its raw file {missing.raw_path} is missing",

@@ -162,7 +162,8 @@ def test_export_counts_repetitions_as_show_does_with_one_prefix_per_group(tmp_pa
     runs = report_store.runs()
     doc = json.loads(ex.export(report_store, runs, "json", None))
     assert doc["format"] == "jitterlab.export/2"
-    shown = dict(zip(runs_table(runs).columns[0].cells, runs_table(runs).columns[2].cells, strict=True))
+    columns = {str(c.header): list(c.cells) for c in runs_table(runs).columns}
+    shown = dict(zip(columns["run"], columns["rep"], strict=True))
     exported = {r["id"]: r["repetition"] for r in doc["runs"]}
     assert exported == {run: int(rep) for run, rep in shown.items()}  # show's "rep": from 1
     assert sorted(set(exported.values())) == [1, 2, 3, 4]

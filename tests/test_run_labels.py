@@ -40,7 +40,8 @@ def test_label_option_overrides_and_adds(tmp_path, capsys):
     assert main(["report", "--results", results, "--campaign", "img", "-o", str(tmp_path / "r.html"),
                  "--no-figure-files"]) == 0
     html = (tmp_path / "r.html").read_text()
-    assert "img (#2)" in html and "img (#3)" in html and "img (#1)" not in html
+    assert "img [board=bbb, image=B, lab=2] (#2)" in html and "img [board=bbb, image=A] (#3)" in html
+    assert "(#1)" not in html and "Not shown: 1 run of earlier measurements of the same labels" in html
     assert main(["run", str(path), "--results", results, "--resume", "--label", "image=C"]) == 2
     assert "labels" in capsys.readouterr().err
     store.close()

@@ -30,6 +30,7 @@ from jitterlab.cli.commands import (
 )
 from jitterlab.cli.commands import list as list_
 from jitterlab.cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, sigterm_as_interrupt
+from jitterlab.cli.help import HelpFormatter
 from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.report.console import SafeConsole
 
@@ -49,6 +50,10 @@ summary per benchmark. Start from examples/quickstart.toml.
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)  # every command's --help
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # argparse exits 2 too, but with a usage dump
         raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
 

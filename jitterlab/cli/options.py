@@ -22,11 +22,12 @@ def add_results(parser: argparse.ArgumentParser) -> None:
              f"(default: ${RESULTS_ENV}, else ./results; now {default})")
 
 
-def add_campaigns(parser: argparse.ArgumentParser, what: str) -> None:
-    """--campaign NAME, repeatable: the runs that report and compare look at."""
+def add_campaigns(parser: argparse.ArgumentParser, what: str,
+                  default: str = "every run of the store") -> None:
+    """--campaign NAME, repeatable: the runs that report and compare look at (`default`: without it)."""
     parser.add_argument("--campaign", action="append", type=name_arg, metavar="NAME",
                         help=f"campaign name (its latest run of each label set, e.g. image=A and "
-                        f"image=B); repeat to {what} several (default: the latest campaign)")
+                        f"image=B); repeat to {what} several (default: {default})")
 
 
 class _DefaultBy(str):

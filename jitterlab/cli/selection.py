@@ -16,9 +16,9 @@ def selected_runs(store, campaigns: list[str] | None) -> list[RunRecord]:
         if not runs:
             raise UserError(f"{store.where}: the store has no runs; run a campaign or import a capture")
         return runs
-    from jitterlab.report.html import select_runs
+    from jitterlab.report.selection import select
 
-    return select_runs(store, campaigns)[1]
+    return select(store, campaigns).runs
 
 
 def trend_series(store, args: argparse.Namespace):

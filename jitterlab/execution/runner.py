@@ -24,7 +24,7 @@ from jitterlab.execution.preflight import TargetSession, open_targets, unbuilt
 from jitterlab.execution.run import Measured, measure
 from jitterlab.execution.sweep import sweep
 from jitterlab.measure.benchmarks.base import Benchmark
-from jitterlab.measure.context import RunContext
+from jitterlab.measure.context import RunContext, Throttling
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
 from jitterlab.store.catalog import Store
@@ -333,7 +333,8 @@ class Runner:
         try:
             controller = target if has(target, ControllerMachine) else self._controller
             ctx = RunContext(target, settings, cell, rep, scratch, local_dir, session.bindir,
-                             session.placement, session.rt_permitted, controller=controller)
+                             session.placement, session.rt_permitted, controller=controller,
+                             throttling=throttling_of(session.info))
             result = measure(bench, ctx, loads, keep=runs > 1, runs=runs)
             if result.lost is not None:
                 session.lost = result.lost
@@ -408,3 +409,9 @@ class Runner:
         # the store writes the raw series and attachments, then the rows: the one commit path of imports too
         self.store.commit_run(record, warnings, series=series, files=attachments,
                               replaces=self._replaces.get((cell.key, rep)))
+
+
+def throttling_of(info: dict) -> Throttling:
+    """RT throttling as a run has it, from its target's sysinfo after the campaign lifted it or not."""
+    warning = sysinfo.check_rt_throttling(info)
+    return Throttling(warning is not None, warning.remedy if warning is not None else "")

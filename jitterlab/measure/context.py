@@ -21,6 +21,15 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class Throttling:
+    """The kernel's RT throttling during a target's runs: whether it was on, and how to lift it
+    there (the runner's words: they know who jitterlab is there, and a container's host)."""
+
+    active: bool
+    remedy: str = ""
+
+
+@dataclass(frozen=True)
 class RunContext:
     """Everything one run needs. `scratch` is on the target, `local_dir` on the controller.
 
@@ -39,3 +48,6 @@ class RunContext:
     placement: Placement
     rt_permitted: bool
     controller: Target | None = None
+    # RT throttling as the target's runs have it (after the campaign lifted it or not): a warning's
+    # remedy fits the machine; None where unknown
+    throttling: Throttling | None = None

@@ -21,6 +21,7 @@ from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.summary import summarize
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
+from jitterlab.report.traits import traits_of
 
 PASSED, FAILED, SKIPPED = "pass", "fail", "skip"
 ENVELOPE_THRESHOLD = max(env.DEFAULT_THRESHOLDS)  # 10 %: the envelope's looser bound
@@ -72,7 +73,7 @@ def _check(runs: list[RunRecord], identity: list[str], rules: tuple[str, ...]) -
     labels = cells.labels_text(first, identity)
     name = f"{first.target} {cells.label(first.cell)}" + (f" [{labels}]" if labels else "")
     held: dict[str, bool] = {}
-    if first.benchmark == "squarewave":
+    if traits_of(first).periodic:
         for rule in rules:
             for threshold in env.DEFAULT_THRESHOLDS:
                 held[f"{rule} < {threshold * 100:g} %"] = all(
@@ -112,7 +113,7 @@ def _runs_outcome(runs: list[RunRecord]) -> tuple[str, str]:
 
 
 def _headline(runs: list[RunRecord]) -> tuple[Headline, ...]:
-    from jitterlab.report.verdicts import headline_metrics
+    from jitterlab.report.traits import headline_metrics
 
     out = []
     ok = [r for r in runs if r.status == "ok"]

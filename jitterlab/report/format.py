@@ -56,6 +56,11 @@ def count(value: float) -> str:
     return f"{round(value):,}" if value == round(value) else _digits(value)
 
 
+def counted(n: int, noun: str) -> str:
+    """"1 run", "2 runs", "1,204 cells": a count with its noun (a regular plural)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _si(value: float, unit: str) -> str:
     shown = abs(_rounded(value, 4))
     for prefix, scale in _SI_STEPS:
@@ -76,7 +81,7 @@ def format_value(value: float | None, unit: str) -> str:
         return percent(value)
     if unit in COUNT_UNITS:
         return count(value)
-    if unit == "bool":
+    if unit in ("bool", "flag"):  # a flag (max_is_lower_bound) is a yes or a no, never "1 flag"
         return "yes" if value else "no"
     if unit == "%":
         return f"{_digits(value, 3)} %"

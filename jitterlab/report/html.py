@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
+import shlex
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Collection
@@ -29,6 +29,7 @@ from jitterlab.report.figures.base import mark_emulated, quiet, svg_text
 from jitterlab.report.figures.compare import compare_figure
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
+from jitterlab.report.selection import Selection, campaign_title, select
 from jitterlab.report.terminal import sysinfo_text
 from jitterlab.report.traits import benchmark_traits
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
@@ -47,38 +48,19 @@ class Report:
     figure_files: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     n_runs: int = 0
-
-
-def select_runs(store: Store, campaigns: list[str] | None) -> tuple[list[dict], list[RunRecord]]:
-    """The named campaigns (latest of each name) or the latest one; UserError when none."""
-    known = store.campaigns()
-    if not known:
-        raise UserError(f"{store.where}: the store is empty; run a campaign first "
-                        "(jitterlab run CAMPAIGN) or import a capture (jitterlab import edges)")
-    if not campaigns:
-        chosen = [store.latest_campaign()]
-    else:
-        chosen = []
-        for name in campaigns:
-            # the latest of each label set: image=A and image=B measured with `run --label`
-            latest: dict[str, dict] = {}
-            for c in known:
-                if c["name"] == name:
-                    latest[json.dumps(c["labels"], sort_keys=True)] = c
-            if not latest:
-                names = ", ".join(sorted({k["name"] for k in known}))
-                raise UserError(f"--campaign {name!r}: not in {store.where}; campaigns there: {names}")
-            chosen += sorted(latest.values(), key=lambda c: c["id"])
-    runs = [r for c in chosen for r in store.runs(c["id"])]
-    return chosen, runs
+    shown: Selection | None = None
 
 
 def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
-           max_run_figures: int = MAX_RUN_FIGURES, figure_files: bool = True) -> Report:
-    """Write the report to `out` (and figures to `<out stem>_figures/`)."""
-    chosen, runs = select_runs(store, campaigns)
+           max_run_figures: int = MAX_RUN_FIGURES, figure_files: bool = True,
+           results: str | None = None) -> Report:
+    """Write the report to `out` (and figures to `<out stem>_figures/`): the latest measurement of
+    each label set of `campaigns` (default: the campaign measured last), report/selection.py;
+    `results`: the store as the page's commands name it (default: where it is)."""
+    shown = select(store, campaigns)
+    chosen, runs = shown.campaigns, shown.runs
     out = Path(out)
-    report = Report(out, n_runs=len(runs))
+    report = Report(out, n_runs=len(runs), shown=shown)
     fig_dir = out.with_name(out.stem + "_figures")
     if figure_files:
         fig_dir.mkdir(parents=True, exist_ok=True)
@@ -105,7 +87,9 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         "title": "jitterlab report: " + ", ".join(dict.fromkeys(c["name"] for c in chosen)),
         "generated": dt.datetime.now().isoformat(timespec="seconds"),
         "version": __version__,
-        "campaigns": chosen,
+        "campaigns": [{"title": campaign_title(c), "id": c["id"]} for c in chosen],
+        "left_out": shown.left_out(f"jitterlab report --results {shlex.quote(results or store.where)} "
+                                   f"-o {shlex.quote(str(out))}"),
         "n_runs": len(runs),
         "status_counts": sorted(Counter(r.status for r in runs).items()),
         "sections": sections,

@@ -121,12 +121,10 @@ def column_title(bench: BenchmarkSummary, name: str) -> str:
 def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
     """The benchmark's declared headline metrics that these runs have; else the first graded
     metrics they have, so that a benchmark without a declaration still shows something."""
-    from jitterlab import plugins  # when asked: reading stored runs loads no plug-in
+    from jitterlab.report.traits import benchmark_traits
 
     present = {name for r in runs for (probe, name) in r.metrics if probe == ""}
-    declared: tuple[str, ...] = ()
-    if benchmark in plugins.BENCHMARKS:
-        declared = getattr(plugins.BENCHMARKS.get(benchmark, "benchmark"), "headline", ())
+    declared = benchmark_traits(benchmark).headline
     chosen = [m for m in declared if m in present]
     if not chosen:
         graded = sorted(

@@ -18,7 +18,7 @@ from rich.text import Text
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, rules_of
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
-from jitterlab.report.format import MISSING, format_value, percent
+from jitterlab.report.format import MISSING, counted, format_value, percent
 from jitterlab.report.traits import periodic
 
 HEADLINE = "max_rel_period_error"
@@ -35,9 +35,8 @@ class Screen:
     comparisons: list[tuple] = field(default_factory=list)
     # a run's within-run samples (analysis.samples.reader): tails compared as compare compares them
     samples: Callable[[RunRecord], dict] | None = None
-    # (baseline, candidate) -> how to add repetitions where a verdict is undecided (a command that
-    # runs as printed: cli.again), or None: no command can
-    more_runs: Callable[[object, object], str | None] = lambda baseline, candidate: None
+    # how to add repetitions where a verdict is undecided; {pair} becomes BASELINE..CANDIDATE
+    more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
 
 
 def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
@@ -50,13 +49,13 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         out.append(_evidence_line(target, infos.get(target, {}), [r for r in square if r.target == target]))
     if square:
         out.append(envelope_table(square))
-        out += [Text(line) for line in reading(square, infos)]
+        out += [Text(line) for line in reading(square, infos, how.results)]
     other = [r for r in runs if r not in square]
     if other:
-        out += [Text(line) for line in other_lines(other)]
+        out += [Text(line) for line in other_lines(other, how.results)]
     for baseline, candidate in how.comparisons:
         judged = verdicts.verdicts(runs, baseline, candidate, how.samples)
-        more = how.more_runs(baseline, candidate) or "more repetitions of both groups decide them"
+        more = how.more_runs.replace("{pair}", f"{baseline}..{candidate}")
         every_row = shlex.join(["jitterlab", "compare", "--results", how.results, "--campaign", campaign,
                                 "--baseline", str(baseline), "--candidate", str(candidate)])
         out += [Text(line) for line in verdicts.lines(judged, more, every_row)]
@@ -69,8 +68,9 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
             where = f"{x.target}: " if several else ""
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
     failed = sum(r.status != "ok" for r in runs)
+    results = shlex.quote(how.results)
     more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --results " \
-           f"{how.results}; figures: jitterlab report --results {how.results} -o report.html"
+           f"{results}; figures: jitterlab report --results {results} -o report.html"
     out.append(Text(more))
     return out
 
@@ -142,8 +142,9 @@ def envelope_table(runs: list[RunRecord]) -> Table:
     return table
 
 
-def reading(runs: list[RunRecord], infos: dict[str, dict]) -> list[str]:
-    """What the table means when it is mostly "none", and what to do next."""
+def reading(runs: list[RunRecord], infos: dict[str, dict], results: str = "results") -> list[str]:
+    """What the table means when it is mostly "none", and what to do next (`results`: the store
+    as the commands it suggests name it)."""
     rules = rules_of(runs)
     rows = envelope(runs, rules=rules, impl_of=_impl_of(runs))
     held = {rule: sum(any(p for p in e.shortest_ns.values()) for e in rows if e.rule == rule)
@@ -171,12 +172,13 @@ def reading(runs: list[RunRecord], infos: dict[str, dict]) -> list[str]:
     not_ok = [r for r in runs if r.status != "ok"]
     if not_ok:
         statuses = sorted({r.status for r in not_ok})
-        runs_text = f"{len(not_ok)} run{'s' if len(not_ok) != 1 else ''}"
-        out.append(f"{runs_text} {'/'.join(statuses)}: their cells hold nothing; why: jitterlab show")
+        whose = "its cell holds" if len(not_ok) == 1 else "their cells hold"
+        out.append(f"{counted(len(not_ok), 'run')} {'/'.join(statuses)}: {whose} nothing; why: "
+                   f"jitterlab show --results {shlex.quote(results)}")
     return out
 
 
-def other_lines(runs: list[RunRecord]) -> list[str]:
+def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
     """The other benchmarks: each cell with its first headline value by its summary rule."""
     from jitterlab.analysis.summary import rule_text
     from jitterlab.report.summaries import summarize
@@ -191,7 +193,8 @@ def other_lines(runs: list[RunRecord]) -> list[str]:
             v = c.values.get(first) if first else None
             out.append(f"  {c.name}  {format_value(v.value, v.unit) if v else c.status}")
         if len(bench.cells) > MAX_OTHER_CELLS:
-            out.append(f"  ... and {len(bench.cells) - MAX_OTHER_CELLS} more cells (jitterlab show)")
+            more = counted(len(bench.cells) - MAX_OTHER_CELLS, "more cell")
+            out.append(f"  ... and {more} (jitterlab show --results {shlex.quote(results)})")
     return out
 
 

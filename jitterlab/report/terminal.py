@@ -17,7 +17,8 @@ from jitterlab.campaign import cells
 from jitterlab.model.records import Cell, RunRecord, Warning_
 from jitterlab.model.units import cpu_list
 from jitterlab.report.console import SafeConsole
-from jitterlab.report.format import format_value, percent
+from jitterlab.report.format import counted, format_value, percent
+from jitterlab.report.layout import Prose, fitted
 from jitterlab.report.summaries import headline_value, run_label
 from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Group, Note, grouped
 from jitterlab.report.warning_list import WarningList
@@ -35,12 +36,26 @@ class Output(SafeConsole):
             self.soft_wrap = True
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        """Piped, a table (or a list of warnings) is printed as plain rows at their full width."""
+        """Piped, a table (or a list of warnings) is printed as plain rows at their full width. In a
+        terminal, a table and lines of text fit its width without breaking a command, a value or
+        its unit (report/layout.py)."""
         if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], WarningList):
             objects = (objects[0].table(),)
         if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table):
             kwargs.update(markup=False, highlight=False, soft_wrap=True)
             super().print(plain_table(objects[0]), **kwargs)
+            return
+        if self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table) \
+                and set(kwargs) <= {"soft_wrap"}:
+            for part in fitted(self, objects[0]):
+                super().print(part, crop=False)
+            return
+        if self.is_terminal and objects and all(isinstance(o, str | Text) for o in objects) \
+                and set(kwargs) <= {"markup", "highlight", "style", "soft_wrap"}:
+            text = Text(" ").join(
+                self.render_str(o, markup=kwargs.get("markup"), highlight=kwargs.get("highlight"))
+                if isinstance(o, str) else o for o in objects)
+            super().print(Prose(text, style=kwargs.get("style") or ""), crop=False)
             return
         super().print(*objects, **kwargs)
 
@@ -79,34 +94,41 @@ def plain_table(table: Table) -> str:
     return "\n".join(lines)
 
 
+def varying_labels(runs: list[RunRecord]) -> list[str]:
+    """The label keys that tell these runs apart (image, when image=A and image=B are shown)."""
+    keys = sorted({k for r in runs for k in r.labels})
+    return [k for k in keys if len({r.labels.get(k) for r in runs}) > 1]
+
+
 def runs_table(runs: list[RunRecord]) -> Table:
-    multi_target = len({r.target for r in runs}) > 1
-    any_error = any(r.error for r in runs)
-    table = Table(title=f"{len(runs)} run{'' if len(runs) == 1 else 's'}")
-    columns = [("run", "left"), ("target", "left"), ("cell", "left"), ("rep", "right"),
-               ("status", "left"), ("headline", "right"), ("excluded", "right"), ("why", "left")]
-    any_excluded = any(r.metric("excluded_periods") is not None for r in runs)
+    """Each run: its id, the labels that tell the runs shown apart, its cell, repetition, status,
+    headline and excluded periods, and why it failed."""
+    labels = varying_labels(runs)
+    shown = {"target": len({r.target for r in runs}) > 1, "why": any(r.error for r in runs),
+             "excluded": any(r.metric("excluded_periods") is not None for r in runs)}
+    columns = [("run", "left"), ("target", "left"), *((f"label {k}", "left") for k in labels),
+               ("cell", "left"), ("rep", "right"), ("status", "left"), ("headline", "right"),
+               ("excluded", "right"), ("why", "left")]
+    columns = [(name, justify) for name, justify in columns if shown.get(name, True)]
+    table = Table(title=counted(len(runs), "run"))
     for name, justify in columns:
-        if ((name == "target" and not multi_target) or (name == "why" and not any_error)
-                or (name == "excluded" and not any_excluded)):
-            continue
         table.add_column(  # the cell and why wrap; the short columns keep their width
-            name, justify=justify, no_wrap=name not in ("cell", "why"), min_width=len(name)  # type: ignore[arg-type]
-        )
+            name.removeprefix("label "), justify=justify, no_wrap=name not in ("cell", "why"),  # type: ignore[arg-type]
+            min_width=len(name.removeprefix("label ")))
     for r in runs:
         excluded = r.metric("excluded_periods")
-        value = r.metric(HEADLINE)
         row = {
+            **{f"label {k}": Text(str(r.labels.get(k, "—"))) for k in labels},
             "run": r.id,
             "target": r.target,
             "cell": Text(run_label(r)),
             "rep": str(r.repetition + 1),
             "status": Text(r.status, style="" if r.status == "ok" else "red"),
-            "headline": _headline(r, value),
+            "headline": _headline(r, r.metric(HEADLINE)),
             "excluded": format_value(excluded, "count") if excluded is not None else "",
             "why": Text(r.error or ""),
         }
-        table.add_row(*(row[str(c.header)] for c in table.columns))
+        table.add_row(*(row[name] for name, _ in columns))
     return table
 
 
@@ -248,6 +270,13 @@ def sysinfo_text(key: str, value: object) -> str:
     return plain_value(value)
 
 
+def _shown_key(key: str) -> str:
+    """A sysinfo key as its value is shown: mem_available_kb reads "24.54 GB", so its name drops the kB."""
+    if key == "cpus":
+        return "frequency"
+    return key.removesuffix("_kb") if key in ("mem_total_kb", "mem_available_kb") else key
+
+
 def sysinfo_table(sysinfo: dict) -> Table:
     """The target's sysinfo as the run saw it, grouped: system, kernel, CPUs, other."""
     table = Table(title="sysinfo", show_header=False)
@@ -262,8 +291,7 @@ def sysinfo_table(sysinfo: dict) -> Table:
             value = sysinfo.get(key)
             if value in (None, "", []):
                 continue
-            table.add_row(group if first else "", key.replace("cpus", "frequency") if key == "cpus" else key,
-                          Text(sysinfo_text(key, value)))
+            table.add_row(group if first else "", _shown_key(key), Text(sysinfo_text(key, value)))
             first = False
     return table
 

@@ -20,3 +20,19 @@ def traits_of(run: RunRecord) -> BenchmarkTraits:
 def periodic(runs: list[RunRecord]) -> list[RunRecord]:
     """The runs of periodic benchmarks (a square wave held to its period): the envelope's."""
     return [r for r in runs if traits_of(r).periodic]
+
+
+def headline_metrics(runs: list[RunRecord]) -> list[str]:
+    """The metrics a lab's result names for these runs, most important first: the envelope's rules
+    for periodic benchmarks, then each benchmark's declared headline metrics; only those the runs
+    have."""
+    from jitterlab.analysis.envelope import RULES, rules_of
+
+    wanted: list[str] = []
+    held = periodic(runs)
+    if held:
+        wanted += [RULES[rule] for rule in rules_of(held)]
+    for bench in sorted({r.benchmark for r in runs}):
+        wanted += benchmark_traits(bench).headline
+    present = {name for r in runs for (_, name) in r.metrics}
+    return [m for m in dict.fromkeys(wanted) if m in present]

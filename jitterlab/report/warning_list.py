@@ -11,6 +11,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from jitterlab.report.layout import Prose, wrap
+
 INDENT = "    "
 _CLAUSE_ENDS = ("; ", ", or ")  # where a remedy's sentence may break first (outside parentheses)
 
@@ -34,22 +36,15 @@ def _clauses(text: str) -> list[str]:
 
 def paste_safe_lines(text: str, width: int) -> list[str]:
     """`text` in lines of at most `width` characters where it can be: broken between clauses first,
-    then between words, never inside a word (a longer word is a line of its own, whole)."""
+    then where report/layout.py allows (between words, never inside a command, a value or its
+    unit); a longer piece is a line of its own, whole."""
     width = max(width, 20)
     lines: list[str] = []
     for clause in _clauses(text):
         if lines and len(lines[-1]) + 1 + len(clause) <= width:
             lines[-1] += " " + clause
             continue
-        current = ""
-        for word in clause.split(" "):
-            if current and len(current) + 1 + len(word) > width:
-                lines.append(current)
-                current = word
-            else:
-                current = f"{current} {word}" if current else word
-        if current:
-            lines.append(current)
+        lines += [line.plain for line in wrap(Text(clause), width, hang=0)]
     return lines
 
 
@@ -81,6 +76,6 @@ class WarningList:
             return
         yield Text(self.title, style="italic", justify="center")
         for message, affects, remedy in self.rows:
-            yield Text.assemble("• ", message, (f" — {affects}", "dim"))
+            yield Prose(Text.assemble("• ", message, (f" — {affects}", "dim")))
             for line in paste_safe_lines(remedy, options.max_width - len(INDENT)):
                 yield Text(INDENT + line, no_wrap=True, overflow="ignore", style="cyan")

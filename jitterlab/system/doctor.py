@@ -28,11 +28,13 @@ BUILD_TOOLS = ("make", "cc")  # what building the programs on the target takes
 
 @dataclass(frozen=True)
 class Finding:
-    """One topic of the diagnosis; `fix` None means all is well there."""
+    """One topic of the diagnosis; `fix` None means all is well there; `informational`: what was
+    found (probes, instruments), neither well nor to fix."""
 
     topic: str
     state: str
     fix: str | None = None
+    informational: bool = False
 
 
 def _missing(target: Target, tools: list[str]) -> list[str]:

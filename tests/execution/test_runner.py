@@ -185,7 +185,7 @@ def test_retry_failed_measures_again_only_the_failed_runs(tmp_path, plan, capsys
     plan.fail = None
     capsys.readouterr()
     assert run(path, "--resume", "--retry-failed") == 0
-    assert "1 runs to measure, 2 already committed" in capsys.readouterr().out
+    assert "1 run to measure, 2 already committed" in capsys.readouterr().out
     again = runs(tmp_path)
     assert [r.status for r in again] == ["ok"] * 3
     assert [r.id for r in again][0::2] == [r.id for r in first][0::2] and again[1].id != first[1].id

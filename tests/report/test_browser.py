@@ -80,13 +80,16 @@ def test_paper_axis_in_percent_and_every_figure_titled(report, tmp_path):
             ticks = [t for t in texts if re.fullmatch(r"[\d,.]+ %", t)]
             assert {"1 %", "10 %", "100 %"} <= set(ticks), texts
             assert "board: maximum relative period error vs period" in texts
-            assert {"board — load idle", "board — load cpu"} <= set(texts)
+            assert {"load idle", "load cpu"} <= set(texts)  # the target once, in the figure's title
+            assert not any(t.startswith("board — ") for t in texts)
+            assert "caret above a point: ≥, a lower bound (periods the probe did not observe)" in texts
             assert any(t.endswith("µs") or t.endswith("ms") for t in texts)  # periods as durations
             # the failed run's × sits in the strip under the panels, named by its impl row
             assert {"failed", "× (strip below): repetitions without a value, with why"} <= set(texts)
             assert any(t.startswith("bash [image=") for t in texts), texts
-        elif kind in ("histogram", "timeline"):
-            assert any(t.startswith(f"run {attrs['run']}: board ") for t in texts), texts
+        elif kind in ("histogram", "timeline"):  # named with the label that tells the groups apart
+            named = rf"run {attrs['run']}: board \S+ \[image=1\.1[01]\] "
+            assert any(re.match(named, t) for t in texts), texts
             if kind == "histogram":  # log-spaced bins over |error|, percentiles marked with values
                 assert "|relative period error| [%, log-spaced bins]" in texts
                 assert any(re.fullmatch(r"p99 [\d,.]+ %", t) for t in texts), texts
@@ -117,3 +120,21 @@ def test_standard_section_figures_name_their_cells_and_runs(latency_store, tmp_p
     assert "40 ms" in kinds["bars"] or "10 ms" in kinds["bars"]  # log axis over the decades, in ms
     curves = [t for t in kinds["distribution"] if t.startswith("run ")]
     assert len(curves) == 2 and all("beyond the histogram" in t for t in curves)
+
+
+WIDTHS = ("<script>document.body.dataset.widest = Math.max(...[...document.querySelectorAll('table')]"
+          ".map(t => Math.ceil(t.getBoundingClientRect().right))); document.body.dataset.scroll = "
+          "document.documentElement.scrollWidth;</script></body>")
+
+
+def test_the_tables_fit_a_1400_px_window_and_runs_are_named_by_their_group(report, tmp_path):
+    page = tmp_path / "measured.html"  # the report, with a script that measures it once laid out
+    page.write_text(report.read_text().replace("</body>", WIDTHS))
+    dom = chromium(tmp_path, "--window-size=1400,1000", "--dump-dom", page.as_uri()).stdout
+    widest = int(re.search(r'data-widest="(\d+)"', dom).group(1))
+    scroll = int(re.search(r'data-scroll="(\d+)"', dom).group(1))
+    assert widest <= 1400 and scroll <= 1400, (widest, scroll)  # no column cut, no sideways scrolling
+    cells = dom[dom.index('id="cells"'):dom.index('id="runs"')]
+    assert '<span class="interval">[' in cells  # an interval under its value, not beside it
+    headings = re.findall(r'<h3 id="run-[^"]+">([^<]+)</h3>', dom)
+    assert headings and all(re.match(r"run \S+: board \S+ \[image=1\.1[01]\] ", h) for h in headings)

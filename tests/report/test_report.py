@@ -46,7 +46,8 @@ def test_envelope_figure_has_one_panel_per_load_and_marks_failed_cells(report_st
     runs = report_store.runs()
     fig = figures.envelope_figure(runs, "board")
     panels = [ax for ax in fig.axes if ax.get_gid() != "no-value-strip"]
-    assert [ax.get_title() for ax in panels] == ["board — load idle", "board — load cpu"]  # idle first
+    # idle first; the figure's title names the target, the panels only their load
+    assert [ax.get_title() for ax in panels] == ["load idle", "load cpu"]
     assert all(ax.get_xscale() == ax.get_yscale() == "log" for ax in panels)
     assert "board" in fig.get_suptitle()
     # the y axis is in % like every table; x in durations
@@ -257,3 +258,17 @@ def test_an_impl_on_two_pins_is_two_lines_not_one():
     assert [impl_of(r) for r in runs] == ["python @sysfs", "python @gpiod"]
     alone = runs[:1]
     assert impl_namer(alone)(alone[0]) == "python"  # one pin: nothing to tell apart
+
+
+def test_a_lower_bound_has_its_caret_as_the_tables_have_their_mark(report_store):
+    """A cell whose probe did not observe every period (rep 1 of each cell is blind there) is drawn
+    with a caret above its point, the "≥" of the terminal's table; a cell fully observed has none."""
+    runs = [r for r in report_store.runs() if r.labels["image"] == "1.10"]
+    fig = figures.envelope_figure(runs, "board")
+    carets = [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == "lower-bound"]
+    assert len(carets) == 8  # 2 impls x 2 loads x 2 periods, each with a blind repetition
+    seen = [r for r in runs if r.repetition != 1]  # drop the blind repetitions: no bound left
+    fig = figures.envelope_figure(seen, "board")
+    assert not [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == "lower-bound"]
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert not any(t.startswith("caret above a point") for t in labels)

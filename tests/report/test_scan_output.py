@@ -139,13 +139,13 @@ def test_terminal_output_has_no_raw_data_scientific_notation_or_metric_names_for
 def test_show_run_prints_irqs_idle_states_and_siblings_in_words():
     text = piped(*run_detail(_one_run(), [], TUNED_SYSINFO))
     line = {key: next(ln for ln in text.splitlines() if f" {key} " in f" {ln} ")
-            for key in ("irqs", "cpuidle_states", "thread_siblings", "bogomips", "mem_total_kb")}
+            for key in ("irqs", "cpuidle_states", "thread_siblings", "bogomips", "mem_total")}
     assert "CPU 0: 24 eth0" in line["irqs"] and "CPU 0-1: 25 mmc0" in line["irqs"]
     assert "CPU ?: 26 timer" in line["irqs"]
     assert "POLL 0 ns, C6 170 µs (disabled)" in line["cpuidle_states"]
     assert line["thread_siblings"].endswith("threads of one core: 0,2; 1,3")
     assert line["bogomips"].endswith("108 on each of 4 CPUs")
-    assert line["mem_total_kb"].endswith("3.994 GB")
+    assert line["mem_total"].endswith("3.994 GB")  # in GB: the name no longer says kB
     assert "{" not in text and "[" not in text
 
 

@@ -67,7 +67,7 @@ c-fifo  idle      10 ms        1 ms       1 ms        1 ms  0.167 %
 python  idle       none        none       none       10 ms      0 %
 max is the strictest rule: one stall in one run sinks a cell (the worst period here was 200 % off); \
 the p99 columns show what held for nearly every period
-1 run failed: their cells hold nothing; why: jitterlab show
+1 run failed: its cell holds nothing; why: jitterlab show --results r
 what limits these results on this machine, each with its fix and what it would likely change:
 - a VM (kvm): the hypervisor stops it at times, and each stall is one long period (the worst period \
 here was 200 % off)

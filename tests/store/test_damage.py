@@ -207,7 +207,7 @@ def test_a_table_dropped_while_a_store_is_open_is_damage_too(sound, tmp_path):
 
 def test_check_says_a_sound_store_is_sound(sound, capsys):
     assert main(["check", "--results", str(sound)]) == 0
-    assert capsys.readouterr().out == f"{sound}: sound (1 campaigns, 4 runs and their 4 raw files checked)\n"
+    assert capsys.readouterr().out == f"{sound}: sound (1 campaign, 4 runs and their 4 raw files checked)\n"
 
 
 def test_check_names_every_damaged_row_and_file_and_exits_1(sound, tmp_path, capsys):
@@ -222,10 +222,10 @@ def test_check_names_every_damaged_row_and_file_and_exits_1(sound, tmp_path, cap
         f"run {first}: cell_json is not JSON (Expecting value: line 1 column 2 (char 1))",
         "sysinfo #1: json is a list, not a JSON object",
         f"run {later[-1]}: raw/{later[-1]}.parquet is missing",
-        f"{results}: 3 damaged (1 campaigns, 4 runs and their 3 raw files checked); copy the sound runs into "
+        f"{results}: 3 damaged (1 campaign, 4 runs and their 3 raw files checked); copy the sound runs into "
         f"a new store with jitterlab push --results {results} --to NEW, or restore the store from a backup; "
-        "a run whose raw file is damaged is measured again by jitterlab run CAMPAIGN --resume "
-        "--retry-damaged"]
+        f"a run whose raw file is damaged is measured again by jitterlab run CAMPAIGN --results {results} "
+        "--resume --retry-damaged (with its campaign's --label options)"]
 
 
 def test_check_reports_a_store_that_does_not_open(sound, tmp_path, capsys):

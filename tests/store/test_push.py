@@ -50,7 +50,7 @@ def test_the_push_command_names_each_damaged_run_and_exits_1(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.startswith("pushed 2 runs")
     assert err.splitlines() == ["run r0 was not pushed: its raw file raw/r0.parquet is missing",
-                                f"1 runs of {tmp_path / 'local'} are damaged and were not pushed; the others "
+                                f"1 run of {tmp_path / 'local'} is damaged and was not pushed; the others "
                                 "were"]
 
 

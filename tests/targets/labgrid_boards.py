@@ -55,9 +55,10 @@ def prepare(directory: Path) -> Board:
     """The board's kernel, initramfs and keys in `directory`; the root from jitterlab's cache
     (built once: minutes, as root)."""
     options = parse_options({"machine": MACHINE}, "board")
-    profile = options.machine
+    profile = options.profile
     kernel = qemu_kernels.prepare(options.kernel, profile, "board")
-    root = qemu_rootfs.prepare_root(profile.arch, profile.root_packages, "board", qemu_kernels.cache_root())
+    root = qemu_rootfs.prepare_board_root(profile.arch.name, profile.board_root_packages, "board",
+                                         qemu_kernels.cache_root())
     directory.mkdir(parents=True, exist_ok=True)
     boot = directory / "boot"
     boot.mkdir(exist_ok=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK
 from jitterlab.cli.options import add_results
+from jitterlab.report.format import counted
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -42,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     finally:
         store.close()
-    checked = f"{found.campaigns} campaigns, {found.runs} runs and their {found.raw_files} raw files checked"
+    checked = (f"{counted(found.campaigns, 'campaign')}, {counted(found.runs, 'run')} and their "
+               f"{counted(found.raw_files, 'raw file')} checked")
     if not found.damaged:
         console().print(f"{store.where}: sound ({checked})", highlight=False, markup=False)
         return EXIT_OK
@@ -50,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"{whose}: {why}", highlight=False, markup=False, soft_wrap=True)
     remedy = salvage(shown_spec(args.results))
     if found.files_damaged:
-        remedy += ("; a run whose raw file is damaged is measured again by jitterlab run CAMPAIGN --resume "
-                   "--retry-damaged")
+        results = shlex.quote(shown_spec(args.results))
+        remedy += ("; a run whose raw file is damaged is measured again by jitterlab run CAMPAIGN --results "
+                   f"{results} --resume --retry-damaged (with its campaign's --label options)")
     err.print(f"{store.where}: {len(found.damaged)} damaged ({checked}); {remedy}",
               highlight=False, markup=False, soft_wrap=True)
     return EXIT_FAILED

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rich.markup import escape
+from rich.text import Text
 
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from jitterlab.cli.paths import path_arg
@@ -22,6 +23,8 @@ from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.params import ParamValue
 from jitterlab.model.records import Cell
 from jitterlab.report.console import SafeConsole
+from jitterlab.report.layout import Prose
+from jitterlab.report.terminal import console
 from jitterlab.report.warning_list import paste_safe_lines
 from jitterlab.system.doctor import Finding, describe, examine
 from jitterlab.targets.base import Target
@@ -54,7 +57,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = SafeConsole(highlight=False, soft_wrap=True)
+    out = console(highlight=False)  # piped: lines whole; a terminal: folded between words, never in a command
     ssh_options: dict[str, object] = {}
     for key, value in (("key", args.key), ("known_hosts", args.known_hosts),
                        ("connect_timeout", args.connect_timeout)):  # fmt: skip
@@ -77,8 +80,11 @@ def run(args: argparse.Namespace) -> int:
     out.print(f"[bold]{escape(args.target)}[/]: {escape(describe(info))}")
     width = max(len(f.topic) for f in findings)
     for f in findings:
-        mark = "[green]ok[/]  " if f.fix is None else "[red]fix[/] "
-        out.print(f"  {mark} {f.topic:<{width}}  {escape(str(f.state))}")
+        mark = ("ok  ", "green") if f.fix is None else ("fix ", "red")
+        if f.informational:
+            mark = ("info", "cyan")
+        line = Text.assemble("  ", mark, f" {f.topic:<{width}}  ", str(f.state))
+        out.print(Prose(line, hang=2 + 4 + 1 + width + 2))  # folded lines under the state
     fixes = [f for f in findings if f.fix is not None]
     if not fixes:
         out.print("[green]all is well[/]: nothing to fix")
@@ -206,17 +212,51 @@ def probe_findings(info: dict, target: Target | None = None) -> list[Finding]:
             from jitterlab.measure.squarewave.probes.sigrok import scan_devices
 
             found = scan_devices(controller)
-            analyzers = "; ".join(found) if found else "none found by sigrok-cli --scan"
-            usable += ["sigrok"] if any(not line.startswith("demo ") for line in found) else []
+            analyzers = analyzers_text(found)
+            usable += ["sigrok"] if any(not _simulated(line) for line in found) else []
         else:
             analyzers = "sigrok-cli is not installed here (apt install sigrok-cli to use an analyzer)"
     finally:
         controller.close()
     resources = visa_resources()
     usable += ["scpi"] if any(r.startswith(("USB", "GPIB")) for r in resources) else []
-    return [Finding("probes", ", ".join(usable)), Finding("logic analyzers", analyzers),
-            Finding("VISA resources", "; ".join(resources) or "none on USB, GPIB or serial (instruments on "
-                    "the LAN are not searched: give their address as probes.scpi.resource)")]
+    return [Finding("probes", ", ".join(usable), informational=True),
+            Finding("logic analyzers", analyzers, informational=True),
+            Finding("VISA resources", resources_text(resources), informational=True)]
+
+
+def _simulated(scan_line: str) -> bool:
+    """sigrok's demo driver: a software simulator that generates its own signal."""
+    return scan_line.startswith("demo ")
+
+
+def analyzers_text(found: list[str]) -> str:
+    """What `sigrok-cli --scan` found, the simulator named as one (it watches no pin)."""
+    if not found:
+        return "none found by sigrok-cli --scan"
+    real = [line for line in found if not _simulated(line)]
+    simulated = "sigrok's demo driver, a software simulator that watches no pin"
+    if not real:
+        return f"none; only {simulated}"
+    return "; ".join(real) + (f"; and {simulated}" if len(real) < len(found) else "")
+
+
+def resources_text(resources: list[str]) -> str:
+    """VISA resources: an instrument on USB or GPIB names itself; a serial line (ASRL) is only a
+    port (a console, a modem, or an instrument) until something asks it *IDN?."""
+    if not resources:
+        return ("none on USB, GPIB or serial (instruments on the LAN are not searched: give their "
+                "address as probes.scpi.resource)")
+    if resources[0].startswith("("):  # pyvisa-py missing: the sentence says so
+        return resources[0]
+    ports = [r for r in resources if r.startswith("ASRL")]
+    instruments = [r for r in resources if not r.startswith("ASRL")]
+    parts = [f"{', '.join(instruments)} (instrument{'s' if len(instruments) > 1 else ''})"] if instruments \
+        else []
+    if ports:
+        parts.append(f"{', '.join(ports)}: serial port{'s' if len(ports) > 1 else ''}, not identified (a "
+                     "console or any device; an instrument there is given as probes.scpi.resource)")
+    return "; ".join(parts)
 
 
 def visa_resources() -> list[str]:

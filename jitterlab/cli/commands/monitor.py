@@ -12,6 +12,7 @@ from rich.markup import escape
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from jitterlab.cli.options import add_results
 from jitterlab.model.errors import UserError
+from jitterlab.report.format import counted
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -92,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     if metric:  # a placeholder would not run as printed: the metric a run of this monitoring has
         draw = "; draw them with " + _command("report", "--trend", metric[0], "--by", "time", "--campaign",
                                               campaign.name, "-o", "trend.html", results=args.results)
-    out.print(escape(f"{done} intervals measured ({failed} runs failed){draw}"), highlight=False)
+    out.print(escape(f"{counted(done, 'interval')} measured ({counted(failed, 'run')} failed){draw}"),
+              highlight=False)
     if history:
         out.print("change points in the history so far:", highlight=False)
         for line in history:

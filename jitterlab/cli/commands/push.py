@@ -7,6 +7,7 @@ from functools import partial
 
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK
 from jitterlab.cli.options import add_results
+from jitterlab.report.format import counted
 from jitterlab.store import results_spec
 
 
@@ -42,14 +43,17 @@ def run(args: argparse.Namespace) -> int:
             dest.close()
     finally:
         source.close()
-    console().print(f"pushed {done.runs} runs ({done.raw_bytes / 1e6:.1f} MB of raw series) and "
-                    f"{done.campaigns} new campaigns to {dest.where}; {done.skipped} runs were there already",
+    there = f"{counted(done.skipped, 'run')} {'was' if done.skipped == 1 else 'were'} there already"
+    console().print(f"pushed {counted(done.runs, 'run')} ({done.raw_bytes / 1e6:.1f} MB of raw series) and "
+                    f"{counted(done.campaigns, 'new campaign')} to {dest.where}; {there}",
                     highlight=False)
     if not done.damaged:
         return EXIT_OK
     err = SafeConsole(stderr=True)
     for run_id, why in done.damaged:
         err.print(f"run {run_id} was not pushed: {why}", highlight=False, markup=False, soft_wrap=True)
-    err.print(f"{len(done.damaged)} runs of {source.where} are damaged and were not pushed; the others were",
+    are, were = ("is", "was") if len(done.damaged) == 1 else ("are", "were")
+    err.print(f"{counted(len(done.damaged), 'run')} of {source.where} {are} damaged and {were} not pushed; "
+              "the others were",
               highlight=False, markup=False, soft_wrap=True)
     return EXIT_FAILED

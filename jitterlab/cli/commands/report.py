@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from rich.markup import escape
@@ -12,6 +13,8 @@ from jitterlab.cli.options import add_campaigns, add_results, add_trend, check_t
 from jitterlab.cli.paths import path_arg, writable_file
 from jitterlab.cli.selection import trend_series
 from jitterlab.model.errors import UserError
+from jitterlab.report.format import counted
+from jitterlab.store import shown_spec
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -29,7 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         epilog="example: jitterlab report --results results --campaign image-1.10 "
         "--campaign image-1.11 -o report.html")
     add_results(p)
-    add_campaigns(p, "report on")
+    add_campaigns(p, "report on", "the latest campaign, each of its label sets")
     p.add_argument("-o", "--output", type=path_arg, default=Path("report.html"), metavar="OUT",
                    help="HTML file to write (default: report.html)")
     add_trend(p, "draw")
@@ -73,13 +76,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = render(store, args.output, campaigns=args.campaign,
                         max_run_figures=args.max_run_figures,
-                        figure_files=not args.no_figure_files)
+                        figure_files=not args.no_figure_files, results=shown_spec(args.results))
     except OSError as exc:  # the disk filled, a permission changed meanwhile
         raise UserError(f"-o {args.output}: cannot write the report: {exc.strerror or exc}") from None
     finally:
         store.close()
     out = console()
-    out.print(f"report: {report.path} ({report.n_runs} runs, {len(report.figure_files)} figure files)")
+    shown = f" of {report.shown.groups()}" if report.shown else ""
+    out.print(escape(f"report: {report.path} ({counted(report.n_runs, 'run')}{shown}; "
+                     f"{counted(len(report.figure_files), 'figure file')})"), highlight=False)
+    if report.shown:
+        command = (f"jitterlab report --results {shlex.quote(shown_spec(args.results))} "
+                   f"-o {shlex.quote(str(args.output))}")
+        for line in report.shown.left_out(command):
+            out.print(escape(line), highlight=False)
     for s in report.skipped:
         out.print(f"[yellow]skipped[/]: {escape(s)}", highlight=False)
     return EXIT_OK

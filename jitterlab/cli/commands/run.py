@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,6 +13,7 @@ from jitterlab.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, sigterm_
 from jitterlab.cli.options import add_results, add_until_decided
 from jitterlab.cli.paths import path_arg
 from jitterlab.model.errors import UserError, shown
+from jitterlab.report.format import counted, duration
 from jitterlab.store import shown_spec
 
 
@@ -110,9 +112,9 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
         todo, skipped = runner.pending(campaign_id)
         total_s = estimate_s(campaign, todo)
         out.print(
-            f"[bold]{escape(campaign.name)}[/]: {len(todo)} runs to measure"
+            f"[bold]{escape(campaign.name)}[/]: {counted(len(todo), 'run')} to measure"
             + (f", {skipped} already committed" if skipped else "")
-            + f", about {format_duration_s(total_s)} on {len(sessions)} target(s)"
+            + f", about {format_duration_s(total_s)} on {counted(len(sessions), 'target')}"
         )
         for session in sessions:
             for w in session.warnings:
@@ -137,11 +139,16 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
                       + escape(f"{r.target} {run_label(r)}: {r.error or ''}"))
         if len(failed) > 10:
             out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results "
-                             f"{shown_spec(args.results)})"))
+                             f"{shlex.quote(shown_spec(args.results))})"))
+        if any(r.status in ("failed", "timeout") for r in failed) and not outcome.interrupted:
+            again = f"measure the failed runs again: {_again(args)} --retry-failed"
+            out.print(escape(again), highlight=False)
         _end(out, store, campaign, campaign_id, runs, args)
         if outcome.interrupted:
-            out.print(f"[yellow]interrupted[/]: {outcome.done} runs committed this time; continue with "
-                      + escape(_go_on(args)))
+            out.print(
+                f"[yellow]interrupted[/]: {counted(outcome.done, 'run')} committed this time; continue with "
+                + escape(_go_on(args))
+            )
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
     finally:
@@ -149,6 +156,13 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
             session.target.close()
         if store is not None:
             store.close()
+
+
+def _again(args: argparse.Namespace) -> str:
+    """The command that goes on with this campaign: the same file, store and labels, --resume."""
+    from jitterlab.cli.again import resume_run
+
+    return resume_run(str(args.campaign), args.results, args.label)
 
 
 def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argparse.Namespace) -> None:
@@ -164,18 +178,17 @@ def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argp
         return
     out.print()
     for part in print_screen(store, campaign.name, shown_spec(args.results)):
-        out.print(part, soft_wrap=not isinstance(part, Table))  # a fix command is never split
+        out.print(part)  # in a terminal, folded between words: never inside a command
 
 
 def _go_on(args: argparse.Namespace) -> str:
     """The command that goes on with an interrupted run: the same labels (--resume finds the campaign
     by them), and the same --until-decided loop when one was asked for."""
-    from jitterlab.cli.again import resume_run
     from jitterlab.cli.until_decided import resume_command
 
     if args.until_decided is not None:
         return resume_command(args)
-    return resume_run(str(args.campaign), args.results, args.label)
+    return _again(args)
 
 
 def _with_labels(campaign, pairs: list[str]):
@@ -236,11 +249,11 @@ DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
 def _dry_run(out: Console, campaign) -> int:
     from jitterlab import plugins
     from jitterlab.campaign.cells import names
-    from jitterlab.model.units import format_duration_s, format_ns
+    from jitterlab.model.units import format_duration_s
 
     table = Table(
-        title=f"{escape(campaign.name)}: {len(campaign.cells)} cells x {campaign.repetitions} "
-        f"repetitions of {format_ns(campaign.settings.duration_ns)}"
+        title=f"{escape(campaign.name)}: {counted(len(campaign.cells), 'cell')} x "
+        f"{counted(campaign.repetitions, 'repetition')} of {duration(campaign.settings.duration_ns)}"
     )
     for name in ("target", "benchmark", "cell", "load", "estimate"):
         table.add_column(name)
@@ -254,12 +267,13 @@ def _dry_run(out: Console, campaign) -> int:
             table.add_row(c.target, c.benchmark, naming.params_text(c), c.load, format_duration_s(seconds))
     out.print(table)
     if len(campaign.cells) > DRY_RUN_ROWS:
-        out.print(f"... and {len(campaign.cells) - DRY_RUN_ROWS} more cells")
+        out.print(f"... and {counted(len(campaign.cells) - DRY_RUN_ROWS, 'more cell')}")
     for line in campaign.pairing:
         out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
-        f"{len(campaign.cells) * campaign.repetitions} runs, estimated {format_duration_s(total_s)} "
+        f"{counted(len(campaign.cells) * campaign.repetitions, 'run')}, estimated "
+        f"{format_duration_s(total_s)} "
         "(plus building the programs once per target)"
     )
     return EXIT_OK

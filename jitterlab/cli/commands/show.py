@@ -20,17 +20,20 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "show",
         help="show stored runs, or one run in detail",
         description="Without RUN_ID: the runs of the latest campaign (or "
-        "--campaign NAME) with status and headline metric, and the summary. "
+        "--campaign NAME), its latest measurement of each label set (image=A and image=B), with "
+        "status and headline metric, and the summary. "
         "With RUN_ID (a prefix is enough): every metric, warning and the sysinfo.",
     )
     show.add_argument("run_id", nargs="?", type=run_id_arg, metavar="RUN_ID",
                       help="run id or a unique prefix")
     add_results(show)
-    show.add_argument("--campaign", type=name_arg, metavar="NAME", help="campaign name (default: the latest)")
+    show.add_argument("--campaign", type=name_arg, metavar="NAME",
+                      help="campaign name: its latest run of each label set (default: the latest campaign)")
     return show
 
 
 def run(args: argparse.Namespace) -> int:
+    from jitterlab.report.selection import select
     from jitterlab.report.terminal import (
         console,
         emulation_note,
@@ -63,23 +66,25 @@ def run(args: argparse.Namespace) -> int:
             ):
                 out.print(part)
             return EXIT_OK
-        campaign = store.latest_campaign(args.campaign)
-        if campaign is None and args.campaign is None:
+        if args.campaign is None and not store.campaigns():
             results = shlex.quote(shown_spec(args.results))
             raise UserError(f"{store.where}: no campaign here yet; measure one into it (jitterlab run "
                             f"CAMPAIGN --results {results}) or import a capture (jitterlab import edges FILE "
                             f"--period PERIOD --results {results})")
-        if campaign is None:
-            known = ", ".join(sorted({c["name"] for c in store.campaigns()})) or "none"
-            raise UserError(f"--campaign {args.campaign!r}: not in {store.where}; campaigns there: {known}")
-        runs = store.runs(campaign["id"])
+        shown = select(store, [args.campaign] if args.campaign else None)
+        [name] = shown.names
+        runs = shown.runs
         out.print(runs_table(runs))
-        for table in summary_tables(runs, campaign["name"], planned=_planned(store, campaign["id"])):
+        latest = shown.campaigns[-1]["id"]
+        for table in summary_tables(runs, name, planned=_planned(store, latest)):
             out.print(table)
         if note := emulation_note(runs, store):
             out.print(f"[yellow]note[/]: {escape(note)}")
-        for part in show_warnings(runs, store.warnings(campaign["id"]), campaign["name"]):
+        stored = [w for c in shown.campaigns for w in store.warnings(c["id"])]
+        for part in show_warnings(runs, stored, name):
             out.print(part)
+        for line in shown.left_out(f"jitterlab show --results {shlex.quote(shown_spec(args.results))}"):
+            out.print(escape(line), highlight=False)
         return EXIT_OK
     finally:
         store.close()

@@ -4,7 +4,7 @@ decided, and what limits the machine put on it (the screen `run` ends with)."""
 from __future__ import annotations
 
 import argparse
-import functools
+import shlex
 
 from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
@@ -32,8 +32,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from jitterlab.analysis.compare import Selector
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
@@ -53,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{what} in {store.where}; campaigns there: {known}")
         out = console()
         for part in print_screen(store, latest["name"], shown_spec(args.results), pair):
-            out.print(part, soft_wrap=not isinstance(part, Table))  # a fix command is never split
+            out.print(part)  # in a terminal, folded between words: never inside a command
     finally:
         store.close()
     return EXIT_OK
@@ -62,42 +60,43 @@ def run(args: argparse.Namespace) -> int:
 def print_screen(store, name: str, results: str, pair=None) -> list:
     """The screen of campaign `name` (its latest run of each label set) as renderables; shared
     with `run`, which ends with it."""
-    import json
-
     from jitterlab import plugins
     from jitterlab.analysis.compare import label_pairs
     from jitterlab.analysis.samples import reader
     from jitterlab.importers.capture import FINGERPRINT
+    from jitterlab.report.selection import select
     from jitterlab.report.summary_screen import Screen, screen
 
-    latest: dict[str, dict] = {}
-    for c in store.campaigns():
-        if c["name"] == name:
-            latest[json.dumps(c["labels"], sort_keys=True)] = c  # campaigns() lists oldest first
-    runs = [r for c in sorted(latest.values(), key=lambda c: c["id"]) for r in store.runs(c["id"])]
+    shown = select(store, [name])
+    runs = shown.runs
     if not runs:
         raise UserError(f"campaign {name!r} in {store.where} has no runs yet; jitterlab run measures it")
-    how = Screen(results, store.sysinfo, [pair] if pair else label_pairs(runs),
-                 samples=reader(store.read_series, plugins.traits))
-    found = store.campaign(max(c["id"] for c in latest.values()))  # the one run --resume goes on with
+    pairs = [pair] if pair else label_pairs(runs)
+    how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits))
+    found = store.latest_campaign(name) or {}
     if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
-        how.more_runs = lambda b, c: (f"import more captures where undecided, into each group of {b}..{c} "
-                                      "(the same --period and --label values)")
+        how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "
+                         "--period and --label values)")
     elif found.get("source_path"):
-        how.more_runs = functools.partial(_more_runs, found, [r for r in runs if r.campaign_id == found["id"]],
-                                          results)
+        how.more_runs = more_runs(found["source_path"], results, pairs, shown.campaigns)
     return screen(runs, name, how)
 
 
-def _more_runs(campaign: dict, mine: list, results: str, baseline, candidate) -> str | None:
-    """`run --resume --until-decided`, as it runs when pasted: --resume goes on with the latest campaign
-    of the name, found by the labels it was run with; None when that campaign measures neither group
-    (no command adds runs to an earlier one)."""
-    from jitterlab.campaign.cells import names
-    from jitterlab.cli.again import labels_beyond_file, resume_run
-
-    if not any(sel.matches(r, names()) for r in mine for sel in (baseline, candidate)):
-        return None
-    labels = labels_beyond_file(campaign["labels"], campaign.get("source") or "")
-    go_on = resume_run(campaign["source_path"], results, labels, "--until-decided", f"{baseline}..{candidate}")
-    return f"add repetitions where undecided: {go_on}"
+def more_runs(path: str, results: str, pairs: list, campaigns: list[dict]) -> str:
+    """The command that adds repetitions where a comparison is undecided, as it runs: `--resume`
+    goes on with the campaign measured with the same labels, and the campaign file measures one
+    group, so the command names the labels of the group to measure (the one measured last, else
+    the candidate: --label image=B); `{pair}` is left for each comparison's BASELINE..CANDIDATE."""
+    latest = campaigns[-1]["labels"]
+    wanted: list[dict] = []
+    for baseline, candidate in pairs:
+        side = baseline if latest.get(baseline.key) == baseline.value else candidate
+        mine = [c["labels"] for c in campaigns if c["labels"].get(side.key) == side.value]
+        # a group told by the cells (impl=x..impl=y) is measured by the campaign measured last
+        wanted.append(mine[-1] if mine else latest)
+    # comparisons whose groups are measured with different labels each need their own command: the
+    # screen has one for all of them, which names the first
+    labels = wanted[0] if wanted else latest
+    given = "".join(f" --label {shlex.quote(f'{k}={v}')}" for k, v in sorted(labels.items()))
+    return (f"add repetitions where undecided: jitterlab run {shlex.quote(path)} --results "
+            f"{shlex.quote(results)} --resume{given} --until-decided {{pair}}")

@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.transforms import offset_copy
 
 from jitterlab.analysis import samples
 from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
@@ -32,7 +33,9 @@ DODGE_DECADES = 0.04  # impls side by side around a period, this far apart on th
 BINS_PER_DECADE = 8
 MAX_DECADES = 6  # of |period error| a histogram spans below its largest value
 MARK_MERGE = 1.3  # percentile marks closer than this factor share one line and label
-MARKERS = "osD^vPX*<>"
+MARKERS = "osDvPX*<>"  # "^" is left to the lower bound's caret
+LOWER_BOUND_MARK = 6  # matplotlib's CARETUP, drawn just above a point whose value is a lower bound
+LOWER_BOUND_TEXT = "caret above a point: ≥, a lower bound (periods the probe did not observe)"
 LOG_PERIOD_SPAN = 20  # longest / shortest period of a run above which its timeline is drawn log
 period_errors = samples.period_errors  # the figures draw exactly the periods the metrics used
 
@@ -62,15 +65,32 @@ def blind_grade_text(i: int) -> str:
     return f"probe blind ≥ {percent(low)} of periods"
 
 
+def unobserved(r: RunRecord, probe: str | None = None) -> int:
+    """Periods the probe did not observe in the run (excluded or hidden by missed edges); runs
+    stored before unobserved_periods count their excluded periods and missed edges."""
+    value = r.metric("unobserved_periods", probe)
+    if value is None:
+        value = (r.metric("excluded_periods", probe) or 0) + (r.metric("missed_edges", probe) or 0)
+    return int(value)
+
+
+def worst_of(r: RunRecord) -> float:
+    """A run's worst period as far as it is proven: a blind run's reached its bound, and may have
+    gone beyond."""
+    return max(r.metric(HEADLINE), r.metric("max_rel_period_error_bound") or 0.0)
+
+
 @dataclass(frozen=True)
 class Point:
     """One impl's value at one period of one load: the worst repetition (in %), its blind share,
-    and whether its probe watched the program's pin."""
+    whether its probe watched the program's pin, and whether the value is only a lower bound (a
+    repetition's probe did not observe every period: the terminal's "≥")."""
 
     period_s: float
     value_pct: float
     blind_share: float
     watched: bool
+    lower_bound: bool = False
 
 
 def envelope_points(runs: list[RunRecord], load: str, impl: str, impl_of
@@ -89,9 +109,10 @@ def envelope_points(runs: list[RunRecord], load: str, impl: str, impl_of
             ok = [r for r in ok if math.isfinite(r.metric(HEADLINE))]
         program = [r for r in ok if watched_program_pin(r)]  # never another signal's when both exist
         if program or ok:
-            worst = max(program or ok, key=lambda r: r.metric(HEADLINE))
-            points.append(Point(period_ns / 1e9, worst.metric(HEADLINE) * 100, excluded_share(worst),
-                                bool(program)))
+            shown = program or ok
+            worst = max(shown, key=worst_of)
+            points.append(Point(period_ns / 1e9, worst_of(worst) * 100, excluded_share(worst),
+                                bool(program), any(unobserved(r) for r in shown)))
         bad = sorted({r.status for r in cell if r.status != "ok"})
         if bad:  # a failed repetition is news also where others have a value
             missing.append((period_ns / 1e9, "/".join(bad)))
@@ -130,7 +151,7 @@ def envelope_figure(runs: list[RunRecord], target: str,
     emulated = {impl_of(r) for r in runs if r.metric("unit_emulated", "")}
     named = {impl: f"{impl} (emulated)" if impl in emulated else impl for impl in impls}
     dodge = dict(zip(impls, _dodge(len(impls)), strict=True))
-    grades, demo = set(), False
+    grades, demo, bounds = set(), False, False
     values = [p.value_pct for pts, _ in lines.values() for p in pts]
     for k, (ax, load) in enumerate(zip(axes, loads, strict=True)):
         for impl in impls:
@@ -146,6 +167,11 @@ def envelope_figure(runs: list[RunRecord], target: str,
                     demo = True
                     ax.plot([x], [p.value_pct], marker, mfc="white", mec=color, mew=1.3, ms=6, zorder=3,
                             gid="demo-signal")
+                if p.lower_bound:  # "≥": a caret just above the point, the true worst may lie higher
+                    bounds = True
+                    above = offset_copy(ax.transData, fig=fig, y=10, units="points")
+                    ax.plot([x], [p.value_pct], marker=LOWER_BOUND_MARK, color=color, ms=7, mew=0,
+                            zorder=4, transform=above, gid="lower-bound")
                 grade = blind_grade(p.blind_share)
                 if grade is not None:
                     grades.add(grade)
@@ -157,7 +183,7 @@ def envelope_figure(runs: list[RunRecord], target: str,
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
         for threshold in THRESHOLDS:  # labelled by the y ticks, which always include them
             ax.axhline(threshold * 100, color="dimgrey", lw=0.9, ls=":")
-        ax.set_title(f"{target} — load {load}", fontsize=10)
+        ax.set_title(f"load {load}", fontsize=10)  # the figure's title names the target
         duration_axis(ax.xaxis, 1e9)
         percent_axis(ax.yaxis)
         ax.grid(True, which="major", alpha=0.3)
@@ -176,7 +202,7 @@ def envelope_figure(runs: list[RunRecord], target: str,
             ax.set_xlim(min(periods) / 1.6, max(periods) * 1.6)
     axes[0].set_ylabel("max relative period error\n(worst repetition)")
     fig.suptitle(f"{target}: maximum relative period error vs period", fontsize=11)
-    _envelope_legend(fig, impls, style, sorted(grades), demo, bool(missing_impls), named)
+    _envelope_legend(fig, impls, style, sorted(grades), demo, bool(missing_impls), named, bounds)
     return fig
 
 
@@ -196,10 +222,13 @@ def _missing_strip(ax, rows: list[tuple[str, list[tuple[float, str]]]], style, f
 
 
 def _envelope_legend(fig: Figure, impls, style, grades: list[int], demo: bool, missing: bool,
-                     named: dict[str, str]) -> None:
+                     named: dict[str, str], bounds: bool = False) -> None:
     """The impls beside the panels (one line each), what the marks mean under them."""
     lines = [Line2D([], [], color=style[i][0], marker=style[i][1], label=named[i]) for i in impls]
     marks: list = []
+    if bounds:
+        marks.append(Line2D([], [], ls="none", marker=LOWER_BOUND_MARK, color="black", ms=7, mew=0,
+                            label=LOWER_BOUND_TEXT))
     for g in grades:
         _, ms, lw, grey = BLIND_GRADES[g]
         marks.append(Line2D([], [], ls="none", marker="o", mfc="none", mec=grey, ms=ms, mew=lw,

@@ -59,7 +59,7 @@ def _time(ns: int) -> str:
 
 def document(data: ExportData, out: Path) -> dict:
     """The KCIDB document for the runs, with file:// URLs of files in `out`."""
-    from jitterlab.report.verdicts import headline_metrics
+    from jitterlab.report.traits import headline_metrics
 
     infos: dict[int, dict] = {}
     checkouts: dict[str, dict] = {}

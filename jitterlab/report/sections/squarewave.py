@@ -104,6 +104,7 @@ class SquarewaveSection:
             "envelope_heads": heads,
             "envelope": rows,
             "cells": _cell_rows(runs, impl_of),
+            "several_targets": len({r.target for r in runs}) > 1,  # else the title names it
             "run_figures": _run_figures(runs, impl_of, ctx),
             "bias": _bias_rows(runs, impl_of),
         }
@@ -275,11 +276,19 @@ def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
             "not_watched": (f"+{foreign} {NOT_WATCHED}" if program else NOT_WATCHED) if foreign else "",
             "muted": bool(foreign and not program),  # every figure of the row is another signal's
             "median": statistics.median(r.metric(HEADLINE) for r in ok) if ok else None,
-            "percentiles": [percentile_text(worst, p) if worst else percent(None) for p in PERCENTILES],
+            "percentiles": [_value_and_interval(percentile_text(worst, p)) if worst else (percent(None), "")
+                            for p in PERCENTILES],
             "excluded": int(sum(r.metric("excluded_periods") or 0 for r in ok)),
             "worst_run": worst.id if worst else "",
         })
     return rows
+
+
+def _value_and_interval(text: str) -> tuple[str, str]:
+    """"12.9 % [12.8 % – 13 %]" as its value and its interval, which a table may set on two lines;
+    the interval may fold only after its dash, never between a number and its unit."""
+    value, bracket, interval = text.partition(" [")
+    return value, (bracket.strip() + interval).replace(" %", "\u00a0%")
 
 
 def most_informative(runs: list[RunRecord], impl_of) -> list[RunRecord]:
@@ -325,7 +334,8 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
         if not any(len(e) for e in errors.values()):
             ctx.skipped.append(f"run {r.id} ({_where(r)}): no periods after the warm-up to draw")
             continue
-        title = f"run {r.id}: {_where(r)}, repetition {r.repetition + 1}"
+        # named as the tables name its cell: with the labels that tell groups apart (image=A)
+        title = f"run {r.id}: {_where_labelled(r, impl_of)}, repetition {r.repetition + 1}"
         note = "" if watched_program_pin(r) else DEMO_NOTE
         out.append({
             "id": r.id, "title": title, "worst": r.metric(HEADLINE),
@@ -348,13 +358,7 @@ def _marks(r: RunRecord) -> dict[str, float | None]:
                                                       ("p99.9", PERCENTILES[2]), ("max", HEADLINE))}
 
 
-def unobserved(r: RunRecord, probe: str | None = None) -> int:
-    """Periods the probe did not observe in the run (excluded or hidden by missed edges); runs
-    stored before unobserved_periods count their excluded periods and missed edges."""
-    value = r.metric("unobserved_periods", probe)
-    if value is None:
-        value = (r.metric("excluded_periods", probe) or 0) + (r.metric("missed_edges", probe) or 0)
-    return int(value)
+unobserved = figures.unobserved  # the terminal's "≥" and the figure's caret: one rule
 
 
 def percentile_text(r: RunRecord, name: str, probe: str | None = None) -> str:

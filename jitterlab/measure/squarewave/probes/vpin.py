@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from jitterlab.measure.context import Throttling
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import LevelPage
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
@@ -140,7 +141,8 @@ class VpinProbe(ProbeBase):
             capture.level,
             capture.blind,
             metrics=tuple(_observer_metrics(capture, len(own.t_ns))),
-            warnings=tuple(_observer_warnings(capture.stats, self.ctx.settings.duration_ns)),
+            warnings=tuple(_observer_warnings(capture.stats, self.ctx.settings.duration_ns,
+                                              self.ctx.throttling)),
             series={"vpin.blind": blind_series(capture.blind)},
         )
 
@@ -194,7 +196,21 @@ def _observer_metrics(capture: ObserverCapture, n_self_edges: int) -> list[Metri
     ]
 
 
-def _observer_warnings(stats: dict, duration_ns: int) -> list[Warning_]:
+OWN_CPU = "give the probe a CPU of its own (boot with isolcpus=, then [campaign.cpus] probe)"
+
+
+def blind_remedy(throttling: Throttling | None) -> str:
+    """What makes the observer blind less often on this machine: a CPU of its own, and RT throttling
+    lifted where it was on during the runs, in the runner's words for this machine (who jitterlab is
+    there, a container whose host owns the setting)."""
+    if throttling is None:  # a run measured without its target's facts
+        return f'{OWN_CPU}; and RT throttling off (campaign.rt_throttling = "lift", as root)'
+    if not throttling.active:  # off, or lifted for the runs: something else took the probe's CPU
+        return f"{OWN_CPU}: RT throttling was off, so other tasks, interrupts or the hypervisor took it"
+    return f"{OWN_CPU}; RT throttling stopped it too: {throttling.remedy}"
+
+
+def _observer_warnings(stats: dict, duration_ns: int, throttling: Throttling | None = None) -> list[Warning_]:
     warnings = []
     if stats.get("sched") != "fifo":
         warnings.append(
@@ -209,8 +225,7 @@ def _observer_warnings(stats: dict, duration_ns: int) -> list[Warning_]:
             Warning_(
                 f"the vpin probe was blind {blind_fraction:.1%} of the run; periods touching blind "
                 "intervals were excluded",
-                "give the probe an isolated CPU (isolcpus=) and run as root, so that RT throttling is "
-                'lifted for the runs (campaign.rt_throttling = "lift", the default)',
+                blind_remedy(throttling),
             )
         )
     if stats.get("overflow_edges", 0):

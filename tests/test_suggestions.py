@@ -1,0 +1,182 @@
+"""Every command jitterlab prints for a person to run runs as printed: the suggestions of `run`,
+`summary`, `show`, `report` (its lines and its page) and `doctor` are collected from their output on
+a few stores (two label groups measured one after the other, runs that failed, imported captures,
+squarewave runs with a machine's limits) and each jitterlab command among them is run as printed,
+from the directory the person was in: `run` with --dry-run, the others on a copy of that directory
+(a report writes its file there). Commands of other programs (sysctl, apt) are never run here; each
+must name a program and be whole on its line (tests/report/test_layout.py)."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from jitterlab.analysis.synthetic import square_wave
+from jitterlab.cli.main import main
+from jitterlab.measure.benchmarks.base import Measurement
+from jitterlab.model.records import Metric
+from jitterlab.report.layout import COMMAND_WORDS, commands_in
+from jitterlab.store.catalog import Store
+from jitterlab.targets import fake
+from tests.execution import fakes
+
+# what the fake benchmark measures per label and repetition: spread enough to stay undecided
+VALUES = {"A": [100.0, 180.0, 60.0], "B": [120.0, 70.0, 200.0], "": [100.0, 110.0, 90.0]}
+PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]+$")  # CAMPAIGN, FILE, METRIC: a value the person chooses
+# named, not yet printed to run: the comparison's texts (report/verdicts.py, the report's comparison
+# caption) say "jitterlab compare" without its groups; remove once they print the whole command
+NAMED_ONLY = {"jitterlab compare"}
+
+
+def _campaign(where: Path, name: str = "tiny") -> str:
+    (where / f"{name}.toml").write_text("\n".join([
+        "[campaign]", f'name = "{name}"', "repetitions = 3", 'duration = "10ms"', 'warmup = "1ms"',
+        'load_warmup = "1ms"', 'run_timeout = "10s"',
+        "[[target]]", 'name = "board"', 'kind = "fake"', f'workdir = "{where / "target"}"',
+        "[matrix]", 'benchmark = "fake"', 'load = "fake"', ""]))
+    return f"{name}.toml"
+
+
+@pytest.fixture
+def fake_values(monkeypatch):
+    monkeypatch.setattr(fake, "OPENED", [])
+    plan = fakes.register(monkeypatch)
+    label: dict[str, str] = {"image": ""}
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", lambda self, ctx, measured: Measurement(
+        [Metric("fake_value", VALUES[label["image"]][ctx.repetition], "")]))
+    return plan, label
+
+
+RAN: set[tuple[str, tuple[str, ...]]] = set()  # (directory, argv) that exited 0 already
+
+
+def _out(capsys, argv: list[str], expect: tuple[int, ...] = (0,)) -> str:
+    rc = main(argv)
+    captured = capsys.readouterr()
+    assert rc in expect, (argv, captured.err)
+    if rc == 0:
+        RAN.add((str(Path.cwd()), tuple(argv)))
+    return captured.out + captured.err
+
+
+def _page(path: Path) -> str:
+    """The words of an HTML report, as a browser shows them."""
+    text = re.sub(r"<(style|script|svg)\b.*?</\1>", " ", path.read_text(), flags=re.S)
+    text = re.sub(r"</?code>", "`", text)  # where a command in the page begins and ends
+    return html.unescape(re.sub(r"<[^>]+>", " ", text))
+
+
+def _views(capsys, results: str = "results") -> str:
+    """What summary, show (and one run in detail) and report print, and the report's page."""
+    out = _out(capsys, ["summary", "--results", results])
+    out += _out(capsys, ["show", "--results", results])
+    store = Store(results, create=False)
+    runs = store.runs()
+    store.close()
+    run_id = next((r.id for r in runs if r.status != "ok"), runs[-1].id)  # a failed one says why
+    if re.fullmatch(r"[0-9a-f]+", run_id):  # the synthetic store's ids are not a run's
+        out += _out(capsys, ["show", run_id, "--results", results])
+    out += _out(capsys, ["report", "--results", results, "-o", "report.html"])
+    return out + _page(Path("report.html"))
+
+
+def _label_groups(where: Path, capsys, fake_values) -> str:
+    """image=A, then image=B, of one campaign file: the README's A/B flow."""
+    _, label = fake_values
+    path = _campaign(where)
+    out = ""
+    for image in ("A", "B"):
+        label["image"] = image
+        out += _out(capsys, ["run", path, "--label", f"image={image}"])
+    return out + _views(capsys)
+
+
+def _failed_runs(where: Path, capsys, fake_values) -> str:
+    plan, _ = fake_values
+    plan.fail = ("board", "measure", 1)
+    out = _out(capsys, ["run", _campaign(where, "flaky"), "--results", "store"], expect=(1,))
+    return out + _views(capsys, "store")
+
+
+def _imported(where: Path, capsys) -> str:
+    t, level = square_wave(1_000_000, 400, jitter_ns=3_000, seed=5)
+    (where / "cap.csv").write_text("".join(f"{x},{v}\n" for x, v in zip(t, level, strict=True)))
+    out = ""
+    for image in ("1.0", "1.1"):
+        out += _out(capsys, ["import", "edges", "cap.csv", "--period", "1ms", "--label", f"image={image}"])
+    return out + _views(capsys)
+
+
+def _squarewave(where: Path, capsys, monkeypatch) -> str:
+    from tests.report import conftest
+
+    monkeypatch.setattr(conftest, "LOADS", ("cpu",))  # a smaller matrix: its figures take less time
+    monkeypatch.setattr(conftest, "PERIODS", (conftest.MS,))
+    conftest.build_store(where / "results").close()  # two campaigns (board-1.10, board-1.11), a failed run
+    return _views(capsys) + _out(capsys, ["show", "--results", "results", "--campaign", "board-1.10"])
+
+
+def _runs_as_printed(command: str, where: Path, scratch: Path, capsys) -> tuple[int, str]:
+    """Exit status and error of a jitterlab command run from (a copy of) `where`."""
+    argv = shlex.split(command)[1:]
+    if argv[0] == "run":
+        argv.append("--dry-run")  # the campaign and its options are checked; nothing is measured
+    else:
+        if scratch.exists():
+            shutil.rmtree(scratch)
+        shutil.copytree(where, scratch)  # a report or an export writes its file there
+        where = scratch
+    cwd = Path.cwd()
+    try:
+        os.chdir(where)
+        rc = main(argv)
+    finally:
+        os.chdir(cwd)
+    return rc, capsys.readouterr().err
+
+
+def test_every_suggested_command_runs_as_printed(tmp_path, monkeypatch, capsys, fake_values):
+    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
+    outputs: dict[str, str] = {}
+    for name, make in (("ab", lambda d: _label_groups(d, capsys, fake_values)),
+                       ("failed", lambda d: _failed_runs(d, capsys, fake_values)),
+                       ("imported", lambda d: _imported(d, capsys)),
+                       ("square", lambda d: _squarewave(d, capsys, monkeypatch))):
+        where = tmp_path / name
+        where.mkdir()
+        monkeypatch.chdir(where)
+        outputs[name] = make(where)
+    monkeypatch.chdir(tmp_path)
+    outputs["doctor"] = _out(capsys, ["doctor", "local"], expect=(0, 1))
+
+    found = {(name, c) for name, text in outputs.items() for line in text.splitlines()
+             for c in commands_in(line)}
+    ours = sorted((n, c) for n, c in found if shlex.split(c)[0] == "jitterlab")
+    # the flows print what was asked of them: a campaign, a label group to add runs to, figures
+    assert ("ab", "jitterlab run tiny.toml --results results --resume --label image=B --until-decided "
+                  "image=A..image=B") in ours
+    assert ("ab", "jitterlab report --results results -o report.html") in ours
+    assert ("failed", "jitterlab show --results store") in ours
+    assert ("failed", "jitterlab run flaky.toml --results store --resume --retry-failed") in ours
+    assert ("square", "jitterlab show --results results --campaign board-1.10") in ours  # left out, named
+    ran = []
+    for name, command in ours:
+        # a value left for the person to fill in (CAMPAIGN, FILE) where jitterlab knows it: none
+        assert not any(PLACEHOLDER.match(word) for word in shlex.split(command)), (name, command)
+        if command in NAMED_ONLY:
+            continue
+        ran.append(command)
+        if (str(tmp_path / name), tuple(shlex.split(command)[1:])) in RAN:
+            continue  # the views above ran it as printed, from the same directory
+        rc, err = _runs_as_printed(command, tmp_path / name, tmp_path / "copy", capsys)
+        assert rc == 0, f"{name}: {command}: {err}"
+    assert len(ran) >= 6, ran
+    others = {c for _, c in found - set(ours)}  # another program's: never run here, named whole
+    assert all(shlex.split(c)[0] in COMMAND_WORDS for c in others)
+    assert "sysctl -w kernel.sched_rt_runtime_us=-1" in others or "rt_runtime_us=-1" not in outputs["doctor"]
