@@ -50,8 +50,8 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
         ended = until_decided(campaign, store, sessions, campaign_id, watch, names=names(), why=why,
                               runner=runner, planned=display.plan)
     except UnknownWatch as exc:  # a name --watch took for a metric, which the measured runs lack
-        go_on = (f"go on with {resume_command(args, watch=False)} (each benchmark's headline metrics), or add "
-                 "--watch with one of them")
+        go_on = (f"go on with {resume_command(args, watch=False)} (each benchmark's headline metrics), "
+                 "or add --watch with one of them")
         raise UserError(f"{exc}; the campaign's runs are stored: {go_on}") from None
     out.print(escape(end_text(ended, watch, campaign, args)), highlight=False)
     return ended

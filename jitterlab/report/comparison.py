@@ -8,9 +8,6 @@ import math
 import shlex
 import shutil
 
-from rich.table import Table
-from rich.text import Text
-
 from jitterlab.model.records import Warning_
 from jitterlab.report.console import escape_controls
 from jitterlab.report.warning_groups import Note, grouped
@@ -115,23 +112,29 @@ def note_lines(result, shown: int | None = None, every_row: str = "") -> list[st
     counts = ", ".join(f"{n} {v}" for v, n in result.counts().items() if n) or "no tested row"
     tested = len(result.tested_rows)
     family = _family_text(result)
-    out = [f"verdicts: {counts}" + (f", of {tested} tested rows (the watched metrics: {family})" if tested else "")]
+    out = [f"verdicts: {counts}" + (f", of {tested} tested rows" if tested else "")]
+    if tested:
+        out.append(f"tested: the watched metrics ({family}; --metric chooses them)")
     hidden = len(result.rows) - (len(result.rows) if shown is None else shown)
     if hidden > 0:
-        out.append(f"not shown: {hidden} more rows, not tested (other metrics, bounds, load readings)"
-                   + (f": {every_row}" if every_row else ""))
+        from jitterlab.report.format import counted
+
+        out.append(f"not shown: {counted(hidden, 'more row')}, not tested (other metrics, bounds, load "
+                   "readings)" + (f"; every row: {every_row}" if every_row else ""))
     elif result.n_not_graded:
         out.append(f"{result.n_not_graded} {NOT_GRADED_TEXT}: outside the watched metrics, or descriptions "
                    "and load readings: shown, no verdict")
     if not result.n_tests:
-        return [*out, f"No row could be tested: a verdict needs at least 3 runs per group in a cell; then "
-                f"better or worse when a test shows a change, same when it rules out any beyond the threshold "
-                f"of the metric's kind ({thresholds_text(result)})"]
+        return [*out, "No row could be tested: a verdict needs at least 3 runs per group in a cell; then "
+                "better or worse when a test shows a change, same when it rules out any beyond the "
+                f"threshold of the metric's kind ({thresholds_text(result)})"]
     return [*out,
             "change: candidate / baseline of the statistic shown, with its repeated 95 % interval",
-            f"worse / better (sequential test): a change is shown, p adjusted with Holm's method over the "
-            f"{result.n_tests} tested rows; {result.guarantee}",
-            f"same (equivalence): the repeated 90 % interval lies within the threshold; {PROMISES['equivalence']}",
+            "worse / better (sequential test): a change is shown, p adjusted with Holm's method over the "
+            f"{result.n_tests} tested rows",
+            f"  {result.guarantee}",
+            "same (equivalence): the repeated 90 % interval lies within the threshold",
+            f"  {PROMISES['equivalence']}",
             f"  thresholds: {thresholds_text(result)} (--threshold sets them)",
             "same (resolution): every value of both groups lies within the metric's resolution",
             "undecided: neither yet; more repetitions decide it",
@@ -140,7 +143,7 @@ def note_lines(result, shown: int | None = None, every_row: str = "") -> list[st
 
 def comparison_note(result, shown: int | None = None, every_row: str = "") -> str:
     """note_lines as one paragraph."""
-    return "; ".join(note_lines(result, shown, every_row)) + "."
+    return "; ".join(n.strip() for n in note_lines(result, shown, every_row)) + "."
 
 
 def _family_text(result) -> str:
@@ -207,7 +210,8 @@ def comparison_json(result) -> dict:
                            "reference_share": sequential.REFERENCE_SHARE},
             "thresholds": dict(result.thresholds), "verdicts": result.counts(),
             "not_graded": result.n_not_graded, "rows": rows,
-            "mixed_labels": {k: {"baseline": list(a), "candidate": list(b)} for k, (a, b) in result.mixed.items()},
+            "mixed_labels": {k: {"baseline": list(a), "candidate": list(b)}
+                             for k, (a, b) in result.mixed.items()},
             "warnings": [{"message": w.message, "remedy": w.remedy} for w in comparison_warnings(result)]}
 
 
@@ -229,7 +233,9 @@ def format_comparison(result, fmt: str, *, terminal: bool = False, width: int | 
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
-        return escape_controls("\n".join([f"**{title(result)}**", "", *lines, "", *notes]) + "\n")
+        # a list: Markdown would run lines of text into one paragraph
+        items = [f"  - {n.strip()}" if n.startswith("  ") else f"- {n}" for n in notes]
+        return escape_controls("\n".join([f"**{title(result)}**", "", *lines, "", *items]) + "\n")
     table = ComparisonTable(title(result), heads, cells)
     if not terminal:  # a log, a file: plain rows at their full width, nothing cut
         out = console(file=io.StringIO(), force_terminal=False)
@@ -237,7 +243,8 @@ def format_comparison(result, fmt: str, *, terminal: bool = False, width: int | 
     else:
         out = console(file=io.StringIO(), force_terminal=True,
                       width=width or shutil.get_terminal_size().columns)
-        out.print(table)
+        for part in table.fitted(out):
+            out.print(part, crop=False)
     for n in notes:
         out.print(n, highlight=False, markup=False)
     return out.file.getvalue()

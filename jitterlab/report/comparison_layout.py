@@ -1,24 +1,27 @@
 """A comparison's table laid out for the terminal it is shown in. Its cells are values a person
-reads whole: a verdict, a number with its unit, an interval. A table too wide for the terminal
-is never squeezed (rich would cut "undecided" to "un…" and wrap "[-68.2 % – +978 %]" inside a
-value): it gives up columns, least needed first; when the cell, the metric, the change and the
-verdict still do not fit, the rows are grouped under a heading per cell (the table loses its cell
-column); narrower still, each row is a block of lines, broken only between values. Piped output
-gets `full_table()`, every column at its natural width (terminal.Output prints it as plain rows)."""
+reads whole: a verdict, a number with its unit, an interval. What a table does to fit a width is
+report/layout.py's (its rules dropped, its free-text column folded, one record per block); what a
+comparison adds is the order in which it gives up columns, least needed first, when even that is too
+wide: then the rows are grouped under a heading per cell (the table loses its cell column), and
+narrower still each row is a record of every column. Rich would cut "undecided" to "un…" and wrap
+"[-68.2 % – +978 %]" inside a value; none of these does. Piped output gets `full_table()`, every
+column at its natural width (terminal.Output prints it as plain rows)."""
 
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.padding import Padding
+from collections.abc import Iterable
+
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from jitterlab.report import layout
 
 CELL, VERDICT = "cell", "verdict"
 RIGHT = ("baseline", "candidate", "runs")
 # given up first to last while the table is too wide; what is left is what a row must say
 DROPPED = (("test",), ("view",), ("statistic",), ("p (Holm)",), ("decided by",), ("runs",),
            ("baseline", "candidate"))
-INDENT = "  "
 
 
 def verdict_text(text: str) -> Text:
@@ -28,37 +31,36 @@ def verdict_text(text: str) -> Text:
 
 
 class ComparisonTable:
-    """The rows of a comparison (report.comparison.comparison_rows) under a title, rendered to fit."""
+    """The rows of a comparison (report.comparison.comparison_rows) under a title."""
 
     def __init__(self, title: str, heads: list[str], rows: list[list[str]]) -> None:
         self.title, self.heads, self.rows = title, heads, rows
 
     def full_table(self) -> Table:
         """Every column, with the title: what a log or a file gets."""
-        return self._table(list(range(len(self.heads))), self.rows, self.title)
+        return self.table(list(self.heads), self.rows, self.title)
 
-    def _table(self, columns: list[int], rows: list[list[str]], title: str | None = None) -> Table:
+    def table(self, heads: list[str], rows: list[list[str]], title: str | None = None) -> Table:
+        """A table of the columns `heads` (in the comparison's order) of `rows`."""
+        at = {h: i for i, h in enumerate(self.heads)}
         table = Table(title=title, title_justify="left")
-        for i in columns:
-            table.add_column(self.heads[i], justify="right" if self.heads[i] in RIGHT else "left", no_wrap=True)
+        for h in heads:
+            table.add_column(Text(h), justify="right" if h in RIGHT else "left", no_wrap=True)
         for row in rows:
-            table.add_row(*(verdict_text(row[i]) if self.heads[i] == VERDICT else Text(row[i]) for i in columns))
+            table.add_row(*(verdict_text(row[at[h]]) if h == VERDICT else Text(row[at[h]]) for h in heads))
         return table
 
-    def _fitting(self, rows: list[list[str]], width: int, leave_out: str = "") -> list[int] | None:
-        """The columns of a table of `rows` at most `width` wide: all, or all less the first groups
-        of DROPPED; None when what must stay does not fit."""
-        columns = [i for i, h in enumerate(self.heads) if h != leave_out]
-        natural = {i: max([len(self.heads[i]), *(len(r[i]) for r in rows)]) for i in columns}
-
-        def wide(cols: list[int]) -> int:  # a column: its text, a space either side, one rule
-            return sum(natural[i] for i in cols) + 3 * len(cols) + 1
-
-        for group in DROPPED:
-            if wide(columns) <= width:
-                return columns
-            columns = [i for i in columns if self.heads[i] not in group]
-        return columns if wide(columns) <= width else None
+    def _narrowed(self, console: Console, rows: list[list[str]],
+                  leave_out: str = "") -> tuple[Table, list[str]] | None:
+        """The first table of `rows` that fits the console (report.layout.fits), giving up the
+        groups of DROPPED in turn, with the columns it gave up; None when none fits."""
+        heads = [h for h in self.heads if h != leave_out]
+        for group in ((), *DROPPED):
+            heads = [h for h in heads if h not in group]
+            table = self.table(heads, rows)
+            if layout.fits(console, table):
+                return table, [h for h in self.heads if h not in heads and h != leave_out]
+        return None
 
     def _by_cell(self) -> list[tuple[str, list[list[str]]]]:
         """The rows grouped under their cell, in order."""
@@ -70,45 +72,33 @@ class ComparisonTable:
             out[-1][1].append(row)
         return out
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        width = options.max_width
-        yield Text(self.title, style="bold")
+    def fitted(self, console: Console) -> Iterable:
+        """The renderables that show the comparison at the console's width, each printed with
+        crop=False: the title, the table (or a table per cell, or a record per row), and a line
+        naming the columns given up."""
+        yield layout.Prose(Text(self.title, style="bold"))
         if not self.rows:
             return
-        columns = self._fitting(self.rows, width)
-        if columns is not None:
-            yield self._table(columns, self.rows)
+        found = self._narrowed(console, self.rows)
+        if found is not None:
+            table, dropped = found
+            yield from layout.fitted(console, table)
+            yield from _given_up(dropped)
             return
-        for cell, rows in self._by_cell():
-            columns = self._fitting(rows, width - len(INDENT), leave_out=CELL)
-            yield Text(cell, style="bold")
-            if columns is not None:
-                yield Padding(self._table(columns, rows), (0, 0, 0, len(INDENT)))
-                continue
-            for row in rows:
-                yield from self._block(row, width)
-
-    def _block(self, row: list[str], width: int) -> list[Text]:
-        """One row as lines: "metric (probe): verdict", the change, then each other column as
-        "head value"; broken only between those values."""
-        at = {h: i for i, h in enumerate(self.heads)}
-        probe = f" ({row[at['probe']]})" if row[at["probe"]] else ""
-        first = Text(f"{INDENT}{row[at['metric']]}{probe}: ")
-        first.append_text(verdict_text(row[at[VERDICT]]))
-        out = [first]
-        shown = {CELL, "probe", "metric", VERDICT}
-        parts = [row[at["change [95 % CI]"]]] + [f"{h} {row[i]}" for h, i in at.items()
-                                                 if h not in shown | {"change [95 % CI]"} and row[i]]
-        out += [Text(line, no_wrap=True, overflow="ignore") for line in _lines(parts, width, INDENT * 2)]
-        return out
+        groups = self._by_cell()
+        per_cell = [self._narrowed(console, rows, leave_out=CELL) for _, rows in groups]
+        if all(per_cell):
+            for (cell, _), (table, _) in zip(groups, per_cell, strict=True):
+                yield layout.Prose(Text(cell or "(every cell)", style="bold"))
+                yield from layout.fitted(console, table)
+            dropped = {h for _, left_out in per_cell for h in left_out}
+            yield from _given_up(sorted(dropped, key=self.heads.index))
+            return
+        yield from layout.records(console, self.table(list(self.heads), self.rows), console.width)
 
 
-def _lines(parts: list[str], width: int, indent: str) -> list[str]:
-    """`parts` joined by ", " in lines of at most `width` where they fit, each part whole."""
-    lines: list[str] = []
-    for part in parts:
-        if lines and len(lines[-1]) + 2 + len(part) <= width:
-            lines[-1] += ", " + part
-        else:
-            lines.append(indent + part)
-    return lines
+def _given_up(heads: list[str]) -> list:
+    if not heads:
+        return []
+    return [layout.Prose(Text(f"columns left out at this width: {', '.join(heads)} (a wider terminal, or "
+                              "output to a pipe or file, shows them)", style="dim"))]
