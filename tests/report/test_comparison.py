@@ -64,7 +64,8 @@ def test_four_verdicts_are_printed_apart_and_load_readings_not_tested():
     # by default the tested rows, and a count of the rest with the option that lists them
     text = format_comparison(result, "markdown", again="jitterlab compare --results r")
     assert "| not tested |" not in text and "| worse |" in text and "| undecided |" in text
-    assert "not shown: 1 more row, not tested" in text and "every row: jitterlab compare --results r --all" in text
+    assert "not shown: 1 more row, not tested" in text
+    assert "every row: jitterlab compare --results r --all" in text
     assert len({VERDICT_STYLES[v] for v in (BETTER, WORSE, SAME, UNDECIDED)}) == 4
     note = comparison_note(result)
     assert "1 worse, 1 better, 1 undecided, 1 same, of 4 tested rows" in note and "1 not tested" in note
@@ -73,7 +74,8 @@ def test_four_verdicts_are_printed_apart_and_load_readings_not_tested():
     # each decided row says the runs that decided it and the rule; the footer what the rule guarantees
     assert "| 8 vs 8 | +100 % [" in text and "| worse | sequential test |" in text
     assert "| same | equivalence |" in text and "| undecided | not yet |" in text
-    assert "- same (equivalence): the repeated 90 % interval lies within the threshold\n  - ≤ 5 % false same" in text
+    assert ("- same (equivalence): the repeated 90 % interval lies within the threshold\n"
+            "  - ≤ 5 % false same") in text
     # the footer is short lines, never one paragraph
     assert max(len(line) for line in text.split("|\n\n", 1)[1].splitlines()) < 150
 

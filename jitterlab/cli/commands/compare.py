@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.analysis.thresholds import parse_thresholds
     from jitterlab.campaign.cells import names
     from jitterlab.report.comparison import format_comparison
-    from jitterlab.report.terminal import emulation_note
+    from jitterlab.report.terminal import console, emulation_note
     from jitterlab.store.catalog import Store
 
     base = Selector.parse(args.baseline, "--baseline")
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         text = junit.comparison_xml(result) if args.format == "junit" else lava.comparison_lines(result)
         sys.stdout.write(text)
     else:
-        sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty(),
+        shown = console()  # what stdout is: a terminal (and its width), or a pipe or a file
+        sys.stdout.write(format_comparison(result, args.format, terminal=shown.is_terminal, width=shown.width,
                                            every_row=args.every_row, again=_again(args)))
     if note:  # on stderr: --format json stays one document
         sys.stderr.write(f"note: {note}; a timing verdict between them means nothing\n")
