@@ -188,3 +188,37 @@ def test_cli_fail_on_undecided_threshold_and_overlap(store_root, capsys):
                  "image=b"]) == 2
     err = capsys.readouterr().err
     assert "share 3 runs (b-c-fifo-1000000-0, b-c-fifo-1000000-1, b-c-fifo-1000000-2)" in err
+
+
+def test_groups_that_pool_a_label_say_so_and_print_the_command_that_compares_one(tmp_path, capsys):
+    import shlex
+
+    from jitterlab.report.layout import commands_in
+
+    store = Store(tmp_path / "st")
+    for image in ("A", "B"):
+        cid = store.new_campaign("c", "fp", "c.toml", "", {"image": image})
+        for impl, error in (("python", 0.02), ("c-mmap", 0.01)):
+            for i in range(3):
+                store.commit_run(run_record(
+                    squarewave_cell(impl), id=f"{image}-{impl}-{i}", campaign_id=cid, cell_key=f"{impl}-{i}",
+                    repetition=i, labels={"image": image}, started_ns=i,
+                    metrics=[Metric("max_rel_period_error", error * (1 + i / 10), "ratio", "vpin")]))
+    store.close()
+    argv = ["compare", "--results", str(tmp_path / "st"), "--baseline", "impl=python", "--candidate",
+            "impl=c-mmap", "--no-pooled"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    [note] = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert note.startswith("note: the runs compared take several values of image (baseline A, B; "
+                           "candidate A, B), pooled in each group; compare one image: jitterlab compare")
+    [again] = commands_in(note)
+    assert again.endswith("--baseline impl=python --candidate impl=c-mmap --no-pooled --where image=A")
+    assert main(shlex.split(again)[1:]) == 0  # runs as printed, on image=A alone: no note
+    assert "note:" not in capsys.readouterr().out
+    assert main([*argv, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mixed_labels"] == {"image": {"baseline": ["A", "B"],
+                                                                             "candidate": ["A", "B"]}}
+    assert main([*argv, "--where", "image=C"]) == 2
+    err = capsys.readouterr().err
+    assert "--where image=C: no run of these has it; the label image takes A, B here" in err
