@@ -94,6 +94,9 @@ def _label_groups(where: Path, capsys, fake_values) -> str:
     for image in ("A", "B"):
         label["image"] = image
         out += _out(capsys, ["run", path, "--label", f"image={image}"])
+    # a loop that may add no run stops at once, saying how to raise its bound
+    out += _out(capsys, ["run", path, "--label", "image=B", "--resume", "--until-decided", "image=A..image=B",
+                         "--max-runs", "0"])
     return out + _views(capsys)
 
 
@@ -162,6 +165,8 @@ def test_every_suggested_command_runs_as_printed(tmp_path, monkeypatch, capsys, 
     assert ("ab", "jitterlab run tiny.toml --results results --resume --label image=B --until-decided "
                   "image=A..image=B") in ours
     assert ("ab", "jitterlab report --results results -o report.html") in ours
+    assert ("ab", "jitterlab run tiny.toml --results results --resume --label image=B --until-decided "
+                  "image=A..image=B --max-runs 1") in ours  # the loop's bound raised, with its label
     assert ("failed", "jitterlab show --results store") in ours
     assert ("failed", "jitterlab run flaky.toml --results store --resume --retry-failed") in ours
     assert ("square", "jitterlab show --results results --campaign board-1.10") in ours  # left out, named
