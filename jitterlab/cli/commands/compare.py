@@ -24,11 +24,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "under 5 % however often you compare again; sequential p-values are adjusted with Holm's "
         "method. Verdicts: better or worse when the test shows a change; same when the repeated 90 % "
         "interval lies inside the metric kind's threshold (two one-sided tests; --threshold), or "
-        "every value lies within the metric's resolution; undecided otherwise. Other rows are shown, "
-        "not tested. Groups are selected by a run label, a run field (target, impl, load, probe, pin, "
-        "benchmark) or a benchmark key of the cell (e.g. policy=fifo, size=64); groups that share "
-        "a run are refused. Exit status: 0, or 1 with --fail-on when a row is worse (or "
-        "undecided); 2 for bad input.",
+        "every value lies within the metric's resolution; undecided otherwise. Other rows are "
+        "counted (--all lists them), not tested. Groups are selected by a run label, a run field "
+        "(target, impl, load, probe, pin, benchmark) or a benchmark key of the cell (e.g. "
+        "policy=fifo, size=64); groups that share a run are refused. Exit status: 0, or 1 with "
+        "--fail-on when a row is worse (or undecided); 2 for bad input.",
         epilog="example: jitterlab compare --baseline image=1.10 --candidate image=1.11 "
         "--metric max_rel_period_error --format json --fail-on worse")
     add_results(p)
