@@ -18,6 +18,7 @@ MAX_LISTED = 8  # decided rows listed per comparison; the rest are counted
 @dataclass
 class Verdicts:
     title: str  # "image=1.11 vs image=1.10"
+    pair: str  # "image=1.10..image=1.11", as run --until-decided takes it
     decided: list[str] = field(default_factory=list)  # one line per row, worse first
     more_decided: int = 0
     counts: dict[str, int] = field(default_factory=dict)
@@ -46,7 +47,7 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
     from jitterlab.model.errors import UserError
     from jitterlab.report.comparison import change_text, decided_text
 
-    out = Verdicts(f"{candidate} vs {baseline}", min_runs=MIN_RUNS)
+    out = Verdicts(f"{candidate} vs {baseline}", f"{baseline}..{candidate}", min_runs=MIN_RUNS)
     try:
         result = judged(runs, baseline, candidate, samples)
     except UserError as exc:
@@ -70,7 +71,8 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
 
 def lines(v: Verdicts, more_runs: str, every_row: str = "jitterlab compare") -> list[str]:
     """The comparison as the screen prints it; `more_runs` says how to add repetitions where rows are
-    undecided, `every_row` the command that shows every row."""
+    undecided (`{pair}` in it becomes BASELINE..CANDIDATE), `every_row` the command that shows every
+    row."""
     out = [v.title]
     if v.problem:
         return [*out, f"  not compared: {v.problem}"]
@@ -89,5 +91,5 @@ def lines(v: Verdicts, more_runs: str, every_row: str = "jitterlab compare") -> 
         if v.undecided_wide:
             why.append(f"{v.undecided_wide} whose interval still allows a change that matters: more "
                        "repetitions narrow it (4x the runs halve it)")
-        out.append(f"  {undecided} undecided: {'; '.join(why)}; {more_runs}")
+        out.append(f"  {undecided} undecided: {'; '.join(why)}; {more_runs.replace('{pair}', v.pair)}")
     return out
