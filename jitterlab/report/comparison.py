@@ -236,7 +236,7 @@ def format_comparison(result, fmt: str, *, terminal: bool = False, width: int | 
         # a list: Markdown would run lines of text into one paragraph
         items = [f"  - {n.strip()}" if n.startswith("  ") else f"- {n}" for n in notes]
         return escape_controls("\n".join([f"**{title(result)}**", "", *lines, "", *items]) + "\n")
-    table = ComparisonTable(title(result), heads, cells)
+    table = ComparisonTable(title(result), heads, cells, VERDICT_STYLES)
     if not terminal:  # a log, a file: plain rows at their full width, nothing cut
         out = console(file=io.StringIO(), force_terminal=False)
         out.print(table.full_table())

@@ -24,17 +24,14 @@ DROPPED = (("test",), ("view",), ("statistic",), ("p (Holm)",), ("decided by",),
            ("baseline", "candidate"))
 
 
-def verdict_text(text: str) -> Text:
-    from jitterlab.report.comparison import VERDICT_STYLES
-
-    return Text(text, style=VERDICT_STYLES.get(text, ""))
-
-
 class ComparisonTable:
-    """The rows of a comparison (report.comparison.comparison_rows) under a title."""
+    """The rows of a comparison (report.comparison.comparison_rows) under a title; `styles` gives
+    each verdict its look."""
 
-    def __init__(self, title: str, heads: list[str], rows: list[list[str]]) -> None:
+    def __init__(self, title: str, heads: list[str], rows: list[list[str]],
+                 styles: dict[str, str] | None = None) -> None:
         self.title, self.heads, self.rows = title, heads, rows
+        self.styles = styles or {}
 
     def full_table(self) -> Table:
         """Every column, with the title: what a log or a file gets."""
@@ -47,7 +44,8 @@ class ComparisonTable:
         for h in heads:
             table.add_column(Text(h), justify="right" if h in RIGHT else "left", no_wrap=True)
         for row in rows:
-            table.add_row(*(verdict_text(row[at[h]]) if h == VERDICT else Text(row[at[h]]) for h in heads))
+            table.add_row(*(Text(row[at[h]], style=self.styles.get(row[at[h]], "")) if h == VERDICT
+                            else Text(row[at[h]]) for h in heads))
         return table
 
     def _narrowed(self, console: Console, rows: list[list[str]],
