@@ -28,6 +28,7 @@ from jitterlab.analysis.groups import (  # noqa: F401  (the names compare's call
     common_text,
     full_cell_text,
     label_pairs,
+    mixed_labels,
     paired,
 )
 from jitterlab.analysis.reading import reading
@@ -124,6 +125,9 @@ class Comparison:
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
     family: frozenset[str] = frozenset()
     guarantee: str = GUARANTEE
+    # labels (besides the selecting ones) with several values among the runs compared: label ->
+    # (the baseline's values, the candidate's); the groups pool them, or differ in them too
+    mixed: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def n_tests(self) -> int:
@@ -170,7 +174,8 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             raise UserError(f"--metric {', '.join(unknown)}: no such metric in these runs; "
                             f"they have: {', '.join(known)}")
     result = Comparison(baseline, candidate, pairing.cell_fields, thresholds=thresholds,
-                        family=fam.watched(compared, metrics, traits))
+                        family=fam.watched(compared, metrics, traits),
+                        mixed=mixed_labels(pairing, baseline, candidate))
     rng = np.random.default_rng(seed)
     pool = _Pool(distributions, traits, result)
     rows: list[tuple[Row, Look, bool]] = []

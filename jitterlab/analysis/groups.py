@@ -160,6 +160,23 @@ def _known_labels(runs: list[RunRecord]) -> str:
     return ", ".join(pairs) or "none (give --label k=v to import, or labels in the campaign)"
 
 
+def mixed_labels(pairing: Pairing, baseline: Selector,
+                 candidate: Selector) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The labels besides the selecting ones that take more than one value among the runs compared:
+    label -> (its values in the baseline's runs, in the candidate's). A group that holds several
+    pools them (image=A and image=B behind one impl=c-mmap); groups apart in it differ in more than
+    the selected key."""
+    values: dict[str, tuple[set[str], set[str]]] = defaultdict(lambda: (set(), set()))
+    for _, a_runs, b_runs in pairing.cells:
+        for side, group in enumerate((a_runs, b_runs)):
+            for r in group:
+                for k, v in r.labels.items():
+                    values[k][side].add(str(v))
+    return {k: (tuple(sorted(a, key=_natural)), tuple(sorted(b, key=_natural)))
+            for k, (a, b) in sorted(values.items())
+            if k not in (baseline.key, candidate.key) and len(a | b) > 1}
+
+
 def label_pairs(runs: list[RunRecord]) -> list[tuple[Selector, Selector]]:
     """Consecutive value pairs of every label key that takes more than one value (for reports)."""
     values: dict[str, set[str]] = defaultdict(set)

@@ -50,7 +50,8 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
         ended = until_decided(campaign, store, sessions, campaign_id, watch, names=names(), why=why,
                               runner=runner, planned=display.plan)
     except UnknownWatch as exc:  # a name --watch took for a metric, which the measured runs lack
-        go_on = f"go on with {_resume(args)} --watch METRIC"
+        go_on = (f"go on with {resume_command(args, watch=False)} (each benchmark's headline metrics), "
+                 "or add --watch with one of them")
         raise UserError(f"{exc}; the campaign's runs are stored: {go_on}") from None
     out.print(escape(end_text(ended, watch, campaign, args)), highlight=False)
     return ended
@@ -88,14 +89,16 @@ def end_text(ended, watch, campaign, args) -> str:
     counts = {v: sum(r.verdict == v for r in ended.rows) for v in VERDICTS}  # each watched row once
     verdicts = ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no watched row"
     done = f"{_n(ended.extra_runs, 'extra run')} in {_n(ended.rounds, 'round')}"
-    resume = _resume(args)
+    resume = resume_command(args)
     if ended.reason == "decided":
         return f"{where}: every watched verdict is decided after {done} ({verdicts}; {GUARANTEE})"
     left = f"{_n(len(ended.undecided), 'verdict')} still undecided ({verdicts})"
     if ended.reason == "max-runs":
+        # a bound that lets the loop go on as long again, and at least one more round
+        raised = max(2 * ended.max_runs, ended.extra_so_far + ended.next_round_runs)
         return (f"{where}: stopped after {done}: {left}; the next round ({ended.next_round_runs} runs) would "
                 f"pass --max-runs {ended.max_runs} ({_n(ended.extra_so_far, 'extra run')} so far); raise it: "
-                f"{resume} --max-runs N")
+                f"{resume_command(args, '--max-runs', str(raised))}")
     if ended.reason == "max-time":
         return (f"{where}: stopped after {done}: {left}; the next round (about "
                 f"{format_duration_s(ended.next_round_s)}) would pass --max-time "
@@ -106,12 +109,19 @@ def end_text(ended, watch, campaign, args) -> str:
             "and is not measured by this campaign; measure it again with more repetitions")
 
 
-def _resume(args) -> str:
-    """The command that goes on with this campaign's --until-decided."""
-    from jitterlab.store import shown_spec
+def resume_command(args, *bounds: str, watch: bool = True) -> str:
+    """The command that goes on with this campaign's --until-decided: the labels it was run with
+    (--resume finds the campaign by them), what it watches, and its bounds."""
+    from jitterlab.cli.again import resume_run
 
-    return (f"jitterlab run {args.campaign} --results {shown_spec(args.results)} --resume --until-decided "
-            f"{args.until_decided}")
+    more = ["--until-decided", args.until_decided]
+    if watch:
+        more += [w for m in args.watch or () for w in ("--watch", m)]
+    if args.max_time is not None:
+        more += ["--max-time", args.max_time]
+    if args.max_runs is not None and "--max-runs" not in bounds:
+        more += ["--max-runs", str(args.max_runs)]
+    return resume_run(str(args.campaign), args.results, args.label or (), *more, *bounds)
 
 
 def _n(count: int, what: str) -> str:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import shlex
 import shutil
-
-from rich.table import Table
-from rich.text import Text
 
 from jitterlab.model.records import Warning_
 from jitterlab.report.console import escape_controls
@@ -17,8 +15,9 @@ from jitterlab.report.warning_groups import Note, grouped
 # "statistic" says what baseline and candidate are (geometric mean, mean of the runs, or a pooled
 # quantile of all their samples); the change is the ratio (or difference) of exactly those two values
 COMPARE_HEADS = ["cell", "probe", "metric", "view", "statistic", "baseline", "candidate", "runs",
-                 "change [95 % CI]", "test", "p (Holm)", "verdict", "decided"]
+                 "change [95 % CI]", "test", "p (Holm)", "verdict", "decided by"]
 NOT_GRADED_TEXT = "not tested"
+NOT_YET = "not yet"  # a tested row no rule decided
 # four verdicts, four looks: undecided is never shown like same
 VERDICT_STYLES = {"better": "bold green", "worse": "bold red", "same": "", "undecided": "yellow",
                   NOT_GRADED_TEXT: "dim"}
@@ -27,6 +26,7 @@ FORMAT = "jitterlab.compare/3"
 PROMISES = {"sequential test": "≤ 5 % false better/worse, however often you look",
             "equivalence": "≤ 5 % false same, however often you look",
             "resolution": "no spread at all: within the metric's resolution"}
+WHY = "how each statistic is compared, and why: docs/reports.md, section compare"
 
 
 def change_text(r) -> str:
@@ -60,24 +60,30 @@ def decided_text(r) -> str:
     if not r.tested:
         return ""
     if not r.decided_by:
-        return f"{r.runs} runs: not yet"
+        return f"{r.runs} runs: {NOT_YET}"
     return f"{r.runs} runs, {PROMISES[r.decided_by]}"
 
 
-def comparison_rows(result) -> tuple[list[str], list[list[str]]]:
-    """The rows of a comparison as people read them: the effect and its interval first, the test
-    and its adjusted p-value second, then the verdict and what decided it; values in their unit."""
+def shown_rows(result, every_row: bool = False) -> list:
+    """The rows a person is shown: the tested ones (the watched metrics), or with `every_row` all."""
+    return list(result.rows) if every_row else result.tested_rows
+
+
+def comparison_rows(result, rows: list | None = None) -> tuple[list[str], list[list[str]]]:
+    """The rows of a comparison (`rows`, default all) as people read them: the effect and its
+    interval first, the test and its adjusted p-value second, then the verdict and the rule that
+    decided it (what it guarantees is said once, below); values in their unit."""
     from jitterlab.analysis.compare import cell_text
     from jitterlab.report.format import format_value
 
-    rows = []
-    for r in result.rows:
+    out = []
+    for r in result.rows if rows is None else rows:
         p = "—" if math.isnan(r.p_adjusted) else _p_text(r.p_adjusted)
-        rows.append([cell_text(result, r), r.probe, r.metric, r.view, r.rule,
-                     format_value(r.baseline, r.unit), format_value(r.candidate, r.unit),
-                     f"{r.n_baseline}/{r.n_candidate}", change_text(r), r.test, p,
-                     r.verdict or NOT_GRADED_TEXT, decided_text(r)])
-    return COMPARE_HEADS, rows
+        by = (r.decided_by or NOT_YET) if r.tested else ""
+        out.append([cell_text(result, r), r.probe, r.metric, r.view, r.rule,
+                    format_value(r.baseline, r.unit), format_value(r.candidate, r.unit),
+                    r.runs, change_text(r), r.test, p, r.verdict or NOT_GRADED_TEXT, by])
+    return COMPARE_HEADS, out
 
 
 def _p_text(p: float) -> str:
@@ -91,32 +97,53 @@ def thresholds_text(result) -> str:
     return ", ".join(f"{k} {change(1 + t).lstrip('+')}" for k, t in result.thresholds.items())
 
 
-def comparison_note(result) -> str:
-    """How the verdicts were reached, and their count, in one paragraph."""
+def title(result) -> str:
+    """"image=1.11 vs image=1.10: target=board benchmark=squarewave": what every row shares is said once."""
     from jitterlab.analysis.compare import common_text
 
-    counts = ", ".join(f"{n} {v}" for v, n in result.counts().items() if n) or "no tested row"
-    if result.n_not_graded:
-        counts += (f"; {result.n_not_graded} {NOT_GRADED_TEXT} (outside the watched metrics "
-                   f"{_family_text(result)}, or descriptions and load readings: shown, not tested)")
     common = common_text(result)
-    every = f"Every row: {common}. " if common else ""
-    verdicts = (f"Verdicts: better or worse when the sequential test shows a change (its p-value, "
-                f"adjusted with Holm's method, under {result.alpha:g}); same when the repeated 90 % "
-                f"interval lies inside the threshold of the metric's kind ({thresholds_text(result)}; "
-                f"--threshold sets them), or when every value lies within the metric's resolution; "
-                f"undecided otherwise: more repetitions decide it.")
+    return f"{result.candidate} vs {result.baseline}" + (f": {common}" if common else "")
+
+
+def note_lines(result, shown: int | None = None, every_row: str = "") -> list[str]:
+    """How the verdicts were reached, in short lines: their count, the rows left out (`shown` of
+    them are listed; `every_row` is the command that lists every row), what the change is, then
+    each verdict with the rule that decides it and what that rule guarantees."""
+    counts = ", ".join(f"{n} {v}" for v, n in result.counts().items() if n) or "no tested row"
+    tested = len(result.tested_rows)
+    family = _family_text(result)
+    out = [f"verdicts: {counts}" + (f", of {tested} tested rows" if tested else "")]
+    if tested:
+        out.append(f"tested: the watched metrics ({family}; --metric chooses them)")
+    hidden = len(result.rows) - (len(result.rows) if shown is None else shown)
+    if hidden > 0:
+        from jitterlab.report.format import counted
+
+        out.append(f"not shown: {counted(hidden, 'more row')}, not tested (other metrics, bounds, load "
+                   "readings)" + (f"; every row: {every_row}" if every_row else ""))
+    elif result.n_not_graded:
+        out.append(f"{result.n_not_graded} {NOT_GRADED_TEXT}: outside the watched metrics, or descriptions "
+                   "and load readings: shown, no verdict")
     if not result.n_tests:
-        return (f"{every}{counts}. No row could be tested: a verdict needs at least 3 runs per group "
-                f"in a cell; then better or worse when a test shows a change, same when it rules out "
-                f"any beyond the threshold of the metric's kind ({thresholds_text(result)}).")
-    return (f"{every}{counts}. Change: candidate / baseline, of the statistic shown (geometric means "
-            f"of the runs, Welch's t on log values; a count that may be 0 or a signed metric as a "
-            f"difference of means; a tail as the quantile of all samples of each group, hierarchical "
-            f"bootstrap; a maximum as the runs' maxima). Every look counts as one of a sequence that "
-            f"may go on (alpha spending over the run counts): {result.guarantee}. The sequential "
-            f"p-values are adjusted with Holm's method over the {result.n_tests} tested rows. "
-            f"{verdicts} The interval is the row's own repeated 95 % interval.")
+        return [*out, "No row could be tested: a verdict needs at least 3 runs per group in a cell; then "
+                "better or worse when a test shows a change, same when it rules out any beyond the "
+                f"threshold of the metric's kind ({thresholds_text(result)})"]
+    return [*out,
+            "change: candidate / baseline of the statistic shown, with its repeated 95 % interval",
+            "worse / better (sequential test): a change is shown, p adjusted with Holm's method over the "
+            f"{result.n_tests} tested rows",
+            f"  {result.guarantee}",
+            "same (equivalence): the repeated 90 % interval lies within the threshold",
+            f"  {PROMISES['equivalence']}",
+            f"  thresholds: {thresholds_text(result)} (--threshold sets them)",
+            "same (resolution): every value of both groups lies within the metric's resolution",
+            "undecided: neither yet; more repetitions decide it",
+            WHY]
+
+
+def comparison_note(result, shown: int | None = None, every_row: str = "") -> str:
+    """note_lines as one paragraph."""
+    return "; ".join(n.strip() for n in note_lines(result, shown, every_row)) + "."
 
 
 def _family_text(result) -> str:
@@ -134,6 +161,24 @@ def comparison_warnings(result) -> list[Warning_]:
     for g in grouped(Note(scope, short.get(where, where) if scope == "cell" else where, w)
                      for scope, where, w in result.notes):
         out.append(Warning_(f"{g.message}: {g.affected} ({g.examples})", g.remedy))
+    return out
+
+
+def mixed_lines(result, again: str = "") -> list[str]:
+    """A note per label that takes several values among the runs compared (image=A and image=B
+    behind --baseline impl=python): which values each group holds, and how to compare one of them
+    (`again` is the command to add --where to)."""
+    out = []
+    for key, (base, cand) in result.mixed.items():
+        held = f"baseline {', '.join(base)}; candidate {', '.join(cand)}"
+        common = [v for v in base if v in cand]
+        if not common:
+            out.append(f"note: the groups differ in {key} too ({held}): the change may be the {key}'s as "
+                       f"much as {result.baseline.key}'s")
+            continue
+        pin = f"--where {shlex.quote(f'{key}={common[0]}')}"
+        out.append(f"note: the runs compared take several values of {key} ({held}), pooled in each group; "
+                   f"compare one {key}: {f'{again} {pin}' if again else pin}")
     return out
 
 
@@ -165,31 +210,41 @@ def comparison_json(result) -> dict:
                            "reference_share": sequential.REFERENCE_SHARE},
             "thresholds": dict(result.thresholds), "verdicts": result.counts(),
             "not_graded": result.n_not_graded, "rows": rows,
+            "mixed_labels": {k: {"baseline": list(a), "candidate": list(b)}
+                             for k, (a, b) in result.mixed.items()},
             "warnings": [{"message": w.message, "remedy": w.remedy} for w in comparison_warnings(result)]}
 
 
-def format_comparison(result, fmt: str, *, terminal: bool = False) -> str:
-    """The comparison as a table (plain rows unless `terminal`), Markdown or JSON text."""
+def format_comparison(result, fmt: str, *, terminal: bool = False, width: int | None = None,
+                      every_row: bool = False, again: str = "") -> str:
+    """The comparison as a table (plain full-width rows unless `terminal`, then laid out to fit
+    `width` columns: report.comparison_layout), Markdown or JSON text. Tables and Markdown list the
+    tested rows, or every row with `every_row`; `again` is the command that lists every row."""
+    from jitterlab.report.comparison_layout import ComparisonTable
     from jitterlab.report.terminal import console
 
-    heads, rows = comparison_rows(result)
-    notes = [f"warning: {w.message} — {w.remedy}" for w in comparison_warnings(result)]
     if fmt == "json":
         return json.dumps(comparison_json(result), indent=1) + "\n"
+    rows = shown_rows(result, every_row)
+    heads, cells = comparison_rows(result, rows)
+    notes = note_lines(result, len(rows), f"{again} --all" if again else "--all")
+    notes += [f"warning: {w.message} — {w.remedy}" for w in comparison_warnings(result)]
+    notes += mixed_lines(result, again)
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        return escape_controls("\n".join([f"**{result.candidate}** vs **{result.baseline}**", "", *lines, "",
-                                           comparison_note(result), "", *notes]) + "\n")
-    table = Table(title=f"{result.candidate} vs {result.baseline}")
-    for h in heads:
-        table.add_column(h, justify="right" if h in ("baseline", "candidate", "runs") else "left")
-    for row in rows:
-        table.add_row(*(Text(c) for c in row[:-1]), Text(row[-1], style=VERDICT_STYLES.get(row[-1], "")))
-    width = shutil.get_terminal_size().columns if terminal else None
-    out = console(file=io.StringIO(), force_terminal=terminal, width=width)
-    out.print(table)
-    out.print(comparison_note(result), highlight=False, markup=False)
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        # a list: Markdown would run lines of text into one paragraph
+        items = [f"  - {n.strip()}" if n.startswith("  ") else f"- {n}" for n in notes]
+        return escape_controls("\n".join([f"**{title(result)}**", "", *lines, "", *items]) + "\n")
+    table = ComparisonTable(title(result), heads, cells, VERDICT_STYLES)
+    if not terminal:  # a log, a file: plain rows at their full width, nothing cut
+        out = console(file=io.StringIO(), force_terminal=False)
+        out.print(table.full_table())
+    else:
+        out = console(file=io.StringIO(), force_terminal=True,
+                      width=width or shutil.get_terminal_size().columns)
+        for part in table.fitted(out):
+            out.print(part, crop=False)
     for n in notes:
         out.print(n, highlight=False, markup=False)
     return out.file.getvalue()

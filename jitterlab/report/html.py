@@ -18,15 +18,15 @@ from pathlib import Path
 import jinja2
 
 from jitterlab import __version__
-from jitterlab.analysis.compare import Comparison, label_pairs, metric_names
+from jitterlab.analysis.compare import Comparison, label_pairs
 from jitterlab.analysis.samples import reader
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.report import limits, verdicts
-from jitterlab.report.comparison import comparison_note, comparison_rows, comparison_warnings
-from jitterlab.report.figures.base import mark_emulated, quiet, svg_text
-from jitterlab.report.figures.compare import compare_figure
+from jitterlab.report.comparison import comparison_rows, comparison_warnings, note_lines
+from jitterlab.report.figures.base import MAX_ROWS, mark_emulated, quiet, svg_text
+from jitterlab.report.figures.compare import charted_rows, compare_figure
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
 from jitterlab.report.selection import Selection, campaign_title, select
@@ -82,7 +82,9 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
     with quiet():
         sections = [{"title": section.title, "template": section.template, "s": section.build(mine, ctx)}
                     for section, mine in by_section(runs)]
-        comparisons = _comparisons(store, runs, emit, report.skipped)
+        again = ["compare", "--results", results or store.where,
+                 *(w for name in dict.fromkeys(c["name"] for c in chosen) for w in ("--campaign", name))]
+        comparisons = _comparisons(store, runs, emit, report.skipped, again)
     context = {
         "title": "jitterlab report: " + ", ".join(dict.fromkeys(c["name"] for c in chosen)),
         "generated": dt.datetime.now().isoformat(timespec="seconds"),
@@ -149,18 +151,16 @@ def _warnings(store: Store, campaigns: list[dict], runs: list[RunRecord]) -> lis
              "affected": g.affected, "examples": g.examples} for g in grouped(notes)]
 
 
-def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) -> list[dict]:
-    """Each label comparison as `summary` and `compare` judge it (report.verdicts.judged): its tested
-    rows, and the load readings beside them (shown, not tested); `jitterlab compare` has every row."""
+def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str],
+                 again: list[str]) -> list[dict]:
+    """Each label comparison as `summary` and `compare` judge it (report.verdicts.judged): a chart of
+    its tested rows, a table of them and of the load readings beside them (shown, not tested), and
+    the command that lists every row (`again`: `compare` with the page's store and campaigns)."""
     out = []
     pairs = label_pairs(runs)
     if len(pairs) > MAX_COMPARISONS:
         skipped.append(f"{len(pairs) - MAX_COMPARISONS} label comparisons beyond the first "
                        f"{MAX_COMPARISONS} (use jitterlab compare)")
-    present = set(metric_names(runs))
-    # the chart: each benchmark's first headline metric (the table below it has every tested row)
-    headlines = [benchmark_traits(b).headline for b in sorted({r.benchmark for r in runs})]
-    charted = [m for m in dict.fromkeys(h[0] for h in headlines if h) if m in present]
     samples = reader(store.read_series, benchmark_traits)
     for base, cand in pairs[:MAX_COMPARISONS]:
         try:
@@ -171,12 +171,33 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str]) 
         result: Comparison = dataclasses.replace(judged, rows=[
             r for r in judged.rows if r.tested or (r.metric.startswith("load_") and "_per_s" in r.metric)])
         heads, rows = comparison_rows(result)
+        # the chart draws the rows judged: every tested metric, p99 as well as the maximum
+        tested = {r.metric for r in judged.rows if r.tested}
         out.append({
             "title": f"{cand} vs {base}",
-            "svg": emit(compare_figure(result, charted), f"compare_{base.key}_{base.value}_{cand.value}",
+            "svg": emit(compare_figure(result, tested), f"compare_{base.key}_{base.value}_{cand.value}",
                         {r.target for r in runs if base.matches(r) or cand.matches(r)}),
+            "caption": _chart_caption(judged, len(charted_rows(result, tested)), len(rows)),
+            "every_row": shlex.join(["jitterlab", *again, "--baseline", str(base), "--candidate", str(cand),
+                                     "--all"]),
             "heads": heads, "rows": rows, "verdicts": [r.verdict for r in result.rows],
-            "note": comparison_note(result),
+            "note": note_lines(result),
             "warnings": comparison_warnings(result),
         })
     return out
+
+
+def _chart_caption(judged: Comparison, drawn: int, shown: int) -> str:
+    """How many of the comparison's rows the chart and the table show, and which."""
+    from jitterlab.report.format import counted
+
+    tested = len(judged.tested_rows)
+    metrics = ", ".join(sorted({r.metric for r in judged.tested_rows})) or "none"
+    left = tested - drawn
+    why = (f"; {counted(left, 'tested row')} more in the table (a signed metric has no ratio to draw, "
+           f"or past the chart's first {MAX_ROWS})") if left else ""
+    return (f"The chart: {drawn} of the comparison's {counted(len(judged.rows), 'row')}, the tested ones "
+            f"(the watched metrics: {metrics}), each cell's change with its repeated 95 % interval{why}. "
+            f"The table: the {counted(tested, 'tested row')} and the load readings beside them, {shown} "
+            f"of {len(judged.rows)}, judged as compare and summary judge them (tails on all "
+            "samples where stored)")

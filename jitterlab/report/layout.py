@@ -285,6 +285,21 @@ def records(console: Console, table: Table, width: int) -> list:
     return out
 
 
+def narrowed_to_fit(console: Console, table: Table) -> Table | None:
+    """`table` (no title or caption) without its rules, or else with its free-text column folded,
+    if that fits the console's width; None when only records() would."""
+    compact = _compact(table)
+    if _width(console, compact) <= console.width:
+        return compact
+    return _with_text_column_wrapped(console, table, console.width)
+
+
+def fits(console: Console, table: Table) -> bool:
+    """Whether fitted() shows `table` as a table (whole, without rules or folded), not as records."""
+    whole = _rebuilt(table, _cells(table), no_wrap=True)
+    return _width(console, whole) <= console.width or narrowed_to_fit(console, table) is not None
+
+
 def fitted(console: Console, table: Table) -> Iterable:
     """`table` as renderables that fit the console's width (see the module's docstring); its
     caption as prose at the console's width, never squeezed under a narrow table."""
@@ -303,12 +318,9 @@ def fitted(console: Console, table: Table) -> Iterable:
     else:
         if table.title:
             yield Prose(_text(console, table.title), style="italic")
-        compact = _compact(table)
-        folded = _with_text_column_wrapped(console, table, width)
-        if _width(console, compact) <= width:
-            yield compact
-        elif folded is not None:
-            yield folded
+        narrowed = narrowed_to_fit(console, table)
+        if narrowed is not None:
+            yield narrowed
         else:
             yield from records(console, table, width)
     if caption:

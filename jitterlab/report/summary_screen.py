@@ -55,7 +55,9 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         out += [Text(line) for line in other_lines(other, how.results)]
     for baseline, candidate in how.comparisons:
         judged = verdicts.verdicts(runs, baseline, candidate, how.samples)
-        out += [Text(line) for line in verdicts.lines(judged, how.more_runs)]
+        every_row = shlex.join(["jitterlab", "compare", "--results", how.results, "--campaign", campaign,
+                                "--baseline", str(baseline), "--candidate", str(candidate)])
+        out += [Text(line) for line in verdicts.lines(judged, how.more_runs, every_row)]
     found = limits.limits(runs, how.sysinfo_of)
     if found:
         out.append(Text("what limits these results on this machine, each with its fix and what it would "

@@ -69,15 +69,16 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
     return out
 
 
-def lines(v: Verdicts, more_runs: str) -> list[str]:
-    """The comparison as the screen prints it; `more_runs` says how to add repetitions (`{pair}` in
-    it becomes BASELINE..CANDIDATE)."""
+def lines(v: Verdicts, more_runs: str, every_row: str = "jitterlab compare") -> list[str]:
+    """The comparison as the screen prints it; `more_runs` says how to add repetitions where rows are
+    undecided (`{pair}` in it becomes BASELINE..CANDIDATE), `every_row` the command that shows every
+    row."""
     out = [v.title]
     if v.problem:
         return [*out, f"  not compared: {v.problem}"]
     out += [f"  {line}" for line in v.decided]
     if v.more_decided:
-        out.append(f"  ... and {v.more_decided} more decided rows (jitterlab compare)")
+        out.append(f"  ... and {v.more_decided} more decided rows: {every_row}")
     if not v.decided:
         out.append("  no row decided yet")
     undecided = v.undecided_few + v.undecided_wide

@@ -5,6 +5,7 @@ second invocation goes on without measuring anything twice."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from jitterlab.execution import until_decided as loop
 from jitterlab.execution.until_decided import decided
 from jitterlab.measure.benchmarks.base import Measurement
 from jitterlab.model.records import Metric
+from jitterlab.report.layout import commands_in
 from jitterlab.store.catalog import Store
 from jitterlab.targets import fake
 from tests.execution import fakes
@@ -47,6 +49,11 @@ def campaign(tmp_path: Path, *, duration: str = "10ms", reps: int = 2) -> Path:
 def run(path: Path, *extra: str) -> int:
     return main(["run", str(path), "--results", str(path.parent / "results"),
                  "--until-decided", "target=standard..target=rt", *extra])
+
+
+def printed(text: str) -> list[str]:
+    """The commands the text tells a person to run, line by line."""
+    return [c for line in text.splitlines() for c in commands_in(line)]
 
 
 def stored(tmp_path: Path) -> list[tuple[str, int]]:
@@ -83,7 +90,11 @@ def test_the_run_bound_stops_it_and_a_second_invocation_goes_on_without_duplicat
     assert "stopped after 4 extra runs in 2 rounds: 1 verdict still undecided (1 undecided); the next " \
            "round (2 runs) would pass --max-runs 4 (4 extra runs so far)" in out
     assert "fake_value undecided: +10 % [" in out  # the current CI of the row that asks
-    assert run(path, "--resume", "--max-runs", "8") == 0
+    # the bound raised, in a command that runs as printed: as long again
+    [again] = [c for c in printed(out) if "--max-runs 8" in c]
+    assert again == (f"jitterlab run {path} --results {tmp_path}/results --resume --until-decided "
+                     "target=standard..target=rt --max-runs 8")
+    assert main(shlex.split(again)[1:]) == 0
     assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(6)]
     assert len(Store(tmp_path / "results", create=False).campaigns()) == 1
 
@@ -93,11 +104,15 @@ def test_an_interrupted_round_is_finished_first_on_resume(tmp_path, values, caps
     values["rt"] = [v * 1.1 for v in NOISY]
     fakes.PLAN.interrupt = ("rt", "measure", 2)  # Ctrl-C while rt measures its first extra run
     path = campaign(tmp_path)
-    assert run(path, "--max-runs", "4") == 130
+    assert run(path, "--max-runs", "4", "--watch", "fake_value") == 130
     before = stored(tmp_path)
     assert ("rt", 2) not in before and ("rt", 1) in before
     fakes.PLAN.interrupt = None
-    assert run(path, "--resume", "--max-runs", "4") == 0
+    # "continue with" goes on with the same loop: its groups, what it watches, its bounds
+    [again] = {c for c in printed(capsys.readouterr().out) if "--resume" in c}  # said as it stops, once
+    assert again == (f"jitterlab run {path} --results {tmp_path}/results --resume --until-decided "
+                     "target=standard..target=rt --watch fake_value --max-runs 4")
+    assert main(shlex.split(again)[1:]) == 0
     assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(4)]
 
 
@@ -171,7 +186,25 @@ def test_a_watched_metric_the_runs_lack_names_the_option(tmp_path, values, capsy
     # a name that is no metric shows only once the campaign's runs are in; they are kept
     assert err.rstrip().endswith(f"; the campaign's runs are stored: go on with jitterlab run "
                                  f"{tmp_path}/ud.toml --results {tmp_path}/results --resume --until-decided "
-                                 "target=standard..target=rt --watch METRIC"), err
+                                 "target=standard..target=rt (each benchmark's headline metrics), or add "
+                                 "--watch with one of them"), err
+    [again] = printed(err)
+    assert main(shlex.split(again)[1:]) == 0  # as printed: the headline metrics watched
+
+
+def test_the_end_of_a_labelled_loop_names_its_labels(tmp_path, values, capsys):
+    values["standard"] = values["rt"] = NOISY
+    results = str(tmp_path / "results")
+    assert main(["run", str(campaign(tmp_path, reps=6)), "--results", results, "--label", "image=a"]) == 0
+    values["standard"] = values["rt"] = [v * 1.1 for v in NOISY]
+    assert main(["run", str(campaign(tmp_path)), "--results", results, "--label", "image=b",
+                 "--until-decided", "image=a..image=b", "--max-runs", "2"]) == 0
+    [again] = [c for c in printed(capsys.readouterr().out) if "--max-runs" in c]
+    # --resume finds the campaign by its labels: without --label image=b it would measure neither group
+    assert again == (f"jitterlab run {tmp_path}/ud.toml --results {results} --resume --label image=b "
+                     "--until-decided image=a..image=b --max-runs 4")
+    assert main(shlex.split(again)[1:]) == 0
+    assert len(Store(results, create=False).campaigns()) == 2
 
 
 @pytest.mark.parametrize(("option", "says"), [

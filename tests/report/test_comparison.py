@@ -58,18 +58,26 @@ def test_four_verdicts_are_printed_apart_and_load_readings_not_tested():
     assert verdicts == {"max_rel_period_error": WORSE, "p99_rel_period_error": BETTER,
                         "p50_rel_period_error": SAME, "std_period_error": UNDECIDED,
                         "load_bogo_ops_per_s": NOT_GRADED}
-    text = format_comparison(result, "markdown")
+    every = format_comparison(result, "markdown", every_row=True)
     for word in ("| worse |", "| better |", "| same |", "| undecided |", "| not tested |"):
-        assert text.count(word) == 1, word
+        assert every.count(word) == 1, word
+    # by default the tested rows, and a count of the rest with the option that lists them
+    text = format_comparison(result, "markdown", again="jitterlab compare --results r")
+    assert "| not tested |" not in text and "| worse |" in text and "| undecided |" in text
+    assert "not shown: 1 more row, not tested" in text
+    assert "every row: jitterlab compare --results r --all" in text
     assert len({VERDICT_STYLES[v] for v in (BETTER, WORSE, SAME, UNDECIDED)}) == 4
     note = comparison_note(result)
-    assert "1 worse, 1 better, 1 undecided, 1 same; 1 not tested" in note
+    assert "1 worse, 1 better, 1 undecided, 1 same, of 4 tested rows" in note and "1 not tested" in note
     assert "timing 20 %, rate 5 %, loss 50 %, other 10 %" in note and "--threshold" in note
     assert "over the 4 tested rows" in note and "however often you look" in note
-    # each decided row says the runs that decided it and what its verdict guarantees
-    assert "| 8 vs 8 runs, ≤ 5 % false better/worse, however often you look |" in text
-    assert "| 8 vs 8 runs, ≤ 5 % false same, however often you look |" in text
-    assert "| 8 vs 8 runs: not yet |" in text
+    # each decided row says the runs that decided it and the rule; the footer what the rule guarantees
+    assert "| 8 vs 8 | +100 % [" in text and "| worse | sequential test |" in text
+    assert "| same | equivalence |" in text and "| undecided | not yet |" in text
+    assert ("- same (equivalence): the repeated 90 % interval lies within the threshold\n"
+            "  - ≤ 5 % false same") in text
+    # the footer is short lines, never one paragraph
+    assert max(len(line) for line in text.split("|\n\n", 1)[1].splitlines()) < 150
 
 
 def test_values_and_change_are_one_statistic_and_the_header_says_which():
@@ -180,3 +188,37 @@ def test_cli_fail_on_undecided_threshold_and_overlap(store_root, capsys):
                  "image=b"]) == 2
     err = capsys.readouterr().err
     assert "share 3 runs (b-c-fifo-1000000-0, b-c-fifo-1000000-1, b-c-fifo-1000000-2)" in err
+
+
+def test_groups_that_pool_a_label_say_so_and_print_the_command_that_compares_one(tmp_path, capsys):
+    import shlex
+
+    from jitterlab.report.layout import commands_in
+
+    store = Store(tmp_path / "st")
+    for image in ("A", "B"):
+        cid = store.new_campaign("c", "fp", "c.toml", "", {"image": image})
+        for impl, error in (("python", 0.02), ("c-mmap", 0.01)):
+            for i in range(3):
+                store.commit_run(run_record(
+                    squarewave_cell(impl), id=f"{image}-{impl}-{i}", campaign_id=cid, cell_key=f"{impl}-{i}",
+                    repetition=i, labels={"image": image}, started_ns=i,
+                    metrics=[Metric("max_rel_period_error", error * (1 + i / 10), "ratio", "vpin")]))
+    store.close()
+    argv = ["compare", "--results", str(tmp_path / "st"), "--baseline", "impl=python", "--candidate",
+            "impl=c-mmap", "--no-pooled"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    [note] = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert note.startswith("note: the runs compared take several values of image (baseline A, B; "
+                           "candidate A, B), pooled in each group; compare one image: jitterlab compare")
+    [again] = commands_in(note)
+    assert again.endswith("--baseline impl=python --candidate impl=c-mmap --no-pooled --where image=A")
+    assert main(shlex.split(again)[1:]) == 0  # runs as printed, on image=A alone: no note
+    assert "note:" not in capsys.readouterr().out
+    assert main([*argv, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mixed_labels"] == {"image": {"baseline": ["A", "B"],
+                                                                             "candidate": ["A", "B"]}}
+    assert main([*argv, "--where", "image=C"]) == 2
+    err = capsys.readouterr().err
+    assert "--where image=C: no run of these has it; the label image takes A, B here" in err

@@ -137,3 +137,65 @@ def test_wrap_never_parts_a_value_from_its_unit_or_a_mark_from_its_value():
         for piece in ("≥ 5,588 %", "12.5 ms", "[1.2 % – 3 %]"):
             assert any(piece in line for line in lines), (width, joined)
         assert all(len(line) <= width for line in lines), (width, joined)
+
+
+VERDICT_WORDS = ("worse", "better", "same", "undecided")
+CHANGE = re.compile(r"[-+][\d.,]+ % \[[-+][\d.,]+ % – [-+][\d.,]+ %\]")  # "+83.6 % [-7.97 % – +266 %]"
+
+
+def _words(lines: list[str], word: str) -> int:
+    return sum(line.split().count(word) for line in lines)
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_compare_at_80_and_200_columns_cuts_no_verdict_value_or_interval(columns, report_store, capsys,
+                                                                         monkeypatch):
+    argv = ["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
+            "--candidate", "image=1.11"]
+    piped = cli(capsys, monkeypatch, argv, None)
+    assert not BOX.search(piped) and "…" not in piped  # piped: plain rows, every column, nothing cut
+    assert "  test  " in piped.splitlines()[1] and "  decided by" in piped.splitlines()[1]
+    shown = cli(capsys, monkeypatch, argv, columns)
+    assert "…" not in shown
+    lines = [" ".join(BOX.sub(" ", line).split()) for line in shown.splitlines()]
+    piped_lines = [" ".join(line.split()) for line in piped.splitlines()]
+    changes = [m.group() for line in piped_lines for m in CHANGE.finditer(line)]
+    assert len(changes) >= 40  # the tested rows of 8 cells
+    for change, n in Counter(changes).items():  # each interval whole, with its change, on one line
+        assert sum(line.count(change) for line in lines) == n, (columns, change)
+    for word in VERDICT_WORDS:  # every verdict whole (never "un…"), as often as piped output has it
+        assert _words(lines, word) == _words(piped_lines, word), (columns, word)
+    left_out = next((line for line in lines if line.startswith("columns left out at this width:")), "")
+    if "baseline" not in left_out:  # the groups' values, each with its unit, on one line
+        values = Counter(m.group() for line in piped_lines[:60] for m in VALUE.finditer(line))
+        for value, n in values.items():
+            assert sum(line.count(value) for line in lines) >= n, (columns, value)
+    for line in shown.splitlines():
+        if len(line) > columns:  # only a command longer than the terminal, whole on its line
+            assert any(len(c) > columns - 20 for c in commands_in(line)), (columns, line)
+    if columns == 80:  # columns given up, least needed first; the cells became headings
+        assert left_out.startswith("columns left out at this width: view, statistic, baseline, candidate")
+        assert "cpu impl=bash period=1ms" in lines and "metric" in shown.splitlines()[3]
+    else:
+        assert "baseline" not in left_out and "verdict" in shown.splitlines()[1]
+
+
+def test_a_comparison_too_narrow_for_any_table_is_one_record_per_row():
+    from jitterlab.report.comparison import COMPARE_HEADS
+    from jitterlab.report.comparison_layout import ComparisonTable
+
+    row = ["load=cpu impl=python period=1ms image=A", "vpin", "max_rel_period_error", "per-run",
+           "geometric mean of run maxima", "5.73 %", "11.5 %", "3 vs 3", "+83.6 % [-68.2 % – +978 %]",
+           "welch-t on log values", "0.1", "undecided", "not yet"]
+    table = ComparisonTable("image=B vs image=A", COMPARE_HEADS, [row, [*row[:2], "p99_rel_period_error",
+                                                                         *row[3:]]])
+    out = console(file=io.StringIO(), force_terminal=True, width=44, color_system=None)
+    for part in table.fitted(out):
+        out.print(part, crop=False)
+    lines = [" ".join(line.split()) for line in ANSI.sub("", out.file.getvalue()).splitlines()]
+    assert all(len(line) <= 44 for line in lines)
+    # every column of each row is there (nothing given up), each value whole on its line
+    assert lines.count("verdict undecided") == 2 and lines.count("runs 3 vs 3") == 2
+    # a change and its interval may part (at 44 columns they do), the interval never
+    assert sum(line.endswith("[-68.2 % – +978 %]") for line in lines) == 2
+    assert lines.count("baseline 5.73 %") == 2 and lines.count("test welch-t on log values") == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shlex
 import sqlite3
 
 import pytest
@@ -18,6 +19,7 @@ from jitterlab.campaign.cells import names
 from jitterlab.cli.main import main
 from jitterlab.execution.until_decided import Watch, judge
 from jitterlab.report.html import render
+from jitterlab.report.layout import commands_in
 from jitterlab.store.catalog import Store
 from tests.report.conftest import build_store
 
@@ -78,6 +80,11 @@ def test_every_output_gives_every_tested_row_the_same_verdict(root, capsys, tmp_
     assert decided.items() <= listed.items() and len(decided) == min(8, len(listed))
     more = re.search(r"\.\.\. and (\d+) more decided rows", out)
     assert len(decided) + (int(more.group(1)) if more else 0) == len(listed)
+    assert more is not None  # and the command that shows them runs as printed, with every verdict
+    [again] = [c for line in out.splitlines() if "more decided rows" in line for c in commands_in(line)]
+    assert main(shlex.split(again)[1:]) == 0
+    shown = capsys.readouterr().out
+    assert sum(shown.count(f"  {v}  ") for v in ("worse", "better", "same")) >= len(listed)
     n_undecided = sum(v == "undecided" for v in full.values())
     assert (f"{n_undecided} undecided" in out) == bool(n_undecided)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
+from html import unescape
 
 import numpy as np
 import pytest
@@ -272,3 +273,19 @@ def test_a_lower_bound_has_its_caret_as_the_tables_have_their_mark(report_store)
     assert not [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == "lower-bound"]
     labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert not any(t.startswith("caret above a point") for t in labels)
+
+
+def test_the_comparison_chart_draws_the_rows_judged_and_says_how_many(report_store, tmp_path):
+    render(report_store, tmp_path / "r.html", campaigns=CAMPAIGNS, max_run_figures=0)
+    html = (tmp_path / "r.html").read_text()
+    [svg] = re.findall(r'data-figure="compare">(.*?)</div>', html, flags=re.S)
+    # 8 cells x 2 probes x the 3 watched metrics, p99 among them: the first 48 rows of the table
+    for metric in ("max_rel_period_error", "p99_rel_period_error", "std_period_ns"):
+        assert metric in svg, metric
+    [caption] = [unescape(c) for c in re.findall(r'<p class="muted">(The chart: .*?)</p>', html, flags=re.S)]
+    result = compare(report_store.runs(), Selector("image", "1.10"), Selector("image", "1.11"))
+    assert caption.startswith(f"The chart: 48 of the comparison's {len(result.rows)} rows, the tested ones "
+                              "(the watched metrics: max_rel_period_error, p99_rel_period_error, "
+                              "std_period_ns)")
+    assert "every metric" not in caption
+    assert "every row: <code>jitterlab compare --results " in caption and "--all</code>" in caption

@@ -24,20 +24,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "under 5 % however often you compare again; sequential p-values are adjusted with Holm's "
         "method. Verdicts: better or worse when the test shows a change; same when the repeated 90 % "
         "interval lies inside the metric kind's threshold (two one-sided tests; --threshold), or "
-        "every value lies within the metric's resolution; undecided otherwise. Other rows are shown, "
-        "not tested. Groups are selected by a run label, a run field (target, impl, load, probe, pin, "
-        "benchmark) or a benchmark key of the cell (e.g. policy=fifo, size=64); groups that share "
-        "a run are refused. Exit status: 0, or 1 with --fail-on when a row is worse (or "
-        "undecided); 2 for bad input.",
+        "every value lies within the metric's resolution; undecided otherwise. Other rows are "
+        "counted (--all lists them), not tested. Groups are selected by a run label, a run field "
+        "(target, impl, load, probe, pin, benchmark) or a benchmark key of the cell (e.g. "
+        "policy=fifo, size=64); groups that share a run are refused. Exit status: 0, or 1 with "
+        "--fail-on when a row is worse (or undecided); 2 for bad input.",
         epilog="example: jitterlab compare --baseline image=1.10 --candidate image=1.11 "
         "--metric max_rel_period_error --format json --fail-on worse")
     add_results(p)
     add_campaigns(p, "compare across")
     p.add_argument("--baseline", required=True, metavar="KEY=VALUE", help="the reference group")
     p.add_argument("--candidate", required=True, metavar="KEY=VALUE", help="the group judged")
+    p.add_argument("--where", action="append", metavar="KEY=VALUE",
+                   help="only the runs with this label or field (e.g. image=A: compare impl=python with "
+                   "impl=c-mmap on one image instead of pooling the images); repeatable")
     p.add_argument("--metric", action="append", metavar="NAME",
-                   help="only this metric, shown and tested; repeatable (default: every metric shown, each "
-                   "benchmark's headline metrics tested)")
+                   help="only this metric, shown and tested; repeatable (default: each benchmark's "
+                   "headline metrics tested)")
+    p.add_argument("--all", action="store_true", dest="every_row",
+                   help="list every row of the table and Markdown output: also the metrics not tested, "
+                   "their bounds and the load readings (default: the tested rows, with their verdicts, "
+                   "and a count of the rest; JSON, JUnit and LAVA output always hold every row)")
     p.add_argument("--format", choices=("table", "markdown", "json", "junit", "lava"), default="table",
                    help="output format (default: table); junit: a test case per graded row for CI "
                    "servers (worse fails, undecided is skipped); lava: lines for LAVA's test cases "
@@ -62,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.analysis.thresholds import parse_thresholds
     from jitterlab.campaign.cells import names
     from jitterlab.report.comparison import format_comparison
-    from jitterlab.report.terminal import emulation_note
+    from jitterlab.report.terminal import console, emulation_note
     from jitterlab.store.catalog import Store
 
     base = Selector.parse(args.baseline, "--baseline")
@@ -77,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     store = Store(args.results, create=False)
     try:
         pooled = None if args.no_pooled else reader(store.read_series, plugins.traits)
-        runs = selected_runs(store, args.campaign)
+        runs = _where(selected_runs(store, args.campaign), args.where or [])
         result = compare(runs, base, cand, metrics=args.metric, seed=args.seed, distributions=pooled,
                          names=names(), thresholds=thresholds, traits=plugins.traits)
         note = emulation_note([r for r in runs if base.matches(r, names()) or cand.matches(r, names())],
@@ -90,10 +97,46 @@ def run(args: argparse.Namespace) -> int:
         text = junit.comparison_xml(result) if args.format == "junit" else lava.comparison_lines(result)
         sys.stdout.write(text)
     else:
-        sys.stdout.write(format_comparison(result, args.format, terminal=sys.stdout.isatty()))
+        shown = console()  # what stdout is: a terminal (and its width), or a pipe or a file
+        sys.stdout.write(format_comparison(result, args.format, terminal=shown.is_terminal, width=shown.width,
+                                           every_row=args.every_row, again=_again(args)))
     if note:  # on stderr: --format json stays one document
         sys.stderr.write(f"note: {note}; a timing verdict between them means nothing\n")
     failing = set(args.fail_on or ())
     if any(r.verdict in failing for r in result.rows):
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _where(runs: list, wheres: list[str]) -> list:
+    """The runs that have every --where KEY=VALUE."""
+    from jitterlab.analysis.compare import Selector
+    from jitterlab.campaign.cells import names
+
+    for text in wheres:
+        where = Selector.parse(text, "--where")
+        kept = [r for r in runs if where.matches(r, names())]
+        if not kept:
+            values = sorted({str(r.labels[where.key]) for r in runs if where.key in r.labels})
+            known = f"; the label {where.key} takes {', '.join(values)} here" if values else ""
+            raise UserError(f"--where {text}: no run of these has it{known}")
+        runs = kept
+    return runs
+
+
+def _again(args: argparse.Namespace) -> str:
+    """This comparison as a command a person pastes, to add an option to (--all, --where)."""
+    from jitterlab.cli.again import command
+    from jitterlab.store import shown_spec
+
+    words = ["compare", "--results", shown_spec(args.results)]
+    words += [w for name in args.campaign or () for w in ("--campaign", name)]
+    words += [w for where in args.where or () for w in ("--where", where)]
+    words += ["--baseline", args.baseline, "--candidate", args.candidate]
+    words += [w for metric in args.metric or () for w in ("--metric", metric)]
+    words += [w for t in args.threshold or () for w in ("--threshold", t)]
+    if args.no_pooled:
+        words.append("--no-pooled")
+    if args.seed:
+        words += ["--seed", str(args.seed)]
+    return command(*words)

@@ -147,7 +147,7 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
         if outcome.interrupted:
             out.print(
                 f"[yellow]interrupted[/]: {counted(outcome.done, 'run')} committed this time; continue with "
-                + escape(_again(args))
+                + escape(_go_on(args))
             )
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
@@ -160,9 +160,9 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
 
 def _again(args: argparse.Namespace) -> str:
     """The command that goes on with this campaign: the same file, store and labels, --resume."""
-    labels = "".join(f" --label {shlex.quote(pair)}" for pair in args.label)
-    results = shlex.quote(shown_spec(args.results))
-    return f"jitterlab run {shlex.quote(str(args.campaign))} --results {results}{labels} --resume"
+    from jitterlab.cli.again import resume_run
+
+    return resume_run(str(args.campaign), args.results, args.label)
 
 
 def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argparse.Namespace) -> None:
@@ -179,6 +179,16 @@ def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argp
     out.print()
     for part in print_screen(store, campaign.name, shown_spec(args.results)):
         out.print(part)  # in a terminal, folded between words: never inside a command
+
+
+def _go_on(args: argparse.Namespace) -> str:
+    """The command that goes on with an interrupted run: the same labels (--resume finds the campaign
+    by them), and the same --until-decided loop when one was asked for."""
+    from jitterlab.cli.until_decided import resume_command
+
+    if args.until_decided is not None:
+        return resume_command(args)
+    return _again(args)
 
 
 def _with_labels(campaign, pairs: list[str]):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Collection
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -56,12 +57,17 @@ def _x_range(rows) -> tuple[float, float]:
     return math.exp(math.log(low) - pad), math.exp(math.log(high) + pad)
 
 
-def compare_figure(comparison: Comparison, metrics: list[str] | None = None) -> Figure:
-    """One row per cell x metric (only `metrics` when given; a signed metric, which has no ratio,
-    is left to the table): the effect (candidate / baseline) with its repeated 95 % interval on a
-    log axis, drawn by the verdict; labels wrapped to fit."""
-    rows = [r for r in comparison.rows if math.isfinite(r.ratio) and r.ratio > 0
+def charted_rows(comparison: Comparison, metrics: Collection[str] | None = None) -> list:
+    """The rows compare_figure draws: those of `metrics` (default all) that have a ratio (a signed
+    metric's difference is left to the table), the first MAX_ROWS."""
+    return [r for r in comparison.rows if math.isfinite(r.ratio) and r.ratio > 0
             and (metrics is None or r.metric in metrics)][:MAX_ROWS]
+
+
+def compare_figure(comparison: Comparison, metrics: Collection[str] | None = None) -> Figure:
+    """One row per cell x metric (charted_rows): the effect (candidate / baseline) with its
+    repeated 95 % interval on a log axis, drawn by the verdict; labels wrapped to fit."""
+    rows = charted_rows(comparison, metrics)
     labels = ["\n".join(textwrap.wrap(f"{cell_text(comparison, r)} · {r.probe + ':' if r.probe else ''}"
                                       f"{r.metric}", 70)) for r in rows]
     height = 1.8 + 0.34 * sum(lab.count("\n") + 1 for lab in labels)
