@@ -73,7 +73,7 @@ class Squarewave(BenchmarkBase):
         refused = refusal(*(str(cell.param(k)) for k in ("impl", "pin", "probe")), where)
         if refused is not None:  # the impl or the probe needs a form of the pin it does not offer
             raise UserError(refused[1])
-        pin.check(cell, settings, where.removesuffix("matrix"))
+        pin.check(cell, settings, where)
         probe.check(cell, settings, where)
         period_ns = int(cell.param("period"))
         needed_ns = max(settings.warmup_ns, 2 * period_ns) + 2 * period_ns  # warm-up, then 2 periods
@@ -85,7 +85,7 @@ class Squarewave(BenchmarkBase):
 
     def check_target(self, cell, settings, where, target) -> None:
         _, pin, probe = _parts(cell)
-        pin.check_target(cell, settings, where.removesuffix("matrix"), target)
+        pin.check_target(cell, settings, where, target)
         probe.check_target(cell, settings, where, target)
 
     def tools(self, cell) -> dict[str, str]:

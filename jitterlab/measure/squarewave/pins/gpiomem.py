@@ -8,7 +8,7 @@ from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain
 from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, RegisterBlock
 from jitterlab.measure.squarewave.pins.socs import SOCS
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.params import Param, ParamValue, choice, integer
 
 _CHECK = '[ -e "$1" ] || { echo "$1: No such file or directory" >&2; exit 3; }; ' \
@@ -35,22 +35,22 @@ class GpiomemPin(PinBase):
     )
 
     @classmethod
-    def check(cls, cell, settings, where: str) -> None:
-        opts = cls.validate(settings.options_of("pins", "gpiomem"), f"{where}pins.gpiomem")
+    def check(cls, cell, settings, where: Where) -> None:
+        opts = cls.validate(settings.options_of("pins", "gpiomem"), where.at("pins", "gpiomem"))
         soc = SOCS[str(opts["soc"])]
         if int(opts["line"]) >= soc.lines:
-            raise UserError(f"{where}pins.gpiomem.line: {soc.name} has lines 0-{soc.lines - 1}, "
+            raise where.at("pins", "gpiomem", "line").error(f"{soc.name} has lines 0-{soc.lines - 1}, "
                             f"not {opts['line']}")
         holder = dict(soc.reserved).get(int(opts["line"]))
         if holder is not None:
             free = ", ".join(str(n) for n in range(soc.lines) if n not in dict(soc.reserved))
-            raise UserError(f"{where}pins.gpiomem.line: {soc.name} line {opts['line']} belongs to "
+            raise where.at("pins", "gpiomem", "line").error(f"{soc.name} line {opts['line']} belongs to "
                             f"{holder}; choose another line ({free})")
 
     @classmethod
-    def check_target(cls, cell, settings, where: str, target) -> None:
-        soc = str(cls.validate(settings.options_of("pins", "gpiomem"), f"{where}pins.gpiomem")["soc"])
-        target.need_soc(soc, f"{where}pins.gpiomem.soc")  # another SoC's registers are no GPIO there
+    def check_target(cls, cell, settings, where: Where, target) -> None:
+        soc = str(cls.validate(settings.options_of("pins", "gpiomem"), where.at("pins", "gpiomem"))["soc"])
+        target.need_soc(soc, where.at("pins", "gpiomem", "soc"))  # another SoC's registers are no GPIO there
 
     @classmethod
     def declare(cls, settings) -> PinHandle:

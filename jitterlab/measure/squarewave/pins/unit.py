@@ -18,7 +18,7 @@ from typing import ClassVar
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, Offer, TracedOutput, describe, serves
 from jitterlab.measure.squarewave.probes.base import PROBES
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.params import Param, duration
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.units import format_ns, parse_duration_ns
@@ -69,9 +69,7 @@ class UnitPin(PinBase):
     )
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
-        """`where` is the campaign file's prefix ("campaign.toml: ")."""
-        where = f"{where}matrix"
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         spec = target.unit
         if not isinstance(spec, UnitSpec):
             raise UserError(f"{where}.pin: pin {NAME!r} is a real-time unit's, and target {cell.target!r} "

@@ -17,7 +17,7 @@ from jitterlab.measure.squarewave.pins.chips import explain, find_chip
 from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog, read_capture, read_json_stats
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.params import Param, choice, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import blind_series
@@ -55,9 +55,8 @@ class GpioLoopbackProbe(ProbeBase):
         self._files = {k: f"{ctx.scratch}/watch.{k}" for k in ("bin", "json", "ready", "log")}
 
     @classmethod
-    def check(cls, cell, settings, where: str) -> None:
-        cls.validate(settings.options_of("probes", "gpio-loopback"),
-                     f"{where.removesuffix('matrix')}probes.gpio-loopback")
+    def check(cls, cell, settings, where: Where) -> None:
+        cls.validate(settings.options_of("probes", "gpio-loopback"), where.at("probes", "gpio-loopback"))
 
     def start(self, pin: PinHandle) -> None:
         opts, wired = self.options(), pin.get(BoardLine) or BoardLine()

@@ -26,7 +26,7 @@ from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSig
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.scpi_profile import Profile, load_profile
-from jitterlab.model.errors import RunFailed, UserError, shown
+from jitterlab.model.errors import RunFailed, UserError, Where, shown
 from jitterlab.model.params import Param, duration, text
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.units import format_ns
@@ -168,8 +168,8 @@ class ScpiProbe(ProbeBase):
         self._outside = ""  # the pin's kind when the instrument watches an outside signal, not the program
 
     @classmethod
-    def check(cls, cell, settings, where: str) -> None:
-        cls.options_in(settings, "scpi", f"{where.rsplit(': ', 1)[0]}: probes.scpi")  # resource, profile
+    def check(cls, cell, settings, where: Where) -> None:
+        cls.options_in(settings, "scpi", where.at("probes", "scpi"))  # resource, profile
 
     def _setup(self) -> tuple[Profile, str]:
         options = self.options()

@@ -34,7 +34,7 @@ from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSig
 from jitterlab.measure.squarewave.probes.aligned import aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.params import Param, duration, text
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
@@ -127,23 +127,23 @@ class SigrokProbe(ProbeBase):
         self._outside = ""  # the pin's kind when the analyzer watches an outside signal, not the program
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        source = where.rsplit(": ", 1)[0]
-        options = cls.options_in(settings, "sigrok", f"{source}: probes.sigrok")
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
+        table = where.at("probes", "sigrok")
+        options = cls.options_in(settings, "sigrok", table)
         rate, period_ns = int(options["samplerate"]), int(cell.param("period", 0) or 0)
         if options["driver"] == "demo":
-            cls._check_demo(cell, options, source, where)
+            cls._check_demo(cell, options, table, where)
         if period_ns and rate * period_ns < 2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000:
             need = -(-2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000 // period_ns)
-            raise UserError(
-                f"{source}: probes.sigrok.samplerate: {format_rate(rate)} takes "
+            raise table.key("samplerate").error(
+                f"{format_rate(rate)} takes "
                 f"{rate * period_ns / 2e9:g} samples per half period of {format_ns(period_ns)}, fewer than "
                 f"{MIN_SAMPLES_PER_HALF_PERIOD}; use samplerate >= {format_rate(need)} or a period >= "
                 f"{format_ns(-(-2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000 // rate))}"
             )
 
     @staticmethod
-    def _check_demo(cell: Cell, options: dict, source: str, where: str) -> None:
+    def _check_demo(cell: Cell, options: dict, table: Where, where: Where) -> None:
         if not serves((OutsideSignal,), PINS.get(str(cell.param("pin")), f"{where}.pin").offers):
             outside = " or ".join(f'"{e.name}"' for e in PINS if serves((OutsideSignal,), e.obj.offers))
             raise UserError(
@@ -151,12 +151,12 @@ class SigrokProbe(ProbeBase):
                 f"{cell.param('pin')!r}; use pin = {outside}, which says so"
             )
         if options["samplerate"] != DEMO_RATE_HZ:
-            raise UserError(f'{source}: probes.sigrok.samplerate: the demo device makes its pattern at '
-                            f'{format_rate(DEMO_RATE_HZ)}; set samplerate = "{format_rate(DEMO_RATE_HZ)}"')
+            rate_text = format_rate(DEMO_RATE_HZ)
+            raise table.key("samplerate").error(f'the demo device makes its pattern at {rate_text}; '
+                                                f'set samplerate = "{rate_text}"')
         period = demo_period_ns(str(options["channel"]), DEMO_RATE_HZ)
         if period is None:
-            raise UserError(f'{source}: probes.sigrok.channel: the demo pattern is on D0..D7, not '
-                            f'{options["channel"]!r}')
+            raise table.key("channel").error(f'the demo pattern is on D0..D7, not {options["channel"]!r}')
         if int(cell.param("period", 0) or 0) != period:
             raise UserError(f"{where}.period: the demo pattern on {options['channel']} has a period of "
                             f"{format_ns(period)}; set period = \"{format_ns(period)}\" (or another channel)")
