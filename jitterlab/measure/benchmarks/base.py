@@ -21,6 +21,7 @@ from typing import Protocol
 
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.model.errors import Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
@@ -161,6 +162,7 @@ class BenchmarkBase:
     """Defaults for the optional parts of the Benchmark protocol."""
 
     params: tuple[Param, ...] = ()
+    record: type[Options] | None = None  # a cell's params as a typed record (model/options.py)
     headline: tuple[str, ...] = ()
     periodic: bool = False  # model.traits
     samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""

@@ -10,6 +10,7 @@ from typing import ClassVar, Protocol
 from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
 from jitterlab.model.errors import Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import Registry
@@ -85,13 +86,17 @@ class PinBase:
     params: ClassVar[tuple[Param, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
+    record: ClassVar[type[Options] | None] = None  # its options as a typed record (model/options.py)
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
     @classmethod
     def validate(cls, options: Mapping[str, object], where: str | Where) -> dict:
-        return parse_options(cls.params, options, where, "this pin")
+        parsed = parse_options(cls.params, options, where, "this pin")
+        if cls.record is not None:
+            cls.record.of(parsed)  # typed once where the campaign is read: a record at odds is a bug
+        return parsed
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:

@@ -15,6 +15,7 @@ from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
@@ -123,13 +124,17 @@ class ProbeBase:
     controller_tools: ClassVar[dict[str, str]] = {}
     programs: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
+    record: ClassVar[type[Options] | None] = None  # its options as a typed record (model/options.py)
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
     @classmethod
     def validate(cls, options: Mapping[str, object], where: str | Where) -> dict:
-        return parse_options(cls.params, options, where, "this probe")
+        parsed = parse_options(cls.params, options, where, "this probe")
+        if cls.record is not None:
+            cls.record.of(parsed)  # typed once where the campaign is read: a record at odds is a bug
+        return parsed
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:

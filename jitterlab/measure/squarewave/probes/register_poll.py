@@ -38,6 +38,7 @@ from jitterlab.measure.squarewave.probes.polls import (
     intervals_ns,
 )
 from jitterlab.model.errors import RunFailed, UserError, Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, choice, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
@@ -60,6 +61,12 @@ class Watched:
     line_key: Where
 
 
+@dataclass(frozen=True)
+class PollOptions(Options):
+    soc: str  # a SoC's name, or PIN: the pin's
+    line: int | str  # a line, or PIN: the pin's
+
+
 class RegisterPollProbe(ProbeBase):
     needs = (BoardLine,)
     location = "controller"
@@ -72,6 +79,7 @@ class RegisterPollProbe(ProbeBase):
               "i.MX6, the BCM GPIO number on BCM283x); a gpiomem pin says it, and a value given here must "
               "agree", or_word(PIN, integer(0, 65535)), "2", default=PIN, show=show_pins),
     )
+    record = PollOptions
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -81,23 +89,23 @@ class RegisterPollProbe(ProbeBase):
         self._pin = ""
 
     @classmethod
-    def _watched(cls, options: dict, pin: str, wired: BoardLine, where: Where) -> Watched:
+    def _watched(cls, options: PollOptions, pin: str, wired: BoardLine, where: Where) -> Watched:
         """The register line pin `pin` drives (`wired`: what it says of its line), the probe's keys
         agreeing; `where` is any place in the source the keys are read from. A pin that drives the
         registers (gpiomem) says its SoC and line; another one (gpiod, sysfs) leaves them to the
         probe's keys."""
         said = bool(wired.soc)
-        soc = agreed(options["soc"], wired.soc if said else None, key=where.at("probes", NAME, "soc"),
+        soc = agreed(options.soc, wired.soc if said else None, key=where.at("probes", NAME, "soc"),
                      pin=pin, what="the SoC", example='"imx6"')
-        line = agreed(options["line"], wired.soc_line if said else None, key=where.at("probes", NAME, "line"),
+        line = agreed(options.line, wired.soc_line if said else None, key=where.at("probes", NAME, "line"),
                       pin=pin, what="the register line", example="2 (numbered as for pins.gpiomem)")
-        keys = [where.at("probes", NAME, k) if options[k] != PIN else where.at("pins", pin, k)
-                for k in ("soc", "line")]
+        keys = [where.at("probes", NAME, k) if given != PIN else where.at("pins", pin, k)
+                for k, given in (("soc", options.soc), ("line", options.line))]
         return Watched(SOCS[str(soc)], int(line), *keys)
 
     @classmethod
     def _declared(cls, cell: Cell, settings: RunSettings, where: Where) -> Watched:
-        return cls._watched(cls.options_in(settings, NAME, where.at("probes", NAME)),
+        return cls._watched(PollOptions.of(cls.options_in(settings, NAME, where.at("probes", NAME))),
                             *declared_line(cell, settings), where)
 
     @classmethod
@@ -116,7 +124,7 @@ class RegisterPollProbe(ProbeBase):
     def _registers(self, pin: PinHandle) -> tuple[Registers, str]:
         """The level register of the line the pin drives, at its physical address, and its name."""
         try:
-            watched = self._watched(self.options(), pin.kind, bound_line(pin), Where())
+            watched = self._watched(PollOptions.of(self.options()), pin.kind, bound_line(pin), Where())
         except UserError as exc:
             raise RunFailed(str(exc), status="unavailable") from None
         regs = watched.soc.registers(watched.line, "/dev/mem")  # the block at its physical address
