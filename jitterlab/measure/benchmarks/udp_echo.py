@@ -14,7 +14,6 @@ restricted affinity, cgroups): the run then fails with the kernel's reason and t
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import re
 import socket
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import numpy as np
 
 from jitterlab.analysis.latency import latency_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.measure.benchmarks.udp_peer import need_host, numeric_host, parse_host
 from jitterlab.measure.benchmarks.udp_programs import (
     Server,
     Side,
@@ -32,20 +32,18 @@ from jitterlab.measure.benchmarks.udp_programs import (
     run_to_end,
     warnings_in,
 )
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, choice, duration, format_size, integer, size
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
 from jitterlab.model.traits import LATENCIES
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import ControllerMachine
 from jitterlab.targets.processes import pinned
 
 POLICIES = ("other", "fifo", "rr", "deadline")
 DEADLINE_PERIOD_IF_BACK_TO_BACK_NS = 1_000_000
 SERVER_SLACK_S = 10.0  # the server's own life limit beyond the client's longest run
-_HOST = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")
 _HEADER = "# jitterlab-udp-echo v1 "
 _END = re.compile(r"^# end sent=(\d+) received=(\d+) lost=(\d+) late=(\d+)$")
 _SAMPLES = re.compile(r"(?:\d+\n)*")
@@ -63,14 +61,6 @@ def _interval(value: object, where: str) -> ParamValue:
 def _show_ns(value: ParamValue) -> str:
     """A canonical duration (ns) as people write it; a default is shown as written."""
     return value if isinstance(value, str) else format_ns(value) if value else "0"
-
-
-def _host(value: object, where: str) -> ParamValue:
-    if value == "":
-        return ""
-    if not isinstance(value, str) or not _HOST.match(value) or value.startswith("-"):
-        raise UserError(f'{where}: expected a host name or address like "192.168.1.20", got {value!r}')
-    return value
 
 
 def deadline_params(interval_ns: int) -> tuple[int, int]:
@@ -162,7 +152,7 @@ class UdpEcho(BenchmarkBase):
         Param("priority", "real-time priority for fifo and rr", integer(1, 99), "80", 80),
         Param("client", 'where the client runs: "target" (loopback) or "controller" (this machine)',
               choice("target", "controller"), '"target"', "target"),
-        Param("host", "the address the client sends to (controller: the target's address)", _host,
+        Param("host", "the address the client sends to (controller: the target's address)", parse_host,
               '"192.168.1.20"', ""),
         Param("port", "UDP port of the echo server on the target", integer(1, 65535), "15301", 15301),
     )
@@ -180,24 +170,16 @@ class UdpEcho(BenchmarkBase):
         return f"udp-echo {format_size(p.size_bytes)} {p.policy} {every} {cell.load} (client on {p.client})"
 
     def check_target(self, cell, settings, where, target) -> None:
-        # the controller reaches itself without an address; any other target over the network
-        if cell.param("client") == "controller" and not str(cell.param("host")) and not target.offers(
-                ControllerMachine):
-            raise UserError(
-                f"{where}.host: client = \"controller\" sends to the target over the "
-                f"network; give target {cell.target!r}'s address, e.g. host = \"192.168.1.20\""
-            )
+        p = EchoCell.of_cell(cell)
+        if p.client == "controller":
+            need_host(p.host, target, where, 'client = "controller" sends to the target over the network; '
+                      f"give target {cell.target!r}'s address")
 
     def check(self, cell, settings, where, target_kind) -> None:
-        host, client = str(cell.param("host")), cell.param("client")
-        if client == "target" and host:
-            try:
-                ipaddress.ip_address(host)
-            except ValueError:
-                raise UserError(
-                    f"{where}.host: with client = \"target\" the host is an address of "
-                    f"the target itself (numeric, e.g. \"127.0.0.1\"), got {host!r}"
-                ) from None
+        p = EchoCell.of_cell(cell)
+        if p.client == "target":
+            numeric_host(p.host, where, 'with client = "target" the host is an address of the target itself '
+                         '(numeric, e.g. "127.0.0.1")')
 
     def estimate_s(self, settings, cell) -> float:
         load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
