@@ -10,13 +10,12 @@ time, so the script reads the clock (date +%s%N) around it instead. /dev/shm mus
 from __future__ import annotations
 
 import re
-import statistics
 import time
 
+from jitterlab.analysis.throughput import rate_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, format_size, size
-from jitterlab.model.records import Metric
 from jitterlab.targets.processes import pinned, shm_path
 
 # Constant: the file, block size and count come as positional parameters. A round prints dd's own
@@ -67,16 +66,6 @@ def parse_rounds(text: str, n_bytes: int) -> list[float]:
 
 def _is_number(text: str) -> bool:
     return bool(re.fullmatch(r"\d+(\.\d+)?", text))
-
-
-def write_metrics(seconds: list[float], n_bytes: int) -> list[Metric]:
-    mb_per_s = [n_bytes / 1e6 / s for s in seconds]
-    return [
-        Metric("write_mb_per_s", statistics.median(mb_per_s), "MB/s", "", "higher"),
-        Metric("write_min_mb_per_s", min(mb_per_s), "MB/s", "", "higher"),
-        Metric("write_max_mb_per_s", max(mb_per_s), "MB/s", "", "higher"),
-        Metric("rounds", float(len(seconds)), "count", "", "none"),
-    ]
 
 
 class TmpfsWrite(BenchmarkBase):
@@ -130,7 +119,7 @@ class TmpfsWrite(BenchmarkBase):
             raise RunFailed(exc.reason, exc.status, {"dd.log": output.encode()}) from None
         finally:
             target.run(["rm", "-f", path])
-        return Measurement(metrics=write_metrics(seconds, n_bytes))
+        return Measurement(metrics=rate_metrics("write", seconds, n_bytes, count="rounds"))
 
 
 BENCHMARKS.add(
