@@ -99,9 +99,6 @@ class Campaign:
                 settings[f"{kind[:-1]}_options"] = {k: dict(v) for k, v in s.options[kind].items()}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
-    def target_kind(self, name: str) -> str:
-        return next((t.kind for t in self.targets if t.name == name), "")
-
     def runs(self) -> list[tuple[Cell, int]]:
         """(cell, repetition) in execution order: repetitions interleaved so drift spreads evenly."""
         return [(c, r) for r in range(self.repetitions) for c in self.cells]
@@ -207,7 +204,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
     )
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
-        bench.check(cell, settings, Where(where, ("matrix",)), campaign.target_kind(cell.target))
+        bench.check(cell, settings, Where(where, ("matrix",)))
         bench.check_target(cell, settings, Where(where, ("matrix",)), declared[cell.target])
     for spec in targets:
         _check_cpus(campaign, spec.name, declared[spec.name].cpus, where)

@@ -62,7 +62,7 @@ def verdict(impl: str, pin: str, probe: str) -> str:
     bench = plugins.BENCHMARKS.get("squarewave", "test")
     try:
         cell = squarewave_cell(impl, 10_000_000, pin=pin, probe=probe)
-        bench.check(cell, SETTINGS, Where("c.toml", ("matrix",)), "local")
+        bench.check(cell, SETTINGS, Where("c.toml", ("matrix",)))
     except UserError as exc:
         found = REFUSAL.match(str(exc))
         assert found and "\n" not in str(exc), f"{impl} x {pin} x {probe}: refused for another reason: {exc}"

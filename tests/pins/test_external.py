@@ -35,9 +35,9 @@ def test_only_instruments_and_self_observe_it():
     settings = RunSettings(options={"probes": {"scpi": {"resource": "x", "profile": "rigol"}}})
     for impl in ("python", "c-fifo"):  # a file pin and a mapped pin
         cell = squarewave_cell(impl, probe="scpi", pin="external")
-        bench.check(cell, settings, Where("c", ("matrix",)), "local")
+        bench.check(cell, settings, Where("c", ("matrix",)))
     with pytest.raises(UserError, match="^c: matrix.probe: probe 'vpin' cannot observe pin 'external': "
                        "it needs a level byte an observer can map and poll, which pin vpin offers; pin "
                        "'external' can be observed by scpi, self, sigrok "
                        r"\(exclude the combination with \[\[exclude\]\]\)$"):
-        bench.check(squarewave_cell(probe="vpin", pin="external"), settings, Where("c", ("matrix",)), "local")
+        bench.check(squarewave_cell(probe="vpin", pin="external"), settings, Where("c", ("matrix",)))

@@ -109,8 +109,9 @@ class Benchmark(Protocol):
         (it formats as "campaign.toml: matrix")."""
         ...
 
-    def check(self, cell: Cell, settings: RunSettings, where: Where, target_kind: str) -> None:
-        """Reject a cell that cannot work with these settings on a target of this kind (UserError);
+    def check(self, cell: Cell, settings: RunSettings, where: Where) -> None:
+        """Reject a cell that cannot work with these settings (UserError; what its target cannot serve
+        is check_target's, asked of what the [[target]] declares, never of its kind's name);
         `where` names the matrix (formatted "campaign.toml: matrix"; `where.key("period")` a key of it,
         `where.at("probes", "sigrok")` another table of the same file)."""
         ...
@@ -199,7 +200,7 @@ class BenchmarkBase:
     def pair(self, named: list[Cell], cells: list[Cell], where: Where) -> tuple[list[Cell], tuple[str, ...]]:
         return list(cells), ()  # every combination of the matrix's values goes
 
-    def check(self, cell: Cell, settings: RunSettings, where: Where, target_kind: str) -> None:
+    def check(self, cell: Cell, settings: RunSettings, where: Where) -> None:
         return None
 
     def check_target(self, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:

@@ -209,7 +209,7 @@ class Cyclictest(BenchmarkBase):
     def needs_rt(self, cell) -> bool:
         return cell.param("policy") in ("fifo", "rr")
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         interval = CyclictestCell.of_cell(cell).interval_ns
         if interval % US:
             raise where.key("interval").error(f"cyclictest takes whole microseconds; {format_ns(interval)} "

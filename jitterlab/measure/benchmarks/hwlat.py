@@ -65,7 +65,7 @@ class Hwlat(BenchmarkBase):
     )
     record = HwlatCell
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         p = HwlatCell.of_cell(cell)
         if p.width_ns >= p.window_ns:
             raise where.key("width").error(f"{format_ns(p.width_ns)} must be shorter than the window "

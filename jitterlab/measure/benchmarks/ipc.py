@@ -129,7 +129,7 @@ class IpcLatency(BenchmarkBase):
     def needs_rt(self, cell) -> bool:
         return True
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         if int(cell.param("pairs")) > int(cell.param("priority")):
             raise UserError(f"{where}.pairs: {cell.param('pairs')} pairs from priority "
                             f"{cell.param('priority')} go below priority 1; raise priority or lower pairs")

@@ -104,7 +104,7 @@ class Pps(BenchmarkBase):
                 f"target {cell.target!r}'s address")
             need_host(str(cell.param("host")), target, where, f'direction = "{direction}" needs {whose}')
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         direction = str(cell.param("direction"))
         if direction != "receive":  # the target sends to it
             numeric_host(str(cell.param("host")), where,

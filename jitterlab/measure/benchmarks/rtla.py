@@ -162,7 +162,7 @@ class Osnoise(_Rtla):
     )
     record = OsnoiseCell
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         p = OsnoiseCell.of_cell(cell)
         if p.runtime_ns > p.period_ns:
             raise where.key("runtime").error(f"{format_ns(p.runtime_ns)} is longer than the period "

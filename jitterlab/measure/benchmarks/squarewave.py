@@ -80,7 +80,7 @@ class Squarewave(BenchmarkBase):
         kept = [c for c, pair in zip(cells, pairs, strict=True) if drives(*pair)]
         return kept, pairing(pairs, len(cells) - len(kept))
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         _, pin, probe = _parts(cell)
         p = WaveCell.of_cell(cell)
         refused = refusal(p.impl, p.pin, p.probe, where)

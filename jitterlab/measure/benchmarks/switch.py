@@ -129,7 +129,7 @@ class Switch(BenchmarkBase):
     def needs_rt(self, cell) -> bool:
         return True
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         top = int(cell.param("priority")) + int(cell.param("threads")) - 1
         if top > 99:
             raise UserError(f"{where}.priority: {cell.param('threads')} threads from priority "

@@ -81,7 +81,7 @@ class TmpfsWrite(BenchmarkBase):
     def tools(self, cell) -> dict[str, str]:
         return {"dd": "coreutils", "date": "coreutils"}
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         if int(cell.param("size")) % int(cell.param("block_size")):
             raise UserError(f"{where}.size: {format_size(cell.param('size'))} is not a whole number of "
                             f"blocks of {format_size(cell.param('block_size'))}")

@@ -175,7 +175,7 @@ class UdpEcho(BenchmarkBase):
             need_host(p.host, target, where, 'client = "controller" sends to the target over the network; '
                       f"give target {cell.target!r}'s address")
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         p = EchoCell.of_cell(cell)
         if p.client == "target":
             numeric_host(p.host, where, 'with client = "target" the host is an address of the target itself '
