@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 
 from jitterlab.analysis.throughput import rate_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, format_size, size
 from jitterlab.targets.processes import pinned, shm_path
 
@@ -68,6 +70,12 @@ def _is_number(text: str) -> bool:
     return bool(re.fullmatch(r"\d+(\.\d+)?", text))
 
 
+@dataclass(frozen=True)
+class TmpfsCell(Options):
+    size_bytes: int = key("size")
+    block_bytes: int = key("block_size")
+
+
 class TmpfsWrite(BenchmarkBase):
     headline = ("write_mb_per_s", "write_min_mb_per_s")
 
@@ -77,24 +85,27 @@ class TmpfsWrite(BenchmarkBase):
         Param("block_size", "bytes per write (dd bs=)", size(512, 1 << 30), '["4k", "1M"]', default="1M",
               show=format_size),
     )
+    record = TmpfsCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"dd": "coreutils", "date": "coreutils"}
 
     def check(self, cell, settings, where) -> None:
-        if int(cell.param("size")) % int(cell.param("block_size")):
-            raise UserError(f"{where}.size: {format_size(cell.param('size'))} is not a whole number of "
-                            f"blocks of {format_size(cell.param('block_size'))}")
+        p = TmpfsCell.of_cell(cell)
+        if p.size_bytes % p.block_bytes:
+            raise where.key("size").error(f"{format_size(p.size_bytes)} is not a whole number of blocks of "
+                                          f"{format_size(p.block_bytes)}")
 
     def estimate_s(self, settings, cell) -> float:
         """What a run does: rounds back to back for campaign.duration (at least one), and the round
         under way at the deadline finishes (half a round on average)."""
-        one_s = int(cell.param("size")) / 1e6 / ASSUMED_MB_PER_S + ROUND_START_S
+        one_s = TmpfsCell.of_cell(cell).size_bytes / 1e6 / ASSUMED_MB_PER_S + ROUND_START_S
         duration_s = settings.duration_ns / 1e9
         return super().estimate_s(settings, cell) + max(0.0, one_s - duration_s) + one_s / 2
 
     def label(self, cell) -> str:
-        return (f"tmpfs-write {format_size(cell.param('size'))} in {format_size(cell.param('block_size'))} "
+        p = TmpfsCell.of_cell(cell)
+        return (f"tmpfs-write {format_size(p.size_bytes)} in {format_size(p.block_bytes)} "
                 f"writes {cell.load}")
 
     def execute(self, ctx: RunContext) -> Measurement:
@@ -102,7 +113,8 @@ class TmpfsWrite(BenchmarkBase):
         mounts = target.run(["cat", "/proc/mounts"]).stdout.split("\n")
         if not any(f[1:3] == ["/dev/shm", "tmpfs"] for f in (line.split() for line in mounts)):
             raise RunFailed("/dev/shm is not a tmpfs on this target", status="unavailable")
-        n_bytes, block = int(cell.param("size")), int(cell.param("block_size"))
+        p = TmpfsCell.of_cell(cell)
+        n_bytes, block = p.size_bytes, p.block_bytes
         path = shm_path(ctx.scratch, "tmpfs")
         argv = [*pinned(ctx.placement.program_cpus), "sh", "-c", SCRIPT, path, str(block),
                 str(n_bytes // block)]
