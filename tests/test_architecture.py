@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -43,6 +44,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 PENDING: set[str] = set()
 PENDING_CIRCLES = False
 SNIFFING: set[str] = set()
+# doctor opens `ssh://user@host` targets no campaign names: it chooses their kind from the text given
+KIND_NAMED = {"jitterlab.cli.commands.doctor"}
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -212,24 +215,91 @@ def test_no_plugin_name_is_spelled_in_the_runner():
             assert name not in text, f"{module} names {name}"
 
 
-def test_what_reads_stored_runs_asks_traits_not_benchmark_names():
-    """The report and the analysis read what a benchmark declares (model.traits: headline, periodic,
-    samples) and what a metric declares (model.reading), never `benchmark == "squarewave"`."""
-    import re
+READERS = ("jitterlab.report", "jitterlab.analysis", "jitterlab.store")  # what reads stored runs
+# what may name a benchmark all the same, and why
+NAMING_BENCHMARKS = {
+    # schema 1 and 2 stored squarewave's impl, period_ns, probe and pin as columns of every run: the
+    # migration rebuilds a squarewave run's cell from them, and the old format itself is by name
+    "jitterlab.store.sqlite_migrations",
+}
+TARGET_KINDS = ("local", "ssh", "qemu", "labgrid", "fake")
+# a plug-in object as code names it: an entry of a registry, a benchmark, a probe, an exporter ...
+PLUGIN = re.compile(r"(^|\.)(obj|bench\w*|benchmark|plugin\w*|probe|pin|impl|load|exporter|section)$"
+                    r"|plugins\.|\.get\(")
 
+
+def _compared(tree: ast.AST, names: set[str], side: re.Pattern[str] | None = None) -> list[str]:
+    """The comparisons in `tree` of a string of `names` with anything (`==`, `!=`, `in (...)`, either
+    way round), or, given `side`, with an expression whose text matches it (e.g. a kind)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for operand in operands:
+            items = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
+            if not any(isinstance(i, ast.Constant) and i.value in names for i in items):
+                continue
+            others = [ast.unparse(o) for o in operands if o is not operand]
+            if side is None or any(side.search(o) for o in others):
+                found.append(ast.unparse(node))
+    return found
+
+
+def _plugin_attributes_guessed(tree: ast.AST) -> list[str]:
+    """getattr/hasattr on a plug-in object (its base class declares what it has: read it)."""
+    return [ast.unparse(node) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr") and node.args
+            and PLUGIN.search(ast.unparse(node.args[0]))]
+
+
+def test_the_checks_below_catch_what_they_are_for():
+    benchmarks = {"squarewave", "cyclictest"}
+    for caught in ('b == "squarewave"', 'run.cell.benchmark != "cyclictest"', '"squarewave" == name',
+                   'benchmark in ("squarewave", "membw")', 'r.benchmark not in {"cyclictest"}'):
+        assert _compared(ast.parse(caught), benchmarks), caught
+    assert not _compared(ast.parse('load == "cpu"'), benchmarks)
+    kind = re.compile(r"kind")
+    for caught in ('target_kind == "local"', 'spec.kind in ("qemu", "ssh")', '"labgrid" != self.kind'):
+        assert _compared(ast.parse(caught), set(TARGET_KINDS), kind), caught
+    assert not _compared(ast.parse('client == "local"'), set(TARGET_KINDS), kind)
+    for caught in ('getattr(entry.obj, "x", None)', 'hasattr(bench, "traits")',
+                   'getattr(plugins.BENCHMARKS.get(n, "b"), "headline")', 'getattr(probe, "reads")'):
+        assert _plugin_attributes_guessed(ast.parse(caught)), caught
+    assert not _plugin_attributes_guessed(ast.parse("getattr(run, key)"))
+
+
+def test_what_reads_stored_runs_asks_traits_not_benchmark_names():
+    """The report, the analysis and the store read what a benchmark declares (model.traits: headline,
+    periodic, samples) and what a metric declares (model.reading), never `benchmark == "squarewave"`,
+    `!=` or `in (...)` a benchmark's name."""
+    from jitterlab import plugins
+
+    names = {e.name for e in plugins.BENCHMARKS}
     for name, path in MODULES.items():
-        if name.startswith(("jitterlab.report", "jitterlab.analysis")):
-            found = re.findall(r'benchmark\s*(?:==|!=)\s*["\']|-\s*\{\s*"squarewave"', path.read_text())
+        if name.startswith(READERS) and name not in NAMING_BENCHMARKS:
+            found = _compared(ast.parse(path.read_text()), names)
+            found += re.findall(r'-\s*\{\s*"squarewave"', path.read_text())
             assert not found, f"{name} tests a benchmark's name: {found}"
 
 
-def test_target_kinds_are_capabilities_not_strings():
-    """Outside the registry of target kinds, code asks a target (or its [[target]]) for a capability
-    (ControllerMachine, ...) instead of comparing its kind with "local"."""
-    import re
-
+def test_what_reads_stored_runs_guesses_at_no_plugin():
+    """The report and the analysis read a plug-in's declared attributes, never getattr(plug-in, ...)."""
     for name, path in MODULES.items():
-        if name.startswith("jitterlab.targets") or name in ("jitterlab.cli.commands.doctor",):
+        if name.startswith(READERS):
+            found = _plugin_attributes_guessed(ast.parse(path.read_text()))
+            assert not found, f"{name} guesses at a plug-in's attributes: {found}"
+
+
+def test_target_kinds_are_capabilities_not_strings():
+    """Outside targets/, code asks a target (or its [[target]]) for a capability (ControllerMachine,
+    ...) instead of comparing its kind with "local" (`==`, `!=`, `in (...)`, either way round)."""
+    kind = re.compile(r"kind")
+    for name, path in MODULES.items():
+        if name.startswith("jitterlab.targets") or name in KIND_NAMED:
             continue
-        found = re.findall(r'kind\s*(?:==|!=)\s*["\'](?:local|ssh|qemu|labgrid|fake)["\']', path.read_text())
+        text = path.read_text()
+        found = _compared(ast.parse(text), set(TARGET_KINDS), kind)
+        found += re.findall(r'kind\s*(?:==|!=)\s*["\'](?:local|ssh|qemu|labgrid|fake)["\']', text)
         assert not found, f"{name} compares a target kind as a string: {found}"

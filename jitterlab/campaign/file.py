@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.campaign.matrix import read_matrix
-from jitterlab.model.errors import UserError, shown
+from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.labels import CONTROL, MAX_NAME, check_label, printable
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import did_you_mean
@@ -98,9 +98,6 @@ class Campaign:
             if s.options.get(kind):
                 settings[f"{kind[:-1]}_options"] = {k: dict(v) for k, v in s.options[kind].items()}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-
-    def target_kind(self, name: str) -> str:
-        return next((t.kind for t in self.targets if t.name == name), "")
 
     def runs(self) -> list[tuple[Cell, int]]:
         """(cell, repetition) in execution order: repetitions interleaved so drift spreads evenly."""
@@ -207,8 +204,8 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
     )
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
-        bench.check(cell, settings, f"{where}: matrix", campaign.target_kind(cell.target))
-        bench.check_target(cell, settings, f"{where}: matrix", declared[cell.target])
+        bench.check(cell, settings, Where(where, ("matrix",)))
+        bench.check_target(cell, settings, Where(where, ("matrix",)), declared[cell.target])
     for spec in targets:
         _check_cpus(campaign, spec.name, declared[spec.name].cpus, where)
     matrix.check_excludes()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from jitterlab import plugins
-from jitterlab.model.errors import UserError, shown
+from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.params import ParamValue
 from jitterlab.model.records import Cell
 from jitterlab.model.registry import did_you_mean
@@ -77,7 +77,7 @@ def read_matrix(data: Mapping[str, object], where: str, targets: Sequence[str]) 
         for name in dict.fromkeys(c.benchmark for c in left):  # each benchmark pairs its own values
             paired, said = plugins.BENCHMARKS.get(name, "benchmark").pair(
                 [c for c in cells if c.benchmark == name], [c for c in left if c.benchmark == name],
-                f"{where}: {prefix}")
+                Where(where, (prefix,)))
             kept += paired
             notes += [f"{prefix}: {line}" for line in said]
     if len(set(kept)) != len(kept):

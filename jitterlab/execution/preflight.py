@@ -11,7 +11,7 @@ from jitterlab import plugins
 from jitterlab.campaign.file import Campaign, TargetSpec
 from jitterlab.execution.rt_throttle import ThrottleChange
 from jitterlab.measure.context import Placement
-from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.model.errors import TargetLost, UserError, Where
 from jitterlab.model.records import Cell, Warning_
 from jitterlab.system import sysinfo
 from jitterlab.targets.base import CommandTimeout, Target
@@ -144,7 +144,7 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
     for name in sorted({c.benchmark for c in cells}):  # what only the target can tell (a peer's answer)
         bench = plugins.BENCHMARKS.get(name, "matrix.benchmark")
         mine = [c for c in cells if c.benchmark == name]
-        bench.preflight(target, settings, mine, f"{campaign.path}: matrix")
+        bench.preflight(target, settings, mine, Where(str(campaign.path), ("matrix",)))
     realtime = sorted({
         plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needer(c) for c in cells
         if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_rt(c)

@@ -63,6 +63,20 @@ def _warm(benches: set[Benchmark]) -> None:
             bench.warm()
 
 
+class _Tally:
+    """The outcome the targets' threads count into, and the errors (bugs) they met."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        self.errors: list[BaseException] = []
+        self._lock = threading.Lock()
+
+    def add(self, *, done: int, failed: int) -> None:
+        with self._lock:
+            self.outcome.done += done
+            self.outcome.failed += failed
+
+
 class Runner:
     def __init__(
         self,
@@ -143,69 +157,21 @@ class Runner:
         return todo, skipped
 
     def execute(self, sessions: list[TargetSession], campaign_id: int) -> Outcome:
+        """Every pending run of the campaign: each target's in a thread of its own, its runs one at a
+        time; the outcome counts them (interrupted: Ctrl-C stopped them)."""
         todo, skipped = self.pending(campaign_id)
-        outcome = Outcome(campaign_id, skipped=skipped)
-        lock = threading.Lock()
-        errors: list[BaseException] = []
+        tally = _Tally(Outcome(campaign_id, skipped=skipped))
         # the analysis' compiled code loads while the targets are prepared, not in the first run
         warming = threading.Thread(target=_warm, args=({_bench(c) for c, _ in todo},),
                                    name="warm-analysis", daemon=True)
         warming.start()
-
         # set by each worker as it ends: waited on instead of Thread.join, which an interrupt arriving
         # inside it can leave believing the thread ended while it still cleans up (CPython gh-90882)
         ended = {s.spec.name: threading.Event() for s in sessions}
-
-        def worker(session: TargetSession) -> None:
-            loads = TargetLoads(self.campaign, session.target, session.placement, self.notice)
-            try:
-                if session.lost is None:
-                    try:
-                        self._prepare(session, campaign_id)
-                    except RunFailed as exc:  # unreachable, or its disk is full: no run can work
-                        session.lost = exc.reason
-                warming.join()
-                mine = [x for x in todo if x[0].target == session.spec.name]
-                for i, (cell, rep) in enumerate(mine):
-                    if self.stop_event.is_set():
-                        return
-                    if session.lost is not None:
-                        loads.stop()
-                        failed = self._not_run(session, campaign_id, mine[i:])
-                        with lock:
-                            outcome.done += failed
-                            outcome.failed += failed
-                        return
-                    if cell.key in session.unavailable:
-                        status = self._unavailable(session, campaign_id, cell, rep)
-                    else:
-                        status = self._one_run(session, campaign_id, cell, rep, loads,
-                                               self._same_loads(session, mine[i:]))
-                    if status is None:
-                        return
-                    with lock:
-                        outcome.done += 1
-                        outcome.failed += status != "ok"
-            except BaseException as exc:
-                if not self.stop_event.is_set():
-                    errors.append(exc)
-                self.stop_event.set()
-            finally:
-                try:
-                    if self._interrupting.is_set():
-                        self._stopped.wait(60)  # its processes are being stopped: they may still write
-                    try:
-                        loads.stop()  # the target's runs are over: nothing is kept up past them
-                    finally:
-                        self._restore_throttling(session)  # on every path, even a load that errs
-                    if session.lost is None:
-                        with contextlib.suppress(Exception):  # records of processes stopped after a run
-                            remove_records(session.target)
-                finally:
-                    ended[session.spec.name].set()
-
         threads = [
-            threading.Thread(target=worker, args=(s,), name=f"target-{s.spec.name}", daemon=True)
+            threading.Thread(target=self._worker, name=f"target-{s.spec.name}", daemon=True,
+                             args=(s, campaign_id, [x for x in todo if x[0].target == s.spec.name],
+                                   warming, tally, ended[s.spec.name]))
             for s in sessions
         ]
         if any(has(s.target, ControllerMachine) is None for s in sessions):
@@ -213,29 +179,95 @@ class Runner:
         try:
             for thread in threads:
                 thread.start()
-            try:
-                while not all(e.is_set() for e in ended.values()):
-                    for event in ended.values():
-                        event.wait(0.2)
-            except KeyboardInterrupt:
-                outcome.interrupted = True
-                self._interrupting.set()
-                self.stop_event.set()
-                try:
-                    for session in sessions:  # while the targets still answer
-                        self._restore_throttling(session)
-                    for session in sessions:
-                        session.target.close()  # kills what runs; the interrupted run is not committed
-                finally:
-                    self._stopped.set()
-                for event in ended.values():
-                    event.wait(30)  # the interrupted runs remove their directories
+            tally.outcome.interrupted = self._await(sessions, ended)
         finally:
             if self._controller is not None:
                 self._controller.close()
-        if errors:
-            raise errors[0]
-        return outcome
+        if tally.errors:
+            raise tally.errors[0]
+        return tally.outcome
+
+    def _worker(self, session: TargetSession, campaign_id: int, mine: list[tuple[Cell, int]],
+                warming: threading.Thread, tally: _Tally, ended: threading.Event) -> None:
+        """One target's thread: its runs, then what they leave released, on every path."""
+        loads = TargetLoads(self.campaign, session.target, session.placement, self.notice)
+        try:
+            self._target_runs(session, campaign_id, mine, loads, warming, tally)
+        except BaseException as exc:
+            if not self.stop_event.is_set():
+                tally.errors.append(exc)
+            self.stop_event.set()
+        finally:
+            try:
+                self._release(session, loads)
+            finally:
+                ended.set()
+
+    def _target_runs(self, session: TargetSession, campaign_id: int, mine: list[tuple[Cell, int]],
+                     loads: TargetLoads, warming: threading.Thread, tally: _Tally) -> None:
+        """The target prepared, then its runs one at a time; once it is lost, the rest are committed
+        as failed with the reason. Returns early when the campaign stops."""
+        if session.lost is None:
+            try:
+                self._prepare(session, campaign_id)
+            except RunFailed as exc:  # unreachable, or its disk is full: no run can work
+                session.lost = exc.reason
+        warming.join()
+        for i, (cell, rep) in enumerate(mine):
+            if self.stop_event.is_set():
+                return
+            if session.lost is not None:
+                loads.stop()
+                failed = self._not_run(session, campaign_id, mine[i:])
+                tally.add(done=failed, failed=failed)
+                return
+            if cell.key in session.unavailable:
+                status = self._unavailable(session, campaign_id, cell, rep)
+            else:
+                status = self._one_run(session, campaign_id, cell, rep, loads,
+                                       self._same_loads(session, mine[i:]))
+            if status is None:
+                return
+            tally.add(done=1, failed=int(status != "ok"))
+
+    def _release(self, session: TargetSession, loads: TargetLoads) -> None:
+        """What a target's runs leave: its loads stopped (nothing is kept up past them), its RT
+        throttling put back (even when a load errs), the records of the processes they stopped."""
+        if self._interrupting.is_set():
+            self._stopped.wait(60)  # its processes are being stopped: they may still write
+        try:
+            loads.stop()
+        finally:
+            self._restore_throttling(session)
+        if session.lost is None:
+            with contextlib.suppress(Exception):
+                remove_records(session.target)
+
+    def _await(self, sessions: list[TargetSession], ended: dict[str, threading.Event]) -> bool:
+        """Wait for every target's thread to end; True when Ctrl-C interrupted them."""
+        try:
+            while not all(e.is_set() for e in ended.values()):
+                for event in ended.values():
+                    event.wait(0.2)
+            return False
+        except KeyboardInterrupt:
+            self._interrupt(sessions, ended)
+            return True
+
+    def _interrupt(self, sessions: list[TargetSession], ended: dict[str, threading.Event]) -> None:
+        """Stop every target's runs: throttling put back while the targets still answer, then the
+        targets closed (which kills what runs; the interrupted runs are not committed)."""
+        self._interrupting.set()
+        self.stop_event.set()
+        try:
+            for session in sessions:
+                self._restore_throttling(session)
+            for session in sessions:
+                session.target.close()
+        finally:
+            self._stopped.set()
+        for event in ended.values():
+            event.wait(30)  # the interrupted runs remove their directories
 
     def _not_run(self, session: TargetSession, campaign_id: int, runs: list[tuple[Cell, int]]) -> int:
         """Commit runs of a target that cannot be reached as failed, with the reason."""

@@ -4,6 +4,8 @@ be measured."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 MAX_SHOWN = 80  # characters of an input echoed back in a one-line error
 
 
@@ -29,6 +31,32 @@ class UserError(Exception):
             cut = len(message) - 1500
             message = f"{message[:1000]}… ({cut} characters cut) …{message[-500:]}"
         super().__init__(message, *args)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an input is: its source (a campaign file; "" at run time, when the options were read
+    long ago) and the path of keys in it. Formats itself as errors show it: "campaign.toml:
+    matrix.period", "campaign.toml: probes.sigrok", "pins.gpiomem" (no source)."""
+
+    source: str = ""
+    keys: tuple[str, ...] = ()
+
+    def key(self, *names: str) -> Where:
+        """A key under this one (`matrix` -> `matrix.period`)."""
+        return Where(self.source, self.keys + names)
+
+    def at(self, *names: str) -> Where:
+        """Another path of keys in the same source (`matrix` -> `probes.sigrok`)."""
+        return Where(self.source, names)
+
+    def error(self, message: str) -> UserError:
+        """The one-line UserError "<where>: message"."""
+        return UserError(f"{self}: {message}")
+
+    def __str__(self) -> str:
+        path = ".".join(self.keys)
+        return f"{self.source}: {path}" if self.source and path else self.source or path
 
 
 class RuntimeProblem(UserError):

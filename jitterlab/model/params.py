@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from jitterlab.model.errors import UserError, shown
+from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.records import ParamValue
 from jitterlab.model.registry import Registry, did_you_mean
 from jitterlab.model.units import MAX_CAMPAIGN_NS, format_ns, parse_duration_ns
@@ -174,7 +174,7 @@ def or_word(word: str, parser: Parser) -> Parser:
     return parse
 
 
-def parse_options(params: Sequence[Param], table: Mapping[str, object], where: str,
+def parse_options(params: Sequence[Param], table: Mapping[str, object], where: str | Where,
                   owner: str) -> dict[str, ParamValue]:
     """An option table ([loads.cpu], [probes.sigrok], [pins.gpiod]) read with `params`: unknown
     keys refused with the closest name, each value read by its Param, defaults filled in.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import UserError, Where
 from jitterlab.model.records import Warning_
 from jitterlab.targets.base import Completed, Process, Target
 
@@ -341,14 +341,14 @@ class Declared:
     def offers(self, cap: type[Capability]) -> bool:
         return cap in self.offered
 
-    def need(self, cap: type[Capability], who: str, where: str) -> None:
+    def need(self, cap: type[Capability], who: str, where: str | Where) -> None:
         """UserError "<where>: <who> needs a target that can ...; target NAME (...) cannot; targets that
         can: ..." when the target will not offer `cap`."""
         if not self.offers(cap):
             raise UserError(f"{where}: {who} needs a target that can {cap.does}; target {self.name!r} "
                             f"({self.described}) cannot; targets that can: {self.elsewhere(cap)}")
 
-    def need_soc(self, soc: str, where: str) -> None:
+    def need_soc(self, soc: str, where: str | Where) -> None:
         """UserError "<where>: target NAME (...) has the GPIO registers of soc X, not Y" when the target
         is an emulated board whose GPIO block is not `soc`'s (registers of no GPIO block otherwise)."""
         if self.gpio_soc is not None and soc != self.gpio_soc:

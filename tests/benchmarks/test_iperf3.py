@@ -16,7 +16,7 @@ from jitterlab.cli.main import main
 from jitterlab.measure.benchmarks import iperf3
 from jitterlab.measure.benchmarks.base import Placement, RunContext
 from jitterlab.measure.loads import net
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.records import Cell
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
@@ -177,11 +177,11 @@ def test_a_peer_that_does_not_answer_is_refused_before_the_campaign():
     # iperf3 --json exits 0 even when it could not connect: the report's "error" tells
     target.respond(["iperf3"], response=Completed((), 0, report("error-refused.json"), ""))
     with pytest.raises(UserError) as err:
-        iperf3.Iperf3().preflight(target, campaign.settings, campaign.cells, "c.toml: matrix")
+        iperf3.Iperf3().preflight(target, campaign.settings, campaign.cells, Where("c.toml", ("matrix",)))
     assert str(err.value).startswith("c.toml: matrix.peer: 192.0.2.7:5201 does not answer iperf3")
     assert "Connection refused" in str(err.value) and "iperf3 -s -p 5201" in str(err.value)
     loopback = campaign_of("")
-    iperf3.Iperf3().preflight(FakeTarget(), loopback.settings, loopback.cells, "c.toml: matrix")
+    iperf3.Iperf3().preflight(FakeTarget(), loopback.settings, loopback.cells, Where("c.toml", ("matrix",)))
 
 
 def test_net_load_preflight_sees_the_error_of_a_zero_exit_report():

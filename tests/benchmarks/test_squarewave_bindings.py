@@ -25,7 +25,7 @@ from jitterlab.measure.squarewave.pins.offers import (
     serves,
 )
 from jitterlab.measure.squarewave.probes.base import ProbeBase
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.model.registry import Entry
@@ -62,7 +62,7 @@ def verdict(impl: str, pin: str, probe: str) -> str:
     bench = plugins.BENCHMARKS.get("squarewave", "test")
     try:
         cell = squarewave_cell(impl, 10_000_000, pin=pin, probe=probe)
-        bench.check(cell, SETTINGS, "c.toml: matrix", "local")
+        bench.check(cell, SETTINGS, Where("c.toml", ("matrix",)))
     except UserError as exc:
         found = REFUSAL.match(str(exc))
         assert found and "\n" not in str(exc), f"{impl} x {pin} x {probe}: refused for another reason: {exc}"
@@ -94,12 +94,12 @@ def test_the_lists_a_user_is_shown_come_from_the_offers():
 
 
 def test_the_self_probe_is_refused_for_an_impl_that_timestamps_nothing():
-    assert refusal("unit", "unit", "self", "c.toml: matrix") == ("probe", (
+    assert refusal("unit", "unit", "self", Where("c.toml", ("matrix",))) == ("probe", (
         "c.toml: matrix.probe: probe 'self' cannot observe pin 'unit' for impl 'unit': it reads the "
         "program's own timestamps, and this impl has none (its wave is made by a unit whose firmware counts "
         "its edges but timestamps none); observe the pin with emulator, scpi, sigrok (exclude the "
         "combination with [[exclude]])"))
-    assert refusal("unit", "unit", "emulator", "c.toml: matrix") is None
+    assert refusal("unit", "unit", "emulator", Where("c.toml", ("matrix",))) is None
 
 
 def test_a_new_probe_and_a_new_impl_bind_by_what_they_need(monkeypatch):
@@ -120,12 +120,12 @@ def test_a_new_probe_and_a_new_impl_bind_by_what_they_need(monkeypatch):
     assert probes_observing("gpiod") == ["emulator", "gpio-loopback", "register-poll", "scpi", "self",
                                          "sigrok", "trace"]
     assert "trace" not in probes_observing("vpin") and pins_driven_by("rproc") == []
-    assert refusal("c-gpiod", "gpiod", "trace", "c.toml: matrix") is None
-    assert refusal("python", "vpin", "trace", "c.toml: matrix") == ("probe", (
+    assert refusal("c-gpiod", "gpiod", "trace", Where("c.toml", ("matrix",))) is None
+    assert refusal("python", "vpin", "trace", Where("c.toml", ("matrix",))) == ("probe", (
         "c.toml: matrix.probe: probe 'trace' cannot observe pin 'vpin': it needs a board line that another "
         "GPIO input can be wired to, which pins gpiod, gpiomem, sysfs offer; pin 'vpin' can be observed by "
         "self, vpin (exclude the combination with [[exclude]])"))
-    assert refusal("rproc", "gpiod", "self", "c.toml: matrix") == ("pin", (
+    assert refusal("rproc", "gpiod", "self", Where("c.toml", ("matrix",))) == ("pin", (
         "c.toml: matrix.pin: impl 'rproc' cannot drive pin 'gpiod': it needs a coprocessor's output line, "
         "which no registered pin offers (exclude the combination with [[exclude]])"))
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterlab.analysis.throughput import rate_metrics
 from jitterlab.measure.benchmarks import tmpfs
 from jitterlab.model.errors import RunFailed, UserError
 from tests.support import campaign_from_toml, run_local_campaign, units_and_directions
@@ -22,7 +23,7 @@ def text(name: str) -> str:
 def test_gnu_dd_times_itself():
     assert tmpfs.parse_rounds(text("gnu-coreutils-9.1-64M.txt"), MB64) == [0.122786]
     assert tmpfs.parse_rounds(text("gnu-coreutils-9.1-64M-4k.txt"), MB64) == [0.0526883]
-    [m] = [m for m in tmpfs.write_metrics([0.122786], MB64) if m.name == "write_mb_per_s"]
+    [m] = [m for m in rate_metrics("write", [0.122786], MB64, count="rounds") if m.name == "write_mb_per_s"]
     assert (m.value, m.unit, m.direction) == (pytest.approx(MB64 / 1e6 / 0.122786), "MB/s", "higher")
 
 
@@ -73,3 +74,10 @@ def test_real_run_leaves_nothing_in_dev_shm(tmp_path):
                                          "write_max_mb_per_s": rate, "rounds": ("count", "none")}
     assert run.metric("rounds", "") >= 1 and run.metric("write_mb_per_s", "") > 0
     assert not [p for p in set(Path("/dev/shm").iterdir()) - before if "tmpfs" in p.name]
+
+
+def test_rounds_are_read_as_median_slowest_fastest_and_count():
+    metrics = {m.name: m for m in rate_metrics("write", [1.0, 2.0, 4.0], 8_000_000, count="rounds")}
+    assert {n: m.value for n, m in metrics.items()} == {
+        "write_mb_per_s": 4.0, "write_min_mb_per_s": 2.0, "write_max_mb_per_s": 8.0, "rounds": 3.0}
+    assert metrics["rounds"].direction == "none" and metrics["write_mb_per_s"].direction == "higher"

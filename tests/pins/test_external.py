@@ -10,7 +10,7 @@ import pytest
 from jitterlab import plugins
 from jitterlab.measure.benchmarks.squarewave import Squarewave
 from jitterlab.measure.squarewave.pins.offers import LevelPage, MappedLevel, OutsideSignal, ValueFile
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 
@@ -34,9 +34,10 @@ def test_only_instruments_and_self_observe_it():
     bench = Squarewave()
     settings = RunSettings(options={"probes": {"scpi": {"resource": "x", "profile": "rigol"}}})
     for impl in ("python", "c-fifo"):  # a file pin and a mapped pin
-        bench.check(squarewave_cell(impl, probe="scpi", pin="external"), settings, "c: matrix", "local")
+        cell = squarewave_cell(impl, probe="scpi", pin="external")
+        bench.check(cell, settings, Where("c", ("matrix",)))
     with pytest.raises(UserError, match="^c: matrix.probe: probe 'vpin' cannot observe pin 'external': "
                        "it needs a level byte an observer can map and poll, which pin vpin offers; pin "
                        "'external' can be observed by scpi, self, sigrok "
                        r"\(exclude the combination with \[\[exclude\]\]\)$"):
-        bench.check(squarewave_cell(probe="vpin", pin="external"), settings, "c: matrix", "local")
+        bench.check(squarewave_cell(probe="vpin", pin="external"), settings, Where("c", ("matrix",)))

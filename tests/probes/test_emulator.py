@@ -18,7 +18,7 @@ from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
 from jitterlab.measure.squarewave.probes import emulator
 from jitterlab.measure.squarewave.probes.logs import SelfLog
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.model.units import format_ns
@@ -250,18 +250,18 @@ def test_the_campaign_check_reads_the_line_from_the_pin_and_wants_a_period_its_s
     pin = {"pins": {"gpiod": {"chip": "9030000.pl061", "line": 2}}}
     settings = RunSettings(options=pin)
     shortest = squarewave_cell(period_ns=40_000, probe="emulator", pin="gpiod")
-    EMULATOR.check(shortest, settings, "c.toml: matrix")
+    EMULATOR.check(shortest, settings, Where("c.toml", ("matrix",)))
     with pytest.raises(UserError, match=r"^c.toml: matrix.period: 39us is too short for the emulator probe: "
                        r"its 1us time stamps give fewer than 20 per half period; use a period >= 40us$"):
         EMULATOR.check(squarewave_cell(period_ns=39_000, probe="emulator", pin="gpiod"), settings,
-                       "c.toml: matrix")
+                       Where("c.toml", ("matrix",)))
     # an older campaign's own line: accepted when it is the pin's, refused when it is another
     own_line = {**pin, "probes": {"emulator": {"line": 2}}}
-    EMULATOR.check(shortest, RunSettings(options=own_line), "c.toml: matrix")
+    EMULATOR.check(shortest, RunSettings(options=own_line), Where("c.toml", ("matrix",)))
     with pytest.raises(UserError, match=r"^c.toml: probes.emulator.line: 3 is not the line pin 'gpiod' "
                        r"drives \(2\); remove it \(the probe reads the pin's\) or make the two agree$"):
         EMULATOR.check(shortest, RunSettings(options={**pin, "probes": {"emulator": {"line": 3}}}),
-                       "c.toml: matrix")
+                       Where("c.toml", ("matrix",)))
 
 
 def test_it_follows_the_line_of_the_pin_it_is_bound_to(tmp_path):
@@ -348,9 +348,10 @@ def test_an_emulated_unit_s_pin_is_checked_against_the_firmware_s_count(tmp_path
 
 def test_the_emulator_probe_reads_a_board_only_for_a_board_s_line():
     unit = squarewave_cell("unit", PERIOD_NS, probe="emulator", pin="unit")
-    EMULATOR.check(unit, RunSettings(), "c.toml: matrix")  # the unit's pin brings its trace and line
+    # the unit's pin brings its trace and line
+    EMULATOR.check(unit, RunSettings(), Where("c.toml", ("matrix",)))
     assert EMULATOR.reads_of(unit) is None, "nothing of the target is read for a unit's traced output"
     board = squarewave_cell("c-gpiod", PERIOD_NS, probe="emulator", pin="gpiod")
     assert EMULATOR.reads_of(board) is RecordsGpioOutputs
     with pytest.raises(UserError, match=r"pins\.gpiod\.line: missing"):
-        EMULATOR.check(board, RunSettings(), "c.toml: matrix")
+        EMULATOR.check(board, RunSettings(), Where("c.toml", ("matrix",)))

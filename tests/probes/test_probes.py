@@ -14,7 +14,7 @@ from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.probes.base import LOCATIONS
 from jitterlab.measure.squarewave.probes.logs import SelfLog
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.targets.fake import FakeTarget
@@ -47,9 +47,9 @@ def test_self_probe_hands_back_the_programs_edges(tmp_path):
 def test_vpin_probe_refuses_a_period_a_pulse_could_hide_in():
     vpin = plugins.PROBES.get("vpin", "test")
     settings = RunSettings(blind_threshold_ns=5_000)
-    vpin.check(squarewave_cell(period_ns=10_000), settings, "c.toml: matrix")
+    vpin.check(squarewave_cell(period_ns=10_000), settings, Where("c.toml", ("matrix",)))
     with pytest.raises(UserError, match=r"^c.toml: matrix.period: 9us is too short for the vpin probe"):
-        vpin.check(squarewave_cell(period_ns=9_000), settings, "c.toml: matrix")
+        vpin.check(squarewave_cell(period_ns=9_000), settings, Where("c.toml", ("matrix",)))
 
 
 def test_vpin_probe_needs_a_level_byte(tmp_path):

@@ -18,7 +18,7 @@ from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import OutsideSignal
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.sigrok import _scan_channels, classify, demo_period_ns, format_rate
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.targets.local import LocalTarget
@@ -34,28 +34,29 @@ def settings(duration_ns: int = 1_000_000_000, **options) -> RunSettings:
 
 def test_a_samplerate_too_low_for_the_period_is_refused_with_the_fix():
     cell = squarewave_cell(period_ns=1_000_000, probe="sigrok", pin="external")
-    SIGROK.check(cell, settings(samplerate=40_000), "c.toml: matrix")  # 20 samples per half period
+    SIGROK.check(cell, settings(samplerate=40_000), Where("c.toml", ("matrix",)))  # 20 per half period
     with pytest.raises(UserError, match=r'^c.toml: probes.sigrok.samplerate: 39kHz takes 19.5 samples per '
                        r'half period of 1ms, fewer than 20; use samplerate >= 40kHz or a period >= '
                        r'1.02564ms'):
-        SIGROK.check(cell, settings(samplerate=39_000), "c.toml: matrix")
+        SIGROK.check(cell, settings(samplerate=39_000), Where("c.toml", ("matrix",)))
 
 
 def test_the_demo_driver_needs_pin_external_and_its_own_rate_and_period():
     check = SIGROK.check
     demo = {"driver": "demo", "channel": "D7", "samplerate": 200_000}
-    check(squarewave_cell(period_ns=1_280_000, probe="sigrok", pin="external"), settings(**demo), "c: matrix")
+    matrix = Where("c", ("matrix",))
+    check(squarewave_cell(period_ns=1_280_000, probe="sigrok", pin="external"), settings(**demo), matrix)
     with pytest.raises(UserError, match=r'^c: matrix.pin: driver "demo" captures sigrok\'s own test pattern, '
                        r'not pin \'vpin\'; use pin = "external"'):
-        check(squarewave_cell(period_ns=1_280_000, probe="sigrok"), settings(**demo), "c: matrix")
+        check(squarewave_cell(period_ns=1_280_000, probe="sigrok"), settings(**demo), Where("c", ("matrix",)))
     with pytest.raises(UserError, match=r'matrix.period: the demo pattern on D7 has a period of 1.28ms; '
                        r'set period = "1.28ms"'):
         check(squarewave_cell(period_ns=1_000_000, probe="sigrok", pin="external"), settings(**demo),
-              "c: matrix")
+              Where("c", ("matrix",)))
     with pytest.raises(UserError, match=r'probes.sigrok.samplerate: the demo device makes its pattern at '
                        r'200kHz; set samplerate = "200kHz"'):
         check(squarewave_cell(period_ns=1_280_000, probe="sigrok", pin="external"),
-              settings(**{**demo, "samplerate": 24_000_000}), "c: matrix")
+              settings(**{**demo, "samplerate": 24_000_000}), Where("c", ("matrix",)))
     assert demo_period_ns("D0", 200_000) == 10_000 and demo_period_ns("A0", 200_000) is None
 
 

@@ -32,7 +32,7 @@ def releases(monkeypatch):
             raise OSError("coordinator unreachable")
         released.append(place)
 
-    monkeypatch.setattr(labgrid_target, "_release", release)
+    monkeypatch.setattr(labgrid_target, "release", release)
     return released, refused
 
 

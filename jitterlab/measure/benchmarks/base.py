@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from jitterlab.measure.context import Placement, RunContext
+from jitterlab.model.errors import Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
@@ -99,25 +101,27 @@ class Benchmark(Protocol):
         """True when the cell's probe needs a CPU of the target of its own."""
         ...
 
-    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+    def pair(self, named: list[Cell], cells: list[Cell], where: Where) -> tuple[list[Cell], tuple[str, ...]]:
         """Of `cells` (one [matrix] table's, after [[exclude]]), those whose values go together, and
         what was paired and left out, in lines for --dry-run ("each impl on the pins it drives: ...");
         UserError when a value the table names goes with none of its others (`named`: the table's
         cells before [[exclude]]; a pin no impl of it drives). `where` names the table
-        ("campaign.toml: matrix")."""
+        (it formats as "campaign.toml: matrix")."""
         ...
 
-    def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
-        """Reject a cell that cannot work with these settings on a target of this kind (UserError);
-        `where` names the matrix ("campaign.toml: matrix"), keys are appended to it."""
+    def check(self, cell: Cell, settings: RunSettings, where: Where) -> None:
+        """Reject a cell that cannot work with these settings (UserError; what its target cannot serve
+        is check_target's, asked of what the [[target]] declares, never of its kind's name);
+        `where` names the matrix (formatted "campaign.toml: matrix"; `where.key("period")` a key of it,
+        `where.at("probes", "sigrok")` another table of the same file)."""
         ...
 
-    def check_target(self, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(self, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         """Reject a cell its target cannot measure, known from its [[target]] alone (a probe that reads
         what only an emulated board offers): UserError; `where` names the matrix as in check()."""
         ...
 
-    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
+    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: Where) -> None:
         """Once per target before the campaign, with this benchmark's cells on it: raise UserError
         for what only the target can tell (e.g. a network peer that does not answer); `where`
         names the matrix as in check()."""
@@ -159,6 +163,7 @@ class BenchmarkBase:
     """Defaults for the optional parts of the Benchmark protocol."""
 
     params: tuple[Param, ...] = ()
+    record: type[Options] | None = None  # a cell's params as a typed record (model/options.py)
     headline: tuple[str, ...] = ()
     periodic: bool = False  # model.traits
     samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
@@ -192,16 +197,16 @@ class BenchmarkBase:
     def needs_probe_cpu(self, cell: Cell) -> bool:
         return False
 
-    def pair(self, named: list[Cell], cells: list[Cell], where: str) -> tuple[list[Cell], tuple[str, ...]]:
+    def pair(self, named: list[Cell], cells: list[Cell], where: Where) -> tuple[list[Cell], tuple[str, ...]]:
         return list(cells), ()  # every combination of the matrix's values goes
 
-    def check(self, cell: Cell, settings: RunSettings, where: str, target_kind: str) -> None:
+    def check(self, cell: Cell, settings: RunSettings, where: Where) -> None:
         return None
 
-    def check_target(self, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(self, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         return None
 
-    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: str) -> None:
+    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: Where) -> None:
         return None
 
     def warm(self) -> None:

@@ -62,7 +62,7 @@ class Boot(BenchmarkBase):
     def label(self, cell) -> str:
         return "boot"
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         if cell.load != "idle":
             raise UserError(
                 f'{where}.load: boot reads the times of the last boot, which a load '

@@ -271,7 +271,7 @@ class Command(BenchmarkBase):
         variant = cell.param("variant")
         return " ".join(str(p) for p in ("command", cell.param("name"), variant, cell.load) if p != "")
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         # with the cell's own values, and room for those only the target knows (its paths)
         room = ("x" * _ROOM[k] for k in ("scratch", "cpus", "repetition"))
         values = _values(settings.duration_ns, cell, *room)

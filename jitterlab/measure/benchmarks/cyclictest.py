@@ -27,6 +27,7 @@ from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measure
 from jitterlab.measure.benchmarks.ftrace import TraceSession, TraceUnavailable
 from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, boolean, choice, duration, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
@@ -169,6 +170,18 @@ def metrics_of(threads: list[ThreadResult]) -> tuple[list[Metric], dict[str, Sam
 # --- the benchmark ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CyclictestCell(Options):
+    interval_ns: int = key("interval")
+    priority: int = key("priority")
+    threads: int = key("threads")
+    policy: str = key("policy")
+    affinity: str = key("affinity")  # "": the program CPUs of the placement
+    mlock: bool = key("mlock")
+    histogram_us: int = key("histogram")
+    breaktrace_ns: int = key("breaktrace")  # 0: off
+
+
 class Cyclictest(BenchmarkBase):
     headline = ("latency_max_ns", "latency_p99_ns", "latency_p50_ns", "latency_overflow")
     samples = LATENCIES
@@ -188,6 +201,7 @@ class Cyclictest(BenchmarkBase):
         Param("breaktrace", 'stop at the first latency above this and keep the kernel trace (-b); "off"',
               _breaktrace, '"500us"', default="off", show=_show_duration),
     )
+    record = CyclictestCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"cyclictest": "rt-tests"}
@@ -195,27 +209,26 @@ class Cyclictest(BenchmarkBase):
     def needs_rt(self, cell) -> bool:
         return cell.param("policy") in ("fifo", "rr")
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        interval = int(cell.param("interval"))
+    def check(self, cell, settings, where) -> None:
+        interval = CyclictestCell.of_cell(cell).interval_ns
         if interval % US:
-            raise UserError(
-                f"{where}.interval: cyclictest takes whole microseconds; "
-                f"{format_ns(interval)} is not one"
-            )
+            raise where.key("interval").error(f"cyclictest takes whole microseconds; {format_ns(interval)} "
+                                              "is not one")
 
     def label(self, cell) -> str:
-        policy = cell.param("policy")
-        sched = f"{policy}:{cell.param('priority')}" if policy != "other" else policy
-        text = f"cyclictest {format_ns(int(cell.param('interval')))} {sched} x{cell.param('threads')}"
-        if cell.param("breaktrace"):
-            text += f" break>{format_ns(int(cell.param('breaktrace')))}"
+        p = CyclictestCell.of_cell(cell)
+        sched = f"{p.policy}:{p.priority}" if p.policy != "other" else p.policy
+        text = f"cyclictest {format_ns(p.interval_ns)} {sched} x{p.threads}"
+        if p.breaktrace_ns:
+            text += f" break>{format_ns(p.breaktrace_ns)}"
         return f"{text} {cell.load}"
 
     def execute(self, ctx: RunContext) -> Measurement:
         cell = ctx.cell
         warnings: list[Warning_] = []
         trace: TraceSession | None = None
-        if cell.param("breaktrace"):
+        p = CyclictestCell.of_cell(cell)
+        if p.breaktrace_ns:
             trace = TraceSession(ctx.target)
             try:
                 trace.open()
@@ -242,13 +255,13 @@ class Cyclictest(BenchmarkBase):
             raise failed("cyclictest", rc, output, "cyclictest.log")
         raw = fetch(ctx, "cyclictest.json")
         try:
-            threads = parse_json(raw, int(cell.param("histogram")))
+            threads = parse_json(raw, p.histogram_us)
             metrics, series = metrics_of(threads)
         except RunFailed as exc:
             raise RunFailed(
                 exc.reason, exc.status, {"cyclictest.json": raw, "cyclictest.log": output}
             ) from None
-        warnings += _warnings(threads, int(cell.param("histogram")))
+        warnings += _warnings(threads, p.histogram_us)
         attachments = {}
         if trace is not None:
             metrics.append(Metric("breaktrace_fired", float(fired is not None), "bool", "", "none"))
@@ -268,8 +281,8 @@ class Cyclictest(BenchmarkBase):
         return Measurement(metrics=metrics, series=series, warnings=warnings, attachments=attachments)
 
     def _argv(self, ctx: RunContext, *, breaktrace: bool) -> tuple[list[str], list[Warning_]]:
-        cell, settings = ctx.cell, ctx.settings
-        interval_ns = int(cell.param("interval"))
+        p, settings = CyclictestCell.of_cell(ctx.cell), ctx.settings
+        interval_ns = p.interval_ns
         loops = max(1, -(-settings.duration_ns // interval_ns))
         json_path, hist_path = f"{ctx.scratch}/cyclictest.json", f"{ctx.scratch}/histogram.txt"
         if max(len(json_path), len(hist_path)) > _MAX_PATH:
@@ -279,11 +292,11 @@ class Cyclictest(BenchmarkBase):
             "cyclictest", "--quiet", f"--interval={interval_ns // US}", f"--loops={loops}",
             # --distance=0: every thread wakes at the same interval (cyclictest's default adds
             # 500 us per thread, which would make the threads' figures incomparable)
-            f"--threads={cell.param('threads')}", "--distance=0", f"--histogram={cell.param('histogram')}",
+            f"--threads={p.threads}", "--distance=0", f"--histogram={p.histogram_us}",
             f"--histfile={hist_path}", f"--json={json_path}",
         ]  # fmt: skip
         warnings = []
-        policy = cell.param("policy")
+        policy = p.policy
         if policy != "other" and not ctx.rt_permitted:
             warnings.append(
                 Warning_(
@@ -294,14 +307,14 @@ class Cyclictest(BenchmarkBase):
             policy = "other"
         argv.append(f"--policy={policy}")
         if policy != "other":
-            argv.append(f"--priority={cell.param('priority')}")
-        if cell.param("mlock"):
+            argv.append(f"--priority={p.priority}")
+        if p.mlock:
             argv.append("--mlockall")
-        cpus = cell.param("affinity") or ",".join(map(str, ctx.placement.program_cpus or ()))
+        cpus = p.affinity or ",".join(map(str, ctx.placement.program_cpus or ()))
         if cpus:
             argv.append(f"--affinity={cpus}")
         if breaktrace:
-            argv += [f"--breaktrace={int(cell.param('breaktrace')) // US}", "--tracemark"]
+            argv += [f"--breaktrace={p.breaktrace_ns // US}", "--tracemark"]
         return argv, warnings
 
 

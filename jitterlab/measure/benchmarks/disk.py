@@ -107,7 +107,7 @@ class Disk(BenchmarkBase):
         return (f"disk {cell.param('pattern')} {format_size(self._block_size(cell))} "
                 f"{format_size(cell.param('size'))} {cell.param('ioengine')}{extra} {cell.load}")
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         if cell.param("iodepth") != 1 and cell.param("ioengine") in SYNC_ENGINES:
             raise UserError(f"{where}.iodepth: ioengine {cell.param('ioengine')!r} does one I/O at a time, "
                             'so iodepth > 1 would be capped at 1; use ioengine = "libaio" or "io_uring"')

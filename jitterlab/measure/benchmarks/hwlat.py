@@ -11,11 +11,14 @@ leave CPUs spinning with interrupts off.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from jitterlab.analysis import rtla
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed, whole_seconds
 from jitterlab.measure.benchmarks.tracefs import Tracefs
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, duration
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import format_ns
@@ -43,6 +46,13 @@ def _show(value: ParamValue) -> str:
     return value if isinstance(value, str) else format_ns(int(value))
 
 
+@dataclass(frozen=True)
+class HwlatCell(Options):
+    threshold_ns: int = key("threshold")
+    width_ns: int = key("width")
+    window_ns: int = key("window")
+
+
 class Hwlat(BenchmarkBase):
     headline = ("hwlat_max_ns", "hwlat_events")
 
@@ -53,23 +63,26 @@ class Hwlat(BenchmarkBase):
               default="500ms", show=_show),
         Param("window", "period of the windows", _us, '"1s"', default="1s", show=_show),
     )
+    record = HwlatCell
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        if int(cell.param("width")) >= int(cell.param("window")):
-            raise UserError(f"{where}.width: {format_ns(int(cell.param('width')))} must be shorter than the "
-                            f"window {format_ns(int(cell.param('window')))}")
+    def check(self, cell, settings, where) -> None:
+        p = HwlatCell.of_cell(cell)
+        if p.width_ns >= p.window_ns:
+            raise where.key("width").error(f"{format_ns(p.width_ns)} must be shorter than the window "
+                                           f"{format_ns(p.window_ns)}")
 
     def estimate_s(self, settings, cell) -> float:
         return super().estimate_s(settings, cell) + 1.0
 
     def label(self, cell) -> str:
-        return (f"hwlat >{format_ns(int(cell.param('threshold')))} {format_ns(int(cell.param('width')))}/"
-                f"{format_ns(int(cell.param('window')))} {cell.load}")
+        p = HwlatCell.of_cell(cell)
+        spin = f"{format_ns(p.width_ns)}/{format_ns(p.window_ns)}"
+        return f"hwlat >{format_ns(p.threshold_ns)} {spin} {cell.load}"
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell = ctx.cell
+        p = HwlatCell.of_cell(ctx.cell)
         seconds = whole_seconds(ctx.settings.duration_ns)
-        threshold_us = int(cell.param("threshold")) // US
+        threshold_us = p.threshold_ns // US
         with Tracefs(ctx.target) as fs:
             fs.require("hwlat")
             saved = {name: fs.read(name).strip() for name in _SAVED}
@@ -89,8 +102,8 @@ class Hwlat(BenchmarkBase):
         except RunFailed as exc:
             raise RunFailed(exc.reason, exc.status, {TRACE: text.encode()}) from None
         warnings = [Warning_(
-            f"hwlat kept a CPU busy with interrupts off for {format_ns(int(cell.param('width')))} of every "
-            f"{format_ns(int(cell.param('window')))}: the target was barely usable meanwhile",
+            f"hwlat kept a CPU busy with interrupts off for {format_ns(p.width_ns)} of every "
+            f"{format_ns(p.window_ns)}: the target was barely usable meanwhile",
             "never run hwlat on a machine in production; measure the other benchmarks in other runs")]
         if trace.lost:
             warnings.append(Warning_(f"{trace.lost} hwlat entries were overwritten in the trace buffer",
@@ -102,8 +115,8 @@ class Hwlat(BenchmarkBase):
         return Measurement(metrics=metrics, series=series, warnings=warnings, attachments=attachments)
 
     def _trace(self, ctx: RunContext, fs: Tracefs, seconds: int, threshold_us: int) -> str:
-        cell = ctx.cell
-        width_us, window_us = int(cell.param("width")) // US, int(cell.param("window")) // US
+        p = HwlatCell.of_cell(ctx.cell)
+        width_us, window_us = p.width_ns // US, p.window_ns // US
         fs.write("tracing_on", "0")
         fs.write("current_tracer", "nop")
         fs.truncate("trace")

@@ -21,6 +21,7 @@ from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measure
 from jitterlab.measure.benchmarks.switch import measured_cpu
 from jitterlab.measure.benchmarks.tool import fetch, run_tool
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, choice, duration, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.units import format_ns
@@ -108,6 +109,15 @@ def _interval(value: object, where: str) -> ParamValue:
     return ns
 
 
+@dataclass(frozen=True)
+class IpcCell(Options):
+    mechanism: str
+    pairs: int
+    priority: int
+    interval_ns: int = key("interval")
+    cpu: int | str = key("cpu")  # a CPU, or "auto"
+
+
 class IpcLatency(BenchmarkBase):
     headline = ("latency_max_ns", "latency_mean_ns", "latency_min_ns")
 
@@ -122,25 +132,28 @@ class IpcLatency(BenchmarkBase):
         Param("cpu", 'the CPU of every thread (-a); "auto": the first program CPU, else the last CPU',
               _cpu, "1", default="auto"),
     )
+    record = IpcCell
 
     def tools(self, cell) -> dict[str, str]:
-        return {TOOLS[str(cell.param("mechanism"))]: "rt-tests"}
+        return {TOOLS[IpcCell.of_cell(cell).mechanism]: "rt-tests"}
 
     def needs_rt(self, cell) -> bool:
         return True
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        if int(cell.param("pairs")) > int(cell.param("priority")):
-            raise UserError(f"{where}.pairs: {cell.param('pairs')} pairs from priority "
-                            f"{cell.param('priority')} go below priority 1; raise priority or lower pairs")
+    def check(self, cell, settings, where) -> None:
+        p = IpcCell.of_cell(cell)
+        if p.pairs > p.priority:
+            raise where.key("pairs").error(f"{p.pairs} pairs from priority {p.priority} go below priority 1; "
+                                           "raise priority or lower pairs")
 
     def label(self, cell) -> str:
-        return (f"ipc-latency {cell.param('mechanism')} x{cell.param('pairs')} fifo:{cell.param('priority')} "
-                f"every {format_ns(int(cell.param('interval')))} cpu {cell.param('cpu')} {cell.load}")
+        p = IpcCell.of_cell(cell)
+        return (f"ipc-latency {p.mechanism} x{p.pairs} fifo:{p.priority} every {format_ns(p.interval_ns)} "
+                f"cpu {p.cpu} {cell.load}")
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell = ctx.cell
-        tool = TOOLS[str(cell.param("mechanism"))]
+        p = IpcCell.of_cell(ctx.cell)
+        tool = TOOLS[p.mechanism]
         if not ctx.rt_permitted:
             raise RunFailed(f"{tool} always runs SCHED_FIFO, which the target does not permit (it has no "
                             "SCHED_OTHER mode)", status="unavailable")
@@ -148,11 +161,11 @@ class IpcLatency(BenchmarkBase):
         if len(json_path) > _MAX_PATH:
             raise RunFailed(f"{tool} cannot write {json_path}: paths over {_MAX_PATH} bytes are cut; "
                             "give the target a shorter workdir")
-        interval_ns = int(cell.param("interval"))
+        interval_ns = p.interval_ns
         loops = max(1, -(-ctx.settings.duration_ns // interval_ns))
         cpu = measured_cpu(ctx)
-        argv = [tool, "-q", f"--prio={cell.param('priority')}", f"--interval={interval_ns // US}",
-                f"--loops={loops}", "--distance=0", f"--threads={cell.param('pairs')}", f"--affinity={cpu}",
+        argv = [tool, "-q", f"--prio={p.priority}", f"--interval={interval_ns // US}",
+                f"--loops={loops}", "--distance=0", f"--threads={p.pairs}", f"--affinity={cpu}",
                 f"--json={json_path}"]
         rc, output = run_tool(ctx, argv, tool, LOG)
         if rc != 0:

@@ -151,7 +151,7 @@ class Iperf3(BenchmarkBase):
         where = cell.param("peer") or "loopback"
         return f"iperf3 {cell.param('protocol')} {cell.param('direction')}{rate}{streams} {where} {cell.load}"
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         length = cell.param("length")
         if cell.param("protocol") == "udp" and length != "auto" and int(length) > MAX_UDP_LENGTH:
             raise UserError(f"{where}.length: a UDP datagram carries at most "

@@ -115,7 +115,7 @@ class Membw(BenchmarkBase):
         block = f" block {format_size(cell.param('block'))}" if cell.param("block") != "auto" else ""
         return f"membw {cell.param('method')} {format_size(cell.param('size'))}{block} {cell.load}"
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         if int(cell.param("size")) % MIB:
             raise UserError(f"{where}.size: mbw takes whole MiB; got {cell.param('size')} bytes, "
                             'write e.g. "64M"')

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import re
 import socket
 import time
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.measure.benchmarks.udp_peer import need_host, numeric_host, parse_host
 from jitterlab.measure.benchmarks.udp_programs import (
     Server,
     Side,
@@ -25,26 +25,16 @@ from jitterlab.measure.benchmarks.udp_programs import (
     read_text,
     run_to_end,
 )
-from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.model.params import Param, ParamValue, choice, format_size, integer, size
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.params import Param, choice, format_size, integer, size
 from jitterlab.model.records import Metric, Warning_
-from jitterlab.targets.capabilities import ControllerMachine
 from jitterlab.targets.processes import pinned
 
 SENDER, RECEIVER = "pps-send", "pps-recv"
 DRAIN_S = 0.2  # the receiver reads what is still queued after the sender ends
 RCVBUF_BYTES = 4 << 20
-_HOST = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")
 _SEND_KEYS = ("sent", "bytes", "elapsed_ns", "send_errors")
 _RECV_KEYS = ("received", "bytes", "first_ns", "last_ns", "drops", "rcvbuf")
-
-
-def _host(value: object, where: str) -> ParamValue:
-    if value == "":
-        return ""
-    if not isinstance(value, str) or not _HOST.match(value) or value.startswith("-"):
-        raise UserError(f'{where}: expected a host name or address like "192.168.1.20", got {value!r}')
-    return value
 
 
 def parse_stats(text: str, program_name: str) -> dict[str, int]:
@@ -94,7 +84,7 @@ class Pps(BenchmarkBase):
         Param("direction", '"loopback" (both on the target), "send" (target -> controller) or '
               '"receive" (controller -> target)', choice("loopback", "send", "receive"),
               '"loopback"', "loopback"),
-        Param("host", "the receiver's address (send: the controller's, receive: the target's)", _host,
+        Param("host", "the receiver's address (send: the controller's, receive: the target's)", parse_host,
               '"192.168.1.20"', ""),
         Param("port", "UDP port of the receiver", integer(1, 65535), "15401", 15401),
     )
@@ -108,22 +98,17 @@ class Pps(BenchmarkBase):
                 f"x{cell.param('batch')} {cell.param('direction')} {cell.load}")
 
     def check_target(self, cell, settings, where, target) -> None:
-        # the controller reaches itself without an address; any other target over the network
-        direction = cell.param("direction")
-        if direction != "loopback" and not str(cell.param("host")) and not target.offers(ControllerMachine):
+        direction = str(cell.param("direction"))
+        if direction != "loopback":
             whose = "the controller's address as the target reaches it" if direction == "send" else (
                 f"target {cell.target!r}'s address")
-            raise UserError(f'{where}.host: direction = "{direction}" needs {whose}, '
-                            'e.g. host = "192.168.1.20"')
+            need_host(str(cell.param("host")), target, where, f'direction = "{direction}" needs {whose}')
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        host, direction = str(cell.param("host")), cell.param("direction")
-        if direction != "receive" and host:
-            try:  # the target sends to it: no name resolution there
-                ipaddress.ip_address(host)
-            except ValueError:
-                raise UserError(f'{where}.host: with direction = "{direction}" give a '
-                                f'numeric address, e.g. "192.168.1.20", got {host!r}') from None
+    def check(self, cell, settings, where) -> None:
+        direction = str(cell.param("direction"))
+        if direction != "receive":  # the target sends to it
+            numeric_host(str(cell.param("host")), where,
+                         f'with direction = "{direction}" give a numeric address, e.g. "192.168.1.20"')
 
     def estimate_s(self, settings, cell) -> float:
         return super().estimate_s(settings, cell) + DRAIN_S

@@ -14,12 +14,14 @@ that is not one is rounded up, with a warning.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from jitterlab.analysis import rtla
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed, run_tool, whole_seconds
 from jitterlab.measure.benchmarks.tracefs import Tracefs
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, duration, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.units import format_ns
@@ -87,6 +89,22 @@ class _Rtla(BenchmarkBase):
         return output.decode(errors="replace")
 
 
+@dataclass(frozen=True)
+class TimerlatCell(Options):
+    period_ns: int = key("period")
+    priority: int = key("priority")
+    cpus: str = key("cpus")  # "": the program CPUs
+    histogram_us: int = key("histogram")
+
+
+@dataclass(frozen=True)
+class OsnoiseCell(Options):
+    period_ns: int = key("period")
+    runtime_ns: int = key("runtime")
+    priority: int = key("priority")  # 0: SCHED_OTHER
+    cpus: str = key("cpus")
+
+
 class Timerlat(_Rtla):
     tracer = "timerlat"
     headline = ("thread_latency_max_ns", "thread_latency_p99_ns", "irq_latency_max_ns", "irq_latency_p99_ns")
@@ -100,18 +118,19 @@ class Timerlat(_Rtla):
         Param("histogram", "histogram range in µs (1 µs buckets, -E); later samples count as overflow",
               integer(10, 1_000_000), "1000", default=1000),
     )
+    record = TimerlatCell
 
     def label(self, cell) -> str:
-        cpus = cell.param("cpus") or "program CPUs"
-        return (f"timerlat every {format_ns(int(cell.param('period')))} fifo:{cell.param('priority')} "
-                f"cpus {cpus} {cell.load}")
+        p = TimerlatCell.of_cell(cell)
+        return (f"timerlat every {format_ns(p.period_ns)} fifo:{p.priority} cpus {p.cpus or 'program CPUs'} "
+                f"{cell.load}")
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell = ctx.cell
+        p = TimerlatCell.of_cell(ctx.cell)
         seconds = whole_seconds(ctx.settings.duration_ns)
-        entries = int(cell.param("histogram"))
-        argv = ["rtla", "timerlat", "hist", "-d", str(seconds), "-p", str(int(cell.param("period")) // US),
-                "-P", f"f:{cell.param('priority')}", "-E", str(entries), "-b", "1"]
+        entries = p.histogram_us
+        argv = ["rtla", "timerlat", "hist", "-d", str(seconds), "-p", str(p.period_ns // US),
+                "-P", f"f:{p.priority}", "-E", str(entries), "-b", "1"]
         if cpus_of(ctx):
             argv += ["-c", cpus_of(ctx)]
         output = self.run(ctx, argv)
@@ -141,24 +160,26 @@ class Osnoise(_Rtla):
               integer(0, 99), "1", default=0),
         Param("cpus", _CPUS_HELP, _cpus, '"1-3"', default=""),
     )
+    record = OsnoiseCell
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        if int(cell.param("runtime")) > int(cell.param("period")):
-            raise UserError(f"{where}.runtime: {format_ns(int(cell.param('runtime')))} is longer than the "
-                            f"period {format_ns(int(cell.param('period')))}; give a runtime <= period")
+    def check(self, cell, settings, where) -> None:
+        p = OsnoiseCell.of_cell(cell)
+        if p.runtime_ns > p.period_ns:
+            raise where.key("runtime").error(f"{format_ns(p.runtime_ns)} is longer than the period "
+                                             f"{format_ns(p.period_ns)}; give a runtime <= period")
 
     def label(self, cell) -> str:
-        cpus = cell.param("cpus") or "program CPUs"
-        return (f"osnoise {format_ns(int(cell.param('runtime')))}/{format_ns(int(cell.param('period')))} "
-                f"cpus {cpus} {cell.load}")
+        p = OsnoiseCell.of_cell(cell)
+        return (f"osnoise {format_ns(p.runtime_ns)}/{format_ns(p.period_ns)} cpus {p.cpus or 'program CPUs'} "
+                f"{cell.load}")
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell = ctx.cell
+        p = OsnoiseCell.of_cell(ctx.cell)
         seconds = whole_seconds(ctx.settings.duration_ns)
         argv = ["rtla", "osnoise", "top", "-q", "-d", str(seconds), "-p",
-                str(int(cell.param("period")) // US), "-r", str(int(cell.param("runtime")) // US)]
-        if cell.param("priority"):
-            argv += ["-P", f"f:{cell.param('priority')}"]
+                str(p.period_ns // US), "-r", str(p.runtime_ns // US)]
+        if p.priority:
+            argv += ["-P", f"f:{p.priority}"]
         if cpus_of(ctx):
             argv += ["-c", cpus_of(ctx)]
         output = self.run(ctx, argv)

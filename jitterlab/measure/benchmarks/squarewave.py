@@ -8,6 +8,7 @@ own edges beside them (so the bias of self-measurement is visible on the very sa
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture
 from jitterlab.measure.squarewave.probes.logs import SelfLog, read_self_log
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
@@ -27,10 +29,19 @@ from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import Capability
 
 
+@dataclass(frozen=True)
+class WaveCell(Options):
+    impl: str
+    period_ns: int = key("period")
+    probe: str = key("probe")
+    pin: str = key("pin")
+
+
 def _parts(cell: Cell):
     """The cell's impl, pin class and probe class."""
-    return (IMPLS.get(str(cell.param("impl")), "matrix.impl"), PINS.get(str(cell.param("pin")), "matrix.pin"),
-            PROBES.get(str(cell.param("probe")), "matrix.probe"))
+    p = WaveCell.of_cell(cell)
+    return (IMPLS.get(p.impl, "matrix.impl"), PINS.get(p.pin, "matrix.pin"),
+            PROBES.get(p.probe, "matrix.probe"))
 
 
 class Squarewave(BenchmarkBase):
@@ -40,6 +51,7 @@ class Squarewave(BenchmarkBase):
         Param("probe", "how edges are observed", registered(PROBES), '"vpin"', default="vpin"),
         Param("pin", "where the wave goes", registered(PINS), '"vpin"', default="vpin"),
     )
+    record = WaveCell
 
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
     periodic = True
@@ -55,8 +67,8 @@ class Squarewave(BenchmarkBase):
         return f"impl {cell.param('impl')}"
 
     def label(self, cell) -> str:
-        period = format_ns(int(cell.param("period")))
-        return f"{cell.param('impl')} {period} {cell.load} ({cell.param('probe')})"
+        p = WaveCell.of_cell(cell)
+        return f"{p.impl} {format_ns(p.period_ns)} {cell.load} ({p.probe})"
 
     def pair(self, named, cells, where) -> tuple[list[Cell], tuple[str, ...]]:
         """Each impl with the pins of the table it drives: an impl on a pin it cannot drive is left
@@ -68,14 +80,15 @@ class Squarewave(BenchmarkBase):
         kept = [c for c, pair in zip(cells, pairs, strict=True) if drives(*pair)]
         return kept, pairing(pairs, len(cells) - len(kept))
 
-    def check(self, cell, settings, where, target_kind) -> None:
+    def check(self, cell, settings, where) -> None:
         _, pin, probe = _parts(cell)
-        refused = refusal(*(str(cell.param(k)) for k in ("impl", "pin", "probe")), where)
+        p = WaveCell.of_cell(cell)
+        refused = refusal(p.impl, p.pin, p.probe, where)
         if refused is not None:  # the impl or the probe needs a form of the pin it does not offer
             raise UserError(refused[1])
-        pin.check(cell, settings, where.removesuffix("matrix"))
+        pin.check(cell, settings, where)
         probe.check(cell, settings, where)
-        period_ns = int(cell.param("period"))
+        period_ns = p.period_ns
         needed_ns = max(settings.warmup_ns, 2 * period_ns) + 2 * period_ns  # warm-up, then 2 periods
         if settings.duration_ns < needed_ns:
             raise UserError(f"{where}.period: {format_ns(period_ns)} is too long for campaign.duration "
@@ -85,7 +98,7 @@ class Squarewave(BenchmarkBase):
 
     def check_target(self, cell, settings, where, target) -> None:
         _, pin, probe = _parts(cell)
-        pin.check_target(cell, settings, where.removesuffix("matrix"), target)
+        pin.check_target(cell, settings, where, target)
         probe.check_target(cell, settings, where, target)
 
     def tools(self, cell) -> dict[str, str]:
@@ -161,7 +174,8 @@ def _own_edges(ctx: RunContext, output: str) -> SelfLog:
 def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture,
                  impl_measured: tuple[list[Metric], list[Warning_]]) -> Measurement:
     cell, settings = ctx.cell, ctx.settings
-    probe, period_ns = str(cell.param("probe")), int(cell.param("period"))
+    p = WaveCell.of_cell(cell)
+    probe, period_ns = p.probe, p.period_ns
     warnings = [Warning_(line.removeprefix("warning: "), "see the program's message")
                 for line in output.splitlines() if line.startswith("warning:")]
     # a program that only counted its edges (a unit's firmware) has no series of its own

@@ -21,7 +21,8 @@ import numpy as np
 from jitterlab.analysis.latency import latency_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, boolean, duration, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
@@ -106,6 +107,15 @@ def _cpu(value: object, where: str) -> ParamValue:
     return auto(integer(0, 4095))(value, where)
 
 
+@dataclass(frozen=True)
+class SwitchCell(Options):
+    threads: int
+    cpu: int | str  # a CPU, or "auto"
+    priority: int
+    interval_ns: int = key("interval")
+    sibling_load: bool = key("sibling_load")
+
+
 class Switch(BenchmarkBase):
     headline = ("latency_max_ns", "latency_p99_ns", "latency_p50_ns", "not_preempted")
     samples = LATENCIES
@@ -122,6 +132,7 @@ class Switch(BenchmarkBase):
         Param("sibling_load", "spin SCHED_OTHER threads on the CPU's hyperthread siblings", boolean,
               "[false, true]", default=False),
     )
+    record = SwitchCell
 
     def programs(self, cell) -> dict[str, str]:
         return {PROGRAM: ""}
@@ -129,28 +140,28 @@ class Switch(BenchmarkBase):
     def needs_rt(self, cell) -> bool:
         return True
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        top = int(cell.param("priority")) + int(cell.param("threads")) - 1
+    def check(self, cell, settings, where) -> None:
+        p = SwitchCell.of_cell(cell)
+        top = p.priority + p.threads - 1
         if top > 99:
-            raise UserError(f"{where}.priority: {cell.param('threads')} threads from priority "
-                            f"{cell.param('priority')} reach {top}, above 99; lower priority or threads")
+            raise where.key("priority").error(f"{p.threads} threads from priority {p.priority} reach {top}, "
+                                              "above 99; lower priority or threads")
 
     def label(self, cell) -> str:
-        cpu = cell.param("cpu")
-        text = (f"switch x{cell.param('threads')} fifo:{cell.param('priority')} "
-                f"cpu {cpu} every {format_ns(int(cell.param('interval')))}")
-        return f"{text}{' siblings busy' if cell.param('sibling_load') else ''} {cell.load}"
+        p = SwitchCell.of_cell(cell)
+        text = f"switch x{p.threads} fifo:{p.priority} cpu {p.cpu} every {format_ns(p.interval_ns)}"
+        return f"{text}{' siblings busy' if p.sibling_load else ''} {cell.load}"
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, target = ctx.cell, ctx.target
+        p, target = SwitchCell.of_cell(ctx.cell), ctx.target
         cpu = measured_cpu(ctx)
         argv = [
-            f"{ctx.bindir}/c/{PROGRAM}", "--threads", str(cell.param("threads")), "--cpu", str(cpu),
-            "--prio", str(cell.param("priority")), "--interval-ns", str(cell.param("interval")),
+            f"{ctx.bindir}/c/{PROGRAM}", "--threads", str(p.threads), "--cpu", str(cpu),
+            "--prio", str(p.priority), "--interval-ns", str(p.interval_ns),
             "--duration-ns", str(ctx.settings.duration_ns), "--warmup-ns", str(ctx.settings.warmup_ns),
             "--out", f"{ctx.scratch}/{OUT}",
         ]  # fmt: skip
-        if cell.param("sibling_load"):
+        if p.sibling_load:
             argv += ["--busy-cpus", ",".join(map(str, siblings(target, cpu)))]
         if not ctx.rt_permitted:
             argv.append("--allow-no-rt")
@@ -160,7 +171,7 @@ class Switch(BenchmarkBase):
         raw = fetch(ctx, OUT)
         try:
             result = parse_output(raw.decode(errors="replace"))
-            if cell.param("sibling_load") and not result.busy_loops:
+            if p.sibling_load and not result.busy_loops:
                 raise RunFailed(f"{PROGRAM}: the sibling load never ran (busy_loops=0): the run did not "
                                 "measure what the cell says")
             metrics = result_metrics(result)

@@ -10,13 +10,14 @@ time, so the script reads the clock (date +%s%N) around it instead. /dev/shm mus
 from __future__ import annotations
 
 import re
-import statistics
 import time
+from dataclasses import dataclass
 
+from jitterlab.analysis.throughput import rate_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, format_size, size
-from jitterlab.model.records import Metric
 from jitterlab.targets.processes import pinned, shm_path
 
 # Constant: the file, block size and count come as positional parameters. A round prints dd's own
@@ -69,14 +70,10 @@ def _is_number(text: str) -> bool:
     return bool(re.fullmatch(r"\d+(\.\d+)?", text))
 
 
-def write_metrics(seconds: list[float], n_bytes: int) -> list[Metric]:
-    mb_per_s = [n_bytes / 1e6 / s for s in seconds]
-    return [
-        Metric("write_mb_per_s", statistics.median(mb_per_s), "MB/s", "", "higher"),
-        Metric("write_min_mb_per_s", min(mb_per_s), "MB/s", "", "higher"),
-        Metric("write_max_mb_per_s", max(mb_per_s), "MB/s", "", "higher"),
-        Metric("rounds", float(len(seconds)), "count", "", "none"),
-    ]
+@dataclass(frozen=True)
+class TmpfsCell(Options):
+    size_bytes: int = key("size")
+    block_bytes: int = key("block_size")
 
 
 class TmpfsWrite(BenchmarkBase):
@@ -88,24 +85,27 @@ class TmpfsWrite(BenchmarkBase):
         Param("block_size", "bytes per write (dd bs=)", size(512, 1 << 30), '["4k", "1M"]', default="1M",
               show=format_size),
     )
+    record = TmpfsCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"dd": "coreutils", "date": "coreutils"}
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        if int(cell.param("size")) % int(cell.param("block_size")):
-            raise UserError(f"{where}.size: {format_size(cell.param('size'))} is not a whole number of "
-                            f"blocks of {format_size(cell.param('block_size'))}")
+    def check(self, cell, settings, where) -> None:
+        p = TmpfsCell.of_cell(cell)
+        if p.size_bytes % p.block_bytes:
+            raise where.key("size").error(f"{format_size(p.size_bytes)} is not a whole number of blocks of "
+                                          f"{format_size(p.block_bytes)}")
 
     def estimate_s(self, settings, cell) -> float:
         """What a run does: rounds back to back for campaign.duration (at least one), and the round
         under way at the deadline finishes (half a round on average)."""
-        one_s = int(cell.param("size")) / 1e6 / ASSUMED_MB_PER_S + ROUND_START_S
+        one_s = TmpfsCell.of_cell(cell).size_bytes / 1e6 / ASSUMED_MB_PER_S + ROUND_START_S
         duration_s = settings.duration_ns / 1e9
         return super().estimate_s(settings, cell) + max(0.0, one_s - duration_s) + one_s / 2
 
     def label(self, cell) -> str:
-        return (f"tmpfs-write {format_size(cell.param('size'))} in {format_size(cell.param('block_size'))} "
+        p = TmpfsCell.of_cell(cell)
+        return (f"tmpfs-write {format_size(p.size_bytes)} in {format_size(p.block_bytes)} "
                 f"writes {cell.load}")
 
     def execute(self, ctx: RunContext) -> Measurement:
@@ -113,7 +113,8 @@ class TmpfsWrite(BenchmarkBase):
         mounts = target.run(["cat", "/proc/mounts"]).stdout.split("\n")
         if not any(f[1:3] == ["/dev/shm", "tmpfs"] for f in (line.split() for line in mounts)):
             raise RunFailed("/dev/shm is not a tmpfs on this target", status="unavailable")
-        n_bytes, block = int(cell.param("size")), int(cell.param("block_size"))
+        p = TmpfsCell.of_cell(cell)
+        n_bytes, block = p.size_bytes, p.block_bytes
         path = shm_path(ctx.scratch, "tmpfs")
         argv = [*pinned(ctx.placement.program_cpus), "sh", "-c", SCRIPT, path, str(block),
                 str(n_bytes // block)]
@@ -130,7 +131,7 @@ class TmpfsWrite(BenchmarkBase):
             raise RunFailed(exc.reason, exc.status, {"dd.log": output.encode()}) from None
         finally:
             target.run(["rm", "-f", path])
-        return Measurement(metrics=write_metrics(seconds, n_bytes))
+        return Measurement(metrics=rate_metrics("write", seconds, n_bytes, count="rounds"))
 
 
 BENCHMARKS.add(

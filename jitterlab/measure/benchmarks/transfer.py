@@ -11,11 +11,11 @@ has no SSH link: its cells are unavailable (an ssh target at ssh://localhost mea
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitterlab.analysis.throughput import rate_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed
 from jitterlab.model.errors import RunFailed
@@ -107,14 +107,8 @@ def sftp_batch(way: str, local: str, remote: str) -> str:
 
 def rates(seconds: list[float], n_bytes: int) -> list[Metric]:
     """Median, slowest and fastest transfer in MB/s (10^6 bytes), the count and the size."""
-    mb_per_s = [n_bytes / 1e6 / s for s in seconds]
-    return [
-        Metric("transfer_mb_per_s", statistics.median(mb_per_s), "MB/s", "", "higher"),
-        Metric("transfer_min_mb_per_s", min(mb_per_s), "MB/s", "", "higher"),
-        Metric("transfer_max_mb_per_s", max(mb_per_s), "MB/s", "", "higher"),
-        Metric("transfers", float(len(seconds)), "count", "", "none"),
-        Metric("transfer_bytes", float(n_bytes), "bytes", "", "none"),
-    ]
+    return [*rate_metrics("transfer", seconds, n_bytes, count="transfers"),
+            Metric("transfer_bytes", float(n_bytes), "bytes", "", "none")]
 
 
 class SSHTransfer(BenchmarkBase):

@@ -14,7 +14,6 @@ restricted affinity, cgroups): the run then fails with the kernel's reason and t
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import re
 import socket
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import numpy as np
 
 from jitterlab.analysis.latency import latency_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
+from jitterlab.measure.benchmarks.udp_peer import need_host, numeric_host, parse_host
 from jitterlab.measure.benchmarks.udp_programs import (
     Server,
     Side,
@@ -32,19 +32,18 @@ from jitterlab.measure.benchmarks.udp_programs import (
     run_to_end,
     warnings_in,
 )
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, choice, duration, format_size, integer, size
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
 from jitterlab.model.traits import LATENCIES
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import ControllerMachine
 from jitterlab.targets.processes import pinned
 
 POLICIES = ("other", "fifo", "rr", "deadline")
 DEADLINE_PERIOD_IF_BACK_TO_BACK_NS = 1_000_000
 SERVER_SLACK_S = 10.0  # the server's own life limit beyond the client's longest run
-_HOST = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")
 _HEADER = "# jitterlab-udp-echo v1 "
 _END = re.compile(r"^# end sent=(\d+) received=(\d+) lost=(\d+) late=(\d+)$")
 _SAMPLES = re.compile(r"(?:\d+\n)*")
@@ -62,14 +61,6 @@ def _interval(value: object, where: str) -> ParamValue:
 def _show_ns(value: ParamValue) -> str:
     """A canonical duration (ns) as people write it; a default is shown as written."""
     return value if isinstance(value, str) else format_ns(value) if value else "0"
-
-
-def _host(value: object, where: str) -> ParamValue:
-    if value == "":
-        return ""
-    if not isinstance(value, str) or not _HOST.match(value) or value.startswith("-"):
-        raise UserError(f'{where}: expected a host name or address like "192.168.1.20", got {value!r}')
-    return value
 
 
 def deadline_params(interval_ns: int) -> tuple[int, int]:
@@ -130,6 +121,19 @@ def parse_client_output(text: str) -> EchoResult:
     return EchoResult(rtt, sent, received, lost, late, header)
 
 
+@dataclass(frozen=True)
+class EchoCell(Options):
+    size_bytes: int = key("size")
+    interval_ns: int = key("interval")  # 0: back to back
+    count: int = key("count")  # 0: as many as campaign.duration holds
+    timeout_ns: int = key("timeout")
+    policy: str = key("policy")
+    priority: int = key("priority")
+    client: str = key("client")  # "target" or "controller"
+    host: str = key("host")
+    port: int = key("port")
+
+
 class UdpEcho(BenchmarkBase):
     headline = ("rtt_p99_ns", "rtt_p50_ns", "rtt_max_ns", "lost_messages")
     samples = LATENCIES
@@ -148,10 +152,11 @@ class UdpEcho(BenchmarkBase):
         Param("priority", "real-time priority for fifo and rr", integer(1, 99), "80", 80),
         Param("client", 'where the client runs: "target" (loopback) or "controller" (this machine)',
               choice("target", "controller"), '"target"', "target"),
-        Param("host", "the address the client sends to (controller: the target's address)", _host,
+        Param("host", "the address the client sends to (controller: the target's address)", parse_host,
               '"192.168.1.20"', ""),
         Param("port", "UDP port of the echo server on the target", integer(1, 65535), "15301", 15301),
     )
+    record = EchoCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"make": "make", "cc": "gcc", "taskset": "util-linux"}
@@ -160,43 +165,34 @@ class UdpEcho(BenchmarkBase):
         return cell.param("policy") != "other"
 
     def label(self, cell) -> str:
-        interval = int(cell.param("interval"))
-        every = f"every {format_ns(interval)}" if interval else "back to back"
-        return (f"udp-echo {format_size(cell.param('size'))} {cell.param('policy')} {every} "
-                f"{cell.load} (client on {cell.param('client')})")
+        p = EchoCell.of_cell(cell)
+        every = f"every {format_ns(p.interval_ns)}" if p.interval_ns else "back to back"
+        return f"udp-echo {format_size(p.size_bytes)} {p.policy} {every} {cell.load} (client on {p.client})"
 
     def check_target(self, cell, settings, where, target) -> None:
-        # the controller reaches itself without an address; any other target over the network
-        if cell.param("client") == "controller" and not str(cell.param("host")) and not target.offers(
-                ControllerMachine):
-            raise UserError(
-                f"{where}.host: client = \"controller\" sends to the target over the "
-                f"network; give target {cell.target!r}'s address, e.g. host = \"192.168.1.20\""
-            )
+        p = EchoCell.of_cell(cell)
+        if p.client == "controller":
+            need_host(p.host, target, where, 'client = "controller" sends to the target over the network; '
+                      f"give target {cell.target!r}'s address")
 
-    def check(self, cell, settings, where, target_kind) -> None:
-        host, client = str(cell.param("host")), cell.param("client")
-        if client == "target" and host:
-            try:
-                ipaddress.ip_address(host)
-            except ValueError:
-                raise UserError(
-                    f"{where}.host: with client = \"target\" the host is an address of "
-                    f"the target itself (numeric, e.g. \"127.0.0.1\"), got {host!r}"
-                ) from None
+    def check(self, cell, settings, where) -> None:
+        p = EchoCell.of_cell(cell)
+        if p.client == "target":
+            numeric_host(p.host, where, 'with client = "target" the host is an address of the target itself '
+                         '(numeric, e.g. "127.0.0.1")')
 
     def estimate_s(self, settings, cell) -> float:
         load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
-        count, interval_ns = int(cell.param("count")), int(cell.param("interval"))
+        p = EchoCell.of_cell(cell)
+        count, interval_ns = p.count, p.interval_ns
         run_s = count * max(interval_ns, 50_000) / 1e9 if count else settings.duration_ns / 1e9
         return settings.warmup_ns / 1e9 + run_s + load_s + 0.5
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, settings = ctx.cell, ctx.settings
-        policy, interval_ns = str(cell.param("policy")), int(cell.param("interval"))
-        count, timeout_ns = int(cell.param("count")), int(cell.param("timeout"))
-        port = str(cell.param("port"))
-        flags = sched_flags(policy, int(cell.param("priority")), interval_ns)
+        p, settings = EchoCell.of_cell(ctx.cell), ctx.settings
+        policy, interval_ns, count, timeout_ns = p.policy, p.interval_ns, p.count, p.timeout_ns
+        port = str(p.port)
+        flags = sched_flags(policy, p.priority, interval_ns)
         fallback = ["--allow-no-rt"] if flags and not ctx.rt_permitted else []
         warnings: list[Warning_] = []
         # SCHED_DEADLINE refuses a task whose affinity does not span its root domain
@@ -226,7 +222,7 @@ class UdpEcho(BenchmarkBase):
                 argv = [
                     *pinned(None if remote_controller else cpus), program(side.bindir, CLIENT),
                     "--host", host, "--port", port, "--out", out,
-                    "--size", str(cell.param("size")), "--interval-ns", str(interval_ns),
+                    "--size", str(p.size_bytes), "--interval-ns", str(interval_ns),
                     "--count", str(count), "--duration-ns", str(settings.duration_ns),
                     "--warmup-ns", str(settings.warmup_ns), "--timeout-ns", str(timeout_ns),
                     *flags, *(["--allow-no-rt"] if flags and (remote_controller or fallback) else []),
@@ -248,14 +244,14 @@ class UdpEcho(BenchmarkBase):
 
     @staticmethod
     def _client_side(ctx: RunContext):
-        if ctx.cell.param("client") == "controller":
+        if EchoCell.of_cell(ctx.cell).client == "controller":
             return controller_side(ctx)
         return contextlib.nullcontext(Side(ctx.target, ctx.bindir, ctx.scratch))
 
     @staticmethod
     def _addresses(ctx: RunContext, side: Side) -> tuple[str, str]:
         """(address the client sends to, address the server binds)."""
-        host = str(ctx.cell.param("host"))
+        host = EchoCell.of_cell(ctx.cell).host
         if not side.is_controller:
             host = host or "127.0.0.1"
             return host, host

@@ -9,6 +9,8 @@ from typing import ClassVar, Protocol
 
 from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
+from jitterlab.model.errors import Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import Registry
@@ -47,16 +49,16 @@ class Pin(Protocol):
     the pin is usable only on a target that has it."""
 
     @classmethod
-    def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
+    def validate(cls, options: Mapping[str, object], where: str | Where) -> dict: ...
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        """Refuse a cell this pin cannot serve with these settings (UserError); `where` is the
-        campaign file's prefix ("campaign.toml: ")."""
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
+        """Refuse a cell this pin cannot serve with these settings (UserError); `where` names the
+        matrix, and `where.at("pins", name)` the pin's table."""
         ...
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         """Refuse a cell whose target, as its [[target]] declares it, cannot have this pin (an emulated
         board whose GPIO block is another SoC's): UserError; `where` as in check()."""
         ...
@@ -84,23 +86,27 @@ class PinBase:
     params: ClassVar[tuple[Param, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
+    record: ClassVar[type[Options] | None] = None  # its options as a typed record (model/options.py)
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
     @classmethod
-    def validate(cls, options: Mapping[str, object], where: str) -> dict:
-        return parse_options(cls.params, options, where, "this pin")
+    def validate(cls, options: Mapping[str, object], where: str | Where) -> dict:
+        parsed = parse_options(cls.params, options, where, "this pin")
+        if cls.record is not None:
+            cls.record.of(parsed)  # typed once where the campaign is read: a record at odds is a bug
+        return parsed
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        """`where` is the campaign file's prefix ("campaign.toml: "); by default the pin's options
-        must be complete (a required one missing from [pins.NAME] is an error here)."""
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
+        """By default the pin's options must be complete (a required one missing from [pins.NAME] is
+        an error here)."""
         name = str(cell.param("pin", ""))
-        cls.options_in(settings, name, f"{where}pins.{name}")
+        cls.options_in(settings, name, where.at("pins", name))
 
     @classmethod
-    def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:
+    def options_in(cls, settings: RunSettings, name: str, where: Where) -> dict:
         """The [pins.NAME] options as the campaign read them (canonical values: a duration in ns),
         defaults filled in; UserError naming `where` when a required one is missing."""
         given = settings.options_of("pins", name)
@@ -108,7 +114,7 @@ class PinBase:
         return {**parse_options(rest, {}, where, "this pin"), **given}
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         return None
 
     @classmethod
@@ -118,7 +124,7 @@ class PinBase:
     def options(self) -> dict:
         """This pin's [pins.NAME] options for the run, defaults filled in."""
         name = str(self.ctx.cell.param("pin", ""))
-        return self.options_in(self.ctx.settings, name, f"pins.{name}")
+        return self.options_in(self.ctx.settings, name, Where(keys=("pins", name)))
 
 
 PINS: Registry[type[PinBase]] = Registry("pin")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options
 from jitterlab.model.params import ParamValue
 from jitterlab.targets.base import Target
 
@@ -27,6 +28,14 @@ for d in /sys/bus/gpio/devices/gpiochip*; do
 done
 exit 0
 """
+
+
+@dataclass(frozen=True)
+class LineOptions(Options):
+    """A pin's options that name a line of a chip (pins.gpiod, pins.sysfs)."""
+
+    chip: str
+    line: int
 
 
 @dataclass(frozen=True)

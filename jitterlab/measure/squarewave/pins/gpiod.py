@@ -5,7 +5,7 @@ so the kernel releases it when the program ends, whatever happens."""
 from __future__ import annotations
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
-from jitterlab.measure.squarewave.pins.chips import explain, find_chip
+from jitterlab.measure.squarewave.pins.chips import LineOptions, explain, find_chip
 from jitterlab.measure.squarewave.pins.offers import BoardLine, ChipLine, InstrumentInput, KernelLine
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import Param, integer, text
@@ -27,16 +27,17 @@ class GpiodPin(PinBase):
               default="gpiochip0"),
         Param("line", "the line offset on the chip", integer(0, 65535), "17"),
     )
+    record = LineOptions
 
     @classmethod
     def declare(cls, settings) -> PinHandle:
-        line = int(cls.validate(settings.options_of("pins", "gpiod"), "pins.gpiod")["line"])
+        line = LineOptions.of(cls.validate(settings.options_of("pins", "gpiod"), "pins.gpiod")).line
         return PinHandle("gpiod", (BoardLine(line=line),))  # its chip's label is known once set up
 
     def setup(self) -> PinHandle:
-        opts = self.options()
-        line = int(opts["line"])
-        chip = find_chip(self.ctx.target, opts["chip"], line, "pins.gpiod")
+        opts = LineOptions.of(self.options())
+        line = opts.line
+        chip = find_chip(self.ctx.target, opts.chip, line, "pins.gpiod")
         done = self.ctx.target.run(["sh", "-c", _CHECK, "sh", chip.device, str(line)])
         if not done.ok:
             raise RunFailed(explain(done.stderr, f"pins.gpiod: {chip.device} line {line}"),

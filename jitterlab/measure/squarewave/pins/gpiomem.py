@@ -4,11 +4,14 @@ register map comes from a SoC profile (pins/socs.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain
 from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, RegisterBlock
 from jitterlab.measure.squarewave.pins.socs import SOCS
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, ParamValue, choice, integer
 
 _CHECK = '[ -e "$1" ] || { echo "$1: No such file or directory" >&2; exit 3; }; ' \
@@ -22,6 +25,13 @@ def _device(value: object, where: str) -> ParamValue:
                     f"got {value!r}")
 
 
+@dataclass(frozen=True)
+class GpiomemOptions(Options):
+    soc: str
+    line: int
+    device: str  # "": the SoC's
+
+
 class GpiomemPin(PinBase):
     offers = frozenset({RegisterBlock, BoardLine, InstrumentInput})
     params = (
@@ -33,30 +43,35 @@ class GpiomemPin(PinBase):
         Param("device", 'the memory device ("": the SoC\'s, /dev/gpiomem or /dev/mem)', _device,
               '"/dev/gpiomem"', default=""),
     )
+    record = GpiomemOptions
 
     @classmethod
-    def check(cls, cell, settings, where: str) -> None:
-        opts = cls.validate(settings.options_of("pins", "gpiomem"), f"{where}pins.gpiomem")
-        soc = SOCS[str(opts["soc"])]
-        if int(opts["line"]) >= soc.lines:
-            raise UserError(f"{where}pins.gpiomem.line: {soc.name} has lines 0-{soc.lines - 1}, "
-                            f"not {opts['line']}")
-        holder = dict(soc.reserved).get(int(opts["line"]))
+    def _options(cls, settings, where: Where) -> GpiomemOptions:
+        return GpiomemOptions.of(cls.validate(settings.options_of("pins", "gpiomem"), where))
+
+    @classmethod
+    def check(cls, cell, settings, where: Where) -> None:
+        opts = cls._options(settings, where.at("pins", "gpiomem"))
+        soc = SOCS[opts.soc]
+        if opts.line >= soc.lines:
+            raise where.at("pins", "gpiomem", "line").error(f"{soc.name} has lines 0-{soc.lines - 1}, "
+                            f"not {opts.line}")
+        holder = dict(soc.reserved).get(opts.line)
         if holder is not None:
             free = ", ".join(str(n) for n in range(soc.lines) if n not in dict(soc.reserved))
-            raise UserError(f"{where}pins.gpiomem.line: {soc.name} line {opts['line']} belongs to "
+            raise where.at("pins", "gpiomem", "line").error(f"{soc.name} line {opts.line} belongs to "
                             f"{holder}; choose another line ({free})")
 
     @classmethod
-    def check_target(cls, cell, settings, where: str, target) -> None:
-        soc = str(cls.validate(settings.options_of("pins", "gpiomem"), f"{where}pins.gpiomem")["soc"])
-        target.need_soc(soc, f"{where}pins.gpiomem.soc")  # another SoC's registers are no GPIO there
+    def check_target(cls, cell, settings, where: Where, target) -> None:
+        soc = cls._options(settings, where.at("pins", "gpiomem")).soc
+        target.need_soc(soc, where.at("pins", "gpiomem", "soc"))  # another SoC's registers are no GPIO there
 
     @classmethod
     def declare(cls, settings) -> PinHandle:
-        opts = cls.validate(settings.options_of("pins", "gpiomem"), "pins.gpiomem")
-        soc, line = SOCS[str(opts["soc"])], int(opts["line"])
-        regs = soc.registers(line, str(opts["device"]))
+        opts = cls._options(settings, Where(keys=("pins", "gpiomem")))
+        soc, line = SOCS[opts.soc], opts.line
+        regs = soc.registers(line, opts.device)
         # the line's chip is not known here: a loopback probe is told it (probes.gpio-loopback.chip)
         offers = (RegisterBlock(regs, regs.device), BoardLine(soc=soc.name, soc_line=line), InstrumentInput())
         return PinHandle("gpiomem", offers, description=f"{soc.name} line {line} via {regs.device}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
-from jitterlab.measure.squarewave.pins.chips import explain, find_chip
+from jitterlab.measure.squarewave.pins.chips import LineOptions, explain, find_chip
 from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, ValueFile
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import Param, integer, text
@@ -39,6 +39,7 @@ class SysfsPin(PinBase):
         Param("line", "the line offset on the chip (the sysfs number is the chip's base + line)",
               integer(0, 65535), "17"),
     )
+    record = LineOptions
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -46,22 +47,22 @@ class SysfsPin(PinBase):
 
     @classmethod
     def declare(cls, settings) -> PinHandle:
-        line = int(cls.validate(settings.options_of("pins", "sysfs"), "pins.sysfs")["line"])
+        line = LineOptions.of(cls.validate(settings.options_of("pins", "sysfs"), "pins.sysfs")).line
         return PinHandle("sysfs", (BoardLine(line=line),))  # its chip's label is known once set up
 
     def setup(self) -> PinHandle:
-        opts = self.options()
-        chip = find_chip(self.ctx.target, opts["chip"], int(opts["line"]), "pins.sysfs")
+        opts = LineOptions.of(self.options())
+        chip = find_chip(self.ctx.target, opts.chip, opts.line, "pins.sysfs")
         if chip.base < 0:
             raise RunFailed(f"pins.sysfs: {chip.name} has no sysfs number: the kernel lacks "
                             'CONFIG_GPIO_SYSFS (use pin = "gpiod")', status="unavailable")
-        number = chip.base + int(opts["line"])
+        number = chip.base + opts.line
         done = self.ctx.target.run(["sh", "-c", _EXPORT, "sh", str(number)])
         if not done.ok:
             raise RunFailed(explain(done.stderr, f"pins.sysfs: exporting gpio{number} ({chip.name} line "
-                                                 f"{opts['line']})"), status="unavailable")
+                                                 f"{opts.line})"), status="unavailable")
         self._number = number
-        value, line = done.stdout.strip(), int(opts["line"])
+        value, line = done.stdout.strip(), opts.line
         return PinHandle("sysfs", (ValueFile(value), BoardLine(chip.label, line), InstrumentInput()),
                          description=f"{value} ({chip.label} line {line})")
 

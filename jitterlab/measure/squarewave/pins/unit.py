@@ -18,7 +18,8 @@ from typing import ClassVar
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, Offer, TracedOutput, describe, serves
 from jitterlab.measure.squarewave.probes.base import PROBES
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, duration
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.units import format_ns, parse_duration_ns
@@ -59,6 +60,11 @@ class UnitLine(Offer):
         return ("--tty", self.tty, "--baud", str(self.baud))
 
 
+@dataclass(frozen=True)
+class UnitOptions(Options):
+    chatter_ns: int = key("chatter")  # 0: never
+
+
 class UnitPin(PinBase):
     offers = frozenset({UnitLine, InstrumentInput, TracedOutput})
     reads = CommandsUnit
@@ -67,11 +73,10 @@ class UnitPin(PinBase):
               'trip ("off", the default: never)', _chatter, '"10ms"', default="off",
               show=lambda ns: format_ns(int(ns)) if ns else "off"),
     )
+    record = UnitOptions
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
-        """`where` is the campaign file's prefix ("campaign.toml: ")."""
-        where = f"{where}matrix"
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         spec = target.unit
         if not isinstance(spec, UnitSpec):
             raise UserError(f"{where}.pin: pin {NAME!r} is a real-time unit's, and target {cell.target!r} "
@@ -101,7 +106,7 @@ class UnitPin(PinBase):
             raise RunFailed(f"pin {NAME!r}: target {target.name!r} has no unit beside it; give its "
                             f"[[target]] one, e.g. {EXAMPLE}", status="unavailable")
         link = unit.unit_ready()
-        line = UnitLine(link.tty, link.baud, int(self.options()["chatter"]), dict(link.facts))
+        line = UnitLine(link.tty, link.baud, UnitOptions.of(self.options()).chatter_ns, dict(link.facts))
         observed: Offer = (InstrumentInput() if link.trace is None
                            else TracedOutput(link.trace, link.trace_line))
         what = f"{link.facts.get('unit_profile', 'unit')} {link.facts.get('unit_pin', '')}".strip()

@@ -14,6 +14,8 @@ from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms
 from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.model.errors import Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
@@ -76,7 +78,7 @@ class Probe(Protocol):
     any: the probe is usable only on a target that has it."""
 
     @classmethod
-    def validate(cls, options: Mapping[str, object], where: str) -> dict: ...
+    def validate(cls, options: Mapping[str, object], where: str | Where) -> dict: ...
 
     @classmethod
     def reads_of(cls, cell: Cell) -> type[Capability] | None:
@@ -85,12 +87,12 @@ class Probe(Protocol):
         ...
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
         """Refuse a cell this probe cannot measure with these settings (UserError)."""
         ...
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         """Refuse a cell whose target, as its [[target]] declares it, cannot serve this probe (it lacks
         what the probe `reads`, or its GPIO block is not the one the options name): UserError."""
         ...
@@ -122,16 +124,20 @@ class ProbeBase:
     controller_tools: ClassVar[dict[str, str]] = {}
     programs: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
+    record: ClassVar[type[Options] | None] = None  # its options as a typed record (model/options.py)
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
     @classmethod
-    def validate(cls, options: Mapping[str, object], where: str) -> dict:
-        return parse_options(cls.params, options, where, "this probe")
+    def validate(cls, options: Mapping[str, object], where: str | Where) -> dict:
+        parsed = parse_options(cls.params, options, where, "this probe")
+        if cls.record is not None:
+            cls.record.of(parsed)  # typed once where the campaign is read: a record at odds is a bug
+        return parsed
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
         return None
 
     @classmethod
@@ -140,13 +146,13 @@ class ProbeBase:
         return cls.reads
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         reads = cls.reads_of(cell)
         if reads is not None:
-            target.need(reads, f"probe {cell.param('probe')!r}", f"{where}.probe")
+            target.need(reads, f"probe {cell.param('probe')!r}", where.key("probe"))
 
     @classmethod
-    def options_in(cls, settings: RunSettings, name: str, where: str) -> dict:
+    def options_in(cls, settings: RunSettings, name: str, where: Where) -> dict:
         """The [probes.NAME] options as the campaign read them (canonical values), defaults filled in;
         UserError naming `where` when a required one is missing."""
         given = settings.options_of("probes", name)
@@ -156,7 +162,7 @@ class ProbeBase:
     def options(self) -> dict:
         """This probe's [probes.NAME] options for the run, defaults filled in."""
         name = str(self.ctx.cell.param("probe", ""))
-        return self.options_in(self.ctx.settings, name, f"probes.{name}")
+        return self.options_in(self.ctx.settings, name, Where(keys=("probes", name)))
 
     def start(self, pin: PinHandle) -> None:
         return None

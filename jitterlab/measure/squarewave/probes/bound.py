@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
-from jitterlab.model.errors import UserError
+from jitterlab.model.errors import Where
 from jitterlab.model.params import ParamValue
 from jitterlab.model.records import Cell, RunSettings
 
@@ -31,18 +31,18 @@ def bound_line(pin: PinHandle) -> BoardLine:
     return _line(pin)
 
 
-def agreed(own: ParamValue, carried: ParamValue | None, *, key: str, pin: str, what: str,
+def agreed(own: ParamValue, carried: ParamValue | None, *, key: Where, pin: str, what: str,
            example: str) -> ParamValue:
-    """The value of probe key `key` (e.g. "probes.emulator.line"): the pin's (`carried`, None when the
+    """The value of probe key `key` (e.g. probes.emulator.line): the pin's (`carried`, None when the
     pin does not say `what` it drives: "the line") unless given (`own` is not PIN), and then the same
     as the pin's. UserError "<key>: ..." naming the fix otherwise."""
     if own == PIN:
         if carried is None:
-            raise UserError(f"{key}: pin {pin!r} does not say {what} it drives; set it, e.g. "
-                            f"{key.rsplit('.', 1)[1]} = {example}")
+            raise key.error(f"pin {pin!r} does not say {what} it drives; set it, e.g. "
+                            f"{key.keys[-1]} = {example}")
         return carried
     if carried is not None and own != carried:
-        raise UserError(f"{key}: {own!r} is not {what} pin {pin!r} drives ({carried!r}); remove it (the "
+        raise key.error(f"{own!r} is not {what} pin {pin!r} drives ({carried!r}); remove it (the "
                         "probe reads the pin's) or make the two agree")
     return own
 

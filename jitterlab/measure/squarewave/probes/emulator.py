@@ -18,6 +18,7 @@ excluded.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,8 @@ from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
 from jitterlab.measure.squarewave.probes.bound import PIN, agreed, bound_line, declared_line, show_pins
 from jitterlab.measure.squarewave.probes.logs import SelfLog
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
@@ -50,6 +52,11 @@ EMULATED = Warning_(
     "measure the board's timing on real hardware with an instrument (probe = \"sigrok\" or \"scpi\")")
 
 
+@dataclass(frozen=True)
+class EmulatorOptions(Options):
+    line: int | str  # a line, or PIN: the pin's
+
+
 class EmulatorProbe(ProbeBase):
     # a board's line: the target's trace, at the line the pin drives; a traced output: its own trace
     # and line (an emulated real-time unit's pin, whose emulator runs beside the target)
@@ -61,6 +68,7 @@ class EmulatorProbe(ProbeBase):
               "says it, and a line given here must agree", or_word(PIN, integer(0, 65535)), "2",
               default=PIN, show=show_pins),
     )
+    record = EmulatorOptions
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -70,22 +78,23 @@ class EmulatorProbe(ProbeBase):
         self._pin = ""
 
     @classmethod
-    def _line_of(cls, options: dict, pin: str, wired: BoardLine, where: str) -> tuple[int, str]:
+    def _line_of(cls, options: EmulatorOptions, pin: str, wired: BoardLine,
+                 where: Where) -> tuple[int, Where]:
         """The line the pin drives on the traced controller (its number in the controller's register
         map, gpiomem; else its offset on its chip, gpiod and sysfs) and the key that says it;
-        `where` prefixes the key in an error."""
+        `where` is any place in the source the keys are read from."""
         carried = wired.soc_line if wired.soc else wired.line if wired.line >= 0 else None
-        line = agreed(options["line"], carried, key=f"{where}probes.{NAME}.line", pin=pin, what="the line",
-                      example="2")
-        return int(line), f"probes.{NAME}.line" if options["line"] != PIN else f"pins.{pin}.line"
+        line = agreed(options.line, carried, key=where.at("probes", NAME, "line"), pin=pin,
+                      what="the line", example="2")
+        own = options.line != PIN
+        return int(line), where.at("probes", NAME, "line") if own else where.at("pins", pin, "line")
 
     @classmethod
-    def _declared(cls, cell: Cell, settings: RunSettings, where: str) -> tuple[int, str]:
+    def _declared(cls, cell: Cell, settings: RunSettings, where: Where) -> tuple[int, Where]:
         """The line the cell's pin drives, as the campaign declares it (`where` as in check), and the
         key that says it."""
-        source = where.rsplit(": ", 1)[0]
-        return cls._line_of(cls.options_in(settings, NAME, f"{source}: probes.{NAME}"),
-                            *declared_line(cell, settings), f"{source}: ")
+        return cls._line_of(EmulatorOptions.of(cls.options_in(settings, NAME, where.at("probes", NAME))),
+                            *declared_line(cell, settings), where)
 
     @classmethod
     def _board_line(cls, cell: Cell) -> bool:
@@ -97,7 +106,7 @@ class EmulatorProbe(ProbeBase):
         return cls.reads if cls._board_line(cell) else None  # a traced output brings its own trace
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
         if cls._board_line(cell):
             cls._declared(cell, settings, where)
         period_ns = int(cell.param("period", 0) or 0)
@@ -109,14 +118,14 @@ class EmulatorProbe(ProbeBase):
                             f"{format_ns(shortest_ns)}")
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         super().check_target(cell, settings, where, target)
         if target.traced_gpio is None or not cls._board_line(cell):
             return
         line, key = cls._declared(cell, settings, where)
         refused = line_refusal(*target.traced_gpio, line)
         if refused is not None:
-            raise UserError(f"{where.rsplit(': ', 1)[0]}: {key}: {refused}")
+            raise key.error(refused)
 
     def start(self, pin: PinHandle) -> None:
         traced = pin.get(TracedOutput)
@@ -134,7 +143,8 @@ class EmulatorProbe(ProbeBase):
         except UserError as exc:
             raise RunFailed(f"probes.{NAME}: {exc}; {NO_TRACE_FIX}", status="unavailable") from None
         try:
-            self._line, key = self._line_of(self.options(), pin.kind, bound_line(pin), "")
+            options = EmulatorOptions.of(self.options())
+            self._line, key = self._line_of(options, pin.kind, bound_line(pin), Where())
         except UserError as exc:
             raise RunFailed(str(exc), status="unavailable") from None
         self._pin = pin.kind

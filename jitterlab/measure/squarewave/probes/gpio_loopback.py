@@ -10,6 +10,7 @@ affected; under load it is part of the error, as for any probe on the target).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from jitterlab.measure.squarewave.pins.base import PinHandle
@@ -17,7 +18,8 @@ from jitterlab.measure.squarewave.pins.chips import explain, find_chip
 from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog, read_capture, read_json_stats
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, choice, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import blind_series
@@ -36,6 +38,13 @@ def _chip(value: object, where: str):
                     f"got {value!r}")
 
 
+@dataclass(frozen=True)
+class LoopbackOptions(Options):
+    line: int
+    chip: str
+    clock: str
+
+
 class GpioLoopbackProbe(ProbeBase):
     needs = (BoardLine,)
     location = "target"
@@ -48,6 +57,7 @@ class GpioLoopbackProbe(ProbeBase):
               "timestamp engine, where the SoC has one)", choice("monotonic", "realtime", "hte"),
               '"hte"', default="monotonic"),
     )
+    record = LoopbackOptions
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -55,17 +65,16 @@ class GpioLoopbackProbe(ProbeBase):
         self._files = {k: f"{ctx.scratch}/watch.{k}" for k in ("bin", "json", "ready", "log")}
 
     @classmethod
-    def check(cls, cell, settings, where: str) -> None:
-        cls.validate(settings.options_of("probes", "gpio-loopback"),
-                     f"{where.removesuffix('matrix')}probes.gpio-loopback")
+    def check(cls, cell, settings, where: Where) -> None:
+        cls.validate(settings.options_of("probes", "gpio-loopback"), where.at("probes", "gpio-loopback"))
 
     def start(self, pin: PinHandle) -> None:
-        opts, wired = self.options(), pin.get(BoardLine) or BoardLine()
-        chip_name = str(opts["chip"]) or wired.chip_label
+        opts, wired = LoopbackOptions.of(self.options()), pin.get(BoardLine) or BoardLine()
+        chip_name = opts.chip or wired.chip_label
         if not chip_name:
             raise RunFailed("probes.gpio-loopback.chip: the pin does not say its chip; set chip",
                             status="unavailable")
-        line = int(opts["line"])
+        line = opts.line
         chip = find_chip(self.ctx.target, chip_name, line, "probes.gpio-loopback")
         if chip.label == wired.chip_label and line == wired.line:
             raise RunFailed("probes.gpio-loopback.line: the input line is the output line itself; wire "
@@ -75,7 +84,7 @@ class GpioLoopbackProbe(ProbeBase):
                 "--out", self._files["bin"], "--stats", self._files["json"], "--ready", self._files["ready"],
                 "--max-duration-ns", str(settings.duration_ns + settings.run_timeout_ns),
                 "--max-edges", str(4 * settings.duration_ns // max(int(self.ctx.cell.param("period")), 1)
-                                   + 65_536), "--clock", str(opts["clock"])]
+                                   + 65_536), "--clock", opts.clock]
         self._proc = spawn_recorded(self.ctx.target, argv, log_path=self._files["log"])
         if not wait_for_path(self.ctx.target, self._files["ready"], READY_TIMEOUT_S, alive=self._proc):
             rc = self._proc.stop()

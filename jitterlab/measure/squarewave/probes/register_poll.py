@@ -37,7 +37,8 @@ from jitterlab.measure.squarewave.probes.polls import (
     edges_of,
     intervals_ns,
 )
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, choice, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
@@ -56,8 +57,14 @@ class Watched:
 
     soc: Soc
     line: int
-    soc_key: str
-    line_key: str
+    soc_key: Where
+    line_key: Where
+
+
+@dataclass(frozen=True)
+class PollOptions(Options):
+    soc: str  # a SoC's name, or PIN: the pin's
+    line: int | str  # a line, or PIN: the pin's
 
 
 class RegisterPollProbe(ProbeBase):
@@ -72,6 +79,7 @@ class RegisterPollProbe(ProbeBase):
               "i.MX6, the BCM GPIO number on BCM283x); a gpiomem pin says it, and a value given here must "
               "agree", or_word(PIN, integer(0, 65535)), "2", default=PIN, show=show_pins),
     )
+    record = PollOptions
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -81,41 +89,42 @@ class RegisterPollProbe(ProbeBase):
         self._pin = ""
 
     @classmethod
-    def _watched(cls, options: dict, pin: str, wired: BoardLine, where: str) -> Watched:
+    def _watched(cls, options: PollOptions, pin: str, wired: BoardLine, where: Where) -> Watched:
         """The register line pin `pin` drives (`wired`: what it says of its line), the probe's keys
-        agreeing; `where` prefixes the keys in an error. A pin that drives the registers (gpiomem)
-        says its SoC and line; another one (gpiod, sysfs) leaves them to the probe's keys."""
+        agreeing; `where` is any place in the source the keys are read from. A pin that drives the
+        registers (gpiomem) says its SoC and line; another one (gpiod, sysfs) leaves them to the
+        probe's keys."""
         said = bool(wired.soc)
-        soc = agreed(options["soc"], wired.soc if said else None, key=f"{where}probes.{NAME}.soc", pin=pin,
-                     what="the SoC", example='"imx6"')
-        line = agreed(options["line"], wired.soc_line if said else None, key=f"{where}probes.{NAME}.line",
+        soc = agreed(options.soc, wired.soc if said else None, key=where.at("probes", NAME, "soc"),
+                     pin=pin, what="the SoC", example='"imx6"')
+        line = agreed(options.line, wired.soc_line if said else None, key=where.at("probes", NAME, "line"),
                       pin=pin, what="the register line", example="2 (numbered as for pins.gpiomem)")
-        keys = [f"probes.{NAME}.{k}" if options[k] != PIN else f"pins.{pin}.{k}" for k in ("soc", "line")]
+        keys = [where.at("probes", NAME, k) if given != PIN else where.at("pins", pin, k)
+                for k, given in (("soc", options.soc), ("line", options.line))]
         return Watched(SOCS[str(soc)], int(line), *keys)
 
     @classmethod
-    def _declared(cls, cell: Cell, settings: RunSettings, where: str) -> Watched:
-        source = where.rsplit(": ", 1)[0]
-        return cls._watched(cls.options_in(settings, NAME, f"{source}: probes.{NAME}"),
-                            *declared_line(cell, settings), f"{source}: ")
+    def _declared(cls, cell: Cell, settings: RunSettings, where: Where) -> Watched:
+        return cls._watched(PollOptions.of(cls.options_in(settings, NAME, where.at("probes", NAME))),
+                            *declared_line(cell, settings), where)
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
         watched = cls._declared(cell, settings, where)
         refused = watched.soc.line_refusal(watched.line)
         if refused is not None:
-            raise UserError(f"{where.rsplit(': ', 1)[0]}: {watched.line_key}: {refused}")
+            raise watched.line_key.error(refused)
 
     @classmethod
-    def check_target(cls, cell: Cell, settings: RunSettings, where: str, target: Declared) -> None:
+    def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         super().check_target(cell, settings, where, target)
         watched = cls._declared(cell, settings, where)
-        target.need_soc(watched.soc.name, f"{where.rsplit(': ', 1)[0]}: {watched.soc_key}")
+        target.need_soc(watched.soc.name, watched.soc_key)
 
     def _registers(self, pin: PinHandle) -> tuple[Registers, str]:
         """The level register of the line the pin drives, at its physical address, and its name."""
         try:
-            watched = self._watched(self.options(), pin.kind, bound_line(pin), "")
+            watched = self._watched(PollOptions.of(self.options()), pin.kind, bound_line(pin), Where())
         except UserError as exc:
             raise RunFailed(str(exc), status="unavailable") from None
         regs = watched.soc.registers(watched.line, "/dev/mem")  # the block at its physical address

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
@@ -26,7 +27,8 @@ from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSig
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.scpi_profile import Profile, load_profile
-from jitterlab.model.errors import RunFailed, UserError, shown
+from jitterlab.model.errors import RunFailed, UserError, Where, shown
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, duration, text
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.units import format_ns
@@ -79,26 +81,35 @@ def period_statistics_metrics(stats: dict[str, Decimal], period_ns: int, probe: 
     return [Metric(name, float(value), unit, probe) for name, value, unit in values]
 
 
+@dataclass(frozen=True)
+class ScpiOptions(Options):
+    resource: str
+    profile: str
+    channel: str
+    backend: str
+    timeout_ns: int = key("timeout")
+
+
 class Instrument:
     """One open VISA session, with the profile's commands and the error queue checked after each."""
 
-    def __init__(self, options: dict) -> None:
+    def __init__(self, options: ScpiOptions) -> None:
         try:
             import pyvisa
         except ImportError:
             raise RunFailed("the scpi probe needs pyvisa: pip install 'jitterlab[instruments]'",
                             status="unavailable") from None
         self.pyvisa = pyvisa
-        self.resource = str(options["resource"])
+        self.resource = options.resource
         self.lock = threading.Lock()
         try:
-            self.rm = pyvisa.ResourceManager(str(options["backend"]))
+            self.rm = pyvisa.ResourceManager(options.backend)
         except (OSError, ValueError, pyvisa.Error) as exc:
-            raise RunFailed(f"pyvisa backend {options['backend']!r} cannot start ({exc}); check "
+            raise RunFailed(f"pyvisa backend {options.backend!r} cannot start ({exc}); check "
                             "probes.scpi.backend (\"@py\" needs pyvisa-py)", status="unavailable") from None
         try:
             self.inst = self.rm.open_resource(self.resource, write_termination="\n", read_termination="\n",
-                                              timeout=int(options["timeout"]) // 1_000_000)
+                                              timeout=options.timeout_ns // 1_000_000)
         except (OSError, ValueError, pyvisa.Error) as exc:
             self.rm.close()
             raise RunFailed(f"cannot open instrument {self.resource} ({exc}); check probes.scpi.resource "
@@ -158,6 +169,7 @@ class ScpiProbe(ProbeBase):
         Param("timeout", "how long one answer may take", duration(1_000_000), '"5s"', default="5s",
               show=format_ns),
     )
+    record = ScpiOptions
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -168,12 +180,12 @@ class ScpiProbe(ProbeBase):
         self._outside = ""  # the pin's kind when the instrument watches an outside signal, not the program
 
     @classmethod
-    def check(cls, cell, settings, where: str) -> None:
-        cls.options_in(settings, "scpi", f"{where.rsplit(': ', 1)[0]}: probes.scpi")  # resource, profile
+    def check(cls, cell, settings, where: Where) -> None:
+        cls.options_in(settings, "scpi", where.at("probes", "scpi"))  # resource, profile
 
     def _setup(self) -> tuple[Profile, str]:
-        options = self.options()
-        return load_profile(str(options["profile"]), "probes.scpi.profile"), str(options["channel"])
+        options = ScpiOptions.of(self.options())
+        return load_profile(options.profile, "probes.scpi.profile"), options.channel
 
     def _step(self, profile: Profile, commands: list[str], what: str) -> None:
         assert self._inst is not None
@@ -188,7 +200,7 @@ class ScpiProbe(ProbeBase):
     def start(self, pin: PinHandle) -> None:
         self._outside = pin.kind if pin.get(OutsideSignal) is not None else ""
         profile, channel = self._setup()
-        self._inst = Instrument(self.options())
+        self._inst = Instrument(ScpiOptions.of(self.options()))
         idn = self._inst.query("*IDN?")
         if profile.idn.lower() not in idn.lower():
             raise RunFailed(f"instrument {self._inst.resource} is {idn!r}, not a {profile.idn!r} as profile "
@@ -247,7 +259,7 @@ class ScpiProbe(ProbeBase):
     def _not_watched(self, stats: dict[str, Decimal], own: SelfLog, channel: str) -> list[Warning_]:
         """Why the instrument's figures are not the program's pin's (none: they are)."""
         out = []
-        backend = str(self.options()["backend"])
+        backend = ScpiOptions.of(self.options()).backend
         if backend.endswith("@sim"):
             out.append(Warning_(
                 f"probes.scpi.backend {backend!r} is a simulated instrument: its figures are made up, not "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -34,7 +35,8 @@ from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSig
 from jitterlab.measure.squarewave.probes.aligned import aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, duration, text
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
@@ -66,9 +68,18 @@ def format_rate(hz: int) -> str:
     return f"{hz}Hz"
 
 
-def device_spec(options: dict) -> str:
+@dataclass(frozen=True)
+class SigrokOptions(Options):
+    driver: str
+    conn: str
+    channel: str
+    samplerate_hz: int = key("samplerate")
+    margin_ns: int = key("margin")
+
+
+def device_spec(options: SigrokOptions) -> str:
     """sigrok-cli's --driver argument: the driver, with its conn string when one is given."""
-    return f"{options['driver']}:conn={options['conn']}" if options["conn"] else str(options["driver"])
+    return f"{options.driver}:conn={options.conn}" if options.conn else options.driver
 
 
 def demo_period_ns(channel: str, rate_hz: int) -> int | None:
@@ -117,6 +128,7 @@ class SigrokProbe(ProbeBase):
               '"1s"', default="1s", show=format_ns),
     )
     controller_tools: ClassVar[dict[str, str]] = {"sigrok-cli": "sigrok-cli"}
+    record = SigrokOptions
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -127,38 +139,38 @@ class SigrokProbe(ProbeBase):
         self._outside = ""  # the pin's kind when the analyzer watches an outside signal, not the program
 
     @classmethod
-    def check(cls, cell: Cell, settings: RunSettings, where: str) -> None:
-        source = where.rsplit(": ", 1)[0]
-        options = cls.options_in(settings, "sigrok", f"{source}: probes.sigrok")
-        rate, period_ns = int(options["samplerate"]), int(cell.param("period", 0) or 0)
-        if options["driver"] == "demo":
-            cls._check_demo(cell, options, source, where)
+    def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
+        table = where.at("probes", "sigrok")
+        options = SigrokOptions.of(cls.options_in(settings, "sigrok", table))
+        rate, period_ns = options.samplerate_hz, int(cell.param("period", 0) or 0)
+        if options.driver == "demo":
+            cls._check_demo(cell, options, table, where)
         if period_ns and rate * period_ns < 2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000:
             need = -(-2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000 // period_ns)
-            raise UserError(
-                f"{source}: probes.sigrok.samplerate: {format_rate(rate)} takes "
+            raise table.key("samplerate").error(
+                f"{format_rate(rate)} takes "
                 f"{rate * period_ns / 2e9:g} samples per half period of {format_ns(period_ns)}, fewer than "
                 f"{MIN_SAMPLES_PER_HALF_PERIOD}; use samplerate >= {format_rate(need)} or a period >= "
                 f"{format_ns(-(-2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000 // rate))}"
             )
 
     @staticmethod
-    def _check_demo(cell: Cell, options: dict, source: str, where: str) -> None:
+    def _check_demo(cell: Cell, options: SigrokOptions, table: Where, where: Where) -> None:
         if not serves((OutsideSignal,), PINS.get(str(cell.param("pin")), f"{where}.pin").offers):
             outside = " or ".join(f'"{e.name}"' for e in PINS if serves((OutsideSignal,), e.obj.offers))
             raise UserError(
                 f"{where}.pin: driver \"demo\" captures sigrok's own test pattern, not pin "
                 f"{cell.param('pin')!r}; use pin = {outside}, which says so"
             )
-        if options["samplerate"] != DEMO_RATE_HZ:
-            raise UserError(f'{source}: probes.sigrok.samplerate: the demo device makes its pattern at '
-                            f'{format_rate(DEMO_RATE_HZ)}; set samplerate = "{format_rate(DEMO_RATE_HZ)}"')
-        period = demo_period_ns(str(options["channel"]), DEMO_RATE_HZ)
+        if options.samplerate_hz != DEMO_RATE_HZ:
+            rate_text = format_rate(DEMO_RATE_HZ)
+            raise table.key("samplerate").error(f'the demo device makes its pattern at {rate_text}; '
+                                                f'set samplerate = "{rate_text}"')
+        period = demo_period_ns(options.channel, DEMO_RATE_HZ)
         if period is None:
-            raise UserError(f'{source}: probes.sigrok.channel: the demo pattern is on D0..D7, not '
-                            f'{options["channel"]!r}')
+            raise table.key("channel").error(f'the demo pattern is on D0..D7, not {options.channel!r}')
         if int(cell.param("period", 0) or 0) != period:
-            raise UserError(f"{where}.period: the demo pattern on {options['channel']} has a period of "
+            raise UserError(f"{where}.period: the demo pattern on {options.channel} has a period of "
                             f"{format_ns(period)}; set period = \"{format_ns(period)}\" (or another channel)")
 
     def _controller(self) -> Target:
@@ -166,7 +178,7 @@ class SigrokProbe(ProbeBase):
 
     def start(self, pin: PinHandle) -> None:
         self._outside = pin.kind if pin.get(OutsideSignal) is not None else ""
-        options, settings = self.options(), self.ctx.settings
+        options, settings = SigrokOptions.of(self.options()), self.ctx.settings
         controller, spec = self._controller(), device_spec(options)
         found = controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"], timeout_s=30)
         if not found.ok:
@@ -176,12 +188,12 @@ class SigrokProbe(ProbeBase):
         channels = _scan_channels(scan.stdout)
         if not channels:
             raise RunFailed(classify(scan.stdout + scan.stderr or "No devices found.", spec))
-        channel = str(options["channel"])
+        channel = options.channel
         if channel not in channels:
             raise RunFailed(f"the {spec} analyzer has no channel {channel!r} (probes.sigrok.channel); "
                             f"it has {', '.join(channels)}")
-        rate, k = int(options["samplerate"]), channels.index(channel)
-        if options["driver"] == "demo":
+        rate, k = options.samplerate_hz, channels.index(channel)
+        if options.driver == "demo":
             got = controller.run(["sigrok-cli", "--driver", spec, "--get", "samplerate"], timeout_s=30)
             if got.stdout.strip() != str(rate):
                 raise RunFailed(f"the demo device runs at {got.stdout.strip() or '?'} Hz, not {rate}: this "
@@ -189,7 +201,7 @@ class SigrokProbe(ProbeBase):
             config = ["--channel-group", "Logic", "--config", "pattern=incremental"]
         else:
             config = ["--config", f"samplerate={rate}"]
-        margin_ns = int(options["margin"])
+        margin_ns = options.margin_ns
         n_samples = rate * (2 * margin_ns + settings.duration_ns) // 1_000_000_000
         argv = ["sigrok-cli", "--driver", spec, *config, "--channels", ",".join(channels[: k + 1]),
                 "--samples", str(n_samples), "--output-format", "binary", "--output-file", str(self._out)]
@@ -264,7 +276,8 @@ class SigrokProbe(ProbeBase):
         program's pin, aligned only to say how it compares."""
         plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
         metrics, warnings = [resolution], []
-        source = "the demo pattern" if self.options()["driver"] == "demo" else "an outside source"
+        demo = SigrokOptions.of(self.options()).driver == "demo"
+        source = "the demo pattern" if demo else "an outside source"
         not_watched = Warning_(
             f"pin {self._outside}: the sigrok figures describe the signal on {plan['channel']} "
             f"({source}), not the program's wave",

@@ -15,7 +15,7 @@ from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import LevelPage
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import ObserverCapture, SelfLog, read_observer
-from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import blind_series
 from jitterlab.model.units import format_ns
@@ -102,7 +102,7 @@ class VpinProbe(ProbeBase):
         self._observer: Observer | None = None
 
     @classmethod
-    def check(cls, cell, settings, where: str) -> None:
+    def check(cls, cell, settings, where: Where) -> None:
         period_ns = int(cell.param("period", 0) or 0)
         if period_ns and period_ns < 2 * settings.blind_threshold_ns:
             raise UserError(

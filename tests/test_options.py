@@ -1,0 +1,61 @@
+"""Typed option records (model/options.py): every plug-in's record reads what its Params give."""
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jitterlab import plugins
+from jitterlab.campaign.file import parse_campaign
+from jitterlab.model.errors import UserError
+from jitterlab.model.options import Options, key
+from jitterlab.model.params import Param
+
+RECORDED = [(kind, e.name, e.obj) for kind in ("benchmarks", "probes", "pins")
+            for e in plugins.ALL[kind] if e.obj.record is not None]
+
+
+def _values(params: tuple[Param, ...]) -> dict:
+    """Each Param's default, else its example (the first of a list), read by its parser."""
+    values = {}
+    for p in params:
+        given = p.default if p.default is not None else tomllib.loads(f"v = {p.example}")["v"]
+        if isinstance(given, list) and not p.whole:
+            given = given[0]
+        values[p.name] = p.parse(given, f"test.{p.name}")
+    return values
+
+
+def test_the_typed_records_are_many():
+    # squarewave, its probes and pins, and the benchmarks that cast the most
+    assert {"squarewave", "cyclictest", "udp-echo", "hwlat", "timerlat", "osnoise", "sigrok", "scpi",
+            "gpiomem", "gpiod", "sysfs"} <= {name for _, name, _ in RECORDED}
+
+
+@pytest.mark.parametrize(("kind", "name", "plugin"), RECORDED, ids=[f"{k}:{n}" for k, n, _ in RECORDED])
+def test_a_record_reads_every_key_of_its_params_as_its_parser_gives_it(kind, name, plugin):
+    assert set(plugin.record.keys().values()) <= {p.name for p in plugin.params}, "a field with no Param"
+    record = plugin.record.of(_values(plugin.params))
+    for field, option in plugin.record.keys().items():
+        assert getattr(record, field) == _values(plugin.params)[option]
+
+
+def test_a_record_at_odds_with_its_values_is_a_bug_not_a_user_error():
+    @dataclass(frozen=True)
+    class Wrong(Options):
+        period_ns: int = key("period")
+
+    assert Wrong.of({"period": 10}).period_ns == 10
+    with pytest.raises(TypeError, match="period_ns: option 'period' is '10ms'"):
+        Wrong.of({"period": "10ms"})
+    with pytest.raises(TypeError, match="no value of option 'period'"):
+        Wrong.of({})
+    with pytest.raises(TypeError):
+        Wrong.of({"period": True})  # a bool is no count
+
+
+def test_a_bad_value_is_still_one_line_naming_its_key_when_the_campaign_is_read():
+    text = ('[campaign]\nname = "x"\n[matrix]\nbenchmark = "hwlat"\nwidth = "1s"\nwindow = "1s"\n')
+    with pytest.raises(UserError, match=r"^c.toml: matrix.width: 1s must be shorter than the window 1s$"):
+        parse_campaign(tomllib.loads(text), Path("c.toml"))
