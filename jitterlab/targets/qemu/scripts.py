@@ -4,29 +4,6 @@ Nothing from the user or a campaign is ever put into them: the launcher gets qem
 positional parameters; the guest's stage 2 reads its data (the host name) from files.
 """
 
-# Runs qemu ("$@") on this machine and stops it when its stdin, a pipe whose other end only
-# jitterlab holds, reaches EOF: when jitterlab closes the target, and when jitterlab dies in any
-# way (Ctrl-C, SIGTERM, SIGKILL, a crash), since the kernel then closes that end. qemu gets
-# SIGKILL if this script itself dies (setpriv --pdeathsig), so no qemu outlives both.
-LAUNCH = r"""
-exec 3<&0
-setpriv --pdeathsig KILL -- "$@" </dev/null 3<&- &
-q=$!
-{
-  while read -r _; do :; done
-  kill -s TERM "$q"
-  n=0
-  while kill -s 0 "$q" && [ "$n" -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
-  kill -s KILL "$q"
-} <&3 >/dev/null 2>&1 &
-w=$!
-exec 3<&-
-wait "$q"
-rc=$?
-kill "$w" 2>/dev/null
-exit "$rc"
-"""
-
 READY = "@@jitterlab-ready"
 FAILED = "@@jitterlab-init-failed"  # the init's and stage 2's failure lines start with it
 

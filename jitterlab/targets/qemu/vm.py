@@ -1,6 +1,6 @@
 """One qemu process: its command line, its start, the wait for the guest, and its end.
 
-qemu runs under a small launcher (scripts.LAUNCH) in a session of its own, so Ctrl-C in
+qemu runs under a small launcher (targets.tied) in a session of its own, so Ctrl-C in
 the terminal reaches jitterlab, which shuts the guest down in order; and the launcher stops qemu
 when jitterlab's end of a pipe closes, which the kernel does also when jitterlab is killed.
 """
@@ -15,8 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitterlab.targets import tied
 from jitterlab.targets.qemu.machines.profile import MachineProfile
-from jitterlab.targets.qemu.scripts import FAILED, LAUNCH, READY
+from jitterlab.targets.qemu.scripts import FAILED, READY
 
 
 @dataclass(frozen=True)
@@ -71,27 +72,16 @@ def qemu_argv(m: BootSpec) -> list[str]:
     return [*argv, *m.devices]
 
 
+STOP_GRACE_S = 5.0  # a guest qemu gets to end after SIGTERM (it flushes its disk); then SIGKILL
+
+
 class VM:
     """A started qemu; stop() (idempotent) ends it and waits for it."""
 
     def __init__(self, spec: BootSpec, log: Path) -> None:
         self.spec = spec
         self.log = log  # qemu's own messages
-        read_end, self._pipe = os.pipe()  # non-inheritable: only the launcher gets it, as stdin
-        try:
-            with open(log, "ab") as out:
-                self._launcher = subprocess.Popen(
-                    ["sh", "-c", LAUNCH, "launch", *qemu_argv(spec)],
-                    stdin=read_end,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-        except BaseException:
-            os.close(self._pipe)
-            raise
-        finally:
-            os.close(read_end)
+        self._launcher, self._pipe = tied.start(qemu_argv(spec), log, STOP_GRACE_S)
 
     @property
     def pgid(self) -> int:

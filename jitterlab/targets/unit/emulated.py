@@ -31,31 +31,13 @@ from pathlib import Path
 
 from jitterlab.model.errors import RunFailed
 from jitterlab.programs.unit import Emulation, UnitSpec
+from jitterlab.targets import tied
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import GpioTrace, UnitLink
 from jitterlab.targets.unit import firmware
 
 START_TIMEOUT_S = 10.0
-# $@: qemu's argv. qemu gets SIGKILL if this script dies (setpriv --pdeathsig); the watcher, on
-# file descriptor 3 (a background job's stdin would be /dev/null), stops it when the pipe closes.
-LAUNCH = r"""
-exec 3<&0
-setpriv --pdeathsig KILL -- "$@" </dev/null 3<&- &
-q=$!
-{
-  while read -r _; do :; done
-  kill -s TERM "$q"
-  n=0
-  while kill -s 0 "$q" && [ "$n" -lt 40 ]; do sleep 0.05; n=$((n + 1)); done
-  kill -s KILL "$q"
-} <&3 >/dev/null 2>&1 &
-w=$!
-exec 3<&-
-wait "$q"
-rc=$?
-kill "$w" 2>/dev/null
-exit "$rc"
-"""
+STOP_GRACE_S = 2.0  # the unit's qemu ends at once on SIGTERM; SIGKILL after that
 _PTY = re.compile(r"char device redirected to (/dev/pts/\d+)")
 UNIT_PRIORITY = 10
 BOARD_TTY = "/dev/ttyS0"
@@ -144,14 +126,7 @@ class EmulatedUnit:
         return self._link
 
     def _start(self, argv: list[str]) -> None:
-        read_end, self._pipe = os.pipe()
-        try:
-            with open(self.log, "ab") as out:
-                self._launcher = subprocess.Popen(
-                    ["sh", "-c", LAUNCH, "launch", *argv], stdin=read_end, stdout=out,
-                    stderr=subprocess.STDOUT, start_new_session=True)
-        finally:
-            os.close(read_end)
+        self._launcher, self._pipe = tied.start(argv, self.log, STOP_GRACE_S)
 
     def _wait_started(self) -> str:
         """The pty qemu made, once it says so; held open and raw from then on."""
