@@ -21,7 +21,7 @@ def test_parse(text, ns):
     assert parse_duration_ns(text, "k") == ns
 
 
-@pytest.mark.parametrize("text", ["10", "ms", "-1s", "0s", "1 sec", "1e3us"])
+@pytest.mark.parametrize("text", ["10", "ms", "-1s", "0s", "1 sec", "1e3us", "\u0661\u0660ms", "\uff11s"])
 def test_parse_rejects(text):
     with pytest.raises(UserError, match="^k: "):
         parse_duration_ns(text, "k")

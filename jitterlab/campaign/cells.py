@@ -92,5 +92,6 @@ def identity_labels(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def labels_text(run: RunRecord, keys: Sequence[str]) -> str:
-    """"image=1.10, board=b" for the given label keys of a run ("" without keys)."""
-    return ", ".join(f"{k}={run.labels.get(k, '')}" for k in keys)
+    """"image=1.10, board=b" for the given label keys the run has ("" when it has none of them): a
+    key the run lacks is left out, never shown as "image=" with nothing after it."""
+    return ", ".join(f"{k}={run.labels[k]}" for k in keys if k in run.labels)

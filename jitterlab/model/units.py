@@ -17,7 +17,7 @@ _NS_PER_UNIT = {
     "m": 60_000_000_000,
     "h": 3_600_000_000_000,
 }
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|min|m|h)\s*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s|min|m|h)\s*$", re.ASCII)
 # what every program and file format holds: int64 nanoseconds (292 years)
 MAX_DURATION_NS = 2**63 - 1
 _MAX_DIGITS = 40  # longer numbers are over MAX_DURATION_NS in any unit, or typing accidents

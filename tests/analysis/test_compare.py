@@ -351,3 +351,14 @@ def test_a_metric_the_first_run_of_each_group_lacks_is_still_compared():
     result = compare(runs, A, B, metrics=[bound], seed=1)
     [row] = [r for r in result.rows if r.metric == bound]
     assert row.unit == "ratio" and row.n_baseline == 3 and row.n_candidate == 3
+
+
+def test_a_label_a_run_lacks_is_left_out_of_its_name_not_shown_empty():
+    from jitterlab.campaign.cells import labels_text
+
+    imported = run(0, "1.10", {})
+    imported.labels.pop("image")
+    imported.labels["board"] = "b"
+    assert labels_text(run(1, "1.10", {}), ["image", "board"]) == "image=1.10"
+    assert labels_text(imported, ["image", "board"]) == "board=b"
+    assert labels_text(imported, ["image"]) == ""

@@ -105,7 +105,8 @@ def envelope_records(runs: list[RunRecord]) -> list[dict]:
 
     def impl_of(r: RunRecord) -> str:
         impl = str(r.param("impl", ""))
-        return f"{impl} [{cells.labels_text(r, identity)}]" if identity else impl
+        labels = cells.labels_text(r, identity)
+        return f"{impl} [{labels}]" if labels else impl
 
     runs = periodic(runs)
     rows = env.envelope(runs, rules=env.rules_of(runs), impl_of=impl_of)
