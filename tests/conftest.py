@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +16,16 @@ if str(Path(__file__).parent.parent) not in sys.path:
 pytest.register_assert_rewrite("tests.support")
 
 from tests.support import running_sshd  # noqa: E402
+
+# A suite started as a background job of a script (`cmd &` without job control, some CI runners)
+# inherits SIGINT and SIGQUIT ignored, and so would every program it starts: the tests that stop
+# jitterlab, a load or a program with SIGINT, as a terminal's Ctrl-C does, would test the launcher's
+# shell instead. A handler here is reset to the default in every program started (exec keeps only
+# an ignored disposition), so the suite tests the same thing however it was started.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="module")
