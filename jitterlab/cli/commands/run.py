@@ -84,52 +84,94 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
-    from jitterlab.cli.progress import RunProgress
-    from jitterlab.cli.until_decided import run_until_decided, watch_of
-    from jitterlab.execution.preflight import open_targets
-    from jitterlab.execution.runner import Runner, estimate_s
-    from jitterlab.model.units import format_duration_s
-    from jitterlab.report.summaries import run_label
-    from jitterlab.report.terminal import emulation_note, summary_tables
-    from jitterlab.store import store_exists
-    from jitterlab.store.catalog import Store
+    """The run as a pipeline: open the store and the targets, say what will be measured, measure
+    (going on until decided when asked), then show what was measured and how it ended."""
+    from jitterlab.cli.until_decided import watch_of
 
     watch = watch_of(args, campaign)  # refused before any target is opened
-    store: Store | None = None
-    sessions = []
+    run = _Run(out, campaign, args)
     try:
-        # a campaign to resume is locked before any target is opened: a second --resume stops at once;
-        # a new one is created once the targets are ready (a refused start leaves nothing behind)
+        run.open()
+        run.announce()
+        outcome = run.measure(watch)
+        return run.end(outcome)
+    finally:
+        run.close()
+
+
+class _Run:
+    """One `jitterlab run` of a campaign: what it holds open, and its steps in order."""
+
+    def __init__(self, out: Console, campaign, args: argparse.Namespace) -> None:
+        self.out, self.campaign, self.args = out, campaign, args
+        self.store = None
+        self.sessions: list = []
+
+    def open(self) -> None:
+        """The store and the targets. A campaign to resume is locked before any target is opened (a
+        second --resume stops at once); a new one is created once the targets are ready (a refused
+        start leaves nothing behind)."""
+        from jitterlab.cli.progress import RunProgress
+        from jitterlab.execution.preflight import open_targets
+        from jitterlab.execution.runner import Runner
+        from jitterlab.store import store_exists
+        from jitterlab.store.catalog import Store
+
+        args = self.args
         if args.resume and store_exists(args.results):
-            store = Store(args.results)
-            Runner(campaign, store, resume=True).resumed_campaign()
-        sessions = open_targets(campaign)
-        store = store or Store(args.results)
-        display = RunProgress(out)
-        runner = Runner(campaign, store, resume=args.resume, retry_failed=args.retry_failed,
-                        retry_damaged=args.retry_damaged, progress=display, notice=display.notice)
-        campaign_id = runner.campaign_id()
-        todo, skipped = runner.pending(campaign_id)
-        total_s = estimate_s(campaign, todo)
+            self.store = Store(args.results)
+            Runner(self.campaign, self.store, resume=True).resumed_campaign()
+        self.sessions = open_targets(self.campaign)
+        self.store = self.store or Store(args.results)
+        self.display = RunProgress(self.out)
+        self.runner = Runner(self.campaign, self.store, resume=args.resume, retry_failed=args.retry_failed,
+                             retry_damaged=args.retry_damaged, progress=self.display,
+                             notice=self.display.notice)
+        self.campaign_id = self.runner.campaign_id()
+        self.todo, self.skipped = self.runner.pending(self.campaign_id)
+
+    def announce(self) -> None:
+        """How many runs, how long, on how many targets; then each target's warnings."""
+        from jitterlab.execution.runner import estimate_s
+        from jitterlab.model.units import format_duration_s
+
+        out, total_s = self.out, estimate_s(self.campaign, self.todo)
         out.print(
-            f"[bold]{escape(campaign.name)}[/]: {counted(len(todo), 'run')} to measure"
-            + (f", {skipped} already committed" if skipped else "")
-            + f", about {format_duration_s(total_s)} on {counted(len(sessions), 'target')}"
+            f"[bold]{escape(self.campaign.name)}[/]: {counted(len(self.todo), 'run')} to measure"
+            + (f", {self.skipped} already committed" if self.skipped else "")
+            + f", about {format_duration_s(total_s)} on {counted(len(self.sessions), 'target')}"
         )
-        for session in sessions:
+        for session in self.sessions:
             for w in session.warnings:
                 out.print(f"[yellow]warning[/] ({escape(session.spec.name)}): "
                           f"{escape(w.message)} — {escape(w.remedy)}")
-        per_target = {s.spec.name: [x for x in todo if x[0].target == s.spec.name] for s in sessions}
-        with display:
-            display.plan({name: (len(runs), estimate_s(campaign, runs)) for name, runs in per_target.items()})
-            outcome = runner.execute(sessions, campaign_id)
-            if watch is not None and not outcome.interrupted:  # repetitions until decided
-                ended = run_until_decided(out, watch, campaign, store, sessions, campaign_id, display, args)
+
+    def measure(self, watch):
+        """Every pending run, under the progress display; then repetitions until decided."""
+        from jitterlab.cli.until_decided import run_until_decided
+        from jitterlab.execution.runner import estimate_s
+
+        per_target = {s.spec.name: [x for x in self.todo if x[0].target == s.spec.name]
+                      for s in self.sessions}
+        with self.display:
+            self.display.plan({name: (len(runs), estimate_s(self.campaign, runs))
+                               for name, runs in per_target.items()})
+            outcome = self.runner.execute(self.sessions, self.campaign_id)
+            if watch is not None and not outcome.interrupted:
+                ended = run_until_decided(self.out, watch, self.campaign, self.store, self.sessions,
+                                          self.campaign_id, self.display, self.args)
                 outcome.done += ended.extra_runs
                 outcome.interrupted = ended.reason == "interrupted"
-        runs = store.runs(campaign_id)
-        for table in summary_tables(runs, campaign.name, planned=campaign.cells):
+        return outcome
+
+    def end(self, outcome) -> int:
+        """The cells' tables, what failed, the summary screen, and the exit status."""
+        from jitterlab.report.summaries import run_label
+        from jitterlab.report.terminal import emulation_note, summary_tables
+
+        out, args, store = self.out, self.args, self.store
+        runs = store.runs(self.campaign_id)
+        for table in summary_tables(runs, self.campaign.name, planned=self.campaign.cells):
             out.print(table)
         if note := emulation_note(runs, store):
             out.print(f"[yellow]note[/]: {escape(note)}")
@@ -143,7 +185,7 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
         if any(r.status in ("failed", "timeout") for r in failed) and not outcome.interrupted:
             again = f"measure the failed runs again: {_again(args)} --retry-failed"
             out.print(escape(again), highlight=False)
-        _end(out, store, campaign, campaign_id, runs, args)
+        _end(out, store, self.campaign, self.campaign_id, runs, args)
         if outcome.interrupted:
             out.print(
                 f"[yellow]interrupted[/]: {counted(outcome.done, 'run')} committed this time; continue with "
@@ -151,11 +193,12 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
             )
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
-    finally:
-        for session in sessions:
+
+    def close(self) -> None:
+        for session in self.sessions:
             session.target.close()
-        if store is not None:
-            store.close()
+        if self.store is not None:
+            self.store.close()
 
 
 def _again(args: argparse.Namespace) -> str:
