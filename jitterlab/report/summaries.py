@@ -14,6 +14,7 @@ from jitterlab.analysis import summary
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value
+from jitterlab.report.traits import headline_metrics
 
 MAX_COLUMNS = 6
 
@@ -94,7 +95,7 @@ def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
         groups[(r.target, params_text(r, differ), r.load, cells.labels_text(r, varying))].append(r)
-    columns = headline_metrics(benchmark, runs)
+    columns = shown_metrics(runs)
     out = []
     for (target, params, load, labels), members in groups.items():
         values = {}
@@ -118,16 +119,13 @@ def column_title(bench: BenchmarkSummary, name: str) -> str:
     return f"{metric_words(name)} ({summary.rule_text(rule)})" if rule else metric_words(name)
 
 
-def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
-    """The benchmark's declared headline metrics that these runs have; else the first graded
-    metrics they have, so that a benchmark without a declaration still shows something."""
-    from jitterlab.report.traits import benchmark_traits
-
-    present = {name for r in runs for (probe, name) in r.metrics if probe == ""}
-    declared = benchmark_traits(benchmark).headline
-    chosen = [m for m in declared if m in present]
+def shown_metrics(runs: list[RunRecord]) -> list[str]:
+    """The metrics a summary of one benchmark's runs shows, at most MAX_COLUMNS: their headline
+    metrics (report.traits) that are the runs' own (probe ""); else the graded ones they have, so
+    that a benchmark without a declaration still shows something."""
+    chosen = headline_metrics(runs, probe="")
     if not chosen:
-        graded = sorted(
+        chosen = sorted(
             {
                 name
                 for r in runs
@@ -135,7 +133,6 @@ def headline_metrics(benchmark: str, runs: list[RunRecord]) -> list[str]:
                 if probe == "" and m.direction in ("lower", "higher") and not name.startswith("load_")
             }
         )
-        chosen = graded
     return chosen[:MAX_COLUMNS]
 
 
@@ -149,7 +146,7 @@ def headline_value(run: RunRecord) -> str:
     has none."""
     from jitterlab.report.figures.base import metric_words
 
-    for name in headline_metrics(run.benchmark, [run]):
+    for name in shown_metrics([run]):
         metric = run.metrics.get((run.probe, name)) or run.metrics.get(("", name))
         if metric is not None:
             return f"{metric_words(name)} {format_value(metric.value, metric.unit)}"

@@ -22,10 +22,10 @@ def periodic(runs: list[RunRecord]) -> list[RunRecord]:
     return [r for r in runs if traits_of(r).periodic]
 
 
-def headline_metrics(runs: list[RunRecord]) -> list[str]:
+def headline_metrics(runs: list[RunRecord], probe: str | None = None) -> list[str]:
     """The metrics a lab's result names for these runs, most important first: the envelope's rules
     for periodic benchmarks, then each benchmark's declared headline metrics; only those the runs
-    have."""
+    have (of `probe`, when given)."""
     from jitterlab.analysis.envelope import RULES, rules_of
 
     wanted: list[str] = []
@@ -34,5 +34,5 @@ def headline_metrics(runs: list[RunRecord]) -> list[str]:
         wanted += [RULES[rule] for rule in rules_of(held)]
     for bench in sorted({r.benchmark for r in runs}):
         wanted += benchmark_traits(bench).headline
-    present = {name for r in runs for (_, name) in r.metrics}
+    present = {name for r in runs for (of, name) in r.metrics if probe in (None, of)}
     return [m for m in dict.fromkeys(wanted) if m in present]

@@ -10,11 +10,17 @@ the script: the grace and the emulator's argv are its positional parameters.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 POLL_S = 0.05
+# how long past its grace the launcher may take to end before its group is killed: its polls of POLL_S
+# each start a `sleep`, which a busy machine delays
+STOP_SLACK_S = 5.0
 # $1: how many polls of POLL_S the emulator gets to end after SIGTERM; then $@: its argv. The watcher,
 # on file descriptor 3 (a background job's stdin would be /dev/null), stops it when the pipe closes.
 LAUNCH = r"""
@@ -39,9 +45,35 @@ exit "$rc"
 """
 
 
-def start(argv: list[str], log: Path, grace_s: float) -> tuple[subprocess.Popen, int]:
-    """Start `argv` tied to the returned pipe's write end (close it to stop the emulator, which gets
-    `grace_s` to end after SIGTERM); its output goes to `log`. The launcher's pid is its group's."""
+@dataclass
+class Tied:
+    """An emulator started under the launcher; stop() (idempotent) ends it and waits for the launcher."""
+
+    launcher: subprocess.Popen  # its pid is its process group's: the launcher, its watcher, the emulator
+    pipe: int  # the write end only jitterlab holds; -1 once closed
+    grace_s: float  # the emulator's time to end after SIGTERM
+
+    def alive(self) -> bool:
+        return self.launcher.poll() is None
+
+    def stop(self, slack_s: float = STOP_SLACK_S) -> None:
+        """Close the pipe (the launcher TERMs the emulator, KILLs it after its grace); KILL the whole group
+        if the launcher has not ended `slack_s` after that grace."""
+        if self.pipe >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.pipe)
+            self.pipe = -1
+        try:
+            self.launcher.wait(self.grace_s + slack_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.launcher.pid, signal.SIGKILL)
+            self.launcher.wait()
+
+
+def start(argv: list[str], log: Path, grace_s: float) -> Tied:
+    """Start `argv` tied to the returned pipe's write end (closing it stops the emulator, which gets
+    `grace_s` to end after SIGTERM); its output goes to `log`."""
     read_end, write_end = os.pipe()  # non-inheritable: only the launcher gets it, as stdin
     try:
         with open(log, "ab") as out:
@@ -53,4 +85,4 @@ def start(argv: list[str], log: Path, grace_s: float) -> tuple[subprocess.Popen,
         raise
     finally:
         os.close(read_end)
-    return launcher, write_end
+    return Tied(launcher, write_end, grace_s)

@@ -136,6 +136,37 @@ def test_every_unit_builds_fits_and_has_what_its_loader_needs(profile: UnitProfi
     assert firmware.build(profile, cache=tmp_path) == built, "built once, then taken from the cache"
 
 
+def _section_words(elf: Path, wanted: str) -> list[int]:
+    """The 32-bit little-endian words of one section of a 32-bit ELF."""
+    raw = elf.read_bytes()
+    shoff, = struct.unpack_from("<I", raw, 0x20)
+    size, count, names = struct.unpack_from("<HHH", raw, 0x2E)
+    table = struct.unpack_from("<IIIIII", raw, shoff + names * size)
+    for i in range(count):
+        name, _, _, _, offset, length = struct.unpack_from("<IIIIII", raw, shoff + i * size)
+        if raw[table[4] + name:].split(b"\0", 1)[0].decode() == wanted:
+            return list(struct.unpack_from(f"<{length // 4}I", raw, offset))
+    raise AssertionError(f"no section {wanted}")
+
+
+@NO_ARM
+@pytest.mark.parametrize("profile", [e.obj for e in PROFILES], ids=PROFILES.names())
+def test_every_unit_s_vector_table_is_the_shared_start_then_its_interrupts(profile: UnitProfile, tmp_path):
+    built = firmware.build(profile, cache=tmp_path)
+    nm = subprocess.run([TOOLCHAIN[0].replace("gcc", "nm"), str(built.path)], capture_output=True,
+                        text=True, check=True).stdout
+    address = {name: int(value, 16) for value, _, name in (line.split() for line in nm.splitlines())}
+    handler = {address[name] | 1: name for name in address}  # Thumb code: bit 0 set
+    vectors = _section_words(built.path, ".isr_vector")
+    assert vectors[0] == address["_estack"]
+    assert [handler.get(v) for v in vectors[1:16]] == [
+        "jl_reset", *["halt"] * 5, None, None, None, None, "halt", None, None, "halt", "systick_isr"]
+    # the unit's interrupts (cortex_m.h: JL_IRQ_VECTORS) follow at 16 + their number, its last one last
+    theirs = [handler.get(v, hex(v)) for v in vectors[16:] if v]
+    assert len(theirs) >= 1 and all(name.endswith("_isr") for name in theirs), theirs
+    assert vectors[-1] != 0
+
+
 @NO_ARM
 def test_firmware_that_does_not_build_is_one_line_naming_the_error(tmp_path, monkeypatch):
     broken = tmp_path / "src"

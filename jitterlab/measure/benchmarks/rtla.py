@@ -14,7 +14,9 @@ that is not one is rounded up, with a warning.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from jitterlab.analysis import rtla
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
@@ -24,12 +26,14 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, duration, integer
 from jitterlab.model.records import Metric, Warning_
+from jitterlab.model.series import Samples
 from jitterlab.model.units import format_ns
 
 US = 1000
 LOG = "rtla.log"
 _CPUS_HELP = 'CPUs to measure (-c); "" = the program CPUs of the placement, else all'
 _CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+T = TypeVar("T")
 
 
 def _cpus(value: object, where: str) -> ParamValue:
@@ -79,14 +83,19 @@ class _Rtla(BenchmarkBase):
         rounded_up_s = whole_seconds(settings.duration_ns) - settings.duration_ns / 1e9
         return super().estimate_s(settings, cell) + rounded_up_s + 1.0
 
-    def run(self, ctx: RunContext, argv: list[str]) -> str:
-        """Run rtla with tracefs mounted and the tracer present; its output (stdout and stderr)."""
+    def run(self, ctx: RunContext, argv: list[str], read: Callable[[str], T]) -> T:
+        """rtla's output (stdout and stderr) as `read` makes it: rtla run on the cell's CPUs (-c) with
+        tracefs mounted and the tracer present; a failure of rtla or of `read` keeps the output."""
+        cpus = cpus_of(ctx)
         with Tracefs(ctx.target) as fs:
             fs.require(self.tracer)
-            rc, output = run_tool(ctx, argv, f"rtla {self.tracer}", LOG)
+            rc, output = run_tool(ctx, [*argv, *(["-c", cpus] if cpus else [])], f"rtla {self.tracer}", LOG)
         if rc != 0:
             raise failed(f"rtla {self.tracer}", rc, output, LOG)
-        return output.decode(errors="replace")
+        try:
+            return read(output.decode(errors="replace"))
+        except RunFailed as exc:
+            raise RunFailed(exc.reason, exc.status, {LOG: output}) from None
 
 
 @dataclass(frozen=True)
@@ -131,14 +140,12 @@ class Timerlat(_Rtla):
         entries = p.histogram_us
         argv = ["rtla", "timerlat", "hist", "-d", str(seconds), "-p", str(p.period_ns // US),
                 "-P", f"f:{p.priority}", "-E", str(entries), "-b", "1"]
-        if cpus_of(ctx):
-            argv += ["-c", cpus_of(ctx)]
-        output = self.run(ctx, argv)
-        try:
+
+        def read(output: str) -> tuple[list[rtla.TimerlatColumn], tuple[list[Metric], dict[str, Samples]]]:
             columns = rtla.parse_timerlat_hist(output, entries)
-            metrics, series = rtla.timerlat_metrics(columns)
-        except RunFailed as exc:
-            raise RunFailed(exc.reason, exc.status, {LOG: output.encode()}) from None
+            return columns, rtla.timerlat_metrics(columns)
+
+        columns, (metrics, series) = self.run(ctx, argv, read)
         warnings = seconds_warning(ctx, seconds, "rtla timerlat")
         over = sum(c.overflow for c in columns)
         if over:
@@ -180,13 +187,7 @@ class Osnoise(_Rtla):
                 str(p.period_ns // US), "-r", str(p.runtime_ns // US)]
         if p.priority:
             argv += ["-P", f"f:{p.priority}"]
-        if cpus_of(ctx):
-            argv += ["-c", cpus_of(ctx)]
-        output = self.run(ctx, argv)
-        try:
-            metrics = rtla.osnoise_metrics(rtla.parse_osnoise_top(output))
-        except RunFailed as exc:
-            raise RunFailed(exc.reason, exc.status, {LOG: output.encode()}) from None
+        metrics = self.run(ctx, argv, lambda output: rtla.osnoise_metrics(rtla.parse_osnoise_top(output)))
         warnings = seconds_warning(ctx, seconds, "rtla osnoise")
         hw = next((m.value for m in metrics if m.name == "hw_noise_events" and m.probe == ""), 0.0)
         if hw:

@@ -18,10 +18,6 @@
     "usage: " PROG " --chip /dev/gpiochipN --line N --out PATH --stats PATH --ready PATH "  \
     "[--max-duration-ns N] [--max-edges N] [--clock monotonic|realtime|hte]\n"
 
-struct rec {
-    int64_t a, b; /* an edge: (t_ns, level); a blind span: (start_ns, end_ns) */
-};
-
 struct opts {
     const char *chip, *out, *stats, *ready, *clock;
     int64_t line, max_duration_ns, max_edges;
@@ -71,7 +67,7 @@ static struct opts parse_opts(int argc, char **argv)
 }
 
 struct capture {
-    struct rec *edges, *blind;
+    struct sw_rec *edges, *blind;
     uint64_t n_edges, n_blind, max_blind, overflow, events, lost_events, same_polarity;
     int initial_level;
     int64_t start_ns, end_ns;
@@ -80,7 +76,7 @@ struct capture {
 static void add_blind(struct capture *c, int64_t from, int64_t to)
 {
     if (c->n_blind < c->max_blind)
-        c->blind[c->n_blind++] = (struct rec){from, to};
+        c->blind[c->n_blind++] = (struct sw_rec){from, to};
 }
 
 static int request_line(const struct opts *o, int chip_fd)
@@ -144,7 +140,7 @@ static void watch(const struct opts *o, int line_fd, struct capture *c)
                 c->same_polarity++;
                 add_blind(c, last, t);
             } else if (c->n_edges < (uint64_t)o->max_edges) {
-                c->edges[c->n_edges++] = (struct rec){t, v};
+                c->edges[c->n_edges++] = (struct sw_rec){t, v};
                 level = v;
             } else {
                 c->overflow++;
@@ -154,19 +150,6 @@ static void watch(const struct opts *o, int line_fd, struct capture *c)
         }
     }
     c->end_ns = sw_now_ns();
-}
-
-static int write_out(const struct opts *o, const struct capture *c)
-{
-    struct sw_file w;
-    if (sw_file_open(&w, PROG, "capture ", o->out) != 0)
-        return -1;
-    uint64_t head[2] = {c->n_edges, c->n_blind};
-    fwrite("JLOBS001", 1, 8, w.f);
-    fwrite(head, sizeof head, 1, w.f);
-    fwrite(c->edges, sizeof(struct rec), c->n_edges, w.f);
-    fwrite(c->blind, sizeof(struct rec), c->n_blind, w.f);
-    return sw_file_commit(&w);
 }
 
 int main(int argc, char **argv)
@@ -187,7 +170,7 @@ int main(int argc, char **argv)
     if (sw_write_file(PROG, o.ready, "%ld\n", (long)getpid()) != 0)
         return 1;
     watch(&o, line_fd, &c);
-    int rc = write_out(&o, &c) == 0 ? 0 : 1;
+    int rc = sw_write_capture(PROG, o.out, c.edges, c.n_edges, c.blind, c.n_blind) == 0 ? 0 : 1;
     if (sw_write_file(PROG, o.stats,
                       "{\"events\": %llu, \"edges\": %llu, \"lost_events\": %llu, "
                       "\"same_polarity\": %llu, \"overflow_edges\": %llu, \"blind_intervals\": %llu, "

@@ -14,17 +14,13 @@
     "[--blind-threshold-ns 5000] [--cpu N] [--prio 99] [--max-duration-ns N] "          \
     "[--max-edges N] [--pin-offset BYTE]\n"
 
-struct rec {
-    int64_t a, b; /* an edge: (t_ns, level); a blind interval: (start_ns, end_ns) */
-};
-
 struct opts {
     const char *pin, *out, *stats, *ready;
     int64_t blind_threshold_ns, cpu, prio, max_duration_ns, max_edges, pin_offset;
 };
 
 struct capture {
-    struct rec *edges, *blind;
+    struct sw_rec *edges, *blind;
     uint64_t *hist;
     uint64_t n_edges, n_blind, overflow_edges, blind_total, blind_dropped, blind_ns;
     uint64_t polls, hist_overflow;
@@ -86,40 +82,6 @@ static void *alloc_prefaulted(size_t len, const char *what)
     return p;
 }
 
-static void put_u64_le(FILE *f, uint64_t v)
-{
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    fwrite(b, 1, 8, f);
-}
-
-static void put_recs_le(FILE *f, const struct rec *r, uint64_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    fwrite(r, sizeof *r, (size_t)n, f);
-#else
-    for (uint64_t i = 0; i < n; i++) {
-        put_u64_le(f, (uint64_t)r[i].a);
-        put_u64_le(f, (uint64_t)r[i].b);
-    }
-#endif
-}
-
-static int write_out(const struct opts *o, const struct capture *c)
-{
-    struct sw_file w;
-    if (sw_file_open(&w, PROG, "", o->out) != 0)
-        return -1;
-    setvbuf(w.f, NULL, _IOFBF, 1 << 20);
-    fwrite("JLOBS001", 1, 8, w.f);
-    put_u64_le(w.f, c->n_edges);
-    put_u64_le(w.f, c->n_blind);
-    put_recs_le(w.f, c->edges, c->n_edges);
-    put_recs_le(w.f, c->blind, c->n_blind);
-    return sw_file_commit(&w);
-}
-
 /* Smallest bucket whose cumulative count reaches q of all polls; past the
  * histogram the answer is the max gap, an upper bound. */
 static int64_t poll_percentile(const struct capture *c, double q)
@@ -177,7 +139,7 @@ static void add_blind(struct capture *c, int64_t s, int64_t e)
     }
     c->blind_total++;
     if (c->n_blind < MAX_BLIND)
-        c->blind[c->n_blind++] = (struct rec){s, e};
+        c->blind[c->n_blind++] = (struct sw_rec){s, e};
     else
         c->blind_dropped++;
 }
@@ -215,7 +177,7 @@ static void poll_loop(const struct opts *o, volatile const unsigned char *pin, s
                 add_blind(c, prev, t);
             level = v;
             if (c->n_edges < max_edges)
-                c->edges[c->n_edges++] = (struct rec){t, v};
+                c->edges[c->n_edges++] = (struct sw_rec){t, v};
             else
                 c->overflow_edges++;
         }
@@ -259,7 +221,7 @@ int main(int argc, char **argv)
     if (c.mlocked)
         munlockall(); /* the capture is over; writing may allocate */
     int rc = 0;
-    if (write_out(&o, &c) != 0)
+    if (sw_write_capture(PROG, o.out, c.edges, c.n_edges, c.blind, c.n_blind) != 0)
         rc = 1;
     if (write_stats(&o, &c) != 0)
         rc = 1;

@@ -1,6 +1,6 @@
 /* Shared by every C program: stop signals, clock, number flags and files written
  * whole; and, for the square-wave programs and the observer, their flags,
- * prefaulting, the pin and the self-log. udp_common.h builds on it. Everything is
+ * prefaulting, the pin and the self-log; for the probes, the capture they write. udp_common.h builds on it. Everything is
  * static inline so a program that does not use a helper gets no unused-function
  * warning. */
 #ifndef JITTERLAB_SW_COMMON_H
@@ -136,6 +136,48 @@ static inline int sw_write_file(const char *prog, const char *path, const char *
     va_start(ap, fmt);
     vfprintf(w.f, fmt, ap);
     va_end(ap);
+    return sw_file_commit(&w);
+}
+
+/* The capture the probes on the target write (observer, gpio-watch) and jitterlab reads
+ * (probes/logs.py): "JLOBS001", the counts of edges and of blind spans (u64), then each as two
+ * int64; all little-endian, whatever the target's byte order. */
+struct sw_rec {
+    int64_t a, b; /* an edge: (t_ns, level); a blind span: (start_ns, end_ns) */
+};
+
+static inline void sw_put_u64_le(FILE *f, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    fwrite(b, 1, 8, f);
+}
+
+static inline void sw_put_recs_le(FILE *f, const struct sw_rec *r, uint64_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    fwrite(r, sizeof *r, (size_t)n, f);
+#else
+    for (uint64_t i = 0; i < n; i++) {
+        sw_put_u64_le(f, (uint64_t)r[i].a);
+        sw_put_u64_le(f, (uint64_t)r[i].b);
+    }
+#endif
+}
+
+static inline int sw_write_capture(const char *prog, const char *path, const struct sw_rec *edges,
+                                   uint64_t n_edges, const struct sw_rec *blind, uint64_t n_blind)
+{
+    struct sw_file w;
+    if (sw_file_open(&w, prog, "capture ", path) != 0)
+        return -1;
+    setvbuf(w.f, NULL, _IOFBF, 1 << 20);
+    fwrite("JLOBS001", 1, 8, w.f);
+    sw_put_u64_le(w.f, n_edges);
+    sw_put_u64_le(w.f, n_blind);
+    sw_put_recs_le(w.f, edges, n_edges);
+    sw_put_recs_le(w.f, blind, n_blind);
     return sw_file_commit(&w);
 }
 

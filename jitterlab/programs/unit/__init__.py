@@ -1,7 +1,8 @@
 """The firmware of the real-time units beside Linux (a Cortex-M core of the SoC, or an MCU on a
 serial line): one portable core (core.c: the protocol, the wave made by a timer interrupt, the edge
-count) and a small layer per unit (its timer, GPIO and transport), built on the controller with
-Debian's gcc-arm-none-eabi (Makefile).
+count), the start every Cortex-M unit shares (cortex_m.c: reset, the SysTick as the wave's timer,
+the system exceptions' vectors) and a small layer per unit (its GPIO, transport and interrupts),
+built on the controller with Debian's gcc-arm-none-eabi (Makefile).
 
 A `UnitProfile` says what jitterlab must know of a unit before anything is built: its timer (to
 refuse a period it cannot make when the campaign is read), how its firmware gets onto it, how

@@ -1,7 +1,6 @@
 /* What every Cortex-M unit shares: the SysTick timer, the NVIC's enable registers, the interrupt
  * mask and the sleep instruction, as the ARMv7-M Architecture Reference Manual (ARM DDI 0403,
- * B3.3 SysTick, B3.4 NVIC) gives them; and the start of a bare-metal program (data copied from its
- * load address, bss zeroed). */
+ * B3.3 SysTick, B3.4 NVIC) gives them; and the vector table's layout (its start: cortex_m.c). */
 #ifndef JL_CORTEX_M_H
 #define JL_CORTEX_M_H
 
@@ -42,16 +41,10 @@ static inline void jl_systick_stop(void)
     ICSR = ICSR_PENDSTCLR;
 }
 
-/* The linker script's symbols: .data's load address and place, .bss, the stack's top. */
-extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
-
-static inline void jl_c_runtime(void)
-{
-    uint32_t *src = &_sidata;
-    for (uint32_t *dst = &_sdata; dst < &_edata;)
-        *dst++ = *src++;
-    for (uint32_t *dst = &_sbss; dst < &_ebss;)
-        *dst++ = 0;
-}
+/* An entry of the vector table. cortex_m.c gives the first 16; a unit gives its interrupts' in one
+ * JL_IRQ_VECTORS array, which its linker script places right after them (KEEP(*(.isr_vector))
+ * KEEP(*(.isr_vector.irq))), so that the array's entry n is interrupt n's. */
+typedef void (*jl_vector)(void);
+#define JL_IRQ_VECTORS __attribute__((section(".isr_vector.irq"), used))
 
 #endif

@@ -40,8 +40,6 @@
 
 const struct jl_unit jl_unit = {"lm3s6965evb", JL_TIMER_HZ, JL_MIN_RELOAD, JL_MAX_RELOAD};
 
-void jl_unit_timer_start(uint32_t reload) { jl_systick_start(reload); }
-void jl_unit_timer_stop(void) { jl_systick_stop(); }
 void jl_unit_pin(int level) { GPIOF_DATA_WAVE = level ? WAVE_MASK : 0u; }
 
 void jl_unit_send(const char *line, uint32_t len)
@@ -58,14 +56,6 @@ static void uart0_isr(void)
     while (!(UART_FR & FR_RXFE))
         jl_core_rx((char)(UART_DR & 0xFFu));
     UART_ICR = IM_RXIM | IM_RTIM;
-}
-
-static void systick_isr(void) { jl_core_tick(); }
-
-static void halt(void)
-{
-    for (;;)
-        jl_wait_for_interrupt();
 }
 
 int main(void)
@@ -93,25 +83,6 @@ int main(void)
     }
 }
 
-void jl_reset(void);
-
-void jl_reset(void)
-{
-    jl_c_runtime();
-    main();
-}
-
-typedef void (*vector)(void);
-__attribute__((section(".isr_vector"), used)) static const vector vectors[16 + 6] = {
-    [0] = (vector)(uintptr_t)&_estack,
-    [1] = jl_reset,
-    [2] = halt,  /* NMI */
-    [3] = halt,  /* HardFault */
-    [4] = halt,  /* MemManage */
-    [5] = halt,  /* BusFault */
-    [6] = halt,  /* UsageFault */
-    [11] = halt, /* SVCall */
-    [14] = halt, /* PendSV */
-    [15] = systick_isr,
-    [16 + UART0_IRQ] = uart0_isr,
+JL_IRQ_VECTORS static const jl_vector irq_vectors[UART0_IRQ + 1] = {
+    [UART0_IRQ] = uart0_isr,
 };

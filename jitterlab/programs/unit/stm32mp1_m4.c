@@ -33,8 +33,6 @@
 
 const struct jl_unit jl_unit = {"stm32mp1-m4", JL_TIMER_HZ, JL_MIN_RELOAD, JL_MAX_RELOAD};
 
-void jl_unit_timer_start(uint32_t reload) { jl_systick_start(reload); }
-void jl_unit_timer_stop(void) { jl_systick_stop(); }
 void jl_unit_pin(int level) { GPIO_BSRR = level ? 1u << WAVE_LINE : 1u << (WAVE_LINE + 16u); }
 void jl_unit_send(const char *line, uint32_t len) { jl_rpmsg_send(line, len); }
 
@@ -54,14 +52,6 @@ static void ipcc_rx_isr(void)
 {
     /* clear what Linux signalled: the main loop reads the rings whatever it was */
     IPCC_C2SCR = IPCC_C1TOC2SR & (CH_BIT(1) | CH_BIT(2));
-}
-
-static void systick_isr(void) { jl_core_tick(); }
-
-static void halt(void)
-{
-    for (;;)
-        jl_wait_for_interrupt();
 }
 
 int main(void)
@@ -85,25 +75,6 @@ int main(void)
     }
 }
 
-void jl_reset(void);
-
-void jl_reset(void)
-{
-    jl_c_runtime();
-    main();
-}
-
-typedef void (*vector)(void);
-__attribute__((section(".isr_vector"), used)) static const vector vectors[16 + IPCC_RX1_IRQ + 1] = {
-    [0] = (vector)(uintptr_t)&_estack,
-    [1] = jl_reset,
-    [2] = halt,  /* NMI */
-    [3] = halt,  /* HardFault */
-    [4] = halt,  /* MemManage */
-    [5] = halt,  /* BusFault */
-    [6] = halt,  /* UsageFault */
-    [11] = halt, /* SVCall */
-    [14] = halt, /* PendSV */
-    [15] = systick_isr,
-    [16 + IPCC_RX1_IRQ] = ipcc_rx_isr,
+JL_IRQ_VECTORS static const jl_vector irq_vectors[IPCC_RX1_IRQ + 1] = {
+    [IPCC_RX1_IRQ] = ipcc_rx_isr,
 };

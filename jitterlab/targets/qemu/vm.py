@@ -7,10 +7,6 @@ when jitterlab's end of a pipe closes, which the kernel does also when jitterlab
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,15 +77,10 @@ class VM:
     def __init__(self, spec: BootSpec, log: Path) -> None:
         self.spec = spec
         self.log = log  # qemu's own messages
-        self._launcher, self._pipe = tied.start(qemu_argv(spec), log, STOP_GRACE_S)
-
-    @property
-    def pgid(self) -> int:
-        """The launcher's process group: the launcher and qemu."""
-        return self._launcher.pid
+        self._qemu = tied.start(qemu_argv(spec), log, STOP_GRACE_S)
 
     def alive(self) -> bool:
-        return self._launcher.poll() is None
+        return self._qemu.alive()
 
     def wait_ready(self, timeout_s: float) -> tuple[str, float | None]:
         """("ready", guest uptime s) once the guest says so; ("failed", None) when it reported a
@@ -115,15 +106,5 @@ class VM:
         except OSError:
             return ""
 
-    def stop(self, grace_s: float = 5.0) -> None:
-        """Close the pipe (the launcher TERMs qemu, KILLs it after 5 s); KILL the group if it lingers."""
-        if self._pipe >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._pipe)
-            self._pipe = -1
-        try:
-            self._launcher.wait(grace_s + 5.0)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.pgid, signal.SIGKILL)
-            self._launcher.wait()
+    def stop(self) -> None:
+        self._qemu.stop()

@@ -22,7 +22,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -54,8 +53,7 @@ class EmulatedUnit:
         self.socket = self.dir / "uart.sock"  # the board's serial port, when there is a board
         self.trace = self.dir / "gpio-trace.log"
         self.log = self.dir / "qemu.log"
-        self._launcher: subprocess.Popen | None = None
-        self._pipe = -1
+        self._qemu: tied.Tied | None = None
         self._held = -1  # our end of the pty, kept open and raw
         self._link: UnitLink | None = None
         self._start_s: float | None = None
@@ -102,7 +100,7 @@ class EmulatedUnit:
 
     def acquire(self, target: Target) -> UnitLink:
         if self._link is not None:
-            if self._launcher is not None and self._launcher.poll() is not None:
+            if self._qemu is not None and not self._qemu.alive():
                 raise RunFailed(f"{self.where}: the emulated unit's qemu ended ({self._qemu_said()})")
             return self._link
         e = self.emulation
@@ -126,7 +124,7 @@ class EmulatedUnit:
         return self._link
 
     def _start(self, argv: list[str]) -> None:
-        self._launcher, self._pipe = tied.start(argv, self.log, STOP_GRACE_S)
+        self._qemu = tied.start(argv, self.log, STOP_GRACE_S)
 
     def _wait_started(self) -> str:
         """The pty qemu made, once it says so; held open and raw from then on."""
@@ -154,7 +152,7 @@ class EmulatedUnit:
                         f"({self._qemu_said()})")
 
     def _check_alive(self) -> None:
-        if self._launcher is not None and self._launcher.poll() is not None:
+        if self._qemu is not None and not self._qemu.alive():
             raise RunFailed(f"{self.where}: the emulated unit's qemu ended at once: {self._qemu_said()}")
 
     def _qemu_log(self) -> str:
@@ -168,18 +166,9 @@ class EmulatedUnit:
         return lines[-1] if lines else "it said nothing"
 
     def release(self, target: Target | None) -> str | None:
-        if self._pipe >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._pipe)
-            self._pipe = -1
-        if self._launcher is not None:
-            try:
-                self._launcher.wait(10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._launcher.pid, signal.SIGKILL)
-                self._launcher.wait()
-            self._launcher = None
+        if self._qemu is not None:
+            self._qemu.stop()
+            self._qemu = None
         if self._held >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._held)

@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
-from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.option_table import OptionTable
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
 from jitterlab.model.errors import Where
-from jitterlab.model.options import Options
-from jitterlab.model.params import Param, parse_options
+from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, RunSettings
 from jitterlab.model.registry import Registry
 from jitterlab.targets.capabilities import Capability, Declared
@@ -79,24 +78,13 @@ class Pin(Protocol):
         ...
 
 
-class PinBase:
-    """Defaults for the optional parts of the Pin protocol; subclasses set `ctx` in __init__."""
+class PinBase(OptionTable):
+    """Defaults for the optional parts of the Pin protocol; its options: OptionTable."""
 
+    named_by = "pin"
     offers: ClassVar[frozenset[type[Offer]]]  # no default: a pin kind says what its handle offers
-    params: ClassVar[tuple[Param, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
-    record: ClassVar[type[Options] | None] = None  # its options as a typed record (model/options.py)
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-
-    @classmethod
-    def validate(cls, options: Mapping[str, object], where: str | Where) -> dict:
-        parsed = parse_options(cls.params, options, where, "this pin")
-        if cls.record is not None:
-            cls.record.of(parsed)  # typed once where the campaign is read: a record at odds is a bug
-        return parsed
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
@@ -106,25 +94,12 @@ class PinBase:
         cls.options_in(settings, name, where.at("pins", name))
 
     @classmethod
-    def options_in(cls, settings: RunSettings, name: str, where: Where) -> dict:
-        """The [pins.NAME] options as the campaign read them (canonical values: a duration in ns),
-        defaults filled in; UserError naming `where` when a required one is missing."""
-        given = settings.options_of("pins", name)
-        rest = [p for p in cls.params if p.name not in given]
-        return {**parse_options(rest, {}, where, "this pin"), **given}
-
-    @classmethod
     def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         return None
 
     @classmethod
     def declare(cls, settings: RunSettings) -> PinHandle:
         return PinHandle("")
-
-    def options(self) -> dict:
-        """This pin's [pins.NAME] options for the run, defaults filled in."""
-        name = str(self.ctx.cell.param("pin", ""))
-        return self.options_in(self.ctx.settings, name, Where(keys=("pins", name)))
 
 
 PINS: Registry[type[PinBase]] = Registry("pin")

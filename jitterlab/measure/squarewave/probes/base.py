@@ -10,13 +10,12 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.option_table import OptionTable
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import Where
-from jitterlab.model.options import Options
-from jitterlab.model.params import Param, parse_options
+from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries
@@ -111,30 +110,19 @@ class Probe(Protocol):
         ...
 
 
-class ProbeBase:
-    """Defaults for the optional parts of the Probe protocol; keeps the run context. `needs` has
+class ProbeBase(OptionTable):
+    """Defaults for the optional parts of the Probe protocol; its options: OptionTable. `needs` has
     no default: a probe says what it watches (a probe that binds to every pin says `needs = ()`)."""
 
+    named_by = "probe"
     needs: ClassVar[Forms]
     independent: ClassVar[bool] = True
     location: ClassVar[str] = "target"
     needs_cpu: ClassVar[bool] = False
-    params: ClassVar[tuple[Param, ...]] = ()
     tools: ClassVar[dict[str, str]] = {}
     controller_tools: ClassVar[dict[str, str]] = {}
     programs: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
-    record: ClassVar[type[Options] | None] = None  # its options as a typed record (model/options.py)
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-
-    @classmethod
-    def validate(cls, options: Mapping[str, object], where: str | Where) -> dict:
-        parsed = parse_options(cls.params, options, where, "this probe")
-        if cls.record is not None:
-            cls.record.of(parsed)  # typed once where the campaign is read: a record at odds is a bug
-        return parsed
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
@@ -150,19 +138,6 @@ class ProbeBase:
         reads = cls.reads_of(cell)
         if reads is not None:
             target.need(reads, f"probe {cell.param('probe')!r}", where.key("probe"))
-
-    @classmethod
-    def options_in(cls, settings: RunSettings, name: str, where: Where) -> dict:
-        """The [probes.NAME] options as the campaign read them (canonical values), defaults filled in;
-        UserError naming `where` when a required one is missing."""
-        given = settings.options_of("probes", name)
-        rest = [p for p in cls.params if p.name not in given]
-        return {**parse_options(rest, {}, where, f"probe {name!r}"), **given}
-
-    def options(self) -> dict:
-        """This probe's [probes.NAME] options for the run, defaults filled in."""
-        name = str(self.ctx.cell.param("probe", ""))
-        return self.options_in(self.ctx.settings, name, Where(keys=("probes", name)))
 
     def start(self, pin: PinHandle) -> None:
         return None
