@@ -8,33 +8,24 @@ own edges beside them (so the bias of self-measurement is visible on the very sa
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 
 import numpy as np
 
 from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.squarewave.bindings import drives, pairing, refusal, unpaired
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.impls.base import IMPLS, SELF_LOG
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture
 from jitterlab.measure.squarewave.probes.logs import SelfLog, read_self_log
 from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
 from jitterlab.model.traits import PERIOD_ERRORS
 from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import Capability
-
-
-@dataclass(frozen=True)
-class WaveCell(Options):
-    impl: str
-    period_ns: int = key("period")
-    probe: str = key("probe")
-    pin: str = key("pin")
 
 
 def _parts(cell: Cell):

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.option_table import OptionTable
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, OfferT
 from jitterlab.model.errors import Where
@@ -90,7 +91,7 @@ class PinBase(OptionTable):
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
         """By default the pin's options must be complete (a required one missing from [pins.NAME] is
         an error here)."""
-        name = str(cell.param("pin", ""))
+        name = WaveCell.of_cell(cell).pin
         cls.options_in(settings, name, where.at("pins", name))
 
     @classmethod

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, Offer, TracedOutput, describe, serves
 from jitterlab.measure.squarewave.probes.base import PROBES
@@ -81,8 +82,9 @@ class UnitPin(PinBase):
         if not isinstance(spec, UnitSpec):
             raise UserError(f"{where}.pin: pin {NAME!r} is a real-time unit's, and target {cell.target!r} "
                             f"has none; give its [[target]] one, e.g. {EXAMPLE}")
-        period_ns, profile = int(cell.param("period", 0) or 0), spec.profile
-        made = timing(profile, period_ns) if period_ns else None
+        wave, profile = WaveCell.of_cell(cell), spec.profile
+        period_ns = wave.period_ns
+        made = timing(profile, period_ns)
         if isinstance(made, str):
             step = period_step_ns(profile)
             shortest = 2 * profile.min_reload * 1_000_000_000 // profile.timer_hz
@@ -91,7 +93,7 @@ class UnitPin(PinBase):
                             f"multiple of {format_ns(step)} from {format_ns(max(shortest, step))} on")
         # an emulated unit's pin is traced by the emulator; a real one is wired to an instrument
         forms = (TracedOutput,) if spec.emulated else (InstrumentInput,)
-        probe = str(cell.param("probe", ""))
+        probe = wave.probe
         wants = PROBES.get(probe, f"{where}.probe").needs
         if wants and not serves(wants, forms):
             fit = [e.name for e in PROBES if e.obj.needs and serves(e.obj.needs, forms)]

@@ -6,6 +6,7 @@ say (a gpiod pin names no register map)."""
 
 from __future__ import annotations
 
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.model.errors import Where
@@ -22,7 +23,7 @@ def show_pins(value: ParamValue) -> str:
 def declared_line(cell: Cell, settings: RunSettings) -> tuple[str, BoardLine]:
     """The cell's pin and the board line it will offer, as its options declare it (when the campaign
     is read: what only its setup finds, a chip's label, is not there)."""
-    name = str(cell.param("pin"))
+    name = WaveCell.of_cell(cell).pin
     return name, _line(PINS.get(name, "matrix.pin").declare(settings))
 
 

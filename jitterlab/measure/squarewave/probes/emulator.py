@@ -27,6 +27,7 @@ from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, Alignment, alig
 from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
 from jitterlab.analysis.watched import pin_watched_metric
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
 from jitterlab.measure.squarewave.pins.socs import SOCS
@@ -99,7 +100,7 @@ class EmulatorProbe(ProbeBase):
     @classmethod
     def _board_line(cls, cell: Cell) -> bool:
         """True when the cell's pin is a line of the target's board (not an output traced elsewhere)."""
-        return serves((BoardLine,), PINS.get(str(cell.param("pin", "")), "matrix.pin").offers)
+        return serves((BoardLine,), PINS.get(WaveCell.of_cell(cell).pin, "matrix.pin").offers)
 
     @classmethod
     def reads_of(cls, cell: Cell) -> type[Capability] | None:
@@ -109,9 +110,9 @@ class EmulatorProbe(ProbeBase):
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
         if cls._board_line(cell):
             cls._declared(cell, settings, where)
-        period_ns = int(cell.param("period", 0) or 0)
+        period_ns = WaveCell.of_cell(cell).period_ns
         shortest_ns = 2 * MIN_STAMPS_PER_HALF_PERIOD * RESOLUTION_NS
-        if period_ns and period_ns < shortest_ns:
+        if period_ns < shortest_ns:
             raise UserError(f"{where}.period: {format_ns(period_ns)} is too short for the emulator probe: "
                             f"its {format_ns(RESOLUTION_NS)} time stamps give fewer than "
                             f"{MIN_STAMPS_PER_HALF_PERIOD} per half period; use a period >= "

@@ -30,6 +30,7 @@ from jitterlab.analysis.alignment import align
 from jitterlab.analysis.counted import CountCheck
 from jitterlab.analysis.logic import decode_binary, edges_ns, frequency_hz
 from jitterlab.analysis.watched import pin_watched_metric
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal, serves
 from jitterlab.measure.squarewave.probes.aligned import aligned_capture
@@ -142,10 +143,10 @@ class SigrokProbe(ProbeBase):
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
         table = where.at("probes", "sigrok")
         options = SigrokOptions.of(cls.options_in(settings, "sigrok", table))
-        rate, period_ns = options.samplerate_hz, int(cell.param("period", 0) or 0)
+        rate, period_ns = options.samplerate_hz, WaveCell.of_cell(cell).period_ns
         if options.driver == "demo":
             cls._check_demo(cell, options, table, where)
-        if period_ns and rate * period_ns < 2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000:
+        if rate * period_ns < 2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000:
             need = -(-2 * MIN_SAMPLES_PER_HALF_PERIOD * 1_000_000_000 // period_ns)
             raise table.key("samplerate").error(
                 f"{format_rate(rate)} takes "
@@ -156,11 +157,12 @@ class SigrokProbe(ProbeBase):
 
     @staticmethod
     def _check_demo(cell: Cell, options: SigrokOptions, table: Where, where: Where) -> None:
-        if not serves((OutsideSignal,), PINS.get(str(cell.param("pin")), f"{where}.pin").offers):
+        wave = WaveCell.of_cell(cell)
+        if not serves((OutsideSignal,), PINS.get(wave.pin, f"{where}.pin").offers):
             outside = " or ".join(f'"{e.name}"' for e in PINS if serves((OutsideSignal,), e.obj.offers))
             raise UserError(
                 f"{where}.pin: driver \"demo\" captures sigrok's own test pattern, not pin "
-                f"{cell.param('pin')!r}; use pin = {outside}, which says so"
+                f"{wave.pin!r}; use pin = {outside}, which says so"
             )
         if options.samplerate_hz != DEMO_RATE_HZ:
             rate_text = format_rate(DEMO_RATE_HZ)
@@ -169,7 +171,7 @@ class SigrokProbe(ProbeBase):
         period = demo_period_ns(options.channel, DEMO_RATE_HZ)
         if period is None:
             raise table.key("channel").error(f'the demo pattern is on D0..D7, not {options.channel!r}')
-        if int(cell.param("period", 0) or 0) != period:
+        if wave.period_ns != period:
             raise UserError(f"{where}.period: the demo pattern on {options.channel} has a period of "
                             f"{format_ns(period)}; set period = \"{format_ns(period)}\" (or another channel)")
 

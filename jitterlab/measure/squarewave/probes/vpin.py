@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from jitterlab.measure.context import Throttling
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import LevelPage
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
@@ -103,8 +104,8 @@ class VpinProbe(ProbeBase):
 
     @classmethod
     def check(cls, cell, settings, where: Where) -> None:
-        period_ns = int(cell.param("period", 0) or 0)
-        if period_ns and period_ns < 2 * settings.blind_threshold_ns:
+        period_ns = WaveCell.of_cell(cell).period_ns
+        if period_ns < 2 * settings.blind_threshold_ns:
             raise UserError(
                 f"{where}.period: {format_ns(period_ns)} is too short for the vpin probe: a pulse "
                 f"could hide in a gap shorter than campaign.blind_threshold "
