@@ -16,11 +16,13 @@ RECORDED = [(kind, e.name, e.obj) for kind in ("benchmarks", "probes", "pins")
             for e in plugins.ALL[kind] if e.obj.record is not None]
 
 
-def _values(params: tuple[Param, ...]) -> dict:
-    """Each Param's default, else its example (the first of a list), read by its parser."""
+def _values(params: tuple[Param, ...], *, examples: bool = False) -> dict:
+    """Each Param's default, else its example (the first of a list), read by its parser; with
+    `examples`, each example (where a default is a word like "auto", the example is a number)."""
     values = {}
     for p in params:
-        given = p.default if p.default is not None else tomllib.loads(f"v = {p.example}")["v"]
+        use_default = p.default is not None and not examples
+        given = p.default if use_default else tomllib.loads(f"v = {p.example}")["v"]
         if isinstance(given, list) and not p.whole:
             given = given[0]
         values[p.name] = p.parse(given, f"test.{p.name}")
@@ -28,17 +30,20 @@ def _values(params: tuple[Param, ...]) -> dict:
 
 
 def test_the_typed_records_are_many():
-    # squarewave, its probes and pins, and the benchmarks that cast the most
+    # squarewave, its probes and pins, and the benchmarks that read their matrix keys as numbers
     assert {"squarewave", "cyclictest", "udp-echo", "hwlat", "timerlat", "osnoise", "sigrok", "scpi",
-            "gpiomem", "gpiod", "sysfs"} <= {name for _, name, _ in RECORDED}
+            "gpiomem", "gpiod", "sysfs", "membw", "disk", "iperf3", "ssh-transfer", "pps",
+            "crypto"} <= {name for _, name, _ in RECORDED}
 
 
+@pytest.mark.parametrize("examples", [False, True], ids=["defaults", "examples"])
 @pytest.mark.parametrize(("kind", "name", "plugin"), RECORDED, ids=[f"{k}:{n}" for k, n, _ in RECORDED])
-def test_a_record_reads_every_key_of_its_params_as_its_parser_gives_it(kind, name, plugin):
+def test_a_record_reads_every_key_of_its_params_as_its_parser_gives_it(kind, name, plugin, examples):
     assert set(plugin.record.keys().values()) <= {p.name for p in plugin.params}, "a field with no Param"
-    record = plugin.record.of(_values(plugin.params))
+    values = _values(plugin.params, examples=examples)
+    record = plugin.record.of(values)
     for field, option in plugin.record.keys().items():
-        assert getattr(record, field) == _values(plugin.params)[option]
+        assert getattr(record, field) == values[option]
 
 
 def test_a_record_at_odds_with_its_values_is_a_bug_not_a_user_error():

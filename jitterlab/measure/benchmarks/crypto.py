@@ -9,10 +9,12 @@ seconds (-seconds): a campaign duration that is not a whole number of seconds is
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed, run_tool, whole_seconds
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, choice, format_size, size
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.targets.processes import pinned
@@ -42,6 +44,12 @@ def parse_mr(text: str, algorithm: str, block_bytes: int) -> float:
     return speeds[sizes.index(block_bytes)]
 
 
+@dataclass(frozen=True)
+class CryptoCell(Options):
+    algorithm: str
+    block_bytes: int = key("block_size")
+
+
 class Crypto(BenchmarkBase):
     headline = ("bytes_per_s",)
 
@@ -51,6 +59,7 @@ class Crypto(BenchmarkBase):
         Param("block_size", "bytes per operation (-bytes)", size(1, 1 << 30), '"16k"', default=16384,
               show=format_size),
     )
+    record = CryptoCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"openssl": "openssl"}
@@ -60,11 +69,12 @@ class Crypto(BenchmarkBase):
         return super().estimate_s(settings, cell) + rounded_up_s
 
     def label(self, cell) -> str:
-        return f"crypto {cell.param('algorithm')} {format_size(cell.param('block_size'))} {cell.load}"
+        p = CryptoCell.of_cell(cell)
+        return f"crypto {p.algorithm} {format_size(p.block_bytes)} {cell.load}"
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, settings = ctx.cell, ctx.settings
-        algorithm, block = str(cell.param("algorithm")), int(cell.param("block_size"))
+        p, settings = CryptoCell.of_cell(ctx.cell), ctx.settings
+        algorithm, block = p.algorithm, p.block_bytes
         seconds = whole_seconds(settings.duration_ns)
         argv = [*pinned(ctx.placement.program_cpus), "openssl", "speed", "-mr", "-elapsed",
                 "-seconds", str(seconds), "-bytes", str(block), "-evp", algorithm]

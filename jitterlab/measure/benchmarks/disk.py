@@ -8,9 +8,12 @@ Reads with direct = false may come from the page cache: that is what a program w
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.tools.output import first_json
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, auto, boolean, choice, format_size, integer, size
 from jitterlab.model.records import Metric
 from jitterlab.targets.processes import describe_exit, pinned, run_recorded
@@ -73,6 +76,21 @@ def job_error(text: str) -> int:
         return 0
 
 
+@dataclass(frozen=True)
+class DiskCell(Options):
+    pattern: str
+    size_bytes: int = key("size")
+    block_bytes: int | str = key("block_size")  # "auto": see io_bytes
+    direct: bool
+    iodepth: int
+    ioengine: str
+
+    @property
+    def io_bytes(self) -> int:
+        """Bytes per I/O: the block size given, or the pattern's default (1M sequential, 4k random)."""
+        return self.block_bytes if isinstance(self.block_bytes, int) else default_block_size(self.pattern)
+
+
 class Disk(BenchmarkBase):
     headline = (
         "read_bandwidth_mib_per_s", "write_bandwidth_mib_per_s", "read_ops_per_s", "write_ops_per_s",
@@ -91,38 +109,36 @@ class Disk(BenchmarkBase):
         Param("iodepth", "I/Os in flight (needs an async ioengine)", integer(1, 1024), "8", default=1),
         Param("ioengine", "fio's I/O engine", choice(*ENGINES), '"libaio"', default="psync"),
     )
+    record = DiskCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"fio": "fio", "df": "coreutils", "taskset": "util-linux"}
 
     def estimate_s(self, settings, cell) -> float:
         load_s = settings.load_warmup_ns / 1e9 if cell.load != "idle" else 0.0
-        layout_s = int(cell.param("size")) / (200 << 20)
+        layout_s = DiskCell.of_cell(cell).size_bytes / (200 << 20)
         return (settings.duration_ns + settings.warmup_ns) / 1e9 + layout_s + load_s + 0.5
 
     def label(self, cell) -> str:
-        extra = " direct" if cell.param("direct") else ""
-        if cell.param("iodepth") != 1:
-            extra += f" qd{cell.param('iodepth')}"
-        return (f"disk {cell.param('pattern')} {format_size(self._block_size(cell))} "
-                f"{format_size(cell.param('size'))} {cell.param('ioengine')}{extra} {cell.load}")
+        p = DiskCell.of_cell(cell)
+        extra = " direct" if p.direct else ""
+        if p.iodepth != 1:
+            extra += f" qd{p.iodepth}"
+        return (f"disk {p.pattern} {format_size(p.io_bytes)} "
+                f"{format_size(p.size_bytes)} {p.ioengine}{extra} {cell.load}")
 
     def check(self, cell, settings, where) -> None:
-        if cell.param("iodepth") != 1 and cell.param("ioengine") in SYNC_ENGINES:
-            raise UserError(f"{where}.iodepth: ioengine {cell.param('ioengine')!r} does one I/O at a time, "
+        p = DiskCell.of_cell(cell)
+        if p.iodepth != 1 and p.ioengine in SYNC_ENGINES:
+            raise UserError(f"{where}.iodepth: ioengine {p.ioengine!r} does one I/O at a time, "
                             'so iodepth > 1 would be capped at 1; use ioengine = "libaio" or "io_uring"')
-        if self._block_size(cell) > int(cell.param("size")):
-            raise UserError(f"{where}.block_size: {format_size(self._block_size(cell))} is larger than the "
-                            f"file ({format_size(cell.param('size'))}); raise size or lower block_size")
-
-    @staticmethod
-    def _block_size(cell) -> int:
-        bs = cell.param("block_size")
-        return default_block_size(str(cell.param("pattern"))) if bs == "auto" else int(bs)
+        if p.io_bytes > p.size_bytes:
+            raise UserError(f"{where}.block_size: {format_size(p.io_bytes)} is larger than the "
+                            f"file ({format_size(p.size_bytes)}); raise size or lower block_size")
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, settings, target = ctx.cell, ctx.settings, ctx.target
-        pattern, n_bytes = str(cell.param("pattern")), int(cell.param("size"))
+        p, settings, target = DiskCell.of_cell(ctx.cell), ctx.settings, ctx.target
+        pattern, n_bytes = p.pattern, p.size_bytes
         data_dir = f"{ctx.scratch}/fio-data"
         report = f"{ctx.scratch}/fio.json"
         log = f"{ctx.scratch}/fio.log"
@@ -141,7 +157,7 @@ class Disk(BenchmarkBase):
         finally:
             target.run(["rm", "-rf", data_dir])
         attachments = {"fio.json": text.encode(), "fio.log": output.encode()}
-        if job_error(text) == EINVAL and cell.param("direct"):
+        if job_error(text) == EINVAL and p.direct:
             fs = target.run(["stat", "-f", "-c", "%T", ctx.scratch]).stdout.strip() or "?"
             raise RunFailed(f"the file system of {ctx.scratch} ({fs}) refuses O_DIRECT (tmpfs before Linux "
                             "6.6 and ramfs do); set direct = false, or give the target a workdir on a disk",
@@ -158,11 +174,11 @@ class Disk(BenchmarkBase):
         return Measurement(metrics, attachments={"fio.json": text.encode()})
 
     def fio_argv(self, ctx: RunContext, path: str, report: str) -> list[str]:
-        cell, settings = ctx.cell, ctx.settings
+        p, settings = DiskCell.of_cell(ctx.cell), ctx.settings
         argv = ["fio", "--name=jitterlab-disk", f"--filename={path}",
-                f"--rw={PATTERNS[str(cell.param('pattern'))]}", f"--bs={self._block_size(cell)}",
-                f"--size={cell.param('size')}", f"--ioengine={cell.param('ioengine')}",
-                f"--iodepth={cell.param('iodepth')}", f"--direct={int(bool(cell.param('direct')))}",
+                f"--rw={PATTERNS[p.pattern]}", f"--bs={p.io_bytes}",
+                f"--size={p.size_bytes}", f"--ioengine={p.ioengine}",
+                f"--iodepth={p.iodepth}", f"--direct={int(p.direct)}",
                 "--time_based", f"--runtime={max(1, settings.duration_ns // 10**6)}ms",
                 f"--percentile_list={':'.join(k.rstrip('0').rstrip('.') for k in PERCENTILES.values())}",
                 "--output-format=json", f"--output={report}"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import dataclass
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import whole_seconds
@@ -29,6 +30,7 @@ from jitterlab.measure.tools.iperf3 import (
 )
 from jitterlab.measure.tools.output import first_json
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, choice, integer, size
 from jitterlab.model.records import Metric
 from jitterlab.model.series import Samples
@@ -121,6 +123,17 @@ def parse_report(text: str) -> tuple[list[Metric], dict[str, Samples]]:
     return metrics, {"interval_bits_per_s": Samples(intervals, "bit/s")}
 
 
+@dataclass(frozen=True)
+class Iperf3Cell(Options):
+    protocol: str
+    direction: str
+    bitrate_bps: int | str = key("bitrate")  # 0: unlimited; "auto": unlimited for tcp, 1G for udp
+    parallel: int
+    length_bytes: int | str = key("length")  # "auto": iperf3's own
+    port: int
+    peer: str  # host[:port]; "": a server jitterlab starts on the target's loopback
+
+
 class Iperf3(BenchmarkBase):
     headline = ("mbit_per_s", "retransmits", "jitter_ns", "loss_ratio")
 
@@ -137,6 +150,7 @@ class Iperf3(BenchmarkBase):
         Param("peer", 'host[:port] running `iperf3 -s`; "": a server jitterlab starts on the '
               "target's loopback", parse_peer, '"192.168.1.10"', default="", show=lambda v: v or '""'),
     )
+    record = Iperf3Cell
 
     def tools(self, cell) -> dict[str, str]:
         return {"iperf3": "iperf3", "taskset": "util-linux"}
@@ -146,14 +160,16 @@ class Iperf3(BenchmarkBase):
         return _seconds(settings.duration_ns) + settings.warmup_ns // 10**9 + load_s + 1.0
 
     def label(self, cell) -> str:
-        rate = f" {show_bitrate(cell.param('bitrate'))}" if cell.param("bitrate") != "auto" else ""
-        streams = f" x{cell.param('parallel')}" if cell.param("parallel") != 1 else ""
-        where = cell.param("peer") or "loopback"
-        return f"iperf3 {cell.param('protocol')} {cell.param('direction')}{rate}{streams} {where} {cell.load}"
+        p = Iperf3Cell.of_cell(cell)
+        rate = f" {show_bitrate(p.bitrate_bps)}" if p.bitrate_bps != "auto" else ""
+        streams = f" x{p.parallel}" if p.parallel != 1 else ""
+        where = p.peer or "loopback"
+        return f"iperf3 {p.protocol} {p.direction}{rate}{streams} {where} {cell.load}"
 
     def check(self, cell, settings, where) -> None:
-        length = cell.param("length")
-        if cell.param("protocol") == "udp" and length != "auto" and int(length) > MAX_UDP_LENGTH:
+        p = Iperf3Cell.of_cell(cell)
+        length = p.length_bytes
+        if p.protocol == "udp" and isinstance(length, int) and length > MAX_UDP_LENGTH:
             raise UserError(f"{where}.length: a UDP datagram carries at most "
                             f"{MAX_UDP_LENGTH} bytes, got {length}")
 
@@ -161,14 +177,17 @@ class Iperf3(BenchmarkBase):
         """Before the campaign: every `peer` must answer a one-second iperf3 test from the target."""
         asked: set[tuple[str, int, bool]] = set()
         for cell in cells:
-            if cell.benchmark != "iperf3" or not cell.param("peer"):
+            if cell.benchmark != "iperf3":
                 continue
-            host, port = split_peer(str(cell.param("peer")), int(cell.param("port")))
-            key = (host, port, cell.param("protocol") == "udp")
-            if key in asked:
+            p = Iperf3Cell.of_cell(cell)
+            if not p.peer:
                 continue
-            asked.add(key)
-            reason = peer_problem(target, *key)
+            host, port = split_peer(p.peer, p.port)
+            server = (host, port, p.protocol == "udp")
+            if server in asked:
+                continue
+            asked.add(server)
+            reason = peer_problem(target, *server)
             if reason is not None:
                 raise UserError(
                     f"{where}.peer: {host}:{port} does not answer iperf3 from target "
@@ -177,9 +196,9 @@ class Iperf3(BenchmarkBase):
                 )
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, target = ctx.cell, ctx.target
-        peer = str(cell.param("peer"))
-        host, port = split_peer(peer or "127.0.0.1", int(cell.param("port")))
+        p, target = Iperf3Cell.of_cell(ctx.cell), ctx.target
+        peer = p.peer
+        host, port = split_peer(peer or "127.0.0.1", p.port)
         cpus = ctx.placement.program_cpus
         pin = pinned(cpus)
         server = _start_server(ctx, pin, port) if not peer else None
@@ -196,22 +215,22 @@ class Iperf3(BenchmarkBase):
         return Measurement(metrics, series, attachments={"iperf3-client.json": text.encode()})
 
     def client_argv(self, ctx: RunContext, host: str, port: int) -> list[str]:
-        cell, settings = ctx.cell, ctx.settings
-        udp = cell.param("protocol") == "udp"
-        bitrate = cell.param("bitrate")
+        p, settings = Iperf3Cell.of_cell(ctx.cell), ctx.settings
+        udp = p.protocol == "udp"
+        bitrate = p.bitrate_bps
         if bitrate == "auto":
             bitrate = UDP_DEFAULT_BITRATE if udp else None
         argv = ["iperf3", "-c", host, "-p", str(port), "-t", str(_seconds(settings.duration_ns)),
-                "-P", str(cell.param("parallel")), "--connect-timeout", str(CONNECT_TIMEOUT_MS), "--json"]
+                "-P", str(p.parallel), "--connect-timeout", str(CONNECT_TIMEOUT_MS), "--json"]
         if settings.warmup_ns >= 10**9:
             argv += ["-O", str(settings.warmup_ns // 10**9)]
         if udp:
             argv.append("-u")
         if bitrate is not None:
             argv += ["-b", str(bitrate)]
-        if cell.param("length") != "auto":
-            argv += ["-l", str(cell.param("length"))]
-        if cell.param("direction") == "receive":
+        if isinstance(p.length_bytes, int):
+            argv += ["-l", str(p.length_bytes)]
+        if p.direction == "receive":
             argv.append("-R")
         return argv
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, auto, choice, format_size, size
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
@@ -92,6 +94,13 @@ def iterations_for(seconds: float, calibration: list[tuple[float, float]]) -> in
     return max(1, min(MAX_ITERATIONS, math.ceil(seconds / per_iteration)))
 
 
+@dataclass(frozen=True)
+class MembwCell(Options):
+    method: str
+    size_bytes: int = key("size")  # of each of the two arrays
+    block_bytes: int | str = key("block")  # "auto": mbw's own
+
+
 class Membw(BenchmarkBase):
     headline = ("bandwidth_mib_per_s", "bandwidth_min_mib_per_s")
 
@@ -103,6 +112,7 @@ class Membw(BenchmarkBase):
         Param("block", "block size of method mcblock (auto: mbw's 256k)", auto(size(1, 1 << 30)), '"64k"',
               default="auto", show=lambda v: v if v == "auto" else format_size(v)),
     )
+    record = MembwCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"mbw": "mbw", "taskset": "util-linux"}
@@ -112,30 +122,32 @@ class Membw(BenchmarkBase):
         return (settings.duration_ns + settings.warmup_ns) / 1e9 + load_s + 0.5
 
     def label(self, cell) -> str:
-        block = f" block {format_size(cell.param('block'))}" if cell.param("block") != "auto" else ""
-        return f"membw {cell.param('method')} {format_size(cell.param('size'))}{block} {cell.load}"
+        p = MembwCell.of_cell(cell)
+        block = f" block {format_size(p.block_bytes)}" if isinstance(p.block_bytes, int) else ""
+        return f"membw {p.method} {format_size(p.size_bytes)}{block} {cell.load}"
 
     def check(self, cell, settings, where) -> None:
-        if int(cell.param("size")) % MIB:
-            raise UserError(f"{where}.size: mbw takes whole MiB; got {cell.param('size')} bytes, "
+        p = MembwCell.of_cell(cell)
+        if p.size_bytes % MIB:
+            raise UserError(f"{where}.size: mbw takes whole MiB; got {p.size_bytes} bytes, "
                             'write e.g. "64M"')
-        block = cell.param("block")
-        if block != "auto" and cell.param("method") != "mcblock":
+        block = p.block_bytes
+        if isinstance(block, int) and p.method != "mcblock":
             raise UserError(f'{where}.block: only method "mcblock" copies in blocks; remove block, or put '
                             "mcblock in a [[matrix]] table of its own")
-        if block != "auto" and int(block) > int(cell.param("size")):
+        if isinstance(block, int) and block > p.size_bytes:
             raise UserError(f"{where}.block: {format_size(block)} is larger than the arrays "
-                            f"({format_size(cell.param('size'))}); give a smaller block")
+                            f"({format_size(p.size_bytes)}); give a smaller block")
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, settings, target = ctx.cell, ctx.settings, ctx.target
-        n_bytes = int(cell.param("size"))
+        p, settings, target = MembwCell.of_cell(ctx.cell), ctx.settings, ctx.target
+        n_bytes = p.size_bytes
         _check_memory(ctx, 2 * n_bytes)
         cpus = ctx.placement.program_cpus
         pin = pinned(cpus)
-        options = [METHODS[str(cell.param("method"))]]
-        if cell.param("block") != "auto":
-            options += ["-b", str(cell.param("block"))]
+        options = [METHODS[p.method]]
+        if isinstance(p.block_bytes, int):
+            options += ["-b", str(p.block_bytes)]
         size_mib = str(n_bytes // MIB)
         timeout_s = settings.run_timeout_ns / 1e9
         try:

@@ -14,6 +14,7 @@ import contextlib
 import ipaddress
 import socket
 import time
+from dataclasses import dataclass
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.udp_peer import need_host, numeric_host, parse_host
@@ -26,6 +27,7 @@ from jitterlab.measure.benchmarks.udp_programs import (
     run_to_end,
 )
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, choice, format_size, integer, size
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.targets.processes import pinned
@@ -73,6 +75,16 @@ def pps_metrics(sent: dict[str, int], received: dict[str, int]) -> list[Metric]:
     ]
 
 
+@dataclass(frozen=True)
+class PpsCell(Options):
+    size_bytes: int = key("size")  # UDP payload of each packet
+    rate_pps: int = key("rate")  # 0: as fast as possible
+    batch: int  # packets per sendmmsg/recvmmsg call
+    direction: str  # "loopback", "send" (target -> controller) or "receive"
+    host: str  # the receiver's address ("": loopback, or a local target)
+    port: int
+
+
 class Pps(BenchmarkBase):
     headline = ("received_pps", "sent_pps", "loss_ratio")
 
@@ -88,40 +100,41 @@ class Pps(BenchmarkBase):
               '"192.168.1.20"', ""),
         Param("port", "UDP port of the receiver", integer(1, 65535), "15401", 15401),
     )
+    record = PpsCell
 
     def tools(self, cell) -> dict[str, str]:
         return {"make": "make", "cc": "gcc", "taskset": "util-linux"}
 
     def label(self, cell) -> str:
-        rate = int(cell.param("rate"))
-        return (f"pps {format_size(cell.param('size'))} {f'{rate}/s' if rate else 'max'} "
-                f"x{cell.param('batch')} {cell.param('direction')} {cell.load}")
+        p = PpsCell.of_cell(cell)
+        rate = f"{p.rate_pps}/s" if p.rate_pps else "max"
+        return f"pps {format_size(p.size_bytes)} {rate} x{p.batch} {p.direction} {cell.load}"
 
     def check_target(self, cell, settings, where, target) -> None:
-        direction = str(cell.param("direction"))
-        if direction != "loopback":
-            whose = "the controller's address as the target reaches it" if direction == "send" else (
+        p = PpsCell.of_cell(cell)
+        if p.direction != "loopback":
+            whose = "the controller's address as the target reaches it" if p.direction == "send" else (
                 f"target {cell.target!r}'s address")
-            need_host(str(cell.param("host")), target, where, f'direction = "{direction}" needs {whose}')
+            need_host(p.host, target, where, f'direction = "{p.direction}" needs {whose}')
 
     def check(self, cell, settings, where) -> None:
-        direction = str(cell.param("direction"))
-        if direction != "receive":  # the target sends to it
-            numeric_host(str(cell.param("host")), where,
-                         f'with direction = "{direction}" give a numeric address, e.g. "192.168.1.20"')
+        p = PpsCell.of_cell(cell)
+        if p.direction != "receive":  # the target sends to it
+            numeric_host(p.host, where,
+                         f'with direction = "{p.direction}" give a numeric address, e.g. "192.168.1.20"')
 
     def estimate_s(self, settings, cell) -> float:
         return super().estimate_s(settings, cell) + DRAIN_S
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, settings = ctx.cell, ctx.settings
-        direction = str(cell.param("direction"))
-        port, batch = str(cell.param("port")), str(cell.param("batch"))
+        p, settings = PpsCell.of_cell(ctx.cell), ctx.settings
+        direction = p.direction
+        port, batch = str(p.port), str(p.batch)
         target_side = Side(ctx.target, ctx.bindir, ctx.scratch)
         with _maybe_controller(ctx, direction) as controller:
             sender = controller if direction == "receive" else target_side
             receiver = controller if direction == "send" else target_side
-            dest, bind = _addresses(str(cell.param("host")), direction)
+            dest, bind = _addresses(p.host, direction)
             cpus = ctx.placement.program_cpus
             run_timeout_s = (settings.duration_ns + settings.run_timeout_ns) / 1e9
             recv_stats = f"{receiver.scratch}/recv.stats"
@@ -139,8 +152,8 @@ class Pps(BenchmarkBase):
                 run_to_end(
                     sender.target, SENDER,
                     [*pinned(cpus if sender is target_side else None), program(sender.bindir, SENDER),
-                     "--host", dest, "--port", port, "--size", str(cell.param("size")),
-                     "--batch", batch, "--rate", str(cell.param("rate")),
+                     "--host", dest, "--port", port, "--size", str(p.size_bytes),
+                     "--batch", batch, "--rate", str(p.rate_pps),
                      "--duration-ns", str(settings.duration_ns), "--stats", send_stats],
                     f"{sender.scratch}/send.log", run_timeout_s,
                 )

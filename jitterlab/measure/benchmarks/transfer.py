@@ -19,6 +19,7 @@ from jitterlab.analysis.throughput import rate_metrics
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, choice, format_size, size
 from jitterlab.model.records import Metric
 from jitterlab.targets.capabilities import ReachedBySSH, has, lacks
@@ -111,6 +112,13 @@ def rates(seconds: list[float], n_bytes: int) -> list[Metric]:
             Metric("transfer_bytes", float(n_bytes), "bytes", "", "none")]
 
 
+@dataclass(frozen=True)
+class TransferCell(Options):
+    way: str  # "upload" or "download"
+    method: str  # "scp" or "sftp"
+    size_bytes: int = key("size")  # per transfer
+
+
 class SSHTransfer(BenchmarkBase):
     headline = ("transfer_mb_per_s", "transfer_min_mb_per_s")
 
@@ -121,24 +129,26 @@ class SSHTransfer(BenchmarkBase):
               '["scp", "sftp"]', default="scp"),
         Param("size", "bytes per transfer", size(1, 1 << 40), '"16M"', default="16M", show=format_size),
     )
+    record = TransferCell
 
     def tools(self, cell) -> dict[str, str]:
-        return {"head": "coreutils"} if cell.param("way") == "download" else {}
+        return {"head": "coreutils"} if TransferCell.of_cell(cell).way == "download" else {}
 
     def label(self, cell) -> str:
-        return f"{cell.param('method')} {cell.param('way')} {format_size(cell.param('size'))} {cell.load}"
+        p = TransferCell.of_cell(cell)
+        return f"{p.method} {p.way} {format_size(p.size_bytes)} {cell.load}"
 
     def estimate_s(self, settings, cell) -> float:
         """What a run does: make the file, transfer it back to back for campaign.duration (at least
         once), and finish the transfer under way at the deadline (half a transfer on average)."""
-        mb = int(cell.param("size")) / 1e6
+        mb = TransferCell.of_cell(cell).size_bytes / 1e6
         one_s = mb / ASSUMED_MB_PER_S + TRANSFER_START_S
         duration_s = settings.duration_ns / 1e9
         made_s = mb / MAKE_MB_PER_S
         return super().estimate_s(settings, cell) + made_s + max(0.0, one_s - duration_s) + one_s / 2
 
     def execute(self, ctx: RunContext) -> Measurement:
-        cell, target = ctx.cell, ctx.target
+        p, target = TransferCell.of_cell(ctx.cell), ctx.target
         ssh = has(target, ReachedBySSH)
         if ssh is None:
             why = "ssh-transfer measures the SSH link to a target (e.g. ssh://localhost for loopback)"
@@ -147,7 +157,7 @@ class SSHTransfer(BenchmarkBase):
             raise RunFailed("ssh-transfer runs scp and sftp on the controller, and this run was given "
                             "none (RunContext.controller)", status="unavailable")
         parts = ssh_parts(ssh.ssh_command(["true"]))
-        n_bytes, way, method = int(cell.param("size")), str(cell.param("way")), str(cell.param("method"))
+        n_bytes, way, method = p.size_bytes, p.way, p.method
         local, remote = ctx.local_dir / REMOTE_FILE, f"{ctx.scratch}/{REMOTE_FILE}"
         if way == "upload":
             _random_file(local, n_bytes)
