@@ -12,7 +12,7 @@ from jitterlab.model.errors import UserError
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param
 
-RECORDED = [(kind, e.name, e.obj) for kind in ("benchmarks", "probes", "pins")
+RECORDED = [(kind, e.name, e.obj) for kind in ("benchmarks", "probes", "pins", "loads")
             for e in plugins.ALL[kind] if e.obj.record is not None]
 
 
@@ -30,10 +30,16 @@ def _values(params: tuple[Param, ...], *, examples: bool = False) -> dict:
 
 
 def test_the_typed_records_are_many():
-    # squarewave, its probes and pins, and the benchmarks that read their matrix keys as numbers
-    assert {"squarewave", "cyclictest", "udp-echo", "hwlat", "timerlat", "osnoise", "sigrok", "scpi",
-            "gpiomem", "gpiod", "sysfs", "membw", "disk", "iperf3", "ssh-transfer", "pps",
-            "crypto"} <= {name for _, name, _ in RECORDED}
+    # squarewave, its probes and pins, the benchmarks that read their matrix keys as numbers, and
+    # every load with options
+    assert {("benchmarks", n) for n in ("squarewave", "cyclictest", "udp-echo", "hwlat", "timerlat",
+                                          "osnoise", "membw", "disk", "iperf3", "ssh-transfer", "pps",
+                                          "crypto")} <= {(kind, name) for kind, name, _ in RECORDED}
+    assert {("probes", "sigrok"), ("probes", "scpi"), ("pins", "gpiomem"), ("pins", "gpiod"),
+            ("pins", "sysfs")} <= {(kind, name) for kind, name, _ in RECORDED}
+    recorded_loads = {name for kind, name, _ in RECORDED if kind == "loads"}
+    assert {"cpu", "memory", "disk", "net", "sched"} <= recorded_loads
+    assert {e.name for e in plugins.ALL["loads"] if e.obj.params} <= recorded_loads, "a load's options cast"
 
 
 @pytest.mark.parametrize("examples", [False, True], ids=["defaults", "examples"])

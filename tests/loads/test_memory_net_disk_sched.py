@@ -158,7 +158,8 @@ def test_fio_report_is_parsed_after_its_signal_line():
 def test_hackbench_rounds_and_messages():
     log = "Running in process mode with 2 groups\nTime: 0.5\nRunning...\nTime: 1.5\n"
     assert sched.parse_rounds(log) == [0.5, 1.5]
-    assert sched.messages_per_round({"groups": 2, "fds": 5, "loops": 50}) == 2 * 5 * 5 * 50
+    opts = sched.SchedOptions.of(sched.validate_options({"groups": 2, "fds": 5, "loops": 50}, "w"))
+    assert sched.messages_per_round(opts) == 2 * 5 * 5 * 50
 
 
 def test_a_peer_that_does_not_answer_is_a_user_error():

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.model.registry import Registry
@@ -79,19 +80,24 @@ class Sustained(ABC):
 @dataclass(frozen=True)
 class LoadSpec:
     """A registered load: a factory, the tools it needs on the target (tool -> Debian package),
-    its options as Params (read from [loads.NAME] like matrix keys), and `preflight(target,
-    options, where)`, which, if given, runs once per target before the campaign and raises
-    UserError for what only the target can tell (e.g. a network peer that does not answer).
+    its options as Params (read from [loads.NAME] like matrix keys) and the typed `record` the load
+    reads them as (model/options.py), and `preflight(target, options, where)`, which, if given, runs
+    once per target before the campaign and raises UserError for what only the target can tell (e.g.
+    a network peer that does not answer).
     """
 
     factory: type
     tools: dict[str, str]
     params: tuple[Param, ...] = ()
     preflight: Callable[[Target, dict, str], None] | None = None
+    record: type[Options] | None = None
 
     def validate(self, options: Mapping[str, object], where: str) -> dict:
         """The options with defaults filled in; UserError naming `where`.key otherwise."""
-        return parse_options(self.params, options, where, "this load")
+        parsed = parse_options(self.params, options, where, "this load")
+        if self.record is not None:
+            self.record.of(parsed)  # typed once where the campaign is read: a record at odds is a bug
+        return parsed
 
 
 LOADS: Registry[LoadSpec] = Registry("load")

@@ -14,6 +14,7 @@ import dataclasses
 import re
 import signal
 import time
+from dataclasses import dataclass
 
 from jitterlab.measure.loads.base import (
     GROUP_SCRIPT,
@@ -28,6 +29,7 @@ from jitterlab.measure.loads.base import (
 )
 from jitterlab.measure.loads.idle import SystemSample, sample_system, system_metrics
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, integer, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Process
@@ -49,6 +51,19 @@ PARAMS = (
     Param("cpu_load", "percent of each CPU a worker keeps busy", integer(1, 100), "50", default=100),
     Param("method", "stress-ng --cpu-method", _stress_method, '"matrixprod"', default="all"),
 )
+
+
+@dataclass(frozen=True)
+class StressOptions(Options):
+    """What every stress-ng load reads: how many workers ("auto": one per CPU the load may use)."""
+
+    workers: int | str
+
+
+@dataclass(frozen=True)
+class CpuOptions(StressOptions):
+    cpu_load_percent: int = key("cpu_load")  # of each CPU a worker keeps busy
+    method: str = key("method")  # stress-ng --cpu-method
 
 
 # the shared constant scripts (memory reuses this load's machinery)
@@ -81,10 +96,11 @@ def parse_bogo_ops_per_s(yaml_text: str, log_text: str = "") -> float | None:
 class CpuLoad(Sustained):
     """N stress-ng CPU workers (one per CPU of the target or of ctx.cpus by default).
 
-    Subclasses change the stressor: `name`, `validate` and `_stressor_argv`.
+    Subclasses change the stressor: `name`, `validate`, `record` and `_stressor_argv`.
     """
 
     name = "cpu"
+    record: type[StressOptions] = CpuOptions
 
     def __init__(self) -> None:
         self._ctx: LoadContext | None = None
@@ -97,17 +113,18 @@ class CpuLoad(Sustained):
     def validate(options: dict, where: str) -> dict:
         return validate_options(options, where)
 
-    def _stressor_argv(self, opts: dict) -> list[str]:
-        self._cpu_load = int(opts["cpu_load"])
-        return ["--cpu", str(self.workers), "--cpu-method", str(opts["method"]),
-                "--cpu-load", str(opts["cpu_load"])]
+    def _stressor_argv(self, opts: CpuOptions) -> list[str]:
+        self._cpu_load = opts.cpu_load_percent
+        return ["--cpu", str(self.workers), "--cpu-method", opts.method,
+                "--cpu-load", str(opts.cpu_load_percent)]
 
     def start(self, ctx: LoadContext) -> None:
-        opts = self.validate(ctx.options, f"load {self.name}")
+        opts = self.record.of(self.validate(ctx.options, f"load {self.name}"))
         self._ctx = ctx
         self._cpu_load = 100
-        workers = opts["workers"]
-        self.workers = workers if workers != "auto" else (len(ctx.cpus) if ctx.cpus else self._online_cpus())
+        workers = opts.workers
+        self.workers = workers if isinstance(workers, int) else (
+            len(ctx.cpus) if ctx.cpus else self._online_cpus())
         self.yaml = f"{ctx.scratch}/stress-ng.yaml"
         ctx.target.run(["mkdir", "-p", ctx.scratch])
         ctx.target.run(["rm", "-f", self.yaml])
@@ -233,5 +250,5 @@ def online_cpus(target, label: str) -> int:
 LOADS.add(
     "cpu",
     "stress-ng CPU workers; options: workers, cpu_load (percent), method",
-    LoadSpec(CpuLoad, {"stress-ng": "stress-ng"}, PARAMS),
+    LoadSpec(CpuLoad, {"stress-ng": "stress-ng"}, PARAMS, record=CpuOptions),
 )

@@ -9,6 +9,7 @@ threads (`--thread`): forked fio jobs call setsid() and would escape the process
 from __future__ import annotations
 
 import signal
+from dataclasses import dataclass
 
 from jitterlab.measure.loads.base import (
     LOADS,
@@ -19,6 +20,7 @@ from jitterlab.measure.loads.base import (
 )
 from jitterlab.measure.tools.output import first_json
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, boolean, choice, format_size, integer, parse_options, size
 from jitterlab.model.records import Metric
 from jitterlab.targets.processes import describe_exit
@@ -33,6 +35,16 @@ PARAMS = (
     Param("direct", "O_DIRECT: bypass the page cache (not on tmpfs)", boolean, "true", default=False),
     Param("fsync", "writes between fsyncs (0: never)", integer(0), "0", default=32),
 )
+
+
+@dataclass(frozen=True)
+class DiskOptions(Options):
+    size_bytes: int = key("size")
+    rw: str  # fio --rw
+    rwmixread_percent: int = key("rwmixread")
+    block_bytes: int = key("block_size")
+    direct: bool
+    fsync: int  # writes between fsyncs (0: never)
 
 
 def validate_options(options: dict, where: str) -> dict:
@@ -63,17 +75,17 @@ class DiskLoad:
         self._result: list[Metric] | None = None
 
     def start(self, ctx: LoadContext) -> None:
-        opts = validate_options(ctx.options, "load disk")
+        opts = DiskOptions.of(validate_options(ctx.options, "load disk"))
         self._ctx = ctx
         self.data_dir = f"{ctx.scratch}/fio-data"
         self.report = f"{ctx.scratch}/fio.json"
         ctx.target.run(["mkdir", "-p", self.data_dir])
         ctx.target.run(["rm", "-f", self.report])
         fio = ["fio", "--name=jitterlab-disk", f"--directory={self.data_dir}",
-               f"--rw={opts['rw']}", f"--rwmixread={opts['rwmixread']}",
-               f"--bs={opts['block_size']}", f"--size={opts['size']}", "--ioengine=psync",
+               f"--rw={opts.rw}", f"--rwmixread={opts.rwmixread_percent}",
+               f"--bs={opts.block_bytes}", f"--size={opts.size_bytes}", "--ioengine=psync",
                "--thread",
-               f"--direct={int(opts['direct'])}", f"--fsync={opts['fsync']}",
+               f"--direct={1 if opts.direct else 0}", f"--fsync={opts.fsync}",
                "--time_based", f"--runtime={lifetime_s(ctx)}",
                "--output-format=json", f"--output={self.report}"]
         self._tool = Tool(ctx, "disk load: fio", fio, "fio.log")
@@ -115,5 +127,5 @@ LOADS.add(
     "disk",
     "fio sequential read/write mix on a temp directory; options: size, rw, rwmixread, "
     "block_size, direct, fsync",
-    LoadSpec(DiskLoad, {"fio": "fio"}, PARAMS),
+    LoadSpec(DiskLoad, {"fio": "fio"}, PARAMS, record=DiskOptions),
 )

@@ -5,8 +5,11 @@ It is the cpu load with another stressor: same start, check, stop and metrics (s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from jitterlab.measure.loads.base import LOADS, LoadSpec
-from jitterlab.measure.loads.cpu import CpuLoad
+from jitterlab.measure.loads.cpu import CpuLoad, StressOptions
+from jitterlab.model.options import key
 from jitterlab.model.params import Param, auto, format_size, integer, parse_options, size
 
 PARAMS = (
@@ -22,21 +25,27 @@ def validate_options(options: dict, where: str) -> dict:
     return parse_options(PARAMS, options, where, "load 'memory'")
 
 
+@dataclass(frozen=True)
+class MemoryOptions(StressOptions):
+    worker_bytes: int = key("bytes")  # memory each worker cycles through
+
+
 class MemoryLoad(CpuLoad):
     """N stress-ng vm workers, each cycling through `bytes` of memory."""
 
     name = "memory"
+    record = MemoryOptions
 
     @staticmethod
     def validate(options: dict, where: str) -> dict:
         return validate_options(options, where)
 
-    def _stressor_argv(self, opts: dict) -> list[str]:
-        return ["--vm", str(self.workers), "--vm-bytes", str(opts["bytes"])]
+    def _stressor_argv(self, opts: MemoryOptions) -> list[str]:
+        return ["--vm", str(self.workers), "--vm-bytes", str(opts.worker_bytes)]
 
 
 LOADS.add(
     "memory",
     "stress-ng vm workers; options: workers, bytes (per worker, e.g. \"64M\")",
-    LoadSpec(MemoryLoad, {"stress-ng": "stress-ng"}, PARAMS),
+    LoadSpec(MemoryLoad, {"stress-ng": "stress-ng"}, PARAMS, record=MemoryOptions),
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
+from dataclasses import dataclass
 
 from jitterlab.measure.loads.base import (
     LOADS,
@@ -35,6 +36,7 @@ from jitterlab.measure.tools.iperf3 import (
 )
 from jitterlab.measure.tools.output import first_json
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, integer, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Target
@@ -58,6 +60,14 @@ PARAMS = (
 )
 
 
+@dataclass(frozen=True)
+class NetOptions(Options):
+    peer: str  # where the iperf3 server runs (loopback: one jitterlab starts on the target)
+    port: int
+    bitrate_bps: int = key("bitrate")  # 0: unlimited
+    packet_bytes: int = key("packet_size")  # UDP payload
+
+
 def validate_options(options: dict, where: str) -> dict:
     """Check net's options; return them with defaults filled in (bitrate in bits/s)."""
     return parse_options(PARAMS, options, where, "load 'net'")
@@ -65,14 +75,14 @@ def validate_options(options: dict, where: str) -> dict:
 
 def preflight(target: Target, options: dict, where: str) -> None:
     """Before the campaign: a `peer` other than loopback must answer an iperf3 UDP test."""
-    opts = validate_options(options, where)
-    if is_loopback(opts["peer"]):
+    opts = NetOptions.of(validate_options(options, where))
+    if is_loopback(opts.peer):
         return
-    reason = peer_problem(target, opts["peer"], opts["port"], udp=True)
+    reason = peer_problem(target, opts.peer, opts.port, udp=True)
     if reason is not None:
         raise UserError(
-            f"{where}: peer {opts['peer']}:{opts['port']} does not answer iperf3 from target "
-            f"{target.name!r} ({reason}); start `iperf3 -s -p {opts['port']}` on the peer, or "
+            f"{where}: peer {opts.peer}:{opts.port} does not answer iperf3 from target "
+            f"{target.name!r} ({reason}); start `iperf3 -s -p {opts.port}` on the peer, or "
             'remove the option \'peer\' to flood the loopback interface'
         )
 
@@ -122,21 +132,21 @@ class NetLoad:
         self._result: list[Metric] | None = None
 
     def start(self, ctx: LoadContext) -> None:
-        opts = validate_options(ctx.options, "load net")
+        opts = NetOptions.of(validate_options(ctx.options, "load net"))
         self._ctx, self._opts = ctx, opts
-        peer, port = opts["peer"], str(opts["port"])
+        peer, port = opts.peer, opts.port
         ctx.target.run(["mkdir", "-p", ctx.scratch])
         if is_loopback(peer):
-            server = server_argv(peer, int(port))
+            server = server_argv(peer, port)
             self._server = Tool(ctx, "net load: iperf3 server", server, "iperf3-server.json")
             self._server.await_running()
-            self._await_listening(int(port))
-        client = ["iperf3", "-c", peer, "-p", port, "-u", "-b", str(opts["bitrate"]),
-                  "-l", str(opts["packet_size"]), "-t", str(lifetime_s(ctx)),
+            self._await_listening(port)
+        client = ["iperf3", "-c", peer, "-p", str(port), "-u", "-b", str(opts.bitrate_bps),
+                  "-l", str(opts.packet_bytes), "-t", str(lifetime_s(ctx)),
                   "--connect-timeout", str(CONNECT_TIMEOUT_MS), "--json"]
         try:
             self._client = Tool(ctx, "net load: iperf3 client", client, "iperf3-client.json")
-            self._await_sending(int(port))
+            self._await_sending(port)
         except BaseException:
             self._stop_all()
             raise
@@ -158,7 +168,7 @@ class NetLoad:
                 return
             if time.monotonic() > deadline:
                 raise RunFailed(f"net load: iperf3 did not start sending to "
-                                f"{self._opts['peer']}:{port} within {START_TIMEOUT_S:g}s")
+                                f"{self._opts.peer}:{port} within {START_TIMEOUT_S:g}s")
             time.sleep(0.02)
 
     def _alive_or_fail(self) -> None:
@@ -218,5 +228,5 @@ LOADS.add(
     "net",
     "iperf3 UDP flood (loopback server, or a `peer` running iperf3 -s); options: peer, port, "
     "bitrate, packet_size",
-    LoadSpec(NetLoad, {"iperf3": "iperf3"}, PARAMS, preflight),
+    LoadSpec(NetLoad, {"iperf3": "iperf3"}, PARAMS, preflight, record=NetOptions),
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import signal
+from dataclasses import dataclass
 
 from jitterlab.measure.loads.base import (
     LOADS,
@@ -20,6 +21,7 @@ from jitterlab.measure.loads.base import (
     lifetime_s,
 )
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.options import Options
 from jitterlab.model.params import Param, boolean, integer, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.processes import describe_exit
@@ -36,14 +38,23 @@ LOOP = 'end=$(( $(date +%s) + $1 )); shift; while [ "$(date +%s)" -lt "$end" ]; 
 _TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
 
 
+@dataclass(frozen=True)
+class SchedOptions(Options):
+    groups: int  # hackbench --groups
+    fds: int  # senders and receivers per group
+    loops: int  # messages per sender and receiver per round
+    threads: bool
+    pipe: bool
+
+
 def validate_options(options: dict, where: str) -> dict:
     """Check sched's options; return them with defaults filled in."""
     return parse_options(PARAMS, options, where, "load 'sched'")
 
 
-def messages_per_round(opts: dict) -> int:
+def messages_per_round(opts: SchedOptions) -> int:
     """Each of a group's `fds` senders writes `loops` messages to each of its `fds` receivers."""
-    return opts["groups"] * opts["fds"] * opts["fds"] * opts["loops"]
+    return opts.groups * opts.fds * opts.fds * opts.loops
 
 
 def parse_rounds(log_text: str) -> list[float]:
@@ -60,13 +71,13 @@ class SchedLoad(Sustained):
         self._read = 0  # rounds of the log already read by mark()
 
     def start(self, ctx: LoadContext) -> None:
-        opts = validate_options(ctx.options, "load sched")
+        opts = SchedOptions.of(validate_options(ctx.options, "load sched"))
         self._opts = opts
         ctx.target.run(["mkdir", "-p", ctx.scratch])
-        hackbench = ["hackbench", "--groups", str(opts["groups"]), "--fds", str(opts["fds"]),
-                     "--loops", str(opts["loops"])]
-        hackbench += ["--threads"] if opts["threads"] else []
-        hackbench += ["--pipe"] if opts["pipe"] else []
+        hackbench = ["hackbench", "--groups", str(opts.groups), "--fds", str(opts.fds),
+                     "--loops", str(opts.loops)]
+        hackbench += ["--threads"] if opts.threads else []
+        hackbench += ["--pipe"] if opts.pipe else []
         argv = ["sh", "-c", LOOP, "sh", str(lifetime_s(ctx)), *hackbench]
         self._tool = Tool(ctx, "sched load: hackbench loop", argv, "hackbench.log")
         self._tool.await_running(workers=1)
@@ -96,7 +107,7 @@ class SchedLoad(Sustained):
         if not rounds or seconds <= 0:
             raise RunFailed(
                 f"sched load: no hackbench round finished ({state}), so there is "
-                f"no achieved rate; lower [loads.sched] loops (now {self._opts['loops']}) or run "
+                f"no achieved rate; lower [loads.sched] loops (now {self._opts.loops}) or run "
                 f"longer; {self._tool.log_tail()}"
             )
         return [
@@ -110,5 +121,5 @@ LOADS.add(
     "sched",
     "hackbench rounds in a loop (scheduler/IPC pressure); options: groups, fds, loops, threads, "
     "pipe",
-    LoadSpec(SchedLoad, {"hackbench": "rt-tests"}, PARAMS),
+    LoadSpec(SchedLoad, {"hackbench": "rt-tests"}, PARAMS, record=SchedOptions),
 )
