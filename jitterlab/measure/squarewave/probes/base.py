@@ -76,6 +76,9 @@ class Probe(Protocol):
     reads: ClassVar[type[Capability] | None]
     """The target's capability it reads the pin through (an emulated board's trace or memory), if
     any: the probe is usable only on a target that has it."""
+    metrics: ClassVar[tuple[str, ...]]
+    """The names of the metrics its captures can carry (Capture.metrics and summary), declared before
+    anything is measured; the squarewave analysis of its edges is the benchmark's."""
 
     @classmethod
     def validate(cls, options: Mapping[str, object], where: str | Where) -> dict: ...
@@ -124,6 +127,7 @@ class ProbeBase:
     controller_tools: ClassVar[dict[str, str]] = {}
     programs: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
+    metrics: ClassVar[tuple[str, ...]] = ()
     record: ClassVar[type[Options] | None] = None  # its options as a typed record (model/options.py)
 
     def __init__(self, ctx: RunContext) -> None:
