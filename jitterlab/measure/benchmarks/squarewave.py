@@ -65,9 +65,11 @@ class Squarewave(BenchmarkBase):
 
     def metric_names(self, cell) -> frozenset[str]:
         """The analysis of the edges (the probe's and the program's own, each under its probe), what
-        the program saw of the periods the probe excluded, the probe's and the impl's own figures."""
+        the program saw of the periods an independent probe excluded, the probe's and the impl's own
+        figures."""
         impl, _, probe = _parts(cell)
-        return frozenset((*METRIC_NAMES, *EXCLUDED_SELF_NAMES, *probe.metrics, *impl.metrics))
+        seen_by_self = EXCLUDED_SELF_NAMES if probe.independent else ()
+        return frozenset((*METRIC_NAMES, *seen_by_self, *probe.metrics, *impl.metrics))
 
     def needs_rt(self, cell) -> bool:
         return _parts(cell)[0].realtime
