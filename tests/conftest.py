@@ -15,7 +15,7 @@ if str(Path(__file__).parent.parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent.parent))
 pytest.register_assert_rewrite("tests.support")
 
-from tests.support import running_sshd  # noqa: E402
+from tests.support import hold_to_declared, running_sshd  # noqa: E402
 
 # A suite started as a background job of a script (`cmd &` without job control, some CI runners)
 # inherits SIGINT and SIGQUIT ignored, and so would every program it starts: the tests that stop
@@ -26,6 +26,16 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def declared_metrics_only(monkeypatch):
+    """Every measurement a test makes of a registered benchmark (on recorded outputs, a fake target,
+    this machine) holds only metrics the benchmark declared for its cell: `run --until-decided
+    --watch` refuses every other name before measuring (tests/benchmarks/test_declared_metrics.py)."""
+    found = hold_to_declared(monkeypatch)
+    yield
+    assert not found, f"metrics produced but not declared (Benchmark.metric_names): {sorted(set(found))}"
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import signal
 import socket
 import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -164,6 +164,34 @@ def units_and_directions(run: RunRecord, *names: str, probe: str = "") -> dict[s
     if not names:
         return {m.name: (m.unit, m.direction) for m in own_metrics(run)}
     return {name: (run.metrics[(probe, name)].unit, run.metrics[(probe, name)].direction) for name in names}
+
+
+def undeclared(bench, cell, metrics: Iterable[Metric]) -> list[str]:
+    """The names among `metrics` that `bench` does not declare for `cell` (Benchmark.metric_names)."""
+    return sorted({m.name for m in metrics} - bench.metric_names(cell))
+
+
+def hold_to_declared(monkeypatch) -> list[str]:
+    """Make every registered benchmark's execute() and analyse() check the metrics they hand back
+    against what the benchmark declares for the run's cell; returns the list each name it did not
+    declare is added to (as "benchmark: name"), for the caller to assert empty."""
+    from jitterlab import plugins
+    from jitterlab.measure.benchmarks.base import Measurement
+
+    found: list[str] = []
+
+    def checked(original):
+        def method(self, ctx, *rest):
+            out = original(self, ctx, *rest)
+            if isinstance(out, Measurement):
+                found.extend(f"{ctx.cell.benchmark}: {n}" for n in undeclared(self, ctx.cell, out.metrics))
+            return out
+        return method
+
+    for cls in {type(entry.obj) for entry in plugins.BENCHMARKS}:
+        for name in ("execute", "analyse"):
+            monkeypatch.setattr(cls, name, checked(getattr(cls, name)))
+    return found
 
 
 def check_described(run: RunRecord) -> None:

@@ -214,6 +214,36 @@ def test_every_option_with_every_hostile_value(store, tmp_path, monkeypatch, cap
     assert not list(tmp_path.rglob("PWNED"))
 
 
+WATCH_REFUSED = ("no benchmark of this campaign produces such a metric; its benchmark squarewave can produce "
+                 "max_rel_period_error, p99_rel_period_error, std_period_ns, blind_time_ns, drift_ppm, "
+                 "excluded_periods, max_delay, max_duty_error, max_early, max_half_period_error, "
+                 "max_is_lower_bound, max_period_ns, max_rel_period_error_bound, "
+                 "max_rel_period_error_excluded_lower_bound, max_rel_period_error_upper_bound, "
+                 "mean_period_ns, min_period_ns, missed_edges, n_edges, n_periods, ... (13 more); watch one "
+                 "of these, or leave out --watch to watch each benchmark's headline metrics")
+
+
+def test_every_hostile_watch_is_refused_in_one_line_before_a_target_opens(tmp_path, monkeypatch, capsys):
+    """--watch with --until-decided: what is no metric's name is refused as the option is read, a
+    name the campaign's benchmarks cannot produce (Benchmark.metric_names) before anything is opened,
+    with the names they can (their headlines first, the rest cut short)."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "c.toml"
+    path.write_text(campaign(matrix={"impl": '["c-fifo", "python"]', "period": '"10ms"', "probe": '"self"'}))
+    for value in CLI_VALUES:
+        for dry_run in ([], ["--dry-run"]):
+            with no_hang():
+                rc = main(["run", str(path), *dry_run, "--until-decided", "impl=c-fifo..impl=python",
+                           "--watch", value])
+            err = capsys.readouterr().err
+            assert rc == 2, value
+            one_line(err)
+            assert err.startswith("error: "), (value, err[:200])
+    assert list(tmp_path.iterdir()) == [path]  # no results directory, no target's workdir
+    assert main(["run", str(path), "--until-decided", "impl=c-fifo..impl=python", "--watch", "nan"]) == 2
+    assert capsys.readouterr().err == f"error: --watch nan: {WATCH_REFUSED}\n"
+
+
 COMMAND_METRIC = '[[matrix.metric]]\nname = "n"\njson_path = "$.n"\ndirection = "none"\n'
 COMMAND_CASES = {  # the command benchmark's keys with what would copy, hang or abort at run time
     "files-device": ('files = ["/dev/zero"]', "matrix.files: /dev/zero is a character device"),

@@ -44,6 +44,7 @@ FIRST_WINDOW = 64  # program edges the starting offsets are judged on
 MIN_MATCHED_SHARE = 0.95
 EXTRA_SHARE = 0.05
 QUIET_EDGES = 4
+FIT_NAMES = ("align_offset_ns", "align_drift_ppm", "self_lag_spread_p50_ns", "self_lag_spread_max_ns")
 MAX_DRIFT_PPM = 1000.0  # crystals and NTP keep two clocks within a few hundred ppm
 # an emulated board's clock is qemu's virtual clock, which falls behind this machine's whenever the
 # emulator is starved of CPU: one percent and more was seen on a busy 2-core controller
@@ -72,11 +73,12 @@ class Alignment:
     def metrics(self, probe: str) -> list[Metric]:
         """The fit as a probe stores it when the edges are the program's: the clock line and how
         far the program's timestamps stray from it."""
+        offset, drift, spread_p50, spread_max = FIT_NAMES
         return [
-            Metric("align_offset_ns", float(self.offset_ns), "ns", probe, "none"),
-            Metric("align_drift_ppm", self.drift_ppm, "ppm", probe, "none"),
-            Metric("self_lag_spread_p50_ns", self.residual_p50_ns, "ns", probe, "lower"),
-            Metric("self_lag_spread_max_ns", self.residual_max_ns, "ns", probe, "lower"),
+            Metric(offset, float(self.offset_ns), "ns", probe, "none"),
+            Metric(drift, self.drift_ppm, "ppm", probe, "none"),
+            Metric(spread_p50, self.residual_p50_ns, "ns", probe, "lower"),
+            Metric(spread_max, self.residual_max_ns, "ns", probe, "lower"),
         ]
 
 

@@ -10,11 +10,12 @@ import re
 
 import numpy as np
 
-from jitterlab.analysis.latency import latency_metrics
+from jitterlab.analysis.latency import latency_metrics, latency_names
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import Metric
 
 _LOST = re.compile(r"^# lost=(\d+)$")
+CHATTER_NAMES = (*latency_names("chatter_rtt"), "chatter_lost")  # what chatter_metrics can give
 
 
 def parse_chatter(text: str, where: str) -> tuple[np.ndarray, int]:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from jitterlab.analysis.alignment import EXTRA_SHARE, MIN_MATCHED_SHARE, QUIET_EDGES
 from jitterlab.model.records import Metric
 
+COUNT_NAMES = ("counted_edges", "seen_edges", "unseen_edges", "extra_edges")  # CountCheck.metrics', in order
+
 
 @dataclass(frozen=True)
 class CountCheck:
@@ -44,9 +46,10 @@ class CountCheck:
         return f"it saw {self.seen} edges, {more} than the {self.counted} the unit counted"
 
     def metrics(self, probe: str) -> list[Metric]:
+        counted, seen, unseen, extra = COUNT_NAMES
         return [
-            Metric("counted_edges", float(self.counted), "count", probe, "none"),
-            Metric("seen_edges", float(self.seen), "count", probe, "none"),
-            Metric("unseen_edges", float(self.unseen), "count", probe, "lower"),
-            Metric("extra_edges", float(self.extra), "count", probe, "lower"),
+            Metric(counted, float(self.counted), "count", probe, "none"),
+            Metric(seen, float(self.seen), "count", probe, "none"),
+            Metric(unseen, float(self.unseen), "count", probe, "lower"),
+            Metric(extra, float(self.extra), "count", probe, "lower"),
         ]

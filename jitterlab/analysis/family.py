@@ -41,8 +41,13 @@ def watched(runs: Iterable[RunRecord], metrics: Iterable[str] | None = None,
     return frozenset(out)
 
 
+def load_reading(name: str) -> bool:
+    """Whether a metric is a load's reading (load average, busy share, the load's bogo-ops/s): the
+    loads name them load_*, suffixed with the load's name when a run had several."""
+    return name.startswith("load_")
+
+
 def graded(name: str, how: Reading) -> bool:
-    """Whether a row of this metric can be tested at all: load readings (load average, busy share,
-    the load's bogo-ops/s: load_*) describe the conditions of a run, and metrics without a better
-    direction describe what it did."""
-    return how.graded and not name.startswith("load_")
+    """Whether a row of this metric can be tested at all: load readings describe the conditions of a
+    run, and metrics without a better direction describe what it did."""
+    return how.graded and not load_reading(name)

@@ -3,7 +3,8 @@
 Quantiles are the smallest observed value v with at least q*N samples <= v (numpy's
 "inverted_cdf"), so a histogram and the samples it was made of give the same answer when the
 samples are whole microseconds. Names: latency_{min,mean,max,std,p50,p99,p999,p9999}_ns and
-latency_samples; a histogram adds latency_overflow (samples beyond its last bucket).
+latency_samples; a histogram adds latency_overflow (samples beyond its last bucket). latency_names
+gives them before any sample exists (what a benchmark declares it can produce).
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ QUANTILES = {"p50": 0.5, "p99": 0.99, "p999": 0.999, "p9999": 0.9999}
 # the statistic of the run's latencies each value is (model.reading): tails are compared as tails
 _STAT = {"max": MAX, "p50": P50, "p99": P99, "p999": P999, "p9999": P9999}
 BUCKET_NS = 1000
+STATS = ("min", "mean", "max", "std", *QUANTILES)  # each is {prefix}_{stat}_ns
+
+
+def latency_names(prefix: str = "latency", *, histogram: bool = False) -> tuple[str, ...]:
+    """Every name latency_metrics (histogram_metrics when `histogram`) can give under `prefix`."""
+    overflow = (f"{prefix}_overflow",) if histogram else ()
+    return (*(f"{prefix}_{stat}_ns" for stat in STATS), f"{prefix}_samples", *overflow)
 
 
 def latency_metrics(samples_ns: np.ndarray, *, prefix: str = "latency", probe: str = "") -> list[Metric]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics
+from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics, latency_names
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import Metric
 from jitterlab.model.series import Samples
@@ -121,6 +121,13 @@ def mean_us(column: TimerlatColumn) -> float:
     return float(column.avg_us or 0)
 
 
+def timerlat_names() -> tuple[str, ...]:
+    """Every name timerlat_metrics can give, of every kind of column."""
+    return tuple(dict.fromkeys(name for kind in KINDS.values() for name in (
+        *latency_names(f"{kind}_latency", histogram=True), f"{kind}_latency_max_ns",
+        f"{kind}_latency_mean_ns")))
+
+
 def timerlat_metrics(columns: list[TimerlatColumn]) -> tuple[list[Metric], dict[str, Samples]]:
     """Per kind over all CPUs (probe ""): `{irq,thread,user}_latency_*` from the summed histogram
     (min/mean/max from rtla's own figures); per CPU (probe cpuN): max, mean and samples. The
@@ -157,6 +164,8 @@ def timerlat_metrics(columns: list[TimerlatColumn]) -> tuple[list[Metric], dict[
 _OSNOISE_ROW = re.compile(
     r"^\s*(\d+)\s+#(\d+)\s+(\d+)\s+(\d+)\s+(\d+(?:\.\d+)?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
 SOURCES = ("hw", "nmi", "irq", "softirq", "thread")
+OSNOISE_NAMES = ("cpu_available_percent", "noise_ns", "noise_max_ns", "noise_max_single_ns", "runtime_ns",
+                 *(f"{s}_noise_events" for s in SOURCES))  # what osnoise_metrics gives
 
 
 @dataclass(frozen=True)
@@ -262,6 +271,10 @@ def parse_hwlat_trace(text: str) -> HwlatTrace:
         samples.append(HwlatSample(int(cpu), int(inner), int(outer), None if count is None else int(count),
                                    int(nmi or 0)))
     return HwlatTrace(samples, max(0, lost))
+
+
+HWLAT_NAMES = ("hwlat_events", "hwlat_threshold_ns", "hwlat_nmi_count", "hwlat_max_ns", "hwlat_inner_max_ns",
+               "hwlat_outer_max_ns", "hwlat_gaps")  # what hwlat_metrics can give
 
 
 def hwlat_metrics(trace: HwlatTrace, threshold_us: int) -> tuple[list[Metric], dict[str, Samples]]:

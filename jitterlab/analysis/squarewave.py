@@ -183,6 +183,16 @@ _READINGS: dict[str, tuple[str, str, str, str]] = {
 }
 _BOUND = (LOWER, WORST, COUNT, "")  # a bound on a statistic: read for its worst, and it may be 0
 _PERCENTILE_FLOOR = (LOWER, MEDIAN, COUNT, "")  # the least a blind run's percentile can be: typical
+# every name squarewave_metrics can give (a run may lack the bounds that do not exist for it), and
+# excluded_seen_by_self's: what a benchmark declares before measuring (tests hold them to the code)
+METRIC_NAMES: tuple[str, ...] = (
+    *_READINGS,
+    "max_rel_period_error_excluded_lower_bound", "max_rel_period_error_bound",
+    *(f"{name}_{side}_bound" for name, _, _ in _QUANTILES for side in ("lower", "upper")),
+    "max_rel_period_error_upper_bound", "max_is_lower_bound",
+)
+EXCLUDED_SELF_NAMES = ("excluded_self_periods", "excluded_self_max_rel_period_error",
+                       "max_rel_period_error_incl_excluded_self")
 
 
 def _reading(name: str) -> tuple[str, str, str, str]:

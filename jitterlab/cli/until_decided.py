@@ -17,7 +17,7 @@ MAX_TIME = "1h"  # --max-time's default
 def watch_of(args: argparse.Namespace, campaign):
     """The Watch the options ask for (None without --until-decided); refused before measuring."""
     from jitterlab.campaign.cells import names
-    from jitterlab.execution.until_decided import Watch, check_measured_here
+    from jitterlab.execution.until_decided import Watch, check_measured_here, check_watch_producible
     from jitterlab.model.units import parse_duration_ns
 
     bounds = (("--watch", args.watch), ("--max-runs", args.max_runs), ("--max-time", args.max_time))
@@ -32,6 +32,7 @@ def watch_of(args: argparse.Namespace, campaign):
     watch = Watch.parse(args.until_decided, metrics=tuple(args.watch or ()), max_runs=args.max_runs,
                         max_time_s=parse_duration_ns(max_time, "--max-time") / 1e9)
     check_measured_here(watch, campaign, names())
+    check_watch_producible(watch, campaign)
     return watch
 
 
@@ -49,7 +50,7 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
     try:
         ended = until_decided(campaign, store, sessions, campaign_id, watch, names=names(), why=why,
                               runner=runner, planned=display.plan)
-    except UnknownWatch as exc:  # a name --watch took for a metric, which the measured runs lack
+    except UnknownWatch as exc:  # a name only the runs could tell: a load's reading, a metric they lack
         go_on = (f"go on with {resume_command(args, watch=False)} (each benchmark's headline metrics), "
                  "or add --watch with one of them")
         raise UserError(f"{exc}; the campaign's runs are stored: {go_on}") from None

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from jitterlab import plugins
 from jitterlab.analysis.compare import MIN_RUNS, Comparison, Row, Selector, compare
+from jitterlab.analysis.family import load_reading
 from jitterlab.analysis.samples import reader
 from jitterlab.campaign.file import Campaign
 from jitterlab.execution.preflight import TargetSession
@@ -30,17 +31,21 @@ from jitterlab.execution.runner import Outcome, Runner, estimate_s
 from jitterlab.model.cellnames import CellNames
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.records import Cell, RunRecord
+from jitterlab.model.registry import did_you_mean
 from jitterlab.store.catalog import Store
 
 DECIDED = ("better", "worse", "same")
 DEFAULT_MAX_RUNS_PER_CELL = 10  # extra repetitions per cell the default bound allows
 DEFAULT_MAX_TIME_S = 3600.0
+MAX_LISTED = 20  # of the names a campaign's benchmarks can produce, those a refused --watch lists
 now = time.monotonic  # the clock of the time bound (tests put the fake targets' clock here)
 
 
 class UnknownWatch(UserError):
-    """--watch names a metric the compared runs lack: known only once they are measured (benchmarks
-    do not declare every metric they produce)."""
+    """--watch names a metric the compared runs lack, known only once they are measured: a load's
+    reading, or a metric a benchmark can produce that these runs did not (a bound, a tool's figure
+    that depends on what happened or on its version); check_watch_producible refuses every other
+    name before measuring."""
 
 
 def decided(verdict: str) -> bool:
@@ -165,6 +170,30 @@ def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> N
         aside = " and ".join(dict.fromkeys(keys))
         raise UserError(f"{where}: no cell of one group has a counterpart in the other ({aside} set aside), "
                         "so nothing could be compared; select groups measured with the same matrix")
+
+
+def check_watch_producible(watch: Watch, campaign: Campaign) -> None:
+    """Refuse, before any target is opened, a --watch naming a metric no benchmark of this campaign
+    can produce in its cells (Benchmark.metric_names). A load's reading is left to watched_metrics,
+    once the runs are in: the loads name their readings, not the benchmarks."""
+    if not watch.metrics:
+        return
+    declared: dict[str, set[str]] = {}  # benchmark -> what its cells of this campaign can produce
+    for cell in campaign.cells:
+        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        declared.setdefault(cell.benchmark, set()).update(bench.metric_names(cell))
+    known = set().union(*declared.values())
+    unknown = [m for m in watch.metrics if m not in known and not load_reading(m)]
+    if not unknown:
+        return
+    listed = list(dict.fromkeys(name for bench, names in declared.items() for name in (
+        *(h for h in plugins.traits(bench).headline if h in names), *sorted(names))))  # headlines first
+    more = f", ... ({len(listed) - MAX_LISTED} more)" if len(listed) > MAX_LISTED else ""
+    close = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
+    benchmarks = f"its benchmark{'s' if len(declared) > 1 else ''} {', '.join(declared)}"
+    raise UserError(f"--watch {', '.join(unknown)}: no benchmark of this campaign produces such a metric; "
+                    f"{close}{benchmarks} can produce {', '.join(listed[:MAX_LISTED])}{more}; watch one of "
+                    "these, or leave out --watch to watch each benchmark's headline metrics")
 
 
 def _identity(cell: Cell, selected: tuple[str, ...], names: CellNames) -> tuple:

@@ -26,7 +26,7 @@ from jitterlab.model.records import RunRecord
 from jitterlab.report import limits, verdicts
 from jitterlab.report.comparison import comparison_rows, comparison_warnings, note_lines
 from jitterlab.report.figures.base import MAX_ROWS, mark_emulated, quiet, svg_text
-from jitterlab.report.figures.compare import charted_rows, compare_figure
+from jitterlab.report.figures.compare import censored_rows, charted_rows, compare_figure
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.sections import SectionContext, by_section
 from jitterlab.report.selection import Selection, campaign_title, select
@@ -173,11 +173,13 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str],
         heads, rows = comparison_rows(result)
         # the chart draws the rows judged: every tested metric, p99 as well as the maximum
         tested = {r.metric for r in judged.rows if r.tested}
+        censored = censored_rows(result, runs, cells.names())
+        chart = compare_figure(result, tested, censored)
         out.append({
             "title": f"{cand} vs {base}",
-            "svg": emit(compare_figure(result, tested), f"compare_{base.key}_{base.value}_{cand.value}",
+            "svg": emit(chart, f"compare_{base.key}_{base.value}_{cand.value}",
                         {r.target for r in runs if base.matches(r) or cand.matches(r)}),
-            "caption": _chart_caption(judged, len(charted_rows(result, tested)), len(rows)),
+            "caption": _chart_caption(judged, charted_rows(result, tested), len(rows), censored),
             "every_row": shlex.join(["jitterlab", *again, "--baseline", str(base), "--candidate", str(cand),
                                      "--all"]),
             "heads": heads, "rows": rows, "verdicts": [r.verdict for r in result.rows],
@@ -187,17 +189,24 @@ def _comparisons(store: Store, runs: list[RunRecord], emit, skipped: list[str],
     return out
 
 
-def _chart_caption(judged: Comparison, drawn: int, shown: int) -> str:
-    """How many of the comparison's rows the chart and the table show, and which."""
+def _chart_caption(judged: Comparison, charted: list, shown: int, censored: Collection = ()) -> str:
+    """How many of the comparison's rows the chart and the table show, and which; what a caret beside
+    a point says, when one is drawn (`censored`: the rows whose change is only a bound)."""
     from jitterlab.report.format import counted
 
+    drawn = len(charted)
+    bounded = sum((r.cell, r.probe, r.metric) in censored for r in charted)
+    carets = (f" A caret beside {counted(bounded, 'point')}: a group's maximum there is only a lower bound "
+              "(its probe missed periods: the tables' \"≥\"), so the change is a bound: ▸ ≥ where it is the "
+              "candidate's (the change may be larger), ◂ ≤ where it is the baseline's (it may be smaller).")
+    carets = carets if bounded else ""
     tested = len(judged.tested_rows)
     metrics = ", ".join(sorted({r.metric for r in judged.tested_rows})) or "none"
     left = tested - drawn
     why = (f"; {counted(left, 'tested row')} more in the table (a signed metric has no ratio to draw, "
            f"or past the chart's first {MAX_ROWS})") if left else ""
     return (f"The chart: {drawn} of the comparison's {counted(len(judged.rows), 'row')}, the tested ones "
-            f"(the watched metrics: {metrics}), each cell's change with its repeated 95 % interval{why}. "
-            f"The table: the {counted(tested, 'tested row')} and the load readings beside them, {shown} "
-            f"of {len(judged.rows)}, judged as compare and summary judge them (tails on all "
+            f"(the watched metrics: {metrics}), each cell's change with its repeated 95 % interval{why}."
+            f"{carets} The table: the {counted(tested, 'tested row')} and the load readings beside them, "
+            f"{shown} of {len(judged.rows)}, judged as compare and summary judge them (tails on all "
             "samples where stored)")

@@ -90,6 +90,8 @@ class _Measuring:
 
 
 class FakeBenchmark(BenchmarkBase):
+    metrics = ("fake_value",)
+
     def prepare(self, ctx) -> _Measuring:
         _hook(ctx, "prepare")
         return _Measuring(ctx)

@@ -178,12 +178,18 @@ def test_an_earlier_campaign_as_baseline_only_this_campaign_grows(tmp_path, valu
         (image, t, rep) for image in "ab" for t in ("rt", "standard") for rep in range(3)]
 
 
-def test_a_watched_metric_the_runs_lack_names_the_option(tmp_path, values, capsys):
+@pytest.mark.parametrize("name", ["fake_bound", "load_nope_per_s"])
+def test_a_watched_metric_only_the_runs_can_tell_of_is_found_after_the_first_round(tmp_path, values, capsys,
+                                                                                   monkeypatch, name):
+    """What the benchmark declares it can produce but these runs did not (a bound some runs have),
+    and a load's reading (the loads, not the benchmarks, name theirs: load_*), are checked once the
+    runs are in; the runs are kept."""
+    monkeypatch.setattr(fakes.FakeBenchmark, "metrics", ("fake_value", "fake_bound"))
     values["standard"] = values["rt"] = [100.0, 101.0, 99.0]
-    assert run(campaign(tmp_path), "--watch", "nope") == 2
+    assert run(campaign(tmp_path), "--watch", name) == 2
     err = capsys.readouterr().err
-    assert "--watch nope: no such metric in the runs compared; they have: fake_value" in err
-    # a name that is no metric shows only once the campaign's runs are in; they are kept
+    assert f"--watch {name}: no such metric in the runs compared; they have: fake_value" in err
+    assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(2)]
     assert err.rstrip().endswith(f"; the campaign's runs are stored: go on with jitterlab run "
                                  f"{tmp_path}/ud.toml --results {tmp_path}/results --resume --until-decided "
                                  "target=standard..target=rt (each benchmark's headline metrics), or add "
@@ -236,6 +242,27 @@ def test_until_decided_options_that_cannot_work_are_refused_before_measuring(tmp
                  *dry_run]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {says}") and "\n" not in err.strip(), err
+    assert fake.OPENED == [] and not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("watched", "says"), [
+    (["fake_valeu"],
+     "--watch fake_valeu: no benchmark of this campaign produces such a metric; did you mean "
+     "'fake_value'? its benchmark fake can produce fake_value; watch one of these, or leave out --watch "
+     "to watch each benchmark's headline metrics"),
+    (["fake_value", "nope", "zap"],
+     "--watch nope, zap: no benchmark of this campaign produces such a metric; its benchmark fake can "
+     "produce fake_value; watch one of these, or leave out --watch to watch each benchmark's headline "
+     "metrics"),
+])
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry-run"])
+def test_a_watch_no_benchmark_of_the_campaign_produces_is_refused_before_any_target_opens(
+        tmp_path, values, capsys, watched, says, dry_run):
+    """The benchmarks declare what their cells can produce (Benchmark.metric_names): a name none of
+    them does is refused before anything is measured, with the names they can."""
+    path = campaign(tmp_path)
+    assert run(path, *(w for name in watched for w in ("--watch", name)), *dry_run) == 2
+    assert capsys.readouterr().err == f"error: {says}\n"
     assert fake.OPENED == [] and not (tmp_path / "results").exists()
 
 

@@ -19,7 +19,18 @@ from jitterlab.report.comparison import (
     comparison_warnings,
     format_comparison,
 )
-from jitterlab.report.figures.compare import STYLES, change_ticks, compare_figure
+from jitterlab.report.figures.compare import (
+    CARET_LEFT,
+    CARET_RIGHT,
+    LOWER_BOUND_TEXT,
+    STYLES,
+    UPPER_BOUND_TEXT,
+    Censored,
+    censored_rows,
+    change_ticks,
+    charted_rows,
+    compare_figure,
+)
 from jitterlab.store.catalog import Store
 
 A, B = Selector("image", "a"), Selector("image", "b")
@@ -147,6 +158,75 @@ def test_chart_draws_four_verdicts_four_ways_with_a_full_legend_and_readable_tic
              if ax.get_xlim()[0] <= v <= ax.get_xlim()[1]]
     assert len(ticks) >= 4 and "+0 %" in ticks and len(set(ticks)) == len(ticks)
     assert all("e" not in t for t in ticks)
+
+
+def blind_groups():
+    """Four cells, the candidate twice the baseline; in rep 1 of the named images the vpin probe did
+    not observe every period, so that run's vpin maximum is only a lower bound (its self one is not)."""
+    blind = {"c-fifo": "b", "python": "a", "bash": "ab", "c-mmap": ""}
+    even = np.exp(np.linspace(-0.05, 0.05, 5))
+    runs = []
+    for impl, images in blind.items():
+        for image, scale in (("a", 0.01), ("b", 0.02)):
+            for i, v in enumerate(scale * even):
+                unobserved = 3.0 if image in images and i == 1 else 0.0
+                runs.append(run_record(squarewave_cell(impl, MS), id=f"{impl}-{image}-{i}", repetition=i,
+                                       labels={"image": image}, started_ns=i, metrics=[
+                    Metric("max_rel_period_error", v, "ratio", "vpin"),
+                    Metric("p99_rel_period_error", v / 2, "ratio", "vpin"),
+                    Metric("unobserved_periods", unobserved, "count", "vpin"),
+                    Metric("max_rel_period_error", v, "ratio", "self")]))
+    return runs
+
+
+def test_a_maximum_that_is_only_a_lower_bound_makes_its_change_a_bound():
+    runs = blind_groups()
+    result = compare(runs, A, B)
+    censored = censored_rows(result, runs)
+    impl = {row.cell: row.cell[-1].split()[0].removeprefix("impl=") for row in result.rows}
+    assert {(impl[c], probe, metric): mark for (c, probe, metric), mark in censored.items()} == {
+        ("c-fifo", "vpin", "max_rel_period_error"): Censored(baseline=False, candidate=True),
+        ("python", "vpin", "max_rel_period_error"): Censored(baseline=True, candidate=False),
+        ("bash", "vpin", "max_rel_period_error"): Censored(baseline=True, candidate=True),
+    }  # a percentile is no maximum, and the self probe saw every period
+
+
+def test_the_chart_draws_a_bound_with_a_caret_toward_where_the_change_may_lie():
+    runs = blind_groups()
+    result = compare(runs, A, B)
+    rows = charted_rows(result)
+    fig = compare_figure(result, censored=censored_rows(result, runs))
+    ax = fig.axes[0]
+
+    def carets(gid: str) -> dict[int, tuple]:
+        return {int(line.get_ydata()[0]): (line.get_marker(), line.get_xdata()[0])
+                for line in ax.lines if line.get_gid() == gid}
+
+    def rows_of(*impls: str) -> list[int]:
+        """The chart's rows of these impls' vpin maxima."""
+        return [i for i, r in enumerate(rows) if (r.probe, r.metric) == ("vpin", "max_rel_period_error")
+                and any(f"impl={impl} " in r.cell[-1] for impl in impls)]
+
+    lower, upper = carets("lower-bound"), carets("upper-bound")
+    assert sorted(lower) == rows_of("c-fifo", "bash") and sorted(upper) == rows_of("python", "bash")
+    # beside the point itself: to the right (the candidate's, ≥), to the left (the baseline's, ≤)
+    assert all(m == CARET_RIGHT and x == rows[i].ratio for i, (m, x) in lower.items())
+    assert all(m == CARET_LEFT and x == rows[i].ratio for i, (m, x) in upper.items())
+    labels = [t.get_text() for t in ax.texts]
+    [only_lower] = set(lower) - set(upper)
+    [only_upper] = set(upper) - set(lower)
+    [both] = set(lower) & set(upper)
+    assert labels[only_lower] == " ≥ +100 %" and labels[only_upper] == " ≤ +100 %"
+    assert labels[both] == " +100 % either way"
+    others = [label for i, label in enumerate(labels) if i not in lower and i not in upper]
+    assert len(others) == len(rows) - 3 and not any(m in s for s in others for m in ("≥", "≤", "either"))
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[-2:] == [LOWER_BOUND_TEXT, UPPER_BOUND_TEXT] and "lower bound (≥)" in LOWER_BOUND_TEXT
+    # nothing censored: the chart as before, no caret and no bound in the legend
+    plain = compare_figure(result)
+    assert not [line for line in plain.axes[0].lines if line.get_gid() in ("lower-bound", "upper-bound")]
+    assert [t.get_text() for t in plain.legends[0].get_texts()] == legend[:-2]
+    assert all("≥" not in t.get_text() and "≤" not in t.get_text() for t in plain.axes[0].texts)
 
 
 def test_change_ticks_are_round_changes_around_no_change():

@@ -289,3 +289,16 @@ def test_the_comparison_chart_draws_the_rows_judged_and_says_how_many(report_sto
                               "std_period_ns)")
     assert "every metric" not in caption
     assert "every row: <code>jitterlab compare --results " in caption and "--all</code>" in caption
+
+
+def test_the_comparison_chart_marks_the_maxima_that_are_only_bounds(report_store, tmp_path):
+    """Rep 1 of every cell was blind on vpin in both images: each vpin maximum's change is a bound
+    either way, a caret on each side of its point in the page's SVG, and the caption says why."""
+    render(report_store, tmp_path / "r.html", campaigns=CAMPAIGNS, max_run_figures=0)
+    html = (tmp_path / "r.html").read_text()
+    [svg] = re.findall(r'data-figure="compare">(.*?)</div>', html, flags=re.S)
+    assert svg.count('id="lower-bound') == svg.count('id="upper-bound') == 8  # 2 impls x 2 loads x 2 periods
+    assert svg.count("either way") == 8 and "lower bound (≥)" in svg and "upper bound (≤)" in svg
+    [caption] = [unescape(c) for c in re.findall(r'<p class="muted">(The chart: .*?)</p>', html, flags=re.S)]
+    assert ('95 % interval. A caret beside 8 points: a group\'s maximum there is only a lower bound (its '
+            'probe missed periods: the tables\' "≥"), so the change is a bound') in caption

@@ -66,6 +66,12 @@ class Benchmark(Protocol):
     traits: BenchmarkTraits
     """What its runs are for whoever reads them back (model.traits): its headline, periodic, samples."""
 
+    def metric_names(self, cell: Cell) -> frozenset[str]:
+        """The names of every metric a run of the cell can produce (a run may lack some, never has
+        another: tests hold each benchmark to it), known before anything is measured: `run
+        --until-decided --watch` is checked against them. A load's readings are the load's."""
+        ...
+
     def tools(self, cell: Cell) -> dict[str, str]:
         """Commands the cell needs on the target -> the Debian package that has them."""
         ...
@@ -165,12 +171,16 @@ class BenchmarkBase:
     params: tuple[Param, ...] = ()
     record: type[Options] | None = None  # a cell's params as a typed record (model/options.py)
     headline: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()  # the names its runs can produce beside the headline (metric_names)
     periodic: bool = False  # model.traits
     samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
 
     @property
     def traits(self) -> BenchmarkTraits:
         return BenchmarkTraits(tuple(self.headline), self.periodic, self.samples)
+
+    def metric_names(self, cell: Cell) -> frozenset[str]:
+        return frozenset((*self.headline, *self.metrics))
 
     def tools(self, cell: Cell) -> dict[str, str]:
         return {}

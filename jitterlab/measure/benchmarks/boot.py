@@ -53,6 +53,7 @@ def parse_time(text: str) -> dict[str, int]:
 
 class Boot(BenchmarkBase):
     headline = ("boot_total_ns", "boot_kernel_ns", "boot_userspace_ns")
+    metrics = tuple(f"boot_{name}_ns" for name in (*PHASES, "total"))  # parse_time's, as execute names them
 
     params = ()
 

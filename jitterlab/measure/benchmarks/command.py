@@ -252,6 +252,9 @@ class Command(BenchmarkBase):
               '"python3"', default="", show=_show_text),
     )
 
+    def metric_names(self, cell) -> frozenset[str]:
+        return frozenset(spec["name"] for spec in metric_specs(cell))
+
     def tools(self, cell) -> dict[str, str]:
         tools = {}
         shipped = {Path(f).name for f in word_list(cell.param("files"))}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics
+from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics, latency_names
 from jitterlab.analysis.rttests import average_us, read_json
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.ftrace import TraceSession, TraceUnavailable
@@ -202,6 +202,12 @@ class Cyclictest(BenchmarkBase):
               _breaktrace, '"500us"', default="off", show=_show_duration),
     )
     record = CyclictestCell
+    metrics = latency_names(histogram=True)  # per thread: min, mean, max, samples, overflow among them
+
+    def metric_names(self, cell) -> frozenset[str]:
+        if not CyclictestCell.of_cell(cell).breaktrace_ns:
+            return super().metric_names(cell)
+        return super().metric_names(cell) | {"breaktrace_fired", "breaktrace_latency_ns"}
 
     def tools(self, cell) -> dict[str, str]:
         return {"cyclictest": "rt-tests"}

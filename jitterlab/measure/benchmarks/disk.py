@@ -32,6 +32,19 @@ def default_block_size(pattern: str) -> int:
     return 1 << 20 if pattern.startswith("seq") else 4096
 
 
+def side_of(pattern: str) -> str:
+    """The direction of a pattern, which its metrics are named after: read or write."""
+    return "read" if pattern.endswith("read") else "write"
+
+
+def metric_names(pattern: str) -> tuple[str, ...]:
+    """Every name parse_report gives for the pattern."""
+    side = side_of(pattern)
+    clat = ("min", "mean", "max", "std", *PERCENTILES)
+    return (f"{side}_bandwidth_mib_per_s", f"{side}_ops_per_s", f"{side}_bytes",
+            *(f"{side}_clat_{name}_ns" for name in clat), f"{side}_clat_samples")
+
+
 def parse_report(text: str, pattern: str) -> list[Metric]:
     """Bandwidth, IOPS and completion latency of the pattern's direction from fio's JSON report.
 
@@ -41,7 +54,7 @@ def parse_report(text: str, pattern: str) -> list[Metric]:
     if data is None:
         raise RunFailed("fio wrote no JSON report (expected the output of --output-format=json; cut short?)",
                         attachments=raw)
-    side = "read" if pattern.endswith("read") else "write"
+    side = side_of(pattern)
     try:
         [job] = data["jobs"]
         if int(job["error"]):
@@ -110,6 +123,9 @@ class Disk(BenchmarkBase):
         Param("ioengine", "fio's I/O engine", choice(*ENGINES), '"libaio"', default="psync"),
     )
     record = DiskCell
+
+    def metric_names(self, cell) -> frozenset[str]:
+        return frozenset(metric_names(str(cell.param("pattern"))))
 
     def tools(self, cell) -> dict[str, str]:
         return {"fio": "fio", "df": "coreutils", "taskset": "util-linux"}

@@ -55,6 +55,7 @@ class HwlatCell(Options):
 
 class Hwlat(BenchmarkBase):
     headline = ("hwlat_max_ns", "hwlat_events")
+    metrics = rtla.HWLAT_NAMES
 
     params = (
         Param("threshold", "a gap longer than this is recorded (tracing_thresh)", _us, '"10us"',

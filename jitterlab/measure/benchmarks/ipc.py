@@ -120,6 +120,7 @@ class IpcCell(Options):
 
 class IpcLatency(BenchmarkBase):
     headline = ("latency_max_ns", "latency_mean_ns", "latency_min_ns")
+    metrics = ("latency_samples", "cpu")  # per pair and over all (pair_metrics), and the CPU measured
 
     params = (
         Param("mechanism", "mutex (ptsematest), signal (sigwaittest) or mqueue (pmqtest)",

@@ -68,6 +68,11 @@ def parse_peer(value: object, where: str) -> ParamValue:
     )
 
 
+# the names parse_report can give: of every report, and of the protocol's
+COMMON_NAMES = ("mbit_per_s", "sent_mbit_per_s", "cpu_host_percent", "cpu_remote_percent")
+PROTOCOL_NAMES = {"tcp": ("retransmits",), "udp": ("jitter_ns", "loss_ratio", "lost_packets", "packets")}
+
+
 def parse_report(text: str) -> tuple[list[Metric], dict[str, Samples]]:
     """Metrics and the per-interval throughput of one iperf3 --json client report.
 
@@ -151,6 +156,9 @@ class Iperf3(BenchmarkBase):
               "target's loopback", parse_peer, '"192.168.1.10"', default="", show=lambda v: v or '""'),
     )
     record = Iperf3Cell
+
+    def metric_names(self, cell) -> frozenset[str]:
+        return frozenset((*COMMON_NAMES, *PROTOCOL_NAMES[str(cell.param("protocol"))]))
 
     def tools(self, cell) -> dict[str, str]:
         return {"iperf3": "iperf3", "taskset": "util-linux"}

@@ -103,6 +103,7 @@ class MembwCell(Options):
 
 class Membw(BenchmarkBase):
     headline = ("bandwidth_mib_per_s", "bandwidth_min_mib_per_s")
+    metrics = ("bandwidth_max_mib_per_s", "iterations", "warmup_iterations")  # bandwidth_metrics' others
 
     params = (
         Param("method", "memcpy (mbw -t0), dumb (a b[i]=a[i] loop, -t1) or mcblock (memcpy in blocks, -t2)",

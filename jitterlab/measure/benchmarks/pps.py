@@ -87,6 +87,7 @@ class PpsCell(Options):
 
 class Pps(BenchmarkBase):
     headline = ("received_pps", "sent_pps", "loss_ratio")
+    metrics = ("received_mbit_per_s", "sent_packets", "received_packets", "socket_drops", "send_errors")
 
     params = (
         Param("size", "UDP payload bytes of each packet", size(1, 65507), "[64, 1400]", 64,

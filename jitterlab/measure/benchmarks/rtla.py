@@ -117,6 +117,7 @@ class OsnoiseCell(Options):
 class Timerlat(_Rtla):
     tracer = "timerlat"
     headline = ("thread_latency_max_ns", "thread_latency_p99_ns", "irq_latency_max_ns", "irq_latency_p99_ns")
+    metrics = rtla.timerlat_names()
 
     params = (
         Param("period", "timer period of the timerlat threads (-p, whole µs)", _whole_us(100 * US, 10**9),
@@ -157,6 +158,7 @@ class Timerlat(_Rtla):
 class Osnoise(_Rtla):
     tracer = "osnoise"
     headline = ("cpu_available_percent", "noise_max_single_ns", "noise_max_ns", "hw_noise_events")
+    metrics = (*rtla.OSNOISE_NAMES, "duration_s")
 
     params = (
         Param("period", "osnoise period (-p)", _whole_us(10 * US, 10 * 10**9), '"1s"', default="1s",

@@ -11,7 +11,13 @@ import contextlib
 
 import numpy as np
 
-from jitterlab.analysis.squarewave import excluded_seen_by_self, period_split, squarewave_metrics
+from jitterlab.analysis.squarewave import (
+    EXCLUDED_SELF_NAMES,
+    METRIC_NAMES,
+    excluded_seen_by_self,
+    period_split,
+    squarewave_metrics,
+)
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.squarewave.bindings import drives, pairing, refusal, unpaired
 from jitterlab.measure.squarewave.cell import WaveCell
@@ -47,6 +53,14 @@ class Squarewave(BenchmarkBase):
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
     periodic = True
     samples = PERIOD_ERRORS
+
+    def metric_names(self, cell) -> frozenset[str]:
+        """The analysis of the edges (the probe's and the program's own, each under its probe), what
+        the program saw of the periods an independent probe excluded, the probe's and the impl's own
+        figures."""
+        impl, _, probe = _parts(cell)
+        seen_by_self = EXCLUDED_SELF_NAMES if probe.independent else ()
+        return frozenset((*METRIC_NAMES, *seen_by_self, *probe.metrics, *impl.metrics))
 
     def needs_rt(self, cell) -> bool:
         return _parts(cell)[0].realtime

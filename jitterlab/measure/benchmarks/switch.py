@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitterlab.analysis.latency import latency_metrics
+from jitterlab.analysis.latency import latency_metrics, latency_names
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
 from jitterlab.model.errors import RunFailed
@@ -118,6 +118,7 @@ class SwitchCell(Options):
 
 class Switch(BenchmarkBase):
     headline = ("latency_max_ns", "latency_p99_ns", "latency_p50_ns", "not_preempted")
+    metrics = (*latency_names(), "cycles", "cpu")  # result_metrics', and the CPU measured
     samples = LATENCIES
 
     params = (

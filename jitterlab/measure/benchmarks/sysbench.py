@@ -61,6 +61,7 @@ def report_metrics(values: dict[str, float]) -> list[Metric]:
 
 class SysbenchCpu(BenchmarkBase):
     headline = ("events_per_s", "latency_p95_ns", "latency_max_ns")
+    metrics = ("latency_avg_ns", f"latency_p{PERCENTILE}_ns", "events", "total_time_s")  # report_metrics'
 
     params = (
         Param("threads", "worker threads (--threads)", integer(1, 4096), "1", default=1),

@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from jitterlab.analysis.throughput import rate_metrics
+from jitterlab.analysis.throughput import rate_metrics, rate_names
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.options import Options, key
@@ -78,6 +78,7 @@ class TmpfsCell(Options):
 
 class TmpfsWrite(BenchmarkBase):
     headline = ("write_mb_per_s", "write_min_mb_per_s")
+    metrics = rate_names("write", count="rounds")
 
     params = (
         Param("size", "bytes written per round", size(4096, 1 << 40), '"64M"', default="64M",

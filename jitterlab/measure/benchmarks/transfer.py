@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from jitterlab.analysis.throughput import rate_metrics
+from jitterlab.analysis.throughput import rate_metrics, rate_names
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.tool import failed
 from jitterlab.model.errors import RunFailed
@@ -121,6 +121,7 @@ class TransferCell(Options):
 
 class SSHTransfer(BenchmarkBase):
     headline = ("transfer_mb_per_s", "transfer_min_mb_per_s")
+    metrics = (*rate_names("transfer", count="transfers"), "transfer_bytes")
 
     params = (
         Param("way", '"upload" (this machine to the target) or "download"', choice("upload", "download"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitterlab.analysis.latency import latency_metrics
+from jitterlab.analysis.latency import latency_metrics, latency_names
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.udp_peer import need_host, numeric_host, parse_host
 from jitterlab.measure.benchmarks.udp_programs import (
@@ -136,6 +136,7 @@ class EchoCell(Options):
 
 class UdpEcho(BenchmarkBase):
     headline = ("rtt_p99_ns", "rtt_p50_ns", "rtt_max_ns", "lost_messages")
+    metrics = (*latency_names("rtt"), "late_replies", "messages")
     samples = LATENCIES
 
     params = (

@@ -1,20 +1,30 @@
 """The comparison's figure: per cell and metric the effect (candidate / baseline) with its 95 % CI,
 drawn by the verdict: each of the four verdicts has its own colour and marker, so that undecided
-never looks like same."""
+never looks like same. A maximum that is only a lower bound in a group (runs whose probe did not
+observe every period: the tables' "≥", the envelope's caret) makes the change a bound too: a caret
+beside the point shows which way the true change may lie, and its label says "≥" or "≤"."""
 
 from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+from matplotlib.transforms import offset_copy
 
 from jitterlab.analysis.compare import BETTER, NOT_GRADED, SAME, UNDECIDED, WORSE, Comparison, cell_text
+from jitterlab.analysis.groups import paired
+from jitterlab.analysis.reading import reading
+from jitterlab.model.cellnames import PLAIN, CellNames
+from jitterlab.model.reading import MAX
+from jitterlab.model.records import RunRecord
 from jitterlab.report.figures.base import MAX_ROWS
+from jitterlab.report.figures.squarewave import unobserved
 from jitterlab.report.format import change
 
 # verdict -> (colour, marker, filled, CI line style, legend text)
@@ -29,6 +39,46 @@ _NOT_GRADED_STYLE = ("#afb8c1", "x", True, ":", "not tested")
 _NICE_RATIOS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25,
                 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 MAX_TICKS = 9
+CARET_LEFT, CARET_RIGHT = 4, 5  # matplotlib's CARETLEFT, CARETRIGHT: beside a point, where the change may lie
+LOWER_BOUND_TEXT = "lower bound (≥): the candidate's probe missed periods, the change may be larger"
+UPPER_BOUND_TEXT = "upper bound (≤): the baseline's probe missed periods, the change may be smaller"
+
+
+@dataclass(frozen=True)
+class Censored:
+    """Which group's value of a row is only a lower bound: a maximum over the periods its probe
+    observed, in runs where it did not observe them all. The candidate's makes the change a lower
+    bound (≥), the baseline's an upper bound (≤), both leave it open either way."""
+
+    baseline: bool = False
+    candidate: bool = False
+
+    def label(self, changed: str) -> str:
+        """The change as the chart labels it: "≥ +12 %", "≤ +12 %", "+12 % either way"."""
+        if self.baseline and self.candidate:
+            return f"{changed} either way"
+        return f"≥ {changed}" if self.candidate else f"≤ {changed}" if self.baseline else changed
+
+
+def censored_rows(comparison: Comparison, runs: list[RunRecord],
+                  names: CellNames = PLAIN) -> dict[tuple, Censored]:
+    """(cell, probe, metric) -> Censored, for the rows whose maximum is a lower bound in a group
+    (`runs` and `names` as the comparison was made of them)."""
+    groups = {cell: (a, b) for cell, a, b in paired(runs, comparison.baseline, comparison.candidate,
+                                                      names).cells}
+
+    def bounded(group: list[RunRecord], probe: str, metric: str) -> bool:
+        found = [r for r in group if (probe, metric) in r.metrics]
+        return (bool(found) and reading(found[0].metrics[(probe, metric)]).stat == MAX
+                and any(unobserved(r, probe) for r in found))
+
+    out = {}
+    for row in comparison.rows:
+        base, cand = groups.get(row.cell, ([], []))
+        mark = Censored(bounded(base, row.probe, row.metric), bounded(cand, row.probe, row.metric))
+        if mark.baseline or mark.candidate:
+            out[(row.cell, row.probe, row.metric)] = mark
+    return out
 
 
 def change_ticks(low: float, high: float) -> list[float]:
@@ -64,22 +114,33 @@ def charted_rows(comparison: Comparison, metrics: Collection[str] | None = None)
             and (metrics is None or r.metric in metrics)][:MAX_ROWS]
 
 
-def compare_figure(comparison: Comparison, metrics: Collection[str] | None = None) -> Figure:
+def compare_figure(comparison: Comparison, metrics: Collection[str] | None = None,
+                   censored: Mapping[tuple, Censored] | None = None) -> Figure:
     """One row per cell x metric (charted_rows): the effect (candidate / baseline) with its
-    repeated 95 % interval on a log axis, drawn by the verdict; labels wrapped to fit."""
+    repeated 95 % interval on a log axis, drawn by the verdict; labels wrapped to fit. `censored`
+    (censored_rows) marks the rows whose change is only a bound."""
     rows = charted_rows(comparison, metrics)
     labels = ["\n".join(textwrap.wrap(f"{cell_text(comparison, r)} · {r.probe + ':' if r.probe else ''}"
                                       f"{r.metric}", 70)) for r in rows]
     height = 1.8 + 0.34 * sum(lab.count("\n") + 1 for lab in labels)
     fig = Figure(figsize=(11, max(2.8, height)), layout="constrained")
     ax = fig.subplots()
+    bounds: set[str] = set()  # the carets drawn, for the legend
     for i, r in enumerate(rows):
         color, marker, filled, line, _ = STYLES.get(r.verdict, _NOT_GRADED_STYLE)
         if math.isfinite(r.ci_low) and math.isfinite(r.ci_high) and r.ci_low > 0:
             ax.plot([r.ci_low, r.ci_high], [i, i], ls=line, color=color, lw=2, alpha=0.7)
         ax.plot([r.ratio], [i], ls="none", marker=marker, color=color, ms=7,
                 markerfacecolor=color if filled else "white", markeredgewidth=1.5)
-        ax.annotate(f" {change(r.ratio)}", (r.ratio, i), fontsize=7, va="bottom", ha="left")
+        mark = (censored or {}).get((r.cell, r.probe, r.metric), Censored())
+        for bounded, caret, dx, gid in ((mark.candidate, CARET_RIGHT, 11, "lower-bound"),
+                                        (mark.baseline, CARET_LEFT, -11, "upper-bound")):
+            if bounded:  # just beside the point, on the side the true change may lie
+                bounds.add(gid)
+                beside = offset_copy(ax.transData, fig=fig, x=dx, units="points")
+                ax.plot([r.ratio], [i], ls="none", marker=caret, color=color, ms=9, mec="white", mew=0.5,
+                        zorder=4, transform=beside, gid=gid)
+        ax.annotate(f" {mark.label(change(r.ratio))}", (r.ratio, i), fontsize=7, va="bottom", ha="left")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
     low, high = _x_range(rows)
@@ -99,5 +160,10 @@ def compare_figure(comparison: Comparison, metrics: Collection[str] | None = Non
     handles = [Line2D([], [], ls=line, marker=marker, color=color, label=text, ms=7,
                       markerfacecolor=color if filled else "white")
                for color, marker, filled, line, text in shown]
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)
+    carets = [Line2D([], [], ls="none", marker=caret, color="black", ms=7, mew=0, label=text)
+              for gid, caret, text in (("lower-bound", CARET_RIGHT, LOWER_BOUND_TEXT),
+                                       ("upper-bound", CARET_LEFT, UPPER_BOUND_TEXT)) if gid in bounds]
+    # the long bound entries make two rows, filled column by column: the verdicts two by two, then them
+    ncols = math.ceil((len(handles) + len(carets)) / 2) if carets else len(handles)
+    fig.legend(handles=handles + carets, loc="outside lower center", ncols=ncols, fontsize=8, frameon=False)
     return fig

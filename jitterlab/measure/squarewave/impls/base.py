@@ -38,6 +38,8 @@ class Impl(Protocol):
     timestamps: bool
     """False when its edge log has no times, only the count of its edges (clock=none): the wave is
     made where no clock of Linux's reads it (a real-time unit), and the self probe has nothing to read."""
+    metrics: tuple[str, ...]
+    """The names of the metrics measured() can give, declared before anything is measured."""
 
     def tools(self) -> dict[str, str]:
         """Commands it needs on the target at run time -> Debian package."""
@@ -69,6 +71,7 @@ class ImplBase:
     """Defaults for the optional parts of the Impl protocol."""
 
     timestamps: ClassVar[bool] = True
+    metrics: ClassVar[tuple[str, ...]] = ()
 
     def measured(self, ctx: RunContext, pin: PinHandle, output: str) -> tuple[list[Metric], list[Warning_]]:
         return [], []

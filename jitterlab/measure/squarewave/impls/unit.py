@@ -14,7 +14,7 @@ emulation, functional evidence only)."""
 
 from __future__ import annotations
 
-from jitterlab.analysis.chatter import chatter_metrics, parse_chatter
+from jitterlab.analysis.chatter import CHATTER_NAMES, chatter_metrics, parse_chatter
 from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.impls.base import IMPLS, ImplBase, bound, common_flags, run_program
 from jitterlab.measure.squarewave.pins.base import PinHandle
@@ -37,6 +37,7 @@ class UnitImpl(ImplBase):
     needs: Forms = (UnitLine,)
     realtime = False  # the wave is the unit's: Linux's scheduling reaches it only through the messages
     timestamps = False
+    metrics = ("unit_flash_bytes", "unit_ram_bytes", "unit_emulated", *CHATTER_NAMES)
 
     def tools(self) -> dict[str, str]:
         return {}

@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitterlab.analysis.alignment import Alignment
-from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
+from jitterlab.analysis.alignment import FIT_NAMES, Alignment
+from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.probes.base import Capture, no_blind
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import blind_series
+
+# the names aligned_capture adds to a probe's own metrics
+ALIGNED_NAMES = ("align_matched_edges", *FIT_NAMES, "unobserved_edges", PIN_WATCHED)
 
 
 @dataclass(frozen=True)

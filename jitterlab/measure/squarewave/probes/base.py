@@ -75,6 +75,9 @@ class Probe(Protocol):
     reads: ClassVar[type[Capability] | None]
     """The target's capability it reads the pin through (an emulated board's trace or memory), if
     any: the probe is usable only on a target that has it."""
+    metrics: ClassVar[tuple[str, ...]]
+    """The names of the metrics its captures can carry (Capture.metrics and summary), declared before
+    anything is measured; the squarewave analysis of its edges is the benchmark's."""
 
     @classmethod
     def validate(cls, options: Mapping[str, object], where: str | Where) -> dict: ...
@@ -123,6 +126,7 @@ class ProbeBase(OptionTable):
     controller_tools: ClassVar[dict[str, str]] = {}
     programs: ClassVar[dict[str, str]] = {}
     reads: ClassVar[type[Capability] | None] = None
+    metrics: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:

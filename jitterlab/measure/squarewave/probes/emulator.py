@@ -20,18 +20,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, Alignment, align
-from jitterlab.analysis.counted import CountCheck
+from jitterlab.analysis.counted import COUNT_NAMES, CountCheck
 from jitterlab.analysis.gpio_trace import RESOLUTION_NS, TraceEdges, known_event, parse_trace
 from jitterlab.analysis.watched import pin_watched_metric
 from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
 from jitterlab.measure.squarewave.pins.socs import SOCS
-from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
+from jitterlab.measure.squarewave.probes.aligned import ALIGNED_NAMES, Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
 from jitterlab.measure.squarewave.probes.bound import PIN, agreed, bound_line, declared_line, show_pins
 from jitterlab.measure.squarewave.probes.logs import SelfLog
@@ -70,6 +71,8 @@ class EmulatorProbe(ProbeBase):
               default=PIN, show=show_pins),
     )
     record = EmulatorOptions
+    metrics: ClassVar[tuple[str, ...]] = ("probe_resolution_ns", "probe_emulated", *ALIGNED_NAMES,
+                                          *COUNT_NAMES)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

@@ -49,6 +49,8 @@ class GpioLoopbackProbe(ProbeBase):
     needs = (BoardLine,)
     location = "target"
     programs: ClassVar[dict[str, str]] = {"gpio-watch": ""}
+    metrics: ClassVar[tuple[str, ...]] = ("probe_lost_events", "probe_same_polarity_events",
+                                          "probe_overflow_edges", "unobserved_edges")
     params = (
         Param("line", "the input line wired to the output pin (offset on `chip`)", integer(0, 65535), "18"),
         Param("chip", 'its chip: label, gpiochipN or /dev/gpiochipN ("": the output pin\'s chip)', _chip,

@@ -18,6 +18,7 @@ evidence, and every run says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, align
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
 from jitterlab.measure.squarewave.pins.socs import SOCS, Registers, Soc
-from jitterlab.measure.squarewave.probes.aligned import Unseen, aligned_capture
+from jitterlab.measure.squarewave.probes.aligned import ALIGNED_NAMES, Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.bound import PIN, agreed, bound_line, declared_line, show_pins
 from jitterlab.measure.squarewave.probes.logs import SelfLog
@@ -45,6 +46,9 @@ from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import Declared, ExaminesMemory, MemoryUnreadable, WordReader, has
 
 NAME = "register-poll"
+# the names poll_metrics gives, in its order
+POLL_NAMES = ("probe_resolution_ns", "probe_polls_per_s", "probe_poll_p50_ns", "probe_poll_max_ns",
+              "probe_emulated")
 MIN_READS_PER_HALF_PERIOD = 10
 CONNECT_TIMEOUT_S = 5.0  # for the first read
 NO_MONITOR_FIX = ('use a qemu target (machine = "virt-arm64", "virt-armhf", or an i.MX6 / BCM283x '
@@ -71,6 +75,7 @@ class RegisterPollProbe(ProbeBase):
     needs = (BoardLine,)
     location = "controller"
     reads = ExaminesMemory
+    metrics: ClassVar[tuple[str, ...]] = (*POLL_NAMES, *ALIGNED_NAMES)
     params = (
         Param("soc", "the emulated SoC's GPIO register map: " + ", ".join(SOCS) + "; a gpiomem pin says it, "
               "and a value given here must agree", or_word(PIN, choice(*SOCS)), '"imx6"', default=PIN,
@@ -200,12 +205,13 @@ def poll_metrics(polls: Polls) -> tuple[list[Metric], float, float]:
     span_ns = int(polls.t_ns[-1] - polls.t_ns[0])
     mean_ns = span_ns / len(gaps)
     rate = 1e9 / mean_ns if mean_ns > 0 else 0.0
+    resolution, polls_per_s, poll_p50, poll_max, emulated = POLL_NAMES
     return [
-        Metric("probe_resolution_ns", mean_ns, "ns", NAME, "lower"),
-        Metric("probe_polls_per_s", rate, "reads/s", NAME, "higher"),
-        Metric("probe_poll_p50_ns", float(np.median(gaps)), "ns", NAME, "lower"),
-        Metric("probe_poll_max_ns", float(gaps.max()), "ns", NAME, "lower"),
-        Metric("probe_emulated", 1.0, "", NAME, "none"),
+        Metric(resolution, mean_ns, "ns", NAME, "lower"),
+        Metric(polls_per_s, rate, "reads/s", NAME, "higher"),
+        Metric(poll_p50, float(np.median(gaps)), "ns", NAME, "lower"),
+        Metric(poll_max, float(gaps.max()), "ns", NAME, "lower"),
+        Metric(emulated, 1.0, "", NAME, "none"),
     ], rate, mean_ns
 
 

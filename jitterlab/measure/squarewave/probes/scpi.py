@@ -20,8 +20,9 @@ import re
 import threading
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import ClassVar
 
-from jitterlab.analysis.watched import NOT_WATCHED, pin_watched_metric
+from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
@@ -61,6 +62,11 @@ def _channel(value: object, where: str) -> str:
         return value
     raise UserError(f"{where}: expected the instrument's channel, a number or a word of letters and digits "
                     f"(at most 16), e.g. channel = 1; got {shown(value)}")
+
+
+# the names period_statistics_metrics gives
+PERIOD_STATISTICS_NAMES = ("max_rel_period_error", "max_delay", "max_early", "mean_period_ns",
+                           "std_period_ns", "min_period_ns", "max_period_ns", "n_periods")
 
 
 def period_statistics_metrics(stats: dict[str, Decimal], period_ns: int, probe: str) -> list[Metric]:
@@ -170,6 +176,7 @@ class ScpiProbe(ProbeBase):
               show=format_ns),
     )
     record = ScpiOptions
+    metrics: ClassVar[tuple[str, ...]] = (*PERIOD_STATISTICS_NAMES, "probe_coverage", PIN_WATCHED)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

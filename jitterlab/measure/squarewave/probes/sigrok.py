@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import ClassVar
 
 from jitterlab.analysis.alignment import align
-from jitterlab.analysis.counted import CountCheck
+from jitterlab.analysis.counted import COUNT_NAMES, CountCheck
 from jitterlab.analysis.logic import decode_binary, edges_ns, frequency_hz
 from jitterlab.analysis.watched import pin_watched_metric
 from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal, serves
-from jitterlab.measure.squarewave.probes.aligned import aligned_capture
+from jitterlab.measure.squarewave.probes.aligned import ALIGNED_NAMES, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError, Where
@@ -129,6 +129,7 @@ class SigrokProbe(ProbeBase):
               '"1s"', default="1s", show=format_ns),
     )
     controller_tools: ClassVar[dict[str, str]] = {"sigrok-cli": "sigrok-cli"}
+    metrics: ClassVar[tuple[str, ...]] = ("probe_resolution_ns", *ALIGNED_NAMES, *COUNT_NAMES)
     record = SigrokOptions
 
     def __init__(self, ctx) -> None:

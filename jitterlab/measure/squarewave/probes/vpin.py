@@ -97,6 +97,8 @@ class VpinProbe(ProbeBase):
     needs_cpu = True
     tools: ClassVar[dict[str, str]] = {"taskset": "util-linux"}
     programs: ClassVar[dict[str, str]] = {"observer": ""}
+    metrics: ClassVar[tuple[str, ...]] = ("probe_poll_p50_ns", "probe_poll_p999_ns", "probe_poll_max_ns",
+                                          "probe_overflow_edges", "unobserved_edges")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
