@@ -67,6 +67,14 @@ def started(target: LocalTarget) -> tuple[set[int], set[str]]:
     return pgids, markers
 
 
+def laid_out(directory: Path, size_bytes: int, timeout_s: float = 120) -> None:
+    """Return once fio's files under `directory` have their full size."""
+    deadline = time.monotonic() + timeout_s
+    while sum(f.stat().st_size for f in directory.glob("*") if f.is_file()) < size_bytes:
+        assert time.monotonic() < deadline, f"fio did not lay out {size_bytes} bytes in {timeout_s:g} s"
+        time.sleep(0.05)
+
+
 def start(name: str, tmp_path: Path, **ctx) -> tuple[object, LocalTarget]:
     target = LocalTarget(workdir=str(tmp_path / "work"))
     load = LOADS.get(name, "test").factory()
@@ -152,7 +160,22 @@ def test_fio_report_is_parsed_after_its_signal_line():
             '"read": {"io_bytes": 4000000}, "write": {"io_bytes": 2000000}}]}')
     assert disk.parse_report(text) == (2.0, 1.0)
     assert disk.parse_report('{"jobs": [{"job_runtime": 0, "read": {"io_bytes": 0}, '
-                             '"write": {"io_bytes": 0}}]}') is None
+                             '"write": {"io_bytes": 0}}]}') == (0.0, 0.0)  # stopped before it moved
+    assert disk.parse_report("fio: terminating on signal 15\n") is None  # no report at all
+
+
+def test_a_disk_load_stopped_before_it_moved_a_byte_fails_its_run_saying_so(tmp_path):
+    if shutil.which("fio") is None:
+        pytest.skip("no fio")
+    # 1 GiB to lay out before the first byte is moved: stopped once it lays out (its signal handler
+    # is in place then), fio has moved nothing
+    load, _ = start("disk", tmp_path, options={"size": "1G"})
+    laid_out(tmp_path / "scratch" / "fio-data", 1)
+    with pytest.raises(RunFailed) as err:
+        load.stop()
+    assert str(err.value) == ("disk load: fio was stopped before it moved a byte (it first lays out its "
+                              "1G of files); give the run a longer duration or [loads.disk] a smaller size")
+    assert not (tmp_path / "scratch" / "fio-data").exists()  # its files are removed all the same
 
 
 def test_hackbench_rounds_and_messages():
@@ -185,6 +208,8 @@ def test_load_runs_reports_and_leaves_nothing(name, tmp_path):
     pgids, markers = started(target)
     assert pgids and live_pids_of(pgids, markers)
     load.check()
+    if name == "disk":  # fio lays out its file before it moves data: waited for, never timed
+        laid_out(tmp_path / "scratch" / "fio-data", 8 << 20)
     time.sleep(0.6)
     load.check()
     metrics = {m.name: m for m in load.stop()}

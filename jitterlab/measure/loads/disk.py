@@ -53,7 +53,8 @@ def validate_options(options: dict, where: str) -> dict:
 
 
 def parse_report(text: str) -> tuple[float, float] | None:
-    """(read, write) MB/s (10^6 bytes) over fio's runtime, from its JSON (None: nothing moved)."""
+    """(read, write) MB/s (10^6 bytes) over fio's runtime, from its JSON (None: no report to read;
+    (0, 0): fio was stopped before it moved a byte)."""
     data = first_json(text)
     try:
         jobs = data["jobs"]
@@ -63,7 +64,7 @@ def parse_report(text: str) -> tuple[float, float] | None:
     except (KeyError, TypeError, ValueError):
         return None
     if runtime_s <= 0 or read + write <= 0:
-        return None
+        return 0.0, 0.0
     return read / runtime_s / 1e6, write / runtime_s / 1e6
 
 
@@ -79,6 +80,7 @@ class DiskLoad:
         self._ctx = ctx
         self.data_dir = f"{ctx.scratch}/fio-data"
         self.report = f"{ctx.scratch}/fio.json"
+        self._size_bytes = opts.size_bytes
         ctx.target.run(["mkdir", "-p", self.data_dir])
         ctx.target.run(["rm", "-f", self.report])
         fio = ["fio", "--name=jitterlab-disk", f"--directory={self.data_dir}",
@@ -111,6 +113,10 @@ class DiskLoad:
         if rates is None:
             raise RunFailed(f"disk load: could not read what fio transferred from {self.report} "
                             f"(fio {describe_exit(rc)}); {self._tool.log_tail()}")
+        if rates == (0.0, 0.0):  # a load that did nothing is no load: the run says so
+            raise RunFailed("disk load: fio was stopped before it moved a byte (it first lays out "
+                            f"its {format_size(self._size_bytes)} of files); give the run a longer "
+                            "duration or [loads.disk] a smaller size")
         read, write = rates
         self._result = [
             Metric("load_disk_mb_per_s", read + write, "MB/s"),
