@@ -40,3 +40,16 @@ def start_sshd(tmp_path):
     """start_sshd(name): a loopback sshd of this test's own in tmp_path/name, stopped at teardown."""
     with contextlib.ExitStack() as stack:
         yield lambda name: stack.enter_context(running_sshd(tmp_path / name))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the groups into the tests' ids
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist (`make test` runs two workers with --dist loadgroup): the tests that boot
+    an emulator are one group, run first on one worker while the other takes the rest file by
+    file. Two emulated guests at once on a 2-CPU machine would slow both past their boot timeouts,
+    and a file's tests share its module fixtures (one booted guest, one sshd) on one worker."""
+    emulators = [item for item in items if item.get_closest_marker("vm") is not None]
+    for item in items:
+        group = "emulators" if item.get_closest_marker("vm") is not None else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
+    items[:] = emulators + [item for item in items if item.get_closest_marker("vm") is None]
