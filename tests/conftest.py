@@ -50,3 +50,45 @@ def start_sshd(tmp_path):
     """start_sshd(name): a loopback sshd of this test's own in tmp_path/name, stopped at teardown."""
     with contextlib.ExitStack() as stack:
         yield lambda name: stack.enter_context(running_sshd(tmp_path / name))
+
+
+# `make test` runs two pytest-xdist workers. The files whose tests boot an emulator (the `vm`
+# marker) are one unit of work, started first on one worker, while the other worker takes the rest
+# file by file: two emulated guests at once on a 2-CPU machine would slow both past their boot
+# timeouts, and a file's tests share its module fixtures (one booted guest, one sshd) on one worker.
+# The scheduler sees only test ids (markers stay in the workers), hence the files are named here,
+# and the collection below refuses a vm test in a file this list lacks.
+EMULATOR_FILES = frozenset({
+    "tests/targets/test_arm_board.py",
+    "tests/targets/test_labgrid_farm.py",
+    "tests/targets/test_labgrid_qemu.py",
+    "tests/targets/test_qemu.py",
+    "tests/targets/test_unit_board.py",
+    "tests/targets/test_vm_pins.py",
+})
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        """Units of work in the order collected (--no-loadscope-reorder): the emulator files as
+        one, then each other file."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return "emulators" if _file_of(nodeid) in EMULATOR_FILES else _file_of(nodeid)
+
+    return ByFile(config, log)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The emulator files first (the scheduler hands them out as one unit, and the longest)."""
+    unlisted = {_file_of(i.nodeid) for i in items if i.get_closest_marker("vm")} - EMULATOR_FILES
+    if unlisted:
+        raise pytest.UsageError(f"tests/conftest.py: EMULATOR_FILES lacks {sorted(unlisted)}, "
+                                "whose tests boot an emulator (marker vm): add them")
+    items[:] = sorted(items, key=lambda item: _file_of(item.nodeid) not in EMULATOR_FILES)
