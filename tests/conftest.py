@@ -52,43 +52,55 @@ def start_sshd(tmp_path):
         yield lambda name: stack.enter_context(running_sshd(tmp_path / name))
 
 
-# `make test` runs two pytest-xdist workers. The files whose tests boot an emulator (the `vm`
-# marker) are one unit of work, started first on one worker, while the other worker takes the rest
-# file by file: two emulated guests at once on a 2-CPU machine would slow both past their boot
-# timeouts, and a file's tests share its module fixtures (one booted guest, one sshd) on one worker.
-# The scheduler sees only test ids (markers stay in the workers), hence the files are named here,
-# and the collection below refuses a vm test in a file this list lacks.
-EMULATOR_FILES = frozenset({
-    "tests/targets/test_arm_board.py",
-    "tests/targets/test_labgrid_farm.py",
-    "tests/targets/test_labgrid_qemu.py",
-    "tests/targets/test_qemu.py",
-    "tests/targets/test_unit_board.py",
-    "tests/targets/test_vm_pins.py",
-})
+# `make test` runs two pytest-xdist workers, each taking a unit of work at a time: a file, or one of
+# the units below. The files whose tests boot an emulator (the `vm` marker) are one unit, started
+# first on one worker while the other worker takes the rest: two emulated guests at once on a 2-CPU
+# machine would slow both past their boot timeouts, and a file's tests share its module fixtures
+# (one booted guest, one sshd) on one worker. The files that drive this machine's kernel tracing
+# (one tracefs, one current tracer) are another. The scheduler sees only test ids (markers stay in
+# the workers), hence the files are named here; collection refuses a vm test in an unlisted file.
+UNITS = {
+    "emulators": frozenset({
+        "tests/targets/test_arm_board.py",
+        "tests/targets/test_labgrid_farm.py",
+        "tests/targets/test_labgrid_qemu.py",
+        "tests/targets/test_qemu.py",
+        "tests/targets/test_unit_board.py",
+        "tests/targets/test_vm_pins.py",
+    }),
+    "kernel-tracing": frozenset({
+        "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on
+        "tests/benchmarks/test_rtla.py",  # timerlat, osnoise and hwlat take the tracer
+    }),
+}
+EMULATOR_FILES = UNITS["emulators"]
 
 
 def _file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+def _unit_of(nodeid: str) -> str:
+    path = _file_of(nodeid)
+    return next((unit for unit, files in UNITS.items() if path in files), path)
+
+
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    class ByFile(LoadScopeScheduling):
-        """Units of work in the order collected (--no-loadscope-reorder): the emulator files as
-        one, then each other file."""
+    class ByUnit(LoadScopeScheduling):
+        """Units of work in the order collected (--no-loadscope-reorder)."""
 
         def _split_scope(self, nodeid: str) -> str:
-            return "emulators" if _file_of(nodeid) in EMULATOR_FILES else _file_of(nodeid)
+            return _unit_of(nodeid)
 
-    return ByFile(config, log)
+    return ByUnit(config, log)
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     """The emulator files first (the scheduler hands them out as one unit, and the longest)."""
     unlisted = {_file_of(i.nodeid) for i in items if i.get_closest_marker("vm")} - EMULATOR_FILES
     if unlisted:
-        raise pytest.UsageError(f"tests/conftest.py: EMULATOR_FILES lacks {sorted(unlisted)}, "
+        raise pytest.UsageError(f"tests/conftest.py: UNITS[\"emulators\"] lacks {sorted(unlisted)}, "
                                 "whose tests boot an emulator (marker vm): add them")
     items[:] = sorted(items, key=lambda item: _file_of(item.nodeid) not in EMULATOR_FILES)
