@@ -125,7 +125,7 @@ class Disk(BenchmarkBase):
     record = DiskCell
 
     def metric_names(self, cell) -> frozenset[str]:
-        return frozenset(metric_names(str(cell.param("pattern"))))
+        return frozenset(metric_names(DiskCell.of_cell(cell).pattern))
 
     def tools(self, cell) -> dict[str, str]:
         return {"fio": "fio", "df": "coreutils", "taskset": "util-linux"}

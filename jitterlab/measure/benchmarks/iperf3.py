@@ -158,7 +158,7 @@ class Iperf3(BenchmarkBase):
     record = Iperf3Cell
 
     def metric_names(self, cell) -> frozenset[str]:
-        return frozenset((*COMMON_NAMES, *PROTOCOL_NAMES[str(cell.param("protocol"))]))
+        return frozenset((*COMMON_NAMES, *PROTOCOL_NAMES[Iperf3Cell.of_cell(cell).protocol]))
 
     def tools(self, cell) -> dict[str, str]:
         return {"iperf3": "iperf3", "taskset": "util-linux"}
