@@ -174,16 +174,20 @@ def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> N
 
 def check_watch_producible(watch: Watch, campaign: Campaign) -> None:
     """Refuse, before any target is opened, a --watch naming a metric no benchmark of this campaign
-    can produce in its cells (Benchmark.metric_names). A load's reading is left to watched_metrics,
-    once the runs are in: the loads name their readings, not the benchmarks."""
+    can produce in its cells (Benchmark.metric_names), and a load's reading: it is stored beside the
+    runs to show what the load did, never compared, so no verdict on it could ever be reached."""
     if not watch.metrics:
         return
+    if readings := [m for m in watch.metrics if load_reading(m)]:
+        raise UserError(f"--watch {', '.join(readings)}: a load's reading (load_*) tells what the load "
+                        "did and is never compared, so it gets no verdict; watch a metric of the "
+                        "benchmarks, or leave out --watch to watch each benchmark's headline metrics")
     declared: dict[str, set[str]] = {}  # benchmark -> what its cells of this campaign can produce
     for cell in campaign.cells:
         bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         declared.setdefault(cell.benchmark, set()).update(bench.metric_names(cell))
     known = set().union(*declared.values())
-    unknown = [m for m in watch.metrics if m not in known and not load_reading(m)]
+    unknown = [m for m in watch.metrics if m not in known]
     if not unknown:
         return
     listed = list(dict.fromkeys(name for bench, names in declared.items() for name in (

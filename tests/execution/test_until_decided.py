@@ -178,12 +178,25 @@ def test_an_earlier_campaign_as_baseline_only_this_campaign_grows(tmp_path, valu
         (image, t, rep) for image in "ab" for t in ("rt", "standard") for rep in range(3)]
 
 
-@pytest.mark.parametrize("name", ["fake_bound", "load_nope_per_s"])
+@pytest.mark.parametrize("argv", [["--watch", "load_bogo_ops_per_s"],
+                                  ["--watch", "fake_value", "--watch", "load_avg_1m"],
+                                  ["--watch", "load_nope_per_s", "--dry-run"]])
+def test_a_watched_load_reading_is_refused_before_anything_is_measured(tmp_path, values, capsys, argv):
+    """A load's reading is stored beside the runs and never compared: watched, it could never be decided."""
+    assert run(campaign(tmp_path), *argv) == 2
+    err = capsys.readouterr().err.strip()
+    readings = ", ".join(m for m in argv if m.startswith("load_"))
+    assert err == (f"error: --watch {readings}: a load's reading (load_*) tells what the load did "
+                   "and is never compared, so it gets no verdict; watch a metric of the benchmarks, or "
+                   "leave out --watch to watch each benchmark's headline metrics")
+    assert not (tmp_path / "results").exists()  # refused before the store or any target was opened
+
+
+@pytest.mark.parametrize("name", ["fake_bound"])
 def test_a_watched_metric_only_the_runs_can_tell_of_is_found_after_the_first_round(tmp_path, values, capsys,
                                                                                    monkeypatch, name):
-    """What the benchmark declares it can produce but these runs did not (a bound some runs have),
-    and a load's reading (the loads, not the benchmarks, name theirs: load_*), are checked once the
-    runs are in; the runs are kept."""
+    """What the benchmark declares it can produce but these runs did not (a bound some runs have) is
+    checked once the runs are in; the runs are kept."""
     monkeypatch.setattr(fakes.FakeBenchmark, "metrics", ("fake_value", "fake_bound"))
     values["standard"] = values["rt"] = [100.0, 101.0, 99.0]
     assert run(campaign(tmp_path), "--watch", name) == 2
