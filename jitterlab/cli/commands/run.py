@@ -104,8 +104,14 @@ class _Run:
 
     def __init__(self, out: Console, campaign, args: argparse.Namespace) -> None:
         self.out, self.campaign, self.args = out, campaign, args
+        # what `open` makes: closed by `close` whatever happens after
         self.store = None
         self.sessions: list = []
+        self.display = None  # the progress display, and the runner that reports to it
+        self.runner = None
+        self.campaign_id = 0
+        self.todo: list = []  # the runs to measure, and how many were committed before
+        self.skipped = 0
 
     def open(self) -> None:
         """The store and the targets. A campaign to resume is locked before any target is opened (a
