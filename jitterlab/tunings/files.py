@@ -78,7 +78,8 @@ def read(target: Target, paths: list[str], *, under: tuple[str, str] | None = No
         argv += ["--under", *under]
     if within is not None:
         argv += ["--in", within]
-    return _parse_read(target.run(argv).stdout)
+    found = _parse_read(target.run(argv).stdout)
+    return {path: FileText(path, None) for path in paths} | found  # unanswered: not there
 
 
 def write(target: Target, values: list[tuple[str, str]]) -> dict[str, Written]:
@@ -94,7 +95,7 @@ def write(target: Target, values: list[tuple[str, str]]) -> dict[str, Written]:
         else:
             why = rest.strip().rsplit(": ", 1)[-1] if rest.strip() else "refused"
             out[path] = Written(path, None, why)
-    return out
+    return {path: Written(path, None, "no answer") for path, _ in values} | out
 
 
 def _parse_read(stdout: str) -> dict[str, FileText]:

@@ -113,7 +113,7 @@ def restore_orphaned(target: Target, root: str = "") -> list[str]:
     directory = f"{root}{JOURNAL_DIR}"
     boot_file = f"{root}{BOOT_ID}"
     found = files.read(target, [boot_file], within=directory)
-    boot = (found[boot_file].text or "").strip()
+    boot = (found[boot_file].text or "").strip() if boot_file in found else ""
     out = []
     for path, entry in sorted(found.items()):
         owner, tuning = _owner_and_tuning(path.rsplit("/", 1)[-1])
