@@ -16,6 +16,7 @@ Every record is frozen and round-trips through JSON (`as_json` / `applied_from_j
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,3 +151,14 @@ def applied_from_json(data: dict[str, Any]) -> Applied:
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a record of an applied tuning: {exc}") from None
+
+
+def launcher(applied: Iterable[Applied]) -> list[str]:
+    """The tunings' launchers, one after the other (each execs the rest): what goes between a
+    program's CPU pinning and the program."""
+    return [word for a in applied for word in a.launcher]
+
+
+def program_flags(applied: Iterable[Applied]) -> list[str]:
+    """The flags the tunings ask of the program, after its common flags."""
+    return [flag for a in applied for flag in a.flags]

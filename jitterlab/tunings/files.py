@@ -83,10 +83,12 @@ def read(target: Target, paths: list[str], *, under: tuple[str, str] | None = No
 
 
 def write(target: Target, values: list[tuple[str, str]]) -> dict[str, Written]:
-    """Write each (path, text) in order and read it back, in one round trip."""
+    """Write each (path, text) in order, as one line (`echo text > path`), and read it back, in one
+    round trip."""
     if not values:
         return {}
-    argv = ["sh", "-c", _WRITE, "sh", *(part for pair in values for part in pair)]
+    lines = [(path, text if text.endswith("\n") else f"{text}\n") for path, text in values]
+    argv = ["sh", "-c", _WRITE, "sh", *(part for pair in lines for part in pair)]
     out = {}
     for path, state, rest in _frames(target.run(argv).stdout):
         if state == "ok":

@@ -29,7 +29,7 @@ _SLACK = r"""
 [ -e "$1" ] || exit 0
 v=$(cat -- "$1" 2>/dev/null) || exit 0
 echo "value $v"
-printf '%s' "$v" > "$1" 2>/dev/null && echo writable
+printf '%s\n' "$v" > "$1" 2>/dev/null && echo writable
 exit 0
 """
 # $0 a name, $1 the slack (ns), $2 the file, then the program's argv
