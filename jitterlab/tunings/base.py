@@ -104,7 +104,7 @@ class TuningBase(ABC):
     def apply(self, target: Target, cpus: Cpus) -> Applied:
         why = self.check(target, cpus)
         if why is not None:
-            raise RunFailed(f"tuning {self.name}: {why}", status="unavailable")
+            raise refused(self.name, why)
         keeper = Keeper(self._journal(target) if self.changes_machine else None)
         try:
             return self.change(target, cpus, keeper)

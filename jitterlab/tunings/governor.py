@@ -26,11 +26,11 @@ class GovernorPerformance(TuningBase):
             "placed) set to performance for the runs")
 
     def refusal(self, target: Target, cpus: Cpus) -> str | None:
-        return self._why(target, self._read(target, cpus), cpus)
+        return self._why(self._read(target, cpus), cpus)
 
     def change(self, target: Target, cpus: Cpus, keeper: Keeper) -> Applied:
         found = self._read(target, cpus)
-        why = self._why(target, found, cpus)
+        why = self._why(found, cpus)
         if why is not None:
             raise refused(self.name, why)
         todo, seen = [], set()
@@ -67,7 +67,7 @@ class GovernorPerformance(TuningBase):
         names = ("scaling_governor", "scaling_available_governors", "related_cpus")
         return found | files.read(target, [self._file(cpu, n) for cpu in wanted for n in names])
 
-    def _why(self, target: Target, found: dict[str, files.FileText], cpus: Cpus) -> str | None:
+    def _why(self, found: dict[str, files.FileText], cpus: Cpus) -> str | None:
         wanted = self._cpus(found, cpus)
         if not wanted:
             return f"{ONLINE} cannot be read"

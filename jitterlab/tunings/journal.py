@@ -33,8 +33,9 @@ _KEEP = r"""
 mkdir -p -- "$1" &&
   { cat -- "$3" 2>/dev/null || echo; printf '%s\n' "$4"; } > "$2.tmp" && mv -f -- "$2.tmp" "$2"
 """
-# $1 the directory: prints "writable" when the nearest directory there is may be written
-_WRITABLE = r"""
+# $1 the directory: its entries, then "writable" when the nearest directory there is may be written
+_LOOK = r"""
+ls -1 -- "$1" 2>/dev/null
 d=$1
 while [ ! -e "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
 [ -d "$d" ] && [ -w "$d" ] && echo writable
@@ -96,10 +97,11 @@ class Journal:
     def refusal(self) -> str | None:
         """Why this tuning cannot be journaled here now: the directory cannot be written, or another
         jitterlab that still runs has it applied on this machine."""
-        if "writable" not in self.target.run(["sh", "-c", _WRITABLE, "sh", self.directory]).stdout:
+        names = self.target.run(["sh", "-c", _LOOK, "sh", self.directory]).stdout.split()
+        if "writable" not in names:
             return f"its journal cannot be kept in {self.directory} (not writable: run jitterlab as root)"
         mine = owner_tag()
-        for name in self.target.run(["ls", "-1", self.directory]).stdout.split():
+        for name in names:
             owner, tuning = _owner_and_tuning(name)
             if tuning == self.tuning and owner != mine and owner_alive(owner):
                 pid = owner.split("~")[1]
