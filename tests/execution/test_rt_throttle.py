@@ -50,7 +50,7 @@ def answering(target: FakeTarget, sysctl: Sysctl) -> FakeTarget:
 
     def real(argv: list[str]) -> Completed:
         if argv[:3] == ["sh", "-c", files._WRITE]:
-            sysctl.writes.append(argv[-1])
+            sysctl.writes.append(argv[-1].strip())
         return local.run(argv)
 
     records = rt_throttle.RECORD_DIR
