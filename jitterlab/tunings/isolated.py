@@ -10,7 +10,8 @@ enabled in the root's `cgroup.subtree_control` when it was not, and disabled aga
 
 Where cgroup v2 has no cpuset controller (cgroup v1 holds it: a hybrid hierarchy, many containers)
 or cannot be written, the tuning is refused with that reason. The probe's CPU stays outside; a
-probe placed on the program's own CPUs could not run beside it, and is refused too.
+probe placed on the program's own CPUs could not run beside it, and is refused too. So could a load
+pinned to those CPUs: while they are isolated, only the program runs there.
 """
 
 from __future__ import annotations
