@@ -40,6 +40,7 @@ import jitterlab.measure.squarewave.probes.scpi as _scpi_probe  # noqa: F401  (r
 import jitterlab.measure.squarewave.probes.self as _self_probe  # noqa: F401  (registers probe self)
 import jitterlab.measure.squarewave.probes.sigrok as _sigrok_probe  # noqa: F401  (registers probe sigrok)
 import jitterlab.measure.squarewave.probes.vpin as _vpin_probe  # noqa: F401  (registers probe vpin)
+import jitterlab.tunings as _tunings  # noqa: F401  (registers none, irq-away, cpu-dma-latency ...)
 from jitterlab.measure.benchmarks.base import BENCHMARKS
 from jitterlab.measure.loads.base import LOADS
 from jitterlab.measure.squarewave.impls.base import IMPLS
@@ -49,6 +50,7 @@ from jitterlab.model.traits import UNKNOWN, BenchmarkTraits
 from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.registry import TARGETS
 from jitterlab.targets.unit import PROFILES as UNITS
+from jitterlab.tunings.base import TUNINGS
 
 ALL = {
     "benchmarks": BENCHMARKS,
@@ -56,6 +58,7 @@ ALL = {
     "pins": PINS,
     "probes": PROBES,
     "loads": LOADS,
+    "tunings": TUNINGS,
     "targets": TARGETS,
     "qemu machines": MACHINES,
     "units": UNITS,

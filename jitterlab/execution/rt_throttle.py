@@ -1,5 +1,6 @@
-"""The one machine setting a campaign may change: the kernel's RT throttling, lifted for the runs
-of a target whose probe busy-polls at SCHED_FIFO, and put back.
+"""The one machine setting a campaign changes for all of a target's runs: the kernel's RT
+throttling, lifted for the runs of a target whose probe busy-polls at SCHED_FIFO, and put back. The
+knob is read and written by tunings/rt_unthrottled.py, whose tuning lifts it for one cell's runs.
 
 With the kernel's default `sched_rt_runtime_us = 950000` a busy SCHED_FIFO task loses 50 ms of
 every second: the vpin observer is blind 5 % of the time, exactly when the machine is busiest.
@@ -25,25 +26,12 @@ import threading
 from dataclasses import dataclass, field
 
 from jitterlab.targets.base import Target
-from jitterlab.targets.processes import host_tag, owner_start_ticks, owner_tag
+from jitterlab.targets.processes import owner_alive, owner_tag
+from jitterlab.tunings.rt_unthrottled import LIFTED_US, SYSCTL, read_runtime, write_runtime
 
-SYSCTL = "/proc/sys/kernel/sched_rt_runtime_us"
 RECORD_DIR = "/run/jitterlab/rt-throttle"  # on the target
-LIFTED_US = -1
 SETTINGS = ("lift", "keep")
-_RECORD = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)\.prev$")
-# prints "value N" (or nothing when unreadable) and "writable" when this user may write it
-_READ = r"""
-f=$1
-v=$(cat "$f" 2>/dev/null) && echo "value $v"
-[ -w "$f" ] && echo writable
-exit 0
-"""
-# $1: the file, $2: the value; prints what the file holds afterwards
-_WRITE = r"""
-printf '%s\n' "$2" > "$1" 2>/dev/null
-cat "$1" 2>/dev/null
-"""
+_RECORD = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+~\d+~\d+)\.prev$")
 # $1: the record's directory, $2: its path, $3: the value it keeps
 _KEEP = r"""
 mkdir -p "$1" && printf '%s\n' "$3" > "$2.tmp" && mv -f "$2.tmp" "$2"
@@ -137,7 +125,7 @@ def restore_orphaned(target: Target) -> list[str]:
     """Put back the value recorded by jitterlab runs that were killed while they had lifted RT
     throttling (their owner is gone); describe what was done."""
     names = target.run(["ls", "-1", _record_dir(target)]).stdout.split()
-    dead = [n for n in names if (m := _RECORD.match(n)) and not _alive(m)]
+    dead = [n for n in names if (m := _RECORD.match(n)) and not owner_alive(m["owner"])]
     if not dead:
         return []
     out = []
@@ -161,19 +149,11 @@ def _record_path(target: Target, owner: str) -> str:
     return f"{_record_dir(target)}/{owner}.prev"
 
 
-def _alive(match: re.Match) -> bool:
-    """Whether a record's owner still runs (owners on other hosts count as gone, as in sweep)."""
-    if match["host"] != host_tag():
-        return False
-    ticks = owner_start_ticks(int(match["pid"]))
-    return ticks is not None and ticks == int(match["start"])
-
-
 def _live_others(target: Target) -> list[str]:
     """Records of other jitterlab processes that still run, oldest name first."""
     mine = f"{owner_tag()}.prev"
     names = target.run(["ls", "-1", _record_dir(target)]).stdout.split()
-    return sorted(n for n in names if n != mine and (m := _RECORD.match(n)) and _alive(m))
+    return sorted(n for n in names if n != mine and (m := _RECORD.match(n)) and owner_alive(m["owner"]))
 
 
 def _kept_value(target: Target, name: str) -> int | None:
@@ -182,12 +162,9 @@ def _kept_value(target: Target, name: str) -> int | None:
 
 
 def _read(target: Target) -> tuple[int | None, bool]:
-    out = target.run(["sh", "-c", _READ, "sh", SYSCTL]).stdout
-    value = re.search(r"^value (-?\d+)$", out, re.M)
-    return (int(value.group(1)) if value else None), bool(re.search(r"^writable$", out, re.M))
+    return read_runtime(target, SYSCTL)
 
 
 def _write(target: Target, value: int) -> int | None:
     """Write `value` to the sysctl; what it reads afterwards."""
-    text = target.run(["sh", "-c", _WRITE, "sh", SYSCTL, str(value)]).stdout.strip()
-    return int(text) if re.fullmatch(r"-?\d+", text) else None
+    return write_runtime(target, value, SYSCTL)

@@ -32,6 +32,7 @@ from jitterlab.system import sysinfo
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import ControllerMachine, has
 from jitterlab.targets.processes import remove_records, remove_scratch, scratch_dir
+from jitterlab.tunings import journal as tunings_journal
 
 __all__ = ["Outcome", "Runner", "TargetSession", "estimate_s", "open_targets"]
 
@@ -293,6 +294,8 @@ class Runner:
         for leftover in sweep(session.target):
             self.notice(session.spec.name, f"stopped a leftover of an earlier killed run: {leftover}")
         for done in rt_throttle.restore_orphaned(session.target):
+            self.notice(session.spec.name, done)
+        for done in tunings_journal.restore_orphaned(session.target):
             self.notice(session.spec.name, done)
         self._lift_throttling(session)
         session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)

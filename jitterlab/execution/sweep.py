@@ -5,8 +5,9 @@ the process and its children carry in their environment). `sweep` stops only pro
 the marker of a record whose owner (the jitterlab process that spawned it) is no longer alive, so
 it cannot touch an unrelated process, nor one of a concurrent jitterlab run on the same host; it
 also removes the run directories, /dev/shm files and unfinished program builds of dead owners.
-A machine setting a killed run had changed (RT throttling) is put back from its restore record
-by execution/rt_throttle.restore_orphaned, which the runner calls right after this sweep.
+A machine setting a killed run had changed is put back from its record by what the runner calls
+right after this sweep: execution/rt_throttle.restore_orphaned (RT throttling) and
+tunings/journal.restore_orphaned (a tuning left applied; a process that held one is stopped here).
 """
 
 from __future__ import annotations

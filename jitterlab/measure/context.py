@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.model.records import Cell, RunSettings
+from jitterlab.model.tuning import Applied
 from jitterlab.targets.base import Target
 
 
@@ -51,3 +52,6 @@ class RunContext:
     # RT throttling as the target's runs have it (after the campaign lifted it or not): a warning's
     # remedy fits the machine; None where unknown
     throttling: Throttling | None = None
+    # the tunings applied for the cell's runs (model/tuning.py): an impl starts its program through
+    # their launchers and gives it their flags
+    tunings: tuple[Applied, ...] = ()

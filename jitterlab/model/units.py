@@ -82,3 +82,17 @@ def cpu_list(cpus) -> str:
         else:
             spans.append([cpu])
     return ",".join(str(s[0]) if len(s) == 1 else f"{s[0]}-{s[-1]}" for s in spans)
+
+
+def parse_cpu_list(text: str | None) -> tuple[int, ...] | None:
+    """A CPU list as the kernel writes it ("0-2,5\n"; "" for none) -> (0, 1, 2, 5); None when it
+    is not one."""
+    if text is None:
+        return None
+    cpus: set[int] = set()
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or not (hi.isdigit() or not hi) or int(hi or lo) < int(lo):
+            return None
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return tuple(sorted(cpus))

@@ -59,6 +59,19 @@ def owner_tag() -> str:
     return f"{host_tag()}~{os.getpid()}~{owner_start_ticks(os.getpid()) or 0}"
 
 
+OWNER = r"(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)"  # an owner_tag()
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the jitterlab process an owner tag names still runs (owners on other hosts count as
+    gone: a record of theirs in a shared workdir is a leftover for this host)."""
+    match = re.fullmatch(OWNER, owner)
+    if match is None or match["host"] != host_tag():
+        return False
+    ticks = owner_start_ticks(int(match["pid"]))
+    return ticks is not None and ticks == int(match["start"])
+
+
 def new_marker() -> str:
     """A marker naming its owner (this host and process) and unique among runs."""
     return f"{owner_tag()}~{secrets.token_hex(8)}"
@@ -155,9 +168,11 @@ class RecordedProcess:
         return int(text) if text.isdigit() else None
 
 
-def spawn_recorded(target: Target, argv: list[str], log_path: str | None = None) -> RecordedProcess:
-    """target.spawn(argv), recorded so that a later sweep can stop it if this run is killed."""
-    marker = new_marker()
+def spawn_recorded(target: Target, argv: list[str], log_path: str | None = None, *,
+                   marker: str | None = None) -> RecordedProcess:
+    """target.spawn(argv), recorded so that a later sweep can stop it if this run is killed; under
+    `marker` (a new_marker()) when its owner has recorded it elsewhere before it starts."""
+    marker = marker or new_marker()
     wrapped = ["sh", "-c", LAUNCH, f"{live_dir(target)}/{marker}.pid"]
     wrapped += ["env", f"{MARKER_VAR}={marker}", *argv]
     return RecordedProcess(target.spawn(wrapped, log_path=log_path), target, marker)

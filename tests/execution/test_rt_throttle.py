@@ -16,9 +16,10 @@ from jitterlab.model.errors import RunFailed
 from jitterlab.model.registry import Entry
 from jitterlab.store.catalog import Store
 from jitterlab.system import sysinfo
-from jitterlab.targets import fake
+from jitterlab.targets import fake, processes
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
+from jitterlab.tunings import files
 from tests.execution import fakes
 from tests.execution.test_runner import campaign, run
 
@@ -48,12 +49,12 @@ def answering(target: FakeTarget, sysctl: Sysctl) -> FakeTarget:
     local = target._local  # the fake target's filesystem is this machine's
 
     def real(argv: list[str]) -> Completed:
-        if argv[:3] == ["sh", "-c", rt_throttle._WRITE]:
-            sysctl.writes.append(argv[-1])
+        if argv[:3] == ["sh", "-c", files._WRITE]:
+            sysctl.writes.append(argv[-1].strip())
         return local.run(argv)
 
     records = rt_throttle.RECORD_DIR
-    for script in (rt_throttle._READ, rt_throttle._WRITE, rt_throttle._KEEP):
+    for script in (files._READ, files._WRITE, rt_throttle._KEEP):
         target.respond(["sh", "-c", script], response=real)
     target.respond(["ls", "-1", records], response=real)
 
@@ -86,7 +87,7 @@ def machine(tmp_path, monkeypatch):
 
 def _live_owner() -> str:
     """A restore record's name for another jitterlab that still runs (this test's parent)."""
-    return f"{rt_throttle.host_tag()}~{os.getppid()}~{rt_throttle.owner_start_ticks(os.getppid())}.prev"
+    return f"{processes.host_tag()}~{os.getppid()}~{processes.owner_start_ticks(os.getppid())}.prev"
 
 
 def _stored(tmp_path: Path) -> list:
@@ -157,7 +158,7 @@ def test_a_killed_jitterlab_is_put_back_by_the_next_campaign(tmp_path, machine):
     # names an owner that no longer runs
     records = sysctl.records
     records.mkdir(parents=True)
-    (records / f"{rt_throttle.host_tag()}~999999999~1.prev").write_text(f"{DEFAULT_US}\n")
+    (records / f"{processes.host_tag()}~999999999~1.prev").write_text(f"{DEFAULT_US}\n")
     sysctl.path.write_text("-1\n")
     path = campaign(tmp_path, reps=1)
     path.write_text(path.read_text().replace('name = "fake"\n', 'name = "fake"\nrt_throttling = "keep"\n', 1))

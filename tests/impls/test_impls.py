@@ -20,6 +20,7 @@ from jitterlab.measure.squarewave.pins.offers import ChipLine, KernelLine, Mappe
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
+from jitterlab.model.tuning import Applied, Cpus
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from jitterlab.targets.processes import LAUNCH
 
@@ -84,3 +85,28 @@ def test_a_failing_program_fails_the_run_with_its_last_line(tmp_path):
                      Placement(None, None), rt_permitted=True)
     with pytest.raises(RunFailed, match=r"^c-fifo exited with status 2: c-fifo: SCHED_FIFO refused$"):
         plugins.IMPLS.get("c-fifo", "test").run(ctx, PinHandle("vpin", (MappedLevel("/p"),)))
+
+
+@pytest.mark.parametrize("name", PROGRAM_IMPLS)
+def test_the_tunings_reach_an_impls_program_through_their_launcher_and_flags(name, tmp_path):
+    """Between the program's CPU pinning and its program: the launchers, each exec'ing the next;
+    after its common flags: the flags the tunings ask of it."""
+    impl = plugins.IMPLS.get(name, "test")
+    target = FakeTarget(workdir=str(tmp_path))
+    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(duration_s=0.1, log="done\n"))
+    target.respond(["cat"], "done\n")
+    cpus = Cpus((0,), (1,))
+    tunings = (Applied("isolated", cpus, launcher=("sh", "-c", "join", "j", "/cg/cgroup.procs")),
+               Applied("timer-slack", cpus, launcher=("sh", "-c", "slack", "s", "1", "/proc/self/x")),
+               Applied("mlock", cpus, flags=("--mlock",)))
+    ctx = RunContext(target, RunSettings(duration_ns=10**9), squarewave_cell(name, 2_000_000), 0, "/s",
+                     tmp_path, "/b", Placement((0,), 1), rt_permitted=True, tunings=tunings)
+    impl.run(ctx, PinHandle("any", (ValueFile("/dev/shm/p"), MappedLevel("/dev/shm/p"),
+                                    ChipLine("/dev/gpiochip0", 17))))
+    [argv] = [c for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
+    argv = list(argv[argv.index("env") + 2:])
+    assert argv[:13] == ["taskset", "-c", "0", "sh", "-c", "join", "j", "/cg/cgroup.procs",
+                         "sh", "-c", "slack", "s", "1"]
+    assert argv[13] == "/proc/self/x" and argv[14:][:len(impl.command) - 1] == list(impl.command[:-1])
+    assert argv[-1] == "--mlock" and argv.count("--mlock") == 1
+    assert impl.program is not None and impl.program.realtime == impl.realtime

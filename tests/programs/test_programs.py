@@ -5,6 +5,7 @@ Structure only: this runs on small shared VMs, so no timing is ever asserted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,8 +22,12 @@ import pytest
 import jitterlab.programs
 from jitterlab import plugins
 from jitterlab.measure.squarewave.bindings import pins_driven_by
+from jitterlab.measure.squarewave.impls.base import EXIT_UNAVAILABLE
 from jitterlab.measure.squarewave.probes.logs import OBSERVER_STATS_KEYS, read_observer, read_self_log
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.tuning import MLOCK_NEVER, Cpus, launcher, program_flags
+from jitterlab.targets.local import LocalTarget
+from jitterlab.tunings.base import TUNINGS
 
 PROGRAMS = Path(jitterlab.programs.__file__).parent
 C_PROGRAMS = ("observer", "c-file", "c-mmap", "c-fifo", "c-gpiod")
@@ -339,3 +344,47 @@ def test_bad_stats_are_refused(capture_files, text):
     stats.write_text(text)
     with pytest.raises(RunFailed, match=str(stats)):
         read_observer(out, stats)
+
+
+def _watch(proc: subprocess.Popen, program: str) -> tuple[set[int], set[str]]:
+    """What /proc says of the program until it ends, once its launchers have exec'd it: the kB of
+    memory it had locked, and its timer slack (ns)."""
+    locked_kb, slack_ns = set(), set()
+    proc_dir = Path(f"/proc/{proc.pid}")
+    while proc.poll() is None:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if (proc_dir / "cmdline").read_bytes().split(b"\0")[0] == program.encode():  # no launcher now
+                lines = (proc_dir / "status").read_text().splitlines()
+                locked_kb.update(int(line.split()[1]) for line in lines if line.startswith("VmLck:"))
+                slack_ns.add((proc_dir / "timerslack_ns").read_text().strip())
+        time.sleep(0.01)
+    return locked_kb, slack_ns
+
+
+@pytest.mark.parametrize("impl", IMPL_PARAMS)
+def test_the_program_tunings_reach_each_impls_program_or_say_why_not(built, pin, tmp_path, impl):
+    """timer-slack and mlock as a run would apply them (tunings/program.py): the program runs with
+    a slack of 1 ns and its memory locked where the tuning applies to it, and a program the mlock
+    tuning skips because it cannot lock its memory refuses --mlock as unavailable."""
+    traits = plugins.IMPLS.get(impl, "test").program
+    here = LocalTarget("local", str(tmp_path / "work"))
+    cell = Cpus((max(os.sched_getaffinity(0)),))
+    skipped = {name: TUNINGS.get(name, "t").skips(traits) for name in ("timer-slack", "mlock")}
+    applied = [TUNINGS.get(name, "t").apply(here, cell) for name, why in skipped.items() if why is None]
+    if not applied:
+        assert traits is not None and traits.realtime  # c-fifo: SCHED_FIFO, and it locks itself
+        return
+    flags = [*wave_flags(pin, tmp_path / "self.log", duration_ns=1_500_000_000), *program_flags(applied)]
+    program = impl_argv(built, impl)
+    proc = subprocess.Popen([*launcher(applied), *program, *flags], stderr=subprocess.PIPE)
+    locked_kb, slack_ns = _watch(proc, program[0])
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.returncode == 0, err
+    assert slack_ns == {"1"}, "the program ran with another timer slack than the tuning's"
+    if skipped["mlock"] is None:
+        assert max(locked_kb) > 0, "the program never locked its memory"
+    else:
+        assert traits is not None and traits.mlock == MLOCK_NEVER
+        done = subprocess.run([*program, *flags, "--mlock"], capture_output=True, text=True)
+        assert done.returncode == EXIT_UNAVAILABLE and "cannot lock its memory" in done.stderr

@@ -53,8 +53,13 @@ def _benchmarks() -> Iterator[Item]:
         yield Item(e.name, e.help, None, _params(e.obj.params))
 
 
-def _impls() -> Iterator[Item]:
-    yield from (Item(e.name, e.help) for e in _plugins("impls"))
+def _plain(kind: str) -> Callable[[], Iterator[Item]]:
+    """A registry of plug-ins shown with their help only."""
+
+    def items() -> Iterator[Item]:
+        yield from (Item(e.name, e.help) for e in _plugins(kind))
+
+    return items
 
 
 def _configured(kind: str) -> Callable[[], Iterator[Item]]:
@@ -107,10 +112,11 @@ def _backends() -> Iterator[Item]:
 # in the order `jitterlab list` shows them
 SECTIONS: tuple[Section, ...] = (
     Section("benchmarks", _benchmarks),
-    Section("impls", _impls),
+    Section("impls", _plain("impls")),
     Section("pins", _configured("pins")),
     Section("probes", _configured("probes")),
     Section("loads", _configured("loads")),
+    Section("tunings", _plain("tunings")),
     Section("targets", _targets),
     Section("qemu machines", _machines),
     Section("units", _units),

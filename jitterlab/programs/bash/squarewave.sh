@@ -6,7 +6,7 @@ set -u
 
 usage() {
     echo "squarewave.sh: $1" >&2
-    echo "usage: squarewave.sh --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt]" >&2
+    echo "usage: squarewave.sh --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt] [--mlock]" >&2
     exit 2
 }
 
@@ -16,6 +16,7 @@ period_ns="" duration_ns="" pin="" log=""
 while (($# > 0)); do
     case $1 in
         --allow-no-rt) shift; continue ;;
+        --mlock) echo "squarewave.sh: --mlock: bash cannot lock its memory (no mlockall)" >&2; exit 69 ;;
         --period-ns | --duration-ns | --pin | --log | --prio)
             (($# >= 2)) || usage "missing value for $1" ;;
         *) usage "unknown flag: $1" ;;

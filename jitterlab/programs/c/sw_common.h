@@ -22,7 +22,7 @@
 #define SW_USAGE                                                                      \
     "usage: %s --period-ns N --duration-ns N (--pin PATH | --gpiomem DEV --map-base A "  \
     "--map-len N --set-reg OFF --clr-reg OFF --mask M [--dir-reg OFF --dir-clear M "      \
-    "--dir-set M] [--write set-clear|masked|rmw]) --log PATH [--prio N] [--allow-no-rt]\n"
+    "--dir-set M] [--write set-clear|masked|rmw]) --log PATH [--prio N] [--allow-no-rt] [--mlock]\n"
 
 /* 16 M edges * 8 bytes = 128 MiB: a sane ceiling for a buffer we prefault. */
 #define SW_MAX_LOGGED_EDGES (16u * 1024u * 1024u)
@@ -259,12 +259,14 @@ struct sw_regs {
 };
 
 struct sw_args {
+    const char *prog;
     int64_t period_ns;
     int64_t duration_ns;
     const char *pin;
     const char *log;
     int prio;
     int allow_no_rt;
+    int mlock; /* --mlock: lock every page before the first edge (the mlock tuning) */
     struct sw_regs regs; /* regs.device != NULL: --gpiomem mode instead of --pin */
 };
 
@@ -380,11 +382,15 @@ static inline void sw_usage_exit(const char *prog, const char *why)
 /* The flags every square-wave implementation accepts; exits 2 on bad input. */
 static inline struct sw_args sw_parse_args(int argc, char **argv, const char *prog)
 {
-    struct sw_args a = {.period_ns = -1, .duration_ns = -1, .prio = 80};
+    struct sw_args a = {.prog = prog, .period_ns = -1, .duration_ns = -1, .prio = 80};
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (strcmp(flag, "--allow-no-rt") == 0) {
             a.allow_no_rt = 1;
+            continue;
+        }
+        if (strcmp(flag, "--mlock") == 0) {
+            a.mlock = 1;
             continue;
         }
         if (i + 1 >= argc)
@@ -482,12 +488,23 @@ static inline int sw_sleep_half(enum sw_sleep_mode mode, int64_t half_ns, int64_
     return sw_stop_requested;
 }
 
+/* --mlock: every page mapped now and later locked in memory (its buffers are prefaulted by
+ * then), so the loop takes no page fault; a program that may not lock exits unavailable. */
+static inline void sw_lock_if_asked(const struct sw_args *a)
+{
+    if (a->mlock && mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+        fprintf(stderr, "%s: --mlock: mlockall: %s\n", a->prog, strerror(errno));
+        exit(SW_EXIT_UNAVAILABLE);
+    }
+}
+
 /* The square wave: first edge '1' now, toggle every half period until the
  * duration is over (or a stop signal), then leave the pin at '0'. Every edge
  * is timestamped right after its write completed. */
 static inline void sw_run(const struct sw_args *a, struct sw_log *log,
                           void (*set_pin)(int level), enum sw_sleep_mode mode)
 {
+    sw_lock_if_asked(a);
     const int64_t half_ns = a->period_ns / 2;
     const int64_t start = sw_now_ns();
     int64_t deadline = start;

@@ -8,7 +8,7 @@ const fs = require("fs");
 
 const IMPL = "node";
 const USAGE =
-  "usage: squarewave.js --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt]";
+  "usage: squarewave.js --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt] [--mlock]";
 
 function usage(why) {
   process.stderr.write(`squarewave.js: ${why}\n${USAGE}\n`);
@@ -24,6 +24,10 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     if (flag === "--allow-no-rt") continue;
+    if (flag === "--mlock") {
+      process.stderr.write("squarewave.js: --mlock: Node.js cannot lock its memory (no mlockall)\n");
+      process.exit(69); // unavailable (sysexits EX_UNAVAILABLE)
+    }
     if (!["--period-ns", "--duration-ns", "--pin", "--log", "--prio"].includes(flag))
       usage(`unknown flag: ${flag}`);
     if (i + 1 >= argv.length) usage(`missing value for ${flag}`);

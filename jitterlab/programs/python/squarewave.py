@@ -45,6 +45,7 @@ def _parse(argv):
     p.add_argument("--log", required=True)
     p.add_argument("--prio", type=count, default=80, help="accepted, ignored")
     p.add_argument("--allow-no-rt", action="store_true", help="accepted, ignored")
+    p.add_argument("--mlock", action="store_true", help="lock every page in memory before the first edge")
     args = p.parse_args(argv)
     if args.period_ns < 2:
         p.error("--period-ns must be >= 2")
@@ -79,6 +80,23 @@ def _gpiod_pin(chip, line):
     return handle.set_value, handle.release
 
 
+def _lock_memory():
+    """mlockall(MCL_CURRENT | MCL_FUTURE) through libc (the stdlib has no binding); exits unavailable
+    when it cannot."""
+    try:
+        import ctypes
+        import platform
+    except ImportError:
+        print(f"{IMPL}: --mlock needs ctypes, which this Python lacks", file=sys.stderr)
+        sys.exit(EXIT_UNAVAILABLE)
+    # MCL_CURRENT | MCL_FUTURE: 1 | 2, but 0x2000 | 0x4000 on alpha, powerpc and sparc
+    flags = 0x6000 if platform.machine().startswith(("alpha", "ppc", "powerpc", "sparc")) else 3
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mlockall(flags) != 0:
+        print(f"{IMPL}: --mlock: mlockall: {os.strerror(ctypes.get_errno())}", file=sys.stderr)
+        sys.exit(EXIT_UNAVAILABLE)
+
+
 def _write_log(path, t_ns, levels):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
@@ -95,6 +113,8 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     set_pin, close_pin = _file_pin(args.pin) if args.pin else _gpiod_pin(args.chip, args.line)
+    if args.mlock:
+        _lock_memory()
     t_ns, levels = [], []
 
     def edge(level):

@@ -3,8 +3,8 @@ its own edges, with what it needs on the target (tools, programs to build) and o
 of pins/offers.py it can drive a pin through).
 
 Every impl takes the same flags (jitterlab/programs/*: --period-ns --duration-ns, the flags of
-the pin's form it binds to, --log --prio [--allow-no-rt]) and writes `<scratch>/self.log` in the
-`# jitterlab-edges v1` format, which the self probe reads. Its times are the target's
+the pin's form it binds to, --log --prio [--allow-no-rt] [--mlock]) and writes `<scratch>/self.log`
+in the `# jitterlab-edges v1` format, which the self probe reads. Its times are the target's
 CLOCK_MONOTONIC (CLOCK_REALTIME is accepted, and warned about): an impl whose wave is timed by
 another clock (a coprocessor's timer) converts its edges before it hands the log over, so probes
 and the analysis need to know nothing of it.
@@ -20,6 +20,7 @@ from jitterlab.measure.squarewave.pins.offers import Forms, Offer, describe
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.registry import Registry
+from jitterlab.model.tuning import ProgramTraits, program_flags
 from jitterlab.targets.processes import run_recorded
 
 PROGRAM_PRIORITY = 80  # SCHED_FIFO priority of RT impls: below an observer (99), above any load
@@ -40,6 +41,10 @@ class Impl(Protocol):
     made where no clock of Linux's reads it (a real-time unit), and the self probe has nothing to read."""
     metrics: tuple[str, ...]
     """The names of the metrics measured() can give, declared before anything is measured."""
+    program: ProgramTraits | None
+    """Its program on Linux as the tunings that change how a program runs read it (SCHED_FIFO or
+    not, how it locks its memory); None when no program of its own makes the wave (a kernel module,
+    a unit's firmware)."""
 
     def tools(self) -> dict[str, str]:
         """Commands it needs on the target at run time -> Debian package."""
@@ -72,6 +77,7 @@ class ImplBase:
 
     timestamps: ClassVar[bool] = True
     metrics: ClassVar[tuple[str, ...]] = ()
+    program: ClassVar[ProgramTraits | None] = None
 
     def measured(self, ctx: RunContext, pin: PinHandle, output: str) -> tuple[list[Metric], list[Warning_]]:
         return [], []
@@ -106,7 +112,8 @@ def bound(ctx: RunContext, needs: Forms, pin: PinHandle) -> Offer:
 
 
 def common_flags(ctx: RunContext, form: Offer, *, allow_no_rt: bool = False) -> list[str]:
-    """The flags every wave-making program takes, for this run and the pin reached as `form`."""
+    """The flags every wave-making program takes, for this run and the pin reached as `form`, and
+    those the run's tunings ask of it (--mlock)."""
     flags = [
         "--period-ns", str(ctx.cell.param("period")),
         "--duration-ns", str(ctx.settings.duration_ns),
@@ -114,7 +121,7 @@ def common_flags(ctx: RunContext, form: Offer, *, allow_no_rt: bool = False) -> 
         "--log", f"{ctx.scratch}/{SELF_LOG}",
         "--prio", str(PROGRAM_PRIORITY),
     ]  # fmt: skip
-    return [*flags, "--allow-no-rt"] if allow_no_rt else flags
+    return [*flags, *(["--allow-no-rt"] if allow_no_rt else []), *program_flags(ctx.tunings)]
 
 
 IMPLS: Registry[Impl] = Registry("impl")

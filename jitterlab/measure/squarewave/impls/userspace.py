@@ -10,6 +10,7 @@ from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.impls.base import IMPLS, ImplBase, bound, common_flags, run_program
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import ChipLine, Forms, MappedLevel, RegisterBlock, ValueFile
+from jitterlab.model.tuning import MLOCK_ITSELF, MLOCK_NEVER, MLOCK_ON_FLAG, ProgramTraits, launcher
 from jitterlab.programs import ProgramDir
 from jitterlab.targets.processes import pinned
 
@@ -30,6 +31,11 @@ class ProgramImpl(ImplBase):
     needs: Forms = FILE
     realtime: bool = False
     build: dict[str, str] = field(default_factory=dict)  # programs of a built directory -> build package
+    mlock: str = MLOCK_ON_FLAG  # how its program locks its memory (model/tuning.py ProgramTraits)
+
+    @property
+    def program(self) -> ProgramTraits:
+        return ProgramTraits(self.realtime, self.mlock, self.command[0].rsplit("/", 1)[-1])
 
     def tools(self) -> dict[str, str]:
         return dict(self.runtime_tools)
@@ -44,15 +50,16 @@ class ProgramImpl(ImplBase):
         *interpreter, path = self.command
         allow = self.realtime and not ctx.rt_permitted
         form = bound(ctx, self.needs, pin)
-        argv = [*pinned(ctx.placement.program_cpus), *interpreter, f"{ctx.bindir}/{path}",
-                *common_flags(ctx, form, allow_no_rt=allow)]
+        argv = [*pinned(ctx.placement.program_cpus), *launcher(ctx.tunings), *interpreter,
+                f"{ctx.bindir}/{path}", *common_flags(ctx, form, allow_no_rt=allow)]
         return run_program(ctx, str(ctx.cell.param("impl")), argv)
 
 
 IMPLS.add(
     "bash",
     "bash script: echo into the pin file, external sleep (what a quick script does)",
-    ProgramImpl(("bash", f"{BASH.name}/squarewave.sh"), {"bash": "bash", "sleep": "coreutils"}),
+    ProgramImpl(("bash", f"{BASH.name}/squarewave.sh"), {"bash": "bash", "sleep": "coreutils"},
+                mlock=MLOCK_NEVER),
 )
 IMPLS.add(
     "python",
@@ -62,7 +69,7 @@ IMPLS.add(
 IMPLS.add(
     "node",
     "Node.js: fs.writeSync on the pin file, chained setTimeout (relative)",
-    ProgramImpl(("node", f"{NODE.name}/squarewave.js"), {"node": "nodejs"}),
+    ProgramImpl(("node", f"{NODE.name}/squarewave.js"), {"node": "nodejs"}, mlock=MLOCK_NEVER),
 )
 IMPLS.add(
     "c-file",
@@ -84,5 +91,5 @@ IMPLS.add(
     "C: mmap'd pin + SCHED_FIFO + mlockall + absolute deadlines (TIMER_ABSTIME); after a stall it "
     "catches up: the missed edges fire back to back to keep the phase, so the run shows very short "
     "periods right after the long one and can last longer than its duration",
-    ProgramImpl(("c/c-fifo",), needs=MAPPED, realtime=True, build={"c-fifo": ""}),
+    ProgramImpl(("c/c-fifo",), needs=MAPPED, realtime=True, build={"c-fifo": ""}, mlock=MLOCK_ITSELF),
 )
