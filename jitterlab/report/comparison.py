@@ -114,16 +114,19 @@ def note_lines(result, shown: int | None = None, every_row: str = "") -> list[st
     family = _family_text(result)
     out = [f"verdicts: {counts}" + (f", of {tested} tested rows" if tested else "")]
     if tested:
+        views = (f", and as {', '.join(result.probes)} saw them" if result.probes
+                 else " (--probe adds another view)")
         out.append(f"tested: the watched metrics ({family}; --metric chooses them)")
+        out.append(f"  as the probe each cell chose saw them{views}")
     hidden = len(result.rows) - (len(result.rows) if shown is None else shown)
     if hidden > 0:
         from jitterlab.report.format import counted
 
-        out.append(f"not shown: {counted(hidden, 'more row')}, not tested (other metrics, bounds, load "
-                   "readings)" + (f"; every row: {every_row}" if every_row else ""))
+        out.append(f"not shown: {counted(hidden, 'more row')}, not tested (other metrics, other probes' "
+                   "views, bounds, load readings)" + (f"; every row: {every_row}" if every_row else ""))
     elif result.n_not_graded:
-        out.append(f"{result.n_not_graded} {NOT_GRADED_TEXT}: outside the watched metrics, or descriptions "
-                   "and load readings: shown, no verdict")
+        out.append(f"{result.n_not_graded} {NOT_GRADED_TEXT}: outside the watched metrics or views, or "
+                   "descriptions and load readings: shown, no verdict")
     if not result.n_tests:
         return [*out, "No row could be tested: a verdict needs at least 3 runs per group in a cell; then "
                 "better or worse when a test shows a change, same when it rules out any beyond the "

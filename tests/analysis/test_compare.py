@@ -362,3 +362,37 @@ def test_a_label_a_run_lacks_is_left_out_of_its_name_not_shown_empty():
     assert labels_text(run(1, "1.10", {}), ["image", "board"]) == "image=1.10"
     assert labels_text(imported, ["image", "board"]) == "board=b"
     assert labels_text(imported, ["image"]) == ""
+
+
+def test_the_view_the_campaign_chose_is_tested_and_another_only_on_request():
+    """A cell that chose probe vpin also stores the program's own timestamps (self): another view of
+    the same runs, shown and not tested, so it does not double Holm's family and widen nothing."""
+    def views(i: int, image: str, err: float) -> RunRecord:
+        metrics = [Metric("max_rel_period_error", err * (1 + i / 100), "ratio", probe)
+                   for probe in ("vpin", "self")]
+        return run_record(squarewave_cell("c-fifo"), id=f"{image}-{i}", repetition=i, labels={"image": image},
+                          metrics=metrics)
+
+    runs = [views(i, "1.10", 0.01) for i in range(3)] + [views(i, "1.11", 0.02) for i in range(3)]
+    chosen = compare(runs, A, B)
+    vpin, self_ = (next(r for r in chosen.rows if r.probe == p) for p in ("vpin", "self"))
+    assert (vpin.tested, vpin.verdict) == (True, WORSE)
+    assert (self_.tested, self_.verdict) == (False, NOT_GRADED)
+    assert chosen.n_tests == 1 and vpin.p_adjusted == pytest.approx(vpin.p_sequential)  # Holm over 1 row
+    both = compare(runs, A, B, probes=["self"])
+    assert both.n_tests == 2 and both.probes == ("self",)
+    row = next(r for r in both.rows if r.probe == "vpin")
+    assert row.p_adjusted == pytest.approx(min(1.0, 2 * row.p_sequential))  # the family doubled
+    with pytest.raises(UserError, match=r"^--probe nope: no metric of these runs was seen by it; their "
+                                        r"probes: self, vpin$"):
+        compare(runs, A, B, probes=["nope"])
+    # a benchmark without a probe key: its own figures ("") are tested, a per-thread view is not
+    from jitterlab.model.fakes import cell
+
+    def threads(i: int, image: str, v: float) -> RunRecord:
+        return run_record(cell("cyclictest"), id=f"c{image}-{i}", repetition=i, labels={"image": image},
+                          metrics=[Metric("latency_max_ns", v + i, "ns", p) for p in ("", "thread0")])
+
+    both_images = (("1.10", 100.0), ("1.11", 200.0))
+    latency = compare([threads(i, image, v) for image, v in both_images for i in range(3)], A, B)
+    assert {(r.probe, r.tested) for r in latency.rows} == {("", True), ("thread0", False)}
