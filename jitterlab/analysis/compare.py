@@ -32,6 +32,7 @@ from jitterlab.analysis.groups import (  # noqa: F401  (the names compare's call
     mixed_labels,
     paired,
 )
+from jitterlab.analysis.load_difference import LoadDifference, load_differences
 from jitterlab.analysis.reading import reading
 from jitterlab.analysis.samples import samples_key
 from jitterlab.analysis.sequential import ALPHA, GUARANTEE, MIN_RUNS, Look, balanced_runs
@@ -41,7 +42,7 @@ from jitterlab.analysis.thresholds import DEFAULT_THRESHOLDS
 from jitterlab.analysis.verdict import BETTER, SAME, UNDECIDED, VERDICTS, WORSE, band, decide
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
-from jitterlab.model.reading import COUNT, MAX, QUANTILE_OF, RATIO
+from jitterlab.model.reading import COUNT, MAX, QUANTILE_OF, RATIO, WORST
 from jitterlab.model.records import Metric, RunRecord, Warning_
 
 __all__ = ["BETTER", "MIN_RUNS", "NOT_TESTED", "SAME", "UNDECIDED", "VERDICTS", "WORSE", "Comparison", "Row",
@@ -68,7 +69,8 @@ class Row:
     row, NOT_TESTED else; `decided_by` the rule that decided it ("sequential test", "equivalence",
     "resolution"); `threshold` the practical threshold (a fraction) a "same" stays within;
     `samples_*` the samples a pooled statistic stood on (0: one value per run); `note` why a tail
-    was compared per run."""
+    was compared per run; `load_differs` the load readings whose groups differ in this row's cell
+    (analysis.load_difference: the change may be the load's)."""
 
     cell: tuple  # values of the cell fields not used to select the groups
     probe: str
@@ -101,6 +103,7 @@ class Row:
     samples_baseline: int = 0
     samples_candidate: int = 0
     note: str = ""
+    load_differs: tuple[str, ...] = ()
 
     @property
     def change_pct(self) -> float:
@@ -130,6 +133,8 @@ class Comparison:
     # (the baseline's values, the candidate's); the groups pool them, or differ in them too
     mixed: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     probes: tuple[str, ...] = ()  # views tested besides the probe each cell chose (--probe)
+    # per cell (a row's `cell`), the load readings whose groups differ
+    loads: dict[tuple, list[LoadDifference]] = field(default_factory=dict)
 
     @property
     def n_tests(self) -> int:
@@ -195,12 +200,22 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
                 f"measure at least {MIN_RUNS} repetitions per group (campaign.repetitions), better 5")))
         keys = sorted({k for r in a_runs + b_runs for k in r.metrics if not metrics or k[1] in metrics})
         chosen = {r.probe for r in a_runs + b_runs}
+        if differ := load_differences(a_runs, b_runs, thresholds):
+            result.loads[cell] = differ
+        worst = False
         for probe, name in keys:
             a = [r.metrics[(probe, name)] for r in a_runs if (probe, name) in r.metrics]
             b = [r.metrics[(probe, name)] for r in b_runs if (probe, name) in r.metrics]
             if a and b:
-                rows.append(_row(cell, a, b, result, pool.tail(a_runs, b_runs, a[0], rng, n_bootstrap),
-                                 fam.chosen_view(probe, chosen, result.probes)))
+                row = _row(cell, a, b, result, pool.tail(a_runs, b_runs, a[0], rng, n_bootstrap),
+                           fam.chosen_view(probe, chosen, result.probes))
+                rows.append(row)
+                worst |= row[0].tested and reading(a[0]).summary == WORST
+        if worst and na != nb:
+            result.notes.append(("cell", cell_of(pairing.cell_fields, cell), Warning_(
+                f"unequal groups ({na} vs {nb} runs): a worst case is compared per run (the runs' maxima), "
+                "never as each group's worst run, which grows with its number of runs by sampling alone",
+                "measure the smaller group as often (run --until-decided adds runs to the group behind)")))
     result.rows = _verdicts(rows)
     return result
 
@@ -268,7 +283,7 @@ def _row(cell: tuple, a: list[Metric], b: list[Metric], result: Comparison,
               effect.test if enough or effect.exact else NO_TEST, effect.p_value if enough else math.nan,
               math.nan, UNDECIDED if tested else NOT_TESTED, effect.sign,
               result.thresholds[how.kind], effect.scale, tested, "", p_seq, difference, d_lo, d_hi,
-              *effect.samples, note)
+              *effect.samples, note, tuple(d.metric for d in result.loads.get(cell, ())))
     return row, look, effect.exact and min(len(a), len(b)) >= MIN_RUNS
 
 

@@ -83,14 +83,23 @@ class ComparisonTable:
         return None
 
     def _by_cell(self) -> list[tuple[str, list[list[str]]]]:
-        """The rows grouped under their cell, in order."""
-        at = self.heads.index(CELL)
+        """The rows grouped under their cell, in order; what a verdict says of its whole cell
+        ("worse (load differed)") goes to the cell's heading, once."""
+        at, verdict = self.heads.index(CELL), self.heads.index(VERDICT)
         out: list[tuple[str, list[list[str]]]] = []
         for row in self.rows:
             if not out or out[-1][0] != row[at]:
                 out.append((row[at], []))
             out[-1][1].append(row)
-        return out
+        grouped = []
+        for cell, rows in out:
+            remarks = {row[verdict].partition(" (")[2] for row in rows} - {""}
+            if len(remarks) == 1:
+                remark = remarks.pop()
+                cell = f"{cell} ({remark}"
+                rows = [[*row[:verdict], row[verdict].partition(" (")[0], *row[verdict + 1:]] for row in rows]
+            grouped.append((cell, rows))
+        return grouped
 
     def fitted(self, console: Console) -> Iterable:
         """The renderables that show the comparison at the console's width, each printed with

@@ -45,7 +45,7 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
     """The comparison of `candidate` against `baseline` (analysis.compare.Selector), summarized."""
     from jitterlab.analysis.compare import MIN_RUNS, cell_text
     from jitterlab.model.errors import UserError
-    from jitterlab.report.comparison import change_text, decided_text
+    from jitterlab.report.comparison import LOAD_DIFFERED, change_text, decided_text, load_text
 
     out = Verdicts(f"{candidate} vs {baseline}", f"{baseline}..{candidate}", min_runs=MIN_RUNS)
     try:
@@ -58,8 +58,9 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
     decided = sorted((r for r in rows if r.verdict in DECIDED), key=lambda r: DECIDED.index(r.verdict))
     for r in decided[:MAX_LISTED]:
         probe = f" ({r.probe})" if r.probe else ""
+        loads = f"; {LOAD_DIFFERED}: {load_text(result.loads[r.cell])}" if r.load_differs else ""
         out.decided.append(f"{r.verdict:<6}  {cell_text(result, r)}{probe}  {r.metric}  {change_text(r)}  — "
-                           f"{decided_text(r)}")
+                           f"{decided_text(r)}{loads}")
     out.more_decided = max(0, len(decided) - MAX_LISTED)
     undecided = [r for r in rows if r.verdict not in DECIDED]
     out.undecided_few = sum(min(r.n_baseline, r.n_candidate) < MIN_RUNS for r in undecided)

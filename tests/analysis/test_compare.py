@@ -396,3 +396,58 @@ def test_the_view_the_campaign_chose_is_tested_and_another_only_on_request():
     both_images = (("1.10", 100.0), ("1.11", 200.0))
     latency = compare([threads(i, image, v) for image, v in both_images for i in range(3)], A, B)
     assert {(r.probe, r.tested) for r in latency.rows} == {("", True), ("thread0", False)}
+
+
+def test_groups_that_ran_under_different_measured_load_are_marked_beside_their_verdicts():
+    """A load reading differs when the comparison would call its change one: shown by the sequential
+    test and beyond its kind's threshold (loadavg: other, 10 %); every row of that cell says so."""
+    from jitterlab.analysis.load_difference import load_differences
+
+    def cell_runs(image: str, err: float, loadavg: list[float]) -> list[RunRecord]:
+        return [run(i, image, {"max_rel_period_error": err * (1 + i / 100), "load_loadavg_1m": v})
+                for i, v in enumerate(loadavg)]
+
+    doubled = cell_runs("1.10", 0.01, [1.0, 1.01, 0.99]) + cell_runs("1.11", 0.02, [2.0, 2.02, 1.98])
+    result = compare(doubled, A, B, metrics=["max_rel_period_error"])  # the readings are read anyway
+    [(cell, [d])] = result.loads.items()
+    assert d.metric == "load_loadavg_1m"
+    assert (d.baseline, d.candidate) == (pytest.approx((1.0 * 1.01 * 0.99) ** (1 / 3)),
+                                         pytest.approx((2.0 * 2.02 * 1.98) ** (1 / 3)))
+    assert d.change == pytest.approx(1.0) and d.p_sequential < sequential.ALPHA
+    [row] = result.rows
+    assert row.cell == cell and row.load_differs == ("load_loadavg_1m",) and row.verdict == WORSE
+    a, b = doubled[:3], doubled[3:]
+    thresholds = dict(DEFAULT_THRESHOLDS)
+    # +5 %, steady: shown by the test, but within the 10 % that counts as the same load
+    steady = cell_runs("1.11", 0.02, [1.05, 1.0605, 1.0395])
+    assert load_differences(a, steady, thresholds) == []
+    assert load_differences(a, steady, {**thresholds, "other": 0.01})[0].change == pytest.approx(0.05)
+    # twice as high on average, but so spread that no change is shown
+    spread_out = cell_runs("1.11", 0.02, [0.5, 4.0, 1.5])
+    assert load_differences(a, spread_out, thresholds) == []
+    # two runs a group: nothing can be shown, as for a verdict
+    assert load_differences(a[:2], b[:2], thresholds) == []
+    # the same loads: nothing marked
+    same = compare(a + cell_runs("1.11", 0.02, [1.01, 0.99, 1.0]), A, B)
+    assert same.loads == {} and all(r.load_differs == () for r in same.rows)
+
+
+def test_unequal_groups_compare_worst_cases_per_run_and_say_so():
+    """3 runs against 13: the worst of 13 runs exceeds the worst of 3 by sampling alone, so the
+    maxima are compared per run (their geometric mean), and the comparison says the groups are unequal."""
+    base = [0.010, 0.012, 0.011]
+    cand = [0.010, 0.012, 0.011, 0.0105, 0.0115, 0.0108, 0.0112, 0.0101, 0.0119, 0.0111, 0.0109, 0.0103, 0.03]
+    runs = groups(base, cand, [1.0] * 3, [1.0] * 13)
+    result = compare(runs, A, B, metrics=["max_rel_period_error"])
+    [row] = result.rows
+    assert row.rule == "geometric mean of run maxima" and row.runs == "3 vs 13"
+    assert row.baseline == pytest.approx(float(np.exp(np.log(base).mean())))
+    assert row.candidate == pytest.approx(float(np.exp(np.log(cand).mean())))  # not 0.03, the worst run
+    [(scope, _, note)] = result.notes
+    assert scope == "cell" and note.message == (
+        "unequal groups (3 vs 13 runs): a worst case is compared per run (the runs' maxima), never as each "
+        "group's worst run, which grows with its number of runs by sampling alone")
+    assert "--until-decided" in note.remedy
+    # equal groups, or no worst case among the tested rows: nothing to say
+    assert compare(groups(base, cand[:3], [1.0] * 3, [1.0] * 3), A, B).notes == []
+    assert compare(runs, A, B, metrics=["events_per_s"]).notes == []

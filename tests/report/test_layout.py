@@ -182,13 +182,14 @@ def test_compare_at_80_and_200_columns_cuts_no_verdict_value_or_interval(columns
     if columns == 80:  # what says how a row was tested is given up first; the cells became headings
         assert left_out == ("left out at this width: view, statistic, runs, test, p (Holm), decided by (a "
                             "wider terminal, or output to a pipe or file, shows them)")
-        assert "cpu impl=bash period=1ms" in lines
+        # a cell whose groups ran under different load says so in its heading, beside its verdicts
+        assert "cpu impl=bash period=1ms (load differed)" in lines and "idle impl=bash period=1ms" in lines
         assert lines[2].split() == ["probe", "metric", "baseline", "candidate", "change", "[95", "%", "CI]",
                                     "verdict"]
         assert lines[3].split()[:4] == ["vpin", "max_rel_period_error", "13.3", "%"]  # the baseline's
     else:
-        assert left_out == ("left out at this width: test (a wider terminal, or output to a pipe or file, "
-                            "shows them)")
+        assert left_out == ("left out at this width: view, test (a wider terminal, or output to a pipe or "
+                            "file, shows them)")
         assert "verdict" in shown.splitlines()[1] and "baseline" in shown.splitlines()[1]
 
 
