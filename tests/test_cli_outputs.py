@@ -170,6 +170,21 @@ def test_a_log_gets_one_line_per_run_with_the_time_left_and_notices_escaped():
     assert lines[2] == "board: stopped a leftover \\x1b[2J"
 
 
+def test_a_terminal_gets_one_bar_per_target_however_many_rounds_and_none_left_once_measured():
+    """--until-decided plans a round after another: the target's bar starts again, no bar is added;
+    the bars are transient, so the run ends on its answer, not on eleven finished bars."""
+    out = SafeConsole(file=io.StringIO(), force_terminal=True, width=100)
+    with RunProgress(out) as progress:
+        for round_runs in (3, 1, 1):
+            progress.plan({"board": (round_runs, 2.0 * round_runs)})
+            for i in range(round_runs):
+                progress("board", f"fake #{i + 1}", 2.0)
+                progress("board", None, 2.0)
+        [bar] = progress.bar.tasks
+        assert (bar.total, bar.completed, bar.description) == (2.0, 2.0, "board: fake #1")
+    assert progress.bar.live.transient and not progress.bar.live.is_started
+
+
 # --- hints name the option where the user gives it ---------------------------------------------
 
 

@@ -182,3 +182,58 @@ def test_every_suggested_command_runs_as_printed(tmp_path, monkeypatch, capsys, 
     others = {c for _, c in found - set(ours)}  # another program's: never run here, named whole
     assert all(shlex.split(c)[0] in COMMAND_WORDS for c in others)
     assert "sysctl -w kernel.sched_rt_runtime_us=-1" in others or "rt_runtime_us=-1" not in outputs["doctor"]
+
+
+def _verdict(results: str, capsys) -> tuple[str, int, int, float]:
+    """compare's JSON of image=A..image=B: the watched row's verdict, runs per group and interval width."""
+    import json
+
+    assert main(["compare", "--results", results, "--baseline", "image=A", "--candidate", "image=B",
+                 "--format", "json"]) == 0
+    [row] = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["tested"]]
+    return row["verdict"], row["n_baseline"], row["n_candidate"], row["ci_high"] / row["ci_low"]
+
+
+def test_every_follow_up_of_the_ab_flow_runs_as_printed_and_moves_the_verdict(tmp_path, monkeypatch, capsys):
+    """The README's A/B flow: image=A measured, then image=B with --until-decided. Each command the
+    flow prints for going on (the loop's last line, the summary's repetitions hint) is run as printed,
+    for real: it measures the group it names, and the comparison moves (more runs in that group, a
+    narrower interval) until it is decided."""
+    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
+    monkeypatch.setattr(fake, "OPENED", [])
+    fakes.register(monkeypatch)
+    spread = [100.0, 150.0, 70.0, 120.0, 85.0, 110.0, 95.0, 130.0, 80.0, 105.0, 115.0, 90.0, 125.0, 75.0]
+    values = {"A": spread, "B": [1.6 * v for v in spread[::-1]]}  # B is 60 % worse, in much noise
+    image = {"now": "A"}
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", lambda self, ctx, measured: Measurement(
+        [Metric("fake_value", values[image["now"]][ctx.repetition], "")]))
+    monkeypatch.chdir(tmp_path)
+    path = _campaign(tmp_path)
+    assert main(["run", path, "--label", "image=A"]) == 0
+    image["now"] = "B"
+    out = _out(capsys, ["run", path, "--label", "image=B", "--until-decided", "image=A..image=B"])
+    before = _verdict("results", capsys)
+    assert before[:3] == ("undecided", 3, 6)  # B alone went as far as it helps, then named A
+    # the summary's hint names the group behind too: the same command as the loop's last line
+    summary = _out(capsys, ["summary", "--results", "results"])
+    [hinted] = [c for line in summary.splitlines() if "add repetitions where undecided" in line
+                for c in commands_in(line)]
+    steps = []
+    for _ in range(4):
+        [*_, last] = out.rstrip().splitlines()
+        follow = [c for c in commands_in(last) if shlex.split(c)[1] == "run"]
+        if not follow:
+            break
+        [again] = follow  # the run ends on its answer: its last line names the group and its command
+        assert steps or again == hinted
+        image["now"] = "A" if "--label image=A" in again else "B"
+        out = _out(capsys, shlex.split(again)[1:])
+        after = _verdict("results", capsys)
+        steps.append(again)
+        grown = after[1] > before[1] if image["now"] == "A" else after[2] > before[2]
+        assert grown and (after[0] != "undecided" or after[3] < before[3]), (again, before, after)
+        before = after
+    assert steps == [
+        "jitterlab run tiny.toml --results results --resume --label image=A --until-decided image=A..image=B"]
+    assert (before[0], before[2]) == ("worse", 6)  # decided by A's runs, B as it was
+    assert "every watched verdict is decided" in out.rstrip().splitlines()[-1]

@@ -4,7 +4,8 @@ Per cell and metric a row: each group's statistic, the change on the scale the m
 (analysis.reading: a ratio of geometric means for positive values, a difference of means for
 counts that may be 0 and for signed values), its repeated 95 % interval, and for the rows of the
 tested family (analysis.family: the watched metrics) a verdict that knows whether lower or higher
-is better. A tail (p99, p99.9 of the run's periods or latencies) is compared as a tail: the quantile
+is better; the family is each watched metric as the probe the campaign chose saw it, other views on
+request. A tail (p99, p99.9 of the run's periods or latencies) is compared as a tail: the quantile
 of all samples of each group, judged by a hierarchical bootstrap, when the raw series are given and
 hold enough samples; a maximum by the runs' maxima. Every look is one of a sequence that may go on
 (analysis.sequential): its p-values are sequential, adjusted with Holm's method over the tested
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,7 @@ from jitterlab.analysis.groups import (  # noqa: F401  (the names compare's call
     mixed_labels,
     paired,
 )
+from jitterlab.analysis.load_difference import LoadDifference, load_differences
 from jitterlab.analysis.reading import reading
 from jitterlab.analysis.samples import samples_key
 from jitterlab.analysis.sequential import ALPHA, GUARANTEE, MIN_RUNS, Look, balanced_runs
@@ -40,7 +42,7 @@ from jitterlab.analysis.thresholds import DEFAULT_THRESHOLDS
 from jitterlab.analysis.verdict import BETTER, SAME, UNDECIDED, VERDICTS, WORSE, band, decide
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
-from jitterlab.model.reading import COUNT, MAX, QUANTILE_OF, RATIO
+from jitterlab.model.reading import COUNT, MAX, QUANTILE_OF, RATIO, WORST
 from jitterlab.model.records import Metric, RunRecord, Warning_
 
 __all__ = ["BETTER", "MIN_RUNS", "NOT_TESTED", "SAME", "UNDECIDED", "VERDICTS", "WORSE", "Comparison", "Row",
@@ -67,7 +69,8 @@ class Row:
     row, NOT_TESTED else; `decided_by` the rule that decided it ("sequential test", "equivalence",
     "resolution"); `threshold` the practical threshold (a fraction) a "same" stays within;
     `samples_*` the samples a pooled statistic stood on (0: one value per run); `note` why a tail
-    was compared per run."""
+    was compared per run; `load_differs` the load readings whose groups differ in this row's cell
+    (analysis.load_difference: the change may be the load's)."""
 
     cell: tuple  # values of the cell fields not used to select the groups
     probe: str
@@ -100,6 +103,7 @@ class Row:
     samples_baseline: int = 0
     samples_candidate: int = 0
     note: str = ""
+    load_differs: tuple[str, ...] = ()
 
     @property
     def change_pct(self) -> float:
@@ -128,6 +132,9 @@ class Comparison:
     # labels (besides the selecting ones) with several values among the runs compared: label ->
     # (the baseline's values, the candidate's); the groups pool them, or differ in them too
     mixed: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    probes: tuple[str, ...] = ()  # views tested besides the probe each cell chose (--probe)
+    # per cell (a row's `cell`), the load readings whose groups differ
+    loads: dict[tuple, list[LoadDifference]] = field(default_factory=dict)
 
     @property
     def n_tests(self) -> int:
@@ -156,12 +163,14 @@ def metric_names(runs: list[RunRecord]) -> list[str]:
 def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
             metrics: list[str] | None = None, seed: int = 0, n_bootstrap: int = N_BOOTSTRAP,
             distributions: Distributions | None = None, names: CellNames = PLAIN,
-            thresholds: dict[str, float] | None = None, traits: fam.Traits = fam.no_traits) -> Comparison:
+            thresholds: dict[str, float] | None = None, traits: fam.Traits = fam.no_traits,
+            probes: Collection[str] = ()) -> Comparison:
     """Compare the ok runs selected by `baseline` and `candidate` in every cell both have.
 
     `metrics`: the rows shown and tested (--metric, --watch); without it every metric is shown and
     the family (analysis.family) is each benchmark's headline, which `traits` (benchmark name ->
-    model.traits) declares. `distributions`: a run's within-run samples by key
+    model.traits) declares, each as the probe its cell chose saw it; `probes` (--probe) adds other
+    probes' views of the same runs to the family. `distributions`: a run's within-run samples by key
     (analysis.samples.distribution), for tails compared as tails. `names` writes the cells'
     parameters as a campaign does; `thresholds` (by kind, analysis.thresholds) decide "same"."""
     thresholds = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
@@ -173,9 +182,13 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
         if unknown:
             raise UserError(f"--metric {', '.join(unknown)}: no such metric in these runs; "
                             f"they have: {', '.join(known)}")
+    seen = sorted({p for r in compared for p, _ in r.metrics if p})
+    if unseen := [p for p in probes if p not in seen]:
+        raise UserError(f"--probe {', '.join(unseen)}: no metric of these runs was seen by it; their probes: "
+                        f"{', '.join(seen) or 'none'}")
     result = Comparison(baseline, candidate, pairing.cell_fields, thresholds=thresholds,
                         family=fam.watched(compared, metrics, traits),
-                        mixed=mixed_labels(pairing, baseline, candidate))
+                        mixed=mixed_labels(pairing, baseline, candidate), probes=tuple(probes))
     rng = np.random.default_rng(seed)
     pool = _Pool(distributions, traits, result)
     rows: list[tuple[Row, Look, bool]] = []
@@ -186,11 +199,23 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
                 f"too few runs for a verdict ({na} vs {nb})",
                 f"measure at least {MIN_RUNS} repetitions per group (campaign.repetitions), better 5")))
         keys = sorted({k for r in a_runs + b_runs for k in r.metrics if not metrics or k[1] in metrics})
+        chosen = {r.probe for r in a_runs + b_runs}
+        if differ := load_differences(a_runs, b_runs, thresholds):
+            result.loads[cell] = differ
+        worst = False
         for probe, name in keys:
             a = [r.metrics[(probe, name)] for r in a_runs if (probe, name) in r.metrics]
             b = [r.metrics[(probe, name)] for r in b_runs if (probe, name) in r.metrics]
             if a and b:
-                rows.append(_row(cell, a, b, result, pool.tail(a_runs, b_runs, a[0], rng, n_bootstrap)))
+                row = _row(cell, a, b, result, pool.tail(a_runs, b_runs, a[0], rng, n_bootstrap),
+                           fam.chosen_view(probe, chosen, result.probes))
+                rows.append(row)
+                worst |= row[0].tested and reading(a[0]).summary == WORST
+        if worst and na != nb:
+            result.notes.append(("cell", cell_of(pairing.cell_fields, cell), Warning_(
+                f"unequal groups ({na} vs {nb} runs): a worst case is compared per run (the runs' maxima), "
+                "never as each group's worst run, which grows with its number of runs by sampling alone",
+                "measure the smaller group as often (run --until-decided adds runs to the group behind)")))
     result.rows = _verdicts(rows)
     return result
 
@@ -236,7 +261,7 @@ class _Pool:
 
 
 def _row(cell: tuple, a: list[Metric], b: list[Metric], result: Comparison,
-         tail: Effect | str) -> tuple[Row, Look, bool]:
+         tail: Effect | str, chosen: bool) -> tuple[Row, Look, bool]:
     first = a[0]
     how = reading(first)
     av = np.array([m.value for m in a], dtype=np.float64)
@@ -248,7 +273,7 @@ def _row(cell: tuple, a: list[Metric], b: list[Metric], result: Comparison,
     rule = effect.statistic
     if view == PER_RUN and how.stat:  # a statistic of each run's samples, summarized over the runs
         rule = f"{effect.statistic} of run {'maxima' if how.stat == MAX else how.stat + 's'}"
-    tested = first.name in result.family and fam.graded(first.name, how)
+    tested = chosen and first.name in result.family and fam.graded(first.name, how)
     enough = min(len(a), len(b)) >= MIN_RUNS and not math.isnan(effect.se)
     look = Look(effect.diff, effect.se if enough else math.nan, effect.df, balanced_runs(len(a), len(b)))
     p_seq = look.p_sequential if enough else math.nan
@@ -258,7 +283,7 @@ def _row(cell: tuple, a: list[Metric], b: list[Metric], result: Comparison,
               effect.test if enough or effect.exact else NO_TEST, effect.p_value if enough else math.nan,
               math.nan, UNDECIDED if tested else NOT_TESTED, effect.sign,
               result.thresholds[how.kind], effect.scale, tested, "", p_seq, difference, d_lo, d_hi,
-              *effect.samples, note)
+              *effect.samples, note, tuple(d.metric for d in result.loads.get(cell, ())))
     return row, look, effect.exact and min(len(a), len(b)) >= MIN_RUNS
 
 

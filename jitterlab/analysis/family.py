@@ -4,15 +4,19 @@ the same runs.
 
 The family is what a user watches: the metrics named with --metric or --watch, else the headline
 metrics each benchmark declares (model.traits; every graded metric its runs have for one that
-declares none). Of those, only graded rows are tested (a better direction exists, and it is no load
-reading: analysis.reading); every other row a comparison shows (descriptions, bounds, counts of
-what the probe saw) is shown with its change and interval, and not tested: it costs the watched
-rows no power, and no verdict depends on whether it is shown.
+declares none), as the probe the campaign chose for a cell saw them (its `probe` key: a squarewave
+cell with probe vpin also stores the program's own timestamps, `self`, which are another view of
+the same runs, and a benchmark without one stores per-thread views beside its own figures): other
+views are tested only on request (compare --probe). Of those, only graded rows are tested (a
+better direction exists, and it is no load reading: analysis.reading); every other row a comparison
+shows (descriptions, bounds, counts of what the probe saw, other views) is shown with its change
+and interval, and not tested: it costs the watched rows no power, and no verdict depends on whether
+it is shown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from jitterlab.model.reading import Reading
 from jitterlab.model.records import RunRecord
@@ -51,3 +55,9 @@ def graded(name: str, how: Reading) -> bool:
     """Whether a row of this metric can be tested at all: load readings describe the conditions of a
     run, and metrics without a better direction describe what it did."""
     return how.graded and not load_reading(name)
+
+
+def chosen_view(probe: str, chosen: Collection[str], asked: Collection[str] = ()) -> bool:
+    """Whether a row of `probe` is a view the family tests: a figure no probe saw (""), the probe
+    the cell's runs chose (`chosen`: RunRecord.probe of each), or one `asked` for."""
+    return not probe or probe in chosen or probe in asked

@@ -1,5 +1,6 @@
-"""What `jitterlab run` shows while it measures: a bar per target on a terminal, one line per run in
-a log, and the runner's notices. Handed to the Runner when it is built."""
+"""What `jitterlab run` shows while it measures: a bar per target on a terminal (one per target
+however many rounds --until-decided adds, gone once the measuring ends, so that the run ends on its
+answer), one line per run in a log, and the runner's notices. Handed to the Runner when it is built."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class RunProgress:
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=out,
-            transient=False,
+            transient=True,
             disable=not out.is_terminal,
         )
         self._tasks: dict[str, int] = {}
@@ -46,7 +47,10 @@ class RunProgress:
     def plan(self, targets: dict[str, tuple[int, float]]) -> None:
         """target -> (runs to measure, their estimated seconds)."""
         for name, (runs, seconds) in targets.items():
-            self._tasks[name] = self.bar.add_task(name, total=max(seconds, 1e-9))
+            if name in self._tasks:  # a round of --until-decided: the target's bar starts again
+                self.bar.reset(self._tasks[name], total=max(seconds, 1e-9), description=escape(name))
+            else:
+                self._tasks[name] = self.bar.add_task(escape(name), total=max(seconds, 1e-9))
             self._runs[name] = runs
             self._started[name] = 0
             # a round of --until-decided is estimated from its own first start, so that its estimate

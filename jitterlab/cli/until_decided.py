@@ -1,14 +1,13 @@
 """`run --until-decided`: the options read, the loop of execution/until_decided.py started after the
-campaign's runs, and what it says: why each extra run is made, and why it stopped."""
+campaign's runs, and what it says: why each extra run is made, and at the run's very end what was
+decided (each watched row with its interval), why it stopped and the command that goes on."""
 
 from __future__ import annotations
 
 import argparse
 import functools
 
-from rich.console import Console
-from rich.markup import escape
-
+from jitterlab.analysis.sequential import MIN_RUNS
 from jitterlab.model.errors import UserError
 
 MAX_TIME = "1h"  # --max-time's default
@@ -36,8 +35,8 @@ def watch_of(args: argparse.Namespace, campaign):
     return watch
 
 
-def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_id: int, display, args):
-    """The loop, its log and its end; returns the loop's Ended."""
+def run_until_decided(watch, campaign, store, sessions, campaign_id: int, display, args):
+    """The loop and its log; returns the loop's Ended (`answer` says how it ended)."""
     from jitterlab.campaign.cells import names
     from jitterlab.execution.runner import Runner
     from jitterlab.execution.until_decided import UnknownWatch, until_decided
@@ -54,8 +53,28 @@ def run_until_decided(out: Console, watch, campaign, store, sessions, campaign_i
         go_on = (f"go on with {resume_command(args, watch=False)} (each benchmark's headline metrics), "
                  "or add --watch with one of them")
         raise UserError(f"{exc}; the campaign's runs are stored: {go_on}") from None
-    out.print(escape(end_text(ended, watch, campaign, args)), highlight=False)
     return ended
+
+
+def answer(ended, watch, args, interrupted: bool = False) -> list:
+    """What the loop decided, printed last: each watched row with its interval (the decided ones
+    first), then why it stopped and the command that goes on (an interrupted run says that itself)."""
+    from rich.text import Text
+
+    from jitterlab.cli.again import command
+    from jitterlab.report import verdicts
+    from jitterlab.store import shown_spec
+
+    out: list = []
+    if ended.comparison is not None:
+        every_row = command("compare", "--results", shown_spec(args.results), "--baseline",
+                            str(watch.baseline), "--candidate", str(watch.candidate),
+                            *[w for m in watch.metrics for w in ("--metric", m)])
+        out += [Text(line) for line in verdicts.lines(verdicts.summarized(ended.comparison), "", every_row,
+                                                       every=True)]
+    if not interrupted:
+        out.append(Text(end_text(ended, watch, args)))
+    return out
 
 
 def asked_text(asked, watch) -> str:
@@ -65,7 +84,13 @@ def asked_text(asked, watch) -> str:
     first = asked.rows[0]
     gains = " and ".join(f"the {x.side} {getattr(watch, x.side)} gains run #{x.repetition + 1}"
                          for x in asked.extras)
-    cell = " ".join(str(v) for v in first.cell if str(v))
+    if asked.alone:  # the other group is another campaign's: it stays as it is
+        side, n = asked.alone
+        gains += f" (the {side} {getattr(watch, side)}, measured by another campaign, stays at {n})"
+    values = [str(v) for v in first.cell if str(v)]
+    if values[:1] == [asked.extras[0].cell.target]:  # the notice names its target already
+        values = values[1:]
+    cell = " ".join(values)
     return f"{cell}, {first.runs} runs: {gains}; " + "; ".join(_row_text(r) for r in asked.rows)
 
 
@@ -80,39 +105,70 @@ def _row_text(row) -> str:
     return f"{metric} {row.verdict}: {change_text(row)}"
 
 
-def end_text(ended, watch, campaign, args) -> str:
+def end_text(ended, watch, args) -> str:
+    """Why the loop stopped, and the command that goes on: it runs as printed and adds runs where
+    they can move a verdict (the group behind, when this command cannot measure it)."""
+    from jitterlab.analysis.compare import VERDICTS
+    from jitterlab.analysis.sequential import GUARANTEE
     from jitterlab.model.units import format_duration_s
 
     where = f"--until-decided {watch.baseline}..{watch.candidate}"
-    from jitterlab.analysis.compare import VERDICTS
-    from jitterlab.analysis.sequential import GUARANTEE
-
     counts = {v: sum(r.verdict == v for r in ended.rows) for v in VERDICTS}  # each watched row once
     verdicts = ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no watched row"
     done = f"{_n(ended.extra_runs, 'extra run')} in {_n(ended.rounds, 'round')}"
-    resume = resume_command(args)
     if ended.reason == "decided":
         return f"{where}: every watched verdict is decided after {done} ({verdicts}; {GUARANTEE})"
     left = f"{_n(len(ended.undecided), 'verdict')} still undecided ({verdicts})"
+    others = _others_text(ended, watch, args)
     if ended.reason == "max-runs":
         # a bound that lets the loop go on as long again, and at least one more round
         raised = max(2 * ended.max_runs, ended.extra_so_far + ended.next_round_runs)
+        so_far = f"{ended.extra_so_far} so far"
+        bound = (f"this run's default bound of {DEFAULT_PER_CELL} extra runs per cell ({ended.max_runs} in "
+                 f"all, {so_far})" if ended.default_bound else f"--max-runs {ended.max_runs} ({so_far})")
         return (f"{where}: stopped after {done}: {left}; the next round ({ended.next_round_runs} runs) would "
-                f"pass --max-runs {ended.max_runs} ({_n(ended.extra_so_far, 'extra run')} so far); raise it: "
-                f"{resume_command(args, '--max-runs', str(raised))}")
+                f"pass {bound}; raise it: "
+                f"{resume_command(args, '--max-runs', str(raised))}{others}")
     if ended.reason == "max-time":
         return (f"{where}: stopped after {done}: {left}; the next round (about "
                 f"{format_duration_s(ended.next_round_s)}) would pass --max-time "
-                f"{args.max_time or MAX_TIME}; go on: {resume}")
+                f"{args.max_time or MAX_TIME}; go on: {resume_command(args)}{others}")
     if ended.reason == "interrupted":
-        return f"{where}: interrupted after {done}; go on: {resume}"
-    return (f"{where}: {left}; more runs here cannot decide them: the other group has fewer than 3 runs "
-            "and is not measured by this campaign; measure it again with more repetitions")
+        return f"{where}: interrupted after {done}; go on: {resume_command(args)}"
+    return f"{where}: stopped after {done}: {left}{others}"
 
 
-def resume_command(args, *bounds: str, watch: bool = True) -> str:
+DEFAULT_PER_CELL = 10  # execution.until_decided.DEFAULT_MAX_RUNS_PER_CELL, said in words
+
+
+def _others_text(ended, watch, args) -> str:
+    """"; the baseline image=A needs runs (3 vs 6 runs: ...) and this command measures only image=B:
+    with the target as it was for image=A, go on with: jitterlab run ... --label image=A ...": for
+    each group the undecided rows wait for, its runs and the command that measures it."""
+    out = []
+    for side, (labels, extra) in ended.others.items():
+        waiting = [w for w in ended.waiting if w.side == side]
+        group, here = getattr(watch, side), getattr(watch, "candidate" if side == "baseline" else "baseline")
+        n_other, n_here = min(w.n_other for w in waiting), max(w.n_here for w in waiting)
+        rows = sum(len(w.rows) for w in waiting)
+        narrow = "its interval" if rows == 1 else "their intervals"
+        why = (f"a verdict needs {MIN_RUNS} in each" if n_other < MIN_RUNS
+               else f"more of {here} alone would hardly narrow {narrow}")
+        # --max-runs counts that campaign's own extra runs: one it has used up already is raised
+        bound = () if args.max_runs is None else (
+            "--max-runs", str(args.max_runs if extra < args.max_runs else extra + max(args.max_runs, 1)))
+        go_on = resume_command(args, labels=[f"{k}={v}" for k, v in sorted(labels.items())], bounds=bound)
+        out.append(f"the {side} {group} needs runs ({_n(rows, 'row')} at {n_other} vs {n_here} runs: {why}) "
+                   f"and this command measures only {here}: with the target as it was for {group}, go on "
+                   f"with: {go_on}")
+    return "".join(f"; {o}" for o in out)
+
+
+def resume_command(args, *raised: str, watch: bool = True, labels: list[str] | None = None,
+                   bounds: tuple[str, ...] | None = None) -> str:
     """The command that goes on with this campaign's --until-decided: the labels it was run with
-    (--resume finds the campaign by them), what it watches, and its bounds."""
+    (--resume finds the campaign by them; `labels`: another campaign's), what it watches, and its
+    bounds (`raised` replaces --max-runs; `bounds` replaces it for another campaign)."""
     from jitterlab.cli.again import resume_run
 
     more = ["--until-decided", args.until_decided]
@@ -120,9 +176,12 @@ def resume_command(args, *bounds: str, watch: bool = True) -> str:
         more += [w for m in args.watch or () for w in ("--watch", m)]
     if args.max_time is not None:
         more += ["--max-time", args.max_time]
-    if args.max_runs is not None and "--max-runs" not in bounds:
+    if bounds is not None:
+        more += bounds
+    elif args.max_runs is not None and "--max-runs" not in raised:
         more += ["--max-runs", str(args.max_runs)]
-    return resume_run(str(args.campaign), args.results, args.label or (), *more, *bounds)
+    return resume_run(str(args.campaign), args.results, args.label if labels is None else labels, *more,
+                      *raised)
 
 
 def _n(count: int, what: str) -> str:

@@ -108,13 +108,14 @@ class Runner:
         self.only_repetitions = only_repetitions  # monitor: one interval's repetition at a time
 
     def resumed_campaign(self) -> int | None:
-        """With --resume, the latest campaign of this name in the store, locked until the store is
-        closed (a second jitterlab measuring it is refused, naming who measures it); None when
-        there is none to resume."""
+        """With --resume, the latest campaign of this name in the store measured with the same
+        settings and labels (image=A after image=B was measured: its labels find it), locked until
+        the store is closed (a second jitterlab measuring it is refused, naming who measures it);
+        None when there is none to resume."""
         c = self.campaign
         if self._campaign_id is not None or not self.resume:
             return self._campaign_id
-        previous = self.store.latest_campaign(c.name)
+        previous = (self.store.latest_campaign(c.name, c.fingerprint) or self.store.latest_campaign(c.name))
         if previous is None:
             return None
         if previous["fingerprint"] != c.fingerprint:

@@ -1,8 +1,21 @@
 """Repetitions until decided: after a campaign's runs, compare two of its groups (`--until-decided
 BASELINE..CANDIDATE`, selectors as compare takes them) and measure one more repetition of only the
 cells whose watched verdict is still undecided, round after round, until every watched verdict is
-decided or a bound stops it: extra runs in all (counted from the store, so that a resumed campaign
-goes on where it stopped and nothing is measured twice) and time (per invocation).
+decided or a bound stops it: extra runs (--max-runs: in all, counted from the store, so that a
+resumed campaign goes on where it stopped; without it DEFAULT_MAX_RUNS_PER_CELL per cell for each
+invocation, so that a loop run again goes on) and time (per invocation). Nothing is measured twice:
+the runner skips what is committed.
+
+Both groups gain a run where this campaign measures both (two values of a cell key: target, impl,
+period, ...). Where the groups are told apart by a label (image=A..image=B), this campaign measures
+only the group its labels name: the other is an earlier campaign of the same name, measured under
+conditions jitterlab did not make (an image flashed, a kernel booted) and cannot make again, so it
+is never measured under this one's. The group measured here gains runs up to AHEAD times the other's:
+beyond, one group's runs no longer narrow the interval (the smaller group's variance and degrees of
+freedom bound it: at equal spreads the expected repeated interval of 3 vs 3 runs is 5 % narrower at
+3 vs 6 and wider from 3 vs 7 on; of 5 vs 5, 15 % narrower at 5 vs 10, then no narrower), so the loop
+stops and names the group that needs runs, with the command that measures it once the target is as
+it was for that group.
 
 A verdict is decided when it is better, worse or same; undecided when neither. Each round is the
 comparison `compare`, `summary` and `report` make of the same runs (report.verdicts.judged's
@@ -35,7 +48,8 @@ from jitterlab.model.registry import did_you_mean
 from jitterlab.store.catalog import Store
 
 DECIDED = ("better", "worse", "same")
-DEFAULT_MAX_RUNS_PER_CELL = 10  # extra repetitions per cell the default bound allows
+DEFAULT_MAX_RUNS_PER_CELL = 10  # extra repetitions per cell the default bound allows an invocation
+AHEAD = 2  # a group measured here gains runs up to this many times those of a group it cannot measure
 DEFAULT_MAX_TIME_S = 3600.0
 MAX_LISTED = 20  # of the names a campaign's benchmarks can produce, those a refused --watch lists
 now = time.monotonic  # the clock of the time bound (tests put the fake targets' clock here)
@@ -61,7 +75,8 @@ class Watch:
     baseline: Selector
     candidate: Selector
     metrics: tuple[str, ...] = ()  # empty: each benchmark's headline metrics
-    max_runs: int | None = None  # extra runs in all; None: DEFAULT_MAX_RUNS_PER_CELL per cell
+    # extra runs in all; None: DEFAULT_MAX_RUNS_PER_CELL per cell for this invocation
+    max_runs: int | None = None
     max_time_s: float = DEFAULT_MAX_TIME_S
 
     @classmethod
@@ -95,15 +110,28 @@ class ExtraRun:
 @dataclass(frozen=True)
 class Asked:
     """Why a compared cell gets runs this round: its undecided watched rows (every metric and probe)
-    and the extra runs, of one group or both."""
+    and the extra runs, of one group or both; `alone` names the group this campaign cannot measure
+    when only the other gains (its side and its runs)."""
 
     rows: tuple[Row, ...]
     extras: tuple[ExtraRun, ...]
+    alone: tuple[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A compared cell whose undecided rows need runs of the group this campaign does not measure
+    (`side`, at `n_other` runs) before more of its own (at `n_here`) can help."""
+
+    rows: tuple[Row, ...]
+    side: str
+    n_here: int
+    n_other: int
 
 
 @dataclass
 class Ended:
-    reason: str  # "decided", "max-runs", "max-time", "interrupted"
+    reason: str  # "decided", "max-runs", "max-time", "interrupted", "other-group"
     rounds: int = 0
     extra_runs: int = 0  # measured by this invocation
     extra_so_far: int = 0  # of the campaign, beyond its repetitions (earlier invocations too)
@@ -114,6 +142,12 @@ class Ended:
     failed: int = 0
     undecided: list[Row] = dataclasses.field(default_factory=list)
     rows: list[Row] = dataclasses.field(default_factory=list)  # the watched rows at the end
+    comparison: Comparison | None = None  # the last look, whose tested rows are `rows`
+    waiting: list[Waiting] = dataclasses.field(default_factory=list)
+    # side -> the campaign that measured a group this one cannot: its labels (to resume it by) and
+    # the extra runs it has already (to bound its loop by)
+    others: dict[str, tuple[dict[str, str], int]] = dataclasses.field(default_factory=dict)
+    default_bound: bool = False  # max_runs is this invocation's default, not --max-runs
 
 
 _CELL_FIELDS = ("target", "benchmark", "load")
@@ -248,9 +282,7 @@ def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession
     `why` hears of each compared cell that gets runs, before its round, `planned` of each round's
     runs and estimated seconds per target (a progress display)."""
     start = now()
-    max_runs = (watch.max_runs if watch.max_runs is not None
-                else DEFAULT_MAX_RUNS_PER_CELL * len(campaign.cells))
-    ended = Ended("decided", max_runs=max_runs)
+    ended = Ended("decided", max_runs=watch.max_runs or 0, default_bound=watch.max_runs is None)
     seen: dict[str, dict] = {}  # each run's samples, read once for all rounds
 
     def samples(run: RunRecord) -> dict:
@@ -262,19 +294,23 @@ def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession
     while True:
         runs = compared_runs(store, campaign, campaign_id)
         result = judge(runs, watch, names, samples)
+        ended.comparison = result
         ended.rows = result.tested_rows
         ended.undecided = [r for r in ended.rows if not decided(r.verdict)]
         mine = [r for r in runs if r.campaign_id == campaign_id]
         ended.extra_so_far = sum(r.repetition >= campaign.repetitions for r in mine)
-        asked = _next_round(ended.undecided, mine, result.cell_fields, watch, names)
+        if ended.default_bound and not ended.rounds:  # a budget for this invocation, from where it starts
+            ended.max_runs = ended.extra_so_far + DEFAULT_MAX_RUNS_PER_CELL * len(campaign.cells)
+        asked, ended.waiting = _next_round(ended.undecided, mine, result.cell_fields, watch, names)
+        ended.others = _others(ended.waiting, runs, campaign, campaign_id, watch, names)
         plan = [x for a in asked for x in a.extras]
         if not ended.undecided or not plan:
-            ended.reason = "decided" if not ended.undecided else "nothing-to-measure"
+            ended.reason = "decided" if not ended.undecided else "other-group"
             return ended
         ended.next_round_runs = len(plan)
         ended.next_round_s = _round_s(campaign, [(x.cell, x.repetition) for x in plan])
         ended.used_s = now() - start
-        if ended.extra_so_far + len(plan) > max_runs:
+        if ended.extra_so_far + len(plan) > ended.max_runs:
             ended.reason = "max-runs"
             return ended
         if ended.used_s + ended.next_round_s > watch.max_time_s:
@@ -293,13 +329,28 @@ def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession
             return ended
 
 
+def _others(waiting: list[Waiting], runs: list[RunRecord], campaign: Campaign, campaign_id: int,
+            watch: Watch, names: CellNames) -> dict[str, tuple[dict[str, str], int]]:
+    """For each group a waiting row needs, the latest campaign that measured it: its labels (what
+    `run --resume --label ...` finds it by) and its extra runs so far."""
+    out: dict[str, tuple[dict[str, str], int]] = {}
+    for side in dict.fromkeys(w.side for w in waiting):
+        theirs = [r for r in runs if r.campaign_id != campaign_id and getattr(watch, side).matches(r, names)]
+        if theirs:
+            latest = max(r.campaign_id for r in theirs)
+            mine = [r for r in runs if r.campaign_id == latest]
+            out[side] = (dict(mine[0].labels), sum(r.repetition >= campaign.repetitions for r in mine))
+    return out
+
+
 def _next_round(undecided: list[Row], mine: list[RunRecord], fields: tuple[str, ...], watch: Watch,
-                names: CellNames) -> list[Asked]:
+                names: CellNames) -> tuple[list[Asked], list[Waiting]]:
     """One more repetition of each cell of this campaign that takes part in an undecided row (one
-    Asked per compared cell, with all its undecided rows); where an interrupted round left the
-    cells of one row uneven, only those behind catch up first. A row whose side with too few runs
-    for a test is not measured here (an earlier campaign) is left: more runs of this side cannot
-    decide it."""
+    Asked per compared cell, with all its undecided rows), of both groups where this campaign
+    measures both; where an interrupted round left the cells of one row uneven, only those behind
+    catch up first. Where it measures one group only, that group gains runs up to AHEAD times the
+    other's (up to MIN_RUNS while the other has fewer: no test is possible before); beyond, the cell
+    waits for the other group (a Waiting)."""
     asking: dict[tuple, list[Row]] = defaultdict(list)
     for row in undecided:
         asking[row.cell].append(row)
@@ -316,18 +367,26 @@ def _next_round(undecided: list[Row], mine: list[RunRecord], fields: tuple[str, 
                     for f in fields)
         if key in asking:
             groups[key][r.cell.key] = (r.cell, side)
-    out = []
+    out, waiting = [], []
     for key, cells in groups.items():
         rows = asking[key]
         sides = {side for _, side in cells.values()}
-        if ((rows[0].n_baseline < MIN_RUNS and "baseline" not in sides)
-                or (rows[0].n_candidate < MIN_RUNS and "candidate" not in sides)):
-            continue
+        alone = None
+        if len(sides) == 1:  # the other group is another campaign's
+            [here] = sides
+            other = "candidate" if here == "baseline" else "baseline"
+            n = {"baseline": min(r.n_baseline for r in rows), "candidate": min(r.n_candidate for r in rows)}
+            # up to AHEAD times the other's runs; with too few for a test there, up to a test's own
+            if n[here] >= (MIN_RUNS if n[other] < MIN_RUNS else AHEAD * n[other]):
+                waiting.append(Waiting(tuple(rows), other, n[here], n[other]))
+                continue
+            alone = (other, n[other])
         top = max(last[k] for k in cells)
         behind = [k for k in cells if last[k] < top]
         extras = tuple(ExtraRun(cells[k][0], last[k] + 1, cells[k][1]) for k in behind or list(cells))
-        out.append(Asked(tuple(rows), tuple(sorted(extras, key=lambda x: (x.repetition, str(x.cell))))))
-    return sorted(out, key=lambda a: (a.extras[0].repetition, str(a.extras[0].cell)))
+        ordered = tuple(sorted(extras, key=lambda x: (x.repetition, str(x.cell))))
+        out.append(Asked(tuple(rows), ordered, alone))
+    return sorted(out, key=lambda a: (a.extras[0].repetition, str(a.extras[0].cell))), waiting
 
 
 def _per_target(campaign: Campaign, plan: list[ExtraRun]) -> dict[str, tuple[int, float]]:

@@ -27,6 +27,7 @@ PROMISES = {"sequential test": "≤ 5 % false better/worse, however often you lo
             "equivalence": "≤ 5 % false same, however often you look",
             "resolution": "no spread at all: within the metric's resolution"}
 WHY = "how each statistic is compared, and why: docs/reports.md, section compare"
+LOAD_DIFFERED = "load differed"  # beside a verdict whose cell's groups ran under different measured load
 
 
 def change_text(r) -> str:
@@ -82,8 +83,27 @@ def comparison_rows(result, rows: list | None = None) -> tuple[list[str], list[l
         by = (r.decided_by or NOT_YET) if r.tested else ""
         out.append([cell_text(result, r), r.probe, r.metric, r.view, r.rule,
                     format_value(r.baseline, r.unit), format_value(r.candidate, r.unit),
-                    r.runs, change_text(r), r.test, p, r.verdict or NOT_GRADED_TEXT, by])
+                    r.runs, change_text(r), r.test, p, verdict_text(r), by])
     return COMPARE_HEADS, out
+
+
+def verdict_text(r) -> str:
+    """"worse", or "worse (load differed)" when the groups of its cell ran under different measured
+    load (the readings are named in the comparison's warnings)."""
+    if not r.tested:
+        return r.verdict or NOT_GRADED_TEXT
+    return f"{r.verdict} ({LOAD_DIFFERED})" if r.load_differs else r.verdict
+
+
+def load_text(differences) -> str:
+    """"load_loadavg_1m 2.25 → 0.41 (-81.8 %)": each reading that differs, baseline → candidate."""
+    from jitterlab.report.format import change, format_value
+
+    def one(d) -> str:
+        moved = f" ({change(1 + d.change)})" if math.isfinite(d.change) else ""
+        return f"{d.metric} {format_value(d.baseline, d.unit)} → {format_value(d.candidate, d.unit)}{moved}"
+
+    return ", ".join(one(d) for d in differences)
 
 
 def _p_text(p: float) -> str:
@@ -114,16 +134,19 @@ def note_lines(result, shown: int | None = None, every_row: str = "") -> list[st
     family = _family_text(result)
     out = [f"verdicts: {counts}" + (f", of {tested} tested rows" if tested else "")]
     if tested:
+        views = (f", and as {', '.join(result.probes)} saw them" if result.probes
+                 else " (--probe adds another view)")
         out.append(f"tested: the watched metrics ({family}; --metric chooses them)")
+        out.append(f"  as the probe each cell chose saw them{views}")
     hidden = len(result.rows) - (len(result.rows) if shown is None else shown)
     if hidden > 0:
         from jitterlab.report.format import counted
 
-        out.append(f"not shown: {counted(hidden, 'more row')}, not tested (other metrics, bounds, load "
-                   "readings)" + (f"; every row: {every_row}" if every_row else ""))
+        out.append(f"not shown: {counted(hidden, 'more row')}, not tested (other metrics, other probes' "
+                   "views, bounds, load readings)" + (f"; every row: {every_row}" if every_row else ""))
     elif result.n_not_graded:
-        out.append(f"{result.n_not_graded} {NOT_GRADED_TEXT}: outside the watched metrics, or descriptions "
-                   "and load readings: shown, no verdict")
+        out.append(f"{result.n_not_graded} {NOT_GRADED_TEXT}: outside the watched metrics or views, or "
+                   "descriptions and load readings: shown, no verdict")
     if not result.n_tests:
         return [*out, "No row could be tested: a verdict needs at least 3 runs per group in a cell; then "
                 "better or worse when a test shows a change, same when it rules out any beyond the "
@@ -154,12 +177,19 @@ def _family_text(result) -> str:
 def comparison_warnings(result) -> list[Warning_]:
     """The comparison's warnings grouped by cause, once each: "too few runs for a verdict (2 vs
     2): 17 cells (idle impl=c-fifo, ... and 14 more)"; cells named as the table's rows name them."""
-    from jitterlab.analysis.compare import cell_text, full_cell_text
+    from jitterlab.analysis.compare import cell_of, cell_text, full_cell_text
 
     short = {full_cell_text(result, r): cell_text(result, r) for r in result.rows}
+    notes = list(result.notes)
+    for cell, differences in result.loads.items():
+        notes.append(("cell", cell_of(result.cell_fields, cell), Warning_(
+            f"the groups ran under different measured load ({load_text(differences)}): a verdict there "
+            "may be the load's as much as the groups'",
+            "measure both groups under the same load: stop other work on the target (jitterlab show "
+            "lists each run's load readings)")))
     out = []
     for g in grouped(Note(scope, short.get(where, where) if scope == "cell" else where, w)
-                     for scope, where, w in result.notes):
+                     for scope, where, w in notes):
         out.append(Warning_(f"{g.message}: {g.affected} ({g.examples})", g.remedy))
     return out
 
@@ -199,7 +229,12 @@ def comparison_json(result) -> dict:
              "diff_high": num(r.diff_high), "test": r.test, "note": r.note or None,
              "p_value": num(r.p_value), "p_sequential": num(r.p_sequential), "p_adjusted": num(r.p_adjusted),
              "threshold": num(r.threshold), "tested": r.tested, "verdict": r.verdict or None,
-             "decided_by": r.decided_by or None} for r in result.rows]
+             "decided_by": r.decided_by or None, "load_differs": list(r.load_differs) or None}
+            for r in result.rows]
+    loads = [{"cell": dict(zip(result.cell_fields, cell, strict=True)), "probe": d.probe, "metric": d.metric,
+              "unit": d.unit, "baseline": num(d.baseline), "candidate": num(d.candidate),
+              "change_pct": num(d.change * 100), "p_sequential": num(d.p_sequential)}
+             for cell, differences in result.loads.items() for d in differences]
     return {"format": FORMAT, "baseline": str(result.baseline),
             "candidate": str(result.candidate), "cell_fields": list(result.cell_fields),
             "alpha": result.alpha, "correction": result.correction, "n_tests": result.n_tests,
@@ -212,6 +247,7 @@ def comparison_json(result) -> dict:
             "not_graded": result.n_not_graded, "rows": rows,
             "mixed_labels": {k: {"baseline": list(a), "candidate": list(b)}
                              for k, (a, b) in result.mixed.items()},
+            "load_differences": loads, "probes": list(result.probes),
             "warnings": [{"message": w.message, "remedy": w.remedy} for w in comparison_warnings(result)]}
 
 

@@ -21,6 +21,7 @@ class Verdicts:
     pair: str  # "image=1.10..image=1.11", as run --until-decided takes it
     decided: list[str] = field(default_factory=list)  # one line per row, worse first
     more_decided: int = 0
+    undecided: list[str] = field(default_factory=list)  # one line per undecided row (lines(every=True))
     counts: dict[str, int] = field(default_factory=dict)
     undecided_few: int = 0  # rows whose groups had fewer runs than a verdict needs
     undecided_wide: int = 0  # rows tested whose CI still allows a change that matters
@@ -43,25 +44,35 @@ def judged(runs: list[RunRecord], baseline, candidate, samples: Callable | None 
 
 def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | None = None) -> Verdicts:
     """The comparison of `candidate` against `baseline` (analysis.compare.Selector), summarized."""
-    from jitterlab.analysis.compare import MIN_RUNS, cell_text
+    from jitterlab.analysis.compare import MIN_RUNS
     from jitterlab.model.errors import UserError
-    from jitterlab.report.comparison import change_text, decided_text
 
-    out = Verdicts(f"{candidate} vs {baseline}", f"{baseline}..{candidate}", min_runs=MIN_RUNS)
     try:
         result = judged(runs, baseline, candidate, samples)
     except UserError as exc:
-        out.problem = str(exc)
-        return out
+        return Verdicts(f"{candidate} vs {baseline}", f"{baseline}..{candidate}", min_runs=MIN_RUNS,
+                        problem=str(exc))
+    return summarized(result)
+
+
+def summarized(result) -> Verdicts:
+    """A comparison made (analysis.compare.Comparison) in the few lines of `lines`."""
+    from jitterlab.analysis.compare import MIN_RUNS, cell_text
+    from jitterlab.report.comparison import LOAD_DIFFERED, change_text, decided_text, load_text
+
+    baseline, candidate = result.baseline, result.candidate
+    out = Verdicts(f"{candidate} vs {baseline}", f"{baseline}..{candidate}", min_runs=MIN_RUNS)
     rows = result.tested_rows
     out.counts = {v: sum(r.verdict == v for r in rows) for v in DECIDED}
     decided = sorted((r for r in rows if r.verdict in DECIDED), key=lambda r: DECIDED.index(r.verdict))
-    for r in decided[:MAX_LISTED]:
-        probe = f" ({r.probe})" if r.probe else ""
-        out.decided.append(f"{r.verdict:<6}  {cell_text(result, r)}{probe}  {r.metric}  {change_text(r)}  — "
-                           f"{decided_text(r)}")
-    out.more_decided = max(0, len(decided) - MAX_LISTED)
     undecided = [r for r in rows if r.verdict not in DECIDED]
+    for r in decided[:MAX_LISTED] + undecided[:MAX_LISTED]:
+        probe = f" ({r.probe})" if r.probe else ""
+        loads = f"; {LOAD_DIFFERED}: {load_text(result.loads[r.cell])}" if r.load_differs else ""
+        why = decided_text(r) if r.verdict in DECIDED else f"{r.runs} runs"
+        (out.decided if r.verdict in DECIDED else out.undecided).append(
+            f"{r.verdict:<6}  {cell_text(result, r)}{probe}  {r.metric}  {change_text(r)}  — {why}{loads}")
+    out.more_decided = max(0, len(decided) - MAX_LISTED)
     out.undecided_few = sum(min(r.n_baseline, r.n_candidate) < MIN_RUNS for r in undecided)
     out.undecided_wide = len(undecided) - out.undecided_few
     if rows:
@@ -69,10 +80,11 @@ def verdicts(runs: list[RunRecord], baseline, candidate, samples: Callable | Non
     return out
 
 
-def lines(v: Verdicts, more_runs: str, every_row: str = "jitterlab compare") -> list[str]:
+def lines(v: Verdicts, more_runs: str, every_row: str = "jitterlab compare",
+          every: bool = False) -> list[str]:
     """The comparison as the screen prints it; `more_runs` says how to add repetitions where rows are
-    undecided (`{pair}` in it becomes BASELINE..CANDIDATE), `every_row` the command that shows every
-    row."""
+    undecided (`{pair}` in it becomes BASELINE..CANDIDATE; "": said elsewhere), `every_row` the
+    command that shows every row; `every` lists the undecided rows too, each with its interval."""
     out = [v.title]
     if v.problem:
         return [*out, f"  not compared: {v.problem}"]
@@ -91,5 +103,10 @@ def lines(v: Verdicts, more_runs: str, every_row: str = "jitterlab compare") -> 
         if v.undecided_wide:
             why.append(f"{v.undecided_wide} whose interval still allows a change that matters: more "
                        "repetitions narrow it (4x the runs halve it)")
-        out.append(f"  {undecided} undecided: {'; '.join(why)}; {more_runs.replace('{pair}', v.pair)}")
+        more = f"; {more_runs.replace('{pair}', v.pair)}" if more_runs else ""
+        out.append(f"  {undecided} undecided: {'; '.join(why)}{more}")
+        if every:
+            out += [f"  {line}" for line in v.undecided]
+            if undecided > len(v.undecided):
+                out.append(f"  ... and {undecided - len(v.undecided)} more undecided rows: {every_row}")
     return out

@@ -155,12 +155,16 @@ class Store:
                 (name, fingerprint, created_ns)).fetchone()
         return int(row[0]) if row else None
 
-    def latest_campaign(self, name: str | None = None) -> dict | None:
+    def latest_campaign(self, name: str | None = None, fingerprint: str | None = None) -> dict | None:
+        """The latest campaign (of this name; with this fingerprint: its settings and labels)."""
         query = "SELECT id, name, fingerprint, source_path, created_ns FROM campaigns"
         args: tuple = ()
         if name is not None:
             query += " WHERE name = ?"
             args = (name,)
+            if fingerprint is not None:
+                query += " AND fingerprint = ?"
+                args = (name, fingerprint)
         with self._read():
             row = self._db.execute(query + " ORDER BY id DESC LIMIT 1", args).fetchone()
         if row is None:

@@ -362,3 +362,92 @@ def test_a_label_a_run_lacks_is_left_out_of_its_name_not_shown_empty():
     assert labels_text(run(1, "1.10", {}), ["image", "board"]) == "image=1.10"
     assert labels_text(imported, ["image", "board"]) == "board=b"
     assert labels_text(imported, ["image"]) == ""
+
+
+def test_the_view_the_campaign_chose_is_tested_and_another_only_on_request():
+    """A cell that chose probe vpin also stores the program's own timestamps (self): another view of
+    the same runs, shown and not tested, so it does not double Holm's family and widen nothing."""
+    def views(i: int, image: str, err: float) -> RunRecord:
+        metrics = [Metric("max_rel_period_error", err * (1 + i / 100), "ratio", probe)
+                   for probe in ("vpin", "self")]
+        return run_record(squarewave_cell("c-fifo"), id=f"{image}-{i}", repetition=i, labels={"image": image},
+                          metrics=metrics)
+
+    runs = [views(i, "1.10", 0.01) for i in range(3)] + [views(i, "1.11", 0.02) for i in range(3)]
+    chosen = compare(runs, A, B)
+    vpin, self_ = (next(r for r in chosen.rows if r.probe == p) for p in ("vpin", "self"))
+    assert (vpin.tested, vpin.verdict) == (True, WORSE)
+    assert (self_.tested, self_.verdict) == (False, NOT_GRADED)
+    assert chosen.n_tests == 1 and vpin.p_adjusted == pytest.approx(vpin.p_sequential)  # Holm over 1 row
+    both = compare(runs, A, B, probes=["self"])
+    assert both.n_tests == 2 and both.probes == ("self",)
+    row = next(r for r in both.rows if r.probe == "vpin")
+    assert row.p_adjusted == pytest.approx(min(1.0, 2 * row.p_sequential))  # the family doubled
+    with pytest.raises(UserError, match=r"^--probe nope: no metric of these runs was seen by it; their "
+                                        r"probes: self, vpin$"):
+        compare(runs, A, B, probes=["nope"])
+    # a benchmark without a probe key: its own figures ("") are tested, a per-thread view is not
+    from jitterlab.model.fakes import cell
+
+    def threads(i: int, image: str, v: float) -> RunRecord:
+        return run_record(cell("cyclictest"), id=f"c{image}-{i}", repetition=i, labels={"image": image},
+                          metrics=[Metric("latency_max_ns", v + i, "ns", p) for p in ("", "thread0")])
+
+    both_images = (("1.10", 100.0), ("1.11", 200.0))
+    latency = compare([threads(i, image, v) for image, v in both_images for i in range(3)], A, B)
+    assert {(r.probe, r.tested) for r in latency.rows} == {("", True), ("thread0", False)}
+
+
+def test_groups_that_ran_under_different_measured_load_are_marked_beside_their_verdicts():
+    """A load reading differs when the comparison would call its change one: shown by the sequential
+    test and beyond its kind's threshold (loadavg: other, 10 %); every row of that cell says so."""
+    from jitterlab.analysis.load_difference import load_differences
+
+    def cell_runs(image: str, err: float, loadavg: list[float]) -> list[RunRecord]:
+        return [run(i, image, {"max_rel_period_error": err * (1 + i / 100), "load_loadavg_1m": v})
+                for i, v in enumerate(loadavg)]
+
+    doubled = cell_runs("1.10", 0.01, [1.0, 1.01, 0.99]) + cell_runs("1.11", 0.02, [2.0, 2.02, 1.98])
+    result = compare(doubled, A, B, metrics=["max_rel_period_error"])  # the readings are read anyway
+    [(cell, [d])] = result.loads.items()
+    assert d.metric == "load_loadavg_1m"
+    assert (d.baseline, d.candidate) == (pytest.approx((1.0 * 1.01 * 0.99) ** (1 / 3)),
+                                         pytest.approx((2.0 * 2.02 * 1.98) ** (1 / 3)))
+    assert d.change == pytest.approx(1.0) and d.p_sequential < sequential.ALPHA
+    [row] = result.rows
+    assert row.cell == cell and row.load_differs == ("load_loadavg_1m",) and row.verdict == WORSE
+    a, b = doubled[:3], doubled[3:]
+    thresholds = dict(DEFAULT_THRESHOLDS)
+    # +5 %, steady: shown by the test, but within the 10 % that counts as the same load
+    steady = cell_runs("1.11", 0.02, [1.05, 1.0605, 1.0395])
+    assert load_differences(a, steady, thresholds) == []
+    assert load_differences(a, steady, {**thresholds, "other": 0.01})[0].change == pytest.approx(0.05)
+    # twice as high on average, but so spread that no change is shown
+    spread_out = cell_runs("1.11", 0.02, [0.5, 4.0, 1.5])
+    assert load_differences(a, spread_out, thresholds) == []
+    # two runs a group: nothing can be shown, as for a verdict
+    assert load_differences(a[:2], b[:2], thresholds) == []
+    # the same loads: nothing marked
+    same = compare(a + cell_runs("1.11", 0.02, [1.01, 0.99, 1.0]), A, B)
+    assert same.loads == {} and all(r.load_differs == () for r in same.rows)
+
+
+def test_unequal_groups_compare_worst_cases_per_run_and_say_so():
+    """3 runs against 13: the worst of 13 runs exceeds the worst of 3 by sampling alone, so the
+    maxima are compared per run (their geometric mean), and the comparison says the groups are unequal."""
+    base = [0.010, 0.012, 0.011]
+    cand = [0.010, 0.012, 0.011, 0.0105, 0.0115, 0.0108, 0.0112, 0.0101, 0.0119, 0.0111, 0.0109, 0.0103, 0.03]
+    runs = groups(base, cand, [1.0] * 3, [1.0] * 13)
+    result = compare(runs, A, B, metrics=["max_rel_period_error"])
+    [row] = result.rows
+    assert row.rule == "geometric mean of run maxima" and row.runs == "3 vs 13"
+    assert row.baseline == pytest.approx(float(np.exp(np.log(base).mean())))
+    assert row.candidate == pytest.approx(float(np.exp(np.log(cand).mean())))  # not 0.03, the worst run
+    [(scope, _, note)] = result.notes
+    assert scope == "cell" and note.message == (
+        "unequal groups (3 vs 13 runs): a worst case is compared per run (the runs' maxima), never as each "
+        "group's worst run, which grows with its number of runs by sampling alone")
+    assert "--until-decided" in note.remedy
+    # equal groups, or no worst case among the tested rows: nothing to say
+    assert compare(groups(base, cand[:3], [1.0] * 3, [1.0] * 3), A, B).notes == []
+    assert compare(runs, A, B, metrics=["events_per_s"]).notes == []

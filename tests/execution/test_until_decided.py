@@ -5,6 +5,7 @@ second invocation goes on without measuring anything twice."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -76,8 +77,13 @@ def test_extra_runs_go_to_the_undecided_cells_until_decided_and_say_why(tmp_path
             "target=standard gains run #3; fake_value undecided: no interval yet (3 runs per group "
             "needed)") in out
     assert out.count("fake fake, 2 vs 2 runs") == 1 and "rt: [1/1] fake fake #3" in out
-    assert "--until-decided target=standard..target=rt: every watched verdict is decided after 2 extra " \
-           "runs in 1 round (1 worse; false better/worse ≤ 5 % however often you look)" in out
+    # the run ends on its answer: what was decided, with its interval, then why the loop stopped
+    *_, title, decided, last = out.rstrip().splitlines()
+    assert title == "target=rt vs target=standard"
+    assert re.fullmatch(r"  worse   fake fake  fake_value  \+100 % \[\+[\d.]+ % – \+[\d.]+ %\]  — 3 vs 3 "
+                        r"runs, ≤ 5 % false better/worse, however often you look", decided), decided
+    assert last == ("--until-decided target=standard..target=rt: every watched verdict is decided after 2 "
+                    "extra runs in 1 round (1 worse; false better/worse ≤ 5 % however often you look)")
 
 
 def test_the_run_bound_stops_it_and_a_second_invocation_goes_on_without_duplicates(tmp_path, values, capsys):
@@ -88,7 +94,7 @@ def test_the_run_bound_stops_it_and_a_second_invocation_goes_on_without_duplicat
     assert stored(tmp_path) == [(t, rep) for t in ("rt", "standard") for rep in range(4)]
     out = capsys.readouterr().out
     assert "stopped after 4 extra runs in 2 rounds: 1 verdict still undecided (1 undecided); the next " \
-           "round (2 runs) would pass --max-runs 4 (4 extra runs so far)" in out
+           "round (2 runs) would pass --max-runs 4 (4 so far)" in out
     assert "fake_value undecided: +10 % [" in out  # the current CI of the row that asks
     # the bound raised, in a command that runs as printed: as long again
     [again] = [c for c in printed(out) if "--max-runs 8" in c]
@@ -144,7 +150,8 @@ def test_bad_selectors_and_groups_the_campaign_does_not_measure_are_refused_befo
     assert fake.OPENED == []  # refused before any target was opened
 
 
-def test_an_earlier_campaign_as_baseline_with_too_few_runs_stops_at_once(tmp_path, values, capsys):
+def test_an_earlier_campaign_as_baseline_with_too_few_runs_is_named_with_the_command_that_measures_it(
+        tmp_path, values, capsys):
     values["standard"] = [100.0, 101.0, 99.0, 100.5, 99.5]
     values["rt"] = [101.0, 100.0, 99.5, 100.2, 99.8]
     path = campaign(tmp_path)
@@ -155,10 +162,28 @@ def test_an_earlier_campaign_as_baseline_with_too_few_runs_stops_at_once(tmp_pat
             "--until-decided", "image=a..image=b"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    # image=a has 2 runs per cell: no test until it has 3, and this campaign cannot add them
-    assert "2 verdicts still undecided (2 undecided); more runs here cannot decide them: the other group " \
-           "has fewer than 3 runs" in out
-    assert len(Store(tmp_path / "results", create=False).runs()) == 8  # nothing measured in vain
+    # image=a has 2 runs per cell: no test until it has 3, and this campaign cannot add them; image=b
+    # gains a test's 3 runs, then the loop says which group needs runs and the command that measures it
+    assert "fake fake, 2 vs 2 runs: the candidate image=b gains run #3 (the baseline image=a, measured by " \
+           "another campaign, stays at 2)" in out
+    said = (f"--until-decided image=a..image=b: stopped after 2 extra runs in 1 round: 2 verdicts still "
+            f"undecided (2 undecided); the baseline image=a needs runs (2 rows at 2 vs 3 runs: a verdict "
+            f"needs 3 in each) and this command measures only image=b: with the target as it was for "
+            f"image=a, go on with: jitterlab run {path} --results {results} --resume --label image=a "
+            "--until-decided image=a..image=b")
+    assert out.rstrip().endswith(said)  # the run ends on its answer
+    assert len(Store(tmp_path / "results", create=False).runs()) == 10
+    # as printed, it adds to image=a's campaign and the verdict moves: decided
+    values["standard"] = values["rt"] = [100.0, 101.0, 99.0, 100.5, 99.5]
+    [again] = [c for c in printed(out) if "--label image=a" in c]
+    assert main(shlex.split(again)[1:]) == 0
+    out = capsys.readouterr().out
+    assert "fake fake, 2 vs 3 runs: the baseline image=a gains run #3 (the candidate image=b, measured by " \
+           "another campaign, stays at 3)" in out
+    assert "every watched verdict is decided after 2 extra runs in 1 round (2 worse;" in out
+    runs = Store(tmp_path / "results", create=False).runs()
+    assert sorted((r.labels["image"], r.repetition) for r in runs if r.target == "rt") == [
+        *(("a", rep) for rep in range(3)), *(("b", rep) for rep in range(3))]
 
 
 def test_an_earlier_campaign_as_baseline_only_this_campaign_grows(tmp_path, values, capsys):
@@ -170,8 +195,9 @@ def test_an_earlier_campaign_as_baseline_only_this_campaign_grows(tmp_path, valu
                  "--until-decided", "image=a..image=b"]) == 0
     out = capsys.readouterr().out
     assert "every watched verdict is decided after 2 extra runs in 1 round (2 worse; " in out
-    # only the candidate's cells gain runs: the baseline is an earlier campaign
-    assert out.count("3 vs 2 runs: the candidate image=b gains run #3;") == 2  # each target's cell once
+    # only the candidate's cells gain runs: the baseline is an earlier campaign, said so
+    assert out.count("3 vs 2 runs: the candidate image=b gains run #3 (the baseline image=a, measured by "
+                     "another campaign, stays at 3);") == 2  # each target's cell once
     assert "the baseline image=a gains" not in out
     runs = Store(tmp_path / "results", create=False).runs()
     assert sorted((r.labels["image"], r.target, r.repetition) for r in runs) == [
@@ -320,3 +346,23 @@ def test_groups_compare_would_refuse_are_refused_before_measuring(tmp_path, caps
     path.write_text(TWO_IMPLS.replace('[[exclude]]\ntarget = "b"\nimpl = "c-fifo"\n', ""))
     if groups.startswith("target"):  # with a cell both targets measure, the same groups are fine
         assert main(["run", str(path), "--dry-run", "--until-decided", groups]) == 0
+
+
+def test_the_default_bound_is_each_invocations_so_a_loop_run_again_goes_on(tmp_path, values, capsys):
+    """Without --max-runs, each invocation may add 10 runs per cell: the same command run again (the
+    summary's hint, which gives no bound) goes on instead of stopping at once; --max-runs N is in all."""
+    values["standard"] = NOISY * 3
+    values["rt"] = [v * 1.1 for v in NOISY * 3]  # undecided for long
+    path = campaign(tmp_path)
+    assert run(path) == 0
+    out = capsys.readouterr().out
+    assert "stopped after 20 extra runs in 10 rounds: 1 verdict still undecided (1 undecided); the next " \
+           "round (2 runs) would pass this run's default bound of 10 extra runs per cell (20 in all, 20 so " \
+           "far); raise it: " in out
+    assert stored(tmp_path)[-1] == ("standard", 11)
+    assert main(["run", str(path), "--results", str(tmp_path / "results"), "--resume",
+                 "--until-decided", "target=standard..target=rt", "--max-time", "1s"]) == 0
+    assert len(stored(tmp_path)) > 24  # went on, within its time bound this time
+    went_on = len(stored(tmp_path)) - 4
+    assert run(path, "--resume", "--max-runs", "20") == 0  # in all: used up already
+    assert f"(2 runs) would pass --max-runs 20 ({went_on} so far); raise it: " in capsys.readouterr().out

@@ -16,6 +16,7 @@ from jitterlab.report.comparison import (
     VERDICT_STYLES,
     comparison_json,
     comparison_note,
+    comparison_rows,
     comparison_warnings,
     format_comparison,
 )
@@ -58,7 +59,7 @@ def four_verdicts():
             "load_bogo_ops_per_s": 1000 * even}
     cand = {"max_rel_period_error": 0.02 * even, "p99_rel_period_error": 0.005 * even,
             "p50_rel_period_error": 0.01 * even, "std_period_error": 0.01 * wide[::-1],
-            "load_bogo_ops_per_s": 2000 * even}
+            "load_bogo_ops_per_s": 1000 * even[::-1]}  # the same load: no verdict is marked
     return compare(runs_of({"a": {k: list(v) for k, v in base.items()},
                             "b": {k: list(v) for k, v in cand.items()}}), A, B)
 
@@ -302,3 +303,31 @@ def test_groups_that_pool_a_label_say_so_and_print_the_command_that_compares_one
     assert main([*argv, "--where", "image=C"]) == 2
     err = capsys.readouterr().err
     assert "--where image=C: no run of these has it; the label image takes A, B here" in err
+
+
+def test_a_load_that_differed_is_said_beside_each_verdict_of_its_cell_in_every_output():
+    from jitterlab.report import verdicts
+
+    even = list(np.exp(np.linspace(-0.02, 0.02, 4)))
+    runs = runs_of({"a": {"max_rel_period_error": [0.01 * e for e in even], "load_loadavg_1m": even},
+                    "b": {"max_rel_period_error": [0.02 * e for e in even],
+                          "load_loadavg_1m": [3 * e for e in even]}})
+    result = compare(runs, A, B)
+    [row] = result.tested_rows
+    assert (row.verdict, row.load_differs) == (WORSE, ("load_loadavg_1m",))
+    _, [cells] = comparison_rows(result, [row])
+    assert cells[11] == "worse (load differed)"
+    doc = comparison_json(result)
+    [tested] = [r for r in doc["rows"] if r["tested"]]
+    assert tested["verdict"] == "worse" and tested["load_differs"] == ["load_loadavg_1m"]
+    [load] = doc["load_differences"]
+    assert (load["metric"], load["baseline"], load["candidate"]) == ("load_loadavg_1m", pytest.approx(1.0),
+                                                                     pytest.approx(3.0))
+    assert load["change_pct"] == pytest.approx(200.0) and doc["probes"] == []
+    [warning] = [w for w in doc["warnings"] if "load" in w["message"]]
+    moved = "load_loadavg_1m 100 % → 300 % (+200 %)"  # in the unit runs_of gives every metric
+    assert warning["message"].startswith(f"the groups ran under different measured load ({moved}): a verdict "
+                                         "there may be the load's as much as the groups'")
+    summary = verdicts.lines(verdicts.verdicts(runs, A, B), "")
+    said = f"; load differed: {moved}"
+    assert any(line.startswith("  worse ") and line.endswith(said) for line in summary), summary

@@ -160,24 +160,66 @@ def test_compare_at_80_and_200_columns_cuts_no_verdict_value_or_interval(columns
     lines = [" ".join(BOX.sub(" ", line).split()) for line in shown.splitlines()]
     piped_lines = [" ".join(line.split()) for line in piped.splitlines()]
     changes = [m.group() for line in piped_lines for m in CHANGE.finditer(line)]
-    assert len(changes) >= 40  # the tested rows of 8 cells
-    for change, n in Counter(changes).items():  # each interval whole, with its change, on one line
-        assert sum(line.count(change) for line in lines) == n, (columns, change)
+    assert len(changes) == 24  # the tested rows of 8 cells: 3 headline metrics as vpin saw them
+    for change, n in Counter(changes).items():  # each interval whole, with its change or under it
+        value, interval = change.split(" [")
+        beside = sum(line.count(change) for line in lines)
+        under = sum(a.endswith(value) and b == f"[{interval}" for a, b in zip(
+            [" ".join(x.split()[:-1]) for x in lines], lines[1:], strict=False))
+        assert beside + under == n, (columns, change)
+        assert under == 0 or columns == 80
     for word in VERDICT_WORDS:  # every verdict whole (never "un…"), as often as piped output has it
         assert _words(lines, word) == _words(piped_lines, word), (columns, word)
-    left_out = next((line for line in lines if line.startswith("columns left out at this width:")), "")
-    if "baseline" not in left_out:  # the groups' values, each with its unit, on one line
-        values = Counter(m.group() for line in piped_lines[:60] for m in VALUE.finditer(line))
-        for value, n in values.items():
-            assert sum(line.count(value) for line in lines) >= n, (columns, value)
+    at = next((i for i, line in enumerate(lines) if line.startswith("left out at this width:")), len(lines))
+    left_out = " ".join(lines[at:at + 2]).partition(" verdicts:")[0]  # folded at 80 columns
+    # the groups' values, each with its unit, on one line: never given up, at any width
+    values = Counter(m.group() for line in piped_lines[:30] for m in VALUE.finditer(line))
+    for value, n in values.items():
+        assert sum(line.count(value) for line in lines) >= n, (columns, value)
     for line in shown.splitlines():
         if len(line) > columns:  # only a command longer than the terminal, whole on its line
             assert any(len(c) > columns - 20 for c in commands_in(line)), (columns, line)
-    if columns == 80:  # columns given up, least needed first; the cells became headings
-        assert left_out.startswith("columns left out at this width: view, statistic, baseline, candidate")
-        assert "cpu impl=bash period=1ms" in lines and "metric" in shown.splitlines()[3]
+    if columns == 80:  # what says how a row was tested is given up first; the cells became headings
+        assert left_out == ("left out at this width: view, statistic, runs, test, p (Holm), decided by (a "
+                            "wider terminal, or output to a pipe or file, shows them)")
+        # a cell whose groups ran under different load says so in its heading, beside its verdicts
+        assert "cpu impl=bash period=1ms (load differed)" in lines and "idle impl=bash period=1ms" in lines
+        assert lines[2].split() == ["probe", "metric", "baseline", "candidate", "change", "[95", "%", "CI]",
+                                    "verdict"]
+        assert lines[3].split()[:4] == ["vpin", "max_rel_period_error", "13.3", "%"]  # the baseline's
     else:
-        assert "baseline" not in left_out and "verdict" in shown.splitlines()[1]
+        assert left_out == ("left out at this width: view, test (a wider terminal, or output to a pipe or "
+                            "file, shows them)")
+        assert "verdict" in shown.splitlines()[1] and "baseline" in shown.splitlines()[1]
+
+
+def test_a_comparison_gives_up_the_interval_under_its_change_then_the_interval_never_the_values():
+    from jitterlab.report.comparison import COMPARE_HEADS
+    from jitterlab.report.comparison_layout import ComparisonTable
+
+    row = ["idle impl=c-fifo period=1ms", "vpin", "max_rel_period_error", "per-run",
+           "geometric mean of run maxima", "5.73 %", "11.5 %", "3 vs 13", "+83.6 % [-68.2 % – +978 %]",
+           "welch-t on log values", "0.1", "undecided", "not yet"]
+    table = ComparisonTable("image=B vs image=A", COMPARE_HEADS, [row])
+    shown = {}
+    for width in (126, 90, 75, 60):
+        out = console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+        for part in table.fitted(out):
+            out.print(part, crop=False)
+        shown[width] = [" ".join(line.split()) for line in ANSI.sub("", BOX.sub(" ", out.file.getvalue()))
+                        .splitlines()]
+        assert all(len(line) <= width for line in out.file.getvalue().splitlines()), width
+        text = "\n".join(shown[width])
+        # the two values a verdict judges, always; in a table on the row's line, in a record each on its own
+        assert "5.73 % 11.5 %" in text or ("baseline 5.73 %" in shown[width] and "candidate 11.5 %" in text)
+    # wide enough: the interval beside its change; narrower: under it; narrower still: given up and
+    # named; at the narrowest, a record of every column
+    assert any(line.endswith("+83.6 % [-68.2 % – +978 %] undecided") for line in shown[126])
+    assert shown[90][3].endswith("5.73 % 11.5 % 3 vs 13 +83.6 % undecided")
+    assert shown[90][4] == "[-68.2 % – +978 %]"
+    assert shown[75][3].endswith("5.73 % 11.5 % +83.6 % undecided") and "[-68.2" not in "".join(shown[75])
+    assert "the change's interval" in " ".join(shown[75][4:])
+    assert "change [95 % CI] +83.6 % [-68.2 % – +978 %]" in shown[60] and "runs 3 vs 13" in shown[60]
 
 
 def test_a_comparison_too_narrow_for_any_table_is_one_record_per_row():

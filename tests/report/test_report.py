@@ -123,13 +123,19 @@ def test_compare_finds_the_doubled_jitter(report_store):
     three = [r for r in result.rows if r.n_baseline == 3]
     four = [r for r in result.rows if r.n_baseline == 4]
     assert len(three) == 2 and len(four) == 14
-    assert {r.verdict for r in result.rows} == {"worse"}
+    # tested as the cells' probe (vpin) saw it; the program's own view (self) is shown, not tested
+    tested = result.tested_rows
+    assert {r.probe for r in tested} == {"vpin"} and {r.verdict for r in tested} == {"worse"}
+    assert {r.verdict for r in result.rows if r.probe == "self"} == {""}
     assert {r.test for r in result.rows} == {"welch-t on log values"}
     assert all(1.6 < r.ratio < 2.4 and r.ci_low > 1 for r in result.rows)
-    assert all(r.p_adjusted >= r.p_value for r in result.rows)  # Holm over the 16 rows
-    assert result.notes == [] and result.n_tests == 16
+    assert all(r.p_adjusted >= r.p_value for r in tested)  # Holm over the 8 tested rows
+    assert result.notes == [] and result.n_tests == 8
     text = format_comparison(result, "markdown")
-    assert text.count("| worse |") == 16 and "Holm" in text
+    # the cpu cells' load doubled in 1.11 (its bogo-ops): their verdicts say so, and the warnings how much
+    assert text.count("| worse |") == 4 and text.count("| worse (load differed) |") == 4 and "Holm" in text
+    assert ("the groups ran under different measured load (load_bogo_ops_per_s 1,000 bogo-ops/s → 2,000 "
+            "bogo-ops/s (+100 %))") in text
 
 
 def test_html_report_sections_and_skips(report_store, tmp_path):
@@ -197,7 +203,8 @@ def test_cli_report_and_compare(report_store, tmp_path, capsys):
     import json
     doc = json.loads(capsys.readouterr().out)
     assert doc["format"] == "jitterlab.compare/3" and doc["correction"] == "holm"
-    assert {r["verdict"] for r in doc["rows"]} == {"worse"} and doc["verdicts"]["worse"] == len(doc["rows"])
+    tested = [r for r in doc["rows"] if r["tested"]]
+    assert {r["verdict"] for r in tested} == {"worse"} and doc["verdicts"]["worse"] == len(tested) == 8
     # --fail-on worse: exit 1 for a CI gate; the same groups the other way round got better
     assert run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
                     "--candidate", "image=1.11", "--metric", "std_period_ns", "--fail-on",
@@ -279,12 +286,12 @@ def test_the_comparison_chart_draws_the_rows_judged_and_says_how_many(report_sto
     render(report_store, tmp_path / "r.html", campaigns=CAMPAIGNS, max_run_figures=0)
     html = (tmp_path / "r.html").read_text()
     [svg] = re.findall(r'data-figure="compare">(.*?)</div>', html, flags=re.S)
-    # 8 cells x 2 probes x the 3 watched metrics, p99 among them: the first 48 rows of the table
+    # 8 cells x the 3 watched metrics as vpin saw them, p99 among them: the first 24 rows of the table
     for metric in ("max_rel_period_error", "p99_rel_period_error", "std_period_ns"):
         assert metric in svg, metric
     [caption] = [unescape(c) for c in re.findall(r'<p class="muted">(The chart: .*?)</p>', html, flags=re.S)]
     result = compare(report_store.runs(), Selector("image", "1.10"), Selector("image", "1.11"))
-    assert caption.startswith(f"The chart: 48 of the comparison's {len(result.rows)} rows, the tested ones "
+    assert caption.startswith(f"The chart: 24 of the comparison's {len(result.rows)} rows, the tested ones "
                               "(the watched metrics: max_rel_period_error, p99_rel_period_error, "
                               "std_period_ns)")
     assert "every metric" not in caption

@@ -19,7 +19,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "difference of means for counts that may be 0 and signed metrics; a tail such as p99 as the "
         "quantile of all periods or latencies of each group, hierarchical bootstrap over runs and "
         "samples; a maximum as the runs' maxima) with its repeated 95 % interval. The watched "
-        "metrics (each benchmark's headline, or --metric) are tested: every look counts as one of a "
+        "metrics (each benchmark's headline, or --metric), as the probe each cell chose saw them "
+        "(--probe adds another's view), are tested: every look counts as one of a "
         "sequence that may go on (alpha spending over the run counts), so a false better/worse stays "
         "under 5 % however often you compare again; sequential p-values are adjusted with Holm's "
         "method. Verdicts: better or worse when the test shows a change; same when the repeated 90 % "
@@ -41,6 +42,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--metric", action="append", metavar="NAME",
                    help="only this metric, shown and tested; repeatable (default: each benchmark's "
                    "headline metrics tested)")
+    p.add_argument("--probe", action="append", metavar="NAME",
+                   help="test the rows this probe saw too; repeatable (default: only the probe each cell "
+                   "chose, e.g. vpin, is tested: the program's own timestamps, self, stored beside it are "
+                   "shown, not tested, so they cost the chosen view no power)")
     p.add_argument("--all", action="store_true", dest="every_row",
                    help="list every row of the table and Markdown output: also the metrics not tested, "
                    "their bounds and the load readings (default: the tested rows, with their verdicts, "
@@ -86,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         pooled = None if args.no_pooled else reader(store.read_series, plugins.traits)
         runs = _where(selected_runs(store, args.campaign), args.where or [])
         result = compare(runs, base, cand, metrics=args.metric, seed=args.seed, distributions=pooled,
-                         names=names(), thresholds=thresholds, traits=plugins.traits)
+                         names=names(), thresholds=thresholds, traits=plugins.traits,
+                         probes=args.probe or ())
         note = emulation_note([r for r in runs if base.matches(r, names()) or cand.matches(r, names())],
                               store)
     finally:
@@ -134,6 +140,7 @@ def _again(args: argparse.Namespace) -> str:
     words += [w for where in args.where or () for w in ("--where", where)]
     words += ["--baseline", args.baseline, "--candidate", args.candidate]
     words += [w for metric in args.metric or () for w in ("--metric", metric)]
+    words += [w for probe in args.probe or () for w in ("--probe", probe)]
     words += [w for t in args.threshold or () for w in ("--threshold", t)]
     if args.no_pooled:
         words.append("--no-pooled")

@@ -112,6 +112,8 @@ class _Run:
         self.campaign_id = 0
         self.todo: list = []  # the runs to measure, and how many were committed before
         self.skipped = 0
+        self.watch = None  # --until-decided's groups, and how its loop ended (the run ends on it)
+        self.ended = None
 
     def open(self) -> None:
         """The store and the targets. A campaign to resume is locked before any target is opened (a
@@ -159,19 +161,21 @@ class _Run:
 
         per_target = {s.spec.name: [x for x in self.todo if x[0].target == s.spec.name]
                       for s in self.sessions}
+        self.watch = watch
         with self.display:
             self.display.plan({name: (len(runs), estimate_s(self.campaign, runs))
                                for name, runs in per_target.items()})
             outcome = self.runner.execute(self.sessions, self.campaign_id)
             if watch is not None and not outcome.interrupted:
-                ended = run_until_decided(self.out, watch, self.campaign, self.store, self.sessions,
-                                          self.campaign_id, self.display, self.args)
-                outcome.done += ended.extra_runs
-                outcome.interrupted = ended.reason == "interrupted"
+                self.ended = run_until_decided(watch, self.campaign, self.store, self.sessions,
+                                               self.campaign_id, self.display, self.args)
+                outcome.done += self.ended.extra_runs
+                outcome.interrupted = self.ended.reason == "interrupted"
         return outcome
 
     def end(self, outcome) -> int:
-        """The cells' tables, what failed, the summary screen, and the exit status."""
+        """The cells' tables, what failed, the summary screen, what --until-decided decided (the run
+        ends on its answer), and the exit status."""
         from jitterlab.report.summaries import run_label
         from jitterlab.report.terminal import emulation_note, summary_tables
 
@@ -191,7 +195,14 @@ class _Run:
         if any(r.status in ("failed", "timeout") for r in failed) and not outcome.interrupted:
             again = f"measure the failed runs again: {_again(args)} --retry-failed"
             out.print(escape(again), highlight=False)
-        _end(out, store, self.campaign, self.campaign_id, runs, args)
+        answered = (self.watch.baseline, self.watch.candidate) if self.ended is not None else None
+        _end(out, store, self.campaign, self.campaign_id, runs, args, answered)
+        if self.ended is not None:
+            from jitterlab.cli.until_decided import answer
+
+            out.print()
+            for part in answer(self.ended, self.watch, args, interrupted=outcome.interrupted):
+                out.print(part)  # in a terminal, folded between words: never inside a command
         if outcome.interrupted:
             out.print(
                 f"[yellow]interrupted[/]: {counted(outcome.done, 'run')} committed this time; continue with "
@@ -214,9 +225,11 @@ def _again(args: argparse.Namespace) -> str:
     return resume_run(str(args.campaign), args.results, args.label)
 
 
-def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argparse.Namespace) -> None:
+def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argparse.Namespace,
+         answered: tuple | None = None) -> None:
     """The end of a run: the warnings of its runs and cells grouped by cause (the target's own were
-    printed before the first run), where the results are, then the summary screen."""
+    printed before the first run), where the results are, then the summary screen (without the
+    comparison --until-decided `answered`: the run ends on that)."""
     from jitterlab.cli.commands.summary import print_screen
     from jitterlab.report.summary_screen import run_warnings
 
@@ -226,7 +239,7 @@ def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argp
     if not runs:  # interrupted before the first commit: nothing to summarize
         return
     out.print()
-    for part in print_screen(store, campaign.name, shown_spec(args.results)):
+    for part in print_screen(store, campaign.name, shown_spec(args.results), answered=answered):
         out.print(part)  # in a terminal, folded between words: never inside a command
 
 

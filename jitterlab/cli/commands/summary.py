@@ -57,9 +57,10 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def print_screen(store, name: str, results: str, pair=None) -> list:
+def print_screen(store, name: str, results: str, pair=None, answered=None) -> list:
     """The screen of campaign `name` (its latest run of each label set) as renderables; shared
-    with `run`, which ends with it."""
+    with `run`, which ends with it (and with what its --until-decided loop decided of the pair
+    `answered`, left out of the screen)."""
     from jitterlab import plugins
     from jitterlab.analysis.compare import label_pairs
     from jitterlab.analysis.samples import reader
@@ -72,25 +73,30 @@ def print_screen(store, name: str, results: str, pair=None) -> list:
     if not runs:
         raise UserError(f"campaign {name!r} in {store.where} has no runs yet; jitterlab run measures it")
     pairs = [pair] if pair else label_pairs(runs)
+    if answered is not None:
+        pairs = [p for p in pairs if (str(p[0]), str(p[1])) != (str(answered[0]), str(answered[1]))]
     how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits))
     found = store.latest_campaign(name) or {}
     if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
         how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "
                          "--period and --label values)")
     elif found.get("source_path"):
-        how.more_runs = more_runs(found["source_path"], results, pairs, shown.campaigns)
+        how.more_runs = more_runs(found["source_path"], results, pairs, shown.campaigns, runs)
     return screen(runs, name, how)
 
 
-def more_runs(path: str, results: str, pairs: list, campaigns: list[dict]) -> str:
+def more_runs(path: str, results: str, pairs: list, campaigns: list[dict], runs: list) -> str:
     """The command that adds repetitions where a comparison is undecided, as it runs: `--resume`
     goes on with the campaign measured with the same labels, and the campaign file measures one
-    group, so the command names the labels of the group to measure (the one measured last, else
-    the candidate: --label image=B); `{pair}` is left for each comparison's BASELINE..CANDIDATE."""
+    group, so the command names the labels of the group to measure: the one with fewer runs (its
+    loop adds to it), of two alike the one measured last, else the candidate: --label image=B;
+    `{pair}` is left for each comparison's BASELINE..CANDIDATE."""
     latest = campaigns[-1]["labels"]
     wanted: list[dict] = []
     for baseline, candidate in pairs:
-        side = baseline if latest.get(baseline.key) == baseline.value else candidate
+        last = baseline if latest.get(baseline.key) == baseline.value else candidate
+        ok = {s: sum(r.status == "ok" and s.matches(r) for r in runs) for s in (baseline, candidate)}
+        side = min((last, candidate if last is baseline else baseline), key=lambda s: ok[s])
         mine = [c["labels"] for c in campaigns if c["labels"].get(side.key) == side.value]
         # a group told by the cells (impl=x..impl=y) is measured by the campaign measured last
         wanted.append(mine[-1] if mine else latest)
