@@ -200,13 +200,9 @@ def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
 def run_warnings(runs: list[RunRecord], stored: list[tuple[str | None, Warning_]]) -> list:
     """The warnings of runs and cells (stored with the runs, and what the report's sections tell
     from them), grouped by cause: each once, with how many runs or cells and its remedy."""
-    from jitterlab.report.sections import by_section
+    from jitterlab.report.sections import section_notes
     from jitterlab.report.terminal import warnings_table
-    from jitterlab.report.warning_groups import CELL, RUN, Note
+    from jitterlab.report.warning_groups import RUN, Note
 
-    notes = [Note(RUN, run_id, w) for run_id, w in stored if run_id]
-    for section, mine in by_section(runs):
-        for where, w in section.warnings(mine):
-            scope, _, name = where.partition(" ")
-            notes.append(Note(RUN, name, w) if scope == "run" else Note(CELL, where, w))
+    notes = [Note(RUN, run_id, w) for run_id, w in stored if run_id] + section_notes(runs)
     return [warnings_table(notes, "warnings about runs and cells, grouped by cause")] if notes else []

@@ -22,6 +22,7 @@ from jitterlab.report.format import percent
 from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
 from jitterlab.report.traits import benchmark_traits
+from jitterlab.report.warning_groups import CELL, Note
 
 HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
@@ -113,7 +114,7 @@ class SquarewaveSection:
         return [summary_table(runs, f"{campaign}: max relative period error", planned),
                 envelope_table(runs, f"{campaign}: operational envelope")]
 
-    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
+    def warnings(self, runs: list[RunRecord]) -> list[Note]:
         out = []
         impl_of = impl_namer(runs)
         for cell in _cells(runs, impl_of).values():
@@ -121,14 +122,14 @@ class SquarewaveSection:
             where = _where_labelled(r0, impl_of)
             # an imported cell has no campaign file to set: its remedies are more or longer captures
             if len(cell) < 3:
-                out.append((where, Warning_(f"{len(cell)} repetition(s) per cell only", (
+                out.append(Note(CELL, where, Warning_(f"{len(cell)} repetition(s) per cell only", (
                     "import 3 or more captures of the cell (the same --period and --label values)"
                     if imported(r0) else "set campaign.repetitions to 3 or more"))))
             values = [v for r in cell if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
             if len(values) >= 2 and statistics.mean(values) > 0:
                 cv = statistics.pstdev(values) / statistics.mean(values)
                 if cv > HIGH_VARIANCE_CV:
-                    out.append((where, Warning_(
+                    out.append(Note(CELL, where, Warning_(
                         f"high variance between repetitions (std/mean of {HEADLINE} = {cv:.2f})",
                         "capture longer, or import more captures; look for other load" if imported(r0) else
                         "measure longer (campaign.duration) or more repetitions; look for other load")))
