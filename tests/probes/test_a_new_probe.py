@@ -27,6 +27,7 @@ from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.model.registry import Entry
+from jitterlab.model.socs import SOCS
 from jitterlab.targets.capabilities import Capability
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
@@ -131,11 +132,11 @@ def test_it_reads_the_line_from_the_pin_and_ends_like_every_aligned_probe(tap, t
     ctx = RunContext(TappedBoard(), RunSettings(), cell, 0, "/s", tmp_path, "/b", Placement(None, None), True,
                      controller=FakeTarget())
     probe = TapProbe(ctx)
-    probe.start(PinHandle("gpiomem", (BoardLine(soc="pl061", soc_line=2),)))
+    probe.start(PinHandle("gpiomem", (BoardLine(soc=SOCS["pl061"], soc_line=2),)))
     own = SelfLog(5_000_000_000 + np.arange(40, dtype=np.int64) * 5_000_000,
                   (np.arange(40) % 2 == 0).astype(np.uint8), "monotonic", "c-mmap", 0)
     capture = probe.stop(own)
-    assert probe.line == BoardLine(soc="pl061", soc_line=2)
+    assert probe.line == BoardLine(soc=SOCS["pl061"], soc_line=2)
     assert capture.t_ns.tolist() == own.t_ns.tolist(), "put on the program's clock"
     metrics = {m.name: m.value for m in capture.metrics}
     assert metrics["program_pin_watched"] == 1 and metrics["align_offset_ns"] == CLOCK_OFFSET_NS
