@@ -19,7 +19,7 @@ from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, 
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, counted, format_value, percent
-from jitterlab.report.traits import periodic
+from jitterlab.report.traits import period_ns, periodic
 
 HEADLINE = "max_rel_period_error"
 MAX_OTHER_CELLS = 12  # cells of the other benchmarks listed; the rest are counted
@@ -118,7 +118,7 @@ def envelope_table(runs: list[RunRecord]) -> Table:
     rules = rules_of(runs)
     impl_of = _impl_of(runs)
     rows: dict[tuple, list[str]] = {}
-    for e in envelope(runs, rules=rules, impl_of=impl_of):
+    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns):
         shortest = rows.setdefault((e.target, e.impl, e.load, e.probe), [])
         shortest += [format_value(p, "ns") if p else e.outcome(t) for t, p in e.shortest_ns.items()]
     several_targets = len({k[0] for k in rows}) > 1
@@ -145,13 +145,13 @@ def reading(runs: list[RunRecord], infos: dict[str, dict], results: str = "resul
     """What the table means when it is mostly "none", and what to do next (`results`: the store
     as the commands it suggests name it)."""
     rules = rules_of(runs)
-    rows = envelope(runs, rules=rules, impl_of=_impl_of(runs))
+    rows = envelope(runs, rules=rules, impl_of=_impl_of(runs), period_of=period_ns)
     held = {rule: sum(any(p for p in e.shortest_ns.values()) for e in rows if e.rule == rule)
             for rule in rules}
     groups = len({(e.target, e.impl, e.load, e.probe) for e in rows})
     values = [v for r in runs if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
     worst = percent(max(values)) if values else MISSING
-    longest = format_value(max(int(r.param("period")) for r in runs), "ns")
+    longest = format_value(max(period_ns(r) for r in runs), "ns")
     levels = {limits.evidence(info)[0] for info in infos.values()}
     out = []
     if limits.EMULATED in levels:

@@ -16,6 +16,7 @@ from BenchmarkBase (its loads then stay up through its analysis).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -172,12 +173,13 @@ class BenchmarkBase:
     record: type[Options] | None = None  # a cell's params as a typed record (model/options.py)
     headline: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()  # the names its runs can produce beside the headline (metric_names)
-    periodic: bool = False  # model.traits
+    # model.traits: a periodic benchmark's nominal period of a cell, ns (read from its typed record)
+    period_ns: Callable[[Cell], int] | None = None
     samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
 
     @property
     def traits(self) -> BenchmarkTraits:
-        return BenchmarkTraits(tuple(self.headline), self.periodic, self.samples)
+        return BenchmarkTraits(tuple(self.headline), self.period_ns, self.samples)
 
     def metric_names(self, cell: Cell) -> frozenset[str]:
         return frozenset((*self.headline, *self.metrics))

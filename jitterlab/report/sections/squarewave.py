@@ -21,7 +21,7 @@ from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
 from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
-from jitterlab.report.traits import benchmark_traits
+from jitterlab.report.traits import benchmark_traits, period_ns
 from jitterlab.report.warning_groups import CELL, Note
 
 HEADLINE = figures.HEADLINE
@@ -29,10 +29,6 @@ PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_
                "p9999_rel_period_error")
 DEMO_NOTE = f"{NOT_WATCHED}: the probe watched another signal, these are that signal's periods"
 HIGH_VARIANCE_CV = 0.5  # std/mean of the headline over repetitions above which we warn
-
-
-def period_ns(r: RunRecord) -> int:
-    return int(r.param("period", 0) or 0)
 
 
 def impl_namer(runs: list[RunRecord]):
@@ -156,7 +152,7 @@ def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]
     rules = rules_of(runs)
     heads = [f"{rule} < {t * 100:g} %" for rule in rules for t in DEFAULT_THRESHOLDS]
     rows: dict[tuple, dict] = {}
-    for e in envelope(runs, rules=rules, impl_of=impl_of):
+    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns):
         row = rows.setdefault((e.target, e.impl, e.load, e.probe), {
             "target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "shortest": [],
             "periods": ", ".join(format_ns(p) for p in e.periods_ns), "reps": e.min_repetitions})
@@ -192,8 +188,8 @@ def summary_table(runs: list[RunRecord], title: str, planned=None) -> Table:
     without a run is marked: not measured yet (in `planned`, the campaign's cells), excluded from
     the matrix (not in it), or, when the matrix is not known, no run stored."""
     wanted = None if planned is None else {
-        (c.target, str(c.param("impl", "")), c.load, str(c.param("probe", "")), int(c.param("period", 0)))
-        for c in planned if benchmark_traits(c.benchmark).periodic}
+        (c.target, str(c.param("impl", "")), c.load, str(c.param("probe", "")), read(c))
+        for c in planned if (read := benchmark_traits(c.benchmark).period_ns) is not None}
     raw_impl: dict[tuple, str] = {}
     impl_of = impl_namer(runs)
     targets = {r.target for r in runs}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import ClassVar, Protocol
 
 from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, describe
 from jitterlab.model.errors import RunFailed
@@ -108,7 +109,7 @@ def bound(ctx: RunContext, needs: Forms, pin: PinHandle) -> Offer:
 def common_flags(ctx: RunContext, form: Offer, *, allow_no_rt: bool = False) -> list[str]:
     """The flags every wave-making program takes, for this run and the pin reached as `form`."""
     flags = [
-        "--period-ns", str(ctx.cell.param("period")),
+        "--period-ns", str(WaveCell.of_cell(ctx.cell).period_ns),
         "--duration-ns", str(ctx.settings.duration_ns),
         *form.program_args,
         "--log", f"{ctx.scratch}/{SELF_LOG}",

@@ -215,7 +215,7 @@ class ScpiProbe(ProbeBase):
         self._inst.write("*CLS")
         self._step(profile, profile.commands(profile.setup, channel), "setup")
         self._step(profile, profile.commands(profile.reset, channel), "statistics reset")
-        settings, period_ns = self.ctx.settings, int(self.ctx.cell.param("period"))
+        settings, period_ns = self.ctx.settings, self.period_ns
         warmup_s = max(settings.warmup_ns, 2 * period_ns) / 1e9
         self._timer = threading.Timer(warmup_s, self._reset_after_warmup, (profile, channel))
         self._timer.daemon = True
@@ -242,7 +242,7 @@ class ScpiProbe(ProbeBase):
             warnings.append(Warning_("the run ended before the warm-up: the instrument's statistics "
                                      "include it", "run longer than campaign.warmup"))
         stats = self._read(profile, channel)
-        period_ns = int(self.ctx.cell.param("period"))
+        period_ns = self.period_ns
         summary = period_statistics_metrics(stats, period_ns, "scpi")
         metrics: list[Metric] = []
         if "count" in stats:
@@ -277,7 +277,7 @@ class ScpiProbe(ProbeBase):
                 f"pin {self._outside}: the scpi figures describe the signal on the instrument's channel "
                 f"{channel}, not the program's wave",
                 "wire a real pin (gpiod, sysfs) to the instrument to measure the program"))
-        own_mean_ns, own_periods = _own_periods(own, int(self.ctx.cell.param("period")))
+        own_mean_ns, own_periods = _own_periods(own, self.period_ns)
         wiring = (f"check the wiring (the program's pin to channel {channel}) and probes.scpi.channel; "
                   f"its figures are marked {NOT_WATCHED!r}")
         if own_mean_ns and abs(float(stats["mean"]) * 1e9 - own_mean_ns) > MEAN_TOLERANCE * own_mean_ns:

@@ -257,7 +257,7 @@ class SigrokProbe(ProbeBase):
         return self._aligned(edges_ns(edges, plan["rate"]), edges.level, own)
 
     def _aligned(self, t_ns, level, own: SelfLog) -> Capture:
-        plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
+        plan, period_ns = self._plan, self.period_ns
         resolution = Metric("probe_resolution_ns", 1e9 / plan["rate"], "ns", "sigrok", "lower")
         if self._outside:
             return self._outside_signal(t_ns, level, own, resolution)
@@ -277,7 +277,7 @@ class SigrokProbe(ProbeBase):
     def _outside_signal(self, t_ns, level, own: SelfLog, resolution: Metric) -> Capture:
         """What the analyzer saw of a signal the program does not make (pin external): never the
         program's pin, aligned only to say how it compares."""
-        plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
+        plan, period_ns = self._plan, self.period_ns
         metrics, warnings = [resolution], []
         demo = SigrokOptions.of(self.options()).driver == "demo"
         source = "the demo pattern" if demo else "an outside source"
