@@ -163,8 +163,8 @@ def needed_tools() -> dict[str, tuple[str, set[str]]]:
 
     needs: dict[str, tuple[str, set[str]]] = {}
     for entry in plugins.BENCHMARKS:
-        bench = entry.obj
-        params = bench.params
+        bench: plugins.Needs = entry.obj
+        params = entry.obj.params  # its Cells: a sample cell of each combination of their values
         for values in itertools.product(*(_values(p) for p in params)):
             keyed = tuple(zip((p.name for p in params), values, strict=True))
             cell = Cell("doctor", entry.name, "idle", keyed)
