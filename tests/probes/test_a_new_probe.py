@@ -1,7 +1,8 @@
 """A probe made inside this test, as a contributor would add one: one class and one registration
 (in the package: its module under measure/squarewave/probes/ and an import line in plugins.py).
 Nothing else names it, yet the campaign binds it to the pins it can watch, refuses it on a target
-that lacks what it reads, preflight looks for its controller tool, and it reads the line it watches
+that lacks what it reads, preflight looks for its controller tool, `jitterlab list` shows it,
+`jitterlab doctor` lists it on a target that offers what it reads, and it reads the line it watches
 from the pin it is bound to. This is the "a probe" row of docs/architecture.md's change costs."""
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class TapProbe(ProbeBase):
 
     def stop(self, own: SelfLog) -> Capture:
         t_ns = own.t_ns - CLOCK_OFFSET_NS
-        fit = align(t_ns, own.level, own.t_ns, own.level, int(self.ctx.cell.param("period")))
+        fit = align(t_ns, own.level, own.t_ns, own.level, self.period_ns)
         return aligned_capture("tap", t_ns, own.level, fit, edges=f"the tap's edges on line {self.line.line}",
                                fix="check the tap")
 
@@ -125,6 +126,25 @@ def test_preflight_asks_the_opened_target_and_the_controller(tap, tmp_path, monk
     assert found == {
         LocalTarget: {"target 'board' cannot have its lines tapped from outside: probe tap needs it"},
         TappedLocal: {"the controller (this machine) lacks no-such-tap-xyz (apt install tap-tools)"}}
+
+
+def test_list_shows_it_and_doctor_finds_it_by_what_it_reads(tap, tmp_path, capsys, monkeypatch):
+    from jitterlab.cli.commands import doctor
+    from jitterlab.cli.main import main
+    from jitterlab.measure.squarewave.probes import visa
+
+    assert main(["list"]) == 0
+    listed = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "tap a tap on a board line" in listed
+    monkeypatch.setattr(visa, "resources", lambda: [])
+    usable = {}
+    for kind in (LocalTarget, TappedLocal):
+        target = kind("board", str(tmp_path))
+        try:
+            usable[kind] = doctor.probe_findings({"n_cpus": 2}, target)[0].state
+        finally:
+            target.close()
+    assert "tap (on a board line: pins " in usable[TappedLocal] and "tap" not in usable[LocalTarget]
 
 
 def test_it_reads_the_line_from_the_pin_and_ends_like_every_aligned_probe(tap, tmp_path):

@@ -20,6 +20,7 @@ from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries
+from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import Capability, Declared, has, lacks
 
 # where a probe runs: a process on a CPU of the target, the program itself, the controller
@@ -53,6 +54,17 @@ class Capture:
     series: Mapping[str, EdgeSeries] = field(default_factory=dict)
     summary: tuple[Metric, ...] | None = None
     unavailable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Instruments:
+    """What the controller has of the instruments a probe reads, for doctor: a line under a topic of
+    its own ("logic analyzers": what sigrok-cli --scan found), and whether one the probe can use is
+    there (doctor then lists the probe among the usable ones)."""
+
+    topic: str
+    found: str
+    usable: bool
 
 
 class Probe(Protocol):
@@ -101,6 +113,12 @@ class Probe(Protocol):
         what the probe `reads`, or its GPIO block is not the one the options name): UserError."""
         ...
 
+    @classmethod
+    def instruments(cls, controller: Target) -> Instruments | None:
+        """What the controller (this machine) has of the instruments this probe reads, for doctor;
+        None for a probe that reads none."""
+        ...
+
     def start(self, pin: PinHandle) -> None:
         """Start observing `pin`; return once the probe sees it. RunFailed if it cannot."""
         ...
@@ -144,6 +162,10 @@ class ProbeBase(OptionTable):
         reads = cls.reads_of(cell)
         if reads is not None:
             target.need(reads, f"probe {cell.param('probe')!r}", where.key("probe"))
+
+    @classmethod
+    def instruments(cls, controller: Target) -> Instruments | None:
+        return None
 
     def start(self, pin: PinHandle) -> None:
         return None

@@ -25,7 +25,8 @@ from typing import ClassVar
 from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal
-from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
+from jitterlab.measure.squarewave.probes import visa
+from jitterlab.measure.squarewave.probes.base import PROBES, Capture, Instruments, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.scpi_profile import Profile, load_profile
 from jitterlab.model.errors import RunFailed, UserError, Where, shown
@@ -33,6 +34,7 @@ from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, duration, text
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.units import format_ns
+from jitterlab.targets.base import Target
 
 SCPI_NAN = Decimal("9.9e37")  # SCPI's "no value" (9.91E37) and anything as large
 MAX_ERRORS = 20  # error queue entries read at most after one step
@@ -185,6 +187,12 @@ class ScpiProbe(ProbeBase):
         self._late_reset: list[BaseException] = []
         self._reset_done = threading.Event()
         self._outside = ""  # the pin's kind when the instrument watches an outside signal, not the program
+
+    @classmethod
+    def instruments(cls, controller: Target) -> Instruments:
+        """The VISA resources here; the probe is usable with an instrument on USB or GPIB."""
+        found = visa.resources()
+        return Instruments("VISA resources", visa.described(found), visa.instrument_among(found))
 
     @classmethod
     def check(cls, cell, settings, where: Where) -> None:
