@@ -27,6 +27,7 @@ from jitterlab.model.options import Options
 from jitterlab.model.params import Param, integer, text
 from jitterlab.model.registry import Entry
 from jitterlab.targets.local import LocalTarget
+from tests.support import local_campaign
 
 PERIOD_NS = 10_000_000
 
@@ -109,15 +110,7 @@ def expander(monkeypatch):
     monkeypatch.setattr(ExpanderPin, "torn_down", 0)
 
 
-CAMPAIGN = """
-[campaign]
-name = "expander"
-duration = "1s"
-warmup = "20ms"
-[[target]]
-name = "board"
-kind = "local"
-workdir = "{workdir}"
+MATRIX = """
 [matrix]
 impl = ["i2c-c", "c-fifo"]
 period = "10ms"
@@ -125,16 +118,15 @@ pin = ["expander", "vpin"]
 probe = "{probe}"
 [pins.expander]
 bus = "/dev/i2c-1"
-address = 0x20
+address = {address}
 bit = 3
 """
+SCPI = '[probes.scpi]\nresource = "TCPIP::192.0.2.1::INSTR"\nprofile = "rigol"\n'
 
 
-def _campaign(tmp_path, probe: str = "self"):
-    path = tmp_path / "c.toml"
-    scpi = '[probes.scpi]\nresource = "TCPIP::192.0.2.1::INSTR"\nprofile = "rigol"\n'
-    path.write_text(CAMPAIGN.format(workdir=tmp_path / "w", probe=probe) + (scpi if probe == "scpi" else ""))
-    return load_campaign(path)
+def _campaign(tmp_path, probe: str = "self", address: str = "0x20"):
+    matrix = MATRIX.format(probe=probe, address=address) + (SCPI if probe == "scpi" else "")
+    return load_campaign(local_campaign(tmp_path, matrix, name="expander", duration="1s", warmup="20ms"))
 
 
 def test_list_shows_it_with_its_options(expander, capsys):
@@ -155,18 +147,16 @@ def test_the_campaign_pairs_it_with_what_speaks_its_form_and_refuses_the_rest(ex
     with pytest.raises(UserError, match=r"c.toml: matrix.probe: probe 'vpin' cannot observe pin 'expander': "
                                         r"it needs a level byte an observer can map and poll"):
         _campaign(tmp_path, "vpin")
-    bad = (tmp_path / "c.toml").read_text().replace("address = 0x20", "address = 0x80")
-    (tmp_path / "c.toml").write_text(bad)
     with pytest.raises(UserError, match=r"c.toml: pins.expander.address: "):
-        load_campaign(tmp_path / "c.toml")
+        _campaign(tmp_path, address="0x80")
 
 
 def test_a_run_drives_it_and_tears_it_down(expander, tmp_path):
     campaign = _campaign(tmp_path)
     [cell] = [c for c in campaign.cells if c.param("pin") == "expander"]
     bench = plugins.BENCHMARKS.get("squarewave", "test")
-    target = LocalTarget("board", str(tmp_path / "w"))
-    scratch = tmp_path / "w" / "run"
+    target = LocalTarget("local", str(tmp_path / "target"))
+    scratch = tmp_path / "target" / "run"
     scratch.mkdir(parents=True)
     ctx = RunContext(target, campaign.settings, cell, 0, str(scratch), tmp_path, "/unused",
                      Placement(None, None), rt_permitted=False, controller=target)
