@@ -1,7 +1,9 @@
 """Every registry in one place; importing this registers the built-in plug-ins.
 
 Adding a plug-in is one new module that registers itself, plus its import here (see
-docs/architecture.md).
+docs/architecture.md). Beside the registry of benchmarks, the small protocols of a benchmark its
+callers are typed against (Cells, Checks, Needs, Results, Scheduling), for layers that may not
+import measure/ (campaign/).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import jitterlab.measure.squarewave.probes.self as _self_probe  # noqa: F401  (r
 import jitterlab.measure.squarewave.probes.sigrok as _sigrok_probe  # noqa: F401  (registers probe sigrok)
 import jitterlab.measure.squarewave.probes.vpin as _vpin_probe  # noqa: F401  (registers probe vpin)
 import jitterlab.tunings as _tunings  # noqa: F401  (registers none, irq-away, cpu-dma-latency ...)
-from jitterlab.measure.benchmarks.base import BENCHMARKS
+from jitterlab.measure.benchmarks.base import BENCHMARKS, Cells, Checks, Needs, Results, Scheduling  # noqa: F401
 from jitterlab.measure.loads.base import LOADS
 from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.measure.squarewave.pins.base import PINS

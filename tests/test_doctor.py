@@ -8,6 +8,7 @@ import pytest
 
 from jitterlab.cli.commands import doctor as command
 from jitterlab.cli.main import main
+from jitterlab.measure.squarewave.probes import visa
 from jitterlab.system import doctor
 from jitterlab.targets.capabilities import CrossBuilt, ExaminesMemory, HostKeyStatus, RecordsGpioOutputs
 from jitterlab.targets.local import LocalTarget
@@ -118,7 +119,7 @@ def test_an_unverified_host_key_follows_the_tools(monkeypatch, tmp_path):
 
 def test_the_probes_usable_are_listed_after_the_checks(monkeypatch, capsys):
     fake_machine(monkeypatch)
-    monkeypatch.setattr(command, "visa_resources", lambda: ["USB0::1::2::INSTR"])
+    monkeypatch.setattr(visa, "resources", lambda: ["USB0::1::2::INSTR"])
     assert main(["doctor", "local"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -180,7 +181,7 @@ def test_an_unreachable_target_exits_2_and_leaves_nothing(capsys, tmp_path, monk
 
 
 def test_probes_of_the_virtual_pin_follow_the_cpus(monkeypatch):
-    monkeypatch.setattr(command, "visa_resources", lambda: [])
+    monkeypatch.setattr(visa, "resources", lambda: [])
     assert command.probe_findings({"n_cpus": 4})[0].state.startswith("self, vpin")
     assert command.probe_findings({"n_cpus": 1})[0].state.startswith("self, (vpin needs a second CPU)")
 
@@ -287,7 +288,7 @@ def test_preempt_full_is_offered_only_where_the_kernel_can_switch(monkeypatch):
 
 
 def test_the_probes_outside_a_board_are_listed_by_its_capabilities(monkeypatch, tmp_path):
-    monkeypatch.setattr(command, "visa_resources", lambda: [])
+    monkeypatch.setattr(visa, "resources", lambda: [])
     board = command.probe_findings({"n_cpus": 1}, BoardLocal(str(tmp_path), "cc"))[0].state
     assert "emulator" in board and "register-poll" in board
     assert "(on a board line: pins " in board

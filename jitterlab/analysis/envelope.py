@@ -83,15 +83,16 @@ def rules_of(runs: Iterable[RunRecord]) -> tuple[str, ...]:
 
 
 def envelope(runs: list[RunRecord], thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, *,
-             rules: tuple[str, ...] = ("max",),
+             period_of: Callable[[RunRecord], int], rules: tuple[str, ...] = ("max",),
              impl_of: Callable[[RunRecord], str] | None = None) -> list[EnvelopeRow]:
     """Envelope rows of runs of a periodic benchmark (model.traits: the caller selects them), one
-    per group and rule, in the order the groups first appear; `impl_of` names a run's impl (the
-    report appends the labels that tell cells apart, so two images stay apart)."""
+    per group and rule, in the order the groups first appear; `period_of` is a run's nominal period
+    in ns (as its benchmark reads its cell), `impl_of` names a run's impl (the report appends the
+    labels that tell cells apart, so two images stay apart)."""
     name = impl_of or (lambda r: str(r.param("impl")))
     groups: dict[tuple, dict[int, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        groups[(r.target, name(r), r.load, r.probe)][int(r.param("period"))].append(r)
+        groups[(r.target, name(r), r.load, r.probe)][period_of(r)].append(r)
     rows = []
     for key, by_period in groups.items():
         periods = sorted(by_period, reverse=True)

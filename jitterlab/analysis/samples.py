@@ -60,15 +60,16 @@ def samples_key(samples: str, probe: str) -> str | None:
     return None
 
 
-def distribution(run: RunRecord, series: Mapping[str, Series],
-                 samples: str = LATENCIES) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def distribution(run: RunRecord, series: Mapping[str, Series], samples: str = LATENCIES,
+                 period_ns: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The run's within-run distributions as (value, count), read from its raw `series` as the
     benchmark's trait `samples` (model.traits) says they are: PERIOD_ERRORS, the |relative period
-    error| seen by each probe (keyed by probe); LATENCIES, its latencies in ns (all threads
-    together, a histogram's overflow at the recorded maximum; keyed LATENCY)."""
+    error| seen by each probe of a wave of nominal period `period_ns` (keyed by probe); LATENCIES,
+    its latencies in ns (all threads together, a histogram's overflow at the recorded maximum;
+    keyed LATENCY)."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if samples == PERIOD_ERRORS:
-        period, warmup = int(run.param("period", 0) or 0), int(run.settings.get("warmup_ns", 0))
+        period, warmup = period_ns, int(run.settings.get("warmup_ns", 0))
         for name, s in series.items():
             if isinstance(s, EdgeSeries) and "." not in name and period > 0:
                 blind = series.get(f"{name}.blind")
@@ -110,4 +111,9 @@ def reader(read_series: Callable[[RunRecord], Mapping[str, Series]],
     """A run's distributions read from its stored series (Store.read_series) as its benchmark's
     traits say they are: what every comparison (compare, summary, report, the loop) gives
     analysis.compare, so that they all compare tails alike."""
-    return lambda run: distribution(run, read_series(run), traits(run.benchmark).samples)
+    def read(run: RunRecord) -> dict:
+        declared = traits(run.benchmark)
+        period_ns = declared.period_ns(run.cell) if declared.period_ns is not None else 0
+        return distribution(run, read_series(run), declared.samples, period_ns)
+
+    return read

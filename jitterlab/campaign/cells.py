@@ -37,7 +37,7 @@ def _label_of(cell: Cell) -> str | None:
 
     if cell.benchmark not in plugins.BENCHMARKS:
         return None
-    bench = plugins.BENCHMARKS.get(cell.benchmark, "benchmark")
+    bench: plugins.Cells = plugins.BENCHMARKS.get(cell.benchmark, "benchmark")
     return bench.label(cell) if all(cell.has(p.name) for p in bench.params) else None
 
 

@@ -203,7 +203,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         pairing=matrix.pairing,
     )
     for cell in campaign.cells:
-        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        bench: plugins.Checks = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         bench.check(cell, settings, Where(where, ("matrix",)))
         bench.check_target(cell, settings, Where(where, ("matrix",)), declared[cell.target])
     for spec in targets:

@@ -132,7 +132,7 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
             raise UserError(f"{where}{key}: a value is listed twice")
     cells: list[Cell] = []
     for name in benchmarks:
-        bench = plugins.BENCHMARKS.get(str(name), f"{where}benchmark")
+        bench: plugins.Cells = plugins.BENCHMARKS.get(str(name), f"{where}benchmark")
         params = {p.name: p for p in bench.params}
         unknown = [k for k in table if k not in params and k not in COMMON]
         if unknown:

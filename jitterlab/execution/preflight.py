@@ -104,7 +104,7 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
     needs: dict[str, tuple[str, set[str]]] = {}
     cell_tools: dict[str, set[str]] = {}  # tool -> keys of the cells that need it
     for cell in cells:
-        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        bench: plugins.Needs = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         tools = dict(bench.tools(cell))
         if bench.programs(cell):
             tools.update(_BUILD_TOOLS)
@@ -142,9 +142,9 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
         unavailable.setdefault(key, why.message)
     cells = [c for c in cells if c.key not in unavailable]
     for name in sorted({c.benchmark for c in cells}):  # what only the target can tell (a peer's answer)
-        bench = plugins.BENCHMARKS.get(name, "matrix.benchmark")
+        checks: plugins.Checks = plugins.BENCHMARKS.get(name, "matrix.benchmark")
         mine = [c for c in cells if c.benchmark == name]
-        bench.preflight(target, settings, mine, Where(str(campaign.path), ("matrix",)))
+        checks.preflight(target, settings, mine, Where(str(campaign.path), ("matrix",)))
     realtime = sorted({
         plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needer(c) for c in cells
         if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_rt(c)
@@ -186,7 +186,7 @@ def _undeclared(target: Target, cells: list[Cell]) -> dict[str, Warning_]:
     (sigrok-cli for the sigrok probe)."""
     why: dict[str, Warning_] = {}
     for cell in cells:
-        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        bench: plugins.Needs = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         for cap, who in bench.capabilities(cell).items():
             if has(target, cap) is None:
                 fix = f"measure those cells on a target that can: {offered_by(cap)}"
@@ -206,7 +206,7 @@ def unbuilt(cells: list[Cell], built: frozenset[str], build_error: str,
     architecture's package on this machine (or the sysroot the cross compiler is given)."""
     why: dict[str, str] = {}
     for cell in cells:
-        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        bench: plugins.Needs = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         missing = {p: pkg for p, pkg in bench.programs(cell).items() if p not in built}
         if not missing:
             continue

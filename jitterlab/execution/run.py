@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from jitterlab.execution.loads import TargetLoads
-from jitterlab.measure.benchmarks.base import Benchmark, Measurement
+from jitterlab.measure.benchmarks.base import Measurement, Phases
 from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed, TargetLost
 from jitterlab.model.records import Metric
@@ -32,7 +32,7 @@ class Measured:
     lost: str | None = None  # the target went: its remaining runs fail with this
 
 
-def measure(bench: Benchmark, ctx: RunContext, loads: TargetLoads, *, keep: bool, runs: int) -> Measured:
+def measure(bench: Phases, ctx: RunContext, loads: TargetLoads, *, keep: bool, runs: int) -> Measured:
     """Run the phases; `keep`: the next run uses the same loads; `runs`: how many consecutive runs
     (this one included) use them. Exceptions other than a run's failure propagate (a bug, or an
     interrupt), with the loads stopped."""

@@ -23,7 +23,7 @@ from jitterlab.execution.loads import TargetLoads, load_key
 from jitterlab.execution.preflight import TargetSession, open_targets, unbuilt
 from jitterlab.execution.run import Measured, measure
 from jitterlab.execution.sweep import sweep
-from jitterlab.measure.benchmarks.base import Benchmark
+from jitterlab.measure.benchmarks.base import Benchmark, Phases
 from jitterlab.measure.context import RunContext, Throttling
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
@@ -58,7 +58,7 @@ def _bench(cell: Cell) -> Benchmark:
     return plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
 
 
-def _warm(benches: set[Benchmark]) -> None:
+def _warm(benches: set[Phases]) -> None:
     for bench in benches:
         with contextlib.suppress(Exception):  # a failure here shows again where it matters: in a run
             bench.warm()

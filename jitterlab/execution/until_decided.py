@@ -218,7 +218,7 @@ def check_watch_producible(watch: Watch, campaign: Campaign) -> None:
                         "benchmarks, or leave out --watch to watch each benchmark's headline metrics")
     declared: dict[str, set[str]] = {}  # benchmark -> what its cells of this campaign can produce
     for cell in campaign.cells:
-        bench = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
+        bench: plugins.Results = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
         declared.setdefault(cell.benchmark, set()).update(bench.metric_names(cell))
     known = set().union(*declared.values())
     unknown = [m for m in watch.metrics if m not in known]

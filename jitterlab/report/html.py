@@ -28,11 +28,11 @@ from jitterlab.report.comparison import comparison_rows, comparison_warnings, no
 from jitterlab.report.figures.base import MAX_ROWS, mark_emulated, quiet, svg_text
 from jitterlab.report.figures.compare import censored_rows, charted_rows, compare_figure
 from jitterlab.report.format import format_value, percent
-from jitterlab.report.sections import SectionContext, by_section
+from jitterlab.report.sections import SectionContext, by_section, section_notes
 from jitterlab.report.selection import Selection, campaign_title, select
 from jitterlab.report.terminal import sysinfo_text
 from jitterlab.report.traits import benchmark_traits
-from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Note, grouped
+from jitterlab.report.warning_groups import RUN, SYSTEM, Note, grouped
 from jitterlab.store.catalog import Store
 
 SYSINFO_KEYS = ("hostname", "os_name", "kernel_release", "preemption", "machine", "cpu_model",
@@ -143,10 +143,7 @@ def _warnings(store: Store, campaigns: list[dict], runs: list[RunRecord]) -> lis
     for c in campaigns:
         for run_id, w in store.warnings(c["id"]):
             notes.append(Note(RUN, run_id, w) if run_id else Note(SYSTEM, f"campaign {c['name']}", w))
-    for section, mine in by_section(runs):
-        for where, w in section.warnings(mine):
-            scope, _, name = where.partition(" ")
-            notes.append(Note(RUN, name, w) if scope == "run" else Note(CELL, where, w))
+    notes += section_notes(runs)
     return [{"message": g.message, "remedy": g.remedy, "system": g.scope == SYSTEM,
              "affected": g.affected, "examples": g.examples} for g in grouped(notes)]
 

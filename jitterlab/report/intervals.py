@@ -66,7 +66,7 @@ def trend_metric(runs: list[RunRecord]) -> str | None:
 
 def _watched(run: RunRecord) -> list[tuple[str, str]]:
     """(probe, metric) of a run's headline metrics; every graded metric when its benchmark names none."""
-    headline = plugins.BENCHMARKS.get(run.benchmark, "matrix.benchmark").headline
+    headline = plugins.traits(run.benchmark).headline
     keys = sorted(run.metrics)
     if headline:
         return [k for name in headline for k in keys if k[1] == name]

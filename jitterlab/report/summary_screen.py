@@ -19,7 +19,7 @@ from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, 
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, counted, format_value, percent
-from jitterlab.report.traits import periodic
+from jitterlab.report.traits import period_ns, periodic
 
 HEADLINE = "max_rel_period_error"
 MAX_OTHER_CELLS = 12  # cells of the other benchmarks listed; the rest are counted
@@ -118,7 +118,7 @@ def envelope_table(runs: list[RunRecord]) -> Table:
     rules = rules_of(runs)
     impl_of = _impl_of(runs)
     rows: dict[tuple, list[str]] = {}
-    for e in envelope(runs, rules=rules, impl_of=impl_of):
+    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns):
         shortest = rows.setdefault((e.target, e.impl, e.load, e.probe), [])
         shortest += [format_value(p, "ns") if p else e.outcome(t) for t, p in e.shortest_ns.items()]
     several_targets = len({k[0] for k in rows}) > 1
@@ -145,13 +145,13 @@ def reading(runs: list[RunRecord], infos: dict[str, dict], results: str = "resul
     """What the table means when it is mostly "none", and what to do next (`results`: the store
     as the commands it suggests name it)."""
     rules = rules_of(runs)
-    rows = envelope(runs, rules=rules, impl_of=_impl_of(runs))
+    rows = envelope(runs, rules=rules, impl_of=_impl_of(runs), period_of=period_ns)
     held = {rule: sum(any(p for p in e.shortest_ns.values()) for e in rows if e.rule == rule)
             for rule in rules}
     groups = len({(e.target, e.impl, e.load, e.probe) for e in rows})
     values = [v for r in runs if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
     worst = percent(max(values)) if values else MISSING
-    longest = format_value(max(int(r.param("period")) for r in runs), "ns")
+    longest = format_value(max(period_ns(r) for r in runs), "ns")
     levels = {limits.evidence(info)[0] for info in infos.values()}
     out = []
     if limits.EMULATED in levels:
@@ -200,13 +200,9 @@ def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
 def run_warnings(runs: list[RunRecord], stored: list[tuple[str | None, Warning_]]) -> list:
     """The warnings of runs and cells (stored with the runs, and what the report's sections tell
     from them), grouped by cause: each once, with how many runs or cells and its remedy."""
-    from jitterlab.report.sections import by_section
+    from jitterlab.report.sections import section_notes
     from jitterlab.report.terminal import warnings_table
-    from jitterlab.report.warning_groups import CELL, RUN, Note
+    from jitterlab.report.warning_groups import RUN, Note
 
-    notes = [Note(RUN, run_id, w) for run_id, w in stored if run_id]
-    for section, mine in by_section(runs):
-        for where, w in section.warnings(mine):
-            scope, _, name = where.partition(" ")
-            notes.append(Note(RUN, name, w) if scope == "run" else Note(CELL, where, w))
+    notes = [Note(RUN, run_id, w) for run_id, w in stored if run_id] + section_notes(runs)
     return [warnings_table(notes, "warnings about runs and cells, grouped by cause")] if notes else []

@@ -20,7 +20,7 @@ from jitterlab.report.console import SafeConsole
 from jitterlab.report.format import counted, format_value, percent
 from jitterlab.report.layout import Prose, fitted
 from jitterlab.report.summaries import headline_value, run_label
-from jitterlab.report.warning_groups import CELL, RUN, SYSTEM, Group, Note, grouped
+from jitterlab.report.warning_groups import RUN, SYSTEM, Group, Note, grouped
 from jitterlab.report.warning_list import WarningList
 
 HEADLINE = "max_rel_period_error"
@@ -360,11 +360,7 @@ def stored_notes(stored: list[tuple[str | None, Warning_]], campaign: str) -> li
 
 def show_warnings(runs: list[RunRecord], stored: list[tuple[str | None, Warning_]], campaign: str) -> list:
     """The campaign's warnings for `show`: stored ones and what the sections tell, grouped."""
-    from jitterlab.report.sections import by_section
+    from jitterlab.report.sections import section_notes
 
-    notes = stored_notes(stored, campaign)
-    for section, mine in by_section(runs):
-        for where, w in section.warnings(mine):
-            scope, _, name = where.partition(" ")
-            notes.append(Note(RUN, name, w) if scope == "run" else Note(CELL, where, w))
+    notes = stored_notes(stored, campaign) + section_notes(runs)
     return [warnings_table(notes)] if notes else []

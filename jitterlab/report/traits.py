@@ -22,6 +22,13 @@ def periodic(runs: list[RunRecord]) -> list[RunRecord]:
     return [r for r in runs if traits_of(r).periodic]
 
 
+def period_ns(run: RunRecord) -> int:
+    """A periodic benchmark's run's nominal period, ns, as the benchmark reads its cell; 0 for a run
+    of a benchmark that declares none."""
+    read = traits_of(run).period_ns
+    return read(run.cell) if read is not None else 0
+
+
 def headline_metrics(runs: list[RunRecord], probe: str | None = None) -> list[str]:
     """The metrics a lab's result names for these runs, most important first: the envelope's rules
     for periodic benchmarks, then each benchmark's declared headline metrics; only those the runs

@@ -7,11 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from jitterlab.model.records import Warning_
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-RUN, CELL, SYSTEM = "run", "cell", "system"
+Scope = Literal["run", "cell", "system"]  # also the noun people read: "3 cells", "12 runs"
+RUN: Final = "run"
+CELL: Final = "cell"
+SYSTEM: Final = "system"
 
 
 @dataclass(frozen=True)
@@ -19,7 +23,7 @@ class Note:
     """One warning as something reported it: `scope` is SYSTEM (a target or the campaign), RUN
     (`where` is a run id) or CELL (`where` names the cell)."""
 
-    scope: str
+    scope: Scope
     where: str
     warning: Warning_
 
@@ -28,7 +32,7 @@ class Note:
 class Group:
     message: str
     remedy: str
-    scope: str
+    scope: Scope
     where: list[str] = field(default_factory=list)
 
     @property

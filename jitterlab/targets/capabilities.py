@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar
 
 from jitterlab.model.errors import UserError, Where
 from jitterlab.model.records import Warning_
+from jitterlab.model.socs import Soc
 from jitterlab.targets.base import Completed, Process, Target
 
 
@@ -107,8 +108,7 @@ class GpioTrace:
     events, e.g. `pl061_set_output`), stamped with this machine's CLOCK_REALTIME by qemu."""
 
     path: Path
-    controller: str  # the emulated GPIO controller ("pl061")
-    lines: int  # its output lines, 0..lines-1
+    block: Soc  # the emulated GPIO controller (model/socs.py): its name, its lines, those it reserves
     event: str  # the trace event naming a level change
 
 
@@ -320,6 +320,18 @@ class Wrapper:
 
 
 @dataclass(frozen=True)
+class EmulatedMachine:
+    """What a target that boots a machine jitterlab emulates declares of it (a qemu machine profile,
+    with its [[target]]'s options), before it boots: the machine (in messages), its CPUs, the
+    register map of its GPIO block (model/socs.py) and the GPIO block its emulator traces."""
+
+    machine: str
+    cpus: int | None = None
+    gpio_soc: Soc | None = None
+    traced: Soc | None = None
+
+
+@dataclass(frozen=True)
 class Declared:
     """A target as its [[target]] declares it, before anything connects: what it will offer, known from
     its kind and options (targets/registry.py `declare`), so that a campaign asking what it cannot
@@ -329,14 +341,19 @@ class Declared:
     described: str  # 'kind "qemu", machine = "pc"'
     offered: frozenset[type[Capability]]
     elsewhere: Callable[[type[Capability]], str]  # the targets that offer a capability, for the fix
-    # an emulated board: the register map of its GPIO block (pins/socs.py: "pl061"), and the controller
-    # its emulator traces with its output lines
-    gpio_soc: str | None = None
-    traced_gpio: tuple[str, int] | None = None
-    machine: str = ""  # the emulated machine, in messages
-    cpus: int | None = None  # its CPUs, when its [[target]] sets them (a VM jitterlab boots)
+    emulated: EmulatedMachine | None = None  # a machine jitterlab boots
     # a real-time unit beside its Linux: its unit table, read (programs/unit's UnitSpec)
     unit: object | None = None
+
+    @property
+    def cpus(self) -> int | None:
+        """Its CPUs, when its [[target]] says them (a machine jitterlab boots)."""
+        return self.emulated.cpus if self.emulated is not None else None
+
+    @property
+    def traced_gpio(self) -> Soc | None:
+        """The GPIO block whose outputs its emulator traces (RecordsGpioOutputs), if any."""
+        return self.emulated.traced if self.emulated is not None else None
 
     def offers(self, cap: type[Capability]) -> bool:
         return cap in self.offered
@@ -348,12 +365,14 @@ class Declared:
             raise UserError(f"{where}: {who} needs a target that can {cap.does}; target {self.name!r} "
                             f"({self.described}) cannot; targets that can: {self.elsewhere(cap)}")
 
-    def need_soc(self, soc: str, where: str | Where) -> None:
+    def need_soc(self, soc: Soc, where: str | Where) -> None:
         """UserError "<where>: target NAME (...) has the GPIO registers of soc X, not Y" when the target
-        is an emulated board whose GPIO block is not `soc`'s (registers of no GPIO block otherwise)."""
-        if self.gpio_soc is not None and soc != self.gpio_soc:
-            raise UserError(f'{where}: target {self.name!r} (qemu machine {self.machine!r}) has the GPIO '
-                            f'registers of soc "{self.gpio_soc}", not "{soc}"; give soc = "{self.gpio_soc}"')
+        is an emulated board whose GPIO block is not `soc` (registers of no GPIO block otherwise)."""
+        board = self.emulated
+        if board is not None and board.gpio_soc is not None and soc is not board.gpio_soc:
+            have = board.gpio_soc.name
+            raise UserError(f'{where}: target {self.name!r} (qemu machine {board.machine!r}) has the GPIO '
+                            f'registers of soc "{have}", not "{soc.name}"; give soc = "{have}"')
 
 
 def kind_capabilities(cls: type) -> frozenset[type[Capability]]:

@@ -153,12 +153,8 @@ def declare(name: str, kind: str, options: Mapping[str, object], where: str) -> 
     offered |= unit.capabilities(spec)
     if not isinstance(checked, QemuOptions):
         return Declared(name, f'kind "{kind}"', offered, offered_by, unit=spec)
-    profile = checked.profile
-    traced = profile.traced_gpio
-    return Declared(name, f'kind "{kind}", machine = "{profile.name}"', offered, offered_by,
-                    gpio_soc=profile.gpio_soc, machine=profile.name, cpus=checked.cpus,
-                    traced_gpio=(traced.controller, traced.lines) if traced is not None else None,
-                    unit=spec)
+    return Declared(name, f'kind "{kind}", machine = "{checked.profile.name}"', offered, offered_by,
+                    emulated=checked.declared(), unit=spec)
 
 
 def offered_by(cap: type[Capability]) -> str:

@@ -5,12 +5,17 @@ from __future__ import annotations
 import dataclasses
 
 from jitterlab.analysis import envelope as env
-from jitterlab.analysis.envelope import envelope
 from jitterlab.campaign import cells
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric, RunRecord
 
 MS = 1_000_000
+
+
+def envelope(runs: list[RunRecord], **kwargs) -> list[env.EnvelopeRow]:
+    """The envelope of squarewave runs, their periods read as the report reads them (model.traits)."""
+    return env.envelope(runs, period_of=lambda r: WaveCell.of_cell(r.cell).period_ns, **kwargs)
 
 
 def run(period_ns: int, err: float | None, impl: str = "c-fifo", rep: int = 0,

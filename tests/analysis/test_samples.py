@@ -36,13 +36,13 @@ def test_squarewave_errors_per_probe_skip_blind_periods_and_derived_series():
     t = t.copy()
     t[20] += 100_000  # one late edge: periods 18-19 and 20-21 (edge to same-polarity edge) are 10 % off
     run = run_record(squarewave_cell("c-fifo", 1_000_000), settings={"warmup_ns": 0})
-    found = distribution(run, {"vpin": EdgeSeries(t, level)}, PERIOD_ERRORS)
+    found = distribution(run, {"vpin": EdgeSeries(t, level)}, PERIOD_ERRORS, 1_000_000)
     values, weights = found["vpin"]
     used = len(period_errors(EdgeSeries(t, level), 1_000_000, 0)[1])  # the metrics' periods
     assert set(found) == {"vpin"} and list(values) == [0.0, 0.1] and list(weights) == [used - 2, 2]
     # a blind span over the late edge excludes the periods that touch it: only exact periods remain
     blind = blind_series(np.array([[t[20] - 1, t[20] + 1]]))
-    found = distribution(run, {"vpin": EdgeSeries(t, level), "vpin.blind": blind}, PERIOD_ERRORS)
+    found = distribution(run, {"vpin": EdgeSeries(t, level), "vpin.blind": blind}, PERIOD_ERRORS, 1_000_000)
     assert set(found) == {"vpin"} and list(found["vpin"][0]) == [0.0]
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jitterlab.analysis.compare import NOT_TESTED, SAME, UNDECIDED, WORSE, Selector, compare
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
 from jitterlab.model.traits import PERIOD_ERRORS, BenchmarkTraits
@@ -44,7 +45,7 @@ def runs_with_samples(seed: int, base: tuple[float, float, float], cand: tuple[f
 
 def squarewave(benchmark: str) -> BenchmarkTraits:
     return BenchmarkTraits(("p50_rel_period_error", "p999_rel_period_error", "max_rel_period_error"),
-                           periodic=True, samples=PERIOD_ERRORS)
+                           period_ns=lambda cell: WaveCell.of_cell(cell).period_ns, samples=PERIOD_ERRORS)
 
 
 def judged(runs, samples, **kwargs):

@@ -444,7 +444,7 @@ def test_a_named_symbolic_link_is_followed(tmp_path):
 
 
 def test_files_over_the_bounds_are_refused_when_read(tmp_path, capsys, monkeypatch):
-    from jitterlab.measure.benchmarks import command_files
+    from jitterlab.measure.command import files as command_files
 
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -559,7 +559,7 @@ def test_deeply_nested_json_fails_the_run_and_the_campaign_goes_on(tmp_path, cap
 
 @pytest.fixture
 def small_bounds(monkeypatch):
-    from jitterlab.measure.benchmarks import command_output
+    from jitterlab.measure.command import output as command_output
 
     monkeypatch.setattr(command_output, "HEAD_BYTES", 1000)
     monkeypatch.setattr(command_output, "TAIL_BYTES", 3000)

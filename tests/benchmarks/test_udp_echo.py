@@ -220,7 +220,7 @@ def _controller_context(target, tmp_path, controller=None):
 
 
 def test_the_controller_side_is_the_target_itself_when_it_is_the_controller(tmp_path):
-    from jitterlab.measure.benchmarks.udp_programs import controller_side
+    from jitterlab.measure.udp.programs import controller_side
     from jitterlab.targets.local import LocalTarget
 
     local = LocalTarget("here", str(tmp_path / "w"))
@@ -229,7 +229,7 @@ def test_the_controller_side_is_the_target_itself_when_it_is_the_controller(tmp_
 
 
 def test_a_controller_that_cannot_build_the_programs_makes_the_cell_unavailable(tmp_path):
-    from jitterlab.measure.benchmarks.udp_programs import controller_side
+    from jitterlab.measure.udp.programs import controller_side
     from jitterlab.targets.capabilities import BuildsProgramsOnDemand, Wrapper
     from jitterlab.targets.local import LocalTarget
     from jitterlab.targets.unreachable import UnreachableTarget

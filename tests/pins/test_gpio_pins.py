@@ -23,10 +23,10 @@ from jitterlab.measure.squarewave.pins.offers import (
     RegisterBlock,
     ValueFile,
 )
-from jitterlab.measure.squarewave.pins.socs import SOCS
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
+from jitterlab.model.socs import SOCS
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
@@ -163,7 +163,8 @@ def test_gpiomem_passes_the_register_layout(tmp_path):
     handle = pin.setup()
     assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
     # the line as the register map numbers it; its chip and offset are not known to this pin
-    assert handle.get(BoardLine) == BoardLine(soc="am335x", soc_line=60) and handle.get(KernelLine) is None
+    assert handle.get(BoardLine) == BoardLine(soc=SOCS["am335x"], soc_line=60)
+    assert handle.get(KernelLine) is None
     assert handle == type(pin).declare(pin.ctx.settings), "what the options declare, before any setup"
     args = handle.get(RegisterBlock).program_args
     assert args[:4] == ("--gpiomem", "/dev/mem", "--map-base", "0x4804c000")

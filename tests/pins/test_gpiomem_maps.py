@@ -17,10 +17,10 @@ from jitterlab import plugins, programs
 from jitterlab.campaign.file import load_campaign
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.pins.offers import RegisterBlock
-from jitterlab.measure.squarewave.pins.socs import SOCS, Registers
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
+from jitterlab.model.socs import SOCS, Registers
 from jitterlab.targets.fake import FakeTarget
 
 IMPLS = ("c-mmap", "c-fifo")

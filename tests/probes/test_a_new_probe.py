@@ -1,7 +1,8 @@
 """A probe made inside this test, as a contributor would add one: one class and one registration
 (in the package: its module under measure/squarewave/probes/ and an import line in plugins.py).
 Nothing else names it, yet the campaign binds it to the pins it can watch, refuses it on a target
-that lacks what it reads, preflight looks for its controller tool, and it reads the line it watches
+that lacks what it reads, preflight looks for its controller tool, `jitterlab list` shows it,
+`jitterlab doctor` lists it on a target that offers what it reads, and it reads the line it watches
 from the pin it is bound to. This is the "a probe" row of docs/architecture.md's change costs."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.model.registry import Entry
+from jitterlab.model.socs import SOCS
 from jitterlab.targets.capabilities import Capability
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.local import LocalTarget
@@ -54,7 +56,7 @@ class TapProbe(ProbeBase):
 
     def stop(self, own: SelfLog) -> Capture:
         t_ns = own.t_ns - CLOCK_OFFSET_NS
-        fit = align(t_ns, own.level, own.t_ns, own.level, int(self.ctx.cell.param("period")))
+        fit = align(t_ns, own.level, own.t_ns, own.level, self.period_ns)
         return aligned_capture("tap", t_ns, own.level, fit, edges=f"the tap's edges on line {self.line.line}",
                                fix="check the tap")
 
@@ -126,16 +128,35 @@ def test_preflight_asks_the_opened_target_and_the_controller(tap, tmp_path, monk
         TappedLocal: {"the controller (this machine) lacks no-such-tap-xyz (apt install tap-tools)"}}
 
 
+def test_list_shows_it_and_doctor_finds_it_by_what_it_reads(tap, tmp_path, capsys, monkeypatch):
+    from jitterlab.cli.commands import doctor
+    from jitterlab.cli.main import main
+    from jitterlab.measure.squarewave.probes import visa
+
+    assert main(["list"]) == 0
+    listed = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert "tap a tap on a board line" in listed
+    monkeypatch.setattr(visa, "resources", lambda: [])
+    usable = {}
+    for kind in (LocalTarget, TappedLocal):
+        target = kind("board", str(tmp_path))
+        try:
+            usable[kind] = doctor.probe_findings({"n_cpus": 2}, target)[0].state
+        finally:
+            target.close()
+    assert "tap (on a board line: pins " in usable[TappedLocal] and "tap" not in usable[LocalTarget]
+
+
 def test_it_reads_the_line_from_the_pin_and_ends_like_every_aligned_probe(tap, tmp_path):
     cell = squarewave_cell("c-mmap", 10_000_000, probe="tap", pin="gpiomem")
     ctx = RunContext(TappedBoard(), RunSettings(), cell, 0, "/s", tmp_path, "/b", Placement(None, None), True,
                      controller=FakeTarget())
     probe = TapProbe(ctx)
-    probe.start(PinHandle("gpiomem", (BoardLine(soc="pl061", soc_line=2),)))
+    probe.start(PinHandle("gpiomem", (BoardLine(soc=SOCS["pl061"], soc_line=2),)))
     own = SelfLog(5_000_000_000 + np.arange(40, dtype=np.int64) * 5_000_000,
                   (np.arange(40) % 2 == 0).astype(np.uint8), "monotonic", "c-mmap", 0)
     capture = probe.stop(own)
-    assert probe.line == BoardLine(soc="pl061", soc_line=2)
+    assert probe.line == BoardLine(soc=SOCS["pl061"], soc_line=2)
     assert capture.t_ns.tolist() == own.t_ns.tolist(), "put on the program's clock"
     metrics = {m.name: m.value for m in capture.metrics}
     assert metrics["program_pin_watched"] == 1 and metrics["align_offset_ns"] == CLOCK_OFFSET_NS

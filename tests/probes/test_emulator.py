@@ -21,6 +21,7 @@ from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
+from jitterlab.model.socs import SOCS
 from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import GpioTrace, RecordsGpioOutputs
 from jitterlab.targets.fake import FakeTarget
@@ -104,7 +105,7 @@ class TracedBoard(FakeTarget, RecordsGpioOutputs):
         self.trace = trace
 
     def gpio_trace(self) -> GpioTrace:
-        return GpioTrace(self.trace, "pl061", 8, "pl061_set_output")
+        return GpioTrace(self.trace, SOCS["pl061"], "pl061_set_output")
 
 
 def _ctx(tmp_path: Path, target, line: int | None = None, period_ns: int = PERIOD_NS) -> RunContext:
@@ -214,11 +215,13 @@ def test_a_line_that_never_changed_is_unmeasurable_with_the_option_to_check(tmp_
     assert failed.value.status == "unmeasurable"
 
 
-def test_a_target_that_records_no_gpio_outputs_is_refused_with_the_machine_to_use(tmp_path):
+def test_a_target_that_records_no_gpio_outputs_is_refused_with_where_to_find_one(tmp_path):
+    """The campaign's checks name the machines that can (from the registries, tests/test_campaign.py);
+    a run that got past them says what the target lacks and where those names are."""
     probe = EMULATOR(_ctx(tmp_path, FakeTarget(name="pc")))
-    with pytest.raises(RunFailed, match=r"^probes.emulator: target 'pc' records no GPIO outputs outside "
-                       r"the board; use a qemu machine with a traced GPIO controller "
-                       r'\(machine = "virt-arm64"\)$') as failed:
+    with pytest.raises(RunFailed, match=r"^probes.emulator: target 'pc' cannot record its GPIO outputs "
+                       r"outside the board \(an emulated board with a traced GPIO controller\): "
+                       r"`jitterlab run --dry-run` names the targets that can$") as failed:
         probe.start(PinHandle("gpiod", ()))
     assert failed.value.status == "unavailable"
 
@@ -268,7 +271,7 @@ def test_it_follows_the_line_of_the_pin_it_is_bound_to(tmp_path):
     """A gpiomem pin says its line in the PL061's register map, a gpiod pin its offset on the
     controller's chip: the same line 2, followed edge for edge without a line of the probe's own."""
     own = _own(40)
-    for pin in (GPIOD_LINE2, PinHandle("gpiomem", (BoardLine(soc="pl061", soc_line=2),))):
+    for pin in (GPIOD_LINE2, PinHandle("gpiomem", (BoardLine(soc=SOCS["pl061"], soc_line=2),))):
         capture, _ = _run(tmp_path, own, _trace_of(own), pin=pin)
         assert capture.t_ns.tolist() == own.t_ns.tolist(), pin.kind
         assert {m.name: m.value for m in capture.metrics}["program_pin_watched"] == 1
@@ -322,7 +325,7 @@ def _unit_run(tmp_path: Path, made: int, traced: int, monkeypatch) -> object:
     ctx = RunContext(FakeTarget(), RunSettings(), cell, 0, "/s", tmp_path, "/b", Placement(None, None), True,
                      controller=FakeTarget())
     probe = EMULATOR(ctx)  # no [probes.emulator] line: the pin names its line
-    probe.start(PinHandle("unit", (TracedOutput(GpioTrace(trace, "pl061", 8, "pl061_set_output"), 0),)))
+    probe.start(PinHandle("unit", (TracedOutput(GpioTrace(trace, SOCS["pl061"], "pl061_set_output"), 0),)))
     with trace.open("a") as f:
         f.write("".join(event(HOST0_NS + i * PERIOD_NS // 2, 0, (i + 1) % 2) for i in range(traced)))
     try:

@@ -10,12 +10,12 @@ import shutil
 import pytest
 
 from jitterlab.cli.commands import doctor
-from jitterlab.measure.squarewave.probes import sigrok
+from jitterlab.measure.squarewave.probes import sigrok, visa
 
 
 def _findings(monkeypatch, n_cpus: int, analyzers: list[str], resources: list[str]) -> dict[str, str]:
     monkeypatch.setattr(sigrok, "scan_devices", lambda controller: analyzers)
-    monkeypatch.setattr(doctor, "visa_resources", lambda: resources)
+    monkeypatch.setattr(visa, "resources", lambda: resources)
     found = doctor.probe_findings({"n_cpus": n_cpus})
     assert all(f.fix is None and f.informational for f in found), "no instrument is nothing to fix"
     return {f.topic: f.state for f in found}
@@ -31,7 +31,7 @@ def test_probes_usable_with_instruments_and_without(monkeypatch):
     assert bare["VISA resources"].startswith("ASRL/dev/ttyS0::INSTR: serial port, not identified (")
     lab = _findings(monkeypatch, 4, ["fx2lafw - Saleae Logic with 8 channels: D0 D1 D2 D3 D4 D5 D6 D7"],
                     ["USB0::0x0AAD::0x0197::100938::INSTR"])
-    assert lab["probes"] == "self, vpin, sigrok, scpi"
+    assert lab["probes"] == "self, vpin, scpi, sigrok"
     assert lab["VISA resources"] == "USB0::0x0AAD::0x0197::100938::INSTR (instrument)"
     both = _findings(monkeypatch, 4, ["fx2lafw - Saleae Logic with 8 channels: D0", *demo], [])
     assert both["logic analyzers"] == f"fx2lafw - Saleae Logic with 8 channels: D0; and {simulator}"
@@ -42,7 +42,7 @@ def test_probes_usable_with_instruments_and_without(monkeypatch):
 
 def test_without_sigrok_cli_the_fix_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(doctor, "visa_resources", lambda: [])
+    monkeypatch.setattr(visa, "resources", lambda: [])
     states = {f.topic: f.state for f in doctor.probe_findings({"n_cpus": 2})}
     assert states["logic analyzers"] == ("sigrok-cli is not installed here (apt install sigrok-cli to use "
                                          "an analyzer)")

@@ -23,6 +23,7 @@ from jitterlab.measure.squarewave.probes.polls import Polls, blind_spans, edges_
 from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
+from jitterlab.model.socs import SOCS
 from jitterlab.targets.capabilities import ExaminesMemory, WordReader
 from jitterlab.targets.fake import FakeTarget
 from jitterlab.targets.qmp import open_word
@@ -34,7 +35,7 @@ HALF_NS = 20 * MS  # a slow wave: 20 ms between edges, 20 reads per half period
 PERIOD_NS = 2 * HALF_NS
 GUEST0_NS = 5_000_000_000  # the program's first edge, on the board's clock
 FIRST_EDGE_NS = 100 * MS + MS // 2  # on the fake clock: read 100 is the first to see it
-PL061_LINE2 = 0x09030000 + (0x04 << 2)  # pins/socs.py: line 2's address-masked data register
+PL061_LINE2 = 0x09030000 + (0x04 << 2)  # model/socs.py: line 2's address-masked data register
 
 
 class FakeClock:
@@ -193,10 +194,10 @@ def test_a_board_that_stops_during_the_run_fails_the_run_with_why(tmp_path, sock
         _poll(tmp_path, sock_dir, monkeypatch, wave(40), _own(40), reads=30, close_after=30)
 
 
-def test_a_target_without_a_monitor_is_refused_with_the_machine_to_use(tmp_path):
+def test_a_target_without_a_monitor_is_refused_with_where_to_find_one(tmp_path):
     probe = PROBE(_ctx(tmp_path, FakeTarget(name="pi")))
-    with pytest.raises(RunFailed, match=r"^probes.register-poll: target 'pi' has no emulator monitor to read "
-                       r'its registers through; use a qemu target \(machine = "virt-arm64"') as failed:
+    with pytest.raises(RunFailed, match=r"^probes.register-poll: target 'pi' cannot show its physical memory "
+                       r"from outside .*: `jitterlab run --dry-run` names the targets that can$") as failed:
         probe.start(PinHandle("gpiod", ()))
     assert failed.value.status == "unavailable"
 
@@ -245,7 +246,7 @@ def test_a_gpiomem_pin_says_its_soc_and_line_and_the_probes_keys_must_agree():
 
 def test_it_polls_the_register_line_of_a_gpiomem_pin_without_keys_of_its_own(tmp_path, sock_dir, monkeypatch):
     own = _own(40)
-    gpiomem = PinHandle("gpiomem", (BoardLine(soc="pl061", soc_line=2),))
+    gpiomem = PinHandle("gpiomem", (BoardLine(soc=SOCS["pl061"], soc_line=2),))
     capture = _poll(tmp_path, sock_dir, monkeypatch, wave(40), own, pin=gpiomem, soc=None, line=None)
     assert capture.t_ns.tolist() == own.t_ns.tolist()
     assert {m.name: m.value for m in capture.metrics}["program_pin_watched"] == 1
@@ -257,7 +258,7 @@ def test_it_reads_each_socs_level_register_at_its_physical_address():
     regs, where = PROBE(ctx)._registers(PinHandle("gpiod", (BoardLine("20a8000.gpio", 21),)))
     assert (regs.base + regs.lev_reg, regs.mask) == (0x0209C000 + 3 * 0x4000, 1 << 21)
     assert where == "imx6 line 117 (0x20a8000)"
-    gpiomem = PinHandle("gpiomem", (BoardLine(soc="imx6", soc_line=117),))  # the same, as the pin says it
+    gpiomem = PinHandle("gpiomem", (BoardLine(soc=SOCS["imx6"], soc_line=117),))  # the same, as the pin says
     assert PROBE(_ctx(Path("/tmp"), FakeTarget(), line=None, soc=None))._registers(gpiomem) == (regs, where)
     bcm = PROBE(_ctx(Path("/tmp"), FakeTarget(), line=4, soc="bcm2837"))
     regs, _ = bcm._registers(PinHandle("gpiod", ()))

@@ -102,3 +102,25 @@ def test_a_new_format_is_one_registration(report_store, monkeypatch):
         ex.export_trend(TREND, "lines", None)
     with pytest.raises(ValueError, match="registered twice"):
         EXPORTERS.add("csv", "again", _Lines())
+    # `jitterlab export --help` says what it is and where -o puts it, as for every format
+    assert "lines: one run id per line;" in _export_help()
+    assert "a file (csv, json, junit, lava, lines: stdout without it) or a directory (kcidb, parquet)" in (
+        _export_help())
+
+
+def test_export_help_names_each_format_with_its_output_form():
+    """The formats that write a directory say so (kcidb, parquet), those that write one file too."""
+    text = _export_help()
+    assert ("csv, json, junit and lava write one file (-o FILE), or to stdout without -o; kcidb and "
+            "parquet write a directory of files (-o DIR, required)") in text
+    for e in EXPORTERS:
+        assert f"{e.name}: {e.help}" in text
+
+
+def _export_help() -> str:
+    import argparse
+
+    from jitterlab.cli.commands import export as command
+
+    parser = command.add_parser(argparse.ArgumentParser().add_subparsers())
+    return " ".join(parser.format_help().split())

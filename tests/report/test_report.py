@@ -245,12 +245,13 @@ def test_export_holds_the_envelope_by_rule(report_store, tmp_path):
 def test_figures_draw_exactly_the_periods_the_metrics_used(report_store):
     from jitterlab.analysis.samples import distribution
     from jitterlab.model.traits import PERIOD_ERRORS
+    from jitterlab.report.traits import period_ns
 
     checked = 0
     for r in report_store.runs():
         if r.status != "ok":
             continue
-        found = distribution(r, report_store.read_series(r), PERIOD_ERRORS)
+        found = distribution(r, report_store.read_series(r), PERIOD_ERRORS, period_ns(r))
         for probe in ("vpin", "self"):
             values, counts = found[probe]
             assert counts.sum() == r.metric("n_periods", probe), (r.id, probe)

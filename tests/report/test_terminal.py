@@ -127,6 +127,19 @@ def test_show_warnings_counts_cells_with_too_few_repetitions(tmp_path):
     assert text.count("repetition(s) per cell only") == 1 and "3 cells" in text
 
 
+def test_a_cell_warning_stays_a_cell_warning_whatever_its_target_is_named():
+    """The sections hand their notes over with their scope: a target named "run" (its cell's name
+    starts "run ...") is not read back as a run id."""
+    from jitterlab.model.fakes import squarewave_cell
+    from jitterlab.report.sections import section_notes
+
+    runs = [run_record(squarewave_cell("c-fifo", MS, target="run"), id="r1",
+                       metrics=[Metric("max_rel_period_error", 0.01, "ratio", "vpin")])]
+    [note] = section_notes(runs)
+    assert note.scope == "cell" and note.where.startswith("run c-fifo")
+    assert "run c-fifo 1ms idle (vpin)" in piped(*show_warnings(runs, [], "q"))
+
+
 def test_help_texts_print_percent_signs_once():
     for command in ("report", "compare", "export"):
         done = subprocess.run([sys.executable, "-m", "jitterlab.cli", command, "--help"],

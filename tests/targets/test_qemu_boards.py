@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from jitterlab.model.errors import UserError
+from jitterlab.model.socs import SOCS
 from jitterlab.targets.capabilities import CrossBuilt, ExaminesMemory, RecordsGpioOutputs, has
 from jitterlab.targets.qemu.machines.pc import PC
 from jitterlab.targets.qemu.machines.registry import MACHINES
@@ -84,7 +85,7 @@ def test_only_a_board_with_a_traced_controller_records_its_gpio_outputs(tmp_path
     pc = QemuTarget("pc", parse_options({}, "t"))
     try:
         trace = has(board, RecordsGpioOutputs).gpio_trace()
-        assert (trace.controller, trace.lines, trace.event) == ("pl061", 8, "pl061_set_output")
+        assert (trace.block, trace.event) == (SOCS["pl061"], "pl061_set_output")
         assert trace.path.parent == board.dir
         assert has(pc, RecordsGpioOutputs) is None
         # a board's GPIO block can be read over the monitor; the pc guest has none to read
@@ -157,3 +158,24 @@ def test_per_boot_files_ride_in_a_second_initramfs_archive(tmp_path):
     data = (tmp_path / "out.cpio").read_bytes()
     assert data.startswith(b"BASE070701") and b"jlboot/host_key\0" in data and b"secret" in data
     assert data.rstrip(b"\0").endswith(b"TRAILER!!!")
+
+
+def test_a_profile_names_its_gpio_block_by_a_register_map_users_can_name():
+    """A machine's GPIO block is a record of model/socs.py, checked when the profile is made: one that
+    [pins.gpiomem] soc or [probes.register-poll] soc could not name, or a traced controller that is
+    not the block whose registers the machine has, is a bug of the profile."""
+    from dataclasses import replace
+
+    from jitterlab.model.socs import Pl061
+
+    assert VIRT_ARM64.gpio_soc is SOCS["pl061"] and VIRT_ARM64.traced_gpio.soc is SOCS["pl061"]
+    look_alike = Pl061("pl061", "a PL061 elsewhere", 8, "/dev/mem")
+    with pytest.raises(ValueError, match=r"^qemu machine 'virt-arm64': GPIO block 'pl061' is not a register "
+                                         r"map of model/socs.py's SOCS \(bcm2835, .*\)$"):
+        replace(VIRT_ARM64, gpio_soc=look_alike)
+    with pytest.raises(ValueError, match=r"^qemu machine 'virt-arm64' traces GPIO block 'pl061' but has the "
+                                         r"registers of 'imx6'$"):
+        replace(VIRT_ARM64, gpio_soc=SOCS["imx6"])
+    declared = parse_options({"machine": "sabrelite", "cpus": 2}, "t").declared()
+    assert (declared.machine, declared.cpus, declared.gpio_soc, declared.traced) == (
+        "sabrelite", 2, SOCS["imx6"], None)

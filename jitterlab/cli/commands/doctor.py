@@ -163,8 +163,8 @@ def needed_tools() -> dict[str, tuple[str, set[str]]]:
 
     needs: dict[str, tuple[str, set[str]]] = {}
     for entry in plugins.BENCHMARKS:
-        bench = entry.obj
-        params = bench.params
+        bench: plugins.Needs = entry.obj
+        params = entry.obj.params  # its Cells: a sample cell of each combination of their values
         for values in itertools.product(*(_values(p) for p in params)):
             keyed = tuple(zip((p.name for p in params), values, strict=True))
             cell = Cell("doctor", entry.name, "idle", keyed)
@@ -207,72 +207,10 @@ def probe_findings(info: dict, target: Target | None = None) -> list[Finding]:
         watching = [e.name for e in PROBES if e.obj.needs and serves(e.obj.needs, (form,))]
         usable.append(f"{', '.join(watching)} (on the {info['unit_kind']} unit's pin: pin unit)")
     controller = LocalTarget(name="controller")
-    try:
-        if controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"]).ok:
-            from jitterlab.measure.squarewave.probes.sigrok import scan_devices
-
-            found = scan_devices(controller)
-            analyzers = analyzers_text(found)
-            usable += ["sigrok"] if any(not _simulated(line) for line in found) else []
-        else:
-            analyzers = "sigrok-cli is not installed here (apt install sigrok-cli to use an analyzer)"
+    try:  # what each probe that reads an instrument finds of them here (its `instruments`)
+        found = [(e.name, i) for e in PROBES if (i := e.obj.instruments(controller)) is not None]
     finally:
         controller.close()
-    resources = visa_resources()
-    usable += ["scpi"] if any(r.startswith(("USB", "GPIB")) for r in resources) else []
+    usable += [name for name, instruments in found if instruments.usable]
     return [Finding("probes", ", ".join(usable), informational=True),
-            Finding("logic analyzers", analyzers, informational=True),
-            Finding("VISA resources", resources_text(resources), informational=True)]
-
-
-def _simulated(scan_line: str) -> bool:
-    """sigrok's demo driver: a software simulator that generates its own signal."""
-    return scan_line.startswith("demo ")
-
-
-def analyzers_text(found: list[str]) -> str:
-    """What `sigrok-cli --scan` found, the simulator named as one (it watches no pin)."""
-    if not found:
-        return "none found by sigrok-cli --scan"
-    real = [line for line in found if not _simulated(line)]
-    simulated = "sigrok's demo driver, a software simulator that watches no pin"
-    if not real:
-        return f"none; only {simulated}"
-    return "; ".join(real) + (f"; and {simulated}" if len(real) < len(found) else "")
-
-
-def resources_text(resources: list[str]) -> str:
-    """VISA resources: an instrument on USB or GPIB names itself; a serial line (ASRL) is only a
-    port (a console, a modem, or an instrument) until something asks it *IDN?."""
-    if not resources:
-        return ("none on USB, GPIB or serial (instruments on the LAN are not searched: give their "
-                "address as probes.scpi.resource)")
-    if resources[0].startswith("("):  # pyvisa-py missing: the sentence says so
-        return resources[0]
-    ports = [r for r in resources if r.startswith("ASRL")]
-    instruments = [r for r in resources if not r.startswith("ASRL")]
-    parts = [f"{', '.join(instruments)} (instrument{'s' if len(instruments) > 1 else ''})"] if instruments \
-        else []
-    if ports:
-        parts.append(f"{', '.join(ports)}: serial port{'s' if len(ports) > 1 else ''}, not identified (a "
-                     "console or any device; an instrument there is given as probes.scpi.resource)")
-    return "; ".join(parts)
-
-
-def visa_resources() -> list[str]:
-    """VISA resources pyvisa-py finds on USB, GPIB and serial lines. LAN discovery broadcasts to the
-    network, so it is left out: a LAN instrument is named by its address."""
-    try:
-        import pyvisa_py.highlevel  # noqa: F401  (registers the session classes)
-        from pyvisa_py.sessions import Session
-    except ImportError:
-        return ["(pyvisa-py is not installed: pip install 'jitterlab[instruments]' to use an instrument)"]
-    found: list[str] = []
-    for (interface, _), session in Session.iter_valid_session_classes():
-        if "tcpip" in interface.name or "prlgx" in interface.name:
-            continue
-        try:
-            found += session.list_resources()
-        except Exception:  # a bus whose library is missing (pyusb, gpib-ctypes) lists nothing
-            continue
-    return sorted(set(found))
+            *(Finding(i.topic, i.found, informational=True) for _, i in found)]

@@ -1,4 +1,5 @@
-"""`jitterlab export`: runs, parameters, labels, sysinfo and metrics as CSV, JSON or Parquet."""
+"""`jitterlab export`: runs, parameters, labels, sysinfo and metrics in any registered format
+(report/formats/): a file, or a directory of files."""
 
 from __future__ import annotations
 
@@ -13,18 +14,23 @@ from jitterlab.model.errors import UserError
 from jitterlab.report.console import escape_controls
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
-    from jitterlab.report.export import formats, tables
+def _both(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    from jitterlab.report.export import formats, tables, writes_directory
+    from jitterlab.report.formats.base import EXPORTERS
+
+    files = [f for f in formats() if not writes_directory(f)]
+    directories = [f for f in formats() if writes_directory(f)]
     p = sub.add_parser(
         "export", help="export runs, parameters, labels, sysinfo and metrics",
         description="Export the runs with their parameters, labels, a sysinfo summary and every "
-        "metric, raw values in the metric's unit (named in JSON and metrics.parquet). csv/json: "
-        "one row (object) per run, metric columns named PROBE.METRIC, written to -o or stdout; "
-        "json also holds the operational envelope, and --table envelope writes it as CSV. "
-        "parquet: -o is a directory that receives runs.parquet, metrics.parquet (long form with "
-        "units and directions), envelope.parquet, raw.parquet (every edge series with run_id) "
-        "and samples.parquet (every sample series: round-trip times, latency histograms).",
+        "metric, raw values in the metric's unit. "
+        + "; ".join(f"{e.name}: {e.help}" for e in EXPORTERS) + ". "
+        f"{_both(files)} write one file (-o FILE), or to stdout without -o; {_both(directories)} "
+        "write a directory of files (-o DIR, required). CSV's metric columns are named PROBE.METRIC.",
         epilog="example: jitterlab export --format parquet -o export/")
     add_results(p)
     p.add_argument("--campaign", action="append", type=name_arg, metavar="NAME",
@@ -34,7 +40,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"{', '.join(formats()[:-1])} or {formats()[-1]}")
     add_trend(p, "export")
     p.add_argument("-o", "--output", type=path_arg, metavar="PATH",
-                   help="file (csv, json) or directory (parquet); csv/json go to stdout without it")
+                   help=f"a file ({', '.join(files)}: stdout without it) or a directory "
+                   f"({', '.join(directories)})")
     p.add_argument("--table", choices=tables(), default="runs",
                    help="csv: one row per run (default), or the operational envelope (one row per "
                    "impl x load x probe x rule x threshold)")

@@ -322,7 +322,7 @@ def _dry_run(out: Console, campaign) -> int:
     per_cell_s = 0.0
     naming = names().among(campaign.cells)
     for i, c in enumerate(campaign.cells):
-        bench = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
+        bench: plugins.Scheduling = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
         seconds = bench.estimate_s(campaign.settings, c)
         per_cell_s += seconds
         if i < DRY_RUN_ROWS:  # named as everywhere: defaults left out unless they tell cells apart

@@ -16,6 +16,7 @@ from BenchmarkBase (its loads then stay up through its analysis).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,8 +31,8 @@ from jitterlab.model.traits import BenchmarkTraits
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import Capability, Declared
 
-__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Measurement", "Measuring", "Placement",
-           "RunContext"]
+__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkBase", "Cells", "Checks", "Measurement", "Measuring",
+           "Needs", "Phases", "Placement", "Results", "RunContext", "Scheduling"]
 
 
 @dataclass(frozen=True)
@@ -58,19 +59,57 @@ class Measuring(Protocol):
         ...
 
 
-class Benchmark(Protocol):
+# What a benchmark is, split by who asks: each caller is written against the small protocol it
+# needs; a registered benchmark (BenchmarkBase) is all of them.
+
+
+class Cells(Protocol):
+    """How its cells are made and named: the campaign's matrix (campaign/matrix.py), cell naming
+    (campaign/cells.py), progress lines and doctor's sample cells."""
+
     params: tuple[Param, ...]
     """The matrix keys this benchmark understands besides target, benchmark and load."""
-    headline: tuple[str, ...]
-    """The metrics a summary shows first (the report's tables and bar charts), most important first."""
-    traits: BenchmarkTraits
-    """What its runs are for whoever reads them back (model.traits): its headline, periodic, samples."""
 
-    def metric_names(self, cell: Cell) -> frozenset[str]:
-        """The names of every metric a run of the cell can produce (a run may lack some, never has
-        another: tests hold each benchmark to it), known before anything is measured: `run
-        --until-decided --watch` is checked against them. A load's readings are the load's."""
+    def pair(self, named: list[Cell], cells: list[Cell], where: Where) -> tuple[list[Cell], tuple[str, ...]]:
+        """Of `cells` (one [matrix] table's, after [[exclude]]), those whose values go together, and
+        what was paired and left out, in lines for --dry-run ("each impl on the pins it drives: ...");
+        UserError when a value the table names goes with none of its others (`named`: the table's
+        cells before [[exclude]]; a pin no impl of it drives). `where` names the table
+        (it formats as "campaign.toml: matrix")."""
         ...
+
+    def label(self, cell: Cell) -> str:
+        """A short human name of the cell for progress lines and tables."""
+        ...
+
+
+class Checks(Protocol):
+    """What refuses a cell, at each moment something more is known: the campaign's settings and
+    the [[target]] as declared (campaign/file.py, --dry-run included), the opened target
+    (execution/preflight.py)."""
+
+    def check(self, cell: Cell, settings: RunSettings, where: Where) -> None:
+        """Reject a cell that cannot work with these settings (UserError; what its target cannot serve
+        is check_target's, asked of what the [[target]] declares, never of its kind's name);
+        `where` names the matrix (formatted "campaign.toml: matrix"; `where.key("period")` a key of it,
+        `where.at("probes", "sigrok")` another table of the same file)."""
+        ...
+
+    def check_target(self, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
+        """Reject a cell its target cannot measure, known from its [[target]] alone (a probe that reads
+        what only an emulated board offers): UserError; `where` names the matrix as in check()."""
+        ...
+
+    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: Where) -> None:
+        """Once per target before the campaign, with this benchmark's cells on it: raise UserError
+        for what only the target can tell (e.g. a network peer that does not answer); `where`
+        names the matrix as in check()."""
+        ...
+
+
+class Needs(Protocol):
+    """What a cell needs before it can run, which preflight makes the cells that lack it unavailable
+    for (execution/preflight.py) and doctor lists (the tools of every benchmark)."""
 
     def tools(self, cell: Cell) -> dict[str, str]:
         """Commands the cell needs on the target -> the Debian package that has them."""
@@ -95,9 +134,11 @@ class Benchmark(Protocol):
         """What in the cell needs its tools, for messages: "impl node", "benchmark sysbench-cpu"."""
         ...
 
-    def estimate_s(self, settings: RunSettings, cell: Cell) -> float:
-        """Expected wall time of one run, for --dry-run and the ETA."""
-        ...
+
+class Scheduling(Protocol):
+    """How its runs are placed and timed: the real-time class and a CPU of the probe's own
+    (preflight's placement, the campaign's [campaign.cpus] check), the estimate (--dry-run, the
+    runner's ETA)."""
 
     def needs_rt(self, cell: Cell) -> bool:
         """True when the cell cannot be measured honestly without a real-time scheduling class."""
@@ -107,35 +148,13 @@ class Benchmark(Protocol):
         """True when the cell's probe needs a CPU of the target of its own."""
         ...
 
-    def pair(self, named: list[Cell], cells: list[Cell], where: Where) -> tuple[list[Cell], tuple[str, ...]]:
-        """Of `cells` (one [matrix] table's, after [[exclude]]), those whose values go together, and
-        what was paired and left out, in lines for --dry-run ("each impl on the pins it drives: ...");
-        UserError when a value the table names goes with none of its others (`named`: the table's
-        cells before [[exclude]]; a pin no impl of it drives). `where` names the table
-        (it formats as "campaign.toml: matrix")."""
+    def estimate_s(self, settings: RunSettings, cell: Cell) -> float:
+        """Expected wall time of one run, for --dry-run and the ETA."""
         ...
 
-    def check(self, cell: Cell, settings: RunSettings, where: Where) -> None:
-        """Reject a cell that cannot work with these settings (UserError; what its target cannot serve
-        is check_target's, asked of what the [[target]] declares, never of its kind's name);
-        `where` names the matrix (formatted "campaign.toml: matrix"; `where.key("period")` a key of it,
-        `where.at("probes", "sigrok")` another table of the same file)."""
-        ...
 
-    def check_target(self, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
-        """Reject a cell its target cannot measure, known from its [[target]] alone (a probe that reads
-        what only an emulated board offers): UserError; `where` names the matrix as in check()."""
-        ...
-
-    def preflight(self, target: Target, settings: RunSettings, cells: list[Cell], where: Where) -> None:
-        """Once per target before the campaign, with this benchmark's cells on it: raise UserError
-        for what only the target can tell (e.g. a network peer that does not answer); `where`
-        names the matrix as in check()."""
-        ...
-
-    def label(self, cell: Cell) -> str:
-        """A short human name of the cell for progress lines and tables."""
-        ...
+class Phases(Protocol):
+    """One run's measurement, as the runner drives it (execution/run.py, the module docstring)."""
 
     def warm(self) -> None:
         """Load on the controller what the analysis of a run compiles (once per process), while the
@@ -152,6 +171,26 @@ class Benchmark(Protocol):
         ...
 
 
+class Results(Protocol):
+    """What its runs produce, known before anything is measured: for `run --until-decided --watch`
+    (execution/until_decided.py) and whatever reads stored runs (the report, compare: its traits)."""
+
+    headline: tuple[str, ...]
+    """The metrics a summary shows first (the report's tables and bar charts), most important first."""
+    traits: BenchmarkTraits
+    """What its runs are for whoever reads them back (model.traits): its headline, period, samples."""
+
+    def metric_names(self, cell: Cell) -> frozenset[str]:
+        """The names of every metric a run of the cell can produce (a run may lack some, never has
+        another: tests hold each benchmark to it), known before anything is measured: `run
+        --until-decided --watch` is checked against them. A load's readings are the load's."""
+        ...
+
+
+class Benchmark(Cells, Checks, Needs, Scheduling, Phases, Results, Protocol):
+    """A registered benchmark: every part above (BenchmarkBase gives the defaults)."""
+
+
 class _Executing:
     """The phases of a benchmark that measures and analyses in one call, execute(ctx)."""
 
@@ -166,18 +205,19 @@ class _Executing:
 
 
 class BenchmarkBase:
-    """Defaults for the optional parts of the Benchmark protocol."""
+    """Defaults for the optional parts of the Benchmark protocols."""
 
     params: tuple[Param, ...] = ()
     record: type[Options] | None = None  # a cell's params as a typed record (model/options.py)
     headline: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()  # the names its runs can produce beside the headline (metric_names)
-    periodic: bool = False  # model.traits
+    # model.traits: a periodic benchmark's nominal period of a cell, ns (read from its typed record)
+    period_ns: Callable[[Cell], int] | None = None
     samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
 
     @property
     def traits(self) -> BenchmarkTraits:
-        return BenchmarkTraits(tuple(self.headline), self.periodic, self.samples)
+        return BenchmarkTraits(tuple(self.headline), self.period_ns, self.samples)
 
     def metric_names(self, cell: Cell) -> frozenset[str]:
         return frozenset((*self.headline, *self.metrics))

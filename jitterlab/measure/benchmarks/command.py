@@ -10,8 +10,8 @@ or of a file the program wrote (`file`). A metric that cannot be read fails the 
 output attached; the program's process group is stopped when the run ends.
 
 Everything a careless or hostile campaign could make unbounded is bounded: what `files` may ship
-(command_files), the length of a command line (MAX_COMMAND_BYTES, checked when the campaign is
-read) and what is kept of the output (command_output).
+(measure/command/files.py), the length of a command line (MAX_COMMAND_BYTES, checked when the
+campaign is read) and what is kept of the output (measure/command/output.py).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ import shlex
 from pathlib import Path
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.command_files import check_files, ship_files
-from jitterlab.measure.benchmarks.command_output import (
+from jitterlab.measure.command.files import check_files, ship_files
+from jitterlab.measure.command.output import (
     json_path_steps,
     read_metric,
     read_output,
     run_program,
 )
-from jitterlab.measure.benchmarks.tool import failed
+from jitterlab.measure.tools.run import failed
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, ParamValue, show_words, text, word_list, words
 from jitterlab.model.records import Metric
@@ -154,7 +154,7 @@ def check_length(argv: list[str], where: str, raised: type[Exception] = UserErro
 
 def _files(value: object, where: str) -> ParamValue:
     """Local files or directories (relative to the directory jitterlab runs in), distinct names;
-    see command_files for what may be shipped."""
+    see measure/command/files.py for what may be shipped."""
     canonical = words()(value, where)
     check_files(word_list(canonical), (LOG, BUILD_LOG), where)
     return canonical

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tool import failed, run_tool, whole_seconds
+from jitterlab.measure.tools.run import failed, run_tool, whole_seconds
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, choice, format_size, size

@@ -25,7 +25,7 @@ from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics, latenc
 from jitterlab.analysis.rttests import average_us, read_json
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.ftrace import TraceSession, TraceUnavailable
-from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
+from jitterlab.measure.tools.run import failed, fetch, run_tool
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, boolean, choice, duration, integer

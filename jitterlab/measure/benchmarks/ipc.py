@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from jitterlab.analysis.rttests import average_us, read_json
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.benchmarks.switch import measured_cpu
-from jitterlab.measure.benchmarks.tool import fetch, run_tool
+from jitterlab.measure.tools.run import fetch, run_tool
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, choice, duration, integer

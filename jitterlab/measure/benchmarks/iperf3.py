@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tool import whole_seconds
 from jitterlab.measure.tools.iperf3 import (
     CONNECT_TIMEOUT_MS,
     HOST,
@@ -29,6 +28,7 @@ from jitterlab.measure.tools.iperf3 import (
     show_bitrate,
 )
 from jitterlab.measure.tools.output import first_json
+from jitterlab.measure.tools.run import whole_seconds
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, choice, integer, size

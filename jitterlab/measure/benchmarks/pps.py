@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.udp_peer import need_host, numeric_host, parse_host
-from jitterlab.measure.benchmarks.udp_programs import (
+from jitterlab.measure.udp.peer import need_host, numeric_host, parse_host
+from jitterlab.measure.udp.programs import (
     Server,
     Side,
     controller_side,

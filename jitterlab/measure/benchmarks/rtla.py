@@ -20,8 +20,8 @@ from typing import TypeVar
 
 from jitterlab.analysis import rtla
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tool import failed, run_tool, whole_seconds
 from jitterlab.measure.benchmarks.tracefs import Tracefs
+from jitterlab.measure.tools.run import failed, run_tool, whole_seconds
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, duration, integer

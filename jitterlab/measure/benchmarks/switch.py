@@ -20,7 +20,7 @@ import numpy as np
 
 from jitterlab.analysis.latency import latency_metrics, latency_names
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tool import failed, fetch, run_tool
+from jitterlab.measure.tools.run import failed, fetch, run_tool
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, boolean, duration, integer

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tool import failed, run_tool, whole_seconds
+from jitterlab.measure.tools.run import failed, run_tool, whole_seconds
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import Param, integer
 from jitterlab.model.records import Metric, Warning_

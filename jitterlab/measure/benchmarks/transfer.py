@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jitterlab.analysis.throughput import rate_metrics, rate_names
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tool import failed
+from jitterlab.measure.tools.run import failed
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, choice, format_size, size

@@ -20,6 +20,7 @@ from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.model.records import RunRecord
 from jitterlab.report.figures.base import duration_axis, percent_axis
 from jitterlab.report.format import count, duration, percent
+from jitterlab.report.traits import period_ns as nominal_ns
 from jitterlab.report.traits import traits_of
 
 HEADLINE = "max_rel_period_error"
@@ -100,7 +101,7 @@ def envelope_points(runs: list[RunRecord], load: str, impl: str, impl_of
     by_period: dict[int, list[RunRecord]] = defaultdict(list)
     for r in runs:
         if r.load == load and impl_of(r) == impl:
-            by_period[int(r.param("period"))].append(r)
+            by_period[nominal_ns(r)].append(r)
     points, missing = [], []
     for period_ns, cell in sorted(by_period.items()):
         ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]

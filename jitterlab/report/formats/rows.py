@@ -15,7 +15,7 @@ from jitterlab.analysis import envelope as env
 from jitterlab.analysis.direction import direction_of
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
-from jitterlab.report.traits import periodic
+from jitterlab.report.traits import period_ns, periodic
 
 if TYPE_CHECKING:
     from jitterlab.store.catalog import Store
@@ -109,5 +109,5 @@ def envelope_records(runs: list[RunRecord]) -> list[dict]:
         return f"{impl} [{labels}]" if labels else impl
 
     runs = periodic(runs)
-    rows = env.envelope(runs, rules=env.rules_of(runs), impl_of=impl_of)
+    rows = env.envelope(runs, rules=env.rules_of(runs), impl_of=impl_of, period_of=period_ns)
     return env.records(rows)

@@ -10,8 +10,9 @@ from typing import Protocol
 
 from matplotlib.figure import Figure
 
-from jitterlab.model.records import Cell, RunRecord, Warning_
+from jitterlab.model.records import Cell, RunRecord
 from jitterlab.model.registry import Registry
+from jitterlab.report.warning_groups import Note
 from jitterlab.store.catalog import Store
 
 DEFAULT = "standard"
@@ -45,8 +46,8 @@ class Section(Protocol):
         campaign's matrix when known (a cell without a run is then "not measured yet", else excluded)."""
         ...
 
-    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
-        """(where, warning) pairs only the stored runs can tell (too few repetitions, ...)."""
+    def warnings(self, runs: list[RunRecord]) -> list[Note]:
+        """What only the stored runs can tell (too few repetitions, ...), each of a cell or a run."""
         ...
 
 

@@ -21,17 +21,14 @@ from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
 from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
-from jitterlab.report.traits import benchmark_traits
+from jitterlab.report.traits import benchmark_traits, period_ns
+from jitterlab.report.warning_groups import CELL, Note
 
 HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
                "p9999_rel_period_error")
 DEMO_NOTE = f"{NOT_WATCHED}: the probe watched another signal, these are that signal's periods"
 HIGH_VARIANCE_CV = 0.5  # std/mean of the headline over repetitions above which we warn
-
-
-def period_ns(r: RunRecord) -> int:
-    return int(r.param("period", 0) or 0)
 
 
 def impl_namer(runs: list[RunRecord]):
@@ -113,7 +110,7 @@ class SquarewaveSection:
         return [summary_table(runs, f"{campaign}: max relative period error", planned),
                 envelope_table(runs, f"{campaign}: operational envelope")]
 
-    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
+    def warnings(self, runs: list[RunRecord]) -> list[Note]:
         out = []
         impl_of = impl_namer(runs)
         for cell in _cells(runs, impl_of).values():
@@ -121,14 +118,14 @@ class SquarewaveSection:
             where = _where_labelled(r0, impl_of)
             # an imported cell has no campaign file to set: its remedies are more or longer captures
             if len(cell) < 3:
-                out.append((where, Warning_(f"{len(cell)} repetition(s) per cell only", (
+                out.append(Note(CELL, where, Warning_(f"{len(cell)} repetition(s) per cell only", (
                     "import 3 or more captures of the cell (the same --period and --label values)"
                     if imported(r0) else "set campaign.repetitions to 3 or more"))))
             values = [v for r in cell if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
             if len(values) >= 2 and statistics.mean(values) > 0:
                 cv = statistics.pstdev(values) / statistics.mean(values)
                 if cv > HIGH_VARIANCE_CV:
-                    out.append((where, Warning_(
+                    out.append(Note(CELL, where, Warning_(
                         f"high variance between repetitions (std/mean of {HEADLINE} = {cv:.2f})",
                         "capture longer, or import more captures; look for other load" if imported(r0) else
                         "measure longer (campaign.duration) or more repetitions; look for other load")))
@@ -155,7 +152,7 @@ def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]
     rules = rules_of(runs)
     heads = [f"{rule} < {t * 100:g} %" for rule in rules for t in DEFAULT_THRESHOLDS]
     rows: dict[tuple, dict] = {}
-    for e in envelope(runs, rules=rules, impl_of=impl_of):
+    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns):
         row = rows.setdefault((e.target, e.impl, e.load, e.probe), {
             "target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "shortest": [],
             "periods": ", ".join(format_ns(p) for p in e.periods_ns), "reps": e.min_repetitions})
@@ -191,8 +188,8 @@ def summary_table(runs: list[RunRecord], title: str, planned=None) -> Table:
     without a run is marked: not measured yet (in `planned`, the campaign's cells), excluded from
     the matrix (not in it), or, when the matrix is not known, no run stored."""
     wanted = None if planned is None else {
-        (c.target, str(c.param("impl", "")), c.load, str(c.param("probe", "")), int(c.param("period", 0)))
-        for c in planned if benchmark_traits(c.benchmark).periodic}
+        (c.target, str(c.param("impl", "")), c.load, str(c.param("probe", "")), read(c))
+        for c in planned if (read := benchmark_traits(c.benchmark).period_ns) is not None}
     raw_impl: dict[tuple, str] = {}
     impl_of = impl_namer(runs)
     targets = {r.target for r in runs}

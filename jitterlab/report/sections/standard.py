@@ -10,11 +10,12 @@ from rich.text import Text
 from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.samples import distribution, overflow_count
 from jitterlab.model.errors import UserError
-from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.records import RunRecord
 from jitterlab.report.figures import standard as figures
 from jitterlab.report.format import format_value
 from jitterlab.report.sections.base import SECTIONS, SectionContext
 from jitterlab.report.summaries import BenchmarkSummary, Value, column_title, run_label, summarize
+from jitterlab.report.warning_groups import Note
 
 
 class StandardSection:
@@ -59,7 +60,7 @@ class StandardSection:
             tables.append(table)
         return tables
 
-    def warnings(self, runs: list[RunRecord]) -> list[tuple[str, Warning_]]:
+    def warnings(self, runs: list[RunRecord]) -> list[Note]:
         return []
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
 from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
+from jitterlab.targets.capabilities import EmulatedMachine
 from jitterlab.targets.qemu.machines.profile import MachineProfile
 from jitterlab.targets.qemu.machines.registry import DEFAULT, MACHINES
 from jitterlab.targets.qemu.rootfs import package_set
@@ -122,6 +123,11 @@ class QemuOptions:
     workdir: str | None = None
     gpio: str = "none"  # "virtual": the jl-vgpio chip is loaded at boot
     packages: tuple[str, ...] = ()  # a board's root image: what it has besides the profile's packages
+
+    def declared(self) -> EmulatedMachine:
+        """What the guest will be, for the campaign's checks before it boots."""
+        p = self.profile
+        return EmulatedMachine(p.name, self.cpus, p.gpio_soc, p.traced_gpio.soc if p.traced_gpio else None)
 
 
 def parse_kernel(

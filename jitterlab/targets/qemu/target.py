@@ -102,7 +102,7 @@ class QemuTarget(
         traced = self.profile.traced_gpio
         if traced is None:
             raise UserError(f"{self.where()}: qemu machine {self.profile.name!r} traces no GPIO controller")
-        return GpioTrace(self.dir / "gpio-trace.log", traced.controller, traced.lines, traced.event)
+        return GpioTrace(self.dir / "gpio-trace.log", traced.soc, traced.event)
 
     def monitor_socket(self) -> Path:
         """The QMP socket the board is started with, kept for probes (word_reader)."""

@@ -29,6 +29,7 @@ import tty
 from pathlib import Path
 
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.socs import Soc
 from jitterlab.programs.unit import Emulation, UnitSpec
 from jitterlab.targets import tied
 from jitterlab.targets.base import Target
@@ -119,7 +120,9 @@ class EmulatedUnit:
                      "-msg", "timestamp=on", "-D", str(self.trace)])
         tty_path = self._wait_started() if not self.board else self._wait_traced()
         self._start_s = time.monotonic() - started
-        trace = GpioTrace(self.trace, e.controller, e.lines, e.trace_event)
+        # its controller's lines as the unit's profile says them: no register map of model/socs.py
+        block = Soc(e.controller, f"{self.spec.profile.name}'s GPIO controller", e.lines, "")
+        trace = GpioTrace(self.trace, block, e.trace_event)
         self._link = UnitLink(tty_path, self.spec.baud, self.facts(), trace, e.line)
         return self._link
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import ClassVar, Protocol
 
 from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, describe
 from jitterlab.model.errors import RunFailed
@@ -115,7 +116,7 @@ def common_flags(ctx: RunContext, form: Offer, *, allow_no_rt: bool = False) -> 
     """The flags every wave-making program takes, for this run and the pin reached as `form`, and
     those the run's tunings ask of it (--mlock)."""
     flags = [
-        "--period-ns", str(ctx.cell.param("period")),
+        "--period-ns", str(WaveCell.of_cell(ctx.cell).period_ns),
         "--duration-ns", str(ctx.settings.duration_ns),
         *form.program_args,
         "--log", f"{ctx.scratch}/{SELF_LOG}",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from jitterlab import programs
 from jitterlab.measure.context import RunContext
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.impls.base import IMPLS, PROGRAM_PRIORITY, SELF_LOG, ImplBase, bound
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms, KernelLine
@@ -67,7 +68,7 @@ class KmodImpl(ImplBase):
         module = build(ctx)
         target.run(["sh", "-c", _UNLOAD])
         name = f"kmod-{self.mode}"
-        params = [f"period_ns={ctx.cell.param('period')}", f"duration_ns={settings.duration_ns}",
+        params = [f"period_ns={WaveCell.of_cell(ctx.cell).period_ns}", f"duration_ns={settings.duration_ns}",
                   f"mode={self.mode}", f'chip="{line.chip_label}"' if " " in line.chip_label else
                   f"chip={line.chip_label}", f"line={line.line}", f"prio={PROGRAM_PRIORITY}", f"impl={name}"]
         loaded = target.run(["insmod", module, *params], timeout_s=60)

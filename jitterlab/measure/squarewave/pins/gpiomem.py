@@ -1,6 +1,6 @@
 """A GPIO line driven through the SoC's memory-mapped GPIO registers (/dev/gpiomem on a Raspberry
 Pi, /dev/mem on a BeagleBone): the fastest user-space path, and one the kernel does not see. The
-register map comes from a SoC profile (pins/socs.py)."""
+register map comes from a SoC profile (model/socs.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.chips import explain
 from jitterlab.measure.squarewave.pins.offers import BoardLine, InstrumentInput, RegisterBlock
-from jitterlab.measure.squarewave.pins.socs import SOCS
 from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.options import Options
 from jitterlab.model.params import Param, ParamValue, choice, integer
+from jitterlab.model.socs import SOCS
 
 _CHECK = '[ -e "$1" ] || { echo "$1: No such file or directory" >&2; exit 3; }; ' \
          '[ -w "$1" ] || { echo "$1: Permission denied" >&2; exit 4; }; exit 0'
@@ -64,7 +64,7 @@ class GpiomemPin(PinBase):
 
     @classmethod
     def check_target(cls, cell, settings, where: Where, target) -> None:
-        soc = cls._options(settings, where.at("pins", "gpiomem")).soc
+        soc = SOCS[cls._options(settings, where.at("pins", "gpiomem")).soc]
         target.need_soc(soc, where.at("pins", "gpiomem", "soc"))  # another SoC's registers are no GPIO there
 
     @classmethod
@@ -73,7 +73,7 @@ class GpiomemPin(PinBase):
         soc, line = SOCS[opts.soc], opts.line
         regs = soc.registers(line, opts.device)
         # the line's chip is not known here: a loopback probe is told it (probes.gpio-loopback.chip)
-        offers = (RegisterBlock(regs, regs.device), BoardLine(soc=soc.name, soc_line=line), InstrumentInput())
+        offers = (RegisterBlock(regs, regs.device), BoardLine(soc=soc, soc_line=line), InstrumentInput())
         return PinHandle("gpiomem", offers, description=f"{soc.name} line {line} via {regs.device}")
 
     def setup(self) -> PinHandle:

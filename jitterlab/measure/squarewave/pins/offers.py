@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
-from jitterlab.measure.squarewave.pins.socs import Registers
+from jitterlab.model.socs import Registers, Soc
 from jitterlab.targets.capabilities import GpioTrace
 
 
@@ -101,13 +101,13 @@ class BoardLine(Offer):
     """A line on the board's header that a wire can take to another GPIO input of the board, or an
     observer outside an emulated board can follow. It says which line it is, as far as the pin knows:
     `chip_label` and `line` (its offset on that chip; "" and -1 where the pin does not know them),
-    `soc` and `soc_line` (its number in that SoC's register map, pins/socs.py, where the pin drives
-    the registers; "" and -1 otherwise)."""
+    `soc` and `soc_line` (that SoC's register map, model/socs.py, and the line's number in it, where
+    the pin drives the registers; None and -1 otherwise)."""
 
     what: ClassVar[str] = "a board line that another GPIO input can be wired to"
     chip_label: str = ""
     line: int = -1
-    soc: str = ""
+    soc: Soc | None = None
     soc_line: int = -1
 
 

@@ -6,24 +6,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, TypeVar
 
 import numpy as np
 
+from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.option_table import OptionTable
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms
 from jitterlab.measure.squarewave.probes.logs import SelfLog
-from jitterlab.model.errors import Where
+from jitterlab.model.errors import RunFailed, Where
 from jitterlab.model.params import Param
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.series import EdgeSeries
-from jitterlab.targets.capabilities import Capability, Declared
+from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import Capability, Declared, has, lacks
 
 # where a probe runs: a process on a CPU of the target, the program itself, the controller
 # machine (a logic analyzer plugged in there), or an instrument reached over the network
 LOCATIONS = ("target", "program", "controller", "instrument")
+C = TypeVar("C", bound=Capability)
 
 
 def no_blind() -> np.ndarray:
@@ -51,6 +54,17 @@ class Capture:
     series: Mapping[str, EdgeSeries] = field(default_factory=dict)
     summary: tuple[Metric, ...] | None = None
     unavailable: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Instruments:
+    """What the controller has of the instruments a probe reads, for doctor: a line under a topic of
+    its own ("logic analyzers": what sigrok-cli --scan found), and whether one the probe can use is
+    there (doctor then lists the probe among the usable ones)."""
+
+    topic: str
+    found: str
+    usable: bool
 
 
 class Probe(Protocol):
@@ -99,6 +113,12 @@ class Probe(Protocol):
         what the probe `reads`, or its GPIO block is not the one the options name): UserError."""
         ...
 
+    @classmethod
+    def instruments(cls, controller: Target) -> Instruments | None:
+        """What the controller (this machine) has of the instruments this probe reads, for doctor;
+        None for a probe that reads none."""
+        ...
+
     def start(self, pin: PinHandle) -> None:
         """Start observing `pin`; return once the probe sees it. RunFailed if it cannot."""
         ...
@@ -143,11 +163,31 @@ class ProbeBase(OptionTable):
         if reads is not None:
             target.need(reads, f"probe {cell.param('probe')!r}", where.key("probe"))
 
+    @classmethod
+    def instruments(cls, controller: Target) -> Instruments | None:
+        return None
+
     def start(self, pin: PinHandle) -> None:
         return None
 
     def close(self) -> None:
         return None
+
+    @property
+    def period_ns(self) -> int:
+        """The run's nominal period (the cell's WaveCell)."""
+        return WaveCell.of_cell(self.ctx.cell).period_ns
+
+    def read_through(self, cap: type[C]) -> C:
+        """The run's target as `cap`, what the probe reads the pin through; RunFailed (unavailable)
+        when it lacks it. The campaign's checks and preflight refuse such a cell first, naming the
+        targets that can (from the registries of target kinds and qemu machines)."""
+        found = has(self.ctx.target, cap)
+        if found is None:
+            raise RunFailed(f"probes.{self.ctx.cell.param('probe')}: " + lacks(
+                self.ctx.target, cap, "`jitterlab run --dry-run` names the targets that can"),
+                status="unavailable")
+        return found
 
 
 PROBES: Registry[type[ProbeBase]] = Registry("probe")

@@ -31,7 +31,6 @@ from jitterlab.analysis.watched import pin_watched_metric
 from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine, TracedOutput, serves
-from jitterlab.measure.squarewave.pins.socs import SOCS
 from jitterlab.measure.squarewave.probes.aligned import ALIGNED_NAMES, Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase, no_blind
 from jitterlab.measure.squarewave.probes.bound import PIN, agreed, bound_line, declared_line, show_pins
@@ -41,13 +40,12 @@ from jitterlab.model.options import Options
 from jitterlab.model.params import Param, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import Capability, Declared, GpioTrace, RecordsGpioOutputs, has
+from jitterlab.targets.capabilities import Capability, Declared, GpioTrace, RecordsGpioOutputs
 
 NAME = "emulator"
 CATCH_UP_S = 2.0  # how long stop() waits for the trace to show as many edges as the program logged
 POLL_S = 0.05
 MIN_STAMPS_PER_HALF_PERIOD = 20
-NO_TRACE_FIX = 'use a qemu machine with a traced GPIO controller (machine = "virt-arm64")'
 EMULATED = Warning_(
     "the emulator probe's edges are an emulated GPIO controller's, stamped by the emulator: "
     "functional evidence (the program drove the pin, edge for edge), never timing evidence",
@@ -87,7 +85,7 @@ class EmulatorProbe(ProbeBase):
         """The line the pin drives on the traced controller (its number in the controller's register
         map, gpiomem; else its offset on its chip, gpiod and sysfs) and the key that says it;
         `where` is any place in the source the keys are read from."""
-        carried = wired.soc_line if wired.soc else wired.line if wired.line >= 0 else None
+        carried = wired.soc_line if wired.soc is not None else wired.line if wired.line >= 0 else None
         line = agreed(options.line, carried, key=where.at("probes", NAME, "line"), pin=pin,
                       what="the line", example="2")
         own = options.line != PIN
@@ -124,10 +122,11 @@ class EmulatorProbe(ProbeBase):
     @classmethod
     def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         super().check_target(cell, settings, where, target)
-        if target.traced_gpio is None or not cls._board_line(cell):
+        traced = target.traced_gpio
+        if traced is None or not cls._board_line(cell):
             return
         line, key = cls._declared(cell, settings, where)
-        refused = line_refusal(*target.traced_gpio, line)
+        refused = traced.line_refusal(line)
         if refused is not None:
             raise key.error(refused)
 
@@ -138,21 +137,18 @@ class EmulatorProbe(ProbeBase):
             self._line = traced.line
             self._watch(traced.trace)
             return
-        board = has(self.ctx.target, RecordsGpioOutputs)
-        if board is None:
-            raise RunFailed(f"probes.{NAME}: target {self.ctx.target.name!r} records no GPIO outputs outside "
-                            f"the board; {NO_TRACE_FIX}", status="unavailable")
+        board = self.read_through(RecordsGpioOutputs)
         try:
             trace = board.gpio_trace()
         except UserError as exc:
-            raise RunFailed(f"probes.{NAME}: {exc}; {NO_TRACE_FIX}", status="unavailable") from None
+            raise RunFailed(f"probes.{NAME}: {exc}", status="unavailable") from None
         try:
             options = EmulatorOptions.of(self.options())
             self._line, key = self._line_of(options, pin.kind, bound_line(pin), Where())
         except UserError as exc:
             raise RunFailed(str(exc), status="unavailable") from None
         self._pin = pin.kind
-        refused = line_refusal(trace.controller, trace.lines, self._line)
+        refused = trace.block.line_refusal(self._line)
         if refused is not None:
             raise RunFailed(f"{key}: {refused}")
         self._watch(trace)
@@ -160,30 +156,31 @@ class EmulatorProbe(ProbeBase):
     def _watch(self, trace: GpioTrace) -> None:
         if not known_event(trace.event):
             raise RunFailed(f"probes.{NAME}: cannot read the emulator's trace event {trace.event!r} of "
-                            f"{trace.controller}; {NO_TRACE_FIX}", status="unavailable")
+                            f"{trace.block.name}: analysis/gpio_trace.py knows no such event",
+                            status="unavailable")
         try:
             self._offset = trace.path.stat().st_size
         except OSError as exc:
             raise RunFailed(f"probes.{NAME}: the emulator's GPIO trace {trace.path} cannot be read "
                             f"({exc.strerror}): the board was started without tracing its "
-                            f"{trace.controller}") from None
+                            f"{trace.block.name}") from None
         self._trace = trace
 
     def stop(self, own: SelfLog) -> Capture:
         assert self._trace is not None, "stop() before start()"
         trace, line = self._trace, self._line
         edges = self._caught_up(trace, line, len(own.t_ns) if own.timed else own.made)
-        where = f"{trace.controller} line {line}"
+        where = f"{trace.block.name} line {line}"
         if len(edges.devices) > 1:
             raise RunFailed(f"the emulator's trace holds line {line} of {len(edges.devices)} "
-                            f"{trace.controller} controllers ({', '.join(edges.devices)}); which one the pin "
+                            f"{trace.block.name} controllers ({', '.join(edges.devices)}); which one the pin "
                             "drives is unknown")
         if not len(edges.t_ns):
             why = (f"qemu wrote its events without time stamps ({edges.untimed} of them; it needs -msg "
                    "timestamp=on)"
                    if edges.untimed else f"the level of {where} never changed during the run")
             raise RunFailed(f"unmeasurable: the emulator traced no edge: {why}; check that pin {self._pin!r} "
-                            f"drives line {line} of the traced {trace.controller}", status="unmeasurable")
+                            f"drives line {line} of the traced {trace.block.name}", status="unmeasurable")
         if np.any(np.diff(edges.t_ns) < 0):
             raise RunFailed(f"the emulator's time stamps of {where} go backwards: this machine's clock "
                             "(CLOCK_REALTIME) was stepped during the run; run again (or keep NTP from "
@@ -201,7 +198,7 @@ class EmulatorProbe(ProbeBase):
             time.sleep(POLL_S)
 
     def _aligned(self, edges: TraceEdges, own: SelfLog, where: str) -> Capture:
-        period_ns = int(self.ctx.cell.param("period"))
+        period_ns = self.period_ns
         # the capture's clock counts from its first edge: host CLOCK_REALTIME is too large for the
         # alignment's floating-point line to keep its nanoseconds
         t_ns = edges.t_ns - int(edges.t_ns[0])
@@ -228,15 +225,6 @@ class EmulatorProbe(ProbeBase):
             NAME, t_ns, edges.level, fit, edges=f"the emulator's edges on {where}",
             fix=f"check that pin {self._pin!r} drives this line of the traced controller (its chip)",
             metrics=metrics, warnings=(EMULATED,), unseen=unseen)
-
-
-def line_refusal(controller: str, lines: int, line: int) -> str | None:
-    """Why `line` of a traced `controller` cannot be watched: the lines the register map of that
-    controller refuses (pins/socs.py, as register-poll), else those it does not have."""
-    soc = SOCS.get(controller)
-    if soc is not None:
-        return soc.line_refusal(line)
-    return None if 0 <= line < lines else f"{controller} has lines 0-{lines - 1}, not {line}"
 
 
 def _counted(t_ns: np.ndarray, level: np.ndarray, own: SelfLog, where: str, metrics: list[Metric]) -> Capture:

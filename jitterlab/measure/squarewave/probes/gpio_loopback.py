@@ -85,7 +85,7 @@ class GpioLoopbackProbe(ProbeBase):
         argv = [f"{self.ctx.bindir}/c/gpio-watch", "--chip", chip.device, "--line", str(line),
                 "--out", self._files["bin"], "--stats", self._files["json"], "--ready", self._files["ready"],
                 "--max-duration-ns", str(settings.duration_ns + settings.run_timeout_ns),
-                "--max-edges", str(4 * settings.duration_ns // max(int(self.ctx.cell.param("period")), 1)
+                "--max-edges", str(4 * settings.duration_ns // max(self.period_ns, 1)
                                    + 65_536), "--clock", opts.clock]
         self._proc = spawn_recorded(self.ctx.target, argv, log_path=self._files["log"])
         if not wait_for_path(self.ctx.target, self._files["ready"], READY_TIMEOUT_S, alive=self._proc):

@@ -3,7 +3,7 @@ controller, by reading the level register of its GPIO block through the emulator
 QMP, `xp`) as fast as the monitor answers, in a thread (probes/polls.py).
 
 For SoCs whose GPIO controller qemu does not trace (i.MX6 `sabrelite`, BCM283x `raspi3b`), and on
-`virt`'s PL061 too. The register map is the gpiomem pin's (pins/socs.py, the block at its physical
+`virt`'s PL061 too. The register map is the gpiomem pin's (model/socs.py, the block at its physical
 address); which SoC and line, the pin the probe is bound to says when it drives those registers
 (gpiomem), [probes.register-poll] soc and line when it names a line of a chip (gpiod, sysfs). Each
 read takes qemu's big lock, so the rate is modest (about 2,000 reads/s on an idle `virt` board
@@ -25,7 +25,6 @@ import numpy as np
 from jitterlab.analysis.alignment import EMULATED_MAX_DRIFT_PPM, align
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import BoardLine
-from jitterlab.measure.squarewave.pins.socs import SOCS, Registers, Soc
 from jitterlab.measure.squarewave.probes.aligned import ALIGNED_NAMES, Unseen, aligned_capture
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.bound import PIN, agreed, bound_line, declared_line, show_pins
@@ -42,8 +41,9 @@ from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.options import Options
 from jitterlab.model.params import Param, choice, integer, or_word
 from jitterlab.model.records import Cell, Metric, RunSettings, Warning_
+from jitterlab.model.socs import SOCS, Registers, Soc
 from jitterlab.model.units import format_ns
-from jitterlab.targets.capabilities import Declared, ExaminesMemory, MemoryUnreadable, WordReader, has
+from jitterlab.targets.capabilities import Declared, ExaminesMemory, MemoryUnreadable, WordReader
 
 NAME = "register-poll"
 # the names poll_metrics gives, in its order
@@ -51,8 +51,6 @@ POLL_NAMES = ("probe_resolution_ns", "probe_polls_per_s", "probe_poll_p50_ns", "
               "probe_emulated")
 MIN_READS_PER_HALF_PERIOD = 10
 CONNECT_TIMEOUT_S = 5.0  # for the first read
-NO_MONITOR_FIX = ('use a qemu target (machine = "virt-arm64", "virt-armhf", or an i.MX6 / BCM283x '
-                  "board): its monitor socket is what this probe reads")
 
 
 @dataclass(frozen=True)
@@ -99,14 +97,15 @@ class RegisterPollProbe(ProbeBase):
         agreeing; `where` is any place in the source the keys are read from. A pin that drives the
         registers (gpiomem) says its SoC and line; another one (gpiod, sysfs) leaves them to the
         probe's keys."""
-        said = bool(wired.soc)
-        soc = agreed(options.soc, wired.soc if said else None, key=where.at("probes", NAME, "soc"),
-                     pin=pin, what="the SoC", example='"imx6"')
+        said = wired.soc
+        name = agreed(options.soc, said.name if said else None, key=where.at("probes", NAME, "soc"),
+                      pin=pin, what="the SoC", example='"imx6"')
         line = agreed(options.line, wired.soc_line if said else None, key=where.at("probes", NAME, "line"),
                       pin=pin, what="the register line", example="2 (numbered as for pins.gpiomem)")
         keys = [where.at("probes", NAME, k) if given != PIN else where.at("pins", pin, k)
                 for k, given in (("soc", options.soc), ("line", options.line))]
-        return Watched(SOCS[str(soc)], int(line), *keys)
+        # the pin's register map, else the one the key names (a choice of SOCS, checked when read)
+        return Watched(said or SOCS[str(name)], int(line), *keys)
 
     @classmethod
     def _declared(cls, cell: Cell, settings: RunSettings, where: Where) -> Watched:
@@ -124,7 +123,7 @@ class RegisterPollProbe(ProbeBase):
     def check_target(cls, cell: Cell, settings: RunSettings, where: Where, target: Declared) -> None:
         super().check_target(cell, settings, where, target)
         watched = cls._declared(cell, settings, where)
-        target.need_soc(watched.soc.name, watched.soc_key)
+        target.need_soc(watched.soc, watched.soc_key)
 
     def _registers(self, pin: PinHandle) -> tuple[Registers, str]:
         """The level register of the line the pin drives, at its physical address, and its name."""
@@ -136,10 +135,7 @@ class RegisterPollProbe(ProbeBase):
         return regs, f"{watched.soc.name} line {watched.line} ({regs.base + regs.lev_reg:#x})"
 
     def start(self, pin: PinHandle) -> None:
-        board = has(self.ctx.target, ExaminesMemory)
-        if board is None:
-            raise RunFailed(f"probes.{NAME}: target {self.ctx.target.name!r} has no emulator monitor to read "
-                            f"its registers through; {NO_MONITOR_FIX}", status="unavailable")
+        board = self.read_through(ExaminesMemory)
         regs, self._where = self._registers(pin)
         self._pin = pin.kind
         try:
@@ -168,7 +164,7 @@ class RegisterPollProbe(ProbeBase):
         return self._aligned(polls, edges, own)
 
     def _aligned(self, polls: Polls, edges: PollEdges, own: SelfLog) -> Capture:
-        period_ns = int(self.ctx.cell.param("period"))
+        period_ns = self.period_ns
         metrics, rate, mean_ns = poll_metrics(polls)
         base_ns = int(polls.t_ns[0])  # the capture's clock counts from its first read
         t_ns, level = edges.t_ns - base_ns, edges.level

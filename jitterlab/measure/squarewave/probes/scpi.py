@@ -25,7 +25,8 @@ from typing import ClassVar
 from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, pin_watched_metric
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal
-from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
+from jitterlab.measure.squarewave.probes import visa
+from jitterlab.measure.squarewave.probes.base import PROBES, Capture, Instruments, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.measure.squarewave.probes.scpi_profile import Profile, load_profile
 from jitterlab.model.errors import RunFailed, UserError, Where, shown
@@ -33,6 +34,7 @@ from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, duration, text
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.units import format_ns
+from jitterlab.targets.base import Target
 
 SCPI_NAN = Decimal("9.9e37")  # SCPI's "no value" (9.91E37) and anything as large
 MAX_ERRORS = 20  # error queue entries read at most after one step
@@ -187,6 +189,12 @@ class ScpiProbe(ProbeBase):
         self._outside = ""  # the pin's kind when the instrument watches an outside signal, not the program
 
     @classmethod
+    def instruments(cls, controller: Target) -> Instruments:
+        """The VISA resources here; the probe is usable with an instrument on USB or GPIB."""
+        found = visa.resources()
+        return Instruments("VISA resources", visa.described(found), visa.instrument_among(found))
+
+    @classmethod
     def check(cls, cell, settings, where: Where) -> None:
         cls.options_in(settings, "scpi", where.at("probes", "scpi"))  # resource, profile
 
@@ -215,7 +223,7 @@ class ScpiProbe(ProbeBase):
         self._inst.write("*CLS")
         self._step(profile, profile.commands(profile.setup, channel), "setup")
         self._step(profile, profile.commands(profile.reset, channel), "statistics reset")
-        settings, period_ns = self.ctx.settings, int(self.ctx.cell.param("period"))
+        settings, period_ns = self.ctx.settings, self.period_ns
         warmup_s = max(settings.warmup_ns, 2 * period_ns) / 1e9
         self._timer = threading.Timer(warmup_s, self._reset_after_warmup, (profile, channel))
         self._timer.daemon = True
@@ -242,7 +250,7 @@ class ScpiProbe(ProbeBase):
             warnings.append(Warning_("the run ended before the warm-up: the instrument's statistics "
                                      "include it", "run longer than campaign.warmup"))
         stats = self._read(profile, channel)
-        period_ns = int(self.ctx.cell.param("period"))
+        period_ns = self.period_ns
         summary = period_statistics_metrics(stats, period_ns, "scpi")
         metrics: list[Metric] = []
         if "count" in stats:
@@ -277,7 +285,7 @@ class ScpiProbe(ProbeBase):
                 f"pin {self._outside}: the scpi figures describe the signal on the instrument's channel "
                 f"{channel}, not the program's wave",
                 "wire a real pin (gpiod, sysfs) to the instrument to measure the program"))
-        own_mean_ns, own_periods = _own_periods(own, int(self.ctx.cell.param("period")))
+        own_mean_ns, own_periods = _own_periods(own, self.period_ns)
         wiring = (f"check the wiring (the program's pin to channel {channel}) and probes.scpi.channel; "
                   f"its figures are marked {NOT_WATCHED!r}")
         if own_mean_ns and abs(float(stats["mean"]) * 1e9 - own_mean_ns) > MEAN_TOLERANCE * own_mean_ns:

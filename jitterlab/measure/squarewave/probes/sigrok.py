@@ -34,7 +34,7 @@ from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.measure.squarewave.pins.base import PINS, PinHandle
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput, OutsideSignal, serves
 from jitterlab.measure.squarewave.probes.aligned import ALIGNED_NAMES, aligned_capture
-from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
+from jitterlab.measure.squarewave.probes.base import PROBES, Capture, Instruments, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.options import Options, key
@@ -139,6 +139,16 @@ class SigrokProbe(ProbeBase):
         self._log: Path = ctx.local_dir / "sigrok.log"
         self._plan: dict = {}
         self._outside = ""  # the pin's kind when the analyzer watches an outside signal, not the program
+
+    @classmethod
+    def instruments(cls, controller: Target) -> Instruments:
+        """The analyzers sigrok-cli finds here; the probe is usable with one that is no simulator."""
+        topic = "logic analyzers"
+        if not controller.run(["sh", "-c", 'command -v "$1"', "sh", "sigrok-cli"]).ok:
+            return Instruments(topic, "sigrok-cli is not installed here (apt install sigrok-cli to use an "
+                               "analyzer)", False)
+        found = scan_devices(controller)
+        return Instruments(topic, analyzers_text(found), any(not _simulated(line) for line in found))
 
     @classmethod
     def check(cls, cell: Cell, settings: RunSettings, where: Where) -> None:
@@ -257,7 +267,7 @@ class SigrokProbe(ProbeBase):
         return self._aligned(edges_ns(edges, plan["rate"]), edges.level, own)
 
     def _aligned(self, t_ns, level, own: SelfLog) -> Capture:
-        plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
+        plan, period_ns = self._plan, self.period_ns
         resolution = Metric("probe_resolution_ns", 1e9 / plan["rate"], "ns", "sigrok", "lower")
         if self._outside:
             return self._outside_signal(t_ns, level, own, resolution)
@@ -277,7 +287,7 @@ class SigrokProbe(ProbeBase):
     def _outside_signal(self, t_ns, level, own: SelfLog, resolution: Metric) -> Capture:
         """What the analyzer saw of a signal the program does not make (pin external): never the
         program's pin, aligned only to say how it compares."""
-        plan, period_ns = self._plan, int(self.ctx.cell.param("period"))
+        plan, period_ns = self._plan, self.period_ns
         metrics, warnings = [resolution], []
         demo = SigrokOptions.of(self.options()).driver == "demo"
         source = "the demo pattern" if demo else "an outside source"
@@ -330,6 +340,22 @@ def scan_devices(controller: Target) -> list[str]:
     """Analyzers sigrok finds on the controller, one line each ("fx2lafw - Saleae Logic ...")."""
     done = controller.run(["sigrok-cli", "--scan"], timeout_s=60)
     return [m.group(0) for m in _SCAN_LINE.finditer(done.stdout)]
+
+
+def _simulated(scan_line: str) -> bool:
+    """sigrok's demo driver: a software simulator that generates its own signal."""
+    return scan_line.startswith("demo ")
+
+
+def analyzers_text(found: list[str]) -> str:
+    """What `sigrok-cli --scan` found, the simulator named as one (it watches no pin)."""
+    if not found:
+        return "none found by sigrok-cli --scan"
+    real = [line for line in found if not _simulated(line)]
+    simulated = "sigrok's demo driver, a software simulator that watches no pin"
+    if not real:
+        return f"none; only {simulated}"
+    return "; ".join(real) + (f"; and {simulated}" if len(real) < len(found) else "")
 
 
 PROBES.add(

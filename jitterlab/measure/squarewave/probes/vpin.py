@@ -126,7 +126,7 @@ class VpinProbe(ProbeBase):
             blind_threshold_ns=settings.blind_threshold_ns,
             cpu=ctx.placement.probe_cpu,
             max_duration_ns=settings.duration_ns + settings.run_timeout_ns,
-            max_edges=edge_budget(settings.duration_ns, int(ctx.cell.param("period"))),
+            max_edges=edge_budget(settings.duration_ns, self.period_ns),
             pin_offset=page.offset,
         )
 

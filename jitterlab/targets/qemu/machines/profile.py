@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.model.arch import Arch, host_arch
+from jitterlab.model.socs import SOCS, Soc
 
 # The guest's root file system is this machine's own, read-only over 9p (tags jlroot, jlkernel,
 # jlboot) under a tmpfs overlay, as init.c mounts it: the guest has the controller's userland.
@@ -108,8 +109,7 @@ class DtEdit:
 class TracedGpio:
     """A GPIO controller whose output levels the emulator writes as trace events (-trace EVENT)."""
 
-    controller: str  # "pl061"
-    lines: int  # its output lines
+    soc: Soc  # its register map (model/socs.py): its name, its lines, those it reserves
     event: str  # qemu's trace event of a level change
 
 
@@ -150,7 +150,7 @@ class MachineProfile:
     board_root_packages: tuple[str, ...] = ()  # what its BOARD_ROOT holds
     cmdline: str = ""  # kernel parameters the machine needs, before the campaign's own
     traced_gpio: TracedGpio | None = None  # a GPIO controller qemu can trace (the emulator probe)
-    gpio_soc: str | None = None  # the register map of its GPIO block (pins/socs.py), for register-poll
+    gpio_soc: Soc | None = None  # the register map of its GPIO block, for register-poll and gpiomem
     dtb: str | None = None  # device tree in the kernel package's /usr/lib/linux-image-<release>/
     dt_edits: tuple[DtEdit, ...] = ()  # made to a copy of dtb, kept beside the kernel
     gpio: tuple[str, ...] = ("none",)  # the values of the gpio key, the default first
@@ -160,6 +160,17 @@ class MachineProfile:
     # what qemu's machine takes (it refuses more when it starts); None: no bound below jitterlab's own
     max_cpus: int | None = None
     max_memory_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        # a register map users cannot name (pins.gpiomem soc, probes.register-poll soc) would refuse
+        # every value they give it; a traced controller is the machine's GPIO block, not another
+        for soc in (self.gpio_soc, self.traced_gpio.soc if self.traced_gpio else None):
+            if soc is not None and SOCS.get(soc.name) is not soc:
+                raise ValueError(f"qemu machine {self.name!r}: GPIO block {soc.name!r} is not a register "
+                                 f"map of model/socs.py's SOCS ({', '.join(SOCS)})")
+        if self.traced_gpio and self.gpio_soc and self.traced_gpio.soc is not self.gpio_soc:
+            raise ValueError(f"qemu machine {self.name!r} traces GPIO block {self.traced_gpio.soc.name!r} "
+                             f"but has the registers of {self.gpio_soc.name!r}")
 
     @property
     def qemu(self) -> str:

@@ -12,6 +12,7 @@ qemu traces no i.MX6 GPIO: the register-poll probe reads the data register over 
 from __future__ import annotations
 
 from jitterlab.model.arch import ARMHF
+from jitterlab.model.socs import SOCS
 from jitterlab.targets.qemu.machines.arm_image import ArmImage
 from jitterlab.targets.qemu.machines.profile import DtEdit, MachineProfile
 from jitterlab.targets.qemu.machines.soc_devices import SdCardBoard
@@ -45,7 +46,7 @@ SABRELITE = MachineProfile(
     dt_edits=(DtEdit("/soc/timer@a00600", "status", "disabled",
                      "qemu's Cortex-A9 TWD timer made every sleep run 2-2.4x long"),),
     gpio=("none",),
-    gpio_soc="imx6",
+    gpio_soc=SOCS["imx6"],
     cpus=1,
     memory_bytes=1 << 30,
     boot_timeout_s=300.0,

@@ -9,6 +9,7 @@ traces on this machine (line 3 is wired to gpio-keys as the power button).
 from __future__ import annotations
 
 from jitterlab.model.arch import ARM64, ARMHF, Arch
+from jitterlab.model.socs import SOCS
 from jitterlab.targets.qemu.machines.arm_image import ArmImage
 from jitterlab.targets.qemu.machines.profile import (
     BOARD_PACKAGES,
@@ -18,7 +19,7 @@ from jitterlab.targets.qemu.machines.profile import (
     TracedGpio,
 )
 
-PL061 = TracedGpio(controller="pl061", lines=8, event="pl061_set_output")
+PL061 = TracedGpio(SOCS["pl061"], event="pl061_set_output")
 # Debian's kernels set STRICT_DEVMEM and IO_STRICT_DEVMEM: without iomem=relaxed a program cannot
 # map the GPIO block through /dev/mem (gpiomem pins), even as root
 BOARD_CMDLINE = "iomem=relaxed"
@@ -39,7 +40,7 @@ def _virt(arch: Arch, cpu: str) -> MachineProfile:
         board_root_packages=BOARD_ROOT_PACKAGES,
         cmdline=BOARD_CMDLINE,
         traced_gpio=PL061,
-        gpio_soc="pl061",
+        gpio_soc=PL061.soc,
         gpio=("none", "virtual"),
         cpus=1,
         memory_bytes=1 << 30,

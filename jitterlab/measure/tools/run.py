@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jitterlab.measure.benchmarks.base import RunContext
+from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed
 from jitterlab.targets.processes import describe_exit, run_recorded
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from jitterlab.measure.benchmarks.base import RunContext
+from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Warning_
 from jitterlab.targets.base import CommandTimeout

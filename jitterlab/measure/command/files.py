@@ -15,7 +15,7 @@ import os
 import stat
 from pathlib import Path
 
-from jitterlab.measure.benchmarks.base import RunContext
+from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed, UserError, shown
 from jitterlab.targets.capabilities import ControllerMachine, has
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jitterlab.measure.benchmarks.base import RunContext
+from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.records import Warning_
 from jitterlab.targets.base import Target

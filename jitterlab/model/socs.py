@@ -1,5 +1,7 @@
-"""GPIO register maps of the SoCs the gpiomem pin drives, as data: where a line's set, clear,
-level and direction bits are in the memory-mapped GPIO block.
+"""GPIO register maps of SoCs, as data: where a line's set, clear, level and direction bits are in
+the memory-mapped GPIO block. The gpiomem pin drives them, the register-poll probe reads them, and
+a qemu machine's profile names its GPIO block by its record (so the model holds them: targets and
+measure both read them).
 
 Sources: the BCM2835 ARM Peripherals datasheet (section 6.1: GPFSEL0 at 0x00, GPSET0 at 0x1C,
 GPCLR0 at 0x28, GPLEV0 at 0x34; three function-select bits per line, 001 = output), the same
@@ -55,6 +57,9 @@ class Registers:
 
 @dataclass(frozen=True)
 class Soc:
+    """A GPIO block: its name (what [pins.gpiomem] soc says), its lines, the memory device that
+    reaches it, and the lines something else holds."""
+
     name: str
     help: str
     lines: int
