@@ -21,7 +21,7 @@ from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.summary import summarize
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
-from jitterlab.report.traits import traits_of
+from jitterlab.report.traits import own_metric, subject_of, traits_of
 
 PASSED, FAILED, SKIPPED = "pass", "fail", "skip"
 ENVELOPE_THRESHOLD = max(env.DEFAULT_THRESHOLDS)  # 10 %: the envelope's looser bound
@@ -33,7 +33,7 @@ class Headline:
     metric: str
     value: float  # summarized over the cell's runs, in `unit`
     unit: str
-    probe: str
+    subject: str
     runs: int
 
 
@@ -77,7 +77,7 @@ def _check(runs: list[RunRecord], identity: list[str], rules: tuple[str, ...]) -
         for rule in rules:
             for threshold in env.DEFAULT_THRESHOLDS:
                 held[f"{rule} < {threshold * 100:g} %"] = all(
-                    env.verdict(r, rule, threshold) == env.HELD for r in runs)
+                    env.verdict(r, rule, threshold, subject_of(r)) == env.HELD for r in runs)
         outcome, reason = _envelope_outcome(runs, rules[0])
     else:
         outcome, reason = _runs_outcome(runs)
@@ -87,12 +87,12 @@ def _check(runs: list[RunRecord], identity: list[str], rules: tuple[str, ...]) -
 
 def _envelope_outcome(runs: list[RunRecord], rule: str) -> tuple[str, str]:
     said = f"{rule} |period error| < {ENVELOPE_THRESHOLD * 100:g} % in every run"
-    verdicts = [env.verdict(r, rule, ENVELOPE_THRESHOLD) for r in runs]
+    verdicts = [env.verdict(r, rule, ENVELOPE_THRESHOLD, subject_of(r)) for r in runs]
     if env.NONE in verdicts:
         bad = next(r for r, v in zip(runs, verdicts, strict=True) if v == env.NONE)
         if bad.status != "ok":
             return FAILED, f"{said}: run {bad.id} {bad.status}: {bad.error or 'no reason stored'}"
-        value = bad.metric(env.RULES[rule])
+        value = bad.metric(env.RULES[rule], subject_of(bad))
         shown = "no value" if value is None else f"{value * 100:.3g} %"
         return FAILED, f"{said}: run {bad.id} reached {shown}"
     if all(v == env.UNAVAILABLE for v in verdicts):
@@ -118,11 +118,11 @@ def _headline(runs: list[RunRecord]) -> tuple[Headline, ...]:
     out = []
     ok = [r for r in runs if r.status == "ok"]
     for name in headline_metrics(ok):
-        found = [(r.metrics.get((r.probe, name)) or r.metrics.get(("", name))) for r in ok]
+        found = [own_metric(r, name) for r in ok]
         found = [m for m in found if m is not None]
         if not found:
             continue
         summary = summarize([m.value for m in found], name, direction_of(found[0]), found[0].unit)
         if summary is not None:
-            out.append(Headline(name, summary.value, found[0].unit, found[0].probe, len(found)))
+            out.append(Headline(name, summary.value, found[0].unit, found[0].subject, len(found)))
     return tuple(out)

@@ -64,7 +64,8 @@ class Benchmark(Protocol):
     headline: tuple[str, ...]
     """The metrics a summary shows first (the report's tables and bar charts), most important first."""
     traits: BenchmarkTraits
-    """What its runs are for whoever reads them back (model.traits): its headline, periodic, samples."""
+    """What its runs are for whoever reads them back (model.traits): its headline, periodic, samples,
+    subject."""
 
     def metric_names(self, cell: Cell) -> frozenset[str]:
         """The names of every metric a run of the cell can produce (a run may lack some, never has
@@ -174,10 +175,11 @@ class BenchmarkBase:
     metrics: tuple[str, ...] = ()  # the names its runs can produce beside the headline (metric_names)
     periodic: bool = False  # model.traits
     samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
+    subject: str = ""  # model.traits: the cell key naming whom its runs' own metrics are of
 
     @property
     def traits(self) -> BenchmarkTraits:
-        return BenchmarkTraits(tuple(self.headline), self.periodic, self.samples)
+        return BenchmarkTraits(tuple(self.headline), self.periodic, self.samples, self.subject)
 
     def metric_names(self, cell: Cell) -> frozenset[str]:
         return frozenset((*self.headline, *self.metrics))

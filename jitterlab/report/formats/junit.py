@@ -76,7 +76,7 @@ def cells_xml(checks: list[CellCheck], suite_name: str) -> str:
     suite = _suite(root, suite_name, counts, total_s, {"rule": "squarewave: the campaign's first envelope "
                    "rule at 10 %; other benchmarks: every run ends ok"})
     for c in checks:
-        lines = [f"{h.metric}{f' ({h.probe})' if h.probe else ''}: {format_value(h.value, h.unit)} "
+        lines = [f"{h.metric}{f' ({h.subject})' if h.subject else ''}: {format_value(h.value, h.unit)} "
                  f"over {h.runs} run(s)" for h in c.headline]
         lines += [f"{rule}: {'held' if ok else 'not held'}" for rule, ok in c.held.items()]
         _case(suite, f"jitterlab.{c.target}.{c.benchmark}", c.name, sum(r.wall_s for r in c.runs),

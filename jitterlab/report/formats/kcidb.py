@@ -93,9 +93,10 @@ def _labels(r: RunRecord) -> str:
 
 def _test(r: RunRecord, info: dict, build_id: str, headline: list[str], out: Path) -> dict:
     from jitterlab.campaign import cells
+    from jitterlab.report.traits import own_metric
 
     status = STATUS.get(r.status, "ERROR")
-    name = next((m for m in headline if (r.probe, m) in r.metrics or ("", m) in r.metrics), None)
+    name = next((m for m in headline if own_metric(r, m) is not None), None)
     path = ".".join(_path_word(p) for p in ("jitterlab", r.benchmark, *([name] if name else [])))
     test: dict = {
         "id": f"{ORIGIN}:{r.id}", "build_id": build_id, "origin": ORIGIN, "path": path,
@@ -104,12 +105,12 @@ def _test(r: RunRecord, info: dict, build_id: str, headline: list[str], out: Pat
         "environment": _environment(info),
         "misc": {"run_id": r.id, "repetition": r.repetition + 1, "target": r.target,
                  "cell": dict(r.cell.params), "labels": r.labels,
-                 "metrics": {(f"{m.probe}.{m.name}" if m.probe else m.name):
+                 "metrics": {(f"{m.subject}.{m.name}" if m.subject else m.name):
                              {"value": m.value, "unit": m.unit} for m in r.metrics.values()}},
     }
     if name is not None and status == "DONE":
-        metric = r.metrics.get((r.probe, name)) or r.metrics[("", name)]
-        test["number"] = number(metric.value, metric.unit)
+        metric = own_metric(r, name)
+        test["number"] = number(metric.value, metric.unit)  # type: ignore[union-attr]
     if status == "ERROR" and r.error:
         test["log_excerpt"] = r.error[-16384:]
     files = [{"name": "report.html", "url": (out / "report.html").resolve().as_uri()}]

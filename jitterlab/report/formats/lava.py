@@ -46,7 +46,7 @@ def cells_lines(checks: list[CellCheck]) -> str:
         if not c.headline:
             lines.append(f"case\truns\t{RESULTS[c.outcome]}\t-\t-")
         for h in c.headline:
-            metric = slug(f"{h.metric}.{h.probe}" if h.probe else h.metric)
+            metric = slug(f"{h.metric}.{h.subject}" if h.subject else h.metric)
             lines.append(f"case\t{metric}\t{RESULTS[c.outcome]}\t{_measurement(h.value)}\t{_units(h.unit)}")
         lines.append(f"end\t{name}")
     return "\n".join(lines) + "\n"
