@@ -116,7 +116,7 @@ def column_title(bench: BenchmarkSummary, name: str) -> str:
     from jitterlab.report.figures.base import metric_words  # the one wording of metric names
 
     rule = next((v.rule for c in bench.cells if (v := c.values.get(name))), "")
-    return f"{metric_words(name)} ({summary.rule_text(rule)})" if rule else metric_words(name)
+    return summary.figure_name(metric_words(name), rule) if rule else metric_words(name)
 
 
 def shown_metrics(runs: list[RunRecord]) -> list[str]:

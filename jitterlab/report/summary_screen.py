@@ -180,7 +180,7 @@ def reading(runs: list[RunRecord], infos: dict[str, dict], results: str = "resul
 
 def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
     """The other benchmarks: each cell with its first headline value by its summary rule."""
-    from jitterlab.analysis.summary import rule_text
+    from jitterlab.analysis.summary import figure_name
     from jitterlab.report.summaries import summarize
 
     out = []
@@ -188,7 +188,7 @@ def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
         first = bench.columns[0] if bench.columns else None
         shown = bench.cells[:MAX_OTHER_CELLS]
         rule = next((c.values[first].rule for c in shown if first and first in c.values), "")
-        out.append(f"{bench.benchmark}" + (f": {first} ({rule_text(rule)})" if first and rule else ""))
+        out.append(f"{bench.benchmark}" + (f": {figure_name(first, rule)}" if first and rule else ""))
         for c in shown:
             v = c.values.get(first) if first else None
             out.append(f"  {c.name}  {format_value(v.value, v.unit) if v else c.status}")

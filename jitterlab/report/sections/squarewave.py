@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, HELD, UNPROVEN, envelope, rules_of
+from jitterlab.analysis.summary import MEDIAN, WORST, figure_name
 from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
@@ -29,6 +30,10 @@ PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_
                "p9999_rel_period_error")
 DEMO_NOTE = f"{NOT_WATCHED}: the probe watched another signal, these are that signal's periods"
 HIGH_VARIANCE_CV = 0.5  # std/mean of the headline over repetitions above which we warn
+# the cells table's figures, named by what they are: the worst run's maximum and the median of the runs'
+# maxima, then the percentiles of the worst run (the one the maximum names)
+CELL_HEADS = (figure_name("max error", WORST), figure_name("max error", MEDIAN),
+              *(figure_name(p, WORST) for p in ("p50", "p99", "p99.9", "p99.99")))
 
 
 def period_ns(r: RunRecord) -> int:
@@ -105,6 +110,7 @@ class SquarewaveSection:
             "envelope_heads": heads,
             "envelope": rows,
             "cells": _cell_rows(runs, impl_of),
+            "cell_heads": CELL_HEADS,
             "several_targets": len({r.target for r in runs}) > 1,  # else the title names it
             "run_figures": _run_figures(runs, impl_of, ctx),
             "bias": _bias_rows(runs, impl_of),
