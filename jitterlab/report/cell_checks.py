@@ -27,6 +27,7 @@ from jitterlab.analysis.reading import reading
 from jitterlab.analysis.summary import figure_name, summarize_metrics, worst
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
+from jitterlab.report.format import percent
 from jitterlab.report.traits import own_metric, subject_of, traits_of
 
 PASSED, FAILED, SKIPPED = "pass", "fail", "skip"
@@ -134,7 +135,7 @@ def envelope_judged(runs: list[RunRecord], rule: str) -> Judged:
         parts = []
         if over:
             bad, value = max(over, key=lambda rv: rv[1])
-            parts.append(f"the worst run {bad.id} reached {value * 100:.3g} %"
+            parts.append(f"the worst run {bad.id} reached {percent(value)}"
                          + (f" ({len(over)} of {len(runs)} runs over it)" if len(over) > 1 else ""))
         if broken:
             parts.append(_ended(broken))
