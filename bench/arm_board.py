@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from jitterlab.cli.main import main as jitterlab
+from jitterlab.report.traits import observer, own, subject_of
 from jitterlab.store.catalog import Store
 
 BOARDS = {  # machine: (gpiod chip, gpiomem soc, line, outside probes)
@@ -84,20 +85,21 @@ def main() -> None:
               f"{'blind':>7} {'lag p50':>9}")
         for r in runs:
             cell = f"{r.param('impl')} @{r.param('pin')}"
+            probe = subject_of(r)
             if r.status != "ok":
-                print(f"{cell:<20} {r.probe:<14} {r.status}: {r.error}")
+                print(f"{cell:<20} {probe:<14} {r.status}: {r.error}")
                 continue
-            edges = r.metric("n_edges") or 0
-            if r.probe == "self":
-                print(f"{cell:<20} {'self':<14} {edges:>6.0f}")
+            edges = own(r, "n_edges") or 0
+            if not observer(probe).independent:  # the program's own timestamps: nothing to pair
+                print(f"{cell:<20} {probe:<14} {edges:>6.0f}")
                 continue
-            paired, missed = r.metric("align_matched_edges") or 0, r.metric("missed_edges") or 0
-            resolution = r.metric("probe_resolution_ns") or 0
-            blind = (r.metric("blind_time_ns") or 0) / max(int(args_ns(args.duration)), 1)
-            lag = r.metric("self_lag_spread_p50_ns")
-            watched = "" if r.metric("program_pin_watched") == 1 else "  (not the program's pin)"
+            paired, missed = own(r, "align_matched_edges") or 0, own(r, "missed_edges") or 0
+            resolution = own(r, "probe_resolution_ns") or 0
+            blind = (own(r, "blind_time_ns") or 0) / max(int(args_ns(args.duration)), 1)
+            lag = own(r, "self_lag_spread_p50_ns")
+            watched = "" if own(r, "program_pin_watched") == 1 else "  (not the program's pin)"
             lag_us = "" if lag is None else f"{lag / 1e3:.0f}us"
-            print(f"{cell:<20} {r.probe:<14} {edges:>6.0f} {paired:>7.0f} {missed:>7.0f} "
+            print(f"{cell:<20} {probe:<14} {edges:>6.0f} {paired:>7.0f} {missed:>7.0f} "
                   f"{resolution / 1e3:>9.1f}us {blind:>6.1%} {lag_us:>9}{watched}")
         print("emulated CPU (qemu TCG): how faithfully each probe follows an emulated pin, never "
               "timing evidence")

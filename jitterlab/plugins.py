@@ -48,7 +48,7 @@ from jitterlab.measure.loads.base import LOADS
 from jitterlab.measure.squarewave.impls.base import IMPLS
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES
-from jitterlab.model.traits import UNKNOWN, BenchmarkTraits
+from jitterlab.model.traits import UNKNOWN, UNKNOWN_OBSERVER, BenchmarkTraits, ObserverTraits
 from jitterlab.targets.qemu.machines.registry import MACHINES
 from jitterlab.targets.registry import TARGETS
 from jitterlab.targets.unit import PROFILES as UNITS
@@ -71,3 +71,12 @@ def traits(benchmark: str) -> BenchmarkTraits:
     """What a benchmark's runs are (model.traits): its own declaration, or UNKNOWN for a benchmark
     no longer registered (runs of an old store)."""
     return BENCHMARKS.get(benchmark, "benchmark").traits if benchmark in BENCHMARKS else UNKNOWN
+
+
+def observer(probe: str) -> ObserverTraits:
+    """What an observer of a square wave is (model.traits): as its probe declares it, or
+    UNKNOWN_OBSERVER for a probe no longer registered (runs of an old store)."""
+    if probe not in PROBES:
+        return UNKNOWN_OBSERVER
+    declared = PROBES.get(probe, "probe")
+    return ObserverTraits(declared.independent, declared.location)

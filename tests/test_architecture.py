@@ -255,17 +255,36 @@ PLUGIN = re.compile(r"(^|\.)(obj|bench\w*|benchmark|plugin\w*|probe|pin|impl|loa
                     r"|plugins\.|\.get\(")
 
 
+def _bound_to(tree: ast.AST, names: set[str]) -> set[str]:
+    """The names `tree` binds to a string of `names` (`COLUMNS_OF = "squarewave"`), which a comparison
+    may use in its place."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant) \
+                and node.value.value in names:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return bound
+
+
 def _compared(tree: ast.AST, names: set[str], side: re.Pattern[str] | None = None) -> list[str]:
-    """The comparisons in `tree` of a string of `names` with anything (`==`, `!=`, `in (...)`, either
-    way round), or, given `side`, with an expression whose text matches it (e.g. a kind)."""
+    """The comparisons in `tree` of a string of `names`, or of a name bound to one, with anything
+    (`==`, `!=`, `in (...)`, either way round), or, given `side`, with an expression whose text
+    matches it (e.g. a kind)."""
     found = []
+    constants = _bound_to(tree, names)
+
+    def named(i: ast.expr) -> bool:
+        return ((isinstance(i, ast.Constant) and i.value in names)
+                or (isinstance(i, ast.Name) and i.id in constants))
+
     for node in ast.walk(tree):
         if not isinstance(node, ast.Compare):
             continue
         operands = [node.left, *node.comparators]
         for operand in operands:
             items = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
-            if not any(isinstance(i, ast.Constant) and i.value in names for i in items):
+            if not any(named(i) for i in items):
                 continue
             others = [ast.unparse(o) for o in operands if o is not operand]
             if side is None or any(side.search(o) for o in others):
@@ -284,9 +303,12 @@ def _plugin_attributes_guessed(tree: ast.AST) -> list[str]:
 def test_the_checks_below_catch_what_they_are_for():
     benchmarks = {"squarewave", "cyclictest"}
     for caught in ('b == "squarewave"', 'run.cell.benchmark != "cyclictest"', '"squarewave" == name',
-                   'benchmark in ("squarewave", "membw")', 'r.benchmark not in {"cyclictest"}'):
+                   'benchmark in ("squarewave", "membw")', 'r.benchmark not in {"cyclictest"}',
+                   'COLUMNS_OF = "squarewave"\nif benchmark == COLUMNS_OF: pass',
+                   'WAVE: str = "squarewave"\nok = name in (WAVE, "x")'):
         assert _compared(ast.parse(caught), benchmarks), caught
     assert not _compared(ast.parse('load == "cpu"'), benchmarks)
+    assert not _compared(ast.parse('IDLE = "idle"\nok = load == IDLE'), benchmarks)
     kind = re.compile(r"kind")
     for caught in ('target_kind == "local"', 'spec.kind in ("qemu", "ssh")', '"labgrid" != self.kind'):
         assert _compared(ast.parse(caught), set(TARGET_KINDS), kind), caught

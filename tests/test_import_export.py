@@ -43,7 +43,7 @@ def test_csv_import_has_exactly_the_metrics_of_the_edges(tmp_path, unit, header)
     assert run_cli(["import", "edges", str(path), "--period", "1ms", "--label", "impl=scope",
                     "--label", "image=1.10", "--results", str(tmp_path / "r")]) == 0
     [run] = Store(tmp_path / "r").runs()
-    assert (run.benchmark, run.param("impl"), run.probe, run.status) == (
+    assert (run.benchmark, run.param("impl"), run.param("probe"), run.status) == (
         "squarewave", "scope", "import", "ok")
     assert run.labels == {"impl": "scope", "image": "1.10"}
     assert {n: m.value for (_, n), m in run.metrics.items()} == EXPECTED

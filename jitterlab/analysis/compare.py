@@ -199,7 +199,7 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
                 f"too few runs for a verdict ({na} vs {nb})",
                 f"measure at least {MIN_RUNS} repetitions per group (campaign.repetitions), better 5")))
         keys = sorted({k for r in a_runs + b_runs for k in r.metrics if not metrics or k[1] in metrics})
-        chosen = {r.probe for r in a_runs + b_runs}
+        chosen = {traits(r.benchmark).subject_of(r.cell) for r in a_runs + b_runs}
         if differ := load_differences(a_runs, b_runs, thresholds):
             result.loads[cell] = differ
         worst = False
@@ -245,7 +245,7 @@ class _Pool:
         how = reading(metric)
         if not how.tail or self._read is None:
             return ""
-        key = samples_key(self._traits(a_runs[0].benchmark).samples, metric.probe)
+        key = samples_key(self._traits(a_runs[0].benchmark).samples, metric.subject)
         if key is None:
             return ""
         a = [d[key] for r in a_runs if key in (d := self._of(r))]
@@ -278,7 +278,7 @@ def _row(cell: tuple, a: list[Metric], b: list[Metric], result: Comparison,
     look = Look(effect.diff, effect.se if enough else math.nan, effect.df, balanced_runs(len(a), len(b)))
     p_seq = look.p_sequential if enough else math.nan
     ratio, lo, hi, difference, d_lo, d_hi = _interval(effect, look if enough else None)
-    row = Row(cell, first.probe, first.name, first.unit, how.direction, view, len(a), len(b), rule,
+    row = Row(cell, first.subject, first.name, first.unit, how.direction, view, len(a), len(b), rule,
               effect.baseline, effect.candidate, effect.effect, ratio, lo, hi,
               effect.test if enough or effect.exact else NO_TEST, effect.p_value if enough else math.nan,
               math.nan, UNDECIDED if tested else NOT_TESTED, effect.sign,

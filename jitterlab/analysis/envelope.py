@@ -83,16 +83,18 @@ def rules_of(runs: Iterable[RunRecord]) -> tuple[str, ...]:
 
 
 def envelope(runs: list[RunRecord], thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, *,
-             period_of: Callable[[RunRecord], int], rules: tuple[str, ...] = ("max",),
+             period_of: Callable[[RunRecord], int], subject_of: Callable[[RunRecord], str],
+             rules: tuple[str, ...] = ("max",),
              impl_of: Callable[[RunRecord], str] | None = None) -> list[EnvelopeRow]:
     """Envelope rows of runs of a periodic benchmark (model.traits: the caller selects them), one
     per group and rule, in the order the groups first appear; `period_of` is a run's nominal period
-    in ns (as its benchmark reads its cell), `impl_of` names a run's impl (the report appends the
+    in ns (as its benchmark reads its cell), `subject_of` names the observer whose figures are a
+    run's own (its benchmark's traits), `impl_of` a run's impl (the report appends the
     labels that tell cells apart, so two images stay apart)."""
     name = impl_of or (lambda r: str(r.param("impl")))
     groups: dict[tuple, dict[int, list[RunRecord]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        groups[(r.target, name(r), r.load, r.probe)][period_of(r)].append(r)
+        groups[(r.target, name(r), r.load, subject_of(r))][period_of(r)].append(r)
     rows = []
     for key, by_period in groups.items():
         periods = sorted(by_period, reverse=True)
@@ -105,7 +107,7 @@ def envelope(runs: list[RunRecord], thresholds: tuple[float, ...] = DEFAULT_THRE
             for threshold in thresholds:
                 best, stopped[threshold] = None, state
                 for period_ns in periods if state == HELD else ():  # longest first, to the first miss
-                    verdicts = {verdict(r, rule, threshold) for r in by_period[period_ns]}
+                    verdicts = {verdict(r, rule, threshold, key[3]) for r in by_period[period_ns]}
                     if verdicts != {HELD}:  # a failure outweighs blindness, blindness never-ran
                         stopped[threshold] = next(v for v in (NONE, UNPROVEN, UNAVAILABLE) if v in verdicts)
                         break
@@ -116,27 +118,28 @@ def envelope(runs: list[RunRecord], thresholds: tuple[float, ...] = DEFAULT_THRE
     return rows
 
 
-def provable(run: RunRecord, rule: str) -> float | None:
-    """The largest the run's statistic under `rule` can be (its upper bound); None when no bound
-    is proven (too much of the run was unobserved) or the run has no value."""
-    bound = run.metric(f"{RULES[rule]}_upper_bound")
-    if bound is not None or run.metric("unobserved_periods") is not None:
+def provable(run: RunRecord, rule: str, observer: str) -> float | None:
+    """The largest the run's statistic under `rule`, as `observer` saw it, can be (its upper bound);
+    None when no bound is proven (too much of the run was unobserved) or the run has no value."""
+    bound = run.metric(f"{RULES[rule]}_upper_bound", observer)
+    if bound is not None or run.metric("unobserved_periods", observer) is not None:
         return bound
     # stored before bounds: the value is the truth only when nothing was excluded or missed
-    if (run.metric("excluded_periods") or 0) or (run.metric("missed_edges") or 0):
+    if (run.metric("excluded_periods", observer) or 0) or (run.metric("missed_edges", observer) or 0):
         return None
-    return run.metric(RULES[rule])
+    return run.metric(RULES[rule], observer)
 
 
-def verdict(run: RunRecord, rule: str, threshold: float) -> str:
+def verdict(run: RunRecord, rule: str, threshold: float, observer: str) -> str:
     """HELD, NONE (failed, or over the threshold), UNPROVEN (the seen periods are under it, the
-    unobserved ones may not be) or UNAVAILABLE (the run never ran) for one run."""
+    unobserved ones may not be) or UNAVAILABLE (the run never ran) for one run, as `observer` (the
+    subject of its own figures) saw it."""
     if run.status == "unavailable":
         return UNAVAILABLE
-    value = run.metric(RULES[rule])
+    value = run.metric(RULES[rule], observer)
     if run.status != "ok" or value is None or value >= threshold:
         return NONE
-    bound = provable(run, rule)
+    bound = provable(run, rule, observer)
     return HELD if bound is not None and bound < threshold else UNPROVEN
 
 

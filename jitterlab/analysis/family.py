@@ -59,5 +59,5 @@ def graded(name: str, how: Reading) -> bool:
 
 def chosen_view(probe: str, chosen: Collection[str], asked: Collection[str] = ()) -> bool:
     """Whether a row of `probe` is a view the family tests: a figure no probe saw (""), the probe
-    the cell's runs chose (`chosen`: RunRecord.probe of each), or one `asked` for."""
+    the cell's runs chose (`chosen`: each run's own subject, as its traits say), or one `asked` for."""
     return not probe or probe in chosen or probe in asked

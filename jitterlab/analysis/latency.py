@@ -29,7 +29,7 @@ def latency_names(prefix: str = "latency", *, histogram: bool = False) -> tuple[
     return (*(f"{prefix}_{stat}_ns" for stat in STATS), f"{prefix}_samples", *overflow)
 
 
-def latency_metrics(samples_ns: np.ndarray, *, prefix: str = "latency", probe: str = "") -> list[Metric]:
+def latency_metrics(samples_ns: np.ndarray, *, prefix: str = "latency", subject: str = "") -> list[Metric]:
     """Every latency metric of DESIGN.md from raw samples (ns)."""
     x = np.asarray(samples_ns, dtype=np.float64)
     if x.size == 0:
@@ -44,7 +44,7 @@ def latency_metrics(samples_ns: np.ndarray, *, prefix: str = "latency", probe: s
             for name, q in QUANTILES.items()
         },
     }
-    return _metrics(values, x.size, prefix, probe)
+    return _metrics(values, x.size, prefix, subject)
 
 
 def histogram_metrics(
@@ -55,7 +55,7 @@ def histogram_metrics(
     mean_ns: float | None = None,
     max_ns: float | None = None,
     prefix: str = "latency",
-    probe: str = "",
+    subject: str = "",
 ) -> list[Metric]:
     """Latency metrics from counts per 1 µs bucket (bucket i holds latencies in [i, i+1) µs).
 
@@ -87,8 +87,8 @@ def histogram_metrics(
         points = np.append(edges_ns, top if overflow else 0.0)
         mean = (weights * points).sum() / weights.sum()
         values["std"] = float(np.sqrt((weights * (points - mean) ** 2).sum() / weights.sum()))
-    metrics = _metrics(values, n, prefix, probe)
-    metrics.append(Metric(f"{prefix}_overflow", float(overflow), "count", probe, LOWER, WORST, COUNT))
+    metrics = _metrics(values, n, prefix, subject)
+    metrics.append(Metric(f"{prefix}_overflow", float(overflow), "count", subject, LOWER, WORST, COUNT))
     return metrics
 
 
@@ -99,12 +99,12 @@ def histogram(samples_ns: np.ndarray, n_buckets: int) -> tuple[np.ndarray, int]:
     return counts[:n_buckets], int(counts[n_buckets])
 
 
-def _metrics(values: dict[str, float], n: int, prefix: str, probe: str) -> list[Metric]:
+def _metrics(values: dict[str, float], n: int, prefix: str, subject: str) -> list[Metric]:
     out = [
-        Metric(f"{prefix}_{name}_ns", value, "ns", probe, LOWER, WORST if name == "max" else MEDIAN, RATIO,
+        Metric(f"{prefix}_{name}_ns", value, "ns", subject, LOWER, WORST if name == "max" else MEDIAN, RATIO,
                _STAT.get(name, ""))
         for name, value in values.items()
         if value is not None and np.isfinite(value)
     ]
-    out.append(Metric(f"{prefix}_samples", float(n), "count", probe, NONE, MEDIAN, COUNT))
+    out.append(Metric(f"{prefix}_samples", float(n), "count", subject, NONE, MEDIAN, COUNT))
     return out

@@ -129,8 +129,8 @@ def timerlat_names() -> tuple[str, ...]:
 
 
 def timerlat_metrics(columns: list[TimerlatColumn]) -> tuple[list[Metric], dict[str, Samples]]:
-    """Per kind over all CPUs (probe ""): `{irq,thread,user}_latency_*` from the summed histogram
-    (min/mean/max from rtla's own figures); per CPU (probe cpuN): max, mean and samples. The
+    """Per kind over all CPUs (subject ""): `{irq,thread,user}_latency_*` from the summed histogram
+    (min/mean/max from rtla's own figures); per CPU (subject cpuN): max, mean and samples. The
     histograms are kept as series `cpuN.{kind}.histogram_1us`."""
     metrics: list[Metric] = []
     series: dict[str, Samples] = {}
@@ -139,12 +139,12 @@ def timerlat_metrics(columns: list[TimerlatColumn]) -> tuple[list[Metric], dict[
         for c in (c for c in columns if c.kind == kind):
             unit = IRQ_HISTOGRAM_UNIT if kind == "irq" else HISTOGRAM_UNIT
             series[f"cpu{c.cpu}.{kind}.histogram_1us"] = Samples(c.counts, unit)
-            probe = f"cpu{c.cpu}"
-            metrics.append(Metric(f"{kind}_latency_samples", float(c.count), "count", probe, "none"))
+            subject = f"cpu{c.cpu}"
+            metrics.append(Metric(f"{kind}_latency_samples", float(c.count), "count", subject, "none"))
             if c.count and c.max_us is not None:
                 mean_ns = round(mean_us(c) * US, 1)
-                metrics += [Metric(f"{kind}_latency_max_ns", float(c.max_us * US), "ns", probe, "lower"),
-                            Metric(f"{kind}_latency_mean_ns", mean_ns, "ns", probe, "lower")]
+                metrics += [Metric(f"{kind}_latency_max_ns", float(c.max_us * US), "ns", subject, "lower"),
+                            Metric(f"{kind}_latency_mean_ns", mean_ns, "ns", subject, "lower")]
         if not mine:
             continue
         n = sum(c.count for c in mine)
@@ -206,21 +206,21 @@ def parse_osnoise_top(text: str) -> list[OsnoiseCpu]:
 
 
 def osnoise_metrics(cpus: list[OsnoiseCpu]) -> list[Metric]:
-    """Per CPU (probe cpuN) and over all (probe ""): noise, CPU left, largest noise, sources."""
+    """Per CPU (subject cpuN) and over all (subject ""): noise, CPU left, largest noise, sources."""
     metrics: list[Metric] = []
-    for probe, group in [(f"cpu{c.cpu}", [c]) for c in cpus] + [("", cpus)]:
+    for subject, group in [(f"cpu{c.cpu}", [c]) for c in cpus] + [("", cpus)]:
         runtime = sum(c.runtime_us for c in group)
         if not runtime:
             continue
         noise = sum(c.noise_us for c in group)
         metrics += [
-            Metric("cpu_available_percent", round(100.0 * (1 - noise / runtime), 5), "%", probe, "higher"),
-            Metric("noise_ns", float(noise * US), "ns", probe, "lower"),
-            Metric("noise_max_ns", float(max(c.max_noise_us for c in group) * US), "ns", probe, "lower"),
-            Metric("noise_max_single_ns", float(max(c.max_single_us for c in group) * US), "ns", probe,
+            Metric("cpu_available_percent", round(100.0 * (1 - noise / runtime), 5), "%", subject, "higher"),
+            Metric("noise_ns", float(noise * US), "ns", subject, "lower"),
+            Metric("noise_max_ns", float(max(c.max_noise_us for c in group) * US), "ns", subject, "lower"),
+            Metric("noise_max_single_ns", float(max(c.max_single_us for c in group) * US), "ns", subject,
                    "lower"),
-            Metric("runtime_ns", float(runtime * US), "ns", probe, "none"),
-            *(Metric(f"{s}_noise_events", float(sum(c.sources[s] for c in group)), "count", probe, "lower")
+            Metric("runtime_ns", float(runtime * US), "ns", subject, "none"),
+            *(Metric(f"{s}_noise_events", float(sum(c.sources[s] for c in group)), "count", subject, "lower")
               for s in SOURCES),
         ]
     if not any(c.runtime_us for c in cpus):

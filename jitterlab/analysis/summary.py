@@ -25,7 +25,8 @@ from jitterlab.analysis.reading import reading, summary_rule
 from jitterlab.model.reading import MEDIAN, WORST
 from jitterlab.model.records import Metric
 
-__all__ = ["MEDIAN", "WORST", "Summary", "rule", "rule_text", "summarize", "summarize_metrics", "worst"]
+__all__ = ["MEDIAN", "WORST", "Summary", "figure_name", "rule", "rule_text", "summarize", "summarize_metrics",
+           "worst"]
 
 
 def rule(name: str) -> str:
@@ -82,6 +83,17 @@ def summarize_metrics(found: Sequence[Metric]) -> Summary | None:
     return summarize([m.value for m in found], found[0].name, how.direction, found[0].unit, how.summary)
 
 
+RULE_WORDS = {WORST: "worst run", MEDIAN: "median of runs"}
+
+
 def rule_text(which: str) -> str:
-    """The rule as a table header says it: "worst run" or "median"."""
-    return "worst run" if which == WORST else "median"
+    """The rule in the words every view uses: "worst run" or "median of runs"."""
+    return RULE_WORDS[which]
+
+
+def figure_name(metric: str, which: str) -> str:
+    """A cell's figure named by what it is, the same in every view: the metric (by its name, or in
+    words where a table speaks in words) and the rule that summarized its runs,
+    "p99_rel_period_error (median of runs)", "maximum latency (worst run)". A comparison's figures
+    name their own statistic (analysis.compare: "pooled p99", "geometric mean of run maxima")."""
+    return f"{metric} ({rule_text(which)})"

@@ -13,6 +13,7 @@ import datetime as dt
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jitterlab.analysis.changepoints import ChangePoint, change_points
@@ -53,17 +54,18 @@ def natural(text: str) -> list:
 
 
 def trend(runs: list[RunRecord], campaigns: dict[int, dict], metric: str, by: str, *,
-          names: CellNames = PLAIN) -> list[Series]:
+          subject_of: Callable[[RunRecord], str], names: CellNames = PLAIN) -> list[Series]:
     """Series of `metric` per cell, x from the label `by`, or "date" / "campaign" (campaigns maps
-    id -> {name, created_ns}); `names` writes the cells (campaign.cells.names(): as a campaign
+    id -> {name, created_ns}); the run's own `metric` (of `subject_of(run)`, its benchmark's
+    traits), else the run-wide one; `names` writes the cells (campaign.cells.names(): as a campaign
     does). UserError when no run has both the metric and the key."""
     grouped: dict[tuple[str, str, str], dict[str, list[tuple[float, int, str]]]] = defaultdict(
         lambda: defaultdict(list))
     order: dict[str, object] = {}
     at: dict[str, int] = {}
     for r in runs:
-        value = r.metric(metric)
-        probe = r.probe
+        probe = subject_of(r)
+        value = r.metric(metric, probe)
         if value is None and (("", metric) in r.metrics):
             value, probe = r.metrics[("", metric)].value, ""
         if r.status != "ok" or value is None:

@@ -25,7 +25,9 @@ def trend_series(store, args: argparse.Namespace):
     """--trend METRIC --by KEY over the runs of --campaign, or of the whole store."""
     from jitterlab.analysis.trend import trend
     from jitterlab.campaign.cells import names
+    from jitterlab.report.traits import subject_of
 
     runs = store.runs() if not args.campaign else selected_runs(store, args.campaign)
     campaigns = {c["id"]: c for c in store.campaigns()}
-    return trend(runs, campaigns, args.trend, args.by, names=names().among(r.cell for r in runs))
+    return trend(runs, campaigns, args.trend, args.by, subject_of=subject_of,
+                 names=names().among(r.cell for r in runs))

@@ -141,7 +141,7 @@ class TargetLoads:
 
 def _named(readings: list[tuple[str, list[Metric]]]) -> list[Metric]:
     """One load's metrics as they are; several loads' suffixed with their names."""
-    return [Metric(m.name if len(readings) == 1 else f"{m.name}_{name}", m.value, m.unit, m.probe,
+    return [Metric(m.name if len(readings) == 1 else f"{m.name}_{name}", m.value, m.unit, m.subject,
                    m.direction) for name, metrics in readings for m in metrics]
 
 

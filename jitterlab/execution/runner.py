@@ -413,7 +413,7 @@ class Runner:
         if measurement is not None and status == "ok":
             series = measurement.series or None
             for m in [*measurement.metrics, *result.load_metrics]:
-                metrics[(m.probe, m.name)] = m
+                metrics[(m.subject, m.name)] = m
             warnings = measurement.warnings
             attachments = {**measurement.attachments, **attachments}
         settings = {

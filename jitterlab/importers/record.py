@@ -62,7 +62,7 @@ def capture_run(capture: Capture, *, period_ns: int, warmup_ns: int, labels: dic
                   "source_sha256": source_sha, "time_resolution": capture.resolution},
         labels=dict(labels), status="ok", error=None, started_ns=time.time_ns(), wall_s=0.0,
         raw_path=None, raw_sha256=None, sysinfo_id=None,
-        metrics={(m.probe, m.name): m for m in metrics})
+        metrics={(m.subject, m.name): m for m in metrics})
     warnings = [Warning_(w, "check the instrument's sample rate and the export; the periods across the "
                             "gap are excluded") for w in capture.warnings]
     if (wrong := _period_off(capture, period_ns)) is not None:

@@ -28,5 +28,5 @@ def run_record(cell: Cell, *, id: str = "r1", campaign_id: int = 1, repetition: 
         id=id, campaign_id=campaign_id, cell=cell, repetition=repetition, settings=dict(settings or {}),
         labels=dict(labels or {}), status=status, error=error, started_ns=started_ns, wall_s=wall_s,
         raw_path=raw_path, raw_sha256=raw_sha256, sysinfo_id=sysinfo_id,
-        metrics={(m.probe, m.name): m for m in metrics}, cell_key=cell_key,
+        metrics={(m.subject, m.name): m for m in metrics}, cell_key=cell_key,
     )

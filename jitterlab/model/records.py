@@ -91,7 +91,9 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class Metric:
-    """One number a run produced. `probe` is the observer it came from ("" for non-edge metrics).
+    """One number a run produced. `subject` is what it is of: "" for the run as a whole, else one
+    part of it the benchmark measured apart (an observer of a square wave such as "vpin" or the
+    program's own view, a thread "thread0", a CPU "cpu1", a pair of processes "pair0").
 
     How it is read (model.reading): `direction` which way is better ("lower", "higher", or "none"
     for numbers that describe a run rather than grade it), `summary` how a cell's repetitions are
@@ -103,7 +105,7 @@ class Metric:
     name: str
     value: float
     unit: str
-    probe: str = ""
+    subject: str = ""
     direction: str = ""
     summary: str = ""
     scale: str = ""
@@ -124,7 +126,9 @@ class Warning_:
 @dataclass(frozen=True)
 class RunRecord:
     """A run as stored: its cell, the settings it ran with, labels, status, metrics keyed
-    (probe, name). `cell_key` is its identity for --resume (the cell's key unless given)."""
+    (subject, name). `cell_key` is its identity for --resume (the cell's key unless given). Whose
+    metrics are the run's own (a square wave's observer) its benchmark declares
+    (model.traits.BenchmarkTraits.subject_of), not the record."""
 
     id: str
     campaign_id: int
@@ -163,12 +167,7 @@ class RunRecord:
         """A matrix parameter of the run's cell (e.g. "size" of a udp-echo run)."""
         return self.cell.param(name, default)  # type: ignore[arg-type]
 
-    @property
-    def probe(self) -> str:
-        """The probe whose metrics are the run's own ("" for benchmarks without probes)."""
-        return str(self.cell.param("probe", ""))
-
-    def metric(self, name: str, probe: str | None = None) -> float | None:
-        """A metric of the run's own probe (or of `probe`), None when absent."""
-        found = self.metrics.get((self.probe if probe is None else probe, name))
+    def metric(self, name: str, subject: str = "") -> float | None:
+        """The value of a metric of `subject` ("": of the run as a whole), None when absent."""
+        found = self.metrics.get((subject, name))
         return found.value if found else None

@@ -10,6 +10,14 @@ benchmark declares its traits, and nothing that reads stored runs tests a benchm
 - `samples`: what its raw series hold within a run, for tails compared as tails: PERIOD_ERRORS (the
   |relative period error| of every period, per probe) or LATENCIES (every latency of the run, one
   distribution for the run-wide metrics); "" for none.
+- `subject`: the cell key that names whom the run's own metrics are of (squarewave: "probe", the
+  observer whose view is the run's figure); "" when they are of the run as a whole. A metric's
+  subject (model.records.Metric.subject) is what it is of: "" the run, else an observer, a thread,
+  a CPU or a pair of processes the benchmark measured apart.
+
+What an observer of a square wave is (`ObserverTraits`: independent of the program or not, where it
+runs) its probe declares; readers ask it by the observer's name (report.traits.observer), never
+compare the name.
 """
 
 from __future__ import annotations
@@ -21,12 +29,22 @@ from jitterlab.model.records import Cell
 
 PERIOD_ERRORS, LATENCIES = "period errors", "latencies"
 
+# the subject of a square wave's figures as its program saw them (its own timestamps): stored beside an
+# independent observer's in every run whose program timed its edges, and the name of the probe that
+# observes nothing else
+OWN_VIEW = "self"
+
 
 @dataclass(frozen=True)
 class BenchmarkTraits:
     headline: tuple[str, ...] = ()
     period_ns: Callable[[Cell], int] | None = None
     samples: str = ""
+    subject: str = ""
+
+    def subject_of(self, cell: Cell) -> str:
+        """Whom the run's own metrics are of: the value of the cell's `subject` key; "" (the run)."""
+        return str(cell.param(self.subject, "")) if self.subject else ""
 
     @property
     def periodic(self) -> bool:
@@ -34,3 +52,18 @@ class BenchmarkTraits:
 
 
 UNKNOWN = BenchmarkTraits()  # a benchmark no longer registered (an old store): nothing declared
+
+
+@dataclass(frozen=True)
+class ObserverTraits:
+    """What an observer of a square wave is: `independent` of the program (False: the program's
+    own timestamps), and where it runs (`location`: "target", "program", "controller",
+    "instrument")."""
+
+    independent: bool = True
+    location: str = "target"
+
+
+# an observer no longer registered (an old store): independent, since the program's own view is
+# always stored under OWN_VIEW, whose probe is built in; read as on the target, the cautious guess
+UNKNOWN_OBSERVER = ObserverTraits()

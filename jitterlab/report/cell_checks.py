@@ -1,13 +1,19 @@
 """Each cell of a campaign as a check a test system reads: passed, failed or skipped, why, and its
-headline numbers. The engines' formats (JUnit, LAVA's test cases) share this one judgement.
+headline figures, each with its own verdict. The engines' formats (JUnit, LAVA's test cases, KCIDB's
+tests) share this one judgement.
 
 The rule a squarewave cell is held to is the campaign's own envelope rule (its first, e.g. "max":
 the worst |period error| of every run) at ENVELOPE_THRESHOLD: the cell passes when every
 repetition holds it provably (analysis.envelope.verdict), fails when a repetition is over it or
 did not run to the end, and is skipped when the probe's blindness leaves it unproven or the cell
-never ran (unavailable). A cell of another benchmark has no such rule: it passes when every run
-ended ok. Headline numbers are summarized over the repetitions by the metric's rule
-(analysis.summary: the worst run for maxima, the median otherwise).
+never ran (unavailable). Each headline metric an envelope rule of the campaign judges (max, p99 ...)
+is held to that rule the same way; every other metric, and every metric of a benchmark without an
+envelope, passes when every run ended ok. A failure names the worst run: the one furthest over the
+threshold, else the first that did not end ok.
+
+Headline figures are summarized over the repetitions by the rule the metric declares
+(analysis.summary.summarize_metrics: the worst run for maxima, the median of runs otherwise), as the
+tables summarize them, and named by it (analysis.summary.figure_name).
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from jitterlab.analysis import envelope as env
-from jitterlab.analysis.direction import direction_of
-from jitterlab.analysis.summary import summarize
+from jitterlab.analysis.reading import reading
+from jitterlab.analysis.summary import figure_name, summarize_metrics, worst
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
-from jitterlab.report.traits import traits_of
+from jitterlab.report.format import percent
+from jitterlab.report.traits import own_metric, subject_of, traits_of
 
 PASSED, FAILED, SKIPPED = "pass", "fail", "skip"
 ENVELOPE_THRESHOLD = max(env.DEFAULT_THRESHOLDS)  # 10 %: the envelope's looser bound
@@ -29,12 +36,29 @@ _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
+class Judged:
+    """A verdict: PASSED, FAILED or SKIPPED, why in one line, and the run it names (the worst)."""
+
+    outcome: str
+    reason: str
+    run: str = ""
+
+
+@dataclass(frozen=True)
 class Headline:
     metric: str
-    value: float  # summarized over the cell's runs, in `unit`
+    value: float  # summarized over the cell's runs by `rule`, in `unit`
     unit: str
-    probe: str
+    subject: str  # what the metric is of ("" the run; a square wave's observer)
     runs: int
+    rule: str  # analysis.summary's WORST or MEDIAN, as the metric declares it
+    worst_run: str  # the run with the worst value, in the metric's direction
+    judged: Judged  # by the envelope rule that holds this metric, else by how the runs ended
+
+    @property
+    def name(self) -> str:
+        """The figure by what it is: "p99_rel_period_error (median of runs)"."""
+        return figure_name(self.metric, self.rule)
 
 
 @dataclass(frozen=True)
@@ -47,6 +71,7 @@ class CellCheck:
     reason: str  # one line: the rule and what the runs did
     headline: tuple[Headline, ...]
     held: dict[str, bool]  # squarewave: "max < 1 %" -> every run holds it provably
+    worst_run: str = ""  # the run the outcome names (a failure's worst run)
 
     @property
     def slug(self) -> str:
@@ -73,56 +98,97 @@ def _check(runs: list[RunRecord], identity: list[str], rules: tuple[str, ...]) -
     labels = cells.labels_text(first, identity)
     name = f"{first.target} {cells.label(first.cell)}" + (f" [{labels}]" if labels else "")
     held: dict[str, bool] = {}
+    judges: dict[str, Judged] = {}  # a metric an envelope rule holds -> its verdict
     if traits_of(first).periodic:
         for rule in rules:
             for threshold in env.DEFAULT_THRESHOLDS:
                 held[f"{rule} < {threshold * 100:g} %"] = all(
-                    env.verdict(r, rule, threshold) == env.HELD for r in runs)
-        outcome, reason = _envelope_outcome(runs, rules[0])
+                    env.verdict(r, rule, threshold, subject_of(r)) == env.HELD for r in runs)
+            judges[env.RULES[rule]] = envelope_judged(runs, rule)
+        cell = judges[env.RULES[rules[0]]]
     else:
-        outcome, reason = _runs_outcome(runs)
-    return CellCheck(name, first.benchmark, first.target, tuple(runs), outcome, reason,
-                     _headline(runs), held)
+        cell = runs_judged(runs)
+    headline = _headline(runs, judges)
+    return CellCheck(name, first.benchmark, first.target, tuple(runs), cell.outcome, cell.reason,
+                     headline, held, cell.run)
 
 
-def _envelope_outcome(runs: list[RunRecord], rule: str) -> tuple[str, str]:
+def rule_judging(run: RunRecord, metric: str) -> str | None:
+    """The envelope rule of the run's campaign that judges `metric` ("max" for max_rel_period_error),
+    None when none does (a metric no rule names, a benchmark without an envelope)."""
+    if not traits_of(run).periodic:
+        return None
+    return next((rule for rule in env.rules_of([run]) if env.RULES[rule] == metric), None)
+
+
+def envelope_judged(runs: list[RunRecord], rule: str) -> Judged:
+    """The runs held to an envelope `rule` at ENVELOPE_THRESHOLD, each as its own observer saw it."""
     said = f"{rule} |period error| < {ENVELOPE_THRESHOLD * 100:g} % in every run"
-    verdicts = [env.verdict(r, rule, ENVELOPE_THRESHOLD) for r in runs]
-    if env.NONE in verdicts:
-        bad = next(r for r, v in zip(runs, verdicts, strict=True) if v == env.NONE)
-        if bad.status != "ok":
-            return FAILED, f"{said}: run {bad.id} {bad.status}: {bad.error or 'no reason stored'}"
-        value = bad.metric(env.RULES[rule])
-        shown = "no value" if value is None else f"{value * 100:.3g} %"
-        return FAILED, f"{said}: run {bad.id} reached {shown}"
+    name = env.RULES[rule]
+    verdicts = [env.verdict(r, rule, ENVELOPE_THRESHOLD, subject_of(r)) for r in runs]
+    missed = [r for r, v in zip(runs, verdicts, strict=True) if v == env.NONE]
+    if missed:
+        over = [(r, value) for r in missed if r.status == "ok"
+                and (value := r.metric(name, subject_of(r))) is not None]
+        broken = [r for r in missed if r.status != "ok"]
+        blank = [r for r in missed if r.status == "ok" and r.metric(name, subject_of(r)) is None]
+        parts = []
+        if over:
+            bad, value = max(over, key=lambda rv: rv[1])
+            parts.append(f"the worst run {bad.id} reached {percent(value)}"
+                         + (f" ({len(over)} of {len(runs)} runs over it)" if len(over) > 1 else ""))
+        if broken:
+            parts.append(_ended(broken))
+        if blank:
+            parts.append(f"run {blank[0].id} has no value" + _more(blank))
+        named = (max(over, key=lambda rv: rv[1])[0] if over else (broken or blank)[0]).id
+        return Judged(FAILED, f"{said}: {'; '.join(parts)}", named)
     if all(v == env.UNAVAILABLE for v in verdicts):
-        return SKIPPED, f"{said}: never ran ({runs[0].error or 'the target lacks what the cell needs'})"
+        return Judged(SKIPPED, f"{said}: {_never_ran(runs)}")
     if env.UNPROVEN in verdicts:
-        return SKIPPED, (f"{said}: unproven, the probe was blind for part of a run (its seen periods "
-                         "hold the rule, the unobserved ones may not)")
-    return PASSED, f"{said}: held by {len(runs)} run(s)"
+        return Judged(SKIPPED, f"{said}: unproven, the probe was blind for part of a run (its seen periods "
+                      "hold the rule, the unobserved ones may not)")
+    return Judged(PASSED, f"{said}: held by {len(runs)} run(s)")
 
 
-def _runs_outcome(runs: list[RunRecord]) -> tuple[str, str]:
+def runs_judged(runs: list[RunRecord]) -> Judged:
+    """The runs of a cell without an envelope rule: passed when every run ended ok."""
     if all(r.status == "unavailable" for r in runs):
-        return SKIPPED, f"never ran ({runs[0].error or 'the target lacks what the cell needs'})"
-    bad = next((r for r in runs if r.status not in ("ok", "unavailable")), None)
-    if bad is not None:
-        return FAILED, f"run {bad.id} {bad.status}: {bad.error or 'no reason stored'}"
-    return PASSED, f"every run ended ok ({len(runs)}); {runs[0].benchmark} has no envelope rule"
+        return Judged(SKIPPED, _never_ran(runs))
+    broken = [r for r in runs if r.status not in ("ok", "unavailable")]
+    if broken:
+        return Judged(FAILED, _ended(broken), broken[0].id)
+    return Judged(PASSED, f"every run ended ok ({len(runs)}); {runs[0].benchmark} has no envelope rule")
 
 
-def _headline(runs: list[RunRecord]) -> tuple[Headline, ...]:
+def _never_ran(runs: list[RunRecord]) -> str:
+    return f"never ran ({runs[0].error or 'the target lacks what the cell needs'})"
+
+
+def _ended(broken: list[RunRecord]) -> str:
+    bad = broken[0]
+    return f"run {bad.id} {bad.status}: {bad.error or 'no reason stored'}" + _more(broken)
+
+
+def _more(runs: list[RunRecord]) -> str:
+    return f" (and {len(runs) - 1} more)" if len(runs) > 1 else ""
+
+
+def _headline(runs: list[RunRecord], judges: dict[str, Judged]) -> tuple[Headline, ...]:
     from jitterlab.report.traits import headline_metrics
 
     out = []
     ok = [r for r in runs if r.status == "ok"]
+    whole = runs_judged(runs)
     for name in headline_metrics(ok):
-        found = [(r.metrics.get((r.probe, name)) or r.metrics.get(("", name))) for r in ok]
-        found = [m for m in found if m is not None]
-        if not found:
+        found = [(r, m) for r in ok if (m := own_metric(r, name)) is not None]
+        summary = summarize_metrics([m for _, m in found])
+        if summary is None:
             continue
-        summary = summarize([m.value for m in found], name, direction_of(found[0]), found[0].unit)
-        if summary is not None:
-            out.append(Headline(name, summary.value, found[0].unit, found[0].probe, len(found)))
+        first = found[0][1]
+        bad = worst([m.value for _, m in found], name, reading(first).direction)
+        worst_run = next(r.id for r, m in found if m.value == bad)
+        judged = judges.get(name, whole)
+        out.append(Headline(name, summary.value, first.unit, first.subject, summary.n, summary.rule,
+                            worst_run, judged))
     return tuple(out)

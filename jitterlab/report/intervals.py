@@ -11,6 +11,7 @@ from jitterlab import plugins
 from jitterlab.analysis.changepoints import ChangePoint, change_points, starts_with_newest
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import change, format_value
+from jitterlab.report.traits import subject_of
 from jitterlab.report.trend import p_text
 
 
@@ -47,7 +48,7 @@ def values_text(run: RunRecord, watched: list[tuple[str, str]]) -> str:
         by_metric[metric].append(probe)
     parts = []
     for metric, probes in by_metric.items():
-        probes.sort(key=lambda p: (p != run.probe, p))  # the cell's own probe first
+        probes.sort(key=lambda p: (p != subject_of(run), p))  # the run's own subject first
         values = (f"{p} {format_value(run.metrics[(p, metric)].value, run.metrics[(p, metric)].unit)}".strip()
                   for p in probes)
         parts.append(f"{metric} {', '.join(values)}")

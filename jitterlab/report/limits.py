@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value, percent
-from jitterlab.report.traits import periodic
+from jitterlab.report.traits import observer, own, periodic, subject_of
 
 BARE, VM, EMULATED = "bare metal", "VM", "emulated"
 UNIT_EMULATED = "unit_emulated"  # the metric of a run whose wave an emulated real-time unit made
@@ -58,7 +58,7 @@ def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
     polling probe, or None when no run has one."""
     shares, blind_ns, total_ns = [], 0.0, 0.0
     for r in runs:
-        blind = r.metric("blind_time_ns") if r.probe != "self" else None
+        blind = own(r, "blind_time_ns") if observer(subject_of(r)).independent else None
         duration_ns = float(r.settings.get("duration_ns") or 0)
         if r.status == "ok" and blind is not None and duration_ns > 0:
             shares.append(blind / duration_ns)
@@ -88,11 +88,11 @@ def _emulated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
 def emulated_units(runs: list[RunRecord], impl_of=lambda r: str(r.param("impl"))) -> set[tuple[str, str]]:
     """(target, impl) whose wave a real-time unit made that qemu emulated on the controller (the
     run's unit_emulated): functional evidence only, whatever the target itself is."""
-    return {(r.target, impl_of(r)) for r in runs if r.metric(UNIT_EMULATED, "")}
+    return {(r.target, impl_of(r)) for r in runs if r.metric(UNIT_EMULATED)}
 
 
 def _emulated_unit(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    if not any(r.metric(UNIT_EMULATED, "") for r in runs):
+    if not any(r.metric(UNIT_EMULATED) for r in runs):
         return None
     return Limit(target, "an emulated real-time unit (qemu TCG on the controller, timed by its clock): the "
                  "unit's wave shows that its firmware made every edge, not how a real unit keeps time",
@@ -106,7 +106,7 @@ def _virtual(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
     virt = info.get("virtualization")
     if virt in (None, "none", "") or info.get("vm_accel") == "tcg":
         return None
-    worst = max((v for r in runs if r.status == "ok" and (v := r.metric(HEADLINE)) is not None), default=None)
+    worst = max((v for r in runs if r.status == "ok" and (v := own(r, HEADLINE)) is not None), default=None)
     seen = f" (the worst period here was {percent(worst)} off)" if worst is not None else ""
     square = bool(periodic(runs))
     return Limit(target, f"a VM ({virt}): the hypervisor stops it at times, and each stall is one long "
@@ -132,16 +132,16 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
     what = (f"RT throttling (kernel.sched_rt_runtime_us={runtime}): a busy real-time task is stopped for "
             f"{lost} of every {format_value(period, 'us')}")
     square = periodic(runs)
-    share = blind_share([r for r in square if _on_target(r.probe)])
+    share = blind_share([r for r in square if _on_target(subject_of(r))])
     if share is not None:
         likely = (f"the polling probe (SCHED_FIFO) keeps its CPU: it was blind {percent(share[0])} of the "
                   f"measured time here (up to {percent(share[1])} in a run), and those periods were excluded")
     else:
         likely = "little for tasks that sleep between their work; a busy real-time task keeps its CPU"
-    for probe in sorted({r.probe for r in square if not _on_target(r.probe)}):
+    for probe in sorted({subject_of(r) for r in square if not _on_target(subject_of(r))}):
         # a probe outside the target (a thread on the controller reading the emulator's monitor, an
         # analyzer) is not throttled there: its blind spans are its own reads that came late
-        elsewhere = blind_share([r for r in square if r.probe == probe])
+        elsewhere = blind_share([r for r in square if subject_of(r) == probe])
         if elsewhere is not None:
             likely += (f"; probe {probe} runs on the {_location(probe)}, out of reach of the target's "
                        f"throttling: its {percent(elsewhere[0])} blind time (where its reads came late) "
@@ -152,7 +152,7 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
         fix = f"on the host of this container ({info['container']}): {fix}"
     polled_here = (info.get("rt_throttling") or {}).get("needed")
     if polled_here is None:  # a sysinfo stored before the runner recorded it: the runs' probes tell
-        polled_here = not square or any(_on_target(r.probe) for r in square)
+        polled_here = not square or any(_on_target(subject_of(r)) for r in square)
     if not polled_here:  # no probe to lift it for: only a busy real-time thread of the program's
         fix = ("nothing for the probes, which run outside the target; for a program that keeps a "
                f"real-time thread busy there (e.g. impl kmod-busy): {fix}")
@@ -161,14 +161,13 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
 
 def _location(probe: str) -> str:
     """Where a probe runs (probes/base.py LOCATIONS); "target" for one no longer registered."""
-    from jitterlab import plugins  # when asked: reading stored runs loads no plug-in
-
-    return plugins.PROBES.get(probe, "probe").location if probe in plugins.PROBES.names() else "target"
+    return observer(probe).location
 
 
 def _on_target(probe: str) -> bool:
-    """A probe that runs on the target (vpin's SCHED_FIFO poller), whom its RT throttling stops."""
-    return probe not in ("", "self") and _location(probe) == "target"
+    """An independent probe that runs on the target (vpin's SCHED_FIFO poller), whom its RT
+    throttling stops."""
+    return bool(probe) and observer(probe).independent and _location(probe) == "target"
 
 
 def _not_isolated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:

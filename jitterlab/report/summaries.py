@@ -14,7 +14,7 @@ from jitterlab.analysis import summary
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value
-from jitterlab.report.traits import headline_metrics
+from jitterlab.report.traits import headline_metrics, own_metric
 
 MAX_COLUMNS = 6
 
@@ -116,21 +116,21 @@ def column_title(bench: BenchmarkSummary, name: str) -> str:
     from jitterlab.report.figures.base import metric_words  # the one wording of metric names
 
     rule = next((v.rule for c in bench.cells if (v := c.values.get(name))), "")
-    return f"{metric_words(name)} ({summary.rule_text(rule)})" if rule else metric_words(name)
+    return summary.figure_name(metric_words(name), rule) if rule else metric_words(name)
 
 
 def shown_metrics(runs: list[RunRecord]) -> list[str]:
     """The metrics a summary of one benchmark's runs shows, at most MAX_COLUMNS: their headline
-    metrics (report.traits) that are the runs' own (probe ""); else the graded ones they have, so
+    metrics (report.traits) that are the runs' own (subject ""); else the graded ones they have, so
     that a benchmark without a declaration still shows something."""
-    chosen = headline_metrics(runs, probe="")
+    chosen = headline_metrics(runs, subject="")
     if not chosen:
         chosen = sorted(
             {
                 name
                 for r in runs
-                for (probe, name), m in r.metrics.items()
-                if probe == "" and m.direction in ("lower", "higher") and not name.startswith("load_")
+                for (subject, name), m in r.metrics.items()
+                if subject == "" and m.direction in ("lower", "higher") and not name.startswith("load_")
             }
         )
     return chosen[:MAX_COLUMNS]
@@ -147,7 +147,7 @@ def headline_value(run: RunRecord) -> str:
     from jitterlab.report.figures.base import metric_words
 
     for name in shown_metrics([run]):
-        metric = run.metrics.get((run.probe, name)) or run.metrics.get(("", name))
+        metric = own_metric(run, name)
         if metric is not None:
             return f"{metric_words(name)} {format_value(metric.value, metric.unit)}"
     return ""

@@ -19,7 +19,7 @@ from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, 
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, counted, format_value, percent
-from jitterlab.report.traits import period_ns, periodic
+from jitterlab.report.traits import observer, own, period_ns, periodic, subject_of
 
 HEADLINE = "max_rel_period_error"
 MAX_OTHER_CELLS = 12  # cells of the other benchmarks listed; the rest are counted
@@ -83,10 +83,10 @@ def _evidence_line(target: str, info: dict, square: list[RunRecord]) -> Text:
     if not info and square and all(imported(r) for r in square):
         words = "captures imported from files (no sysinfo of the machine that made them)"
     parts = [f"{target}: {words}"]
-    for probe in sorted({r.probe for r in square}):
-        mine = [r for r in square if r.probe == probe]
-        if probe == "self":
-            parts.append("probe self: the program's own timestamps (no independent check)")
+    for probe in sorted({subject_of(r) for r in square}):
+        mine = [r for r in square if subject_of(r) == probe]
+        if not observer(probe).independent:
+            parts.append(f"probe {probe}: the program's own timestamps (no independent check)")
             continue
         share = limits.blind_share(mine)
         blind = (f", blind {percent(share[0])} of the measured time (up to {percent(share[1])} in a run)"
@@ -118,7 +118,7 @@ def envelope_table(runs: list[RunRecord]) -> Table:
     rules = rules_of(runs)
     impl_of = _impl_of(runs)
     rows: dict[tuple, list[str]] = {}
-    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns):
+    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns, subject_of=subject_of):
         shortest = rows.setdefault((e.target, e.impl, e.load, e.probe), [])
         shortest += [format_value(p, "ns") if p else e.outcome(t) for t, p in e.shortest_ns.items()]
     several_targets = len({k[0] for k in rows}) > 1
@@ -133,8 +133,9 @@ def envelope_table(runs: list[RunRecord]) -> Table:
             table.add_column(f"{rule} < {percent(t)}", justify="right")
     table.add_column("blind", justify="right")
     for (target, impl, load, probe), shortest in rows.items():
-        mine = [r for r in runs if (r.target, impl_of(r), r.load, r.probe) == (target, impl, load, probe)]
-        share = limits.blind_share(mine) if probe != "self" else None
+        mine = [r for r in runs
+                if (r.target, impl_of(r), r.load, subject_of(r)) == (target, impl, load, probe)]
+        share = limits.blind_share(mine)  # None for the program's own view: no probe to be blind
         key = ([Text(target)] if several_targets else []) + [Text(impl), Text(load)] + (
             [Text(probe)] if several_probes else [])
         table.add_row(*key, *shortest, percent(share[0]) if share else MISSING)
@@ -145,11 +146,11 @@ def reading(runs: list[RunRecord], infos: dict[str, dict], results: str = "resul
     """What the table means when it is mostly "none", and what to do next (`results`: the store
     as the commands it suggests name it)."""
     rules = rules_of(runs)
-    rows = envelope(runs, rules=rules, impl_of=_impl_of(runs), period_of=period_ns)
+    rows = envelope(runs, rules=rules, impl_of=_impl_of(runs), period_of=period_ns, subject_of=subject_of)
     held = {rule: sum(any(p for p in e.shortest_ns.values()) for e in rows if e.rule == rule)
             for rule in rules}
     groups = len({(e.target, e.impl, e.load, e.probe) for e in rows})
-    values = [v for r in runs if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
+    values = [v for r in runs if r.status == "ok" and (v := own(r, HEADLINE)) is not None]
     worst = percent(max(values)) if values else MISSING
     longest = format_value(max(period_ns(r) for r in runs), "ns")
     levels = {limits.evidence(info)[0] for info in infos.values()}
@@ -179,7 +180,7 @@ def reading(runs: list[RunRecord], infos: dict[str, dict], results: str = "resul
 
 def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
     """The other benchmarks: each cell with its first headline value by its summary rule."""
-    from jitterlab.analysis.summary import rule_text
+    from jitterlab.analysis.summary import figure_name
     from jitterlab.report.summaries import summarize
 
     out = []
@@ -187,7 +188,7 @@ def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
         first = bench.columns[0] if bench.columns else None
         shown = bench.cells[:MAX_OTHER_CELLS]
         rule = next((c.values[first].rule for c in shown if first and first in c.values), "")
-        out.append(f"{bench.benchmark}" + (f": {first} ({rule_text(rule)})" if first and rule else ""))
+        out.append(f"{bench.benchmark}" + (f": {figure_name(first, rule)}" if first and rule else ""))
         for c in shown:
             v = c.values.get(first) if first else None
             out.append(f"  {c.name}  {format_value(v.value, v.unit) if v else c.status}")

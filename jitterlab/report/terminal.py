@@ -20,6 +20,7 @@ from jitterlab.report.console import SafeConsole
 from jitterlab.report.format import counted, format_value, percent
 from jitterlab.report.layout import Prose, fitted
 from jitterlab.report.summaries import headline_value, run_label
+from jitterlab.report.traits import own, subject_of
 from jitterlab.report.warning_groups import RUN, SYSTEM, Group, Note, grouped
 from jitterlab.report.warning_list import WarningList
 
@@ -105,7 +106,7 @@ def runs_table(runs: list[RunRecord]) -> Table:
     headline and excluded periods, and why it failed."""
     labels = varying_labels(runs)
     shown = {"target": len({r.target for r in runs}) > 1, "why": any(r.error for r in runs),
-             "excluded": any(r.metric("excluded_periods") is not None for r in runs)}
+             "excluded": any(own(r, "excluded_periods") is not None for r in runs)}
     columns = [("run", "left"), ("target", "left"), *((f"label {k}", "left") for k in labels),
                ("cell", "left"), ("rep", "right"), ("status", "left"), ("headline", "right"),
                ("excluded", "right"), ("why", "left")]
@@ -116,7 +117,7 @@ def runs_table(runs: list[RunRecord]) -> Table:
             name.removeprefix("label "), justify=justify, no_wrap=name not in ("cell", "why"),  # type: ignore[arg-type]
             min_width=len(name.removeprefix("label ")))
     for r in runs:
-        excluded = r.metric("excluded_periods")
+        excluded = own(r, "excluded_periods")
         row = {
             **{f"label {k}": Text(str(r.labels.get(k, "—"))) for k in labels},
             "run": r.id,
@@ -124,7 +125,7 @@ def runs_table(runs: list[RunRecord]) -> Table:
             "cell": Text(run_label(r)),
             "rep": str(r.repetition + 1),
             "status": Text(r.status, style="" if r.status == "ok" else "red"),
-            "headline": _headline(r, r.metric(HEADLINE)),
+            "headline": _headline(r, own(r, HEADLINE)),
             "excluded": format_value(excluded, "count") if excluded is not None else "",
             "why": Text(r.error or ""),
         }
@@ -314,7 +315,7 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
         ("repetition", run.repetition + 1),
         ("status", run.status),
         ("probe", "" if watched_program_pin(run) else
-         f"{run.probe}: {NOT_WATCHED} (its figures describe another signal, see the warnings)"),
+         f"{subject_of(run)}: {NOT_WATCHED} (its figures describe another signal, see the warnings)"),
         ("error", run.error or ""),
         ("labels", ", ".join(f"{k}={v}" for k, v in run.labels.items())),
         ("raw", f"{run.raw_path} (sha256 {run.raw_sha256[:16]}…)" if run.raw_path else ""),

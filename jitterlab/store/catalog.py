@@ -370,7 +370,7 @@ class Store:
             self._db.executemany(
                 "INSERT INTO metrics (run_id, probe, name, value, unit, direction, summary, scale, stat) "
                 "VALUES (?,?,?,?,?,?,?,?,?)",
-                [(run.id, m.probe, m.name, m.value, m.unit, m.direction, m.summary, m.scale, m.stat)
+                [(run.id, m.subject, m.name, m.value, m.unit, m.direction, m.summary, m.scale, m.stat)
                  for m in run.metrics.values()],
             )
             self._db.executemany(

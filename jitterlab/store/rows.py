@@ -1,6 +1,7 @@
 """A store's rows read back into records, checked against what the schema says they hold: a JSON
 object where it keeps JSON, label values that are text, cell values of the kinds a matrix key takes
-(a squarewave cell with the keys the schema makes columns of, each of its column's type), settings
+(the keys the schema makes columns of each of its column's type, and in the cell whenever its
+cell_key names them), settings
 in ns (`*_ns`) that are whole numbers, whole numbers and numbers where its columns are INTEGER and
 REAL (SQLite keeps whatever it is given). Anything else is a RowDamaged naming the row and the
 column."""
@@ -11,16 +12,15 @@ from jitterlab.model import reading
 from jitterlab.model.records import Cell, Metric, RunRecord
 from jitterlab.store.damage import RowDamaged, json_object, number, whole
 
-# the cell keys schema.RUNS makes generated columns of, with the type of their column: squarewave's
+# the cell keys schema.RUNS makes generated columns of, with the type of their column
 COLUMN_KEYS = {"impl": str, "period": int, "probe": str, "pin": str}
-COLUMNS_OF = "squarewave"
 
 
 def read_run(row: dict, metrics: dict, attachments: dict) -> RunRecord:
     """A run from its row of RUN_COLUMNS (consumed); RowDamaged when a column does not read."""
     whose = f"run {row['id']}"
     benchmark = row.pop("benchmark")
-    params = _cell(json_object(row.pop("cell_json"), whose, "cell_json"), benchmark, whose)
+    params = _cell(json_object(row.pop("cell_json"), whose, "cell_json"), row["cell_key"], whose)
     cell = Cell(row.pop("target"), benchmark, row.pop("load"), tuple(params.items()))
     row["settings"] = _settings(json_object(row.pop("params_json"), whose, "params_json"), whose)
     row["labels"] = read_labels(row.pop("labels_json"), whose)
@@ -54,9 +54,11 @@ def read_labels(text: object, whose: str) -> dict[str, str]:
     return found
 
 
-def _cell(found: dict, benchmark: str, whose: str) -> dict:
-    if benchmark == COLUMNS_OF and (lacking := [k for k in COLUMN_KEYS if k not in found]):
-        raise RowDamaged(whose, f"cell_json of a {benchmark} run lacks {', '.join(lacking)}")
+def _cell(found: dict, cell_key: str, whose: str) -> dict:
+    # the identity a run was stored under names its cell's keys ("... period=1000000 ..."): a key of
+    # a generated column that it names is in the cell, whatever the benchmark
+    if lacking := [k for k in COLUMN_KEYS if k not in found and f" {k}=" in f" {cell_key}"]:
+        raise RowDamaged(whose, f"cell_json lacks {', '.join(lacking)}, which its cell_key names")
     for key, value in found.items():
         kind = COLUMN_KEYS.get(key)
         if not isinstance(value, str | int | float | bool) or (

@@ -165,7 +165,7 @@ def test_self_view_of_the_excluded_periods():
     span = blind_intervals((int(t[40]) + 40_000_000, int(t[41])))
     seen_t, seen_level = observe(t, level, span)
     split = period_split(seen_t, seen_level, period, warmup_ns=0, blind=span)
-    got = {m.name: (m.value, m.probe) for m in excluded_seen_by_self(split, t, period,
+    got = {m.name: (m.value, m.subject) for m in excluded_seen_by_self(split, t, period,
                                                                      probe="vpin")}
     # the span holds edge 41 (caught at t41): vpin excluded [t39, t41], [t40, t42], [t41, t43];
     # self periods 37..43 touch [t39, t43]; those from edges 39 and 40 hold the 50 ms stall

@@ -22,7 +22,7 @@ from jitterlab.model.errors import RunFailed
 def test_a_count_is_the_program_s_within_the_alignment_s_shares(counted, seen, watched, difference):
     check = CountCheck(counted, seen)
     assert (check.watched, check.difference()) == (watched, difference)
-    metrics = {m.name: (m.value, m.probe, m.direction) for m in check.metrics("sigrok")}
+    metrics = {m.name: (m.value, m.subject, m.direction) for m in check.metrics("sigrok")}
     assert metrics == {
         "counted_edges": (counted, "sigrok", "none"), "seen_edges": (seen, "sigrok", "none"),
         "unseen_edges": (max(counted - seen, 0), "sigrok", "lower"),

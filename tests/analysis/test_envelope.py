@@ -9,13 +9,15 @@ from jitterlab.campaign import cells
 from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric, RunRecord
+from jitterlab.report.traits import subject_of
 
 MS = 1_000_000
 
 
 def envelope(runs: list[RunRecord], **kwargs) -> list[env.EnvelopeRow]:
     """The envelope of squarewave runs, their periods read as the report reads them (model.traits)."""
-    return env.envelope(runs, period_of=lambda r: WaveCell.of_cell(r.cell).period_ns, **kwargs)
+    return env.envelope(runs, period_of=lambda r: WaveCell.of_cell(r.cell).period_ns, subject_of=subject_of,
+                        **kwargs)
 
 
 def run(period_ns: int, err: float | None, impl: str = "c-fifo", rep: int = 0,
@@ -145,7 +147,7 @@ def test_an_old_run_counts_only_when_nothing_was_excluded():
     clean = run(MS, 0.001)
     blind = dataclasses.replace(clean, id="b", metrics={
         **clean.metrics, ("vpin", "excluded_periods"): Metric("excluded_periods", 3, "count", "vpin")})
-    assert env.provable(clean, "max") == 0.001 and env.provable(blind, "max") is None
+    assert env.provable(clean, "max", "vpin") == 0.001 and env.provable(blind, "max", "vpin") is None
     assert envelope([blind])[0].outcome(0.01) == "unproven"
 
 

@@ -59,6 +59,6 @@ def test_empty_is_unmeasurable():
 
 
 def test_prefix_and_probe():
-    m = latency_metrics(np.array([5, 6, 7]), prefix="rtt", probe="client")
+    m = latency_metrics(np.array([5, 6, 7]), prefix="rtt", subject="client")
     assert {x.name for x in m} >= {"rtt_p99_ns", "rtt_samples"}
-    assert {x.probe for x in m} == {"client"}
+    assert {x.subject for x in m} == {"client"}

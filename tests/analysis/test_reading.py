@@ -51,7 +51,7 @@ def test_the_declarations_agree_with_the_names_for_what_jitterlab_measures():
     for m in made:
         assert m.summary and m.scale, m.name  # every one declares itself
         assert reading(m).summary == summary_rule(m.name), m.name
-    squarewave = {m.name: m for m in made if m.probe == "vpin"}
+    squarewave = {m.name: m for m in made if m.subject == "vpin"}
     for name in ("max_rel_period_error", "p99_rel_period_error", "excluded_periods", "drift_ppm"):
         assert squarewave[name].direction == direction(name), name  # declared now, named before
     assert reading(Metric("max_early", -0.1, "ratio")).scale == "signed"

@@ -30,7 +30,7 @@ def test_timerlat_hist_of_the_documentation():
     assert (thr1.min_us, thr1.avg_us, thr1.max_us) == (1, 5, 58)
     assert thr1.counts[58] == 1 and thr1.counts[59:].sum() == 0 and thr1.counts[38:40].sum() == 0
     metrics, series = rtla.timerlat_metrics(columns)
-    by = {(m.probe, m.name): m.value for m in metrics}
+    by = {(m.subject, m.name): m.value for m in metrics}
     assert by[("", "thread_latency_max_ns")] == 58_000 and by[("", "irq_latency_max_ns")] == 24_000
     assert by[("", "thread_latency_samples")] == 5 * 600002
     assert by[("cpu1", "thread_latency_max_ns")] == 58_000
@@ -47,7 +47,7 @@ def test_timerlat_quantiles_from_a_small_histogram_in_the_current_source_format(
     columns = rtla.parse_timerlat_hist(text("timerlat-hist-source-format-2cpus.txt"), 256)
     assert [(c.cpu, c.kind, c.count, c.overflow) for c in columns] == [
         (1, "irq", 8, 0), (1, "thread", 8, 0), (3, "irq", 8, 0), (3, "thread", 10, 2)]
-    by = {(m.probe, m.name): m.value for m in rtla.timerlat_metrics(columns)[0]}
+    by = {(m.subject, m.name): m.value for m in rtla.timerlat_metrics(columns)[0]}
     # thread samples: cpu1 4x2us 4x3us; cpu3 2x2 5x3 1x7 and 2 over (max 300us)
     assert by[("", "thread_latency_p50_ns")] == 3000
     assert by[("", "thread_latency_p99_ns")] == 300_000  # among the overflow: the max
@@ -69,7 +69,7 @@ def test_a_column_without_samples_is_a_dash():
         out.append(line)
     columns = rtla.parse_timerlat_hist("\n".join(out), 256)
     assert columns[2].count == 0 and (columns[2].min_us, columns[2].avg_us, columns[2].max_us) == (None,) * 3
-    by = {(m.probe, m.name): m.value for m in rtla.timerlat_metrics(columns)[0]}
+    by = {(m.subject, m.name): m.value for m in rtla.timerlat_metrics(columns)[0]}
     assert by[("cpu3", "irq_latency_samples")] == 0 and ("cpu3", "irq_latency_max_ns") not in by
     assert by[("", "irq_latency_samples")] == 8
 
@@ -109,7 +109,7 @@ def test_osnoise_top_of_the_documentation():
     assert [c.cpu for c in cpus] == [0, 1, 2, 3]
     assert cpus[1] == rtla.OsnoiseCpu(1, 59, 53100000, 338339, 99.36282, 8092, 24,
                                       {"hw": 399, "nmi": 0, "irq": 53130, "softirq": 1448, "thread": 31})
-    by = {(m.probe, m.name): m for m in rtla.osnoise_metrics(cpus)}
+    by = {(m.subject, m.name): m for m in rtla.osnoise_metrics(cpus)}
     total_noise = 304896 + 338339 + 290842 + 204935
     assert by[("", "noise_ns")].value == total_noise * 1000
     assert by[("", "cpu_available_percent")].value == round(100 * (1 - total_noise / (4 * 53100000)), 5)
@@ -184,7 +184,7 @@ def test_real_timerlat_hist_with_overflow():
     assert [(c.cpu, c.kind, c.count, c.overflow, c.max_us) for c in columns] == [
         (0, "irq", 2086, 801, 35059), (0, "thread", 2086, 1293, 35839),
         (1, "irq", 2125, 645, 40806), (1, "thread", 2125, 1374, 41007)]
-    by = {(m.probe, m.name): m.value for m in rtla.timerlat_metrics(columns)[0]}
+    by = {(m.subject, m.name): m.value for m in rtla.timerlat_metrics(columns)[0]}
     assert by[("", "thread_latency_overflow")] == 1293 + 1374
     assert by[("", "thread_latency_max_ns")] == 41_007_000 and by[("", "irq_latency_min_ns")] == 23_000
     assert by[("", "thread_latency_p50_ns")] == 41_007_000  # more than half overflowed: the max is the bound

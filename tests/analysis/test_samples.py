@@ -16,7 +16,7 @@ def test_histogram_with_overflow_reaches_the_recorded_maximum():
     counts = np.zeros(100, dtype=np.int64)
     counts[[5, 20]] = [90, 7]
     # cyclictest stores the overflow per thread and overall: counted once, not twice
-    metrics = [*histogram_metrics(counts, overflow=3, max_ns=2_500_000, probe="thread0"),
+    metrics = [*histogram_metrics(counts, overflow=3, max_ns=2_500_000, subject="thread0"),
                *histogram_metrics(counts, overflow=3, max_ns=2_500_000)]
     run = run_record(cell("cyclictest", {"interval": 1_000_000}), raw_path="raw/r.parquet", metrics=metrics)
     assert overflow_count(run) == 3

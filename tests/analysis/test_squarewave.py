@@ -51,7 +51,7 @@ def test_names_units_and_probe():
     t, level = square_wave(T, 100, start_ns=START)
     out = squarewave_metrics(t, level, T, warmup_ns=0, probe="self")
     assert {m.name: m.unit for m in out} == NAMES_UNITS
-    assert {m.probe for m in out} == {"self"}
+    assert {m.subject for m in out} == {"self"}
 
 
 def test_perfect_wave():

@@ -45,7 +45,8 @@ def runs_with_samples(seed: int, base: tuple[float, float, float], cand: tuple[f
 
 def squarewave(benchmark: str) -> BenchmarkTraits:
     return BenchmarkTraits(("p50_rel_period_error", "p999_rel_period_error", "max_rel_period_error"),
-                           period_ns=lambda cell: WaveCell.of_cell(cell).period_ns, samples=PERIOD_ERRORS)
+                           period_ns=lambda cell: WaveCell.of_cell(cell).period_ns, samples=PERIOD_ERRORS,
+                           subject="probe")
 
 
 def judged(runs, samples, **kwargs):
@@ -89,6 +90,11 @@ def test_a_tail_with_too_few_samples_is_compared_per_run_and_says_why():
     assert plain.view == "per-run" and plain.note == ""
 
 
+def own_view(benchmark: str) -> BenchmarkTraits:
+    """No headline declared (every graded metric is watched); a run's own view is its cell's probe."""
+    return BenchmarkTraits(subject="probe")
+
+
 def run(i, image, name, value, unit, **declared):
     return run_record(squarewave_cell(), id=f"{image}{i}", repetition=i, labels={"image": image},
                       metrics=[Metric(name, value, unit, "vpin", **declared)])
@@ -98,14 +104,14 @@ def test_a_count_cannot_fall_below_zero_and_a_signed_metric_is_a_difference():
     # the issue's unobserved_edges 24 -> 3.333, once read as -86.1 % [-285 % - +113 %]
     runs = ([run(i, "a", "unobserved_edges", v, "count") for i, v in enumerate((24.0, 23.0, 25.0))]
             + [run(i, "b", "unobserved_edges", v, "count") for i, v in enumerate((0.0, 10.0, 0.0))])
-    [row] = compare(runs, A, B).rows
+    [row] = compare(runs, A, B, traits=own_view).rows
     assert row.scale == "count" and row.effect == "difference of means"
     assert row.difference == pytest.approx(10 / 3 - 24) and row.ratio == pytest.approx((10 / 3) / 24)
     assert row.ci_low >= 0 and row.diff_low >= -24  # never below -100 %
     # max_early -11.1 % -> -9.38 %: two negative means have no ratio, their difference is +1.72 points
     early = ([run(i, "a", "max_early", v, "ratio") for i, v in enumerate((-0.111, -0.110, -0.112))]
              + [run(i, "b", "max_early", v, "ratio") for i, v in enumerate((-0.0938, -0.0937, -0.0939))])
-    [row] = compare(early, A, B).rows
+    [row] = compare(early, A, B, traits=own_view).rows
     assert row.scale == "signed" and np.isnan(row.ratio) and np.isnan(row.ci_low)
     assert row.difference == pytest.approx(0.0172, abs=1e-4) and row.diff_low < row.difference < row.diff_high
     assert row.verdict == WORSE  # lower is better, and the earliest edge came later: its error grew
@@ -115,7 +121,7 @@ def test_a_spread_below_the_resolution_is_no_change():
     # the issue's probe_poll_p999_ns +0 % [-0.000000000000122 % - +0.000000000000133 %]
     runs = [run(i, img, "probe_poll_p999_ns", 41007000.0 + (0.3 if img == "b" else 0.0), "ns")
             for img in ("a", "b") for i in range(3)]
-    [row] = compare(runs, A, B).rows
+    [row] = compare(runs, A, B, traits=own_view).rows
     assert row.test == "none: within resolution" and row.ratio == 1.0 and np.isnan(row.ci_low)
     assert (row.verdict, row.decided_by) == (SAME, "resolution")
 
@@ -131,10 +137,11 @@ def test_only_the_watched_metrics_are_tested_and_the_others_cost_them_nothing():
 
     names = ["max_rel_period_error", *(f"other_{k}_error" for k in range(20))]
     runs = runs_of(names)
-    headline = compare(runs, A, B, traits=lambda b: BenchmarkTraits(("max_rel_period_error",))).rows
+    headline = compare(runs, A, B,
+                       traits=lambda b: BenchmarkTraits(("max_rel_period_error",), subject="probe")).rows
     tested = [r for r in headline if r.tested]
     assert [r.metric for r in tested] == ["max_rel_period_error"]
     assert {r.verdict for r in headline if not r.tested} == {NOT_TESTED}
-    shown_alone = compare(runs, A, B, metrics=["max_rel_period_error"]).rows[0]
+    shown_alone = compare(runs, A, B, metrics=["max_rel_period_error"], traits=squarewave).rows[0]
     # the same verdict and adjusted p whatever else is shown: the family is the watched metrics
     assert (tested[0].verdict, tested[0].p_adjusted) == (shown_alone.verdict, shown_alone.p_adjusted)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
-from jitterlab.analysis.trend import trend
+from jitterlab.analysis import trend as trends
 from jitterlab.campaign.cells import names
 from jitterlab.cli.main import main
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric
+from jitterlab.report.traits import subject_of
 from jitterlab.store.catalog import Store
+
+trend = partial(trends.trend, subject_of=subject_of)  # a run's own figures: its observer's (its traits)
 
 CAMPAIGNS = {1: {"name": "a", "created_ns": 2 * 86_400 * 10**9}, 2: {"name": "a", "created_ns": 1}}
 

@@ -26,7 +26,7 @@ def data(name: str) -> bytes:
 
 
 def by_key(metrics) -> dict[tuple[str, str], tuple[float, str, str]]:
-    return {(m.probe, m.name): (m.value, m.unit, m.direction) for m in metrics}
+    return {(m.subject, m.name): (m.value, m.unit, m.direction) for m in metrics}
 
 
 # --- parsing real outputs ---------------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_metrics_weight_the_mean_by_samples():
     pairs = ipc.parse_json(data("pmqtest-2-pairs-cpu1.json"), "pmqtest")
     assert [(p.samples, p.min_us, p.avg_us, p.max_us) for p in pairs] == [
         (500, 3, 5.69, 55), (491, 3, 5.66, 131)]
-    metrics = {(m.probe, m.name): m for m in ipc.pair_metrics(pairs)}
+    metrics = {(m.subject, m.name): m for m in ipc.pair_metrics(pairs)}
     assert metrics[("", "latency_min_ns")].value == 3000 and metrics[("", "latency_max_ns")].value == 131_000
     assert metrics[("", "latency_mean_ns")].value == round((5.69 * 500 + 5.66 * 491) / 991 * 1000, 1)
     assert metrics[("", "latency_samples")].value == 991

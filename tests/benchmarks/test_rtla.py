@@ -77,7 +77,7 @@ def test_timerlat_argv_and_metrics(tmp_path):
     measurement = rtla.Timerlat().execute(ctx)
     assert launched(target) == ["rtla", "timerlat", "hist", "-d", "2", "-p", "500", "-P", "f:95", "-E", "256",
                                 "-b", "1", "-c", "1,2"]
-    by = {(m.probe, m.name): m.value for m in measurement.metrics}
+    by = {(m.subject, m.name): m.value for m in measurement.metrics}
     assert by[("", "thread_latency_max_ns")] == 58_000 and by[("", "irq_latency_max_ns")] == 24_000
     assert len(measurement.series) == 10
     assert [w.message for w in measurement.warnings] == [
@@ -90,7 +90,7 @@ def test_osnoise_argv_and_metrics(tmp_path):
     measurement = rtla.Osnoise().execute(ctx)
     assert launched(target) == ["rtla", "osnoise", "top", "-q", "-d", "2", "-p", "1000000", "-r", "900000",
                                 "-P", "f:1", "-c", "0-3"]
-    by = {(m.probe, m.name): m.value for m in measurement.metrics}
+    by = {(m.subject, m.name): m.value for m in measurement.metrics}
     assert by[("", "hw_noise_events")] == 2093
     [warning] = measurement.warnings
     assert warning.message.startswith("osnoise saw 2093 hardware/firmware interruption(s) (HW)")

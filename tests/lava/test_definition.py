@@ -62,7 +62,7 @@ def test_run_by_hand_it_says_lava_is_absent_and_prints_the_results(tmp_path):
     assert lines[at + 1] == "lava-test-case jitterlab-run --result pass"
     assert lines[at + 2] == "lava-test-set start device_python_20ms_idle_self"
     case = lines[at + 3].split()
-    assert case[:3] == ["lava-test-case", "max_rel_period_error.self", "--result"]
+    assert case[:3] == ["lava-test-case", "max_rel_period_error_worst_run.self", "--result"]
     assert case[3] in ("pass", "fail") and case[4] == "--measurement" and float(case[5]) >= 0
     assert case[6:] == ["--units", "ratio"]
     assert lines[-1] == "lava-test-set stop device_python_20ms_idle_self"
@@ -109,13 +109,13 @@ def test_under_lavas_own_test_shell_helpers(tmp_path, lava_helpers):
     signals = [line for line in done.stdout.splitlines() if line.startswith("<LAVA_SIGNAL_")]
     at = signals.index("<LAVA_SIGNAL_TESTSET START board_c-fifo_10ms_idle_vpin>")
     assert signals[at + 1:at + 4] == [
-        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=max_rel_period_error.vpin RESULT=pass UNITS=ratio "
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=max_rel_period_error_worst_run.vpin RESULT=pass UNITS=ratio "
         "MEASUREMENT=0.05>",
-        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=p99_rel_period_error.vpin RESULT=pass UNITS=ratio "
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=p99_rel_period_error_median_of_runs.vpin RESULT=pass UNITS=ratio "
         "MEASUREMENT=0.015>",
         "<LAVA_SIGNAL_TESTSET STOP>"]
     assert signals.count("<LAVA_SIGNAL_TESTSET STOP>") == 4
-    case = results / "results" / "latency_max_ns"
+    case = results / "results" / "latency_max_ns_worst_run"
     assert [(case / f).read_text().strip() for f in ("result", "measurement", "units")] == [
         "fail", "40200", "ns"]
 
@@ -178,5 +178,5 @@ def test_a_real_lava_job_records_each_cell_as_test_cases(tmp_path):
     assert {"case": "job", "definition": "lava", "result": "pass"} in results, done.stderr[-3000:]
     cases = {(r.get("set"), r["case"]): r for r in results if r.get("definition") == "0_jitterlab"}
     assert cases[(None, "jitterlab-run")]["result"] == "pass"
-    cell = cases[("device_python_20ms_idle_self", "max_rel_period_error.self")]
+    cell = cases[("device_python_20ms_idle_self", "max_rel_period_error_worst_run.self")]
     assert cell["result"] in ("pass", "fail") and cell["units"] == "ratio" and float(cell["measurement"]) >= 0

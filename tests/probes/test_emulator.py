@@ -166,7 +166,7 @@ def test_a_slow_wave_matches_the_programs_own_log_edge_for_edge(tmp_path):
         "probe_resolution_ns": 1_000, "probe_emulated": 1, "align_matched_edges": 40,
         "align_offset_ns": GUEST0_NS, "align_drift_ppm": 0, "self_lag_spread_p50_ns": 0,
         "self_lag_spread_max_ns": 7_000, "unobserved_edges": 0, "program_pin_watched": 1}
-    assert all(m.probe == "emulator" for m in capture.metrics)
+    assert all(m.subject == "emulator" for m in capture.metrics)
     assert capture.warnings == (emulator.EMULATED,)
     assert "functional evidence" in emulator.EMULATED.message and "never timing" in emulator.EMULATED.message
 

@@ -28,7 +28,7 @@ def _line(text: str, start: str) -> str:
 
 def test_the_mark_is_a_stored_metric_of_the_probe():
     metric = pin_watched_metric("sigrok", False)
-    assert (metric.name, metric.value, metric.unit, metric.probe, metric.direction) == \
+    assert (metric.name, metric.value, metric.unit, metric.subject, metric.direction) == \
         ("program_pin_watched", 0.0, "", "sigrok", "none")
     assert not watched_program_pin(_run("python", "a", 0.0, False))
     assert watched_program_pin(_run("python", "b", 0.0, True))

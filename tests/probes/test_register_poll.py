@@ -130,7 +130,7 @@ def test_a_slow_wave_matches_the_programs_own_log_edge_for_edge(tmp_path, sock_d
         "probe_poll_max_ns": MS, "probe_emulated": 1, "align_matched_edges": 40,
         "align_offset_ns": GUEST0_NS - 100 * MS, "align_drift_ppm": 0, "self_lag_spread_p50_ns": 0,
         "self_lag_spread_max_ns": 0, "unobserved_edges": 0, "program_pin_watched": 1}
-    assert all(m.probe == "register-poll" for m in capture.metrics)
+    assert all(m.subject == "register-poll" for m in capture.metrics)
     assert capture.warnings == (register_poll.rate_warning(1000, MS),)
     assert capture.warnings[0].message == (
         "the register-poll probe polled 1,000 times/s: edges closer than ~1ms are merged; functional "

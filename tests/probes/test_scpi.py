@@ -93,7 +93,7 @@ def test_statistics_become_metrics_exactly():
              "std": Decimal("2.5E-7"), "count": Decimal(1000)}
     got = {m.name: m.value for m in period_statistics_metrics(stats, 1_000_000, "scpi")}
     assert got == {**EXPECTED, "n_periods": 1000}
-    assert all(m.probe == "scpi" for m in period_statistics_metrics(stats, 1_000_000, "scpi"))
+    assert all(m.subject == "scpi" for m in period_statistics_metrics(stats, 1_000_000, "scpi"))
 
 
 def test_an_instrument_that_refuses_a_setup_command(tmp_path):
@@ -228,7 +228,7 @@ def test_a_campaign_without_the_instruments_address_is_refused(tmp_path):
 def test_a_simulated_instrument_never_reads_as_the_programs_pin(tmp_path):
     capture = _measure(_ctx(tmp_path, RESOURCES["rto"], "rs-rto"), pin="gpiod")
     metrics = {m.name: m for m in capture.metrics}
-    assert metrics["program_pin_watched"].value == 0 and metrics["program_pin_watched"].probe == "scpi"
+    assert metrics["program_pin_watched"].value == 0 and metrics["program_pin_watched"].subject == "scpi"
     assert metrics["program_pin_watched"].direction == "none" and metrics["program_pin_watched"].unit == ""
     messages = [w.message for w in capture.warnings]
     assert any("is a simulated instrument: its figures are made up" in m for m in messages)

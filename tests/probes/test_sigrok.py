@@ -261,7 +261,7 @@ def test_a_real_pins_capture_is_the_programs_only_when_it_aligns(tmp_path, monke
     metrics = {m.name: m.value for m in capture.metrics}
     messages = " ".join(w.message for w in capture.warnings)
     assert metrics["program_pin_watched"] == (1 if watched else 0)
-    assert all(m.probe == "sigrok" and m.direction == "none" for m in capture.metrics
+    assert all(m.subject == "sigrok" and m.direction == "none" for m in capture.metrics
                if m.name == "program_pin_watched")
     if watched:
         assert metrics["align_offset_ns"] == 7_000_000_000 + 3_000 and not capture.warnings

@@ -61,7 +61,7 @@ def build_store(root, *, images=("1.10", "1.11"), failed=True) -> Store:
                         raw = f"raw/{run_id}.parquet"
                         sha = write_raw(store.root / raw, series)
                         store.commit_run(_record(cid, sid, run_id, impl, load, period_ns, rep, image,
-                                                 "ok", {(m.probe, m.name): m for m in metrics},
+                                                 "ok", {(m.subject, m.name): m for m in metrics},
                                                  raw, sha, None))
     return store
 

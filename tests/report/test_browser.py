@@ -111,7 +111,7 @@ def test_standard_section_figures_name_their_cells_and_runs(latency_store, tmp_p
     dom = chromium(tmp_path, "--dump-dom", out.as_uri()).stdout
     kinds = {attrs["figure"]: texts for attrs, texts in _figures(dom)}
     assert set(kinds) == {"bars", "distribution"}
-    assert any(t.startswith("cyclictest: maximum latency per cell") for t in kinds["bars"])
+    assert any(t.startswith("cyclictest: maximum latency (worst run) per cell") for t in kinds["bars"])
     # axis titles in words with their units, never a raw metric name
     assert "maximum latency [µs … ms] (log axis)" in kinds["bars"]
     assert "latency [µs … ms]" in kinds["distribution"]

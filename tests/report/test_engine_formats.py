@@ -1,7 +1,9 @@
 """Results in the formats of the engines labs run boards through: JUnit XML (validated with xmllint
 against junit-10.xsd, the schema Jenkins' JUnit plugin publishes, from pytest's sources: `make
-setup` puts it in the venv), KCIDB v5.3 (validated by kcidb-io, KernelCI's own package) and LAVA's
-test-case lines; each cell judged by the campaign's envelope rule, exactly, on synthetic runs."""
+setup` puts it in the venv, and read back with junitparser), KCIDB v5.3 (validated by kcidb-io,
+KernelCI's own package) and LAVA's test-case lines; each cell, each headline figure and each run
+judged by the campaign's envelope rule, exactly, on synthetic runs: a passing cell and a failing one
+read back from every format, the failure naming its worst run."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterlab import plugins
 from jitterlab.analysis.compare import Selector, compare
 from jitterlab.campaign.cells import names
 from jitterlab.cli.main import main
@@ -39,7 +42,8 @@ def valid_junit(text: str, tmp_path: Path) -> ET.Element:
 
 
 def small_store(root: Path) -> Store:
-    """Three squarewave cells (held, broken by a run, unproven) and a cyclictest cell with a failed run."""
+    """Three squarewave cells (held; broken by two runs, the second the worse, its p99 held all the same;
+    unproven) and a cyclictest cell with a failed run."""
     store = Store(root)
     cid = store.new_campaign("gate", "fp", "c.toml", "", {})
     sid = store.add_sysinfo(cid, "board", {"hostname": "board", "kernel_release": "6.1.0-rt",
@@ -59,7 +63,8 @@ def small_store(root: Path) -> Store:
     for rep, value in enumerate((0.02, 0.05, 0.03)):
         wave("c-fifo", rep, value)  # every run under 10 %: passed
     wave("bash", 0, 0.04)
-    wave("bash", 1, 0.25)  # over 10 %: failed
+    wave("bash", 1, 0.12)  # over 10 %: failed, the first run over it
+    wave("bash", 2, 0.18)  # over 10 % too, and the worst: the one a failure names (its p99 9 % holds)
     wave("python", 0, 0.03)
     wave("python", 1, 0.04, bound=0.5)  # blind: its bound is over 10 %: unproven
     latency = cell("cyclictest", {"policy": "fifo"})
@@ -82,29 +87,47 @@ def test_each_cell_is_judged_by_the_campaign_envelope_rule(store):
     assert {n: c.outcome for n, c in checks.items()} == {
         "board c-fifo 10ms idle (vpin)": PASSED, "board bash 10ms idle (vpin)": FAILED,
         "board python 10ms idle (vpin)": SKIPPED, "board cyclictest idle": FAILED}
-    assert checks["board bash 10ms idle (vpin)"].reason == (
-        "max |period error| < 10 % in every run: run bash1 reached 25 %")
+    broken = checks["board bash 10ms idle (vpin)"]
+    assert broken.reason == (
+        "max |period error| < 10 % in every run: the worst run bash2 reached 18 % (2 of 3 runs over it)")
+    assert broken.worst_run == "bash2"
     assert checks["board c-fifo 10ms idle (vpin)"].held == {"max < 1 %": False, "max < 10 %": True,
                                                        "p99 < 1 %": False, "p99 < 10 %": True}
-    # the worst run for a maximum, the median for a percentile
-    assert [(h.metric, h.value) for h in checks["board c-fifo 10ms idle (vpin)"].headline] == [
-        ("max_rel_period_error", 0.05), ("p99_rel_period_error", 0.015)]
+    # the worst run for a maximum, the median of runs for a percentile: each figure named by its rule
+    assert [(h.name, h.value, h.worst_run) for h in checks["board c-fifo 10ms idle (vpin)"].headline] == [
+        ("max_rel_period_error (worst run)", 0.05, "c-fifo1"),
+        ("p99_rel_period_error (median of runs)", 0.015, "c-fifo1")]
+    # per figure: the max rule fails the cell, its p99 (every run's under 10 %) holds
+    assert [(h.metric, h.judged.outcome, h.worst_run) for h in broken.headline] == [
+        ("max_rel_period_error", FAILED, "bash2"), ("p99_rel_period_error", PASSED, "bash2")]
     assert checks["board cyclictest idle"].reason.startswith("run ct1 failed: cyclictest:")
 
 
 def test_junit_export_is_valid_for_a_ci_server_and_says_each_cell(store, tmp_path):
-    root = valid_junit(ex.export(store, store.runs(), "junit", None), tmp_path)
+    junitparser = pytest.importorskip("junitparser", reason="pip install junitparser (in the dev extra)")
+    text = ex.export(store, store.runs(), "junit", None)
+    root = valid_junit(text, tmp_path)
     suite = root.find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "2", "1")
-    cases = {c.get("name"): c for c in suite.iter("testcase")}
-    failure = cases["board bash 10ms idle (vpin)"].find("failure")
-    assert failure.get("message").endswith("run bash1 reached 25 %")
-    assert cases["board python 10ms idle (vpin)"].find("skipped") is not None
-    passed = cases["board c-fifo 10ms idle (vpin)"]
-    assert passed.find("failure") is None and passed.find("skipped") is None
-    assert "max_rel_period_error (vpin): 5 % over 3 run(s)" in passed.find("system-out").text
+    # read back as a CI server's JUnit plugin reads it
+    (tmp_path / "read.xml").write_text(text)
+    [parsed] = list(junitparser.JUnitXml.fromfile(str(tmp_path / "read.xml")))
+    cases = {c.name: c for c in parsed}
+    assert (parsed.tests, parsed.failures, parsed.skipped) == (4, 2, 1)
+    passed, failed = cases["board c-fifo 10ms idle (vpin)"], cases["board bash 10ms idle (vpin)"]
+    assert passed.is_passed and not failed.is_passed and failed.is_failure
+    [failure] = failed.result
+    assert failure.message.endswith("the worst run bash2 reached 18 % (2 of 3 runs over it)")  # not bash1
+    assert cases["board python 10ms idle (vpin)"].is_skipped
+    assert ("max_rel_period_error (worst run) of vpin: 5 % over 3 run(s), the worst run c-fifo1: pass"
+            in passed.system_out.splitlines())
+    assert ("p99_rel_period_error (median of runs) of vpin: 6 % over 3 run(s), the worst run bash2: pass"
+            in failed.system_out.splitlines())
+    # the figure that fails the case says so; why is the case's message, not said twice
+    assert ("max_rel_period_error (worst run) of vpin: 18 % over 3 run(s), the worst run bash2: fail"
+            in failed.system_out.splitlines())
     # the control characters of a stored error cannot break the document
-    assert "\x1b" not in cases["board cyclictest idle"].find("failure").get("message")
+    assert "\x1b" not in cases["board cyclictest idle"].result[0].message
 
 
 def test_kcidb_export_is_valid_kcidb_v5_3(store, tmp_path):
@@ -117,9 +140,16 @@ def test_kcidb_export_is_valid_kcidb_v5_3(store, tmp_path):
     assert kcidb_io.schema.LATEST is kcidb_io.schema.V5_3 and doc["version"] == {"major": 5, "minor": 3}
     tests = {t["id"]: t for t in doc["tests"]}
     assert len(tests) == len(store.runs())
-    assert tests["jitterlab:bash1"]["number"] == {"value": 0.25}
-    assert tests["jitterlab:bash1"]["status"] == "DONE" and tests["jitterlab:bash1"]["path"] == (
-        "jitterlab.squarewave.max_rel_period_error")
+    # a run the envelope rule judges passes or fails by it; a measurement no rule judges is DONE
+    assert {i.removeprefix("jitterlab:"): t["status"] for i, t in tests.items()} == {
+        "c-fifo0": "PASS", "c-fifo1": "PASS", "c-fifo2": "PASS", "bash0": "PASS", "bash1": "FAIL",
+        "bash2": "FAIL", "python0": "PASS", "python1": "DONE", "ct0": "DONE", "ct1": "ERROR"}
+    assert tests["jitterlab:bash2"]["number"] == {"value": 0.18}
+    assert tests["jitterlab:bash2"]["path"] == "jitterlab.squarewave.max_rel_period_error"
+    assert tests["jitterlab:bash2"]["log_excerpt"] == (
+        "max |period error| < 10 % in every run: the worst run bash2 reached 18 %")
+    assert tests["jitterlab:bash0"]["number"] == {"value": 0.04}
+    assert "log_excerpt" not in tests["jitterlab:bash0"]
     assert tests["jitterlab:ct0"]["number"] == {"value": pytest.approx(40.2e-6), "unit": "s",
                                                 "prefix": "metric"}
     failed = tests["jitterlab:ct1"]
@@ -139,10 +169,15 @@ def test_lava_lines_are_a_set_per_cell_and_a_case_per_headline_metric(store):
     lines = ex.export(store, store.runs(), "lava", None).splitlines()
     at = lines.index("set\tboard_c-fifo_10ms_idle_vpin")
     assert lines[at:at + 4] == ["set\tboard_c-fifo_10ms_idle_vpin",
-                                     "case\tmax_rel_period_error.vpin\tpass\t0.05\tratio",
-                                     "case\tp99_rel_period_error.vpin\tpass\t0.015\tratio",
+                                     "case\tmax_rel_period_error_worst_run.vpin\tpass\t0.05\tratio",
+                                     "case\tp99_rel_period_error_median_of_runs.vpin\tpass\t0.015\tratio",
                                      "end\tboard_c-fifo_10ms_idle_vpin"]
-    assert "case\tlatency_max_ns\tfail\t40200\tns" in lines
+    # each figure its own result: the failing cell's max fails, its p99 holds
+    at = lines.index("set\tboard_bash_10ms_idle_vpin")
+    assert [line.split("\t") for line in lines[at + 1:at + 3]] == [
+        ["case", "max_rel_period_error_worst_run.vpin", "fail", "0.18", "ratio"],
+        ["case", "p99_rel_period_error_median_of_runs.vpin", "pass", "0.06", "ratio"]]
+    assert "case\tlatency_max_ns_worst_run\tfail\t40200\tns" in lines
     assert lines.count("end\tboard_python_10ms_idle_vpin") == 1
     assert len([x for x in lines if x.startswith("set\t")]) == 4
 
@@ -158,7 +193,7 @@ def images_store(tmp_path_factory):
 
 def test_a_comparison_as_junit_and_lava(images_store, tmp_path):
     result = compare(images_store.runs(), Selector("image", "1.10"), Selector("image", "1.11"),
-                     metrics=["max_rel_period_error"], names=names())
+                     metrics=["max_rel_period_error"], names=names(), traits=plugins.traits)
     root = valid_junit(junit.comparison_xml(result), tmp_path)
     cases = list(root.iter("testcase"))
     graded = [r for r in result.rows if r.verdict]

@@ -75,7 +75,7 @@ def test_terminal_tables(tmp_path):
     assert f"std: {BENCH}" in text
     assert "policy=fifo" in text and "61.5 µs" in text and "every cell: size=64" in text
     assert "maximum round-trip time (worst run)" in text  # the metric in words and the rule in the header
-    assert "median round-trip time (median)" in text
+    assert "median round-trip time (median of runs)" in text
     assert "SCHED_DEADLINE refused" in text
     assert "max relative period error" not in text  # no squarewave runs, no squarewave table
 

@@ -35,7 +35,7 @@ def piped(*renderables) -> str:
 def test_summary_takes_the_worst_run_of_worst_case_metrics_and_names_the_rule(store):
     text = piped(*summary_tables(store.runs(), "rt-latency"))
     header = next(line for line in text.splitlines() if line.startswith("cell"))
-    assert "maximum latency (worst run)" in header and "99th percentile latency (median)" in header
+    assert "maximum latency (worst run)" in header and "99th percentile latency (median of runs)" in header
     assert "latency overflow (worst run)" in header
     row = next(line for line in text.splitlines() if line.startswith("priority=95"))
     # 40.2 ms and 184 µs: the worst run, not the median 20.19 ms that no run produced; overflow 5

@@ -32,8 +32,8 @@ def test_commit_and_read_back(tmp_path):
     cid = store.new_campaign("c", "fp", "c.toml", "src", {"image": "1.10"})
     store.commit_run(record(cid), [Warning_("blind 3%", "isolate a CPU")])
     [run] = store.runs(cid)
-    assert run.metric("max_rel_period_error") == 0.02
-    assert run.metric("max_rel_period_error", probe="self") == 0.01
+    assert run.metric("max_rel_period_error", "vpin") == 0.02
+    assert run.metric("max_rel_period_error", subject="self") == 0.01
     assert run.labels == {"image": "1.10"}
     assert store.committed(cid) == {("k", 0): "ok"}
     assert [w.message for _, w in store.warnings(cid, "r1")] == ["blind 3%"]
@@ -166,7 +166,7 @@ def test_schema_1_store_is_migrated_in_place(tmp_path):
     con.close()
     store = Store(tmp_path)
     old, old2 = store.runs(1)
-    assert old.metric("max_rel_period_error") == 0.02
+    assert old.metric("max_rel_period_error", "vpin") == 0.02
     # schema 3: the cell is a record of its own, built from the old columns or params_json["cell"]
     assert old.cell == squarewave_cell("c-fifo", 1_000_000, target="local") and old.cell_key == "k"
     assert old2.cell == cell("udp-echo", {"size": 64, "policy": "fifo"}, target="local")

@@ -114,7 +114,7 @@ ROWS = {  # damage -> (statement, what the line says, which part)
     "cell value a list": (f"UPDATE runs SET cell_json = json_set(cell_json, '$.x', json('[1]')){ONE}",
                           f"run {RUN}: cell_json's x is [1], not a single value", "runs"),
     "cell without period": (f"UPDATE runs SET cell_json = json_remove(cell_json, '$.period'){ONE}",
-                            f"run {RUN}: cell_json of a squarewave run lacks period", "runs"),
+                            f"run {RUN}: cell_json lacks period, which its cell_key names", "runs"),
     "settings in ns": (f"UPDATE runs SET params_json = json_set(params_json, '$.warmup_ns', 'x'){ONE}",
                        f"run {RUN}: params_json's warmup_ns is 'x', not a whole number of ns", "runs"),
     "run campaign_id": (f"UPDATE runs SET campaign_id = 7{ONE}",

@@ -65,7 +65,7 @@ def test_commit_read_back_and_resume_bookkeeping(store):
                      [Warning_("blind 3%", "isolate a CPU")])
     [back] = store.runs(cid)
     assert back.cell == run.cell and back.labels == {"image": "1.10"} and back.settings == {"duration_ns": 1}
-    assert back.metric("max_rel_period_error") == 0.02 and back.metric("n_periods") == 1e9 + 1
+    assert back.metric("max_rel_period_error", "vpin") == 0.02 and back.metric("n_periods", "vpin") == 1e9 + 1
     assert back.metrics[("vpin", "max_rel_period_error")].direction == "lower"
     assert store.committed(cid) == {("k", 0): "ok"}
     assert [w.message for _, w in store.warnings(cid, "r1")] == ["blind 3%"]

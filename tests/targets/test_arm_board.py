@@ -76,7 +76,7 @@ def results(tmp_path_factory) -> Store:
 
 def test_every_cell_ran_on_the_board(results):
     runs = results.runs()
-    seen = {(r.param("impl"), r.param("pin"), r.probe): r for r in runs}
+    seen = {(r.param("impl"), r.param("pin"), r.param("probe")): r for r in runs}
     expected = {(i, p, "emulator") for i, p in CELLS} | {(i, p, "self") for i, p in CELLS if i != "python"}
     assert set(seen) == expected
     assert {k: f"{r.status}: {r.error}" for k, r in seen.items() if r.status != "ok"} == {}

@@ -54,10 +54,10 @@ chatter = "50ms"
     info = store.sysinfo(run.sysinfo_id)
     assert (info["vm_accel"], info["vm_machine"], info["unit_kind"], info["unit_tty"]) == (
         "tcg", "virt-arm64", "emulated", "/dev/ttyS0")
-    counted, seen = run.metric("counted_edges"), run.metric("seen_edges")
+    counted, seen = run.metric("counted_edges", "emulator"), run.metric("seen_edges", "emulator")
     assert counted == seen and counted >= 20, "every edge the probe saw is one the firmware counted"
-    assert run.metric("program_pin_watched") == 1.0 and run.metric("chatter_rtt_samples", "") > 0
+    assert run.metric("program_pin_watched", "emulator") == 1.0 and run.metric("chatter_rtt_samples", "") > 0
     print(f"board: {int(counted)} edges counted and seen, mean period "
-          f"{run.metric('mean_period_ns') / 1e6:.3f} ms, chatter p50 "
+          f"{run.metric('mean_period_ns', 'emulator') / 1e6:.3f} ms, chatter p50 "
           f"{run.metric('chatter_rtt_p50_ns', '') / 1e3:.0f} us, boot {info['vm_boot_s']:.0f} s")
     assert wait_gone("lm3s6965evb") == [], "the unit's qemu ends with the board"

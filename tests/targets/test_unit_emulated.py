@@ -81,14 +81,15 @@ period = ["100ms", "10ms"]
     elf = firmware.build(LM3S6965EVB).path  # the one the runs loaded, from the cache
     assert info["unit_kind"] == "emulated" and info["unit_accel"] == "tcg"
     for run in runs:
-        counted, seen = run.metric("counted_edges"), run.metric("seen_edges")
+        counted, seen = run.metric("counted_edges", "emulator"), run.metric("seen_edges", "emulator")
         assert counted == seen and counted > 2, "every edge the probe saw is one the firmware counted"
-        assert run.metric("program_pin_watched") == 1.0
+        assert run.metric("program_pin_watched", "emulator") == 1.0
         assert run.metric("unit_emulated", "") == 1.0
         assert run.metric("unit_flash_bytes", "") == info["unit_flash_bytes"]
         assert run.metric("chatter_rtt_samples", "") > 0 and run.metric("chatter_lost", "") is not None
         period_ns = int(run.param("period"))
-        mean, typical = run.metric("mean_period_ns"), run.metric("p50_rel_period_error")
+        mean = run.metric("mean_period_ns", "emulator")
+        typical = run.metric("p50_rel_period_error", "emulator")
         print(f"{period_ns / 1e6:g} ms: {int(counted)} edges counted and seen, mean period "
               f"{mean / 1e6:.4f} ms, median error {typical:.2%}, chatter p50 "
               f"{run.metric('chatter_rtt_p50_ns', '') / 1e3:.0f} us ({info['unit_sched']})")

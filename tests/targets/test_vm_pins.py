@@ -106,7 +106,7 @@ def squarewaves(results: Store) -> list:
 
 def test_every_impl_drives_its_pin_on_both_kernels(results):
     runs = squarewaves(results)
-    seen = {(r.target, r.param("impl"), r.param("pin"), r.probe): r for r in runs}
+    seen = {(r.target, r.param("impl"), r.param("pin"), r.param("probe")): r for r in runs}
     expected = {("standard", i, "sysfs", "self") for i in SYSFS_IMPLS}
     expected |= {(t, i, "gpiod", "self") for i in GPIOD_IMPLS for t in ("standard", "rt")
                  if t == "standard" or i in RT_ONLY}
@@ -116,8 +116,8 @@ def test_every_impl_drives_its_pin_on_both_kernels(results):
     bad = {k: f"{r.status}: {r.error}" for k, r in seen.items() if r.status != "ok"}
     assert bad == {}
     for r in runs:  # measured, and no edges from nowhere (how many: the emulated CPU's speed)
-        periods = r.metric("n_periods", r.probe)
-        assert periods is not None and periods >= 1, (r.target, r.param("impl"), r.probe, periods)
+        periods = r.metric("n_periods", r.param("probe"))
+        assert periods is not None and periods >= 1, (r.target, r.param("impl"), r.param("probe"), periods)
         # periods overlap (one starts at every edge): at most two per nominal period measured
         assert periods <= 2 * (DURATION_NS - WARMUP_NS) // int(r.param("period")) + 2
 

@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.model.units import parse_duration_ns
     from jitterlab.report.format import format_value
     from jitterlab.report.terminal import console, percent
+    from jitterlab.report.traits import own
     from jitterlab.store.catalog import Store
 
     period_ns = parse_duration_ns(args.period, "--period")
@@ -108,5 +109,5 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"warning: {warning.message}; {warning.remedy}", highlight=False, markup=False)
     out.print(escape(f"imported {args.file} as run {imported.id} ({len(capture.t_ns)} edges, period "
                      f"{format_value(period_ns, 'ns')}): max relative period error "
-                     f"{percent(imported.metric('max_rel_period_error'))}"), highlight=False)
+                     f"{percent(own(imported, 'max_rel_period_error'))}"), highlight=False)
     return EXIT_OK

@@ -178,7 +178,8 @@ class Results(Protocol):
     headline: tuple[str, ...]
     """The metrics a summary shows first (the report's tables and bar charts), most important first."""
     traits: BenchmarkTraits
-    """What its runs are for whoever reads them back (model.traits): its headline, period, samples."""
+    """What its runs are for whoever reads them back (model.traits): its headline, period, samples,
+    subject."""
 
     def metric_names(self, cell: Cell) -> frozenset[str]:
         """The names of every metric a run of the cell can produce (a run may lack some, never has
@@ -214,10 +215,11 @@ class BenchmarkBase:
     # model.traits: a periodic benchmark's nominal period of a cell, ns (read from its typed record)
     period_ns: Callable[[Cell], int] | None = None
     samples: str = ""  # model.traits: PERIOD_ERRORS, LATENCIES or ""
+    subject: str = ""  # model.traits: the cell key naming whom its runs' own metrics are of
 
     @property
     def traits(self) -> BenchmarkTraits:
-        return BenchmarkTraits(tuple(self.headline), self.period_ns, self.samples)
+        return BenchmarkTraits(tuple(self.headline), self.period_ns, self.samples, self.subject)
 
     def metric_names(self, cell: Cell) -> frozenset[str]:
         return frozenset((*self.headline, *self.metrics))

@@ -137,22 +137,23 @@ def parse_break(output: str) -> Break | None:
 
 
 def metrics_of(threads: list[ThreadResult]) -> tuple[list[Metric], dict[str, Samples]]:
-    """Per-thread min/mean/max (probe threadN) and the DESIGN latency metrics of all threads (probe "")."""
+    """Per-thread min/mean/max (subject threadN) and the DESIGN latency metrics of all threads
+    (subject "")."""
     metrics: list[Metric] = []
     series: dict[str, Samples] = {}
     woke = [t for t in threads if t.cycles]
     for i, t in enumerate(threads):
-        probe = f"thread{i}"
+        subject = f"thread{i}"
         if t.cycles:
             metrics += [
-                Metric("latency_min_ns", float(t.min_us * US), "ns", probe, "lower"),
-                Metric("latency_mean_ns", round(t.avg_us * US, 1), "ns", probe, "lower"),
-                Metric("latency_max_ns", float(t.max_us * US), "ns", probe, "lower"),
+                Metric("latency_min_ns", float(t.min_us * US), "ns", subject, "lower"),
+                Metric("latency_mean_ns", round(t.avg_us * US, 1), "ns", subject, "lower"),
+                Metric("latency_max_ns", float(t.max_us * US), "ns", subject, "lower"),
             ]
-        metrics.append(Metric("latency_samples", float(t.cycles), "count", probe, "none"))
+        metrics.append(Metric("latency_samples", float(t.cycles), "count", subject, "none"))
         if t.counts is not None:
-            metrics.append(Metric("latency_overflow", float(t.overflow), "count", probe, "lower"))
-            series[f"{probe}.histogram_1us"] = Samples(t.counts, HISTOGRAM_UNIT)
+            metrics.append(Metric("latency_overflow", float(t.overflow), "count", subject, "lower"))
+            series[f"{subject}.histogram_1us"] = Samples(t.counts, HISTOGRAM_UNIT)
     if not woke:
         raise RunFailed("unmeasurable: no cyclictest thread woke up even once", status="unmeasurable")
     cycles = sum(t.cycles for t in woke)
@@ -272,8 +273,9 @@ class Cyclictest(BenchmarkBase):
         if trace is not None:
             metrics.append(Metric("breaktrace_fired", float(fired is not None), "bool", "", "none"))
         if fired is not None:
-            probe = f"thread{fired.thread}" if fired.thread is not None else ""
-            metrics.append(Metric("breaktrace_latency_ns", float(fired.value_us * US), "ns", probe, "lower"))
+            subject = f"thread{fired.thread}" if fired.thread is not None else ""
+            metrics.append(Metric("breaktrace_latency_ns", float(fired.value_us * US), "ns", subject,
+                                  "lower"))
             attachments["trace-tail.txt"] = trace_tail
             done = sum(t.cycles for t in threads)
             warnings.append(

@@ -65,7 +65,7 @@ def _pair(entry: object, tool: str, i: int) -> Pair:
 
 
 def pair_metrics(pairs: list[Pair]) -> list[Metric]:
-    """Per pair (probe pairN) and over all pairs (probe ""): min, sample-weighted mean, max in ns."""
+    """Per pair (subject pairN) and over all pairs (subject ""): min, sample-weighted mean, max in ns."""
     metrics: list[Metric] = []
     for i, p in enumerate(pairs):
         if p.samples:
@@ -81,11 +81,11 @@ def pair_metrics(pairs: list[Pair]) -> list[Metric]:
     return metrics
 
 
-def _latency(lo_us: int, avg_us: float, hi_us: int, probe: str) -> list[Metric]:
+def _latency(lo_us: int, avg_us: float, hi_us: int, subject: str) -> list[Metric]:
     return [
-        Metric("latency_min_ns", float(lo_us * US), "ns", probe, "lower"),
-        Metric("latency_mean_ns", round(avg_us * US, 1), "ns", probe, "lower"),
-        Metric("latency_max_ns", float(hi_us * US), "ns", probe, "lower"),
+        Metric("latency_min_ns", float(lo_us * US), "ns", subject, "lower"),
+        Metric("latency_mean_ns", round(avg_us * US, 1), "ns", subject, "lower"),
+        Metric("latency_max_ns", float(hi_us * US), "ns", subject, "lower"),
     ]
 
 

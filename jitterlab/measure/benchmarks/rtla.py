@@ -191,7 +191,7 @@ class Osnoise(_Rtla):
             argv += ["-P", f"f:{p.priority}"]
         metrics = self.run(ctx, argv, lambda output: rtla.osnoise_metrics(rtla.parse_osnoise_top(output)))
         warnings = seconds_warning(ctx, seconds, "rtla osnoise")
-        hw = next((m.value for m in metrics if m.name == "hw_noise_events" and m.probe == ""), 0.0)
+        hw = next((m.value for m in metrics if m.name == "hw_noise_events" and m.subject == ""), 0.0)
         if hw:
             warnings.append(Warning_(
                 f"osnoise saw {hw:.0f} hardware/firmware interruption(s) (HW): time the CPU was taken away "

@@ -29,7 +29,7 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.params import Param, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
-from jitterlab.model.traits import PERIOD_ERRORS
+from jitterlab.model.traits import OWN_VIEW, PERIOD_ERRORS
 from jitterlab.model.units import format_ns
 from jitterlab.targets.capabilities import Capability
 
@@ -52,6 +52,7 @@ class Squarewave(BenchmarkBase):
 
     headline = ("max_rel_period_error", "p99_rel_period_error", "std_period_ns")
     samples = PERIOD_ERRORS
+    subject = "probe"  # a run's own figures are its observer's
 
     @staticmethod
     def period_ns(cell: Cell) -> int:  # model.traits: a periodic benchmark
@@ -184,15 +185,16 @@ def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture,
     cell, settings = ctx.cell, ctx.settings
     p = WaveCell.of_cell(cell)
     probe, period_ns = p.probe, p.period_ns
+    independent = PROBES.get(probe, "matrix.probe").independent
     warnings = [Warning_(line.removeprefix("warning: "), "see the program's message")
                 for line in output.splitlines() if line.startswith("warning:")]
     # a program that only counted its edges (a unit's firmware) has no series of its own
-    series: dict = {"self": EdgeSeries(own.t_ns, own.level)} if own.timed else {}
+    series: dict = {OWN_VIEW: EdgeSeries(own.t_ns, own.level)} if own.timed else {}
     metrics: list[Metric] = list(impl_measured[0])
     warnings += impl_measured[1]
-    if probe == "self":
+    if not independent:  # the program's own timestamps are all its probe sees
         metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
-                                      probe="self")
+                                      probe=probe)
     else:
         series.update(capture.series)
         if capture.summary is not None:  # an instrument's statistics: no edges to analyse
@@ -215,10 +217,10 @@ def _measurement(ctx: RunContext, output: str, own: SelfLog, capture: Capture,
             return Measurement(metrics=metrics, series=series, warnings=warnings)
         try:  # the program's own view of the same run, for the self-measurement bias
             metrics += squarewave_metrics(own.t_ns, own.level, period_ns, warmup_ns=settings.warmup_ns,
-                                          probe="self")
+                                          probe=OWN_VIEW)
         except RunFailed as exc:
             warnings.append(Warning_(f"self probe: {exc.reason}", f"see the {probe} metrics"))
-    if own.clock != "monotonic" and probe == "self":  # an independent probe's figures do not depend on it
+    if own.clock != "monotonic" and not independent:  # an independent probe's figures do not depend on it
         warnings.append(Warning_(
             f"{cell.param('impl')} timestamps its edges with CLOCK_{own.clock.upper()}, which NTP may slew",
             "use an independent probe for this impl"))

@@ -20,8 +20,8 @@ from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.model.records import RunRecord
 from jitterlab.report.figures.base import duration_axis, percent_axis
 from jitterlab.report.format import count, duration, percent
+from jitterlab.report.traits import observer, own, subject_of, traits_of
 from jitterlab.report.traits import period_ns as nominal_ns
-from jitterlab.report.traits import traits_of
 
 HEADLINE = "max_rel_period_error"
 THRESHOLDS = (0.01, 0.10, 1.0)
@@ -49,7 +49,7 @@ def ordered_loads(loads: Iterable[str]) -> list[str]:
 
 def excluded_share(run: RunRecord) -> float:
     """Share of the run's periods excluded because the probe was blind (0 when unknown)."""
-    excluded, used = run.metric("excluded_periods") or 0, run.metric("n_periods") or 0
+    excluded, used = own(run, "excluded_periods") or 0, own(run, "n_periods") or 0
     return excluded / (excluded + used) if excluded + used else 0.0
 
 
@@ -68,7 +68,9 @@ def blind_grade_text(i: int) -> str:
 
 def unobserved(r: RunRecord, probe: str | None = None) -> int:
     """Periods the probe did not observe in the run (excluded or hidden by missed edges); runs
-    stored before unobserved_periods count their excluded periods and missed edges."""
+    stored before unobserved_periods count their excluded periods and missed edges. `probe`: the
+    run's own observer unless named."""
+    probe = subject_of(r) if probe is None else probe
     value = r.metric("unobserved_periods", probe)
     if value is None:
         value = (r.metric("excluded_periods", probe) or 0) + (r.metric("missed_edges", probe) or 0)
@@ -78,7 +80,7 @@ def unobserved(r: RunRecord, probe: str | None = None) -> int:
 def worst_of(r: RunRecord) -> float:
     """A run's worst period as far as it is proven: a blind run's reached its bound, and may have
     gone beyond."""
-    return max(r.metric(HEADLINE), r.metric("max_rel_period_error_bound") or 0.0)
+    return max(own(r, HEADLINE), own(r, "max_rel_period_error_bound") or 0.0)
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,10 @@ def envelope_points(runs: list[RunRecord], load: str, impl: str, impl_of
             by_period[nominal_ns(r)].append(r)
     points, missing = [], []
     for period_ns, cell in sorted(by_period.items()):
-        ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
-        if any(not math.isfinite(r.metric(HEADLINE)) for r in ok):  # no point on a log axis
+        ok = [r for r in cell if r.status == "ok" and own(r, HEADLINE) is not None]
+        if any(not math.isfinite(own(r, HEADLINE)) for r in ok):  # no point on a log axis
             missing.append((period_ns / 1e9, "not finite"))
-            ok = [r for r in ok if math.isfinite(r.metric(HEADLINE))]
+            ok = [r for r in ok if math.isfinite(own(r, HEADLINE))]
         program = [r for r in ok if watched_program_pin(r)]  # never another signal's when both exist
         if program or ok:
             shown = program or ok
@@ -149,7 +151,7 @@ def envelope_figure(runs: list[RunRecord], target: str,
         axes, strips = fig.subplots(1, len(loads), sharey=True, squeeze=False)[0], None
     style = {impl: (f"C{i % 10}", MARKERS[i % len(MARKERS)]) for i, impl in enumerate(impls)}
     # a wave an emulated real-time unit made is functional evidence only: its line says so
-    emulated = {impl_of(r) for r in runs if r.metric("unit_emulated", "")}
+    emulated = {impl_of(r) for r in runs if r.metric("unit_emulated")}
     named = {impl: f"{impl} (emulated)" if impl in emulated else impl for impl in impls}
     dodge = dict(zip(impls, _dodge(len(impls)), strict=True))
     grades, demo, bounds = set(), False, False
@@ -250,7 +252,8 @@ def _envelope_legend(fig: Figure, impls, style, grades: list[int], demo: bool, m
 
 
 def probe_label(probe: str) -> str:
-    return "self (the program's own timestamps)" if probe == "self" else f"{probe} (independent probe)"
+    return (f"{probe} (independent probe)" if observer(probe).independent
+            else f"{probe} (the program's own timestamps)")
 
 
 def error_bins(abs_pct: np.ndarray) -> np.ndarray:
@@ -325,10 +328,10 @@ def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns:
     ax = fig.subplots()
     for i, (probe, (t_s, e)) in enumerate(series.items()):
         if len(e):
-            own = probe == "self"  # the program's view underneath, the independent probe on top
-            ax.plot(t_s, (1 + e) * period_ns, "x" if own else ".", ms=3.5 if own else 2.5,
-                    color="C1" if own else f"C{0 if i == 0 else i + 1}", alpha=0.45 if own else 1.0,
-                    zorder=1 if own else 2, label=probe_label(probe),
+            mine = not observer(probe).independent  # the program's view underneath, the probe on top
+            ax.plot(t_s, (1 + e) * period_ns, "x" if mine else ".", ms=3.5 if mine else 2.5,
+                    color="C1" if mine else f"C{0 if i == 0 else i + 1}", alpha=0.45 if mine else 1.0,
+                    zorder=1 if mine else 2, label=probe_label(probe),
                     rasterized=len(e) > 1000)  # keeps the inline SVG small
     ax.axhline(period_ns, color="black", lw=0.9, ls="--", label=f"nominal {duration(period_ns)}")
     periods = [(1 + e) * period_ns for _, e in series.values() if len(e)]

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from jitterlab.analysis.summary import WORST
+from jitterlab.analysis.summary import figure_name
 from jitterlab.report.figures.base import MAX_ROWS, axis_title, duration_axis, metric_words, percent_axis
 from jitterlab.report.format import RATIO_UNITS, TIME_UNITS, count, format_value
 
@@ -64,9 +64,9 @@ def bars_figure(summary: BenchmarkSummary, metric: str) -> Figure:
     ax.set_ylim(len(cells) - 0.5, -0.5)
     low, high = (min(positive), max(positive)) if positive else (None, None)
     ax.set_xlabel(axis_title(metric, unit, low, high) + (" (log axis)" if log else ""))
-    dot = "the worst run" if rule == WORST else "the median of the runs"
-    ax.set_title(f"{summary.benchmark}: {metric_words(metric)} per cell — dot: {dot}, line: min – max of "
-                 "the runs", fontsize=9)
+    figure = figure_name(metric_words(metric), rule) if rule else metric_words(metric)
+    ax.set_title(f"{summary.benchmark}: {figure} per cell — dot: that figure, line: min – max of the runs",
+                 fontsize=9)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     return fig
 

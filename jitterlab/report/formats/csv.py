@@ -1,4 +1,4 @@
-"""CSV: one row per run (metric columns `<probe>.<name>`, raw values), or the operational envelope
+"""CSV: one row per run (metric columns `<subject>.<name>`, raw values), or the operational envelope
 (`table="envelope"`: one row per target x impl x load x probe x rule x threshold), or a trend's rows."""
 
 from __future__ import annotations

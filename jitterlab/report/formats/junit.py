@@ -1,8 +1,10 @@
 """JUnit XML, as CI servers read test results (Jenkins, GitLab, GitHub's reporters): one test case
 per cell, passed when it holds the campaign's envelope rule (report/cell_checks.py), failed when a
-run breaks it or fails, skipped when unproven or never run; its headline numbers in the case's
-output. A comparison (`jitterlab compare --format junit`): one test case per graded row, failed
-when the candidate is worse, skipped when undecided, passed when better or the same.
+run breaks it or fails (the message names the worst run), skipped when unproven or never run; its
+headline figures in the case's output, each named by the rule that summarized it, with its worst
+run and its own verdict. A comparison (`jitterlab compare --format junit`): one test case per
+graded row, failed when the candidate is worse, skipped when undecided, passed when better or the
+same.
 
 The document follows the schema Jenkins' JUnit plugin publishes (junit-10.xsd): properties only on
 the suite, times in seconds with three decimals, text without the control characters XML forbids.
@@ -16,7 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from jitterlab.report.cell_checks import FAILED, SKIPPED, CellCheck, cell_checks
+from jitterlab.report.cell_checks import FAILED, PASSED, SKIPPED, CellCheck, Headline, cell_checks
 from jitterlab.report.format import format_value
 from jitterlab.report.formats.base import EXPORTERS, no_trend, write_text
 from jitterlab.report.formats.rows import ExportData
@@ -76,12 +78,20 @@ def cells_xml(checks: list[CellCheck], suite_name: str) -> str:
     suite = _suite(root, suite_name, counts, total_s, {"rule": "squarewave: the campaign's first envelope "
                    "rule at 10 %; other benchmarks: every run ends ok"})
     for c in checks:
-        lines = [f"{h.metric}{f' ({h.probe})' if h.probe else ''}: {format_value(h.value, h.unit)} "
-                 f"over {h.runs} run(s)" for h in c.headline]
+        lines = [_figure_line(h, c.reason) for h in c.headline]
         lines += [f"{rule}: {'held' if ok else 'not held'}" for rule, ok in c.held.items()]
         _case(suite, f"jitterlab.{c.target}.{c.benchmark}", c.name, sum(r.wall_s for r in c.runs),
               c.outcome, c.reason, lines)
     return _document(root, counts)
+
+
+def _figure_line(h: Headline, said: str) -> str:
+    """"p99_rel_period_error (median of runs) of vpin: 6 % over 3 run(s), the worst run bash2: fail
+    (why)"; why only when the case's message (`said`) does not already say it."""
+    of = f" of {h.subject}" if h.subject else ""
+    why = f" ({h.judged.reason})" if h.judged.outcome != PASSED and h.judged.reason != said else ""
+    return (f"{h.name}{of}: {format_value(h.value, h.unit)} over {h.runs} run(s), the worst run "
+            f"{h.worst_run}: {h.judged.outcome}{why}")
 
 
 def comparison_xml(result) -> str:

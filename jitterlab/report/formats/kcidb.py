@@ -2,8 +2,11 @@
 report (report.html) and the runs' raw series (raw/<run>.parquet).
 
 Each run is a test: its headline metric as `number` {value, unit, prefix} (nanoseconds as seconds
-with the metric prefix, so KCIDB shows "160 ns"), status DONE (ERROR for a run that failed, with
-its error as the log excerpt; SKIP for one that never ran), the environment it ran in from its
+with the metric prefix, so KCIDB shows "160 ns"); its status PASS or FAIL where an envelope rule of
+the campaign holds that metric (report/cell_checks.py: max |period error| < 10 % ..., the reason of
+a FAIL as the log excerpt), DONE for a measurement no rule judges (or one the probe's blindness left
+unproven), ERROR for a run that failed (its error as the log excerpt), SKIP for one that never ran;
+the environment it ran in from its
 sysinfo snapshot, its cell, labels and every metric in `misc`, and the raw series and the report
 as `output_files`. A test belongs to a build: the kernel release and the image a board ran
 (label and sha256, as an image campaign records them); a build to a checkout: the kernel release.
@@ -23,12 +26,14 @@ from pathlib import Path
 
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.report.cell_checks import FAILED, PASSED, envelope_judged, rule_judging
 from jitterlab.report.formats.base import EXPORTERS, no_trend
 from jitterlab.report.formats.rows import SYSINFO_SUMMARY, ExportData
 
 ORIGIN = "jitterlab"
 VERSION = {"major": 5, "minor": 3}
 STATUS = {"ok": "DONE", "unavailable": "SKIP"}  # any other status (failed, timeout): ERROR
+VERDICT = {PASSED: "PASS", FAILED: "FAIL"}  # a run an envelope rule judges; unproven stays DONE
 _PATH_WORD = re.compile(r"[^a-zA-Z0-9_-]+")
 _IMAGE_INFO = ("image", "image_sha256", "console_boot_s", "vm_machine", "vm_root")
 
@@ -93,9 +98,14 @@ def _labels(r: RunRecord) -> str:
 
 def _test(r: RunRecord, info: dict, build_id: str, headline: list[str], out: Path) -> dict:
     from jitterlab.campaign import cells
+    from jitterlab.report.traits import own_metric
 
     status = STATUS.get(r.status, "ERROR")
-    name = next((m for m in headline if (r.probe, m) in r.metrics or ("", m) in r.metrics), None)
+    name = next((m for m in headline if own_metric(r, m) is not None), None)
+    rule = rule_judging(r, name) if name is not None and status == "DONE" else None
+    judged = envelope_judged([r], rule) if rule is not None else None
+    if judged is not None:
+        status = VERDICT.get(judged.outcome, status)
     path = ".".join(_path_word(p) for p in ("jitterlab", r.benchmark, *([name] if name else [])))
     test: dict = {
         "id": f"{ORIGIN}:{r.id}", "build_id": build_id, "origin": ORIGIN, "path": path,
@@ -104,14 +114,16 @@ def _test(r: RunRecord, info: dict, build_id: str, headline: list[str], out: Pat
         "environment": _environment(info),
         "misc": {"run_id": r.id, "repetition": r.repetition + 1, "target": r.target,
                  "cell": dict(r.cell.params), "labels": r.labels,
-                 "metrics": {(f"{m.probe}.{m.name}" if m.probe else m.name):
+                 "metrics": {(f"{m.subject}.{m.name}" if m.subject else m.name):
                              {"value": m.value, "unit": m.unit} for m in r.metrics.values()}},
     }
-    if name is not None and status == "DONE":
-        metric = r.metrics.get((r.probe, name)) or r.metrics[("", name)]
-        test["number"] = number(metric.value, metric.unit)
+    if name is not None and r.status == "ok":
+        metric = own_metric(r, name)
+        test["number"] = number(metric.value, metric.unit)  # type: ignore[union-attr]
     if status == "ERROR" and r.error:
         test["log_excerpt"] = r.error[-16384:]
+    elif status == "FAIL" and judged is not None:
+        test["log_excerpt"] = judged.reason
     files = [{"name": "report.html", "url": (out / "report.html").resolve().as_uri()}]
     if r.raw_path:
         raw = (out / "raw" / f"{r.id}.parquet").resolve()

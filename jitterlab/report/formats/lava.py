@@ -1,7 +1,9 @@
-"""LAVA's results as lines for its test shell: each cell a test set, each of its headline metrics a
-test case with the cell's result (report/cell_checks.py: the campaign's envelope rule), its value
-and unit; a comparison (`jitterlab compare --format lava`): each graded row a test case, fail when
-the candidate is worse, skip when undecided, pass when better or the same, its change in percent.
+"""LAVA's results as lines for its test shell: each cell a test set, each of its headline figures a
+test case named by what it is (the metric and the rule that summarized its runs,
+"max_rel_period_error_worst_run.vpin") with its own result (report/cell_checks.py: the envelope rule
+that holds the metric, else whether every run ended ok), its value and unit; a comparison
+(`jitterlab compare --format lava`): each graded row a test case, fail when the candidate is worse,
+skip when undecided, pass when better or the same, its change in percent.
 
 The lines are tab-separated, in the characters LAVA takes in names and units, so the test
 definition's script (jitterlab/lava/report-results.sh) calls lava-test-set and lava-test-case with
@@ -46,8 +48,8 @@ def cells_lines(checks: list[CellCheck]) -> str:
         if not c.headline:
             lines.append(f"case\truns\t{RESULTS[c.outcome]}\t-\t-")
         for h in c.headline:
-            metric = slug(f"{h.metric}.{h.probe}" if h.probe else h.metric)
-            lines.append(f"case\t{metric}\t{RESULTS[c.outcome]}\t{_measurement(h.value)}\t{_units(h.unit)}")
+            case = slug(h.name) + (f".{slug(h.subject)}" if h.subject else "")
+            lines.append(f"case\t{case}\t{RESULTS[h.judged.outcome]}\t{_measurement(h.value)}\t{_units(h.unit)}")
         lines.append(f"end\t{name}")
     return "\n".join(lines) + "\n"
 
@@ -84,4 +86,4 @@ class LavaExporter:
 
 
 EXPORTERS.add("lava", "lines for LAVA's lava-test-set/lava-test-case: a set per cell, a case per "
-              "headline metric", LavaExporter())
+              "headline figure", LavaExporter())

@@ -40,7 +40,7 @@ def _write(data: ExportData, out: Path) -> None:
     columns, flat = data.flat
     table = pa.table({c: _column(pa, [_scalar(r.get(c)) for r in flat]) for c in columns})
     pq.write_table(table, out / "runs.parquet", compression="zstd")
-    metrics = [(r.id, m.probe, m.name, m.value, m.unit, direction_of(m))
+    metrics = [(r.id, m.subject, m.name, m.value, m.unit, direction_of(m))
                for r in data.runs for m in r.metrics.values()]
     pq.write_table(pa.table({k: pa.array(list(v), type=t) for k, v, t in zip(
         ("run_id", "probe", "name", "value", "unit", "direction"), zip(*metrics, strict=True) if metrics

@@ -15,7 +15,7 @@ from jitterlab.analysis import envelope as env
 from jitterlab.analysis.direction import direction_of
 from jitterlab.campaign import cells
 from jitterlab.model.records import RunRecord
-from jitterlab.report.traits import period_ns, periodic
+from jitterlab.report.traits import period_ns, periodic, subject_of
 
 if TYPE_CHECKING:
     from jitterlab.store.catalog import Store
@@ -54,7 +54,7 @@ class ExportData:
                 cache[r.sysinfo_id] = {k: info.get(k) for k in SYSINFO_SUMMARY}
             row["sysinfo"] = cache.get(r.sysinfo_id, {})
             row["metrics"] = {
-                f"{m.probe}.{m.name}" if m.probe else m.name: {"value": m.value, "unit": m.unit,
+                f"{m.subject}.{m.name}" if m.subject else m.name: {"value": m.value, "unit": m.unit,
                                                                "direction": direction_of(m)}
                 for m in r.metrics.values()
             }
@@ -109,5 +109,6 @@ def envelope_records(runs: list[RunRecord]) -> list[dict]:
         return f"{impl} [{labels}]" if labels else impl
 
     runs = periodic(runs)
-    rows = env.envelope(runs, rules=env.rules_of(runs), impl_of=impl_of, period_of=period_ns)
+    rows = env.envelope(runs, rules=env.rules_of(runs), impl_of=impl_of, period_of=period_ns,
+                        subject_of=subject_of)
     return env.records(rows)

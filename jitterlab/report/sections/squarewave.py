@@ -11,17 +11,19 @@ from rich.table import Table
 from rich.text import Text
 
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, HELD, UNPROVEN, envelope, rules_of
+from jitterlab.analysis.summary import MEDIAN, WORST, figure_name
 from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.campaign import cells
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.model.series import blind_spans
+from jitterlab.model.traits import OWN_VIEW
 from jitterlab.model.units import format_ns
 from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
 from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
-from jitterlab.report.traits import benchmark_traits, period_ns
+from jitterlab.report.traits import benchmark_traits, observer, own, period_ns, subject_of
 from jitterlab.report.warning_groups import CELL, Note
 
 HEADLINE = figures.HEADLINE
@@ -29,6 +31,10 @@ PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_
                "p9999_rel_period_error")
 DEMO_NOTE = f"{NOT_WATCHED}: the probe watched another signal, these are that signal's periods"
 HIGH_VARIANCE_CV = 0.5  # std/mean of the headline over repetitions above which we warn
+# the cells table's figures, named by what they are: the worst run's maximum and the median of the runs'
+# maxima, then the percentiles of the worst run (the one the maximum names)
+CELL_HEADS = (figure_name("max error", WORST), figure_name("max error", MEDIAN),
+              *(figure_name(p, WORST) for p in ("p50", "p99", "p99.9", "p99.99")))
 
 
 def impl_namer(runs: list[RunRecord]):
@@ -64,7 +70,7 @@ def imported(r: RunRecord) -> bool:
 def _cells(runs: list[RunRecord], impl_of) -> dict[tuple, list[RunRecord]]:
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
-        groups[(r.target, impl_of(r), r.load, period_ns(r), r.probe)].append(r)
+        groups[(r.target, impl_of(r), r.load, period_ns(r), subject_of(r))].append(r)
     return groups
 
 
@@ -75,7 +81,7 @@ def _where(r: RunRecord) -> str:
 def _where_labelled(r: RunRecord, impl_of) -> str:
     """A cell as the tables name it: target, impl with the labels that tell cells apart, period,
     load, probe."""
-    return f"{r.target} {impl_of(r)} {cells.show_value(r.cell, 'period')} {r.load} ({r.probe})"
+    return f"{r.target} {impl_of(r)} {cells.show_value(r.cell, 'period')} {r.load} ({subject_of(r)})"
 
 
 class SquarewaveSection:
@@ -101,6 +107,7 @@ class SquarewaveSection:
             "envelope_heads": heads,
             "envelope": rows,
             "cells": _cell_rows(runs, impl_of),
+            "cell_heads": CELL_HEADS,
             "several_targets": len({r.target for r in runs}) > 1,  # else the title names it
             "run_figures": _run_figures(runs, impl_of, ctx),
             "bias": _bias_rows(runs, impl_of),
@@ -121,7 +128,7 @@ class SquarewaveSection:
                 out.append(Note(CELL, where, Warning_(f"{len(cell)} repetition(s) per cell only", (
                     "import 3 or more captures of the cell (the same --period and --label values)"
                     if imported(r0) else "set campaign.repetitions to 3 or more"))))
-            values = [v for r in cell if r.status == "ok" and (v := r.metric(HEADLINE)) is not None]
+            values = [v for r in cell if r.status == "ok" and (v := own(r, HEADLINE)) is not None]
             if len(values) >= 2 and statistics.mean(values) > 0:
                 cv = statistics.pstdev(values) / statistics.mean(values)
                 if cv > HIGH_VARIANCE_CV:
@@ -152,7 +159,7 @@ def envelope_rows(runs: list[RunRecord], impl_of) -> tuple[list[str], list[dict]
     rules = rules_of(runs)
     heads = [f"{rule} < {t * 100:g} %" for rule in rules for t in DEFAULT_THRESHOLDS]
     rows: dict[tuple, dict] = {}
-    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns):
+    for e in envelope(runs, rules=rules, impl_of=impl_of, period_of=period_ns, subject_of=subject_of):
         row = rows.setdefault((e.target, e.impl, e.load, e.probe), {
             "target": e.target, "impl": e.impl, "load": e.load, "probe": e.probe, "shortest": [],
             "periods": ", ".join(format_ns(p) for p in e.periods_ns), "reps": e.min_repetitions})
@@ -201,17 +208,17 @@ def summary_table(runs: list[RunRecord], title: str, planned=None) -> Table:
     trouble: dict[tuple, list[str]] = defaultdict(list)
     rows = []
     for r in runs:
-        row = (r.target, impl_of(r), r.load, r.probe)
+        row = (r.target, impl_of(r), r.load, subject_of(r))
         if row not in rows:
             rows.append(row)
             raw_impl[row] = str(r.param("impl", ""))
         key = (*row, period_ns(r))
-        value = r.metric(HEADLINE)
+        value = own(r, HEADLINE)
         if r.status == "ok" and value is not None and not watched_program_pin(r):
             foreign[key].append(value)  # another signal's figure: never the program's worst
         elif r.status == "ok" and value is not None:
             # a blind run's worst provably reached its bound, and may have gone beyond
-            worst[key] = max(worst.get(key, 0.0), value, r.metric("max_rel_period_error_bound") or 0.0)
+            worst[key] = max(worst.get(key, 0.0), value, own(r, "max_rel_period_error_bound") or 0.0)
             if unobserved(r):
                 censored.add(key)
         else:
@@ -260,22 +267,22 @@ def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
     loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
     for (target, impl, load, period, probe), cell in sorted(
             groups.items(), key=lambda kv: (kv[0][0], kv[0][1], loads[kv[0][2]], -kv[0][3], kv[0][4])):
-        every_ok = [r for r in cell if r.status == "ok" and r.metric(HEADLINE) is not None]
+        every_ok = [r for r in cell if r.status == "ok" and own(r, HEADLINE) is not None]
         program = [r for r in every_ok if watched_program_pin(r)]
         foreign = len(every_ok) - len(program)  # runs whose probe watched another signal
         ok = program or every_ok  # the other signal's figures only where there is nothing else, marked
-        worst = max(ok, key=lambda r: r.metric(HEADLINE)) if ok else None
+        worst = max(ok, key=lambda r: own(r, HEADLINE)) if ok else None
         rows.append({
             "target": target, "impl": impl, "load": load, "period": format_ns(period),
             "probe": probe, "reps": len(cell), "ok": len(every_ok),
             "status": ", ".join(f"{n} {s}" for s, n in sorted(Counter(r.status for r in cell).items())),
-            "worst": worst.metric(HEADLINE) if worst else None,
+            "worst": own(worst, HEADLINE) if worst else None,
             "not_watched": (f"+{foreign} {NOT_WATCHED}" if program else NOT_WATCHED) if foreign else "",
             "muted": bool(foreign and not program),  # every figure of the row is another signal's
-            "median": statistics.median(r.metric(HEADLINE) for r in ok) if ok else None,
+            "median": statistics.median(own(r, HEADLINE) for r in ok) if ok else None,
             "percentiles": [_value_and_interval(percentile_text(worst, p)) if worst else (percent(None), "")
                             for p in PERCENTILES],
-            "excluded": int(sum(r.metric("excluded_periods") or 0 for r in ok)),
+            "excluded": int(sum(own(r, "excluded_periods") or 0 for r in ok)),
             "worst_run": worst.id if worst else "",
         })
     return rows
@@ -295,14 +302,14 @@ def most_informative(runs: list[RunRecord], impl_of) -> list[RunRecord]:
     every load gets its figure, instead of only the shortest period's cells."""
     groups: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in runs:
-        if r.status == "ok" and r.metric(HEADLINE) is not None and r.raw_path:
+        if r.status == "ok" and own(r, HEADLINE) is not None and r.raw_path:
             groups[(r.target, impl_of(r), r.load)].append(r)
     loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
     picked = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], loads[k[2]])):
-        independent = [r for r in groups[key] if r.probe != "self"] or groups[key]
+        independent = [r for r in groups[key] if observer(subject_of(r)).independent] or groups[key]
         program = [r for r in independent if watched_program_pin(r)] or independent
-        picked.append(max(program, key=lambda r: r.metric(HEADLINE)))
+        picked.append(max(program, key=lambda r: own(r, HEADLINE)))
     return picked
 
 
@@ -322,7 +329,7 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
             continue
         warmup_ns = int(r.settings.get("warmup_ns", 0))
         errors, timeline = {}, {}
-        for probe in (r.probe, "self"):
+        for probe in (subject_of(r), OWN_VIEW):
             if probe in series and probe not in errors:
                 blind = series.get(f"{probe}.blind")
                 spans = blind_spans(blind) if blind is not None and len(blind) else None
@@ -335,7 +342,7 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
         title = f"run {r.id}: {_where_labelled(r, impl_of)}, repetition {r.repetition + 1}"
         note = "" if watched_program_pin(r) else DEMO_NOTE
         out.append({
-            "id": r.id, "title": title, "worst": r.metric(HEADLINE),
+            "id": r.id, "title": title, "worst": own(r, HEADLINE),
             "hist": ctx.emit(figures.histogram_figure(errors, title, _marks(r), note),
                              f"run_{r.id}_histogram", [r.target]),
             "note": note,
@@ -351,7 +358,7 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
 
 def _marks(r: RunRecord) -> dict[str, float | None]:
     """The percentiles of |period error| a run's histogram marks, from its stored metrics."""
-    return {label: r.metric(name) for label, name in (("p50", PERCENTILES[0]), ("p99", PERCENTILES[1]),
+    return {label: own(r, name) for label, name in (("p50", PERCENTILES[0]), ("p99", PERCENTILES[1]),
                                                       ("p99.9", PERCENTILES[2]), ("max", HEADLINE))}
 
 
@@ -361,6 +368,7 @@ unobserved = figures.unobserved  # the terminal's "≥" and the figure's caret: 
 def percentile_text(r: RunRecord, name: str, probe: str | None = None) -> str:
     """A percentile (or the max) of a run as people read it: the value, and where the probe did
     not observe every period the interval it lies in ("0 % [0 % – 10 %]", "0 % [0 % – unbounded]")."""
+    probe = subject_of(r) if probe is None else probe
     value = r.metric(name, probe)
     if value is None or not unobserved(r, probe):
         return percent(value)
@@ -378,21 +386,21 @@ def _bias_rows(runs: list[RunRecord], impl_of) -> list[dict]:
     then says so ("≥ 0.28", "≤ 3.5"), or is not given when both sides are censored."""
     rows = []
     for (target, impl, load, period, probe), cell in sorted(_cells(runs, impl_of).items()):
-        if probe == "self":
+        if not observer(probe).independent:
             continue
         both = [r for r in cell if r.status == "ok"
-                and r.metric(HEADLINE, "self") is not None and r.metric(HEADLINE, probe) is not None]
+                and r.metric(HEADLINE, OWN_VIEW) is not None and r.metric(HEADLINE, probe) is not None]
         ok = [r for r in both if watched_program_pin(r)]  # another signal says nothing of the bias
         if both and not ok:
             rows.append({"cell": f"{target} {impl} {load} {format_ns(period)}", "probe": probe,
-                         "self": statistics.median(r.metric(HEADLINE, "self") for r in both), "other": None,
+                         "self": statistics.median(r.metric(HEADLINE, OWN_VIEW) for r in both), "other": None,
                          "ratio": NOT_WATCHED, "censored": "", "n": len(both)})
         if ok:
-            s = statistics.median(r.metric(HEADLINE, "self") for r in ok)
+            s = statistics.median(r.metric(HEADLINE, OWN_VIEW) for r in ok)
             v = statistics.median(r.metric(HEADLINE, probe) for r in ok)
-            blind = {side: sum(unobserved(r, side) for r in ok) for side in (probe, "self")}
+            blind = {side: sum(unobserved(r, side) for r in ok) for side in (probe, OWN_VIEW)}
             rows.append({"cell": f"{target} {impl} {load} {format_ns(period)}", "probe": probe, "self": s,
-                         "other": v, "ratio": _bias_ratio(v, s, blind[probe] > 0, blind["self"] > 0),
+                         "other": v, "ratio": _bias_ratio(v, s, blind[probe] > 0, blind[OWN_VIEW] > 0),
                          "censored": _censored_text(probe, blind), "n": len(ok)})
     return rows
 

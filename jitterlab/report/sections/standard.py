@@ -43,7 +43,7 @@ class StandardSection:
     def terminal(self, runs: list[RunRecord], campaign: str, planned=None) -> list:
         tables = []
         for bench in summarize(runs):
-            caption = ("worst run: the worst repetition; median: over the ok repetitions"
+            caption = ("worst run: the worst repetition; median of runs: over the ok repetitions"
                        + (f"; every cell: {bench.fixed}" if bench.fixed else ""))
             table = Table(title=f"{campaign}: {bench.benchmark}", caption=caption)
             table.add_column("cell")

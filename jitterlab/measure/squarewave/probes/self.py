@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.logs import SelfLog
+from jitterlab.model.traits import OWN_VIEW
 
 
 class SelfProbe(ProbeBase):
@@ -16,7 +17,7 @@ class SelfProbe(ProbeBase):
 
 
 PROBES.add(
-    "self",
+    OWN_VIEW,
     "the program's own timestamps after each write (biased: it cannot see its own write latency)",
     SelfProbe,
 )
