@@ -171,5 +171,5 @@ def test_a_run_drives_it_and_tears_it_down(expander, tmp_path):
         target.close()
     assert I2cImpl.flags[I2cImpl.flags.index("--i2c"):][:6] == ["--i2c", "/dev/i2c-1", "--address", "0x20",
                                                                  "--bit", "3"]
-    metrics = {(m.probe, m.name): m.value for m in measurement.metrics}
+    metrics = {(m.subject, m.name): m.value for m in measurement.metrics}
     assert metrics[("self", "max_rel_period_error")] == 0.0 and ExpanderPin.torn_down == 1
