@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jitterlab.system import sysinfo, tuning
-from tests.test_sysinfo import script_output
+from tests.test_sysinfo import facts, script_output
 
 # An Intel server with SMT, deep C-states, THP always and an IRQ on an isolated CPU, as the script prints it
 SERVER = script_output(
@@ -31,7 +31,7 @@ SERVER = script_output(
 
 
 def test_the_sections_are_parsed():
-    info = sysinfo.parse(SERVER)
+    info = sysinfo.parse(SERVER).as_json()  # as stored
     assert (info["mem_total_kb"], info["mem_available_kb"]) == (8046616, 6123456)
     assert info["bogomips"] == [5799.77] * 4 and info["cpu_vendor"] == "GenuineIntel"
     assert info["cpuidle_states"][3] == {"name": "C6", "latency_us": 133, "disabled": False}
@@ -82,8 +82,8 @@ def test_each_check_is_silent_once_fixed(sections, check):
 
 
 def test_nothing_known_means_no_warning_and_smt_without_isolation_still_warns():
-    assert [check({}) for check in tuning.CHECKS] == [None] * len(tuning.CHECKS)
-    warning = tuning.check_smt({"smt_active": True, "isolcpus": []})
+    assert [check(facts()) for check in tuning.CHECKS] == [None] * len(tuning.CHECKS)
+    warning = tuning.check_smt(facts(smt_active=True, isolcpus=[]))
     assert warning.message.startswith("SMT (hyperthreading) is on")
 
 

@@ -68,7 +68,7 @@ def distribution(run: RunRecord, series: Mapping[str, Series],
     together, a histogram's overflow at the recorded maximum; keyed LATENCY)."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if samples == PERIOD_ERRORS:
-        period, warmup = int(run.param("period", 0) or 0), int(run.settings.get("warmup_ns", 0))
+        period, warmup = int(run.param("period", 0) or 0), run.settings.warmup_ns or 0
         for name, s in series.items():
             if isinstance(s, EdgeSeries) and "." not in name and period > 0:
                 blind = series.get(f"{name}.blind")

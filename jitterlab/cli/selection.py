@@ -27,5 +27,5 @@ def trend_series(store, args: argparse.Namespace):
     from jitterlab.campaign.cells import names
 
     runs = store.runs() if not args.campaign else selected_runs(store, args.campaign)
-    campaigns = {c["id"]: c for c in store.campaigns()}
+    campaigns = {c.id: c for c in store.campaigns()}
     return trend(runs, campaigns, args.trend, args.by, names=names().among(r.cell for r in runs))

@@ -9,6 +9,7 @@ import io
 
 from jitterlab.analysis.compare import Comparison, Row, Selector
 from jitterlab.cli.main import main
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
 from jitterlab.report import verdicts
@@ -28,7 +29,7 @@ def build(root, sysinfo=VM, labels=({"machine": "a"},)) -> Store:
     store = Store(root)
     for k, label in enumerate(labels):
         cid = store.new_campaign("bench", f"fp{k}", "bench.toml", "", label)
-        sid = store.add_sysinfo(cid, "board", sysinfo)
+        sid = store.add_sysinfo(cid, "board", SystemFacts.from_json(sysinfo))
         n = 0
         for impl, periods in ERRORS.items():
             for period_ns, (worst, p99) in periods.items():
@@ -166,7 +167,8 @@ def test_summary_refuses_half_a_comparison(tmp_path, capsys):
 def test_rt_throttling_inside_a_container_is_fixed_on_its_host():
     from jitterlab.report.limits import _rt_throttling
 
-    info = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
-    assert _rt_throttling("b", {**info, "container": "docker"}, []).fix.startswith(
+    throttled = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
+    inside, outside = (SystemFacts.from_json({**throttled, "container": c}) for c in ("docker", "none"))
+    assert _rt_throttling("b", inside, []).fix.startswith(
         "on the host of this container (docker): sysctl -w kernel.sched_rt_runtime_us=-1")
-    assert _rt_throttling("b", {**info, "container": "none"}, []).fix.startswith("sysctl -w")
+    assert _rt_throttling("b", outside, []).fix.startswith("sysctl -w")

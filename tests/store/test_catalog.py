@@ -67,8 +67,8 @@ def test_latest_campaign_by_name(tmp_path):
     store = Store(tmp_path)
     first = store.new_campaign("a", "fp", "a.toml", "", {})
     store.new_campaign("b", "fp", "b.toml", "", {})
-    assert store.latest_campaign("a")["id"] == first
-    assert store.latest_campaign()["name"] == "b"
+    assert store.latest_campaign("a").id == first
+    assert store.latest_campaign().name == "b"
     assert store.latest_campaign("zzz") is None
 
 
@@ -170,7 +170,7 @@ def test_schema_1_store_is_migrated_in_place(tmp_path):
     # schema 3: the cell is a record of its own, built from the old columns or params_json["cell"]
     assert old.cell == squarewave_cell("c-fifo", 1_000_000, target="local") and old.cell_key == "k"
     assert old2.cell == cell("udp-echo", {"size": 64, "policy": "fifo"}, target="local")
-    assert old2.settings == {"duration_ns": 5}
+    assert old2.settings.as_json() == {"duration_ns": 5}
     assert old.metrics[("vpin", "max_rel_period_error")].direction == ""  # left to the name table
     # schema 4: a metric keeps how it is read; one stored before declares nothing (read by its name)
     stored = old.metrics[("vpin", "max_rel_period_error")]
