@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, rules_of
-from jitterlab.model.facts import SystemFacts
+from jitterlab.model.facts import SystemFacts, preemption_words
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, counted, format_value, percent
@@ -76,14 +76,16 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
 
 
 def _evidence_line(target: str, info: SystemFacts | None, square: list[RunRecord]) -> Text:
-    """"local: a VM (kvm) ..." and, indented, each probe's independence and blind share, and the
-    runs per cell."""
+    """"local: a VM (kvm) ..." and, indented, its kernel and preemption model, each probe's
+    independence and blind share, and the runs per cell."""
     from jitterlab.report.sections.squarewave import imported
 
     _, words = limits.evidence(info) if info else ("", "unknown (no sysinfo stored)")
     if not info and square and all(imported(r) for r in square):
         words = "captures imported from files (no sysinfo of the machine that made them)"
     parts = [f"{target}: {words}"]
+    if info and (info.kernel_release or info.preemption):  # what a real-time engineer asks first
+        parts.append(f"kernel {info.kernel_release or '?'} ({preemption_words(info.preemption)})")
     for probe in sorted({r.probe for r in square}):
         mine = [r for r in square if r.probe == probe]
         if probe == "self":

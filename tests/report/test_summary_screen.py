@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from jitterlab.analysis.compare import Comparison, Row, Selector
 from jitterlab.cli.main import main
 from jitterlab.model.facts import SystemFacts
@@ -89,6 +91,20 @@ every run (1 not ok) and its warnings: jitterlab show --results r; figures: jitt
 def test_the_screen_of_a_campaign_on_a_vm(tmp_path):
     store = build(tmp_path / "r")
     assert text(screen(store.runs(), "bench", Screen("r", store.sysinfo))) == SCREEN_ON_A_VM.splitlines()
+
+
+@pytest.mark.parametrize("kernel, said", [
+    ({"kernel_release": "6.12.43+deb13-rt-amd64", "preemption": "rt"},
+     "kernel 6.12.43+deb13-rt-amd64 (PREEMPT_RT)"),
+    ({"kernel_release": "6.1.0-18-amd64", "preemption": "dynamic:voluntary"},
+     "kernel 6.1.0-18-amd64 (PREEMPT_DYNAMIC, preempt=voluntary)"),
+    ({"kernel_release": "5.10.0-armmp", "preemption": None},
+     "kernel 5.10.0-armmp (preemption model unknown)"),
+])
+def test_each_targets_kernel_and_its_preemption_model_are_said_under_its_evidence(tmp_path, kernel, said):
+    store = build(tmp_path / "r", sysinfo={**VM, **kernel})
+    lines = text(screen(store.runs(), "bench", Screen("r", store.sysinfo)))
+    assert lines[1].startswith("board: a VM (kvm)") and lines[2] == f"  {said}"
 
 
 def test_bare_metal_tuned_has_no_limits_and_an_emulated_cpu_says_its_figures_are_no_timing(tmp_path):

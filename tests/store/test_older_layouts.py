@@ -43,6 +43,8 @@ def test_the_commands_read_an_older_stores_rows(tmp_path, capsys):
     assert main(["show", run_id, "--results", str(tmp_path / "r")]) == 0
     shown = capsys.readouterr().out
     assert "6.18.44-fc-v1300" in shown and "dynamic:none" in shown and "runtimes" not in shown
+    assert main(["summary", "--results", str(tmp_path / "r")]) == 0
+    assert "kernel 6.18.44-fc-v1300 (PREEMPT_DYNAMIC, preempt=none)" in capsys.readouterr().out
     assert main(["export", "--results", str(tmp_path / "r"), "--format", "csv"]) == 0
     header = next(csv.reader(io.StringIO(capsys.readouterr().out)))
     assert [c for c in header if c.startswith("setting.")] == [f"setting.{k}" for k in sorted(FIRST_SETTINGS)]
