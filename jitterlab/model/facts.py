@@ -188,6 +188,17 @@ class SystemFacts(Stored):
         """A VM whose CPU qemu emulates (TCG): its figures are functional evidence only."""
         return self.vm is not None and self.vm.accel == "tcg"
 
+    @property
+    def kvm_needs(self) -> str | None:
+        """For a VM: what the machine that runs it needs to run it under KVM (its architecture's
+        `kvm`); None where KVM there cannot run this guest's architecture, or it is not known."""
+        host = of_uname(self.vm.host_machine) if self.vm is not None else None
+        if host is None or host.kvm is None:
+            return None
+        guest = self.arch
+        runs = host.runs_under_kvm(guest) if guest is not None else self.machine in host.uname
+        return host.kvm if runs else None
+
 
 _PREEMPT_CONFIG = {"rt": "PREEMPT_RT", "full": "PREEMPT", "lazy": "PREEMPT_LAZY",
                    "voluntary": "PREEMPT_VOLUNTARY", "none": "PREEMPT_NONE"}

@@ -84,9 +84,11 @@ def limits(runs: list[RunRecord], sysinfo_of: FactsOf) -> list[Limit]:
 def _emulated(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
     if not info.emulated:
         return None
+    kvm = info.kvm_needs  # what its host's architecture needs; none: KVM there cannot run this board
     return Limit(target, "an emulated CPU (qemu TCG): every instruction is translated, so periods and "
                  "errors say nothing of real timing",
-                 'boot the VM with accel = "kvm" on a machine with vmx/svm, or measure on the board',
+                 f'boot the VM with accel = "kvm" on {kvm}, or measure on the board' if kvm else
+                 "measure on the board",
                  "figures that are timing at all; these ones only show that the programs ran")
 
 

@@ -282,7 +282,7 @@ def _virtualization(sec: dict, machine: str | None) -> str | None:
     if sec.get("virt"):
         return "none"
     arch = of_uname(machine)
-    if arch is not None and arch.kernel_arch == "x86" and "cpuinfo" in sec:
+    if arch is not None and arch.cpuinfo_hypervisor and "cpuinfo" in sec:  # its guests would say so
         return "none"
     return None
 
@@ -374,16 +374,16 @@ def check_vm_accel(info: SystemFacts) -> Warning_ | None:
     if not info.emulated:
         return None
     guest, host = info.machine, info.vm.host_machine if info.vm else None
-    if guest and host and tuning.is_arm(guest) != tuning.is_arm(host):
+    guest_arch, host_arch = of_uname(guest), of_uname(host)
+    if guest and host and guest != host and not (
+            guest_arch is not None and host_arch is not None and host_arch.runs_under_kvm(guest_arch)):
         # KVM runs a guest of the host's own architecture only: an ARM board on x86 is always emulated
         remedy = (f"KVM cannot run an {guest} board on this {host} controller: for timing, measure on the "
                   "real board (an ssh target); keep this one for what works")
-    elif tuning.is_arm(host):
-        remedy = ('boot it with accel = "kvm" on an ARM machine whose /dev/kvm exists, or measure on the '
-                  "real board")
-    else:
-        remedy = ('boot it with accel = "kvm" on a machine whose CPU has vmx/svm and the kvm_intel/kvm_amd '
-                  "module loaded, or measure on real hardware")
+    elif info.kvm_needs is not None:
+        remedy = f'boot it with accel = "kvm" on {info.kvm_needs}, or measure on real hardware'
+    else:  # what KVM needs there is not known here: no other architecture's advice
+        remedy = "for timing, measure on real hardware; keep this one for what works"
     return Warning_(
         "the target is a VM under TCG emulation (no KVM): its results are functional evidence, never "
         "timing evidence", remedy)
@@ -406,8 +406,8 @@ def check_clocksource(info: SystemFacts) -> Warning_ | None:
         return None
     if good in (info.clocksources_available or ()):
         remedy = f"echo {good} > /sys/devices/system/clocksource/clocksource0/current_clocksource"
-    elif str(info.machine).startswith("arm") and current != "jiffies":
-        return None  # a 32-bit ARM core without the architected timer (Cortex-A9): its SoC's timer it is
+    elif arch is not None and arch.soc_timer and current != "jiffies":
+        return None  # a core without the architected timer (ARM's Cortex-A9): its SoC's timer it is
     else:
         remedy = f"boot with clocksource={good} if the hardware has a stable {good}"
     return Warning_(

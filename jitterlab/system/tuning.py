@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from jitterlab.model.arch import of_uname
 from jitterlab.model.facts import IdleState, Irq, SystemFacts
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
@@ -134,12 +133,6 @@ def _cmdline_cpus(cmdline: str | None, key: str) -> tuple[int, ...] | None:
     return (_cpus(found.group(1)) or ()) if found else ()
 
 
-def is_arm(uname_m: str | None) -> bool:
-    """An ARM machine (`uname -m` aarch64, arm64, armv7l, ...): no SMIs, no intel_idle, no nosmt."""
-    arch = of_uname(uname_m)  # kbuild's ARCH= of it: arm or arm64; an ARM jitterlab does not know: arm*
-    return (arch.kernel_arch if arch is not None else str(uname_m or "")).startswith("arm")
-
-
 def _cmdline_has(info: SystemFacts, *words: str) -> bool:
     return any(re.search(rf"(?:^|\s){re.escape(w)}(?:\s|$)", info.cmdline or "") for w in words)
 
@@ -155,14 +148,13 @@ def check_cstates(info: SystemFacts) -> Warning_ | None:
             or (held is not None and held <= DEEP_IDLE_US)):
         return None
     worst = max(deep, key=lambda s: s.latency_us or 0)
-    # idle=poll, processor.max_cstate and intel_idle are x86's; ARM's idle states (PSCI) go with cpuidle
-    boot = ("cpuidle.off=1 (or write 1 to the deep states' /sys/devices/system/cpu/cpu*/cpuidle/state*/"
-            "disable)" if is_arm(info.machine) else
-            "idle=poll (or processor.max_cstate=1 intel_idle.max_cstate=0)")
+    # how idle states are kept off at boot is the architecture's (x86: idle=poll; ARM: cpuidle.off);
+    # holding a PM QoS request works on any
+    boot = info.arch.idle_off if info.arch is not None else None
     return Warning_(
         f"CPU idle states up to {worst.name} (exit latency {worst.latency_us} µs) are enabled: a CPU "
         "that slept wakes that much later",
-        f"boot with {boot}, or hold /dev/cpu_dma_latency at 0 while measuring "
+        (f"boot with {boot}, or hold" if boot else "hold") + " /dev/cpu_dma_latency at 0 while measuring "
         "(cyclictest does unless --laptop)")
 
 
@@ -208,12 +200,12 @@ def check_smt(info: SystemFacts) -> Warning_ | None:
         what = f"isolated CPUs {cpu_list(exposed)} share a core with CPUs that are not isolated"
     else:
         what = "SMT (hyperthreading) is on"
-    # smt/control and nosmt are x86's (and a few others'); an ARM kernel takes a sibling offline by CPU
-    off = ("echo 0 > /sys/devices/system/cpu/cpuN/online for one thread of each core" if is_arm(info.machine)
-           else "echo off > /sys/devices/system/cpu/smt/control (or boot with nosmt)")
+    # how a sibling is switched off is the architecture's (x86: smt/control, nosmt; ARM: a CPU offline)
+    off = info.arch.smt_off if info.arch is not None else None
     return Warning_(
         f"{what}: work on a hyperthread sibling slows the measured thread",
-        f"{off}, or isolate whole cores; the switch benchmark's sibling_load shows the cost")
+        (f"{off}, or isolate" if off else "isolate") + " whole cores; the switch benchmark's sibling_load "
+        "shows the cost")
 
 
 def check_thp(info: SystemFacts) -> Warning_ | None:
@@ -225,9 +217,14 @@ def check_thp(info: SystemFacts) -> Warning_ | None:
         "(or boot with transparent_hugepage=never)")
 
 
+def _has_smis(info: SystemFacts) -> bool:
+    """An architecture whose firmware takes SMIs (x86's)."""
+    return info.arch is not None and info.arch.smis
+
+
 def _smis_counted(info: SystemFacts) -> bool:
     """Only Intel CPUs count SMIs (MSR_SMI_COUNT); a guest does not see them."""
-    return info.cpu_vendor == "GenuineIntel" and info.virtualization in (None, "none")
+    return _has_smis(info) and info.cpu_vendor == "GenuineIntel" and info.virtualization in (None, "none")
 
 
 def check_smi_counter(info: SystemFacts) -> Warning_ | None:
@@ -255,9 +252,9 @@ def topics(info: SystemFacts) -> list[tuple[str, str, Warning_ | None]]:
                else "no SMI counter (not an Intel CPU, or a VM)")
     mem, total = info.mem_available_kb, info.mem_total_kb
     bogomips = info.bogomips or ()
-    # an ARM kernel derives BogoMIPS from its architected timer: 125 on a 62.5 MHz timer, at any clock
-    speed = " (on ARM the timer's rate, not the CPU's speed)" if bogomips and is_arm(info.machine) else ""
-    smi = [] if is_arm(info.machine) else [("SMI counter", counted, check_smi_counter(info))]  # x86's
+    what = info.arch.bogomips if info.arch is not None else None  # ARM's: a timer's rate
+    speed = f" ({what})" if bogomips and what else ""
+    smi = [("SMI counter", counted, check_smi_counter(info))] if _has_smis(info) else []
     return [
         ("idle states", (idle or "no cpuidle") + held, check_cstates(info)),
         ("nohz/rcu", f"nohz_full {cpu_list(info.nohz_full or []) or 'none'}, rcu_nocbs "
