@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self
 
 
@@ -55,65 +55,87 @@ class Stored:
     @classmethod
     def _read(cls, data: Mapping[str, object], *, flat: bool) -> Self:
         """`flat`: `data` is the parent's object, whose keys of this record's PREFIX are its own."""
+        layout = _layout(cls)
         made: dict[str, object] = {}
         absent = set()
-        claimed = set()  # the prefixes of flat records inside: their keys are theirs
-        for f, key, hint in _fields(cls):
-            if f.metadata.get("flat"):
-                sub = typing.cast(type[Stored], _record_of(hint))
-                made[f.name] = sub._read(data, flat=True) if sub.found_in(data) else None
-                claimed |= {sub.PREFIX} - {""}
+        for name, key, read, sub in layout.fields:
+            if sub is not None:
+                made[name] = sub._read(data, flat=True) if sub.found_in(data) else None
             elif key in data:
-                made[f.name] = _read(hint, data[key], key)
+                made[name] = read(data[key], key)
             else:
                 absent.add(key)
-        known = cls.keys()
         extra = {} if flat and not cls.PREFIX else {  # a flat record without a prefix names its keys
             k: v for k, v in data.items()
-            if k not in known and k.startswith(cls.PREFIX) and not k.startswith(tuple(claimed))}
+            if k not in layout.keys and k.startswith(cls.PREFIX) and not k.startswith(layout.claimed)}
         return cls(**made, extra=extra, absent=frozenset(absent))
 
     @classmethod
     def given(cls, **values: object) -> Self:
         """A record of these fields only: the others are absent, and not written."""
-        keys = {f.name: key for f, key, _ in _fields(cls)}
-        return cls(**values, absent=frozenset(keys[n] for n in keys if n not in values))  # type: ignore[arg-type]
+        fields = _layout(cls).fields
+        return cls(**values, absent=frozenset(key for name, key, _, _ in fields  # type: ignore[arg-type]
+                                              if name not in values))
 
     @classmethod
     def keys(cls) -> frozenset[str]:
         """Every key the record reads (a flat record's own included)."""
-        out = set()
-        for f, key, hint in _fields(cls):
-            out |= _record_of(hint).keys() if f.metadata.get("flat") else {key}  # type: ignore[union-attr]
-        return frozenset(out)
+        return _layout(cls).keys
 
     @classmethod
     def found_in(cls, data: Mapping[str, object]) -> bool:
         """Whether a parent's object holds any key of this flat record."""
-        known = cls.keys()
+        known = _layout(cls).keys
         return any(k in known or (cls.PREFIX and k.startswith(cls.PREFIX)) for k in data)
 
     def as_json(self) -> dict[str, object]:
         """The object as stored: every field but a None one that was absent (or a nested record),
         then the keys kept in `extra`; keys sorted."""
         out: dict[str, object] = dict(self.extra)
-        for f, key, hint in _fields(type(self)):
-            value = getattr(self, f.name)
-            if value is None and (key in self.absent or _record_of(hint) is not None):
+        layout = _layout(type(self))
+        for name, key, _, sub in layout.fields:
+            value = getattr(self, name)
+            if value is None and (key in self.absent or sub is not None or key in layout.nested):
                 continue
-            if f.metadata.get("flat"):
+            if sub is not None:
                 out.update(value.as_json())
             else:
                 out[key] = _write(value)
         return dict(sorted(out.items()))
 
 
+Reader = Callable[[object, str], object]  # (value, its key) -> the value as its field holds it
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """How a record class is read: (name, key, reader, flat record or None) per field, every key it
+    reads, the prefixes its flat records claim, and the keys of its nested records."""
+
+    fields: tuple[tuple[str, str, Reader, type[Stored] | None], ...]
+    keys: frozenset[str]
+    claimed: tuple[str, ...]
+    nested: frozenset[str]
+
+
 @functools.cache
-def _fields(cls: type[Stored]) -> tuple[tuple[dataclasses.Field, str, object], ...]:
-    """(field, its JSON key, its type) of every stored field of a record class."""
+def _layout(cls: type[Stored]) -> _Layout:
     hints = typing.get_type_hints(cls)
-    return tuple((f, f.metadata.get("key") or cls.PREFIX + f.name, hints[f.name])
-                 for f in dataclasses.fields(cls) if f.name not in ("extra", "absent"))
+    fields, keys, claimed, nested = [], set(), [], set()
+    for f in dataclasses.fields(cls):
+        if f.name in ("extra", "absent"):
+            continue
+        key, hint = f.metadata.get("key") or cls.PREFIX + f.name, hints[f.name]
+        sub = _record_of(hint) if f.metadata.get("flat") else None
+        fields.append((f.name, key, _reader(hint), sub))
+        if sub is not None:
+            keys |= _layout(sub).keys
+            claimed += [sub.PREFIX] if sub.PREFIX else []
+        else:
+            keys.add(key)
+            if _record_of(hint) is not None:
+                nested.add(key)
+    return _Layout(tuple(fields), frozenset(keys), tuple(claimed), frozenset(nested))
 
 
 def _record_of(hint: object) -> type[Stored] | None:
@@ -127,40 +149,67 @@ def _record_of(hint: object) -> type[Stored] | None:
 _WHAT = {str: "text", bool: "true or false", int: "a whole number", float: "a number"}
 
 
-def _read(hint: object, value: object, key: str) -> object:
-    """`value` as a field typed `hint` holds it; Unreadable when it is of another kind."""
+@functools.cache
+def _reader(hint: object) -> Reader:
+    """What reads a value of a field typed `hint`; it raises Unreadable when the value is of another
+    kind, named by its key (and its path inside: cpus[1].cur_mhz)."""
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        [inner] = [a for a in typing.get_args(hint) if a is not type(None)]
+        read = _reader(inner)
+        return lambda value, key: None if value is None else read(value, key)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        if value is None and type(None) in args:
-            return None
-        [hint] = [a for a in args if a is not type(None)]
-        origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is object:
-        return value
+        return lambda value, key: value
     if isinstance(hint, type) and issubclass(hint, Stored):
-        if not isinstance(value, Mapping):
-            raise _unreadable(key, value, "an object")
-        try:
-            return hint.from_json(value)
-        except Unreadable as exc:  # named by its path: cpus[1].cur_mhz
-            raise Unreadable(f"{key}.{exc.key}", exc.detail) from None
+        return functools.partial(_read_record, hint)
     if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise _unreadable(key, value, "a list")
-        return tuple(_read(args[0], v, f"{key}[{i}]") for i, v in enumerate(value))
+        return functools.partial(_read_list, _reader(args[0]))
     if origin is Mapping:
-        if not isinstance(value, Mapping):
-            raise _unreadable(key, value, "an object")
-        by_int = args[0] is int  # a JSON object's keys are text: "0" is CPU 0
-        if by_int and not all(isinstance(k, str) and k.isdigit() for k in value):
-            raise _unreadable(key, value, "an object keyed by whole numbers")
-        return {int(k) if by_int else k: _read(args[1], v, f"{key}.{k}")  # type: ignore[arg-type]
-                for k, v in value.items()}
+        return functools.partial(_read_mapping, args[0] is int, _reader(args[1]))
     kinds = (int, float) if hint is float else (hint,)  # a whole number where a fraction may be
-    if isinstance(value, bool) != (hint is bool) or not isinstance(value, kinds):  # type: ignore[arg-type]
-        what = _WHAT[hint] + (" of ns" if hint is int and key.endswith("_ns") else "")  # type: ignore[index]
-        raise _unreadable(key, value, what)
-    return value
+
+    def scalar(value: object, key: str) -> object:
+        if isinstance(value, bool) != (hint is bool) or not isinstance(value, kinds):  # type: ignore[arg-type]
+            what = _WHAT[hint] + (" of ns" if hint is int and key.endswith("_ns") else "")  # type: ignore[index]
+            raise _unreadable(key, value, what)
+        return value
+
+    return scalar
+
+
+def _read_record(record: type[Stored], value: object, key: str) -> object:
+    if not isinstance(value, Mapping):
+        raise _unreadable(key, value, "an object")
+    try:
+        return record.from_json(value)
+    except Unreadable as exc:
+        raise Unreadable(f"{key}.{exc.key}", exc.detail) from None
+
+
+def _read_list(read: Reader, value: object, key: str) -> object:
+    if not isinstance(value, list | tuple):
+        raise _unreadable(key, value, "a list")
+    out = []
+    for i, item in enumerate(value):
+        try:
+            out.append(read(item, key))
+        except Unreadable as exc:  # the item's path: cpus[1], cpus[1].cur_mhz
+            raise Unreadable(f"{key}[{i}]{exc.key.removeprefix(key)}", exc.detail) from None
+    return tuple(out)
+
+
+def _read_mapping(by_int: bool, read: Reader, value: object, key: str) -> object:
+    if not isinstance(value, Mapping):
+        raise _unreadable(key, value, "an object")
+    if by_int and not all(isinstance(k, str) and k.isdigit() for k in value):  # JSON's keys are text
+        raise _unreadable(key, value, "an object keyed by whole numbers")
+    out = {}
+    for k, item in value.items():
+        try:
+            out[int(k) if by_int else k] = read(item, key)
+        except Unreadable as exc:
+            raise Unreadable(f"{key}.{k}{exc.key.removeprefix(key)}", exc.detail) from None
+    return out
 
 
 def _unreadable(key: str, value: object, what: str) -> Unreadable:
