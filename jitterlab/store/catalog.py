@@ -157,13 +157,18 @@ class Store:
                 (name, fingerprint, created_ns)).fetchone()
         return int(row[0]) if row else None
 
-    def latest_campaign(self, name: str | None = None) -> StoredCampaign | None:
-        """The campaign created last (of that name), None when there is none."""
+    def latest_campaign(self, name: str | None = None,
+                        fingerprint: str | None = None) -> StoredCampaign | None:
+        """The campaign created last (of this name; with this fingerprint: its settings and labels),
+        None when there is none."""
         query = "SELECT id FROM campaigns"
         args: tuple = ()
         if name is not None:
             query += " WHERE name = ?"
             args = (name,)
+            if fingerprint is not None:
+                query += " AND fingerprint = ?"
+                args = (name, fingerprint)
         with self._read():
             row = self._db.execute(query + " ORDER BY id DESC LIMIT 1", args).fetchone()
         return None if row is None else self.campaign(int(row[0]))
