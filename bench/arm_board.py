@@ -78,7 +78,8 @@ def main() -> None:
         rc = jitterlab(["run", str(path), "--results", f"{tmp}/r"])
         store = Store(Path(tmp) / "r", create=False)
         runs = store.runs()
-        info = store.sysinfo(runs[0].sysinfo_id) if runs else {}
+        facts = store.sysinfo(runs[0].sysinfo_id) if runs else None
+        info = facts.as_json() if facts is not None else {}  # as stored
         print(f"\n{args.machine}: ready {info.get('vm_boot_s', 0):.1f} s after qemu started "
               f"({info.get('vm_accel')}; kernel {info.get('kernel_release')}); jitterlab exit {rc}")
         print(f"{'cell':<20} {'probe':<14} {'edges':>6} {'paired':>7} {'missed':>7} {'resolution':>11} "

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from jitterlab.model.fakes import squarewave_cell
-from jitterlab.model.records import Metric, RunRecord
+from jitterlab.model.records import Metric, RunRecord, StoredSettings
 from jitterlab.model.series import EdgeSeries
 from jitterlab.report.html import render
 from jitterlab.store import pgserver
@@ -30,7 +30,7 @@ IMPLS = ("bash", "python", "node", "c-file", "c-mmap", "c-fifo")
 def fill(store: Store, n: int, first: int = 0) -> float:
     """Commit n runs (ids from `first`) into the campaign "speed"; seconds it took."""
     found = store.latest_campaign("speed")
-    cid = found["id"] if found else store.new_campaign("speed", "fp", "speed.toml", "", {})
+    cid = found.id if found else store.new_campaign("speed", "fp", "speed.toml", "", {})
     t = np.cumsum(np.full(200, 500_000, dtype=np.int64))
     level = np.arange(200) % 2
     t0 = time.perf_counter()
@@ -43,7 +43,8 @@ def fill(store: Store, n: int, first: int = 0) -> float:
         store.commit_run(RunRecord(
             id=run_id, campaign_id=cid, cell=squarewave_cell(IMPLS[i % 6], 10_000_000 // (1 + i % 4),
                                                              probe="self"),
-            repetition=i // 12, settings={"duration_ns": 10**8, "warmup_ns": 0}, labels={}, status="ok",
+            repetition=i // 12, settings=StoredSettings(duration_ns=10**8, warmup_ns=0), labels={},
+            status="ok",
             error=None, started_ns=i, wall_s=1.0, raw_path=raw, raw_sha256=sha, sysinfo_id=None,
             metrics=metrics))
     return time.perf_counter() - t0

@@ -60,7 +60,8 @@ def main() -> None:
         print(f"\nvm-pins at {args.period} ({args.repetitions} x {args.duration}; jitterlab run exit {rc})")
         for kernel in kernels:
             mine = [r for r in runs if r.target == kernel and r.sysinfo_id is not None]
-            info = store.sysinfo(mine[0].sysinfo_id) if mine else {}
+            facts = store.sysinfo(mine[0].sysinfo_id) if mine else None
+            info = facts.as_json() if facts is not None else {}  # as stored
             boot = info.get("vm_boot_s")
             print(f"{kernel}: {info.get('kernel_release', '?')} ({info.get('preemption', '?')}), "
                   f"accel {info.get('vm_accel', '?')}, boot {boot:.1f} s" if boot else f"{kernel}: no run")

@@ -287,6 +287,7 @@ def test_show_on_a_store_without_a_campaign_says_how_to_make_one(tmp_path, capsy
 
 
 def test_counts_flags_and_sizes_read_as_words(tmp_path, capsys):
+    from jitterlab.model.facts import SystemFacts
     from jitterlab.report.format import format_value
     from jitterlab.report.terminal import console, sysinfo_table
 
@@ -298,7 +299,7 @@ def test_counts_flags_and_sizes_read_as_words(tmp_path, capsys):
     assert "one: 1 cell x 1 repetition of 5 s" in out and "\n1 run, estimated" in out
     assert format_value(1.0, "flag") == "yes" and format_value(0.0, "flag") == "no"  # max_is_lower_bound
     shown = console(file=io.StringIO())
-    shown.print(sysinfo_table({"mem_available_kb": 23_963_604}))
+    shown.print(sysinfo_table(SystemFacts.given(mem_available_kb=23_963_604)))
     [line] = [x for x in shown.file.getvalue().splitlines() if "GB" in x]
     assert line.split() == ["other", "mem_available", "24.54", "GB"]  # the name no longer says kB
 

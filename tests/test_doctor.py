@@ -9,6 +9,7 @@ import pytest
 from jitterlab.cli.commands import doctor as command
 from jitterlab.cli.main import main
 from jitterlab.measure.squarewave.probes import visa
+from jitterlab.model.facts import SystemFacts
 from jitterlab.system import doctor
 from jitterlab.targets.capabilities import CrossBuilt, ExaminesMemory, HostKeyStatus, RecordsGpioOutputs
 from jitterlab.targets.local import LocalTarget
@@ -33,7 +34,8 @@ TOPICS = ("tools", "RT permission", "CPU governor", "isolcpus", "clocksource", "
 
 
 def fake_machine(monkeypatch, missing=(), **changes):
-    monkeypatch.setattr(doctor.sysinfo, "snapshot", lambda target: {**HEALTHY, **changes})
+    facts = SystemFacts.from_json({**HEALTHY, **changes})
+    monkeypatch.setattr(doctor.sysinfo, "snapshot", lambda target: facts)
     monkeypatch.setattr(doctor, "_missing", lambda target, tools: [t for t in missing if t in tools])
 
 
@@ -182,8 +184,9 @@ def test_an_unreachable_target_exits_2_and_leaves_nothing(capsys, tmp_path, monk
 
 def test_probes_of_the_virtual_pin_follow_the_cpus(monkeypatch):
     monkeypatch.setattr(visa, "resources", lambda: [])
-    assert command.probe_findings({"n_cpus": 4})[0].state.startswith("self, vpin")
-    assert command.probe_findings({"n_cpus": 1})[0].state.startswith("self, (vpin needs a second CPU)")
+    assert command.probe_findings(SystemFacts(n_cpus=4))[0].state.startswith("self, vpin")
+    alone = command.probe_findings(SystemFacts(n_cpus=1))[0]
+    assert alone.state.startswith("self, (vpin needs a second CPU)")
 
 
 @pytest.mark.parametrize("machine, package", [
@@ -289,10 +292,10 @@ def test_preempt_full_is_offered_only_where_the_kernel_can_switch(monkeypatch):
 
 def test_the_probes_outside_a_board_are_listed_by_its_capabilities(monkeypatch, tmp_path):
     monkeypatch.setattr(visa, "resources", lambda: [])
-    board = command.probe_findings({"n_cpus": 1}, BoardLocal(str(tmp_path), "cc"))[0].state
+    board = command.probe_findings(SystemFacts(n_cpus=1), BoardLocal(str(tmp_path), "cc"))[0].state
     assert "emulator" in board and "register-poll" in board
     assert "(on a board line: pins " in board
-    plain = command.probe_findings({"n_cpus": 1}, LocalTarget(workdir=str(tmp_path)))[0].state
+    plain = command.probe_findings(SystemFacts(n_cpus=1), LocalTarget(workdir=str(tmp_path)))[0].state
     assert "emulator" not in plain and "register-poll" not in plain
 
 

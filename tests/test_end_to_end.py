@@ -86,7 +86,7 @@ def test_every_impl_end_to_end(tmp_path):
             assert run.metric("n_periods", probe) > 0
         series = read_raw(results / run.raw_path, expected_sha256=run.raw_sha256)
         assert {"vpin", "self"} <= set(series)
-        assert run.sysinfo_id is not None and store.sysinfo(run.sysinfo_id)["kernel_release"]
+        assert run.sysinfo_id is not None and store.sysinfo(run.sysinfo_id).kernel_release
     assert rc == (0 if all(r.status == "ok" for r in runs) else 1)
     assert processes_mentioning(str(tmp_path)) == []
 

@@ -65,7 +65,7 @@ def test_intervals_are_repetitions_and_resume_goes_on(tmp_path):
         for s in sessions:
             s.target.close()
     [camp] = store.campaigns()
-    assert [r.repetition for r in store.runs(camp["id"])] == [0]
+    assert [r.repetition for r in store.runs(camp.id)] == [0]
     sessions = open_targets(campaign)
     try:
         done = monitor(campaign, store, sessions, schedule, resume=True, notice=seen.append,
@@ -74,7 +74,7 @@ def test_intervals_are_repetitions_and_resume_goes_on(tmp_path):
         for s in sessions:
             s.target.close()
     assert done == (2, 0)
-    assert [r.repetition for r in store.runs(camp["id"])] == [0, 1, 2] and len(store.campaigns()) == 1
+    assert [r.repetition for r in store.runs(camp.id)] == [0, 1, 2] and len(store.campaigns()) == 1
     assert [text.split(" at ")[0] for text in seen[-2:]] == ["interval 2/3", "interval 3/3"]
 
 

@@ -92,7 +92,7 @@ def _no_rt(monkeypatch):
     real = preflight.sysinfo.snapshot
 
     def snapshot(target):
-        return {**real(target), "rt_permission": False}
+        return dataclasses.replace(real(target), rt_permission=False)
 
     monkeypatch.setattr(preflight.sysinfo, "snapshot", snapshot)
 

@@ -75,7 +75,7 @@ def test_two_ssh_targets_in_parallel(tmp_path, servers, monkeypatch):
     runs = store.runs()
     assert sorted((r.target, r.status) for r in runs) == [("b1", "ok")] * 2 + [("b2", "ok")] * 2
     assert all(r.metric("max_rel_period_error", "self") is not None for r in runs)
-    assert {store.sysinfo(r.sysinfo_id)["hostname"] for r in runs} == {os.uname().nodename}
+    assert {store.sysinfo(r.sysinfo_id).hostname for r in runs} == {os.uname().nodename}
     # b1 built on the target; b2 got static programs cross-built here (cc = "gcc")
     [built1] = (tmp_path / "w1").glob("programs-*/.built")
     [built2] = (tmp_path / "w2").glob("programs-*/.built")

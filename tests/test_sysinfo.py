@@ -9,6 +9,7 @@ import platform
 import pytest
 
 from jitterlab.model.errors import TargetLost
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import Warning_
 from jitterlab.system import sysinfo
 from jitterlab.targets.base import CommandTimeout, Completed
@@ -58,6 +59,11 @@ KEYS = {
 }
 
 
+def facts(**stored: object) -> SystemFacts:
+    """The facts of a snapshot stored with these keys (as the store reads them back)."""
+    return SystemFacts.from_json(stored)
+
+
 def script_output(**sections: str) -> str:
     return "".join(f"\n@@jitterlab-section {name}\n{text}\n" for name, text in sections.items())
 
@@ -97,9 +103,11 @@ PI = script_output(
 
 
 def test_snapshot_of_this_machine_has_every_key_with_sane_types():
-    info = sysinfo.snapshot(LocalTarget())
+    snapshot = sysinfo.snapshot(LocalTarget())
+    info = snapshot.as_json()  # as the store keeps it
     assert set(info) == KEYS
     json.dumps(info)  # stored as JSON beside every run
+    assert SystemFacts.from_json(json.loads(json.dumps(info))) == snapshot  # and read back the same
     assert isinstance(info["kernel_release"], str) and info["kernel_release"]
     assert isinstance(info["machine"], str)
     assert isinstance(info["n_cpus"], int) and info["n_cpus"] >= 1
@@ -114,7 +122,7 @@ def test_snapshot_of_this_machine_has_every_key_with_sane_types():
     assert info["user_id"] == os.geteuid()  # who jitterlab is there
     assert info["runtimes"]["bash"]["path"].startswith("/")  # what runs the bash impl
     assert info["runtimes"]["bash"]["version"].startswith("GNU bash")
-    assert all(w.remedy for w in sysinfo.checks(info))
+    assert all(w.remedy for w in sysinfo.checks(snapshot))
 
 
 def test_snapshot_is_one_fixed_command():
@@ -141,10 +149,14 @@ class _VM(Wrapper, VirtualMachine):
 def test_a_vm_jitterlab_booted_records_its_accelerator_and_boot_time():
     target = FakeTarget()
     target.respond(["sh", "-c"], PI)
-    assert "vm_accel" not in sysinfo.snapshot(target) and "vm_boot_s" not in sysinfo.snapshot(target)
+    assert sysinfo.snapshot(target).vm is None
+    assert not {"vm_accel", "vm_boot_s"} & set(sysinfo.snapshot(target).as_json())
     info = sysinfo.snapshot(_VM(target))
-    assert (info["vm_accel"], info["vm_boot_s"]) == ("tcg", 12.5)
-    assert info["vm_host_machine"] == platform.machine()  # the controller that runs it
+    assert info.vm is not None and (info.vm.accel, info.vm.boot_s) == ("tcg", 12.5)
+    assert info.vm.host_machine == platform.machine()  # the controller that runs it
+    stored = info.as_json()
+    assert (stored["vm_accel"], stored["vm_boot_s"]) == ("tcg", 12.5)
+    assert stored["vm_host_machine"] == platform.machine()
     assert any("tcg" in w.message or "emulat" in w.message for w in sysinfo.checks(info))
 
 
@@ -154,7 +166,7 @@ def test_a_vm_jitterlab_booted_records_its_accelerator_and_boot_time():
     ("x86_64", "x86_64", "vmx/svm and the kvm_intel/kvm_amd module", "board"),
 ])
 def test_the_remedy_for_emulation_knows_what_kvm_can_run(guest, host, said, not_said):
-    [warning] = [w for w in sysinfo.checks({"machine": guest, "vm_host_machine": host, "vm_accel": "tcg"})
+    [warning] = [w for w in sysinfo.checks(facts(machine=guest, vm_host_machine=host, vm_accel="tcg"))
                  if "TCG" in w.message]
     assert said in warning.remedy and not_said not in warning.remedy
 
@@ -163,7 +175,7 @@ def test_parse_a_raspberry_pi_with_rt_kernel():
     target = FakeTarget()
     target.respond(["sh", "-c"], PI)
     info = sysinfo.snapshot(target)
-    assert info == {
+    assert info.as_json() == {
         "kernel_release": "6.6.20-rt25-v8+",
         "kernel_version": "#1 SMP PREEMPT_RT Mon Mar 4 2024",
         "machine": "aarch64",
@@ -214,8 +226,8 @@ def test_missing_sections_are_none_never_an_exception(output):
     target = FakeTarget()
     target.respond(["sh", "-c"], output, rc=1)
     info = sysinfo.snapshot(target)
-    assert set(info) == KEYS
-    unknown = {k for k, v in info.items() if v is None}
+    assert set(info.as_json()) == KEYS
+    unknown = {k for k, v in info.as_json().items() if v is None}
     assert unknown >= KEYS - {"machine"}
     assert sysinfo.checks(info) == []
 
@@ -223,8 +235,8 @@ def test_missing_sections_are_none_never_an_exception(output):
 def test_absent_and_empty_isolation_files_differ():
     absent = sysinfo.parse(script_output(isolated="@@absent", nohz_full="@@absent"))
     empty = sysinfo.parse(script_output(isolated="", nohz_full="(null)"))
-    assert (absent["isolcpus"], absent["nohz_full"]) == (None, None)
-    assert (empty["isolcpus"], empty["nohz_full"]) == ([], [])
+    assert (absent.isolcpus, absent.nohz_full) == (None, None)
+    assert (empty.isolcpus, empty.nohz_full) == ((), ())
 
 
 def test_frequency_falls_back_to_cpuinfo_mhz():
@@ -237,12 +249,12 @@ def test_frequency_falls_back_to_cpuinfo_mhz():
             machine="x86_64",
         )
     )
-    assert info["cpu_model"] == "AMD EPYC" and info["n_cpus"] == 2
-    assert info["cpus"] == [
+    assert info.cpu_model == "AMD EPYC" and info.n_cpus == 2
+    assert info.as_json()["cpus"] == [
         {"cpu": 0, "governor": None, "cur_mhz": 2445.404},
         {"cpu": 1, "governor": None, "cur_mhz": 2300.0},
     ]
-    assert info["virtualization"] == "vm"
+    assert info.virtualization == "vm"
 
 
 @pytest.mark.parametrize(
@@ -275,26 +287,26 @@ def test_frequency_falls_back_to_cpuinfo_mhz():
     ],
 )
 def test_preemption_model(sections, expected):
-    assert sysinfo.parse(script_output(**sections))["preemption"] == expected
+    assert sysinfo.parse(script_output(**sections)).preemption == expected
 
 
-GOOD = {
-    "machine": "x86_64",
-    "n_cpus": 4,
-    "cpus": [{"cpu": 0, "governor": "performance", "cur_mhz": 3e3}],
-    "rt_runtime_us": -1,
-    "rt_period_us": 1000000,
-    "rt_permission": True,
-    "virtualization": "none",
-    "isolcpus": [3],
-    "clocksource": "tsc",
-    "clocksources_available": ["tsc", "hpet"],
-    "loadavg": [0.1, 0.1, 0.1],
-}
+GOOD = dict(
+    machine="x86_64",
+    n_cpus=4,
+    cpus=[{"cpu": 0, "governor": "performance", "cur_mhz": 3e3}],
+    rt_runtime_us=-1,
+    rt_period_us=1000000,
+    rt_permission=True,
+    virtualization="none",
+    isolcpus=[3],
+    clocksource="tsc",
+    clocksources_available=["tsc", "hpet"],
+    loadavg=[0.1, 0.1, 0.1],
+)
 
 
 def test_a_well_prepared_machine_has_no_warnings():
-    assert sysinfo.checks(GOOD) == []
+    assert sysinfo.checks(facts(**GOOD)) == []
 
 
 @pytest.mark.parametrize(
@@ -330,7 +342,7 @@ def test_a_well_prepared_machine_has_no_warnings():
     ],
 )
 def test_each_check_warns_with_a_remedy(change, message, remedy):
-    warnings = sysinfo.checks({**GOOD, **change})
+    warnings = sysinfo.checks(facts(**{**GOOD, **change}))
     assert len(warnings) == 1
     assert isinstance(warnings[0], Warning_)
     assert message in warnings[0].message
@@ -338,18 +350,18 @@ def test_each_check_warns_with_a_remedy(change, message, remedy):
 
 
 def test_unknown_arch_or_unknown_values_do_not_warn():
-    assert sysinfo.checks({**GOOD, "machine": "riscv64", "clocksource": "riscv_clocksource"}) == []
-    assert sysinfo.checks({}) == []
+    assert sysinfo.checks(facts(**{**GOOD, "machine": "riscv64", "clocksource": "riscv_clocksource"})) == []
+    assert sysinfo.checks(facts()) == []
 
 
 def test_rt_throttling_in_a_container_names_the_host_not_root():
     from jitterlab.system.sysinfo import check_rt_throttling
 
-    inside = check_rt_throttling({"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "docker"})
+    inside = check_rt_throttling(facts(rt_runtime_us=950000, rt_period_us=1000000, container="docker"))
     assert inside is not None and "belongs to its host" in inside.remedy and "as root" not in inside.remedy
-    bare = check_rt_throttling({"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "none"})
+    bare = check_rt_throttling(facts(rt_runtime_us=950000, rt_period_us=1000000, container="none"))
     assert bare is not None and "run jitterlab as root" in bare.remedy
-    assert check_rt_throttling({"rt_runtime_us": -1, "rt_period_us": 1000000}) is None
+    assert check_rt_throttling(facts(rt_runtime_us=-1, rt_period_us=1000000)) is None
 
 
 THROTTLED = {"rt_runtime_us": 950000, "rt_period_us": 1000000, "container": "none"}
@@ -386,7 +398,7 @@ def test_rt_throttling_remedy_fits_where_the_probe_runs_and_who_jitterlab_is(use
     from jitterlab.system.sysinfo import check_rt_throttling
 
     info = {**THROTTLED, "user_id": user_id} | ({"rt_throttling": plan} if plan else {})
-    warning = check_rt_throttling(info)
+    warning = check_rt_throttling(facts(**info))
     assert warning is not None and warning.remedy == remedy
     assert warning.message.startswith("RT throttling is active (sched_rt_runtime_us=950000, "
                                       "sched_rt_period_us=1000000): a busy real-time task loses 5% of each")
@@ -403,7 +415,7 @@ def test_rt_throttling_inside_a_container_is_the_hosts_whatever_the_probe():
     host = "inside a container (docker) the setting belongs to its host: there, sysctl -w"
     for plan in (None, {"setting": "lift", "needed": True}, {"setting": "lift", "needed": False}):
         info = {**THROTTLED, "container": "docker", "user_id": 0} | ({"rt_throttling": plan} if plan else {})
-        warning = check_rt_throttling(info)
+        warning = check_rt_throttling(facts(**info))
         assert warning is not None and host in warning.remedy and "as root" not in warning.remedy
 
 
@@ -429,7 +441,7 @@ def test_a_slow_target_is_given_its_alive_timeout_and_a_hang_is_a_lost_target():
     assert target.timeouts == [360.0]  # 4 x its alive_timeout, not a fixed 30 s
     quick = FakeTarget()
     quick.respond(["sh", "-c"], PI)
-    assert sysinfo.snapshot(quick)["machine"] == "aarch64"  # this machine's kind answers in the old 30 s
+    assert sysinfo.snapshot(quick).machine == "aarch64"  # this machine's kind answers in the old 30 s
 
 
 @pytest.mark.parametrize("sections, expected", [
@@ -440,14 +452,14 @@ def test_a_slow_target_is_given_its_alive_timeout_and_a_hang_is_a_lost_target():
     ({"virt": "none", "dt_model": "Freescale i.MX6 Quad SABRE Lite Board"}, "none"),  # a real board
 ])
 def test_emulation_is_read_from_the_device_tree(sections, expected):
-    assert sysinfo.parse(script_output(machine="armv7l", **sections))["virtualization"] == expected
+    assert sysinfo.parse(script_output(machine="armv7l", **sections)).virtualization == expected
 
 
 def test_an_emulated_board_jitterlab_booted_is_never_bare_metal():
     sabrelite = script_output(machine="armv7l", virt="none", dt_model="Freescale i.MX6 Quad SABRE Lite Board")
     target = FakeTarget()
     target.respond(["sh", "-c"], sabrelite)
-    assert sysinfo.snapshot(target)["virtualization"] == "none"
+    assert sysinfo.snapshot(target).virtualization == "none"
     info = sysinfo.snapshot(_VM(target))
-    assert (info["virtualization"], info["vm_accel"]) == ("qemu", "tcg")
+    assert info.vm is not None and (info.virtualization, info.vm.accel) == ("qemu", "tcg")
     assert sysinfo.check_virtualized(info) is not None

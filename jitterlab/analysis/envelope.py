@@ -76,7 +76,7 @@ def rules_of(runs: Iterable[RunRecord]) -> tuple[str, ...]:
     """The envelope rules the runs' campaigns chose, in their order (DEFAULT_RULES when none did)."""
     chosen: list[str] = []
     for r in runs:
-        for rule in r.settings.get("envelope") or ():
+        for rule in r.settings.envelope or ():
             if rule in RULES and rule not in chosen:
                 chosen.append(rule)
     return tuple(chosen) or DEFAULT_RULES

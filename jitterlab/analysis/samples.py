@@ -69,7 +69,7 @@ def distribution(run: RunRecord, series: Mapping[str, Series], samples: str = LA
     keyed LATENCY)."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if samples == PERIOD_ERRORS:
-        period, warmup = period_ns, int(run.settings.get("warmup_ns", 0))
+        period, warmup = period_ns, run.settings.warmup_ns or 0
         for name, s in series.items():
             if isinstance(s, EdgeSeries) and "." not in name and period > 0:
                 blind = series.get(f"{name}.blind")

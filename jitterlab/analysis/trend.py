@@ -13,10 +13,11 @@ import datetime as dt
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from jitterlab.analysis.changepoints import ChangePoint, change_points
+from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
@@ -53,7 +54,7 @@ def natural(text: str) -> list:
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text)]
 
 
-def trend(runs: list[RunRecord], campaigns: dict[int, dict], metric: str, by: str, *,
+def trend(runs: list[RunRecord], campaigns: Mapping[int, CampaignEntry], metric: str, by: str, *,
           subject_of: Callable[[RunRecord], str], names: CellNames = PLAIN) -> list[Series]:
     """Series of `metric` per cell, x from the label `by`, or "date" / "campaign" (campaigns maps
     id -> {name, created_ns}); the run's own `metric` (of `subject_of(run)`, its benchmark's
@@ -99,14 +100,15 @@ def _point(x: str, found: list[tuple[float, int, str]], at_ns: int | None) -> Po
     return Point(x, statistics.median(values), min(values), max(values), len(values), ids, at_ns)
 
 
-def _x(r: RunRecord, campaigns: dict[int, dict], by: str, order: dict, at: dict[str, int]) -> str | None:
+def _x(r: RunRecord, campaigns: Mapping[int, CampaignEntry], by: str, order: dict,
+       at: dict[str, int]) -> str | None:
     if by == "time":  # each run at its own start (monitoring: one run per cell and interval)
         x = dt.datetime.fromtimestamp(r.started_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
         order[x] = (x,)
         at[x] = min(at.get(x, r.started_ns), r.started_ns)
         return x
     if by == "date":
-        created = campaigns[r.campaign_id]["created_ns"]
+        created = campaigns[r.campaign_id].created_ns
         day = dt.datetime.fromtimestamp(created / 1e9).date()
         x = day.isoformat()
         order[x] = (x,)
@@ -114,9 +116,9 @@ def _x(r: RunRecord, campaigns: dict[int, dict], by: str, order: dict, at: dict[
         return x
     if by == "campaign":
         camp = campaigns[r.campaign_id]
-        x = f"{camp['name']} #{r.campaign_id}"
-        order[x] = (camp["created_ns"],)
-        at[x] = camp["created_ns"]
+        x = f"{camp.name} #{r.campaign_id}"
+        order[x] = (camp.created_ns,)
+        at[x] = camp.created_ns
         return x
     value = r.labels.get(by)
     return None if value is None else str(value)

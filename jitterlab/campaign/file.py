@@ -17,7 +17,7 @@ from jitterlab import plugins
 from jitterlab.campaign.matrix import read_matrix
 from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.labels import CONTROL, MAX_NAME, check_label, printable
-from jitterlab.model.records import Cell, RunSettings
+from jitterlab.model.records import OPTION_KEYS, Cell, RunSettings
 from jitterlab.model.registry import did_you_mean
 from jitterlab.model.units import MAX_CAMPAIGN_NS, format_ns, parse_duration_ns
 from jitterlab.targets.registry import declare
@@ -91,12 +91,12 @@ class Campaign:
             "blind_threshold_ns": s.blind_threshold_ns,
             "on_missing_rt": s.on_missing_rt,
             "labels": dict(self.labels),
-            "load_options": {k: dict(v) for k, v in s.options.get("loads", {}).items()},
+            OPTION_KEYS["loads"]: {k: dict(v) for k, v in s.options.get("loads", {}).items()},
             "cpus": {k: list(v) for k, v in self.cpus.items()},
         }
         for kind in ("probes", "pins"):  # only when set, so older campaigns keep their fingerprint
             if s.options.get(kind):
-                settings[f"{kind[:-1]}_options"] = {k: dict(v) for k, v in s.options[kind].items()}
+                settings[OPTION_KEYS[kind]] = {k: dict(v) for k, v in s.options[kind].items()}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
     def runs(self) -> list[tuple[Cell, int]]:

@@ -28,6 +28,6 @@ def trend_series(store, args: argparse.Namespace):
     from jitterlab.report.traits import subject_of
 
     runs = store.runs() if not args.campaign else selected_runs(store, args.campaign)
-    campaigns = {c["id"]: c for c in store.campaigns()}
+    campaigns = {c.id: c for c in store.campaigns()}
     return trend(runs, campaigns, args.trend, args.by, subject_of=subject_of,
                  names=names().among(r.cell for r in runs))

@@ -25,6 +25,7 @@ from jitterlab.campaign.file import Campaign, TargetSpec
 from jitterlab.execution.preflight import TargetSession, lost_session, preflight
 from jitterlab.execution.runner import Outcome, Runner
 from jitterlab.model.errors import RunFailed, UserError
+from jitterlab.model.facts import ImageFacts
 from jitterlab.store.catalog import Store
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import FlashesImages, Wrapper, need
@@ -132,7 +133,8 @@ def _boot_one(campaign: Campaign, spec: TargetSpec, target: Target, board: Flash
     except (TimeoutError, RunFailed) as exc:  # TargetLost is a RunFailed
         reason = exc.reason if isinstance(exc, RunFailed) else str(exc)
         return lost_session(spec, f"{Path(image).name}: {reason}")
-    session.info.update({"image": image, "image_sha256": _sha256(image), "console_boot_s": round(boot_s, 3)})
+    session.info = dataclasses.replace(session.info, image=ImageFacts(path=image, sha256=_sha256(image),
+                                                                      console_boot_s=round(boot_s, 3)))
     return session
 
 

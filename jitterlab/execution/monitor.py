@@ -47,15 +47,15 @@ class Schedule:
         """With --resume: the monitoring gone on with must have this schedule. Another one is
         refused naming --for/--every (the runner would blame the campaign file, which is unchanged)."""
         previous = store.latest_campaign(campaign.name)
-        if previous is None or previous["fingerprint"] == self.campaign(campaign).fingerprint:
+        if previous is None or previous.fingerprint == self.campaign(campaign).fingerprint:
             return
-        labels = next((c["labels"] for c in store.campaigns() if c["id"] == previous["id"]), {})
+        labels = previous.labels
         try:
             then = Schedule(parse_duration_ns(labels["monitor_every"], "monitor_every"),
                             int(labels["monitor_intervals"]))
         except (KeyError, ValueError, UserError):
             return  # not a monitoring this jitterlab started: the runner says what differs
-        if then.campaign(campaign).fingerprint != previous["fingerprint"]:
+        if then.campaign(campaign).fingerprint != previous.fingerprint:
             return  # the campaign file changed too: the runner names it
         every = format_ns(then.every_ns)
         given = format_ns(self.for_ns or self.every_ns * self.intervals)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import shutil
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign, TargetSpec
 from jitterlab.execution.rt_throttle import ThrottleChange
 from jitterlab.measure.context import Placement
 from jitterlab.model.errors import TargetLost, UserError, Where
+from jitterlab.model.facts import SystemFacts, ThrottleRecord
 from jitterlab.model.records import Cell, Warning_
 from jitterlab.system import sysinfo
 from jitterlab.targets.base import CommandTimeout, Target
@@ -28,7 +29,7 @@ class TargetSession:
 
     spec: TargetSpec
     target: Target
-    info: dict
+    info: SystemFacts
     placement: Placement
     rt_permitted: bool
     bindir: str = ""
@@ -82,8 +83,9 @@ def open_targets(campaign: Campaign) -> list[TargetSession]:
 
 def lost_session(spec: TargetSpec, reason: str) -> TargetSession:
     """A target that cannot be reached: its runs fail with the reason, the others go on."""
-    return TargetSession(spec, UnreachableTarget(spec.name, reason), {}, Placement(None, None), False,
-                         lost=reason)
+    nothing_known = SystemFacts.given()
+    return TargetSession(spec, UnreachableTarget(spec.name, reason), nothing_known, Placement(None, None),
+                         False, lost=reason)
 
 
 def _preflight_or_lost(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSession:
@@ -149,18 +151,18 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
         plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needer(c) for c in cells
         if plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_rt(c)
     })
-    rt_permitted = bool(info.get("rt_permission"))
+    rt_permitted = bool(info.rt_permission)
     if realtime and not rt_permitted and settings.on_missing_rt == "error":
         raise UserError(
             f"{campaign.path}: target {spec.name!r} does not permit SCHED_FIFO, which "
             f"{', '.join(realtime)} needs; run as root or grant CAP_SYS_NICE (or an rtprio limit), "
             'or set campaign.on_missing_rt = "fallback" to run it as SCHED_OTHER, marked in each run'
         )
-    n_cpus = int(info.get("n_cpus") or 1)
+    n_cpus = info.n_cpus or 1
     # what the runner will do about RT throttling here, which the warning's remedy follows: lift it
     # only for a probe that busy-polls on the target, not for one outside it (on the controller)
     polling = any(plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark").needs_probe_cpu(c) for c in cells)
-    info["rt_throttling"] = {"setting": settings.rt_throttling, "needed": polling}
+    info = replace(info, rt_throttling=ThrottleRecord.given(setting=settings.rt_throttling, needed=polling))
     warnings = list(sysinfo.checks(info))
     warnings += [w for w in [host_key_warning(target)] if w is not None]  # e.g. labgrid without known_hosts
     placement = _placement(campaign, cells, n_cpus, warnings)

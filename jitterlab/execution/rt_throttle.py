@@ -25,6 +25,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
+from jitterlab.model.facts import SystemFacts, ThrottleRecord
 from jitterlab.targets.base import Target
 from jitterlab.targets.processes import owner_alive, owner_tag
 from jitterlab.tunings.rt_unthrottled import LIFTED_US, SYSCTL, read_runtime, write_runtime
@@ -55,16 +56,12 @@ class ThrottleChange:
     def during_us(self) -> int | None:
         return LIFTED_US if self.changed else self.before_us
 
-    def as_json(self) -> dict:
-        """The change as every run records it (settings "rt_throttling") and sysinfo."""
-        out: dict = {"setting": self.setting, "changed": self.changed,
-                     "sched_rt_runtime_us_before": self.before_us,
-                     "sched_rt_runtime_us_during": self.during_us}
-        if self.changed:
-            out["restored_to"] = self.original_us
-        else:
-            out["why"] = self.why
-        return out
+    def record(self) -> ThrottleRecord:
+        """The change as every run records it (its settings' rt_throttling) and sysinfo."""
+        done = {"restored_to_us": self.original_us} if self.changed else {"why": self.why}
+        return ThrottleRecord.given(setting=self.setting, changed=self.changed,
+                                    runtime_before_us=self.before_us, runtime_during_us=self.during_us,
+                                    **done)
 
     def restore(self) -> str | None:
         """Put the original value back (once; later calls do nothing); None, or why it could not
@@ -83,7 +80,7 @@ class ThrottleChange:
             return None
 
 
-def lift(target: Target, setting: str, *, needed: bool, info: dict) -> ThrottleChange:
+def lift(target: Target, setting: str, *, needed: bool, info: SystemFacts) -> ThrottleChange:
     """Lift RT throttling on `target` when the setting, the need and the machine allow it; the
     returned change says what was done, or why nothing was."""
     before, writable = _read(target)
@@ -94,10 +91,10 @@ def lift(target: Target, setting: str, *, needed: bool, info: dict) -> ThrottleC
         change.why = "no cell of this target busy-polls at SCHED_FIFO"
     elif before is None:
         change.why = f"{SYSCTL} cannot be read"
-    elif info.get("container") not in (None, "", "none"):
-        change.why = f"a container ({info['container']}): the kernel's setting belongs to its host"
+    elif info.in_container:
+        change.why = f"a container ({info.container}): the kernel's setting belongs to its host"
     elif not writable:
-        root = info.get("user_id") == 0  # then /proc/sys is read-only: being root would not help
+        root = info.user_id == 0  # then /proc/sys is read-only: being root would not help
         change.why = f"{SYSCTL} is not writable here" + (
             "" if root else " (run jitterlab as root to lift it)")
     elif before == LIFTED_US and not _live_others(target):

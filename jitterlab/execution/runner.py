@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jitterlab import plugins
@@ -26,7 +26,8 @@ from jitterlab.execution.sweep import sweep
 from jitterlab.measure.benchmarks.base import Benchmark, Phases
 from jitterlab.measure.context import RunContext, Throttling
 from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.model.records import Cell, Metric, RunRecord, Warning_
+from jitterlab.model.facts import SystemFacts, ThrottleRecord
+from jitterlab.model.records import Cell, Metric, RunRecord, StoredSettings, Warning_
 from jitterlab.store.catalog import Store
 from jitterlab.system import sysinfo
 from jitterlab.targets.base import Target
@@ -118,14 +119,14 @@ class Runner:
         previous = (self.store.latest_campaign(c.name, c.fingerprint) or self.store.latest_campaign(c.name))
         if previous is None:
             return None
-        if previous["fingerprint"] != c.fingerprint:
+        if previous.fingerprint != c.fingerprint:
             raise UserError(
                 f"{c.path}: --resume: campaign {c.name!r} in {self.store.where} was run with "
                 "other settings (duration, warmup, labels, repetitions or load options "
                 "changed); run without --resume to start it afresh, or restore the old file"
             )
-        self.store.lock_campaign(int(previous["id"]), c.name)
-        self._campaign_id = int(previous["id"])
+        self.store.lock_campaign(previous.id, c.name)
+        self._campaign_id = previous.id
         return self._campaign_id
 
     def campaign_id(self) -> int:
@@ -318,12 +319,12 @@ class Runner:
         (execution/rt_throttle.py); the sysinfo and warnings then tell the state the runs had."""
         needed = any(_bench(c).needs_probe_cpu(c) for c in self.campaign.cells
                      if c.target == session.spec.name and c.key not in session.unavailable)
-        before = dict(session.info)
+        before = session.info
         session.throttle = rt_throttle.lift(session.target, self.campaign.settings.rt_throttling,
                                             needed=needed, info=before)
-        session.info = {**before, "rt_throttling": {**session.throttle.as_json(), "needed": needed}}
+        session.info = replace(before, rt_throttling=replace(session.throttle.record(), needed=needed))
         if session.throttle.changed:
-            session.info["rt_runtime_us"] = rt_throttle.LIFTED_US
+            session.info = replace(session.info, rt_runtime_us=rt_throttle.LIFTED_US)
         # preflight's warning told the plan; this one what was done (none once it is lifted)
         stale, done = sysinfo.check_rt_throttling(before), sysinfo.check_rt_throttling(session.info)
         session.warnings = [done if w == stale else w for w in session.warnings if w != stale or done]
@@ -416,16 +417,13 @@ class Runner:
                 metrics[(m.subject, m.name)] = m
             warnings = measurement.warnings
             attachments = {**measurement.attachments, **attachments}
-        settings = {
-            **self.campaign.settings.as_json(),
-            "probe_cpu": session.placement.probe_cpu,
-            "program_cpus": session.placement.program_cpus,
-            "load_cpus": session.placement.load_cpus,
-            "rt_permitted": session.rt_permitted,
-            "rt_throttling": session.throttle.as_json() if session.throttle else {
-                "setting": self.campaign.settings.rt_throttling, "changed": False,
-                "why": "the target was not prepared"},
-        }
+        placement = session.placement
+        settings = StoredSettings.of(
+            self.campaign.settings, probe_cpu=placement.probe_cpu, program_cpus=placement.program_cpus,
+            load_cpus=placement.load_cpus, rt_permitted=session.rt_permitted,
+            rt_throttling=session.throttle.record() if session.throttle else ThrottleRecord.given(
+                setting=self.campaign.settings.rt_throttling, changed=False,
+                why="the target was not prepared"))
         record = RunRecord(
             id=run_id,
             campaign_id=campaign_id,
@@ -447,7 +445,7 @@ class Runner:
                               replaces=self._replaces.get((cell.key, rep)))
 
 
-def throttling_of(info: dict) -> Throttling:
+def throttling_of(info: SystemFacts) -> Throttling:
     """RT throttling as a run has it, from its target's sysinfo after the campaign lifted it or not."""
     warning = sysinfo.check_rt_throttling(info)
     return Throttling(warning is not None, warning.remedy if warning is not None else "")

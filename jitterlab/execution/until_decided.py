@@ -249,8 +249,8 @@ def compared_runs(store: Store, campaign: Campaign, campaign_id: int) -> list[Ru
     earlier), the latest campaign of each: what `compare --campaign NAME` compares."""
     latest: dict[str, int] = {}
     for c in store.campaigns():
-        if c["name"] == campaign.name and c["id"] != campaign_id:
-            latest[json.dumps(c["labels"], sort_keys=True)] = c["id"]
+        if c.name == campaign.name and c.id != campaign_id:
+            latest[json.dumps(dict(c.labels), sort_keys=True)] = c.id
     latest[json.dumps(dict(campaign.labels), sort_keys=True)] = campaign_id
     return [r for cid in sorted(latest.values()) for r in store.runs(cid)]
 

@@ -16,7 +16,7 @@ import numpy as np
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.importers.capture import PROBE, Capture, to_ns
 from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.model.records import Cell, RunRecord, Warning_
+from jitterlab.model.records import Cell, ImportedFrom, RunRecord, StoredSettings, Warning_
 from jitterlab.model.series import EdgeSeries, Series, blind_series
 from jitterlab.model.units import format_ns
 
@@ -58,8 +58,8 @@ def capture_run(capture: Capture, *, period_ns: int, warmup_ns: int, labels: dic
     record = RunRecord(
         id=uuid.uuid4().hex[:12], campaign_id=NO_CAMPAIGN, cell=cell, cell_key=f"{cell.key} import={others}",
         repetition=0,
-        settings={"duration_ns": span_ns, "warmup_ns": warmup_ns, "source": capture.source,
-                  "source_sha256": source_sha, "time_resolution": capture.resolution},
+        settings=StoredSettings.given(duration_ns=span_ns, warmup_ns=warmup_ns, imported=ImportedFrom(
+            source=capture.source, source_sha256=source_sha, time_resolution=capture.resolution)),
         labels=dict(labels), status="ok", error=None, started_ns=time.time_ns(), wall_s=0.0,
         raw_path=None, raw_sha256=None, sysinfo_id=None,
         metrics={(m.subject, m.name): m for m in metrics})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from jitterlab.model.records import Cell, Metric, ParamValue, RunRecord
+from jitterlab.model.records import Cell, Metric, ParamValue, RunRecord, StoredSettings
 
 
 def squarewave_cell(impl: str = "c-fifo", period_ns: int = 1_000_000, *, target: str = "board",
@@ -25,7 +25,8 @@ def run_record(cell: Cell, *, id: str = "r1", campaign_id: int = 1, repetition: 
                raw_sha256: str | None = None, sysinfo_id: int | None = None, started_ns: int = 0,
                wall_s: float = 1.0, cell_key: str = "") -> RunRecord:
     return RunRecord(
-        id=id, campaign_id=campaign_id, cell=cell, repetition=repetition, settings=dict(settings or {}),
+        id=id, campaign_id=campaign_id, cell=cell, repetition=repetition,
+        settings=StoredSettings.from_json(settings or {}),  # `settings` as a store keeps them
         labels=dict(labels or {}), status=status, error=error, started_ns=started_ns, wall_s=wall_s,
         raw_path=raw_path, raw_sha256=raw_sha256, sysinfo_id=sysinfo_id,
         metrics={(m.subject, m.name): m for m in metrics}, cell_key=cell_key,

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jitterlab.model.facts import ThrottleRecord
 from jitterlab.model.reading import check_declared
+from jitterlab.model.stored import FLAT, Stored
 
 ParamValue = str | int | float | bool
 
@@ -71,22 +73,56 @@ class RunSettings:
         """The options of one plug-in (e.g. kind "probes", name "sigrok"); {} when none are set."""
         return dict(self.options.get(kind, {}).get(name, {}))
 
-    def as_json(self) -> dict:
-        """The settings as stored with each run (params_json)."""
-        return {
-            "duration_ns": self.duration_ns,
-            "warmup_ns": self.warmup_ns,
-            "load_warmup_ns": self.load_warmup_ns,
-            "blind_threshold_ns": self.blind_threshold_ns,
-            "run_timeout_ns": self.run_timeout_ns,
-            "on_missing_rt": self.on_missing_rt,
-            "envelope": list(self.envelope),
-            "rt_throttling": self.rt_throttling,
-            **{
-                f"{kind[:-1]}_options": {name: dict(v) for name, v in tables.items()}
-                for kind, tables in sorted(self.options.items())
-            },
-        }
+
+# the key of each kind of option table in a run's stored settings
+OPTION_KEYS = {"loads": "load_options", "probes": "probe_options", "pins": "pin_options"}
+OptionTables = Mapping[str, Mapping[str, object]]  # plug-in name -> its options
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedFrom(Stored):
+    """The capture file an imported run was read from (importers/)."""
+
+    source: str | None = None
+    source_sha256: str | None = None
+    time_resolution: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredSettings(Stored):
+    """What a stored run ran with, as its JSON (the runs' params_json) keeps it: the campaign's
+    RunSettings, the CPUs the run was placed on, whether SCHED_FIFO was permitted and what was done
+    about RT throttling; for an imported capture, its file. None where a run's JSON does not say
+    (a capture says no more than its duration and warm-up; an older store lacks newer keys)."""
+
+    duration_ns: int | None = None
+    warmup_ns: int | None = None
+    load_warmup_ns: int | None = None
+    blind_threshold_ns: int | None = None
+    run_timeout_ns: int | None = None
+    on_missing_rt: str | None = None
+    envelope: tuple[str, ...] | None = None
+    load_options: OptionTables | None = None
+    probe_options: OptionTables | None = None
+    pin_options: OptionTables | None = None
+    probe_cpu: int | None = None
+    program_cpus: tuple[int, ...] | None = None
+    load_cpus: tuple[int, ...] | None = None
+    rt_permitted: bool | None = None
+    rt_throttling: ThrottleRecord | None = None
+    imported: ImportedFrom | None = field(default=None, metadata=FLAT)
+
+    @classmethod
+    def of(cls, settings: RunSettings, **run: object) -> StoredSettings:
+        """The settings of a run measured with `settings`; `run`: what else it ran with (probe_cpu,
+        program_cpus, load_cpus, rt_permitted, rt_throttling)."""
+        tables = {OPTION_KEYS[kind]: {name: dict(v) for name, v in by_name.items()}
+                  for kind, by_name in settings.options.items()}
+        return cls.given(
+            duration_ns=settings.duration_ns, warmup_ns=settings.warmup_ns,
+            load_warmup_ns=settings.load_warmup_ns, blind_threshold_ns=settings.blind_threshold_ns,
+            run_timeout_ns=settings.run_timeout_ns, on_missing_rt=settings.on_missing_rt,
+            envelope=tuple(settings.envelope), **tables, **run)
 
 
 @dataclass(frozen=True)
@@ -134,7 +170,7 @@ class RunRecord:
     campaign_id: int
     cell: Cell
     repetition: int
-    settings: dict
+    settings: StoredSettings
     labels: dict
     status: str
     error: str | None

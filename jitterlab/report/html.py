@@ -21,6 +21,7 @@ from jitterlab import __version__
 from jitterlab.analysis.compare import Comparison, label_pairs
 from jitterlab.analysis.samples import reader
 from jitterlab.campaign import cells
+from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.report import limits, verdicts
@@ -83,13 +84,13 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         sections = [{"title": section.title, "template": section.template, "s": section.build(mine, ctx)}
                     for section, mine in by_section(runs)]
         again = ["compare", "--results", results or store.where,
-                 *(w for name in dict.fromkeys(c["name"] for c in chosen) for w in ("--campaign", name))]
+                 *(w for name in dict.fromkeys(c.name for c in chosen) for w in ("--campaign", name))]
         comparisons = _comparisons(store, runs, emit, report.skipped, again)
     context = {
-        "title": "jitterlab report: " + ", ".join(dict.fromkeys(c["name"] for c in chosen)),
+        "title": "jitterlab report: " + ", ".join(dict.fromkeys(c.name for c in chosen)),
         "generated": dt.datetime.now().isoformat(timespec="seconds"),
         "version": __version__,
-        "campaigns": [{"title": campaign_title(c), "id": c["id"]} for c in chosen],
+        "campaigns": [{"title": campaign_title(c), "id": c.id} for c in chosen],
         "left_out": shown.left_out(f"jitterlab report --results {shlex.quote(results or store.where)} "
                                    f"-o {shlex.quote(str(out))}"),
         "n_runs": len(runs),
@@ -120,10 +121,12 @@ def _targets(store: Store, runs: list[RunRecord]) -> list[dict]:
     for target in sorted({r.target for r in runs}):
         mine = [r for r in runs if r.target == target]
         ids = [r.sysinfo_id for r in mine if r.sysinfo_id is not None]
-        info = store.sysinfo(ids[-1]) if ids else {}
-        summary = [(k, sysinfo_text(k, info[k])) for k in SYSINFO_KEYS if info.get(k) not in (None, "", [])]
-        if info.get("cpus"):
-            summary.append(("frequency", sysinfo_text("cpus", info["cpus"])))
+        facts = store.sysinfo(ids[-1]) if ids else None
+        stored = facts.as_json() if facts is not None else {}  # each fact under the name it is stored by
+        summary = [(k, sysinfo_text(k, stored[k])) for k in SYSINFO_KEYS
+                   if stored.get(k) not in (None, "", [])]
+        if stored.get("cpus"):
+            summary.append(("frequency", sysinfo_text("cpus", stored["cpus"])))
         loads: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         for r in mine:
             for (_, name), m in r.metrics.items():
@@ -136,13 +139,13 @@ def _targets(store: Store, runs: list[RunRecord]) -> list[dict]:
     return out
 
 
-def _warnings(store: Store, campaigns: list[dict], runs: list[RunRecord]) -> list[dict]:
+def _warnings(store: Store, campaigns: list[CampaignEntry], runs: list[RunRecord]) -> list[dict]:
     """Warnings grouped by cause, each once with how many runs or cells it concerns and its
     remedy; the system-level ones (targets, campaigns) first."""
     notes = []
     for c in campaigns:
-        for run_id, w in store.warnings(c["id"]):
-            notes.append(Note(RUN, run_id, w) if run_id else Note(SYSTEM, f"campaign {c['name']}", w))
+        for run_id, w in store.warnings(c.id):
+            notes.append(Note(RUN, run_id, w) if run_id else Note(SYSTEM, f"campaign {c.name}", w))
     notes += section_notes(runs)
     return [{"message": g.message, "remedy": g.remedy, "system": g.scope == SYSTEM,
              "affected": g.affected, "examples": g.examples} for g in grouped(notes)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.traits import observer, own, periodic, subject_of
@@ -24,31 +25,35 @@ class Limit:
     likely: str
 
 
-def sysinfo_by_target(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> dict[str, dict]:
+FactsOf = Callable[[int], SystemFacts | None]  # the store's sysinfo(id)
+
+
+def sysinfo_by_target(runs: list[RunRecord], sysinfo_of: FactsOf) -> dict[str, SystemFacts]:
     """The latest sysinfo each target's runs were measured under."""
     latest: dict[str, int] = {}
     for r in sorted(runs, key=lambda r: r.started_ns):
         if r.sysinfo_id is not None:
             latest[r.target] = r.sysinfo_id
-    return {target: sysinfo_of(sid) for target, sid in sorted(latest.items())}
+    return {target: info for target, sid in sorted(latest.items()) if (info := sysinfo_of(sid)) is not None}
 
 
-def evidence(info: dict) -> tuple[str, str]:
+def evidence(info: SystemFacts) -> tuple[str, str]:
     """(level, in words): bare metal, a VM (its hypervisor), or emulated (TCG: functional only)."""
-    if info.get("vm_accel") == "tcg":
+    if info.emulated:
         return EMULATED, "emulated (qemu TCG): functional evidence only, never timing evidence"
-    virt = info.get("virtualization")
-    if virt not in (None, "none", ""):
-        return VM, f"a VM ({virt}): timing of this VM, which its hypervisor may stop at any time"
+    if info.virtualized:
+        return VM, (f"a VM ({info.virtualization}): timing of this VM, which its hypervisor may stop at "
+                    "any time")
     return BARE, "bare metal"
 
 
-def emulated_targets(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> set[str]:
+def emulated_targets(runs: list[RunRecord], sysinfo_of: FactsOf) -> set[str]:
     """The targets any of whose runs had an emulated CPU (evidence() EMULATED): their numbers and
     figures are functional evidence only (the terminal's note, the report's tables and figures)."""
     out: set[str] = set()
     for sysinfo_id in {r.sysinfo_id for r in runs if r.sysinfo_id is not None}:
-        if evidence(sysinfo_of(sysinfo_id))[0] == EMULATED:
+        info = sysinfo_of(sysinfo_id)
+        if info is not None and info.emulated:
             out |= {r.target for r in runs if r.sysinfo_id == sysinfo_id}
     return out
 
@@ -59,7 +64,7 @@ def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
     shares, blind_ns, total_ns = [], 0.0, 0.0
     for r in runs:
         blind = own(r, "blind_time_ns") if observer(subject_of(r)).independent else None
-        duration_ns = float(r.settings.get("duration_ns") or 0)
+        duration_ns = float(r.settings.duration_ns or 0)
         if r.status == "ok" and blind is not None and duration_ns > 0:
             shares.append(blind / duration_ns)
             blind_ns += blind
@@ -67,7 +72,7 @@ def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
     return (blind_ns / total_ns, max(shares)) if shares else None
 
 
-def limits(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> list[Limit]:
+def limits(runs: list[RunRecord], sysinfo_of: FactsOf) -> list[Limit]:
     """What limited each target's measurements, the worst first."""
     out: list[Limit] = []
     for target, info in sysinfo_by_target(runs, sysinfo_of).items():
@@ -76,12 +81,14 @@ def limits(runs: list[RunRecord], sysinfo_of: Callable[[int], dict]) -> list[Lim
     return out
 
 
-def _emulated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    if info.get("vm_accel") != "tcg":
+def _emulated(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
+    if not info.emulated:
         return None
+    kvm = info.kvm_needs  # what its host's architecture needs; none: KVM there cannot run this board
     return Limit(target, "an emulated CPU (qemu TCG): every instruction is translated, so periods and "
                  "errors say nothing of real timing",
-                 'boot the VM with accel = "kvm" on a machine with vmx/svm, or measure on the board',
+                 f'boot the VM with accel = "kvm" on {kvm}, or measure on the board' if kvm else
+                 "measure on the board",
                  "figures that are timing at all; these ones only show that the programs ran")
 
 
@@ -91,7 +98,7 @@ def emulated_units(runs: list[RunRecord], impl_of=lambda r: str(r.param("impl"))
     return {(r.target, impl_of(r)) for r in runs if r.metric(UNIT_EMULATED)}
 
 
-def _emulated_unit(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
+def _emulated_unit(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
     if not any(r.metric(UNIT_EMULATED) for r in runs):
         return None
     return Limit(target, "an emulated real-time unit (qemu TCG on the controller, timed by its clock): the "
@@ -102,9 +109,9 @@ def _emulated_unit(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
                  "show")
 
 
-def _virtual(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    virt = info.get("virtualization")
-    if virt in (None, "none", "") or info.get("vm_accel") == "tcg":
+def _virtual(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
+    virt = info.virtualization
+    if not info.virtualized or info.emulated:
         return None
     worst = max((v for r in runs if r.status == "ok" and (v := own(r, HEADLINE)) is not None), default=None)
     seen = f" (the worst period here was {percent(worst)} off)" if worst is not None else ""
@@ -116,16 +123,16 @@ def _virtual(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
                  if square else "the hardware's own figures, without the hypervisor's pauses in them")
 
 
-def _rt_permission(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    if info.get("rt_permission") is not False:
+def _rt_permission(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
+    if info.rt_permission is not False:
         return None
     return Limit(target, "SCHED_FIFO was refused: real-time impls (c-fifo) ran as normal tasks",
                  "run as root, or grant CAP_SYS_NICE or an rtprio limit (/etc/security/limits.conf)",
                  "c-fifo's own figures, well below c-mmap's under load")
 
 
-def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    runtime, period = info.get("rt_runtime_us"), info.get("rt_period_us")
+def _rt_throttling(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
+    runtime, period = info.rt_runtime_us, info.rt_period_us
     if runtime is None or runtime == -1:
         return None
     lost = percent(1 - runtime / period) if period else "part"
@@ -146,11 +153,11 @@ def _rt_throttling(target: str, info: dict, runs: list[RunRecord]) -> Limit | No
             likely += (f"; probe {probe} runs on the {_location(probe)}, out of reach of the target's "
                        f"throttling: its {percent(elsewhere[0])} blind time (where its reads came late) "
                        "stays")
-    root = info.get("user_id") == 0
+    root = info.user_id == 0
     fix = f"sysctl -w kernel.sched_rt_runtime_us=-1 ({'' if root else 'as root; '}until reboot)"
-    if info.get("container") not in (None, "", "none"):  # jitterlab cannot lift it from inside
-        fix = f"on the host of this container ({info['container']}): {fix}"
-    polled_here = (info.get("rt_throttling") or {}).get("needed")
+    if info.in_container:  # jitterlab cannot lift it from inside
+        fix = f"on the host of this container ({info.container}): {fix}"
+    polled_here = info.rt_throttling.needed if info.rt_throttling is not None else None
     if polled_here is None:  # a sysinfo stored before the runner recorded it: the runs' probes tell
         polled_here = not square or any(_on_target(subject_of(r)) for r in square)
     if not polled_here:  # no probe to lift it for: only a busy real-time thread of the program's
@@ -170,8 +177,8 @@ def _on_target(probe: str) -> bool:
     return bool(probe) and observer(probe).independent and _location(probe) == "target"
 
 
-def _not_isolated(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    if info.get("isolcpus") != [] or int(info.get("n_cpus") or 0) < 2:
+def _not_isolated(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
+    if info.isolcpus != () or (info.n_cpus or 0) < 2:
         return None
     square = bool(periodic(runs))
     who = "the program and the probe share their" if square else "the benchmark shares its"
@@ -183,9 +190,8 @@ def _not_isolated(target: str, info: dict, runs: list[RunRecord]) -> Limit | Non
                  "fewer and shorter stalls: lower maxima, most of all under load")
 
 
-def _governor(target: str, info: dict, runs: list[RunRecord]) -> Limit | None:
-    slow = sorted({str(c.get("governor")) for c in info.get("cpus") or []
-                   if isinstance(c, dict) and c.get("governor") not in (None, "performance")})
+def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
+    slow = sorted({str(c.governor) for c in info.cpus or () if c.governor not in (None, "performance")})
     if not slow:
         return None
     return Limit(target, f"CPU frequency governor {'/'.join(slow)}: the clock speed changes while measuring",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import counted
@@ -15,14 +16,14 @@ from jitterlab.report.format import counted
 
 @dataclass
 class Selection:
-    campaigns: list[dict]  # as Store.campaigns() gives them, oldest first
+    campaigns: list[CampaignEntry]  # as Store.campaigns() gives them, oldest first
     runs: list[RunRecord]
     others: list[dict] = field(default_factory=list)  # the store's other campaign names: name, n_runs
     replaced: int = 0  # runs of an earlier measurement of a shown label set (measured again since)
 
     @property
     def names(self) -> list[str]:
-        return list(dict.fromkeys(c["name"] for c in self.campaigns))
+        return list(dict.fromkeys(c.name for c in self.campaigns))
 
     def groups(self) -> str:
         """"tiny [image=A], tiny [image=B]": what is shown, each label set once."""
@@ -44,21 +45,21 @@ class Selection:
         return out
 
 
-def campaign_title(c: dict) -> str:
-    labels = ", ".join(f"{k}={v}" for k, v in sorted(c["labels"].items()))
-    return f"{c['name']} [{labels}]" if labels else c["name"]
+def campaign_title(c: CampaignEntry) -> str:
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(c.labels.items()))
+    return f"{c.name} [{labels}]" if labels else c.name
 
 
-def _latest_of_each_label_set(known: list[dict], name: str) -> tuple[list[dict], int]:
+def _latest_of_each_label_set(known: list[CampaignEntry], name: str) -> tuple[list[CampaignEntry], int]:
     """The campaigns of `name` a view shows (oldest first), and the runs of those they replaced."""
-    latest: dict[str, dict] = {}
+    latest: dict[str, CampaignEntry] = {}
     replaced = 0
     for c in known:  # oldest first: a later measurement of the same labels replaces an earlier one
-        if c["name"] == name:
-            key = json.dumps(c["labels"], sort_keys=True)
-            replaced += latest[key]["n_runs"] if key in latest else 0
+        if c.name == name:
+            key = json.dumps(dict(c.labels), sort_keys=True)
+            replaced += latest[key].n_runs if key in latest else 0
             latest[key] = c
-    return sorted(latest.values(), key=lambda c: c["id"]), replaced
+    return sorted(latest.values(), key=lambda c: c.id), replaced
 
 
 def select(store, names: list[str] | None = None) -> Selection:
@@ -68,21 +69,21 @@ def select(store, names: list[str] | None = None) -> Selection:
     if not known and not names:
         raise UserError(f"{store.where}: the store is empty; run a campaign first "
                         "(jitterlab run CAMPAIGN) or import a capture (jitterlab import edges)")
-    wanted = list(dict.fromkeys(names or [known[-1]["name"]]))
+    wanted = list(dict.fromkeys(names or [known[-1].name]))
     chosen: list[dict] = []
     replaced = 0
     for name in wanted:
         mine, earlier = _latest_of_each_label_set(known, name)
         if not mine:
-            listed = ", ".join(sorted({k["name"] for k in known})) or "none"
+            listed = ", ".join(sorted({k.name for k in known})) or "none"
             raise UserError(f"--campaign {name!r}: not in {store.where}; campaigns there: {listed}")
         chosen += mine
         replaced += earlier
-    chosen.sort(key=lambda c: c["id"])
+    chosen.sort(key=lambda c: c.id)
     others = []  # the campaign measured last first
-    for name in dict.fromkeys(c["name"] for c in reversed(known)):
+    for name in dict.fromkeys(c.name for c in reversed(known)):
         if name not in wanted:
             shown = _latest_of_each_label_set(known, name)[0]
-            others.append({"name": name, "n_runs": sum(c["n_runs"] for c in shown)})
-    runs = [r for c in chosen for r in store.runs(c["id"])]
+            others.append({"name": name, "n_runs": sum(c.n_runs for c in shown)})
+    runs = [r for c in chosen for r in store.runs(c.id)]
     return Selection(chosen, runs, others, replaced)

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, rules_of
+from jitterlab.model.facts import SystemFacts, preemption_words
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, counted, format_value, percent
@@ -31,7 +32,7 @@ class Screen:
     ((baseline, candidate) selectors), and the commands that are one step away."""
 
     results: str  # --results as the user gave it
-    sysinfo_of: Callable[[int], dict]
+    sysinfo_of: limits.FactsOf
     comparisons: list[tuple] = field(default_factory=list)
     # a run's within-run samples (analysis.samples.reader): tails compared as compare compares them
     samples: Callable[[RunRecord], dict] | None = None
@@ -46,7 +47,7 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
     square = periodic(runs)
     infos = limits.sysinfo_by_target(runs, how.sysinfo_of)
     for target in sorted({r.target for r in runs}):
-        out.append(_evidence_line(target, infos.get(target, {}), [r for r in square if r.target == target]))
+        out.append(_evidence_line(target, infos.get(target), [r for r in square if r.target == target]))
     if square:
         out.append(envelope_table(square))
         out += [Text(line) for line in reading(square, infos, how.results)]
@@ -74,15 +75,17 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
     return out
 
 
-def _evidence_line(target: str, info: dict, square: list[RunRecord]) -> Text:
-    """"local: a VM (kvm) ..." and, indented, each probe's independence and blind share, and the
-    runs per cell."""
+def _evidence_line(target: str, info: SystemFacts | None, square: list[RunRecord]) -> Text:
+    """"local: a VM (kvm) ..." and, indented, its kernel and preemption model, each probe's
+    independence and blind share, and the runs per cell."""
     from jitterlab.report.sections.squarewave import imported
 
     _, words = limits.evidence(info) if info else ("", "unknown (no sysinfo stored)")
     if not info and square and all(imported(r) for r in square):
         words = "captures imported from files (no sysinfo of the machine that made them)"
     parts = [f"{target}: {words}"]
+    if info and (info.kernel_release or info.preemption):  # what a real-time engineer asks first
+        parts.append(f"kernel {info.kernel_release or '?'} ({preemption_words(info.preemption)})")
     for probe in sorted({subject_of(r) for r in square}):
         mine = [r for r in square if subject_of(r) == probe]
         if not observer(probe).independent:
@@ -142,7 +145,7 @@ def envelope_table(runs: list[RunRecord]) -> Table:
     return table
 
 
-def reading(runs: list[RunRecord], infos: dict[str, dict], results: str = "results") -> list[str]:
+def reading(runs: list[RunRecord], infos: dict[str, SystemFacts], results: str = "results") -> list[str]:
     """What the table means when it is mostly "none", and what to do next (`results`: the store
     as the commands it suggests name it)."""
     rules = rules_of(runs)

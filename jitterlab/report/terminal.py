@@ -14,6 +14,7 @@ from rich.text import Text
 from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, watched_program_pin
 from jitterlab.campaign import cells
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import Cell, RunRecord, Warning_
 from jitterlab.model.units import cpu_list
 from jitterlab.report.console import SafeConsole
@@ -278,18 +279,20 @@ def _shown_key(key: str) -> str:
     return key.removesuffix("_kb") if key in ("mem_total_kb", "mem_available_kb") else key
 
 
-def sysinfo_table(sysinfo: dict) -> Table:
-    """The target's sysinfo as the run saw it, grouped: system, kernel, CPUs, other."""
+def sysinfo_table(facts: SystemFacts) -> Table:
+    """The target's sysinfo as the run saw it, grouped: system, kernel, CPUs, other; each fact under
+    the name it is stored by."""
     table = Table(title="sysinfo", show_header=False)
     table.add_column("group")
     table.add_column("key")
     table.add_column("value", overflow="fold")
+    stored = facts.as_json()
     listed = {k for keys in SYSINFO_GROUPS.values() for k in keys}
-    groups = [*SYSINFO_GROUPS.items(), ("other", tuple(sorted(k for k in sysinfo if k not in listed)))]
+    groups = [*SYSINFO_GROUPS.items(), ("other", tuple(sorted(k for k in stored if k not in listed)))]
     for group, keys in groups:
         first = True
         for key in keys:
-            value = sysinfo.get(key)
+            value = stored.get(key)
             if value in (None, "", []):
                 continue
             table.add_row(group if first else "", _shown_key(key), Text(sysinfo_text(key, value)))
@@ -306,7 +309,7 @@ def metric_order(name: str) -> str:
     return re.sub(r"(?<![a-z])p(\d{2,})(?=_|$)", pct, name)
 
 
-def run_detail(run: RunRecord, warnings: list, sysinfo: dict) -> list:
+def run_detail(run: RunRecord, warnings: list, sysinfo: SystemFacts | None) -> list:
     """Renderables describing one run completely."""
     head = Table.grid(padding=(0, 2))
     for key, value in (

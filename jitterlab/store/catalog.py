@@ -16,14 +16,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from jitterlab import __version__
+from jitterlab.model.campaigns import CampaignEntry, StoredCampaign
 from jitterlab.model.errors import RuntimeProblem, UserError
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.model.series import Series
 from jitterlab.store.backends import open_backend
-from jitterlab.store.damage import RowDamaged, StoreDamaged, json_object, whole
+from jitterlab.store.damage import RowDamaged, StoreDamaged, whole
 from jitterlab.store.files import RunFiles
 from jitterlab.store.locks import CampaignLock
-from jitterlab.store.rows import read_labels, read_metric, read_run
+from jitterlab.store.rows import read_labels, read_metric, read_run, read_sysinfo
 from jitterlab.store.schema import RUN_COLUMNS, SCHEMA_VERSION, columns
 
 __all__ = ["SCHEMA_VERSION", "RunExists", "RunRecord", "Store"]
@@ -133,8 +135,8 @@ class Store:
                 return int(row[0])
             return self._insert_campaign(name, fingerprint, source_path, source, labels)
 
-    def campaign(self, campaign_id: int) -> dict:
-        """Every field of one campaign (labels decoded)."""
+    def campaign(self, campaign_id: int) -> StoredCampaign:
+        """Every field of one campaign."""
         keys = ("id", "name", "fingerprint", "source_path", "source", "labels_json", "created_ns",
                 "jitterlab_version")
         with self._read():
@@ -145,7 +147,7 @@ class Store:
             found = dict(zip(keys, row, strict=True))
             found["labels"] = read_labels(found.pop("labels_json"), f"campaign #{campaign_id}")
             whole(found["created_ns"], f"campaign #{campaign_id}", "created_ns")
-        return found
+        return StoredCampaign(**found)
 
     def find_campaign(self, name: str, fingerprint: str, created_ns: int) -> int | None:
         """The id of the campaign that is this one (pushed from another store), if any."""
@@ -155,9 +157,11 @@ class Store:
                 (name, fingerprint, created_ns)).fetchone()
         return int(row[0]) if row else None
 
-    def latest_campaign(self, name: str | None = None, fingerprint: str | None = None) -> dict | None:
-        """The latest campaign (of this name; with this fingerprint: its settings and labels)."""
-        query = "SELECT id, name, fingerprint, source_path, created_ns FROM campaigns"
+    def latest_campaign(self, name: str | None = None,
+                        fingerprint: str | None = None) -> StoredCampaign | None:
+        """The campaign created last (of this name; with this fingerprint: its settings and labels),
+        None when there is none."""
+        query = "SELECT id FROM campaigns"
         args: tuple = ()
         if name is not None:
             query += " WHERE name = ?"
@@ -167,11 +171,9 @@ class Store:
                 args = (name, fingerprint)
         with self._read():
             row = self._db.execute(query + " ORDER BY id DESC LIMIT 1", args).fetchone()
-        if row is None:
-            return None
-        return dict(zip(("id", "name", "fingerprint", "source_path", "created_ns"), row, strict=True))
+        return None if row is None else self.campaign(int(row[0]))
 
-    def campaigns(self, damaged: dict[int, str] | None = None) -> list[dict]:
+    def campaigns(self, damaged: dict[int, str] | None = None) -> list[CampaignEntry]:
         """Every campaign, oldest first. `damaged`: a campaign whose row does not read is left out
         and put there (id -> why) instead of refusing the store (push, check)."""
         found = []
@@ -189,20 +191,22 @@ class Store:
                         raise
                     damaged[r[0]] = exc.detail
                     continue
-                found.append({"id": r[0], "name": r[1], "created_ns": r[2], "n_runs": r[3], "labels": labels})
+                found.append(CampaignEntry(r[0], r[1], r[2], r[3], labels))
         return found
 
-    def add_sysinfo(self, campaign_id: int, target: str, info: dict) -> int:
+    def add_sysinfo(self, campaign_id: int, target: str, info: SystemFacts) -> int:
         with self._tx():
             return self._db.insert(
                 "INSERT INTO sysinfo (campaign_id, target, taken_ns, json) VALUES (?, ?, ?, ?)",
-                (campaign_id, target, time.time_ns(), json.dumps(info, sort_keys=True, default=str)),
+                (campaign_id, target, time.time_ns(),
+                 json.dumps(info.as_json(), sort_keys=True, default=str)),
             )
 
-    def sysinfo(self, sysinfo_id: int) -> dict:
+    def sysinfo(self, sysinfo_id: int) -> SystemFacts | None:
+        """The facts of one snapshot, None when there is no such row."""
         with self._read():
             row = self._db.execute("SELECT json FROM sysinfo WHERE id = ?", (sysinfo_id,)).fetchone()
-            return json_object(row[0], f"sysinfo #{sysinfo_id}", "json") if row else {}
+            return read_sysinfo(row[0], sysinfo_id) if row else None
 
     def add_warnings(
         self, campaign_id: int, warnings: Iterable[Warning_], *, target: str | None = None
@@ -356,7 +360,7 @@ class Store:
                     run.benchmark,
                     run.load,
                     json.dumps(dict(run.cell.params)),  # in the benchmark's key order
-                    json.dumps(run.settings, sort_keys=True),
+                    json.dumps(run.settings.as_json(), sort_keys=True),
                     json.dumps(run.labels, sort_keys=True),
                     run.status,
                     run.error,

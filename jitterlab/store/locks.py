@@ -61,8 +61,8 @@ class CampaignLock:
 
 def _holder(fd: int) -> str:
     try:
-        info = json.loads(os.pread(fd, 4096, 0) or b"{}")
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(int(info["since_ns"]) / 1e9))
-        return f"pid {int(info['pid'])} on {info['host']} since {since}"
+        written = json.loads(os.pread(fd, 4096, 0) or b"{}")  # the holder's pid, host and since_ns
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(int(written["since_ns"]) / 1e9))
+        return f"pid {int(written['pid'])} on {written['host']} since {since}"
     except (OSError, ValueError, KeyError, TypeError):
         return "another jitterlab (it has not written its name yet)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from jitterlab.model.errors import RuntimeProblem, UserError
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import RunRecord
 from jitterlab.store.catalog import Store
 from jitterlab.store.damage import StoreDamaged
@@ -35,20 +36,20 @@ def push(source: Store, dest: Store) -> Pushed:
     done = Pushed()
     unread: dict[int, str] = {}  # campaign id -> why its row does not read
     for summary in source.campaigns(damaged=unread):
-        camp = source.campaign(summary["id"])
-        dest_id = dest.find_campaign(camp["name"], camp["fingerprint"], camp["created_ns"])
+        camp = source.campaign(summary.id)
+        dest_id = dest.find_campaign(camp.name, camp.fingerprint, camp.created_ns)
         if dest_id is None:
-            dest_id = dest.new_campaign(
-                camp["name"], camp["fingerprint"], camp["source_path"], camp["source"], camp["labels"],
-                created_ns=camp["created_ns"], version=camp["jitterlab_version"])
-            for target, w in source.target_warnings(camp["id"]):  # the targets' own, once
+            dest_id = dest.new_campaign(camp.name, camp.fingerprint, camp.source_path, camp.source,
+                                        dict(camp.labels), created_ns=camp.created_ns,
+                                        version=camp.jitterlab_version)
+            for target, w in source.target_warnings(camp.id):  # the targets' own, once
                 dest.add_warnings(dest_id, [w], target=target)
             done.campaigns += 1
         have = set(dest.run_ids(dest_id).values())
         sysinfo_ids: dict[int, int] = {}
-        warnings = source.warnings(camp["id"])
+        warnings = source.warnings(camp.id)
         unread_runs: dict[str, str] = {}
-        for run in source.runs(camp["id"], damaged=unread_runs):
+        for run in source.runs(camp.id, damaged=unread_runs):
             if run.id in have:
                 done.skipped += 1
                 continue
@@ -76,10 +77,10 @@ def push(source: Store, dest: Store) -> Pushed:
     return done
 
 
-def _sysinfo(source: Store, sysinfo_id: int) -> dict:
-    """The sysinfo a run was measured under; Damaged when its row does not read."""
+def _sysinfo(source: Store, sysinfo_id: int) -> SystemFacts:
+    """The sysinfo a run was measured under ({} when its row is gone); Damaged when it does not read."""
     try:
-        return source.sysinfo(sysinfo_id)
+        return source.sysinfo(sysinfo_id) or SystemFacts.from_json({})
     except StoreDamaged as exc:
         if exc.row is None:
             raise

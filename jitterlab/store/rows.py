@@ -1,19 +1,23 @@
 """A store's rows read back into records, checked against what the schema says they hold: a JSON
 object where it keeps JSON, label values that are text, cell values of the kinds a matrix key takes
 (the keys the schema makes columns of each of its column's type, and in the cell whenever its
-cell_key names them), settings
-in ns (`*_ns`) that are whole numbers, whole numbers and numbers where its columns are INTEGER and
-REAL (SQLite keeps whatever it is given). Anything else is a RowDamaged naming the row and the
-column."""
+cell_key names them), settings and system facts of their fields' types (model/stored.py: whole
+numbers for `*_ns`, ...), whole numbers and numbers where its columns are INTEGER and REAL (SQLite
+keeps whatever it is given). Anything else is a RowDamaged naming the row and the column."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from jitterlab.model import reading
-from jitterlab.model.records import Cell, Metric, RunRecord
+from jitterlab.model.facts import SystemFacts
+from jitterlab.model.records import Cell, Metric, RunRecord, StoredSettings
+from jitterlab.model.stored import Stored, Unreadable
 from jitterlab.store.damage import RowDamaged, json_object, number, whole
 
 # the cell keys schema.RUNS makes generated columns of, with the type of their column
 COLUMN_KEYS = {"impl": str, "period": int, "probe": str, "pin": str}
+R = TypeVar("R", bound=Stored)
 
 
 def read_run(row: dict, metrics: dict, attachments: dict) -> RunRecord:
@@ -22,7 +26,8 @@ def read_run(row: dict, metrics: dict, attachments: dict) -> RunRecord:
     benchmark = row.pop("benchmark")
     params = _cell(json_object(row.pop("cell_json"), whose, "cell_json"), row["cell_key"], whose)
     cell = Cell(row.pop("target"), benchmark, row.pop("load"), tuple(params.items()))
-    row["settings"] = _settings(json_object(row.pop("params_json"), whose, "params_json"), whose)
+    row["settings"] = _typed(StoredSettings, json_object(row.pop("params_json"), whose, "params_json"), whose,
+                             "params_json")
     row["labels"] = read_labels(row.pop("labels_json"), whose)
     whole(row["repetition"], whose, "repetition")
     whole(row["started_ns"], whose, "started_ns")
@@ -68,8 +73,15 @@ def _cell(found: dict, cell_key: str, whose: str) -> dict:
     return found
 
 
-def _settings(found: dict, whose: str) -> dict:
-    for key, value in found.items():
-        if key.endswith("_ns") and not (value is None or type(value) is int):
-            raise RowDamaged(whose, f"params_json's {key} is {value!r:.40}, not a whole number of ns")
-    return found
+def read_sysinfo(text: object, sysinfo_id: int) -> SystemFacts:
+    """A sysinfo row's facts (from the JSON an older jitterlab wrote, too)."""
+    whose = f"sysinfo #{sysinfo_id}"
+    return _typed(SystemFacts, json_object(text, whose, "json"), whose, "json")
+
+
+def _typed(record: type[R], found: dict, whose: str, column: str) -> R:
+    """The record of a JSON column's object; RowDamaged naming the key whose value is not of its type."""
+    try:
+        return record.from_json(found)
+    except Unreadable as exc:
+        raise RowDamaged(whose, f"{column}'s {exc}") from None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.arch import of_uname
 from jitterlab.model.errors import TargetLost
+from jitterlab.model.facts import SystemFacts, UnitFacts
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
 from jitterlab.system import sysinfo, tuning
@@ -47,7 +48,7 @@ def _missing(target: Target, tools: list[str]) -> list[str]:
                          "if the board is only slow, raise alive_timeout in its [[target]]") from None
 
 
-def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
+def examine(target: Target, needs: Needs) -> tuple[SystemFacts, list[Finding]]:
     """The snapshot and the findings, tools first (`needs`: the tools to look for)."""
     info = sysinfo.snapshot(target)
     cross = has(target, CrossBuilt)
@@ -78,23 +79,23 @@ def examine(target: Target, needs: Needs) -> tuple[dict, list[Finding]]:
         else:
             findings.append(Finding(name, warning.message, warning.remedy))
 
-    rt = info.get("rt_permission")
+    rt = info.rt_permission
     topic("RT permission", "SCHED_FIFO permitted" if rt else "unknown (no chrt: apt install util-linux)",
           sysinfo.check_rt_permission(info))  # fmt: skip
-    governors = sorted({c.get("governor") or "-" for c in info.get("cpus") or []})
+    governors = sorted({c.governor or "-" for c in info.cpus or ()})
     topic("CPU governor", "/".join(governors) if governors != ["-"] and governors else "no cpufreq (fixed)",
           sysinfo.check_governor(info))  # fmt: skip
-    iso = info.get("isolcpus")
+    iso = info.isolcpus
     topic("isolcpus", cpu_list(iso) if iso else "none", sysinfo.check_isolated_cpus(info))
-    topic("clocksource", str(info.get("clocksource")), sysinfo.check_clocksource(info))
-    model = info.get("preemption")
-    if model is None and info.get("kernel_version") and "PREEMPT" not in info["kernel_version"]:
+    topic("clocksource", str(info.clocksource), sysinfo.check_clocksource(info))
+    model = info.preemption
+    if model is None and info.kernel_version and "PREEMPT" not in info.kernel_version:
         model = "none or voluntary"  # uname -v names PREEMPT, PREEMPT_DYNAMIC and PREEMPT_RT kernels
-    findings.append(_preemption(model, info.get("machine"), _booted_by_us(target, info)))
-    runtime = info.get("rt_runtime_us")
+    findings.append(_preemption(model, info.machine, _booted_by_us(target, info)))
+    runtime = info.rt_runtime_us
     topic("RT throttling", "off" if runtime == -1 else "unknown", sysinfo.check_rt_throttling(info))
-    topic("virtualization", str(info.get("virtualization") or "unknown"), sysinfo.check_virtualized(info))
-    loadavg = info.get("loadavg")
+    topic("virtualization", str(info.virtualization or "unknown"), sysinfo.check_virtualized(info))
+    loadavg = info.loadavg
     topic("load average", f"{loadavg[0]:.2f}" if loadavg else "unknown", sysinfo.check_load_average(info))
     for name, state, warning in tuning.topics(info):  # idle states, nohz/rcu, IRQs, SMT, THP, SMI, memory
         topic(name, state, warning)
@@ -137,16 +138,16 @@ def _preemption(model: str | None, uname_m: str | None = None, booted: str | Non
     return Finding("preemption", f"{model}: a task waits for the kernel to reach a preemption point", fix)
 
 
-def _booted_by_us(target: Target, info: dict) -> str | None:
+def _booted_by_us(target: Target, info: SystemFacts) -> str | None:
     """'in [[target]] "NAME"' for a VM jitterlab boots (its kernel, command line and root are options
     of its [[target]]), else None."""
-    return f'in [[target]] "{target.name}"' if info.get("vm_machine") else None
+    return f'in [[target]] "{target.name}"' if info.vm is not None and info.vm.machine else None
 
 
-def _install(target: Target, info: dict, packages: list[str]) -> str:
+def _install(target: Target, info: SystemFacts, packages: list[str]) -> str:
     """How to get `packages` onto the target: apt on it, or, for a board jitterlab boots with a root of
     its own (read-only, built on the controller), into that root's package list."""
-    if info.get("vm_root") and (booted := _booted_by_us(target, info)) is not None:
+    if _board_root(info) and (booted := _booted_by_us(target, info)) is not None:
         listed = ", ".join(f'"{p}"' for p in packages)
         return f"{booted}: packages = [{listed}] (jitterlab builds the board's root again with them)"
     return f"apt install {' '.join(packages)}"
@@ -156,10 +157,15 @@ def _install(target: Target, info: dict, packages: list[str]) -> str:
 _CROSS_GCC = re.compile(r"^(?P<triplet>[\w.]+-[\w.]+-[\w.]+)-gcc(?P<version>-\d+)?$")
 
 
-def _cross_cc(cross_cc: str, info: dict) -> Finding:
+def _board_root(info: SystemFacts) -> str | None:
+    """The board's own root image a VM jitterlab booted runs, if it does."""
+    return info.vm.root if info.vm is not None else None
+
+
+def _cross_cc(cross_cc: str, info: SystemFacts) -> Finding:
     word = cross_cc.split()[0]
     if shutil.which(word) is not None:
-        whose = "the board's" if info.get("vm_root") else "the target's"
+        whose = "the board's" if _board_root(info) else "the target's"
         return Finding("cross cc", f"{word} on the controller builds {whose} programs")
     m = _CROSS_GCC.match(word)
     fix = (f"apt install gcc{m['version'] or ''}-{m['triplet']}" if m else
@@ -167,28 +173,29 @@ def _cross_cc(cross_cc: str, info: dict) -> Finding:
     return Finding("cross cc", f"{word} is not installed here", fix)
 
 
-def _unit(unit: CommandsUnit, info: dict) -> list[Finding]:
+def _unit(unit: CommandsUnit, info: SystemFacts) -> list[Finding]:
     """The real-time unit beside the target: its firmware, built here (the toolchain), and what the
     unit needs there (a remoteproc core, a writable firmware directory, its tty), without loading it."""
     out = []
-    what = f"{info.get('unit_profile')} ({info.get('unit_kind')})"
-    if info.get("unit_firmware_error"):
-        out.append(Finding("unit firmware", f"{what}: does not build here", str(info["unit_firmware_error"])))
-    elif info.get("unit_firmware_sha256"):
+    facts = info.unit or UnitFacts()
+    what = f"{facts.profile} ({facts.kind})"
+    if facts.firmware_error:
+        out.append(Finding("unit firmware", f"{what}: does not build here", facts.firmware_error))
+    elif facts.firmware_sha256:
         out.append(Finding("unit firmware", f"{what}: built here with arm-none-eabi-gcc, "
-                           f"{info.get('unit_flash_bytes')} B flash, {info.get('unit_ram_bytes')} B RAM, "
-                           f"sha256 {str(info['unit_firmware_sha256'])[:12]}"))
+                           f"{facts.flash_bytes} B flash, {facts.ram_bytes} B RAM, "
+                           f"sha256 {facts.firmware_sha256[:12]}"))
     else:
-        out.append(Finding("unit firmware", f"{what}: {info.get('unit_firmware', 'not built by jitterlab')}"))
+        out.append(Finding("unit firmware", f"{what}: {facts.firmware or 'not built by jitterlab'}"))
     return out + [Finding(topic, state, fix) for topic, state, fix in unit.unit_checks()]
 
 
-def describe(info: dict) -> str:
+def describe(info: SystemFacts) -> str:
     parts = [
-        info.get("os_name") or "?",
-        f"kernel {info.get('kernel_release') or '?'} ({info.get('machine') or '?'})",
-        f"{info.get('n_cpus') or '?'} CPUs",
+        info.os_name or "?",
+        f"kernel {info.kernel_release or '?'} ({info.machine or '?'})",
+        f"{info.n_cpus or '?'} CPUs",
     ]
-    if info.get("virtualization") not in (None, "none"):
-        parts.append(f"virtualized ({info['virtualization']})")
+    if info.virtualization not in (None, "none"):
+        parts.append(f"virtualized ({info.virtualization})")
     return ", ".join(parts)

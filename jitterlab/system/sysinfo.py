@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from jitterlab.model.arch import host_uname, of_uname
 from jitterlab.model.errors import TargetLost
+from jitterlab.model.facts import CpuFreq, Runtime, SystemFacts, ThrottleRecord, UnitFacts, VmFacts
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import cpu_list
 from jitterlab.system import tuning
@@ -68,7 +70,7 @@ for t in bash python3 node cc; do
 done
 """ + tuning.SCRIPT + "exit 0\n"
 
-def snapshot(target: Target) -> dict:
+def snapshot(target: Target) -> SystemFacts:
     """Describe the target; a value that cannot be read is None, never an exception. A target that
     does not answer within its command timeout (which follows a slow target's alive_timeout) is
     lost: TargetLost with the reason, which the campaign records for its runs."""
@@ -83,58 +85,55 @@ def snapshot(target: Target) -> dict:
     info = parse(done.stdout)
     vm = has(target, VirtualMachine)
     if vm is not None:  # a VM jitterlab booted: "kvm" or "tcg" (emulation), and its boot's wall time
-        info["vm_accel"] = vm.vm_accel
-        info["vm_host_machine"] = host_uname()  # the controller's `uname -m`: it runs the VM
-        info["vm_boot_s"] = vm.boot_s
-        info.update(vm.vm_facts())
-        if info.get("virtualization") in (None, "none"):  # an emulated SoC board cannot tell: we can
-            info["virtualization"] = "qemu"
+        # the controller's `uname -m`: it runs the VM
+        facts = {"vm_accel": vm.vm_accel, "vm_host_machine": host_uname(), "vm_boot_s": vm.boot_s}
+        info = replace(info, vm=VmFacts.from_json({**facts, **vm.vm_facts()}))
+        if info.virtualization in (None, "none"):  # an emulated SoC board cannot tell: we can
+            info = replace(info, virtualization="qemu")
     unit = has(target, CommandsUnit)
     if unit is not None:  # a real-time unit beside it: what it is, its firmware's hash and sizes
-        info.update(unit.unit_facts())
+        info = replace(info, unit=UnitFacts.from_json(unit.unit_facts()))
     return info
 
 
-def parse(text: str) -> dict:
-    """Turn the script's tagged output into the snapshot dict."""
+def parse(text: str) -> SystemFacts:
+    """Turn the script's tagged output into the snapshot."""
     sec = _sections(text)
     machine = sec.get("machine")
-    cpuinfo = _cpuinfo(sec.get("cpuinfo"))
-    cpus = _cpufreq(sec.get("cpufreq"), cpuinfo["mhz"])
+    n_listed, model, mhz = _cpuinfo(sec.get("cpuinfo"))
+    cpus = _cpufreq(sec.get("cpufreq"), mhz)
     online = _cpulist(sec.get("online"))
-    return {
-        "kernel_release": sec.get("kernel_release"),
-        "kernel_version": sec.get("kernel_version"),
-        "machine": machine,
-        "preemption": _preemption(sec),
-        "cmdline": sec.get("cmdline"),
-        "cpu_model": cpuinfo["model"],
-        "n_cpus": cpuinfo["n"]
-        or (len(cpus) if cpus else None)
-        or (len(online) if online else None),
-        "cpus_online": online,
-        "cpus": cpus,
-        "isolcpus": _cpulist(sec.get("isolated")),
-        "nohz_full": _cpulist(sec.get("nohz_full")),
-        "rt_runtime_us": _int(sec.get("rt_runtime_us")),
-        "rt_period_us": _int(sec.get("rt_period_us")),
-        "clocksource": sec.get("clocksource"),
-        "clocksources_available": sec["clocksources"].split() if sec.get("clocksources") else None,
-        "loadavg": _floats(sec.get("loadavg"), 3),
-        "uptime_s": (_floats(sec.get("uptime"), 1) or [None])[0],
-        "hostname": sec.get("hostname"),
-        "os_name": _os_name(sec.get("os_release")),
-        "virtualization": _virtualization(sec, machine),
-        "container": sec.get("container"),
-        "user_id": _int(sec.get("user_id")),  # who jitterlab is there: 0 may lift RT throttling
-        "rt_permission": None if sec.get("rt_permission") is None else sec["rt_permission"] == "0",
-        "runtimes": _runtimes(sec.get("runtimes")),
+    return SystemFacts(
+        kernel_release=sec.get("kernel_release"),
+        kernel_version=sec.get("kernel_version"),
+        machine=machine,
+        preemption=_preemption(sec),
+        cmdline=sec.get("cmdline"),
+        cpu_model=model,
+        n_cpus=n_listed or (len(cpus) if cpus else None) or (len(online) if online else None),
+        cpus_online=online,
+        cpus=cpus,
+        isolcpus=_cpulist(sec.get("isolated")),
+        nohz_full=_cpulist(sec.get("nohz_full")),
+        rt_runtime_us=_int(sec.get("rt_runtime_us")),
+        rt_period_us=_int(sec.get("rt_period_us")),
+        clocksource=sec.get("clocksource"),
+        clocksources_available=tuple(sec["clocksources"].split()) if sec.get("clocksources") else None,
+        loadavg=_floats(sec.get("loadavg"), 3),
+        uptime_s=(_floats(sec.get("uptime"), 1) or [None])[0],
+        hostname=sec.get("hostname"),
+        os_name=_os_name(sec.get("os_release")),
+        virtualization=_virtualization(sec, machine),
+        container=sec.get("container"),
+        user_id=_int(sec.get("user_id")),  # who jitterlab is there: 0 may lift RT throttling
+        rt_permission=None if sec.get("rt_permission") is None else sec["rt_permission"] == "0",
+        runtimes=_runtimes(sec.get("runtimes")),
         **tuning.parse(sec),  # idle states, SMT, THP, IRQs, memory, BogoMIPS, ...
-    }
+    )
 
 
-def _runtimes(text: str | None) -> dict[str, dict[str, str]] | None:
-    """What runs the impls' programs: name -> {"path", "version"} (the first line of `--version`).
+def _runtimes(text: str | None) -> dict[str, Runtime] | None:
+    """What runs the impls' programs, by name: its path and the first line of its `--version`.
 
     The path tells a distribution's interpreter from a wrapper (a pyenv shim starts ~20x slower),
     the version what changed between two images. Names the target lacks are left out.
@@ -144,7 +143,7 @@ def _runtimes(text: str | None) -> dict[str, dict[str, str]] | None:
         name, _, rest = line.partition("\t")
         path, _, version = rest.partition("\t")
         if name and path.startswith("/"):
-            out[name] = {"path": path, "version": version.strip()}
+            out[name] = Runtime(path=path, version=version.strip())
     return out or None
 
 
@@ -175,19 +174,19 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def _floats(text: str | None, n: int) -> list[float] | None:
+def _floats(text: str | None, n: int) -> tuple[float, ...] | None:
     try:
-        return [float(x) for x in text.split()[:n]] if text else None
+        return tuple(float(x) for x in text.split()[:n]) if text else None
     except ValueError:
         return None
 
 
-def _cpulist(text: str | None) -> list[int] | None:
-    """Parse "0-3,8" into [0, 1, 2, 3, 8]; "" and "(null)" (an empty set) into []."""
+def _cpulist(text: str | None) -> tuple[int, ...] | None:
+    """Parse "0-3,8" into (0, 1, 2, 3, 8); "" and "(null)" (an empty set) into ()."""
     if text is None:
         return None
     if text in ("", "(null)"):
-        return []
+        return ()
     cpus: list[int] = []
     try:
         for part in text.strip().split(","):
@@ -195,10 +194,11 @@ def _cpulist(text: str | None) -> list[int] | None:
             cpus.extend(range(int(lo), int(hi or lo) + 1))
     except ValueError:
         return None
-    return cpus
+    return tuple(cpus)
 
 
-def _cpuinfo(text: str | None) -> dict:
+def _cpuinfo(text: str | None) -> tuple[int | None, str | None, list[float | None]]:
+    """/proc/cpuinfo's CPUs counted, their model and each one's MHz."""
     n, model, mhz, extra = 0, None, [], {}
     for line in (text or "").splitlines():
         key, _, value = (s.strip() for s in line.partition(":"))
@@ -214,10 +214,10 @@ def _cpuinfo(text: str | None) -> dict:
         model = extra.get("Model") or extra.get("Hardware")
         if model is None and "CPU part" in extra:
             model = f"implementer {extra.get('CPU implementer')} part {extra['CPU part']}"
-    return {"n": n or None, "model": model, "mhz": mhz}
+    return n or None, model, mhz
 
 
-def _cpufreq(text: str | None, cpuinfo_mhz: list) -> list[dict] | None:
+def _cpufreq(text: str | None, cpuinfo_mhz: list) -> tuple[CpuFreq, ...] | None:
     """Per CPU: governor and current frequency (cpufreq, else /proc/cpuinfo's MHz)."""
     rows = []
     for line in (text or "").splitlines():
@@ -228,8 +228,8 @@ def _cpufreq(text: str | None, cpuinfo_mhz: list) -> list[dict] | None:
         cur = int(khz) / 1000 if khz.isdigit() else None
         if cur is None and cpu < len(cpuinfo_mhz):
             cur = cpuinfo_mhz[cpu]
-        rows.append({"cpu": cpu, "governor": None if gov == "-" else gov, "cur_mhz": cur})
-    return sorted(rows, key=lambda r: r["cpu"]) or None
+        rows.append(CpuFreq(cpu=cpu, governor=None if gov == "-" else gov, cur_mhz=cur))
+    return tuple(sorted(rows, key=lambda r: r.cpu or 0)) or None
 
 
 def _preemption(sec: dict) -> str | None:
@@ -282,7 +282,7 @@ def _virtualization(sec: dict, machine: str | None) -> str | None:
     if sec.get("virt"):
         return "none"
     arch = of_uname(machine)
-    if arch is not None and arch.kernel_arch == "x86" and "cpuinfo" in sec:
+    if arch is not None and arch.cpuinfo_hypervisor and "cpuinfo" in sec:  # its guests would say so
         return "none"
     return None
 
@@ -290,40 +290,41 @@ def _virtualization(sec: dict, machine: str | None) -> str | None:
 # --- checks: each returns a Warning_ or None -------------------------------------------------
 
 
-def check_governor(info: dict) -> Warning_ | None:
-    slow = [c for c in info.get("cpus") or [] if c.get("governor") not in (None, "performance")]
+def check_governor(info: SystemFacts) -> Warning_ | None:
+    slow = [c for c in info.cpus or () if c.governor not in (None, "performance")]
     if not slow:
         return None
-    governors = sorted({c["governor"] for c in slow})
+    governors = sorted({str(c.governor) for c in slow})
     return Warning_(
         f"CPU frequency governor is {'/'.join(governors)} on CPUs "
-        f"{cpu_list([c['cpu'] for c in slow])}: the clock speed changes during the measurement",
+        f"{cpu_list([c.cpu for c in slow if c.cpu is not None])}: the clock speed changes during the "
+        "measurement",
         "cpupower frequency-set -g performance",
     )
 
 
-def check_rt_throttling(info: dict) -> Warning_ | None:
+def check_rt_throttling(info: SystemFacts) -> Warning_ | None:
     """RT throttling on, with the remedy that fits: where the probes run and who jitterlab is there.
 
-    `info["rt_throttling"]`, once a campaign planned it (preflight) or tried it (the runner):
+    `info.rt_throttling`, once a campaign planned it (preflight) or tried it (the runner):
     `needed` (a probe busy-polls on the target), `setting` ("lift" or "keep"), and `why` nothing
     was lifted. Without it (doctor), the remedy covers every probe."""
-    runtime, period = info.get("rt_runtime_us"), info.get("rt_period_us")
+    runtime, period = info.rt_runtime_us, info.rt_period_us
     if runtime is None or runtime == -1:
         return None
     lost = f"{100 * (1 - runtime / period):.0f}%" if period else "part"
-    plan = info.get("rt_throttling") or {}
-    root = info.get("user_id") == 0
-    container = info.get("container") not in (None, "", "none")  # jitterlab cannot lift it from inside
+    plan = info.rt_throttling or ThrottleRecord()
+    root = info.user_id == 0
+    container = info.in_container  # jitterlab cannot lift it from inside
     by_hand = "sysctl -w kernel.sched_rt_runtime_us=-1"
     if container:
-        by_hand = (f"inside a container ({info['container']}) the setting belongs to its host: "
+        by_hand = (f"inside a container ({info.container}) the setting belongs to its host: "
                    f"there, {by_hand}")
     elif not root:
         by_hand += " (as root)"
     message = (f"RT throttling is active (sched_rt_runtime_us={runtime}, sched_rt_period_us={period}): "
                f"a busy real-time task loses {lost} of each period")
-    if plan.get("needed") is False:
+    if plan.needed is False:
         # the probes run on the controller or an instrument, or are the program's own log: the
         # throttling blinds none of them, so nothing is lifted, whoever jitterlab is
         return Warning_(
@@ -334,11 +335,11 @@ def check_rt_throttling(info: dict) -> Warning_ | None:
     message += " (a busy-polling probe is blind then)"
     if container:
         remedy = by_hand
-    elif plan.get("setting") == "keep":
+    elif plan.setting == "keep":
         remedy = ('campaign.rt_throttling = "lift" lifts it for the runs and puts it back'
                   + ("" if root else ", when jitterlab runs as root there") + f"; or {by_hand}")
-    elif root and plan.get("why"):  # jitterlab tried, and not for want of being root
-        remedy = f"jitterlab could not lift it ({plan['why']}): {by_hand}"
+    elif root and plan.why:  # jitterlab tried, and not for want of being root
+        remedy = f"jitterlab could not lift it ({plan.why}): {by_hand}"
     elif root:
         remedy = ("jitterlab lifts it for the runs of a probe that busy-polls on the target "
                   '(campaign.rt_throttling = "lift", the default) and puts it back')
@@ -348,8 +349,8 @@ def check_rt_throttling(info: dict) -> Warning_ | None:
     return Warning_(message, remedy)
 
 
-def check_rt_permission(info: dict) -> Warning_ | None:
-    if info.get("rt_permission") is not False:
+def check_rt_permission(info: SystemFacts) -> Warning_ | None:
+    if info.rt_permission is not False:
         return None
     return Warning_(
         "processes cannot get SCHED_FIFO (chrt -f 1 true failed): real-time impls run as "
@@ -359,8 +360,8 @@ def check_rt_permission(info: dict) -> Warning_ | None:
     )
 
 
-def check_virtualized(info: dict) -> Warning_ | None:
-    virt = info.get("virtualization")
+def check_virtualized(info: SystemFacts) -> Warning_ | None:
+    virt = info.virtualization
     if virt in (None, "none"):
         return None
     return Warning_(
@@ -369,27 +370,27 @@ def check_virtualized(info: dict) -> Warning_ | None:
     )
 
 
-def check_vm_accel(info: dict) -> Warning_ | None:
-    if info.get("vm_accel") != "tcg":
+def check_vm_accel(info: SystemFacts) -> Warning_ | None:
+    if not info.emulated:
         return None
-    guest, host = info.get("machine"), info.get("vm_host_machine")
-    if guest and host and tuning.is_arm({"machine": guest}) != tuning.is_arm({"machine": host}):
+    guest, host = info.machine, info.vm.host_machine if info.vm else None
+    guest_arch, host_arch = of_uname(guest), of_uname(host)
+    if guest and host and guest != host and not (
+            guest_arch is not None and host_arch is not None and host_arch.runs_under_kvm(guest_arch)):
         # KVM runs a guest of the host's own architecture only: an ARM board on x86 is always emulated
         remedy = (f"KVM cannot run an {guest} board on this {host} controller: for timing, measure on the "
                   "real board (an ssh target); keep this one for what works")
-    elif tuning.is_arm({"machine": host}):
-        remedy = ('boot it with accel = "kvm" on an ARM machine whose /dev/kvm exists, or measure on the '
-                  "real board")
-    else:
-        remedy = ('boot it with accel = "kvm" on a machine whose CPU has vmx/svm and the kvm_intel/kvm_amd '
-                  "module loaded, or measure on real hardware")
+    elif info.kvm_needs is not None:
+        remedy = f'boot it with accel = "kvm" on {info.kvm_needs}, or measure on real hardware'
+    else:  # what KVM needs there is not known here: no other architecture's advice
+        remedy = "for timing, measure on real hardware; keep this one for what works"
     return Warning_(
         "the target is a VM under TCG emulation (no KVM): its results are functional evidence, never "
         "timing evidence", remedy)
 
 
-def check_isolated_cpus(info: dict) -> Warning_ | None:
-    if info.get("isolcpus") != [] or (info.get("n_cpus") or 0) < 2:
+def check_isolated_cpus(info: SystemFacts) -> Warning_ | None:
+    if info.isolcpus != () or (info.n_cpus or 0) < 2:
         return None
     return Warning_(
         "no CPUs are isolated: the benchmark shares its CPU with every other task and interrupt",
@@ -397,16 +398,16 @@ def check_isolated_cpus(info: dict) -> Warning_ | None:
     )
 
 
-def check_clocksource(info: dict) -> Warning_ | None:
-    arch = of_uname(info.get("machine"))
+def check_clocksource(info: SystemFacts) -> Warning_ | None:
+    arch = info.arch
     good = arch.clocksource if arch is not None else None
-    current = info.get("clocksource")
+    current = info.clocksource
     if good is None or current is None or current == good:
         return None
-    if good in (info.get("clocksources_available") or []):
+    if good in (info.clocksources_available or ()):
         remedy = f"echo {good} > /sys/devices/system/clocksource/clocksource0/current_clocksource"
-    elif str(info.get("machine")).startswith("arm") and current != "jiffies":
-        return None  # a 32-bit ARM core without the architected timer (Cortex-A9): its SoC's timer it is
+    elif arch is not None and arch.soc_timer and current != "jiffies":
+        return None  # a core without the architected timer (ARM's Cortex-A9): its SoC's timer it is
     else:
         remedy = f"boot with clocksource={good} if the hardware has a stable {good}"
     return Warning_(
@@ -415,9 +416,9 @@ def check_clocksource(info: dict) -> Warning_ | None:
     )
 
 
-def check_load_average(info: dict) -> Warning_ | None:
-    loadavg = info.get("loadavg")
-    n_cpus = info.get("n_cpus") or 1
+def check_load_average(info: SystemFacts) -> Warning_ | None:
+    loadavg = info.loadavg
+    n_cpus = info.n_cpus or 1
     if not loadavg or loadavg[0] <= 0.5 * n_cpus:
         return None
     return Warning_(
@@ -426,7 +427,7 @@ def check_load_average(info: dict) -> Warning_ | None:
     )
 
 
-CHECKS: tuple[Callable[[dict], Warning_ | None], ...] = (
+CHECKS: tuple[Callable[[SystemFacts], Warning_ | None], ...] = (
     check_governor,
     check_rt_throttling,
     check_rt_permission,
@@ -439,8 +440,6 @@ CHECKS: tuple[Callable[[dict], Warning_ | None], ...] = (
 )
 
 
-def checks(info: dict) -> list[Warning_]:
+def checks(info: SystemFacts) -> list[Warning_]:
     """Everything in a snapshot that may spoil a measurement, each with a remedy."""
     return [w for check in CHECKS if (w := check(info)) is not None]
-
-

@@ -9,6 +9,7 @@ import pytest
 from jitterlab.analysis import trend as trends
 from jitterlab.campaign.cells import names
 from jitterlab.cli.main import main
+from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric
@@ -17,7 +18,7 @@ from jitterlab.store.catalog import Store
 
 trend = partial(trends.trend, subject_of=subject_of)  # a run's own figures: its observer's (its traits)
 
-CAMPAIGNS = {1: {"name": "a", "created_ns": 2 * 86_400 * 10**9}, 2: {"name": "a", "created_ns": 1}}
+CAMPAIGNS = {1: CampaignEntry(1, "a", 2 * 86_400 * 10**9, 0, {}), 2: CampaignEntry(2, "a", 1, 0, {})}
 
 
 def runs():

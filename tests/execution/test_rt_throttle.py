@@ -13,6 +13,7 @@ import pytest
 from jitterlab import plugins
 from jitterlab.execution import rt_throttle
 from jitterlab.model.errors import RunFailed
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.registry import Entry
 from jitterlab.store.catalog import Store
 from jitterlab.system import sysinfo
@@ -73,8 +74,8 @@ def machine(tmp_path, monkeypatch):
     monkeypatch.setattr(fake, "OPENED", [])
     plan = fakes.register(monkeypatch)
     monkeypatch.setattr(fakes.FakeBenchmark, "needs_probe_cpu", lambda self, cell: True, raising=False)
-    monkeypatch.setattr(sysinfo, "snapshot", lambda target: {
-        "n_cpus": 2, "rt_runtime_us": DEFAULT_US, "rt_period_us": 1_000_000, "container": "none"})
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: SystemFacts.given(
+        n_cpus=2, rt_runtime_us=DEFAULT_US, rt_period_us=1_000_000, container="none"))
     sysctl = Sysctl(tmp_path, monkeypatch)
 
     def open_answering(name, options, where=None):
@@ -105,12 +106,12 @@ def test_lifted_for_the_runs_recorded_in_each_and_put_back(tmp_path, machine):
     assert sysctl.writes == ["-1", str(DEFAULT_US)] and sysctl.value == DEFAULT_US
     assert _records(tmp_path) == []
     for r in _stored(tmp_path):
-        assert r.settings["rt_throttling"] == {
+        assert r.settings.as_json()["rt_throttling"] == {
             "setting": "lift", "changed": True, "sched_rt_runtime_us_before": DEFAULT_US,
             "sched_rt_runtime_us_during": -1, "restored_to": DEFAULT_US}
     store = Store(tmp_path / "results", create=False)
     info = store.sysinfo(_stored(tmp_path)[0].sysinfo_id)
-    assert info["rt_runtime_us"] == -1 and info["rt_throttling"]["changed"] is True
+    assert info.rt_runtime_us == -1 and info.rt_throttling.changed is True
     warnings = [w.message for _, w in store.warnings(_stored(tmp_path)[0].campaign_id)]
     assert warnings and not any("RT throttling is active" in m for m in warnings)
 
@@ -165,7 +166,7 @@ def test_a_killed_jitterlab_is_put_back_by_the_next_campaign(tmp_path, machine):
     assert run(path) == 0
     assert sysctl.value == DEFAULT_US and _records(tmp_path) == []
     [r] = _stored(tmp_path)
-    assert r.settings["rt_throttling"] == {
+    assert r.settings.as_json()["rt_throttling"] == {
         "setting": "keep", "changed": False, "sched_rt_runtime_us_before": DEFAULT_US,
         "sched_rt_runtime_us_during": DEFAULT_US, "why": 'campaign.rt_throttling = "keep"'}
 
@@ -173,7 +174,8 @@ def test_a_killed_jitterlab_is_put_back_by_the_next_campaign(tmp_path, machine):
 def test_where_it_may_not_be_written_nothing_changes_and_the_runs_say_why(tmp_path, machine, monkeypatch):
     _, sysctl = machine
     if os.geteuid() == 0:  # root may write a read-only file: a container stands for "may not"
-        monkeypatch.setattr(sysinfo, "snapshot", lambda target: {"n_cpus": 2, "container": "docker"})
+        inside = SystemFacts.given(n_cpus=2, container="docker")
+        monkeypatch.setattr(sysinfo, "snapshot", lambda target: inside)
         why = "a container (docker): the kernel's setting belongs to its host"
     else:
         sysctl.path.chmod(0o444)
@@ -181,13 +183,13 @@ def test_where_it_may_not_be_written_nothing_changes_and_the_runs_say_why(tmp_pa
     assert run(campaign(tmp_path, reps=1)) == 0
     assert sysctl.writes == [] and sysctl.value == DEFAULT_US and _records(tmp_path) == []
     [r] = _stored(tmp_path)
-    assert r.settings["rt_throttling"]["changed"] is False and r.settings["rt_throttling"]["why"] == why
+    assert r.settings.rt_throttling.changed is False and r.settings.rt_throttling.why == why
 
 
 def test_two_jitterlabs_share_the_original_and_the_last_puts_it_back(tmp_path, monkeypatch):
     sysctl = Sysctl(tmp_path, monkeypatch)
     target = answering(FakeTarget("t", str(tmp_path / "t")), sysctl)
-    first = rt_throttle.lift(target, "lift", needed=True, info={})
+    first = rt_throttle.lift(target, "lift", needed=True, info=SystemFacts.given())
     # a second jitterlab on the same machine, still running, started after the first had lifted it
     other = _live_owner()
     (sysctl.records / other).write_text(f"{DEFAULT_US}\n")
@@ -199,9 +201,8 @@ def test_two_jitterlabs_share_the_original_and_the_last_puts_it_back(tmp_path, m
 
 
 def _as(monkeypatch, user_id: int) -> None:
-    monkeypatch.setattr(sysinfo, "snapshot", lambda target: {
-        "n_cpus": 2, "rt_runtime_us": DEFAULT_US, "rt_period_us": 1_000_000, "container": "none",
-        "user_id": user_id})
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: SystemFacts.given(
+        n_cpus=2, rt_runtime_us=DEFAULT_US, rt_period_us=1_000_000, container="none", user_id=user_id))
 
 
 def _throttling_warnings(tmp_path: Path, printed: str) -> tuple[list, list[str]]:
@@ -224,7 +225,7 @@ def test_a_probe_outside_the_target_lifts_nothing_and_the_remedy_says_so(tmp_pat
     assert stored.remedy.startswith("nothing to do for the probes") and "root" not in stored.remedy
     assert "no probe of these runs polls on the target" in printed and "run jitterlab as root" not in printed
     info = Store(tmp_path / "results", create=False).sysinfo(_stored(tmp_path)[0].sysinfo_id)
-    assert info["rt_throttling"]["needed"] is False and info["user_id"] == 0
+    assert info.rt_throttling.needed is False and info.user_id == 0
 
 
 def test_a_probe_polling_on_the_target_as_root_is_told_it_will_be_lifted_then_is(tmp_path, machine,
@@ -249,8 +250,8 @@ def test_a_probe_polling_on_the_target_without_root_is_told_to_run_as_root(tmp_p
     [stored], [printed] = _throttling_warnings(tmp_path, capsys.readouterr().out)
     assert stored.remedy.startswith("run jitterlab as root") and "run jitterlab as root" in printed
     [r] = _stored(tmp_path)
-    assert r.settings["rt_throttling"]["why"] == (f"{sysctl.path} is not writable here (run jitterlab as "
-                                                  "root to lift it)")
+    why = f"{sysctl.path} is not writable here (run jitterlab as root to lift it)"
+    assert r.settings.rt_throttling.why == why
 
 
 def test_root_that_may_not_write_it_is_not_told_to_be_root(tmp_path, machine, monkeypatch):
@@ -278,7 +279,7 @@ def test_a_second_jitterlab_takes_the_original_from_the_first(tmp_path, monkeypa
     first = sysctl.records / _live_owner()
     first.write_text(f"{DEFAULT_US}\n")
     target = answering(FakeTarget("t", str(tmp_path / "t")), sysctl)
-    second = rt_throttle.lift(target, "lift", needed=True, info={})
+    second = rt_throttle.lift(target, "lift", needed=True, info=SystemFacts.given())
     assert second.changed and second.before_us == -1 and second.original_us == DEFAULT_US
     first.unlink()  # the first one ended meanwhile (and left the value to the last one out)
     assert second.restore() is None

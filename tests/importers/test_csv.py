@@ -53,7 +53,7 @@ def test_a_lost_edge_in_an_edge_list_is_warned_and_counted(tmp_path):
     # the warning is stored with the run
     store = Store(tmp_path / "r")
     try:
-        [(run_id, stored)] = store.warnings(store.latest_campaign("import")["id"])
+        [(run_id, stored)] = store.warnings(store.latest_campaign("import").id)
         assert "lines 200-201" in stored.message and run_id
     finally:
         store.close()

@@ -43,7 +43,7 @@ def test_a_1ps_capture_keeps_its_sub_ns_resolution(tmp_path):
     assert got["max_early"] == 32_768_532 / 250_000_000
     assert got["p9999_rel_period_error"] == 32_768_532 / 250_000_000
     assert got["warmup_ns"] == 500_000.0
-    assert run.settings["time_resolution"] == "1 ps"
+    assert run.settings.imported.time_resolution == "1 ps"
 
 
 def test_coarse_timescales_are_whole_ns(tmp_path):

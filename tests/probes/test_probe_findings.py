@@ -11,12 +11,13 @@ import pytest
 
 from jitterlab.cli.commands import doctor
 from jitterlab.measure.squarewave.probes import sigrok, visa
+from jitterlab.model.facts import SystemFacts
 
 
 def _findings(monkeypatch, n_cpus: int, analyzers: list[str], resources: list[str]) -> dict[str, str]:
     monkeypatch.setattr(sigrok, "scan_devices", lambda controller: analyzers)
     monkeypatch.setattr(visa, "resources", lambda: resources)
-    found = doctor.probe_findings({"n_cpus": n_cpus})
+    found = doctor.probe_findings(SystemFacts(n_cpus=n_cpus))
     assert all(f.fix is None and f.informational for f in found), "no instrument is nothing to fix"
     return {f.topic: f.state for f in found}
 
@@ -43,6 +44,6 @@ def test_probes_usable_with_instruments_and_without(monkeypatch):
 def test_without_sigrok_cli_the_fix_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(visa, "resources", lambda: [])
-    states = {f.topic: f.state for f in doctor.probe_findings({"n_cpus": 2})}
+    states = {f.topic: f.state for f in doctor.probe_findings(SystemFacts(n_cpus=2))}
     assert states["logic analyzers"] == ("sigrok-cli is not installed here (apt install sigrok-cli to use "
                                          "an analyzer)")

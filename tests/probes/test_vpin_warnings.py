@@ -12,6 +12,7 @@ from jitterlab.cli.main import main
 from jitterlab.execution.runner import throttling_of
 from jitterlab.measure.context import Throttling
 from jitterlab.measure.squarewave.probes.vpin import OWN_CPU, _observer_warnings
+from jitterlab.model.facts import SystemFacts
 from tests.execution import fakes
 
 THROTTLED = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
@@ -20,7 +21,7 @@ BLIND = {"sched": "fifo", "blind_ns": 80_000_000}  # 8 % of a 1 s run
 
 def remedy(info) -> str:
     """The remedy for a run whose target's sysinfo is `info`, as the runner hands it over."""
-    [warning] = _observer_warnings(BLIND, 1_000_000_000, throttling_of(info))
+    [warning] = _observer_warnings(BLIND, 1_000_000_000, throttling_of(SystemFacts.from_json(info)))
     assert warning.message.startswith("the vpin probe was blind 8.0% of the run")
     return warning.remedy
 

@@ -9,6 +9,7 @@ import pytest
 from jitterlab.analysis.latency import histogram_metrics
 from jitterlab.analysis.squarewave import squarewave_metrics
 from jitterlab.analysis.synthetic import square_wave
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import EdgeSeries, Samples, blind_series
@@ -30,7 +31,7 @@ def build_store(root, *, images=("1.10", "1.11"), failed=True) -> Store:
     store = Store(root)
     for k, image in enumerate(images):
         cid = store.new_campaign(f"board-{image}", "fp", "c.toml", "", {"image": image})
-        sid = store.add_sysinfo(cid, "board", SYSINFO)
+        sid = store.add_sysinfo(cid, "board", SystemFacts.from_json(SYSINFO))
         store.add_warnings(cid, [Warning_("governor is ondemand on CPU 0",
                                           "cpupower frequency-set -g performance")], target="board")
         seed = 0
@@ -95,7 +96,7 @@ def build_latency_store(root) -> Store:
     """cyclictest at priority 95 and 50, 2 runs each: maxima 40.2 ms and 184 µs, overflow 4 and 5."""
     store = Store(root)
     cid = store.new_campaign("rt-latency", "fp", "c.toml", "", {})
-    sid = store.add_sysinfo(cid, "local", LATENCY_SYSINFO)
+    sid = store.add_sysinfo(cid, "local", SystemFacts.from_json(LATENCY_SYSINFO))
     store.add_warnings(cid, [Warning_("the target is virtualized (kvm)", "measure on bare metal")],
                        target="local")
     for priority in (95, 50):

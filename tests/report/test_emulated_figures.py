@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
 from jitterlab.report import limits
@@ -55,7 +56,8 @@ def test_a_figure_of_several_targets_names_the_emulated_ones():
 
 
 def test_emulated_is_decided_once_for_terminal_summary_and_figures():
-    infos = {1: {**EMULATED}, 2: {"virtualization": "kvm", "vm_accel": "kvm"}, 3: {}}
+    stored = {1: {**EMULATED}, 2: {"virtualization": "kvm", "vm_accel": "kvm"}, 3: {}}
+    infos = {sid: SystemFacts.from_json(json) for sid, json in stored.items()}
     runs = [run_record(squarewave_cell("c-fifo", MS, target=t), id=t, cell_key=t, sysinfo_id=sid)
             for t, sid in (("board", 1), ("vm", 2), ("pi4", 3))]
     assert limits.emulated_targets(runs, infos.__getitem__) == {"board"}

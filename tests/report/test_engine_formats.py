@@ -20,6 +20,7 @@ from jitterlab import plugins
 from jitterlab.analysis.compare import Selector, compare
 from jitterlab.campaign.cells import names
 from jitterlab.cli.main import main
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric
 from jitterlab.report import export as ex
@@ -46,8 +47,8 @@ def small_store(root: Path) -> Store:
     unproven) and a cyclictest cell with a failed run."""
     store = Store(root)
     cid = store.new_campaign("gate", "fp", "c.toml", "", {})
-    sid = store.add_sysinfo(cid, "board", {"hostname": "board", "kernel_release": "6.1.0-rt",
-                                           "machine": "aarch64", "cpu_model": "Cortex-A53"})
+    sid = store.add_sysinfo(cid, "board", SystemFacts.from_json({
+        "hostname": "board", "kernel_release": "6.1.0-rt", "machine": "aarch64", "cpu_model": "Cortex-A53"}))
 
     def wave(impl, rep, value, *, bound=None, status="ok", error=None):
         metrics = [] if status != "ok" else [

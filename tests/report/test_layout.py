@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitterlab.cli.main import main
+from jitterlab.model.facts import SystemFacts
 from jitterlab.report.layout import command_spans, commands_in, wrap
 from jitterlab.report.terminal import console, run_detail
 
@@ -79,8 +80,8 @@ def test_views_at_80_and_200_columns_break_no_word_value_or_command(columns, rep
         shown = cli(capsys, monkeypatch, argv, columns)
         check_nothing_broken(piped, shown, columns)
     run = next(r for r in report_store.runs() if r.status == "ok")
-    detail = run_detail(run, [], {"hostname": "board", "mem_available_kb": 23_963_604,
-                                  "cmdline": "quiet isolcpus=3 " + "x" * 150})
+    detail = run_detail(run, [], SystemFacts.given(hostname="board", mem_available_kb=23_963_604,
+                                                   cmdline="quiet isolcpus=3 " + "x" * 150))
     check_nothing_broken(rendered(detail, None), rendered(detail, columns), columns)
 
 

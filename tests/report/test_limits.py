@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from jitterlab.model.records import Cell, Metric, RunRecord
-from jitterlab.report.limits import _rt_throttling
+from jitterlab.model.facts import SystemFacts
+from jitterlab.model.records import Cell, Metric, RunRecord, StoredSettings
+from jitterlab.report import limits
 
 THROTTLED = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
 
 
+def _rt_throttling(target: str, stored: dict, runs: list[RunRecord]):
+    """The limit read from a sysinfo stored with these keys."""
+    return limits._rt_throttling(target, SystemFacts.from_json(stored), runs)
+
+
 def run(probe: str, blind_ns: float, duration_ns: int = 1_000_000_000) -> RunRecord:
     cell = Cell("board", "squarewave", "idle", (("impl", "c-fifo"), ("probe", probe)))
-    return RunRecord(f"r-{probe}", 1, cell, 0, {"duration_ns": duration_ns}, {}, "ok", None, 0, 1.0, None,
-                     None, 1, {(probe, "blind_time_ns"): Metric("blind_time_ns", blind_ns, "ns", probe)})
+    return RunRecord(f"r-{probe}", 1, cell, 0, StoredSettings(duration_ns=duration_ns), {}, "ok", None, 0,
+                     1.0, None, None, 1,
+                     {(probe, "blind_time_ns"): Metric("blind_time_ns", blind_ns, "ns", probe)})
 
 
 def test_a_probe_polling_on_the_target_is_blind_while_throttled():

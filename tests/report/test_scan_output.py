@@ -13,6 +13,7 @@ import pytest
 from rich.table import Table
 
 from jitterlab.cli.main import main
+from jitterlab.model.facts import SystemFacts
 from jitterlab.report.terminal import console, run_detail, runs_table, summary_tables
 from jitterlab.report.warning_list import WarningList
 
@@ -112,7 +113,7 @@ def test_terminal_output_has_no_raw_data_scientific_notation_or_metric_names_for
     found: list[str] = []
     for store in stores:
         runs = store.runs()
-        campaign = store.campaigns()[-1]["name"]
+        campaign = store.campaigns()[-1].name
         parts = [runs_table(runs), *summary_tables(runs, campaign)]
         for text, where in ((piped(*parts), "piped summary"), (in_terminal(*parts), "terminal summary")):
             found += problems(text, f"{store.root.name} {where}")
@@ -123,7 +124,7 @@ def test_terminal_output_has_no_raw_data_scientific_notation_or_metric_names_for
             text = cell.plain if hasattr(cell, "plain") else str(cell)
             found += [f"headline {text!r} names {n}" for n in named_by_metric(text, names)]
         one = runs[0]
-        for info in (TUNED_SYSINFO, store.sysinfo(one.sysinfo_id)):  # what `show RUN_ID` prints
+        for info in (SystemFacts.from_json(TUNED_SYSINFO), store.sysinfo(one.sysinfo_id)):  # `show RUN_ID`
             detail = run_detail(one, store.warnings(one.campaign_id, one.id), info)
             found += problems(piped(*detail) + in_terminal(*detail), f"show {one.id}")
         assert main(["show", "--results", str(store.root)]) == 0
@@ -137,7 +138,7 @@ def test_terminal_output_has_no_raw_data_scientific_notation_or_metric_names_for
 
 
 def test_show_run_prints_irqs_idle_states_and_siblings_in_words():
-    text = piped(*run_detail(_one_run(), [], TUNED_SYSINFO))
+    text = piped(*run_detail(_one_run(), [], SystemFacts.from_json(TUNED_SYSINFO)))
     line = {key: next(ln for ln in text.splitlines() if f" {key} " in f" {ln} ")
             for key in ("irqs", "cpuidle_states", "thread_siblings", "bogomips", "mem_total")}
     assert "CPU 0: 24 eth0" in line["irqs"] and "CPU 0-1: 25 mmc0" in line["irqs"]

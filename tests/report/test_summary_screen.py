@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from jitterlab.analysis.compare import Comparison, Row, Selector
 from jitterlab.cli.main import main
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.fakes import run_record, squarewave_cell
 from jitterlab.model.records import Metric
 from jitterlab.report import verdicts
@@ -28,7 +31,7 @@ def build(root, sysinfo=VM, labels=({"machine": "a"},)) -> Store:
     store = Store(root)
     for k, label in enumerate(labels):
         cid = store.new_campaign("bench", f"fp{k}", "bench.toml", "", label)
-        sid = store.add_sysinfo(cid, "board", sysinfo)
+        sid = store.add_sysinfo(cid, "board", SystemFacts.from_json(sysinfo))
         n = 0
         for impl, periods in ERRORS.items():
             for period_ns, (worst, p99) in periods.items():
@@ -88,6 +91,20 @@ every run (1 not ok) and its warnings: jitterlab show --results r; figures: jitt
 def test_the_screen_of_a_campaign_on_a_vm(tmp_path):
     store = build(tmp_path / "r")
     assert text(screen(store.runs(), "bench", Screen("r", store.sysinfo))) == SCREEN_ON_A_VM.splitlines()
+
+
+@pytest.mark.parametrize("kernel, said", [
+    ({"kernel_release": "6.12.43+deb13-rt-amd64", "preemption": "rt"},
+     "kernel 6.12.43+deb13-rt-amd64 (PREEMPT_RT)"),
+    ({"kernel_release": "6.1.0-18-amd64", "preemption": "dynamic:voluntary"},
+     "kernel 6.1.0-18-amd64 (PREEMPT_DYNAMIC, preempt=voluntary)"),
+    ({"kernel_release": "5.10.0-armmp", "preemption": None},
+     "kernel 5.10.0-armmp (preemption model unknown)"),
+])
+def test_each_targets_kernel_and_its_preemption_model_are_said_under_its_evidence(tmp_path, kernel, said):
+    store = build(tmp_path / "r", sysinfo={**VM, **kernel})
+    lines = text(screen(store.runs(), "bench", Screen("r", store.sysinfo)))
+    assert lines[1].startswith("board: a VM (kvm)") and lines[2] == f"  {said}"
 
 
 def test_bare_metal_tuned_has_no_limits_and_an_emulated_cpu_says_its_figures_are_no_timing(tmp_path):
@@ -166,7 +183,8 @@ def test_summary_refuses_half_a_comparison(tmp_path, capsys):
 def test_rt_throttling_inside_a_container_is_fixed_on_its_host():
     from jitterlab.report.limits import _rt_throttling
 
-    info = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
-    assert _rt_throttling("b", {**info, "container": "docker"}, []).fix.startswith(
+    throttled = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
+    inside, outside = (SystemFacts.from_json({**throttled, "container": c}) for c in ("docker", "none"))
+    assert _rt_throttling("b", inside, []).fix.startswith(
         "on the host of this container (docker): sysctl -w kernel.sched_rt_runtime_us=-1")
-    assert _rt_throttling("b", {**info, "container": "none"}, []).fix.startswith("sysctl -w")
+    assert _rt_throttling("b", outside, []).fix.startswith("sysctl -w")

@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 
+from jitterlab.model.campaigns import StoredCampaign
 from jitterlab.model.errors import UserError
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric, RunRecord, Warning_
@@ -65,11 +66,16 @@ def test_recommit_replaces_only_the_run_it_names(tmp_path):
 
 def test_latest_campaign_by_name(tmp_path):
     store = Store(tmp_path)
-    first = store.new_campaign("a", "fp", "a.toml", "", {})
+    first = store.new_campaign("a", "fp", "a.toml", "[campaign]", {"image": "A"})
     store.new_campaign("b", "fp", "b.toml", "", {})
-    assert store.latest_campaign("a")["id"] == first
-    assert store.latest_campaign()["name"] == "b"
-    assert store.latest_campaign("zzz") is None
+    later = store.new_campaign("a", "fp2", "a.toml", "", {})
+    assert store.latest_campaign("a").id == later
+    assert store.latest_campaign("a", "fp") == StoredCampaign(
+        first, "a", "fp", "a.toml", "[campaign]", {"image": "A"}, store.campaign(first).created_ns,
+        store.campaign(first).jitterlab_version)
+    assert store.latest_campaign().name == "a" and store.latest_campaign("zzz") is None
+    assert [(c.id, c.name, c.n_runs, c.labels) for c in store.campaigns()] == [
+        (first, "a", 0, {"image": "A"}), (first + 1, "b", 0, {}), (later, "a", 0, {})]
 
 
 def test_persistent_across_reopen(tmp_path):
@@ -170,7 +176,7 @@ def test_schema_1_store_is_migrated_in_place(tmp_path):
     # schema 3: the cell is a record of its own, built from the old columns or params_json["cell"]
     assert old.cell == squarewave_cell("c-fifo", 1_000_000, target="local") and old.cell_key == "k"
     assert old2.cell == cell("udp-echo", {"size": 64, "policy": "fifo"}, target="local")
-    assert old2.settings == {"duration_ns": 5}
+    assert old2.settings.as_json() == {"duration_ns": 5}
     assert old.metrics[("vpin", "max_rel_period_error")].direction == ""  # left to the name table
     # schema 4: a metric keeps how it is read; one stored before declares nothing (read by its name)
     stored = old.metrics[("vpin", "max_rel_period_error")]

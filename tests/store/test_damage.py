@@ -13,6 +13,7 @@ import pytest
 
 from jitterlab.analysis.synthetic import square_wave
 from jitterlab.cli.main import main
+from jitterlab.model.facts import SystemFacts
 from jitterlab.store.catalog import Store
 from jitterlab.store.damage import StoreDamaged, remedy
 
@@ -31,7 +32,7 @@ def sound(tmp_path_factory) -> Path:
         assert main(["import", "edges", str(capture), "--period", "1ms", "--results", str(root / "r"),
                      "--label", f"image={image}"]) == 0
     store = Store(root / "r")
-    sysinfo_id = store.add_sysinfo(1, "local", {"kernel_release": "6.1"})
+    sysinfo_id = store.add_sysinfo(1, "local", SystemFacts.given(kernel_release="6.1"))
     store.close()
     _sql(root / "r", f"UPDATE runs SET sysinfo_id = {sysinfo_id}")
     return root / "r"
@@ -97,6 +98,10 @@ ROWS = {  # damage -> (statement, what the line says, which part)
                          "(char 1))", "sysinfo"),
     "sysinfo null": ("UPDATE sysinfo SET json = 'null'", "sysinfo #1: json is null, not a JSON object",
                      "sysinfo"),
+    "sysinfo value": ("UPDATE sysinfo SET json = '{\"n_cpus\": \"two\"}'",
+                      "sysinfo #1: json's n_cpus is 'two', not a whole number", "sysinfo"),
+    "sysinfo nested value": ("UPDATE sysinfo SET json = '{\"cpus\": [{\"cpu\": 0, \"cur_mhz\": \"fast\"}]}'",
+                             "sysinfo #1: json's cpus[0].cur_mhz is 'fast', not a number", "sysinfo"),
     "run cell": (f"UPDATE runs SET cell_json = 'x' WHERE id = '{RUN}'",
                  f"run {RUN}: cell_json is not JSON (Expecting value: line 1 column 1 (char 0))", "runs"),
     "run labels": (f"UPDATE runs SET labels_json = '\"a\"' WHERE id = '{RUN}'",
@@ -117,6 +122,8 @@ ROWS = {  # damage -> (statement, what the line says, which part)
                             f"run {RUN}: cell_json lacks period, which its cell_key names", "runs"),
     "settings in ns": (f"UPDATE runs SET params_json = json_set(params_json, '$.warmup_ns', 'x'){ONE}",
                        f"run {RUN}: params_json's warmup_ns is 'x', not a whole number of ns", "runs"),
+    "settings record": (f"UPDATE runs SET params_json = json_set(params_json, '$.rt_throttling', 'x'){ONE}",
+                        f"run {RUN}: params_json's rt_throttling is 'x', not an object", "runs"),
     "run campaign_id": (f"UPDATE runs SET campaign_id = 7{ONE}",
                         f"run {RUN}: campaign_id 7 names no campaign", "orphan"),
     "run started_ns": (f"UPDATE runs SET started_ns = 1e300 WHERE id = '{RUN}'",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jitterlab.model.errors import UserError
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.fakes import cell, run_record, squarewave_cell
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import EdgeSeries
@@ -64,13 +65,14 @@ def test_commit_read_back_and_resume_bookkeeping(store):
     store.commit_run(run.__class__(**{**run.__dict__, "raw_path": raw_path, "raw_sha256": sha}),
                      [Warning_("blind 3%", "isolate a CPU")])
     [back] = store.runs(cid)
-    assert back.cell == run.cell and back.labels == {"image": "1.10"} and back.settings == {"duration_ns": 1}
+    assert back.cell == run.cell and back.labels == {"image": "1.10"}
+    assert back.settings.as_json() == {"duration_ns": 1}
     assert back.metric("max_rel_period_error", "vpin") == 0.02 and back.metric("n_periods", "vpin") == 1e9 + 1
     assert back.metrics[("vpin", "max_rel_period_error")].direction == "lower"
     assert store.committed(cid) == {("k", 0): "ok"}
     assert [w.message for _, w in store.warnings(cid, "r1")] == ["blind 3%"]
     assert read_raw(store.root / back.raw_path, back.raw_sha256)["vpin"].t_ns.tolist() == [1, 2, 3]
-    assert store.latest_campaign("c")["id"] == cid and [c["n_runs"] for c in store.campaigns()] == [1]
+    assert store.latest_campaign("c").id == cid and [c.n_runs for c in store.campaigns()] == [1]
     assert store.runs(run_id="r")[0].id == "r1"
 
 
@@ -127,7 +129,7 @@ def test_push_copies_everything_once_and_verifies_raw_files(tmp_path, pg_url):
     local = Store(tmp_path / "local")
     cid = local.new_campaign("offline", "fp", "c.toml", "src", {"board": "bbb"})
     local.add_warnings(cid, [Warning_("no isolcpus", "isolate")], target="local")
-    sid = local.add_sysinfo(cid, "local", {"kernel_release": "6.1"})
+    sid = local.add_sysinfo(cid, "local", SystemFacts.given(kernel_release="6.1"))
     for i in range(3):
         raw, sha = local.write_series(f"r{i}", {"self": EdgeSeries([i, i + 1], [1, 0])})
         run = record(cid, f"r{i}", rep=i)
@@ -141,15 +143,15 @@ def test_push_copies_everything_once_and_verifies_raw_files(tmp_path, pg_url):
     assert (first.campaigns, first.runs, first.skipped) == (1, 3, 0)
     assert (again.campaigns, again.runs, again.skipped) == (0, 0, 3)
     [camp] = shared.campaigns()
-    runs = shared.runs(camp["id"])
-    assert [r.id for r in runs] == ["r0", "r1", "r2"] and camp["labels"] == {"board": "bbb"}
+    runs = shared.runs(camp.id)
+    assert [r.id for r in runs] == ["r0", "r1", "r2"] and camp.labels == {"board": "bbb"}
     for r in runs:
         assert r.raw_path == f"raw/{r.raw_sha256[:2]}/{r.raw_sha256}.parquet"  # named by content
         assert read_raw(shared.root / r.raw_path, r.raw_sha256)["self"].t_ns.tolist() == [r.repetition,
                                                                                          r.repetition + 1]
-        assert shared.sysinfo(r.sysinfo_id) == {"kernel_release": "6.1"}
+        assert shared.sysinfo(r.sysinfo_id).as_json() == {"kernel_release": "6.1"}
         assert (shared.root / r.attachments["log"]).read_bytes() == b"x"
-    assert [t for t, _ in shared.target_warnings(camp["id"])] == ["local"]
+    assert [t for t, _ in shared.target_warnings(camp.id)] == ["local"]
     # a raw file damaged after its run is refused, and nothing of that run is pushed
     cid2 = local.new_campaign("later", "fp", "c.toml", "", {})
     raw, sha = local.write_series("bad", {"self": EdgeSeries([7, 9], [1, 0])})

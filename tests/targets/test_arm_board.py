@@ -98,7 +98,7 @@ def test_the_outside_probe_sees_the_programs_wave_edge_for_edge(results):
 
 
 def test_the_board_is_recorded_as_an_emulated_arm_board_with_its_own_root(results):
-    infos = [results.sysinfo(r.sysinfo_id) for r in results.runs()]
+    infos = [results.sysinfo(r.sysinfo_id).as_json() for r in results.runs()]
     for info in infos:
         assert info["vm_accel"] == "tcg" and info["virtualization"] == "qemu"
         assert info["vm_machine"] == "virt-arm64" and info["vm_machine_cmdline"] == "iomem=relaxed"

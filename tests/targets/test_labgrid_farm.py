@@ -154,7 +154,7 @@ def test_each_image_is_written_powered_watched_and_measured_through_the_place(fa
     store = Store(results, create=False)
     [run] = store.runs()
     assert run.status == "ok" and run.labels["image"] == "A", run.error
-    info = store.sysinfo(run.sysinfo_id)
+    info = store.sysinfo(run.sysinfo_id).as_json()  # as stored
     assert info["image"] == str(images["A"]) and info["machine"] == "aarch64"
     assert info["console_boot_s"] > 0  # the boot prompt was read through the exported serial port
     # the power switch was driven through the exported NetworkPowerPort

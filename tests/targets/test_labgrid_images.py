@@ -75,7 +75,7 @@ def test_each_image_is_flashed_booted_and_measured(sshd, tmp_path, monkeypatch):
     store = Store(tmp_path / "r", create=False)
     runs = store.runs()
     assert sorted(r.labels["image"] for r in runs) == ["1.10", "1.9"] and {r.status for r in runs} == {"ok"}
-    infos = [store.sysinfo(r.sysinfo_id) for r in runs]
+    infos = [store.sysinfo(r.sysinfo_id).as_json() for r in runs]  # as stored
     assert {Path(i["image"]).name for i in infos} == {"bbb-1.9.img", "bbb-1.10.img"}
     assert all(i["console_boot_s"] >= 0 and len(i["image_sha256"]) == 64 for i in infos)
 

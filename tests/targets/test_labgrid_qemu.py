@@ -98,11 +98,12 @@ def test_each_image_is_flashed_booted_and_measured_on_both_boards(measured, lab)
             assert all("edges" in r.error for r in by[key] if r.status == "unmeasurable")
         else:
             assert statuses == ["ok"] * REPETITIONS, [r.error for r in by[key]]
-        info = store.sysinfo(by[key][0].sysinfo_id)
+        info = store.sysinfo(by[key][0].sysinfo_id).as_json()  # as stored
         assert info["image"] == str(images[key[1]]) and len(info["image_sha256"]) == 64
         assert info["console_boot_s"] > 0 and info["machine"] == "aarch64"
-    hogged = store.sysinfo(by[("board1", "B")][0].sysinfo_id)
-    assert hogged["image_sha256"] != store.sysinfo(by[("board1", "A")][0].sysinfo_id)["image_sha256"]
+    hogged = store.sysinfo(by[("board1", "B")][0].sysinfo_id).as_json()
+    other = store.sysinfo(by[("board1", "A")][0].sysinfo_id).as_json()
+    assert hogged["image_sha256"] != other["image_sha256"]
     failed = by[("board2", "B")]
     assert [r.status for r in failed] == ["failed"] * REPETITIONS
     # the console's last lines say why: jitterlab's init could not mount the image's root

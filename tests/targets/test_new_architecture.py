@@ -2,7 +2,8 @@
 of it (targets/qemu/machines/, with a KernelImage when its kernel comes in a form of its own, and a
 line in machines/registry.py). Nothing else is told, and everything that differs between
 architectures follows: `jitterlab list`, the qemu options, qemu's argv, the kernels, the compilers,
-the kernel modules built here, the board's root, deploy, doctor."""
+the kernel modules built here, the board's root, deploy, doctor, and the tuning checks, which give
+no advice its record does not hold (never x86's)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from jitterlab.cli.main import main
 from jitterlab.execution import deploy
 from jitterlab.model.arch import ARCHES, Arch
 from jitterlab.model.errors import UserError
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.registry import Entry
-from jitterlab.system import doctor, tuning
+from jitterlab.system import doctor, sysinfo, tuning
 from jitterlab.targets.capabilities import CrossBuilt, RecordsGpioOutputs
 from jitterlab.targets.qemu import cross_modules, rootfs
 from jitterlab.targets.qemu.machines.profile import BOARD_ROOT, VIRTIO_PCI, KernelImage, MachineProfile
@@ -25,6 +27,7 @@ from jitterlab.targets.qemu.options import option_help, parse_options
 from jitterlab.targets.qemu.vm import BootSpec, qemu_argv
 from jitterlab.targets.registry import declare, offered_by
 from tests.targets.test_cross_modules import elf_module
+from tests.test_tuning import X86_ADVICE, advice, bare_metal, untuned
 
 # the record (in model/arch.py it would be one more `_add(Arch(...), help)`)
 LOONG64 = Arch(
@@ -106,4 +109,18 @@ def test_modules_roots_deploy_and_doctor_know_it(monkeypatch, tmp_path):
 
     assert deploy.cross_arch("loongarch64-linux-gnu-gcc-14 -O2") == "loong64"
     assert doctor.rt_kernel_hint("loongarch64").startswith("Debian has no PREEMPT_RT kernel package for")
-    assert not tuning.is_arm({"machine": "loongarch64"})
+
+
+def test_its_checks_and_doctor_give_no_other_architectures_advice(monkeypatch):
+    # its record says nothing of idle states, SMT, SMIs or KVM: the checks say nothing of them either
+    stored = untuned("loongarch64")
+    said = advice(monkeypatch, stored) + advice(monkeypatch, bare_metal(stored))
+    assert not [word for word in (*X86_ADVICE, "cpuidle.off", "/online", "ARM") if word in said], said
+    info = SystemFacts.from_json(untuned("loongarch64"))
+    assert info.arch is LOONG64
+    assert tuning.check_cstates(info).remedy.startswith("hold /dev/cpu_dma_latency at 0")
+    assert tuning.check_smt(info).remedy.startswith("isolate whole cores")
+    assert "KVM cannot run an loongarch64 board on this x86_64 controller" in said
+    on_its_own = SystemFacts.from_json(untuned("loongarch64", host="loongarch64"))
+    [tcg] = [w for w in sysinfo.checks(on_its_own) if "TCG" in w.message]
+    assert tcg.remedy == "for timing, measure on real hardware; keep this one for what works"

@@ -71,7 +71,7 @@ def test_a_campaign_runs_in_the_guest_and_says_it_was_emulated(tmp_path, monkeyp
     runs = store.runs()
     assert sorted(r.cell.param("impl") for r in runs) == ["c-file", "python"]
     assert {r.status for r in runs} == {"ok"}
-    info = store.sysinfo(runs[0].sysinfo_id)
+    info = store.sysinfo(runs[0].sysinfo_id).as_json()  # as stored
     assert info["vm_accel"] in ("kvm", "tcg") and info["kernel_release"].startswith("6.")
     assert info["vm_boot_s"] > 0
     out = capsys.readouterr().out

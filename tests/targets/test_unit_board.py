@@ -51,7 +51,7 @@ chatter = "50ms"
     assert main(["run", str(path), "--results", str(results)]) == 0
     store = Store(results, create=False)
     [run] = store.runs()
-    info = store.sysinfo(run.sysinfo_id)
+    info = store.sysinfo(run.sysinfo_id).as_json()  # as stored
     assert (info["vm_accel"], info["vm_machine"], info["unit_kind"], info["unit_tty"]) == (
         "tcg", "virt-arm64", "emulated", "/dev/ttyS0")
     counted, seen = run.metric("counted_edges", "emulator"), run.metric("seen_edges", "emulator")

@@ -77,7 +77,7 @@ period = ["100ms", "10ms"]
     store = Store(results, create=False)
     runs = store.runs()
     assert len(runs) == 4 and all(r.status == "ok" for r in runs), [(r.status, r.error) for r in runs]
-    info = store.sysinfo(runs[0].sysinfo_id)
+    info = store.sysinfo(runs[0].sysinfo_id).as_json()  # as stored
     elf = firmware.build(LM3S6965EVB).path  # the one the runs loaded, from the cache
     assert info["unit_kind"] == "emulated" and info["unit_accel"] == "tcg"
     for run in runs:

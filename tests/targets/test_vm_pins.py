@@ -132,7 +132,7 @@ def test_the_loopback_probe_sees_the_line_the_program_drives(results):
 
 
 def test_the_rt_kernel_is_preempt_rt_and_both_say_how_they_ran(results):
-    infos = {r.target: results.sysinfo(r.sysinfo_id) for r in results.runs()}
+    infos = {r.target: results.sysinfo(r.sysinfo_id).as_json() for r in results.runs()}
     assert "PREEMPT_RT" in infos["rt"]["kernel_version"]
     assert "PREEMPT_RT" not in infos["standard"]["kernel_version"]
     assert all(i["vm_accel"] in ("kvm", "tcg") and i["vm_boot_s"] > 0 for i in infos.values())

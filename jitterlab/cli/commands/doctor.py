@@ -20,6 +20,7 @@ from rich.text import Text
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from jitterlab.cli.paths import path_arg
 from jitterlab.model.errors import TargetLost, UserError
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.params import ParamValue
 from jitterlab.model.records import Cell
 from jitterlab.report.console import SafeConsole
@@ -136,7 +137,7 @@ def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, obje
     )
 
 
-def diagnose(target: Target) -> tuple[dict, list[Finding]]:
+def diagnose(target: Target) -> tuple[SystemFacts, list[Finding]]:
     """The snapshot and every finding: the checks of the target, then the probes usable there."""
     info, findings = examine(target, needed_tools())
     return info, findings + probe_findings(info, target)
@@ -182,7 +183,7 @@ def needed_tools() -> dict[str, tuple[str, set[str]]]:
 
 VIRTUAL_PIN = "vpin"  # the pin every target has, wired to nothing
 
-def probe_findings(info: dict, target: Target | None = None) -> list[Finding]:
+def probe_findings(info: SystemFacts, target: Target | None = None) -> list[Finding]:
     """The probes usable on the target: those that observe its virtual pin (one that needs a CPU of
     its own, with a second CPU); those that watch an emulated board from outside when the target
     offers what they read; an instrument when the controller (this machine) finds it.
@@ -191,7 +192,7 @@ def probe_findings(info: dict, target: Target | None = None) -> list[Finding]:
     from jitterlab.measure.squarewave.probes.base import PROBES
     from jitterlab.targets.local import LocalTarget
 
-    n_cpus = int(info.get("n_cpus") or 1)
+    n_cpus = info.n_cpus or 1
     usable = [name if n_cpus > 1 or not PROBES.get(name, "probe").needs_cpu
               else f"({name} needs a second CPU)" for name in probes_observing(VIRTUAL_PIN)]
     # probes that follow an emulated board's pin from outside it, through what the board offers
@@ -200,12 +201,13 @@ def probe_findings(info: dict, target: Target | None = None) -> list[Finding]:
     if outside:
         pins = sorted({pin for name in outside for pin in pins_offering(PROBES.get(name, "probe").needs)})
         usable.append(f"{', '.join(outside)} (on a board line: pins {', '.join(pins)})")
-    if info.get("unit_kind"):  # a real-time unit's pin: traced by its emulator, or wired to an instrument
+    unit = info.unit.kind if info.unit is not None else None
+    if unit:  # a real-time unit's pin: traced by its emulator, or wired to an instrument
         from jitterlab.measure.squarewave.pins.offers import InstrumentInput, TracedOutput, serves
 
-        form = TracedOutput if info["unit_kind"] == "emulated" else InstrumentInput
+        form = TracedOutput if unit == "emulated" else InstrumentInput
         watching = [e.name for e in PROBES if e.obj.needs and serves(e.obj.needs, (form,))]
-        usable.append(f"{', '.join(watching)} (on the {info['unit_kind']} unit's pin: pin unit)")
+        usable.append(f"{', '.join(watching)} (on the {unit} unit's pin: pin unit)")
     controller = LocalTarget(name="controller")
     try:  # what each probe that reads an instrument finds of them here (its `instruments`)
         found = [(e.name, i) for e in PROBES if (i := e.obj.instruments(controller)) is not None]

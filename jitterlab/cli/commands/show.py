@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             for part in run_detail(
                 one,
                 store.warnings(one.campaign_id, one.id),
-                store.sysinfo(one.sysinfo_id) if one.sysinfo_id else {},
+                store.sysinfo(one.sysinfo_id) if one.sysinfo_id else None,
             ):
                 out.print(part)
             return EXIT_OK
@@ -75,12 +75,12 @@ def run(args: argparse.Namespace) -> int:
         [name] = shown.names
         runs = shown.runs
         out.print(runs_table(runs))
-        latest = shown.campaigns[-1]["id"]
+        latest = shown.campaigns[-1].id
         for table in summary_tables(runs, name, planned=_planned(store, latest)):
             out.print(table)
         if note := emulation_note(runs, store):
             out.print(f"[yellow]note[/]: {escape(note)}")
-        stored = [w for c in shown.campaigns for w in store.warnings(c["id"])]
+        stored = [w for c in shown.campaigns for w in store.warnings(c.id)]
         for part in show_warnings(runs, stored, name):
             out.print(part)
         for line in shown.left_out(f"jitterlab show --results {shlex.quote(shown_spec(args.results))}"):
@@ -98,10 +98,9 @@ def _planned(store, campaign_id: int) -> list | None:
     from jitterlab.campaign.file import parse_campaign
 
     found = store.campaign(campaign_id)
-    if not found["source"]:
+    if not found.source:
         return None
     try:
-        return list(parse_campaign(tomllib.loads(found["source"]), Path(found["source_path"]),
-                                   found["source"]).cells)
+        return list(parse_campaign(tomllib.loads(found.source), Path(found.source_path), found.source).cells)
     except (UserError, tomllib.TOMLDecodeError, OSError, ValueError):
         return None

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Mapping
 
 from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
 from jitterlab.cli.paths import name_arg
+from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
 from jitterlab.store import shown_spec
 
@@ -46,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         latest = store.latest_campaign(args.campaign)
         if latest is None:
-            known = ", ".join(sorted({c["name"] for c in store.campaigns()})) or "none"
+            known = ", ".join(sorted({c.name for c in store.campaigns()})) or "none"
             what = f"--campaign {args.campaign!r}: not" if args.campaign else "no campaign"
             raise UserError(f"{what} in {store.where}; campaigns there: {known}")
         out = console()
-        for part in print_screen(store, latest["name"], shown_spec(args.results), pair):
+        for part in print_screen(store, latest.name, shown_spec(args.results), pair):
             out.print(part)  # in a terminal, folded between words: never inside a command
     finally:
         store.close()
@@ -76,28 +78,28 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     if answered is not None:
         pairs = [p for p in pairs if (str(p[0]), str(p[1])) != (str(answered[0]), str(answered[1]))]
     how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits))
-    found = store.latest_campaign(name) or {}
-    if found.get("fingerprint") == FINGERPRINT:  # captures, not a campaign file: more are imported
+    found = store.latest_campaign(name)
+    if found is not None and found.fingerprint == FINGERPRINT:  # captures: more are imported
         how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "
                          "--period and --label values)")
-    elif found.get("source_path"):
-        how.more_runs = more_runs(found["source_path"], results, pairs, shown.campaigns, runs)
+    elif found is not None and found.source_path:
+        how.more_runs = more_runs(found.source_path, results, pairs, shown.campaigns, runs)
     return screen(runs, name, how)
 
 
-def more_runs(path: str, results: str, pairs: list, campaigns: list[dict], runs: list) -> str:
+def more_runs(path: str, results: str, pairs: list, campaigns: list[CampaignEntry], runs: list) -> str:
     """The command that adds repetitions where a comparison is undecided, as it runs: `--resume`
     goes on with the campaign measured with the same labels, and the campaign file measures one
     group, so the command names the labels of the group to measure: the one with fewer runs (its
     loop adds to it), of two alike the one measured last, else the candidate: --label image=B;
     `{pair}` is left for each comparison's BASELINE..CANDIDATE."""
-    latest = campaigns[-1]["labels"]
-    wanted: list[dict] = []
+    latest = campaigns[-1].labels
+    wanted: list[Mapping[str, str]] = []
     for baseline, candidate in pairs:
         last = baseline if latest.get(baseline.key) == baseline.value else candidate
         ok = {s: sum(r.status == "ok" and s.matches(r) for r in runs) for s in (baseline, candidate)}
         side = min((last, candidate if last is baseline else baseline), key=lambda s: ok[s])
-        mine = [c["labels"] for c in campaigns if c["labels"].get(side.key) == side.value]
+        mine = [c.labels for c in campaigns if c.labels.get(side.key) == side.value]
         # a group told by the cells (impl=x..impl=y) is measured by the campaign measured last
         wanted.append(mine[-1] if mine else latest)
     # comparisons whose groups are measured with different labels each need their own command: the

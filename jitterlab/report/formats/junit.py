@@ -125,7 +125,7 @@ class JunitExporter:
     trend = False
 
     def write(self, data: ExportData, table: str, out: Path | None) -> str | None:
-        names = {c["id"]: c["name"] for c in data.store.campaigns()}
+        names = {c.id: c.name for c in data.store.campaigns()}
         campaigns = ", ".join(dict.fromkeys(str(names.get(r.campaign_id)) for r in data.runs))
         return write_text(cells_xml(cell_checks(data.runs), campaigns), out)
 

@@ -25,6 +25,7 @@ import shutil
 from pathlib import Path
 
 from jitterlab.model.errors import UserError
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import RunRecord
 from jitterlab.report.cell_checks import FAILED, PASSED, envelope_judged, rule_judging
 from jitterlab.report.formats.base import EXPORTERS, no_trend
@@ -66,26 +67,27 @@ def document(data: ExportData, out: Path) -> dict:
     """The KCIDB document for the runs, with file:// URLs of files in `out`."""
     from jitterlab.report.traits import headline_metrics
 
-    infos: dict[int, dict] = {}
+    infos: dict[int, SystemFacts | None] = {}
     checkouts: dict[str, dict] = {}
     builds: dict[str, dict] = {}
     tests = []
     for r in data.runs:
         if r.sysinfo_id is not None and r.sysinfo_id not in infos:
             infos[r.sysinfo_id] = data.store.sysinfo(r.sysinfo_id)
-        info = infos.get(r.sysinfo_id, {}) if r.sysinfo_id is not None else {}
-        release = str(info.get("kernel_release") or "unknown")
+        info = (infos.get(r.sysinfo_id) if r.sysinfo_id is not None else None) or SystemFacts.given()
+        release = str(info.kernel_release or "unknown")
         checkout_id = _id("checkout", release)
         checkouts.setdefault(checkout_id, {
             "id": checkout_id, "origin": ORIGIN, "comment": f"Linux {release}",
-            "misc": {"kernel_release": release, "kernel_version": info.get("kernel_version")}})
-        image = {k: info[k] for k in _IMAGE_INFO if info.get(k) is not None}
-        build_id = _id("build", release, info.get("machine"), image.get("image_sha256"), r.labels)
+            "misc": {"kernel_release": release, "kernel_version": info.kernel_version}})
+        stored = info.as_json()
+        image = {k: stored[k] for k in _IMAGE_INFO if stored.get(k) is not None}
+        build_id = _id("build", release, info.machine, info.image.sha256 if info.image else None, r.labels)
         build = {"id": build_id, "checkout_id": checkout_id, "origin": ORIGIN,
                  "comment": " ".join(filter(None, [f"Linux {release}", _labels(r)])),
                  "misc": {"labels": r.labels, **image}}
-        if info.get("machine"):
-            build["architecture"] = str(info["machine"])
+        if info.machine:
+            build["architecture"] = str(info.machine)
         builds.setdefault(build_id, build)
         tests.append(_test(r, info, build_id, headline_metrics([r]), out))
     return {"version": VERSION, "checkouts": list(checkouts.values()), "builds": list(builds.values()),
@@ -96,7 +98,7 @@ def _labels(r: RunRecord) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(r.labels.items()))
 
 
-def _test(r: RunRecord, info: dict, build_id: str, headline: list[str], out: Path) -> dict:
+def _test(r: RunRecord, info: SystemFacts, build_id: str, headline: list[str], out: Path) -> dict:
     from jitterlab.campaign import cells
     from jitterlab.report.traits import own_metric
 
@@ -132,11 +134,12 @@ def _test(r: RunRecord, info: dict, build_id: str, headline: list[str], out: Pat
     return test
 
 
-def _environment(info: dict) -> dict:
-    summary = {k: info[k] for k in SYSINFO_SUMMARY if info.get(k) is not None}
-    words = [str(info[k]) for k in ("hostname", "kernel_release", "cpu_model") if info.get(k)]
+def _environment(info: SystemFacts) -> dict:
+    stored = info.as_json()  # the facts under the names every export gives them
+    summary = {k: stored[k] for k in SYSINFO_SUMMARY if stored.get(k) is not None}
+    words = [str(v) for v in (info.hostname, info.kernel_release, info.cpu_model) if v]
     environment: dict = {"comment": ", ".join(words) or "unknown", "misc": summary}
-    compatible = str(info.get("dt_compatible") or "").split()
+    compatible = str(stored.get("dt_compatible") or "").split()  # a device tree's, where it was kept
     if compatible:
         environment["compatible"] = compatible
     return environment
@@ -157,7 +160,7 @@ class KcidbExporter:
         for r in data.runs:
             if r.raw_path:
                 shutil.copyfile(data.store.root / r.raw_path, out / "raw" / f"{r.id}.parquet")
-        names = {c["id"]: c["name"] for c in data.store.campaigns()}
+        names = {c.id: c.name for c in data.store.campaigns()}
         render(data.store, out / "report.html", figure_files=False,
                campaigns=list(dict.fromkeys(names[r.campaign_id] for r in data.runs)))
         (out / "kcidb.json").write_text(json.dumps(document(data, out), indent=1) + "\n", encoding="utf-8")

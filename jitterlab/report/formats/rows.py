@@ -41,17 +41,18 @@ class ExportData:
     @cached_property
     def rows(self) -> list[dict]:
         """One object per run: fields, then cell, settings, labels, sysinfo and metrics nested."""
-        names = {c["id"]: c["name"] for c in self.store.campaigns()}
+        names = {c.id: c.name for c in self.store.campaigns()}
         cache: dict[int, dict] = {}
         rows = []
         for r in self.runs:
             row = {f: _field(r, f, names) for f in FIELDS}
             row["cell"] = dict(r.cell.params)
-            row["settings"] = dict(r.settings)
+            row["settings"] = r.settings.as_json()
             row["labels"] = r.labels
             if r.sysinfo_id is not None and r.sysinfo_id not in cache:
-                info = self.store.sysinfo(r.sysinfo_id)
-                cache[r.sysinfo_id] = {k: info.get(k) for k in SYSINFO_SUMMARY}
+                facts = self.store.sysinfo(r.sysinfo_id)
+                stored = facts.as_json() if facts is not None else {}  # as every export names them
+                cache[r.sysinfo_id] = {k: stored.get(k) for k in SYSINFO_SUMMARY}
             row["sysinfo"] = cache.get(r.sysinfo_id, {})
             row["metrics"] = {
                 f"{m.subject}.{m.name}" if m.subject else m.name: {"value": m.value, "unit": m.unit,

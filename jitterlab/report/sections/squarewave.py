@@ -64,7 +64,7 @@ def _field(r: RunRecord, key: str) -> str | None:
 
 def imported(r: RunRecord) -> bool:
     """A run imported from a capture file (it names its source), not measured by a campaign."""
-    return "source" in r.settings
+    return r.settings.imported is not None
 
 
 def _cells(runs: list[RunRecord], impl_of) -> dict[tuple, list[RunRecord]]:
@@ -327,7 +327,7 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
         except UserError as exc:
             ctx.skipped.append(f"run {r.id} ({_where(r)}): {exc}")
             continue
-        warmup_ns = int(r.settings.get("warmup_ns", 0))
+        warmup_ns = r.settings.warmup_ns or 0
         errors, timeline = {}, {}
         for probe in (subject_of(r), OWN_VIEW):
             if probe in series and probe not in errors:
