@@ -8,7 +8,7 @@ from jitterlab.analysis import envelope as env
 from jitterlab.campaign import cells
 from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.model.fakes import run_record, squarewave_cell
-from jitterlab.model.records import Metric, RunRecord
+from jitterlab.model.records import Metric, RunRecord, StoredSettings
 from jitterlab.report.traits import subject_of
 
 MS = 1_000_000
@@ -84,7 +84,7 @@ def test_percentile_rule_survives_a_single_stall():
 def test_rules_come_from_the_campaign():
     r = pct_run(MS, 0.5, 0.001)
     assert env.rules_of([r]) == env.DEFAULT_RULES == ("max", "p99")
-    chosen = dataclasses.replace(r, settings={"envelope": ["p99.9", "max"]})
+    chosen = dataclasses.replace(r, settings=StoredSettings(envelope=("p99.9", "max")))
     assert env.rules_of([chosen, r]) == ("p99.9", "max")
 
 

@@ -18,6 +18,7 @@ from jitterlab.measure.squarewave.bindings import probes_observing
 from jitterlab.measure.squarewave.pins.offers import InstrumentInput
 from jitterlab.measure.squarewave.probes import sigrok, visa
 from jitterlab.measure.squarewave.probes.base import Instruments, ProbeBase
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.registry import Entry
 from jitterlab.targets.base import Target
 
@@ -49,7 +50,7 @@ def counter(monkeypatch):
 
 
 def _findings() -> dict[str, str]:
-    found = doctor.probe_findings({"n_cpus": 2})
+    found = doctor.probe_findings(SystemFacts(n_cpus=2))
     assert all(f.informational and f.fix is None for f in found), "no instrument is nothing to fix"
     return {f.topic: f.state for f in found}
 

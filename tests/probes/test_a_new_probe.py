@@ -25,6 +25,7 @@ from jitterlab.measure.squarewave.probes.base import Capture, ProbeBase
 from jitterlab.measure.squarewave.probes.bound import bound_line
 from jitterlab.measure.squarewave.probes.logs import SelfLog
 from jitterlab.model.errors import UserError
+from jitterlab.model.facts import SystemFacts
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.model.registry import Entry
@@ -141,7 +142,7 @@ def test_list_shows_it_and_doctor_finds_it_by_what_it_reads(tap, tmp_path, capsy
     for kind in (LocalTarget, TappedLocal):
         target = kind("board", str(tmp_path))
         try:
-            usable[kind] = doctor.probe_findings({"n_cpus": 2}, target)[0].state
+            usable[kind] = doctor.probe_findings(SystemFacts(n_cpus=2), target)[0].state
         finally:
             target.close()
     assert "tap (on a board line: pins " in usable[TappedLocal] and "tap" not in usable[LocalTarget]
