@@ -1,0 +1,163 @@
+"""What a kernel trace says about each CPU and about one program at any instant: the task running,
+the handlers open (IRQ, softirq, hrtimer callback, innermost last), and the program's own state.
+
+Built once per trace (the per-CPU indexes) and once per program (its events), then asked for the
+state just before an instant: every event at a time t takes effect at t, so the state "at t" is
+the one after all events earlier than t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jitterlab.model.trace import Kind, TraceEvents, is_runnable
+
+# handler families: entry kind, exit kind
+FAMILIES = {"irq": (Kind.IRQ_ENTRY, Kind.IRQ_EXIT), "softirq": (Kind.SOFTIRQ_ENTRY, Kind.SOFTIRQ_EXIT),
+            "timer": (Kind.HRTIMER_EXPIRE_ENTRY, Kind.HRTIMER_EXPIRE_EXIT)}
+FAMILY_OF = {int(k): (name, k == entry) for name, (entry, exit_) in FAMILIES.items() for k in (entry, exit_)}
+
+RUNNING, RUNNABLE, BLOCKED = "running", "runnable", "blocked"
+
+
+@dataclass(frozen=True)
+class Handler:
+    family: str  # "irq", "softirq", "timer"
+    number: int  # irq number, softirq vector; -1 for a timer callback
+    name: int  # interned IRQ handler name (0 for the others)
+    start_ns: int
+
+
+@dataclass
+class ProgramState:
+    """The program's tasks as the trace last showed them: state and CPU per pid."""
+
+    states: dict[int, str] = field(default_factory=dict)
+    cpus: dict[int, int] = field(default_factory=dict)
+    moved: dict[int, tuple[int, int]] = field(default_factory=dict)  # runnable pid -> (from, to) CPU
+    timer: tuple[int, int, int] | None = None  # the last armed: (hrtimer, softexpires, expires)
+
+    def copy(self) -> ProgramState:
+        return ProgramState(dict(self.states), dict(self.cpus), dict(self.moved), self.timer)
+
+    def apply(self, row: np.void, pids: frozenset[int]) -> None:
+        """Take one event of the program's into account."""
+        kind, cpu = int(row["kind"]), int(row["cpu"])
+        if kind == Kind.SWITCH:
+            prev, nxt = int(row["prev_pid"]), int(row["pid"])
+            if prev in pids:
+                self.states[prev] = RUNNABLE if is_runnable(int(row["number"])) else BLOCKED
+                self.cpus[prev] = cpu
+            if nxt in pids:
+                self.states[nxt], self.cpus[nxt] = RUNNING, cpu
+                self.moved.pop(nxt, None)
+        elif kind in (Kind.WAKING, Kind.WAKEUP):
+            pid = int(row["pid"])
+            if self.states.get(pid) != RUNNING:
+                self.states[pid], self.cpus[pid] = RUNNABLE, int(row["number"])
+        elif kind == Kind.MIGRATE:
+            pid, dest = int(row["pid"]), int(row["number"])
+            if self.states.get(pid) == RUNNABLE and dest != self.cpus.get(pid, dest):
+                origin = self.moved.get(pid, (self.cpus[pid], dest))[0]
+                self.moved[pid] = (origin, dest)
+            self.cpus[pid] = dest
+        elif kind == Kind.HRTIMER_START:
+            self.timer = (int(row["timer"]), int(row["soft_ns"]), int(row["expires_ns"]))
+
+    def summary(self, default_cpu: int) -> tuple[str | None, int, tuple[int, int] | None]:
+        """(state, CPU, migration): running if a task runs, else runnable, else blocked; None when the
+        trace has not shown any of its tasks yet. The CPU is the running (or runnable) task's."""
+        for wanted in (RUNNING, RUNNABLE, BLOCKED):
+            pids = [p for p, s in self.states.items() if s == wanted]
+            if pids:
+                pid = pids[-1]
+                return wanted, self.cpus.get(pid, default_cpu), self.moved.get(pid)
+        return None, default_cpu, None
+
+
+class TraceIndex:
+    """Per-CPU indexes of a trace: its switches and each handler family's entries and exits."""
+
+    def __init__(self, events: TraceEvents) -> None:
+        self.events = events
+        rows = events.rows
+        self.time = rows["time_ns"]
+        kind, cpu = rows["kind"], rows["cpu"]
+        n_cpus = max(events.cpus, int(cpu.max()) + 1 if len(rows) else 0)
+        self.cpus = n_cpus
+        self.switches = [np.flatnonzero((kind == Kind.SWITCH) & (cpu == c)) for c in range(n_cpus)]
+        self.handlers = {
+            name: [np.flatnonzero(((kind == entry) | (kind == exit_)) & (cpu == c)) for c in range(n_cpus)]
+            for name, (entry, exit_) in FAMILIES.items()}
+
+    def task_before(self, cpu: int, t_ns: int) -> tuple[int, int, int] | None:
+        """(pid, prio, name) of the task running on `cpu` just before t_ns; None when unknown."""
+        idx = self.switches[cpu]
+        if not len(idx):
+            return None
+        rows = self.events.rows
+        at = int(np.searchsorted(self.time[idx], t_ns, side="left")) - 1
+        if at >= 0:
+            row = rows[idx[at]]
+            return int(row["pid"]), int(row["prio"]), int(row["name"])
+        row = rows[idx[0]]  # before the first switch: the task it switched from
+        return int(row["prev_pid"]), int(row["prev_prio"]), int(row["prev_name"])
+
+    def handlers_before(self, cpu: int, t_ns: int) -> list[Handler]:
+        """The handlers open on `cpu` just before t_ns, outermost first."""
+        rows = self.events.rows
+        open_: list[Handler] = []
+        for family, per_cpu in self.handlers.items():
+            idx = per_cpu[cpu]
+            at = int(np.searchsorted(self.time[idx], t_ns, side="left")) - 1
+            if at >= 0 and FAMILY_OF[int(rows["kind"][idx[at]])][1]:
+                open_.append(handler(family, rows[idx[at]]))
+        return sorted(open_, key=lambda h: h.start_ns)
+
+    def window(self, start_ns: int, end_ns: int) -> range:
+        """Indices of the events at start_ns <= t < end_ns."""
+        lo = int(np.searchsorted(self.time, start_ns, side="left"))
+        return range(lo, int(np.searchsorted(self.time, end_ns, side="left")))
+
+
+def handler(family: str, row: np.void) -> Handler:
+    number = -1 if family == "timer" else int(row["number"])
+    return Handler(family, number, int(row["name"]) if family == "irq" else 0, int(row["time_ns"]))
+
+
+class ProgramEvents:
+    """The events of one program (its pids): switches in or out, wake-ups, migrations, timers armed."""
+
+    def __init__(self, events: TraceEvents, pids: frozenset[int]) -> None:
+        rows = events.rows
+        kind = rows["kind"]
+        wanted = np.array(sorted(pids), dtype=np.int64)
+        task, running = np.isin(rows["pid"], wanted), np.isin(rows["prev_pid"], wanted)
+        mine = ((kind == Kind.SWITCH) & (task | running)) | (
+            np.isin(kind, (Kind.WAKING, Kind.WAKEUP, Kind.MIGRATE)) & task) | (
+            (kind == Kind.HRTIMER_START) & running)
+        self.pids = pids
+        self.index = np.flatnonzero(mine)
+        self.rows = rows
+
+    def states_at(self, times_ns: list[int]) -> list[ProgramState]:
+        """The program's state just before each of `times_ns`, in one pass over its events."""
+        order = sorted(range(len(times_ns)), key=times_ns.__getitem__)
+        out: list[ProgramState | None] = [None] * len(times_ns)
+        state, at = ProgramState(), 0
+        for i in order:
+            while at < len(self.index) and self.rows["time_ns"][self.index[at]] < times_ns[i]:
+                state.apply(self.rows[self.index[at]], self.pids)
+                at += 1
+            out[i] = state.copy()
+        return [s for s in out if s is not None]
+
+    def is_mine(self, row: np.void) -> bool:
+        kind = int(row["kind"])
+        if kind == Kind.SWITCH:
+            return int(row["pid"]) in self.pids or int(row["prev_pid"]) in self.pids
+        if kind in (Kind.WAKING, Kind.WAKEUP, Kind.MIGRATE):
+            return int(row["pid"]) in self.pids
+        return kind == Kind.HRTIMER_START and int(row["prev_pid"]) in self.pids
