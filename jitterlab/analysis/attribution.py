@@ -178,29 +178,32 @@ def _walk(index: TraceIndex, program: ProgramEvents, state, period: LatePeriod,
     idle_left = [idle_exit_ns]
     segments: list[Segment] = []
     at = due
-    for i in [*index.window(due, edge), None]:
-        until = edge if i is None else int(rows["time_ns"][i])
-        if until > at:
-            segments += _classify(events, at, until, tasks, stacks, state, period, waiting, idle_left)
-            at = until
+    window = index.window(due, edge)
+    part = rows[window.start:window.stop]
+    names = ("time_ns", "kind", "cpu", "pid", "prio", "name", "prev_pid")
+    columns = zip(window, *(part[c].tolist() for c in names), strict=True)
+    for i, t, kind, cpu, pid, prio, name, prev_pid in [*columns, (None, edge, 0, -1, 0, 0, 0, 0)]:
+        mine = i is not None and program.is_mine(kind, pid, prev_pid)
+        # only what the program does or what happens on its CPU changes a cause: cut there
+        if t > at and (i is None or mine or cpu == state.summary(period.cpu)[1]):
+            segments += _classify(events, at, t, tasks, stacks, state, period, waiting, idle_left)
+            at = t
         if i is None:
             break
-        row = rows[i]
-        kind, cpu = int(row["kind"]), int(row["cpu"])
         if kind == Kind.SWITCH:
-            tasks[cpu] = (int(row["pid"]), int(row["prio"]), int(row["name"]))
+            tasks[cpu] = (pid, prio, name)
         elif kind in FAMILY_OF:
             family, entry = FAMILY_OF[kind]
             stack = stacks[cpu]
             if entry:
-                stack.append(handler(family, row))
+                stack.append(handler(family, rows[i]))
             else:
                 open_ = [j for j, h in enumerate(stack) if h.family == family]
                 if open_:
                     del stack[open_[-1]]
-        if program.is_mine(row):
-            state.apply(row, program.pids)
-            switched_in = kind == Kind.SWITCH and int(row["pid"]) in program.pids
+        if mine:
+            state.apply(rows[i], program.pids)
+            switched_in = kind == Kind.SWITCH and pid in program.pids
             waiting = waiting and not (switched_in or kind in (Kind.WAKING, Kind.WAKEUP))
     return segments
 

@@ -87,10 +87,15 @@ class TraceIndex:
         kind, cpu = rows["kind"], rows["cpu"]
         n_cpus = max(events.cpus, int(cpu.max()) + 1 if len(rows) else 0)
         self.cpus = n_cpus
-        self.switches = [np.flatnonzero((kind == Kind.SWITCH) & (cpu == c)) for c in range(n_cpus)]
+        on = [cpu == c for c in range(n_cpus)]
+        self.switches = [np.flatnonzero((kind == Kind.SWITCH) & on[c]) for c in range(n_cpus)]
         self.handlers = {
-            name: [np.flatnonzero(((kind == entry) | (kind == exit_)) & (cpu == c)) for c in range(n_cpus)]
+            name: [np.flatnonzero(((kind == entry) | (kind == exit_)) & on[c]) for c in range(n_cpus)]
             for name, (entry, exit_) in FAMILIES.items()}
+        # their times, searched for every period
+        self._switch_times = [self.time[idx] for idx in self.switches]
+        self._handler_times = {name: [self.time[idx] for idx in per_cpu]
+                               for name, per_cpu in self.handlers.items()}
 
     def task_before(self, cpu: int, t_ns: int) -> tuple[int, int, int] | None:
         """(pid, prio, name) of the task running on `cpu` just before t_ns; None when unknown."""
@@ -98,7 +103,7 @@ class TraceIndex:
         if not len(idx):
             return None
         rows = self.events.rows
-        at = int(np.searchsorted(self.time[idx], t_ns, side="left")) - 1
+        at = int(np.searchsorted(self._switch_times[cpu], t_ns, side="left")) - 1
         if at >= 0:
             row = rows[idx[at]]
             return int(row["pid"]), int(row["prio"]), int(row["name"])
@@ -111,7 +116,7 @@ class TraceIndex:
         open_: list[Handler] = []
         for family, per_cpu in self.handlers.items():
             idx = per_cpu[cpu]
-            at = int(np.searchsorted(self.time[idx], t_ns, side="left")) - 1
+            at = int(np.searchsorted(self._handler_times[family][cpu], t_ns, side="left")) - 1
             if at >= 0 and FAMILY_OF[int(rows["kind"][idx[at]])][1]:
                 open_.append(handler(family, rows[idx[at]]))
         return sorted(open_, key=lambda h: h.start_ns)
@@ -141,23 +146,36 @@ class ProgramEvents:
         self.pids = pids
         self.index = np.flatnonzero(mine)
         self.rows = rows
+        self.times = rows["time_ns"][self.index]
+        mine_rows = rows[self.index]
+        switch = mine_rows["kind"] == Kind.SWITCH
+        # where each pid was last switched in or out: what came before no longer matters to its state
+        self._switches = [np.flatnonzero(switch & ((mine_rows["pid"] == p) | (mine_rows["prev_pid"] == p)))
+                          for p in sorted(pids)]
+        self._timers = np.flatnonzero(mine_rows["kind"] == Kind.HRTIMER_START)
 
     def states_at(self, times_ns: list[int]) -> list[ProgramState]:
-        """The program's state just before each of `times_ns`, in one pass over its events."""
-        order = sorted(range(len(times_ns)), key=times_ns.__getitem__)
-        out: list[ProgramState | None] = [None] * len(times_ns)
-        state, at = ProgramState(), 0
-        for i in order:
-            while at < len(self.index) and self.rows["time_ns"][self.index[at]] < times_ns[i]:
-                state.apply(self.rows[self.index[at]], self.pids)
-                at += 1
-            out[i] = state.copy()
-        return [s for s in out if s is not None]
+        """The program's state just before each of `times_ns`: its events replayed from each pid's last
+        switch before it (the timer: the last one armed)."""
+        out = []
+        for t in times_ns:
+            end = int(np.searchsorted(self.times, t, side="left"))
+            lasts = [int(s[k - 1]) if (k := int(np.searchsorted(s, end, side="left"))) else 0
+                     for s in self._switches]
+            state = ProgramState()
+            for at in range(min(lasts, default=0), end):
+                if self.rows["kind"][self.index[at]] != Kind.HRTIMER_START:
+                    state.apply(self.rows[self.index[at]], self.pids)
+            armed = int(np.searchsorted(self._timers, end, side="left"))
+            if armed:
+                state.apply(self.rows[self.index[self._timers[armed - 1]]], self.pids)
+            out.append(state)
+        return out
 
-    def is_mine(self, row: np.void) -> bool:
-        kind = int(row["kind"])
+    def is_mine(self, kind: int, pid: int, prev_pid: int) -> bool:
+        """Whether an event of these columns is one of the program's."""
         if kind == Kind.SWITCH:
-            return int(row["pid"]) in self.pids or int(row["prev_pid"]) in self.pids
+            return pid in self.pids or prev_pid in self.pids
         if kind in (Kind.WAKING, Kind.WAKEUP, Kind.MIGRATE):
-            return int(row["pid"]) in self.pids
-        return kind == Kind.HRTIMER_START and int(row["prev_pid"]) in self.pids
+            return pid in self.pids
+        return kind == Kind.HRTIMER_START and prev_pid in self.pids

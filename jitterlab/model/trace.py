@@ -109,17 +109,19 @@ class TraceEvents:
 
 def _coverage(rows: np.ndarray, span: tuple[int, int] | None,
               cpus: int | None) -> tuple[tuple[int, int] | None, ...]:
-    n_cpus = cpus if cpus is not None else (int(rows["cpu"].max()) + 1 if len(rows) else 0)
+    cpu_of, time = rows["cpu"], rows["time_ns"]
+    n_cpus = cpus if cpus is not None else (int(cpu_of.max()) + 1 if len(rows) else 0)
+    lost = np.flatnonzero(rows["kind"] == Kind.LOST)  # few: the columns are not copied per CPU
     out: list[tuple[int, int] | None] = []
     for cpu in range(n_cpus):
-        mine = rows[rows["cpu"] == cpu]
-        lost = mine[mine["kind"] == Kind.LOST]
+        losses = time[lost[cpu_of[lost] == cpu]]
         if span is not None:
-            start = int(lost["time_ns"][-1]) if len(lost) else span[0]
-            out.append((start, span[1]))
-        elif len(mine):
-            start = int(lost["time_ns"][-1]) if len(lost) else int(mine["time_ns"][0])
-            out.append((start, int(mine["time_ns"][-1])))
+            out.append((int(losses[-1]) if len(losses) else span[0], span[1]))
+            continue
+        mine = np.flatnonzero(cpu_of == cpu)
+        if len(mine):
+            start = int(losses[-1]) if len(losses) else int(time[mine[0]])
+            out.append((start, int(time[mine[-1]])))
         else:
             out.append(None)
     return tuple(out)

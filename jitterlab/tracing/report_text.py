@@ -54,32 +54,34 @@ def read_report(dat: Path) -> TraceEvents:
 def parse_report(text: str) -> TraceEvents:
     """The events of `trace-cmd report -R -t` output."""
     names: dict[str, int] = {"": 0}
-    rows = []
+    rows: list[tuple] = []
+    slot = {name: i for i, name in enumerate(EVENT_DTYPE.names)}
     for line in text.splitlines():
         match = _LINE.match(line)
         if match is None:
             lost = _LOST.match(line)
-            if lost:
-                row = np.zeros(1, EVENT_DTYPE)[0]
-                row["cpu"], row["kind"] = int(lost["cpu"]), Kind.LOST
-                row["number"] = int(lost["n"]) if lost["n"] else -1
-                rows.append(row)  # its time: the next event's of that CPU (below)
+            if lost:  # its time: the next event's of that CPU (below)
+                row = [0] * len(slot)
+                row[slot["cpu"]], row[slot["kind"]] = int(lost["cpu"]), Kind.LOST
+                row[slot["number"]] = int(lost["n"]) if lost["n"] else -1
+                rows.append(tuple(row))
             continue
         known = _EVENTS.get(match["event"])
         if known is None:
             continue
         kind, columns = known
         fields = dict(_FIELD.findall(match["rest"]))
-        row = np.zeros(1, EVENT_DTYPE)[0]
-        row["time_ns"] = int(match["s"]) * 1_000_000_000 + int(match["ns"])
-        row["cpu"], row["kind"], row["prev_pid"] = int(match["cpu"]), kind, int(match["pid"])
+        row = [0] * len(slot)
+        row[slot["time_ns"]] = int(match["s"]) * 1_000_000_000 + int(match["ns"])
+        row[slot["cpu"]], row[slot["kind"]] = int(match["cpu"]), kind
+        row[slot["prev_pid"]] = int(match["pid"])
         for column, name in columns.items():
             value = fields.get(name, "")
             if column.endswith("name"):
-                row[column] = names.setdefault(value, len(names))
+                row[slot[column]] = names.setdefault(value, len(names))
             elif value:
-                row[column] = _number(value)
-        rows.append(row)
+                row[slot[column]] = _number(value)
+        rows.append(tuple(row))
     array = np.array(rows, dtype=EVENT_DTYPE) if rows else np.zeros(0, EVENT_DTYPE)
     for i in np.flatnonzero(array["kind"] == Kind.LOST):  # a loss is dated by what follows it
         later = np.flatnonzero((array["cpu"] == array["cpu"][i]) & (np.arange(len(array)) > i))
