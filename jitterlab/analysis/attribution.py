@@ -25,8 +25,13 @@ task (where it was woken or moved to), else where it last ran, else the given on
      (interrupts disabled) or delivered late.
 4. the program **runs**: `program` (its own code: an interpreter, a fork in bash).
 5. the program is **runnable** (woken, not running): `migration` (Move: from, to) after the kernel
-   moved it to another CPU and until it runs; else `wakeup` (Task: who ran instead on its CPU,
-   the idle task meaning the switch to it itself).
+   moved it to another CPU and until it runs; else, by the task on its CPU (Task):
+   - `switch` when that task is the idle task, or ranks below a SCHED_FIFO/RR/DEADLINE program
+     (its kernel prio is greater): it runs only until the kernel switches to the program (the
+     return from the interrupt; long only in a section of its kernel code that cannot be
+     preempted, on a kernel without full preemption);
+   - `wakeup` otherwise: it ran instead of the program (it outranks it, or the program is
+     SCHED_OTHER, whose CPU time the kernel shares out).
 6. the program is **blocked again** after its wake-up (I/O, waiting for its children): `program`.
 
 Parts with the same cause and who are added up. The parts plus the remainder make up the lateness
@@ -52,7 +57,8 @@ from jitterlab.analysis.trace_index import (
 )
 from jitterlab.model.trace import SOFTIRQ_NAMES, Kind, TraceEvents
 
-CAUSES = ("timer", "slack", "idle-exit", "wakeup", "irq", "softirq", "program", "migration", "unaccounted")
+CAUSES = ("timer", "slack", "idle-exit", "wakeup", "switch", "irq", "softirq", "program", "migration",
+          "unaccounted")
 
 
 @dataclass(frozen=True)
@@ -238,7 +244,8 @@ def _classify(events: TraceEvents, start: int, end: int, tasks, stacks, state, p
         elif moved is not None:
             out.append(Segment(a, b, "migration", Move(*moved), cpu))
         else:
-            out.append(Segment(a, b, "wakeup", task, cpu))
+            outranked = state.prio is not None and state.prio < 100 and task.prio > state.prio
+            out.append(Segment(a, b, "switch" if task.idle or outranked else "wakeup", task, cpu))
     return out
 
 

@@ -38,9 +38,7 @@ class ProgramState:
     cpus: dict[int, int] = field(default_factory=dict)
     moved: dict[int, tuple[int, int]] = field(default_factory=dict)  # runnable pid -> (from, to) CPU
     timer: tuple[int, int, int] | None = None  # the last armed: (hrtimer, softexpires, expires)
-
-    def copy(self) -> ProgramState:
-        return ProgramState(dict(self.states), dict(self.cpus), dict(self.moved), self.timer)
+    prio: int | None = None  # the kernel's, as the program's last event said
 
     def apply(self, row: np.void, pids: frozenset[int]) -> None:
         """Take one event of the program's into account."""
@@ -49,11 +47,14 @@ class ProgramState:
             prev, nxt = int(row["prev_pid"]), int(row["pid"])
             if prev in pids:
                 self.states[prev] = RUNNABLE if is_runnable(int(row["number"])) else BLOCKED
-                self.cpus[prev] = cpu
+                self.cpus[prev], self.prio = cpu, int(row["prev_prio"])
             if nxt in pids:
-                self.states[nxt], self.cpus[nxt] = RUNNING, cpu
+                self.states[nxt], self.cpus[nxt], self.prio = RUNNING, cpu, int(row["prio"])
                 self.moved.pop(nxt, None)
-        elif kind in (Kind.WAKING, Kind.WAKEUP):
+            return
+        if kind != Kind.HRTIMER_START:
+            self.prio = int(row["prio"])
+        if kind in (Kind.WAKING, Kind.WAKEUP):
             pid = int(row["pid"])
             if self.states.get(pid) != RUNNING:
                 self.states[pid], self.cpus[pid] = RUNNABLE, int(row["number"])

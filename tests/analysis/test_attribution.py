@@ -83,10 +83,10 @@ def test_an_idle_exit_within_the_machines_bound_and_the_rest_unaccounted():
     events = trace.events(0, DUE + 1000 * US)
     [got] = attribute(events, [period(40)], idle_exit_ns=50 * US)
     assert parts(got) == [("idle-exit", Task("swapper/1", 0, 120), 30), ("program", None, 5),
-                          ("wakeup", Task("swapper/1", 0, 120), 3), ("irq", Irq(-1, "hrtimer callback"), 2)]
+                          ("switch", Task("swapper/1", 0, 120), 3), ("irq", Irq(-1, "hrtimer callback"), 2)]
     [bounded] = attribute(events, [period(40)], idle_exit_ns=10 * US)
     assert bounded.by_cause() == {"idle-exit": 10 * US, "unaccounted": 20 * US, "program": 5 * US,
-                                  "wakeup": 3 * US, "irq": 2 * US}
+                                  "switch": 3 * US, "irq": 2 * US}
 
 
 def test_interrupts_held_off_by_the_running_task_delay_the_timer():
@@ -107,7 +107,7 @@ def test_timer_slack_and_a_wake_up_asked_for_later_than_due():
     trace.waking(DUE + 60 * US, 1, PROG, target_cpu=1)
     trace.switch(DUE + 62 * US, 1, IDLE, PROG, prev_state=0)
     [got] = attribute(trace.events(0, DUE + 1000 * US), [period(65)], idle_exit_ns=0)
-    assert got.by_cause() == {"program": 10 * US + 3 * US, "slack": 50 * US, "wakeup": 2 * US}
+    assert got.by_cause() == {"program": 10 * US + 3 * US, "slack": 50 * US, "switch": 2 * US}
 
 
 def test_what_the_trace_does_not_cover_is_the_remainder_never_spread():
@@ -118,7 +118,7 @@ def test_what_the_trace_does_not_cover_is_the_remainder_never_spread():
     events = trace.events(0, DUE + 170 * US)  # ...and the trace ends before the edge
     [got] = attribute(events, [period(200)], idle_exit_ns=None)
     assert got.remainder_ns == 100 * US + 30 * US
-    assert got.by_cause() == {"idle-exit": 50 * US, "wakeup": 10 * US, "program": 10 * US}
+    assert got.by_cause() == {"idle-exit": 50 * US, "switch": 10 * US, "program": 10 * US}
     assert sum(p.duration_ns for p in got.parts) + got.remainder_ns == got.lateness_ns
 
 
@@ -133,8 +133,19 @@ def test_a_program_blocked_on_its_own_after_its_wake_up_and_several_periods_at_o
     events = trace.events(0, DUE + 3000 * US)
     later = LatePeriod(DUE + 2100 * US, DUE + 2200 * US, frozenset({100}), 1)
     first, second = attribute(events, [period(140), later], idle_exit_ns=None)
-    assert first.by_cause() == {"wakeup": 20 * US, "program": 120 * US}
+    assert first.by_cause() == {"switch": 10 * US, "wakeup": 10 * US, "program": 120 * US}
     assert parts(second) == [("idle-exit", Task("swapper/1", 0, 120), 100)]
+
+
+def test_a_task_below_a_real_time_program_only_delays_the_switch_to_it_one_above_runs_instead():
+    trace = TraceBuilder().switch(DUE - 1000 * US, 1, RT_PROG, OTHER, prev_state=1)
+    trace.waking(DUE, 1, RT_PROG, target_cpu=1, by=55)
+    trace.switch(DUE + 4 * US, 1, OTHER, RT_PROG, prev_state=0)
+    trace.switch(DUE + 10 * US, 1, RT_PROG, BURST, prev_state=0)  # a higher one takes the CPU
+    trace.switch(DUE + 510 * US, 1, BURST, RT_PROG, prev_state=1)
+    [got] = attribute(trace.events(0, DUE + 1000 * US), [period(515)], idle_exit_ns=None)
+    assert parts(got) == [("wakeup", Task("burst", 77, 9), 500), ("program", None, 11),
+                          ("switch", Task("stress-ng-cpu", 55, 120), 4)]
 
 
 def test_a_period_whose_edge_is_not_after_its_due_time_is_refused():
