@@ -126,10 +126,15 @@ def test_a_failed_run_puts_everything_back(target, tmp_path):
     assert tracing_state() == before
 
 
-def test_what_a_killed_jitterlab_left_is_undone_by_the_next_sweep(target, tmp_path):
+def test_what_a_killed_jitterlab_left_is_undone_by_the_next_sweep(target, tmp_path, monkeypatch):
+    # its records in a directory of the test's: a campaign another test runs meanwhile sweeps this
+    # machine's /run/jitterlab/tracing, and would undo it first
+    records = str(tmp_path / "records")
+    monkeypatch.setattr(changes, "RECORD_DIR", records)
     before = tracing_state()
     script = ("import time, sys\nfrom jitterlab.targets.local import LocalTarget\n"
-              "from jitterlab.tracing.recorder import Recorder\n"
+              "from jitterlab.tracing import changes\nfrom jitterlab.tracing.recorder import Recorder\n"
+              f"changes.RECORD_DIR = {records!r}\n"
               f"rec = Recorder(LocalTarget(workdir={str(tmp_path / 'k')!r}), {str(tmp_path / 'k')!r}, "
               "duration_ns=10**9)\nrec.start()\nprint(rec.instance_dir, flush=True)\ntime.sleep(600)\n")
     killed = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
