@@ -78,7 +78,7 @@ def test_the_buffer_is_sized_from_the_run_and_bounded():
 
 def test_a_recording_says_what_it_lost_and_that_it_mounted_tracefs(tmp_path):
     stats = (CpuStats.parse(0, STATS), CpuStats(1, 10, 0, 0))
-    assert stats[0] == CpuStats(0, 5108, 17, 3)
+    assert stats[0] == CpuStats(0, 5108, 17, 3)  # dropped events and commit overruns
     raw = RawTrace(tmp_path, stats, EVENTS, 2048, mounted=True)
     assert raw.lost == 20 and raw.raw_files() == [tmp_path / "raw" / "cpu0", tmp_path / "raw" / "cpu1"]
     assert [w.message for w in raw.warnings()] == [
@@ -134,7 +134,7 @@ def test_stopping_fetches_one_archive_and_fills_missing_cpus(tmp_path):
         out = argv[6]
         assert Path(out) == scratch / "trace" and argv[4:6] == [f"{tmp_path}/instances/x", str(tmp_path)]
         FakeTarget(fallback_local=True).run(["tar", "-C", out, "-czf", f"{out}.tgz", "raw", "tracefs"])
-        return Completed(tuple(argv), 0, "", "")
+        return Completed(tuple(argv), 0, "unread 1\n", "")
 
     target = FakeTarget(fallback_local=True)
     target.respond(["sh", "-c", recorder._STOP], response=stop)
@@ -143,4 +143,5 @@ def test_stopping_fetches_one_archive_and_fills_missing_cpus(tmp_path):
     raw = rec.stop(tmp_path / "local")
     assert [s.cpu for s in raw.stats] == [0, 1, 2] and raw.stats[1] == CpuStats(1, 0, 0, 0)
     assert [p.stat().st_size for p in raw.raw_files()] == [4096, 0, 4096]
+    assert raw.notes == ("the trace of CPU 1 could not be read: periods there are not explained",)
     assert not (scratch / "trace").exists() and not (tmp_path / "local" / "trace.tgz").exists()
