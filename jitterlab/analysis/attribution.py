@@ -37,7 +37,8 @@ task (where it was woken or moved to), else where it last ran, else the given on
 Parts with the same cause and who are added up. The parts plus the remainder make up the lateness
 exactly, in whole nanoseconds. A Task's policy is read from the kernel's priority (the trace does
 not carry the policy): prio < 0 SCHED_DEADLINE, 0..98 SCHED_FIFO/RR (real-time priority 99 - prio),
-else SCHED_OTHER (or BATCH/IDLE; nice prio - 120).
+else SCHED_OTHER (or BATCH/IDLE; nice prio - 120), as the task had it when it left the CPU (a task
+may change its priority while it runs: what let it keep the CPU is the one it had then).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ from jitterlab.analysis.trace_index import (
 )
 from jitterlab.model.trace import SOFTIRQ_NAMES, Kind, TraceEvents
 
+_ABOUT_A_TASK = (Kind.WAKING, Kind.WAKEUP, Kind.MIGRATE)
+_WOKEN = (Kind.WAKING, Kind.WAKEUP)
 CAUSES = ("timer", "slack", "idle-exit", "wakeup", "switch", "irq", "softirq", "program", "migration",
           "unaccounted")
 
@@ -175,42 +178,57 @@ def attribute(events: TraceEvents, periods: Sequence[LatePeriod], *, idle_exit_n
 
 def _walk(index: TraceIndex, program: ProgramEvents, state, period: LatePeriod,
           idle_exit_ns: int | None) -> list[Segment]:
+    """The period's segments: the events of the window read in order, those neither of the program
+    nor on its CPU skipped (when the program moves, its new CPU's state is looked up instead)."""
     events, rows = index.events, index.events.rows
     due, edge = period.due_ns, period.edge_ns
-    tasks = {c: index.task_before(c, due) for c in range(index.cpus)}
-    stacks = {c: index.handlers_before(c, due) for c in range(index.cpus)}
-    status, _, _ = state.summary(period.cpu)
+    status, cpu_now, _ = state.summary(period.cpu)
     waiting = status not in (RUNNING, RUNNABLE)
+    window = index.window(due, edge)
+    tasks = {cpu_now: index.task_at(cpu_now, window.start)}
+    stacks = {cpu_now: index.handlers_at(cpu_now, window.start)}
     idle_left = [idle_exit_ns]
     segments: list[Segment] = []
-    at = due
-    window = index.window(due, edge)
+    at, pids = due, program.pids
     part = rows[window.start:window.stop]
-    names = ("time_ns", "kind", "cpu", "pid", "prio", "name", "prev_pid")
-    columns = zip(window, *(part[c].tolist() for c in names), strict=True)
-    for i, t, kind, cpu, pid, prio, name, prev_pid in [*columns, (None, edge, 0, -1, 0, 0, 0, 0)]:
-        mine = i is not None and program.is_mine(kind, pid, prev_pid)
-        # only what the program does or what happens on its CPU changes a cause: cut there
-        if t > at and (i is None or mine or cpu == state.summary(period.cpu)[1]):
+    read = {c: part[c].tolist() for c in ("time_ns", "kind", "cpu", "pid", "name", "prev_pid", "number")}
+    read["prio"] = index.leave_prio[window.start:window.stop].tolist()  # a switch's: as its task left
+    names = ("time_ns", "kind", "cpu", "pid", "prio", "name", "prev_pid", "number")
+    columns = zip(window, *(read[c] for c in names), strict=True)
+    for i, t, kind, cpu, pid, prio, name, prev_pid, number in columns:
+        if kind == Kind.SWITCH:
+            mine = pid in pids or prev_pid in pids
+        elif kind in _ABOUT_A_TASK:
+            mine = pid in pids
+        else:
+            mine = kind == Kind.HRTIMER_START and prev_pid in pids
+        if not mine and (cpu != cpu_now or (kind != Kind.SWITCH and kind not in FAMILY_OF)):
+            continue  # changes nothing the causes read
+        if t > at:
             segments += _classify(events, at, t, tasks, stacks, state, period, waiting, idle_left)
             at = t
-        if i is None:
-            break
-        if kind == Kind.SWITCH:
-            tasks[cpu] = (pid, prio, name)
-        elif kind in FAMILY_OF:
-            family, entry = FAMILY_OF[kind]
-            stack = stacks[cpu]
-            if entry:
-                stack.append(handler(family, rows[i]))
-            else:
-                open_ = [j for j, h in enumerate(stack) if h.family == family]
-                if open_:
-                    del stack[open_[-1]]
+        if cpu == cpu_now:
+            if kind == Kind.SWITCH:
+                tasks[cpu] = (pid, prio, name)
+            elif kind in FAMILY_OF:
+                family, entry = FAMILY_OF[kind]
+                stack = stacks[cpu]
+                if entry:
+                    stack.append(handler(family, number, name, t))
+                else:
+                    open_ = [j for j, h in enumerate(stack) if h.family == family]
+                    if open_:
+                        del stack[open_[-1]]
         if mine:
-            state.apply(rows[i], program.pids)
-            switched_in = kind == Kind.SWITCH and pid in program.pids
-            waiting = waiting and not (switched_in or kind in (Kind.WAKING, Kind.WAKEUP))
+            state.apply(rows[i], pids)
+            waiting = waiting and not ((kind == Kind.SWITCH and pid in pids) or kind in _WOKEN)
+            moved_to = state.summary(period.cpu)[1]
+            if moved_to != cpu_now:
+                cpu_now = moved_to
+                tasks[cpu_now] = index.task_at(cpu_now, i + 1)
+                stacks[cpu_now] = index.handlers_at(cpu_now, i + 1)
+    if edge > at:
+        segments += _classify(events, at, edge, tasks, stacks, state, period, waiting, idle_left)
     return segments
 
 
@@ -228,7 +246,7 @@ def _classify(events: TraceEvents, start: int, end: int, tasks, stacks, state, p
         if covered is None or a < covered[0] or b > covered[1] or tasks.get(cpu) is None:
             out.append(Segment(a, b, None, None, cpu))
             continue
-        stack: list[Handler] = stacks[cpu]
+        stack: list[Handler] = stacks.get(cpu, [])
         if stack:
             top = stack[-1]
             who = Softirq(top.number) if top.family == "softirq" else Irq(

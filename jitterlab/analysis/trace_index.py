@@ -2,8 +2,8 @@
 the handlers open (IRQ, softirq, hrtimer callback, innermost last), and the program's own state.
 
 Built once per trace (the per-CPU indexes) and once per program (its events), then asked for the
-state just before an instant: every event at a time t takes effect at t, so the state "at t" is
-the one after all events earlier than t.
+state before a row of the trace (after every earlier row): every event at a time t takes effect at
+t, so the state "at t" is the one before the first row at t.
 """
 
 from __future__ import annotations
@@ -79,7 +79,12 @@ class ProgramState:
 
 
 class TraceIndex:
-    """Per-CPU indexes of a trace: its switches and each handler family's entries and exits."""
+    """Per-CPU indexes of a trace: its switches and each handler family's entries and exits.
+
+    `leave_prio[i]` of a switch row is the kernel priority its incoming task had when it left the
+    CPU (the next switch's prev_prio there): a task may change its priority while it runs, and what
+    let it keep the CPU is the priority it had then.
+    """
 
     def __init__(self, events: TraceEvents) -> None:
         self.events = events
@@ -93,33 +98,34 @@ class TraceIndex:
         self.handlers = {
             name: [np.flatnonzero(((kind == entry) | (kind == exit_)) & on[c]) for c in range(n_cpus)]
             for name, (entry, exit_) in FAMILIES.items()}
-        # their times, searched for every period
-        self._switch_times = [self.time[idx] for idx in self.switches]
-        self._handler_times = {name: [self.time[idx] for idx in per_cpu]
-                               for name, per_cpu in self.handlers.items()}
+        self.leave_prio = rows["prio"].copy()  # read at switch rows only
+        for idx in self.switches:
+            self.leave_prio[idx[:-1]] = rows["prev_prio"][idx[1:]]
 
-    def task_before(self, cpu: int, t_ns: int) -> tuple[int, int, int] | None:
-        """(pid, prio, name) of the task running on `cpu` just before t_ns; None when unknown."""
-        idx = self.switches[cpu]
+    def task_at(self, cpu: int, row: int) -> tuple[int, int, int] | None:
+        """(pid, prio, name) of the task running on `cpu` before row `row` (prio: as it left the CPU);
+        None when unknown."""
+        idx = self.switches[cpu] if 0 <= cpu < self.cpus else ()
         if not len(idx):
             return None
         rows = self.events.rows
-        at = int(np.searchsorted(self._switch_times[cpu], t_ns, side="left")) - 1
+        at = int(np.searchsorted(idx, row, side="left")) - 1
         if at >= 0:
             row = rows[idx[at]]
-            return int(row["pid"]), int(row["prio"]), int(row["name"])
+            return int(row["pid"]), int(self.leave_prio[idx[at]]), int(row["name"])
         row = rows[idx[0]]  # before the first switch: the task it switched from
         return int(row["prev_pid"]), int(row["prev_prio"]), int(row["prev_name"])
 
-    def handlers_before(self, cpu: int, t_ns: int) -> list[Handler]:
-        """The handlers open on `cpu` just before t_ns, outermost first."""
+    def handlers_at(self, cpu: int, row: int) -> list[Handler]:
+        """The handlers open on `cpu` before row `row`, outermost first."""
         rows = self.events.rows
         open_: list[Handler] = []
         for family, per_cpu in self.handlers.items():
-            idx = per_cpu[cpu]
-            at = int(np.searchsorted(self._handler_times[family][cpu], t_ns, side="left")) - 1
+            idx = per_cpu[cpu] if 0 <= cpu < self.cpus else np.zeros(0, np.int64)
+            at = int(np.searchsorted(idx, row, side="left")) - 1
             if at >= 0 and FAMILY_OF[int(rows["kind"][idx[at]])][1]:
-                open_.append(handler(family, rows[idx[at]]))
+                entry = rows[idx[at]]
+                open_.append(handler(family, int(entry["number"]), int(entry["name"]), int(entry["time_ns"])))
         return sorted(open_, key=lambda h: h.start_ns)
 
     def window(self, start_ns: int, end_ns: int) -> range:
@@ -128,9 +134,9 @@ class TraceIndex:
         return range(lo, int(np.searchsorted(self.time, end_ns, side="left")))
 
 
-def handler(family: str, row: np.void) -> Handler:
-    number = -1 if family == "timer" else int(row["number"])
-    return Handler(family, number, int(row["name"]) if family == "irq" else 0, int(row["time_ns"]))
+def handler(family: str, number: int, name: int, t_ns: int) -> Handler:
+    """The handler an entry of `family` opens (its row's number, name and time)."""
+    return Handler(family, -1 if family == "timer" else number, name if family == "irq" else 0, t_ns)
 
 
 class ProgramEvents:

@@ -148,6 +148,18 @@ def test_a_task_below_a_real_time_program_only_delays_the_switch_to_it_one_above
                           ("switch", Task("stress-ng-cpu", 55, 120), 4)]
 
 
+def test_a_task_reads_with_the_priority_it_left_the_cpu_with():
+    """A poller switched in as SCHED_OTHER that made itself SCHED_FIFO 99 while it ran kept the CPU
+    from a SCHED_FIFO 50 program: it ran instead of it, not merely delayed the switch."""
+    poller_in, poller_out = ("observer", 60, 120), ("observer", 60, 0)
+    trace = TraceBuilder().switch(DUE - 1000 * US, 1, RT_PROG, poller_in, prev_state=1)
+    trace.waking(DUE, 1, RT_PROG, target_cpu=1, by=60)
+    trace.switch(DUE + 900 * US, 1, poller_out, RT_PROG, prev_state=0)
+    [got] = attribute(trace.events(0, DUE + 1000 * US), [period(950)], idle_exit_ns=None)
+    assert parts(got) == [("wakeup", Task("observer", 60, 0), 900), ("program", None, 50)]
+    assert got.parts[0].who.priority == 99
+
+
 def test_a_period_whose_edge_is_not_after_its_due_time_is_refused():
     with pytest.raises(ValueError, match="is not after its due time"):
         attribute(TraceBuilder().events(), [LatePeriod(DUE, DUE, frozenset({1}), 0)], idle_exit_ns=None)

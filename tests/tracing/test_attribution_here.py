@@ -88,9 +88,15 @@ def test_a_real_time_disturber_ran_instead_of_a_sched_other_program_not_of_one_a
     [dat], pid, edges = traced(tmp_path / "fifo", programs / "c-fifo")
     events = reader.read(dat)
     due = edges[0] + half * np.arange(len(edges))  # absolute deadlines from the first edge
-    every = [LatePeriod(int(d), int(e), frozenset({pid}), CPU)
-             for d, e in zip(due[1:], edges[1:], strict=True) if e > d]
-    explained = attribute(events, every, idle_exit_ns=None)
+    late = [LatePeriod(int(d), int(e), frozenset({pid}), CPU)
+            for d, e in zip(due[1:], edges[1:], strict=True) if e > d]
+    # every period late by less than a half period, and the 20 worst: after a stall (another
+    # tenant's SCHED_FIFO 99 poller, say) the program catches up on its deadlines, and the windows of
+    # those periods all lie within the first one's
+    chosen = [p for p in late if p.lateness_ns < half] + sorted(late, key=lambda p: -p.lateness_ns)[:20]
+    explained = attribute(events, chosen, idle_exit_ns=None)
     ran_instead = {p.who.comm for a in explained for p in a.parts if p.cause == "wakeup"}
     assert "jl-burst" not in ran_instead, ran_instead  # (it may run while the program sleeps)
-    assert len(explained) > len(edges) // 2  # the periods were explained (late by the wake-up path)
+    assert len(explained) == len(chosen) >= 20  # explained: each late by at least the wake-up path
+    for a in explained:
+        assert sum(p.duration_ns for p in a.parts) + a.remainder_ns == a.lateness_ns
