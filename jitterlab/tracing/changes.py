@@ -16,10 +16,10 @@ import re
 import secrets
 
 from jitterlab.targets.base import Target
-from jitterlab.targets.processes import host_tag, owner_start_ticks, owner_tag
+from jitterlab.targets.processes import OWNER, owner_alive, owner_tag
 
 RECORD_DIR = "/run/jitterlab/tracing"
-_NAME = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)~[0-9a-f]{8}\.undo$")
+_NAME = re.compile(rf"^(?P<owner>{OWNER})~[0-9a-f]{{8}}\.undo$")
 
 # Constant scripts; paths and values come as positional parameters.
 # $1: the record's directory, $2: the record, then its lines
@@ -81,7 +81,7 @@ def restore_orphaned(target: Target) -> list[str]:
     is gone); describe what was done. tracefs is left mounted while a live process has a record."""
     names = target.run(["ls", "-1", RECORD_DIR]).stdout.split()
     records = [(n, m) for n in names if (m := _NAME.match(n))]
-    dead = [n for n, m in records if not _alive(m)]
+    dead = [n for n, m in records if not owner_alive(m["owner"])]
     if not dead:
         return []
     live = len(records) - len(dead)
@@ -98,10 +98,3 @@ def restore_orphaned(target: Target) -> list[str]:
         target.run(["rm", "-f", f"{RECORD_DIR}/{name}"])
     return out
 
-
-def _alive(match: re.Match) -> bool:
-    """Whether a record's owner still runs (owners on other hosts count as gone, as in the sweep)."""
-    if match["host"] != host_tag():
-        return False
-    ticks = owner_start_ticks(int(match["pid"]))
-    return ticks is not None and ticks == int(match["start"])
