@@ -71,6 +71,8 @@ UNITS = {
     "kernel-tracing": frozenset({
         "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on
         "tests/benchmarks/test_rtla.py",  # timerlat, osnoise and hwlat take the tracer
+        "tests/tracing/test_recording_here.py",  # the recorder's instances, tracefs mounted and unmounted
+        "tests/tracing/test_attribution_here.py",  # the recorder on a disturbed program
     }),
 }
 EMULATOR_FILES = UNITS["emulators"]

@@ -33,6 +33,7 @@ from jitterlab.system import sysinfo
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import ControllerMachine, has
 from jitterlab.targets.processes import remove_records, remove_scratch, scratch_dir
+from jitterlab.tracing import changes as tracing_changes
 from jitterlab.tunings import journal as tunings_journal
 
 __all__ = ["Outcome", "Runner", "TargetSession", "estimate_s", "open_targets"]
@@ -298,6 +299,8 @@ class Runner:
         for done in rt_throttle.restore_orphaned(session.target):
             self.notice(session.spec.name, done)
         for done in tunings_journal.restore_orphaned(session.target):
+            self.notice(session.spec.name, done)
+        for done in tracing_changes.restore_orphaned(session.target):
             self.notice(session.spec.name, done)
         self._lift_throttling(session)
         session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)

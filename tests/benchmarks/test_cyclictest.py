@@ -9,16 +9,23 @@ import numpy as np
 import pytest
 
 from jitterlab.measure.benchmarks import cyclictest as ct
-from jitterlab.measure.benchmarks import ftrace
 from jitterlab.measure.benchmarks.base import Placement, RunContext
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from jitterlab.targets.processes import LAUNCH
+from jitterlab.tracing import changes, global_buffer
+from jitterlab.tracing.tracefs import DEBUGFS, TRACEFS
 from tests.support import campaign_from_toml, processes_mentioning, run_local_campaign, units_and_directions
 
 DATA = Path(__file__).parent.parent / "data" / "cyclictest"
+
+
+@pytest.fixture(autouse=True)
+def _records(tmp_path, monkeypatch):
+    """Restore records of the tracing changes go to the test's directory, not this machine's /run."""
+    monkeypatch.setattr(changes, "RECORD_DIR", str(tmp_path / "run" / "tracing"))
 
 
 def data(name: str) -> bytes:
@@ -216,6 +223,7 @@ def test_breaktrace_without_tracefs_runs_without_it_and_warns(tmp_path):
     target = FakeTarget()
     target.respond(["cat", "/proc/mounts"], "proc /proc proc rw 0 0\n")
     target.respond(["mount"], rc=32, stderr="mount: /sys/kernel/tracing: permission denied.\n")
+    target.respond(["sh", "-c"], "")  # the restore record is kept
     ctx = context(tmp_path, 'breaktrace = "50us"\nhistogram = 100', target)
     fake_cyclictest(target, ctx, "two-threads.json", "two-threads.log")
     measurement = ct.Cyclictest().execute(ctx)
@@ -230,13 +238,13 @@ def test_breaktrace_without_tracefs_runs_without_it_and_warns(tmp_path):
 
 def test_breaktrace_fired_keeps_the_trace_and_restores_the_tracer(tmp_path):
     target = FakeTarget()
-    mounts = f"nodev {ftrace.TRACEFS} tracefs rw 0 0\nd {ftrace.DEBUGFS} debugfs rw 0 0\n"
+    mounts = f"nodev {TRACEFS} tracefs rw 0 0\nd {DEBUGFS} debugfs rw 0 0\n"
     target.respond(["cat", "/proc/mounts"], mounts)
     target.respond(["test", "-w"], "")
     saved = {"tracing_on": "1\n", "current_tracer": "function\n", "buffer_size_kb": "7 (expanded: 1408)\n",
              "set_event": "irq:irq_handler_entry\n"}  # fmt: skip
     for name, text in saved.items():
-        target.respond(["cat", f"{ftrace.TRACEFS}/{name}"], text)
+        target.respond(["cat", f"{TRACEFS}/{name}"], text)
     target.respond(["sh", "-c"], "")  # every write to tracefs succeeds
     target.respond(["tail"], "cyclictest-1 [001] ...1. 1.000000: tracing_mark_write: hit latency threshold\n")
     ctx = context(tmp_path, 'breaktrace = "30us"', target)
@@ -250,12 +258,21 @@ def test_breaktrace_fired_keeps_the_trace_and_restores_the_tracer(tmp_path):
     assert measurement.attachments["trace-tail.txt"].endswith(b"hit latency threshold\n")
     messages = [w.message for w in measurement.warnings]
     assert any(m.startswith("breaktrace fired: a wake-up was 36 µs late") for m in messages)
-    shell = [c for c in target.calls if c[:2] == ("sh", "-c")]
+    shell = [c for c in target.calls if c[:2] == ("sh", "-c") and c[3].startswith(TRACEFS)]
     writes = [(c[3].rsplit("/", 1)[1], c[4] if len(c) > 4 else "") for c in shell]
     set_up = writes.index(("tracing_on", "1"))
-    assert writes[set_up - 2:set_up] == [("buffer_size_kb", str(ftrace.BUFFER_KB)), ("trace", "")]
-    assert writes[-4:] == [("set_event", "irq:irq_handler_entry"), ("current_tracer", "function"),
-                           ("buffer_size_kb", "1408"), ("tracing_on", "1")]  # fmt: skip
+    assert writes[set_up - 2:set_up] == [("buffer_size_kb", str(global_buffer.BUFFER_KB)), ("trace", "")]
+    # the settings as they were, recorded before the first change and put back in this order
+    [kept] = [c[6:] for c in target.calls if c[:3] == ("sh", "-c", changes._KEEP)]
+    [undone] = [c[4:] for c in target.calls if c[:3] == ("sh", "-c", changes.UNDO)]
+    assert kept == undone == (
+        "write", f"{TRACEFS}/tracing_on", "0", "write", f"{TRACEFS}/trace", "",
+        "events", f"{TRACEFS}/set_event", "irq:irq_handler_entry",
+        "write", f"{TRACEFS}/current_tracer", "function", "write", f"{TRACEFS}/buffer_size_kb", "1408",
+        "write", f"{TRACEFS}/tracing_on", "1")
+    first_write = next(i for i, c in enumerate(target.calls) if c[:2] == ("sh", "-c") and c[3:4] == (
+        f"{TRACEFS}/tracing_on",))
+    assert next(i for i, c in enumerate(target.calls) if c[2:3] == (changes._KEEP,)) < first_write
     assert not any(c[0] in ("mount", "umount") for c in target.calls)  # both were mounted already
 
 
@@ -298,9 +315,9 @@ def tracing_state() -> tuple[list[str], dict[str, str]]:
     lines = Path("/proc/mounts").read_text().splitlines()
     mounts = [line for line in lines if "tracefs" in line or "debugfs" in line]
     settings = {}
-    if Path(ftrace.TRACEFS, "tracing_on").exists():
+    if Path(TRACEFS, "tracing_on").exists():
         for name in ("tracing_on", "current_tracer", "set_event"):
-            settings[name] = Path(ftrace.TRACEFS, name).read_text()
+            settings[name] = Path(TRACEFS, name).read_text()
     return sorted(mounts), settings
 
 

@@ -11,17 +11,24 @@ import pytest
 
 from jitterlab.measure.benchmarks import hwlat, rtla
 from jitterlab.measure.benchmarks.base import Placement, RunContext
-from jitterlab.measure.benchmarks.tracefs import Tracefs
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.processes import LAUNCH
+from jitterlab.tracing import changes
+from jitterlab.tracing.tracefs import Tracefs
 from tests.support import campaign_from_toml, run_local_campaign
 
 DATA = Path(__file__).parent.parent / "data" / "rtla"
 SETTINGS = {"current_tracer": "function", "tracing_thresh": "0", "tracing_on": "1", "available_tracers":
             "hwlat osnoise timerlat function nop", "tracing_max_latency": "7", "trace": "old\n",
             "hwlat_detector/width": "500000", "hwlat_detector/window": "1000000"}
+
+
+@pytest.fixture(autouse=True)
+def _records(tmp_path, monkeypatch):
+    """Restore records of the tracing changes go to the test's directory, not this machine's /run."""
+    monkeypatch.setattr(changes, "RECORD_DIR", str(tmp_path / "run" / "tracing"))
 
 
 def fake_tracefs(root: Path, **files: str) -> Path:
@@ -122,13 +129,17 @@ def test_tracefs_is_mounted_for_the_run_and_unmounted_again():
     target = FakeTarget()
     target.respond(["cat", "/proc/mounts"], "proc /proc proc rw 0 0\n")
     target.respond(["mount"], "")
-    target.respond(["umount"], "")
+    target.respond(["sh", "-c"], "")
+    target.respond(["rm"], "")
     with Tracefs(target) as fs:
         assert fs.path == "/sys/kernel/tracing"
-    assert ("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing") in target.calls
-    assert target.calls[-1] == ("umount", "/sys/kernel/tracing")
+    mounted = target.calls.index(("mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"))
+    [kept] = [i for i, c in enumerate(target.calls) if c[2:3] == (changes._KEEP,)]
+    assert kept < mounted  # recorded first: a killed run's mount is undone by the next sweep
+    assert target.calls[-2] == ("sh", "-c", changes.UNDO, "sh", "umount", "/sys/kernel/tracing", "-")
     refused = FakeTarget()
     refused.respond(["cat", "/proc/mounts"], "")
+    refused.respond(["sh", "-c"], "")
     refused.respond(["mount"], rc=32, stderr="mount: only root can do that")
     with pytest.raises(RunFailed) as info, Tracefs(refused):
         pass

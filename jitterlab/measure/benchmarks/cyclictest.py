@@ -24,7 +24,6 @@ import numpy as np
 from jitterlab.analysis.latency import HISTOGRAM_UNIT, histogram_metrics, latency_names
 from jitterlab.analysis.rttests import average_us, read_json
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.ftrace import TraceSession, TraceUnavailable
 from jitterlab.measure.tools.run import failed, fetch, run_tool
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
@@ -33,6 +32,8 @@ from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
 from jitterlab.model.traits import LATENCIES
 from jitterlab.model.units import format_ns, parse_duration_ns
+from jitterlab.tracing.global_buffer import TraceSession
+from jitterlab.tracing.tracefs import TraceUnavailable
 
 US = 1000  # ns
 _MAX_PATH = 255  # cyclictest copies --json= and --histfile= into 256-byte buffers

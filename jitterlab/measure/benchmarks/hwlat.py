@@ -4,9 +4,10 @@ setting can fix, found by the kernel's hwlat tracer.
 A kernel thread spins with interrupts off for `width` of every `window`, reading the clock in a
 loop; a gap between two reads longer than `threshold` can only come from below the kernel and is
 written to the trace. The tracer is driven through tracefs (rtla of Debian bookworm has no hwlat
-mode): its settings are saved, set, and put back after the run. The run itself is a recorded
-process that switches the tracer off when it ends or is stopped, so a killed jitterlab does not
-leave CPUs spinning with interrupts off.
+mode): its settings are recorded on the target before they are changed (tracing/changes.py) and put
+back after the run, or by the next campaign's sweep when jitterlab was killed. The run itself is a
+recorded process that switches the tracer off when it ends or is stopped, so a killed jitterlab
+does not leave CPUs spinning with interrupts off.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 
 from jitterlab.analysis import rtla
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tracefs import Tracefs
 from jitterlab.measure.tools.run import failed, whole_seconds
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
@@ -23,10 +23,12 @@ from jitterlab.model.params import Param, ParamValue, duration
 from jitterlab.model.records import Warning_
 from jitterlab.model.units import format_ns
 from jitterlab.targets.processes import run_recorded
+from jitterlab.tracing.tracefs import NO_RECORD, Tracefs, TraceUnavailable
 
 US = 1000
 LOG = "hwlat.log"
 TRACE = "hwlat-trace.txt"
+_WINDOW = ("hwlat_detector/window", "hwlat_detector/width", "tracing_thresh")  # put back in this order
 _SAVED = ("current_tracer", "tracing_thresh", "hwlat_detector/width", "hwlat_detector/window", "tracing_on")
 # Constant: the tracefs directory and the seconds come as positional parameters. Whatever ends the
 # wait (its end, SIGTERM of the group by a stop or a sweep, SIGHUP of a dropped connection), the
@@ -87,16 +89,14 @@ class Hwlat(BenchmarkBase):
         with Tracefs(ctx.target) as fs:
             fs.require("hwlat")
             saved = {name: fs.read(name).strip() for name in _SAVED}
-            try:
-                text = self._trace(ctx, fs, seconds, threshold_us)
-            finally:
-                fs.write("tracing_on", "0")
-                fs.write("current_tracer", "nop")
-                fs.write("hwlat_detector/width", "1")  # so that any saved window is accepted
-                for name in ("hwlat_detector/window", "hwlat_detector/width", "tracing_thresh"):
-                    self._restore(fs, name, saved[name])
-                fs.write("current_tracer", saved["current_tracer"] or "nop")
-                fs.write("tracing_on", saved["tracing_on"] or "1")
+            undo = [("write", fs.file("tracing_on"), "0"), ("write", fs.file("current_tracer"), "nop"),
+                    ("write", fs.file("hwlat_detector/width"), "1")]  # so that any saved window is accepted
+            undo += [("write", fs.file(name), saved[name]) for name in _WINDOW if saved[name]]
+            undo += [("write", fs.file("current_tracer"), saved["current_tracer"] or "nop"),
+                     ("write", fs.file("tracing_on"), saved["tracing_on"] or "1")]
+            if not fs.changes.before(*undo):
+                raise TraceUnavailable(NO_RECORD)
+            text = self._trace(ctx, fs, seconds, threshold_us)
         try:
             trace = rtla.parse_hwlat_trace(text)
             metrics, series = rtla.hwlat_metrics(trace, threshold_us)
@@ -135,11 +135,6 @@ class Hwlat(BenchmarkBase):
         if rc != 0:
             raise failed("hwlat", rc, fs.target.run(["cat", f"{ctx.scratch}/{LOG}"]).stdout.encode(), LOG)
         return fs.read("trace")
-
-    @staticmethod
-    def _restore(fs: Tracefs, name: str, value: str) -> None:
-        if value:
-            fs.write(name, value)
 
 
 BENCHMARKS.add(

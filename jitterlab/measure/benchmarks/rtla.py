@@ -20,7 +20,6 @@ from typing import TypeVar
 
 from jitterlab.analysis import rtla
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
-from jitterlab.measure.benchmarks.tracefs import Tracefs
 from jitterlab.measure.tools.run import failed, run_tool, whole_seconds
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.options import Options, key
@@ -28,6 +27,7 @@ from jitterlab.model.params import Param, ParamValue, duration, integer
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.series import Samples
 from jitterlab.model.units import format_ns
+from jitterlab.tracing.tracefs import Tracefs
 
 US = 1000
 LOG = "rtla.log"
