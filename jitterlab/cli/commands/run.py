@@ -258,16 +258,13 @@ def _with_labels(campaign, pairs: list[str]):
     import dataclasses
 
     from jitterlab.campaign.file import check_label_key
-    from jitterlab.model.labels import check_label
+    from jitterlab.model.labels import label_pair
 
     labels = dict(campaign.labels)
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise UserError(f"--label {shown(pair)}: write KEY=VALUE, e.g. --label image=1.11")
-        check_label(key.strip(), value.strip(), f"--label {shown(pair)}")
-        check_label_key(key.strip(), campaign.cells, f"--label {shown(pair)}")
-        labels[key.strip()] = value.strip()
+        key, value = label_pair(pair)
+        check_label_key(key, campaign.cells, f"--label {shown(pair)}")
+        labels[key] = value
     return dataclasses.replace(campaign, labels=labels) if pairs else campaign
 
 
