@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         show_warnings,
         summary_tables,
     )
+    from jitterlab.report.why_late import why_late
     from jitterlab.store.catalog import Store
 
     out = console()  # piped: tables as plain rows, lines not wrapped; control characters escaped
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
                 one,
                 store.warnings(one.campaign_id, one.id),
                 store.sysinfo(one.sysinfo_id) if one.sysinfo_id else None,
+                why_late(one, store),
             ):
                 out.print(part)
             return EXIT_OK
