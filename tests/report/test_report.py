@@ -214,8 +214,8 @@ def test_cli_report_and_compare(report_store, tmp_path, capsys):
     assert run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.11",
                     "--candidate", "image=1.10", "--metric", "std_period_ns", "--fail-on",
                     "worse"]) == 0
-    with pytest.raises(UserError, match=r"--metric nope: no such metric in these runs; they have: \S+, \S+, \S+ "
-                                        r"\(the nearest of \d+; `jitterlab show RUN_ID` lists every metric"):
+    with pytest.raises(UserError, match=r"--metric nope: no such metric in these runs; they have: \S+, \S+, "
+                                        r"\S+ \(the nearest of \d+; `jitterlab show RUN_ID` lists every"):
         run_cli(["compare", "--results", str(report_store.root), "--baseline", "image=1.10",
                  "--candidate", "image=1.11", "--metric", "nope"])
 

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from jitterlab.report.format import TIME_UNITS, _digits, duration
+from jitterlab.report.format import TIME_UNITS, _digits, byte_unit, duration, format_value
 
 MAX_ROWS = 48  # rows of a chart with one row per cell; the tables hold the rest
 EMULATED_MARK = "emulated — functional evidence"
@@ -40,8 +40,7 @@ _STATS = {"max": "maximum", "min": "minimum", "mean": "mean", "p50": "median", "
 _WORDS = {"rel": "relative", "rtt": "round-trip time", "irq": "IRQ", "cpu": "CPU", "hw": "hardware",
           "mb": "MB", "mib": "MiB", "mbit": "Mbit", "pps": "packets", "hwlat": "hardware latency",
           "ns": "", "us": "", "ms": "", "s": "", "percent": "", "ratio": ""}
-_UNIT_WORDS = {"ratio": "%", "fraction": "%", "count": "count", "bool": "yes / no",
-               "bytes": "bytes", "bytes/s": "bytes per second", "%": "%"}
+_UNIT_WORDS = {"ratio": "%", "fraction": "%", "count": "count", "bool": "yes / no", "%": "%"}
 
 
 def metric_words(name: str) -> str:
@@ -70,6 +69,10 @@ def unit_words(unit: str, low: float | None = None, high: float | None = None) -
             return "time"
         spans = dict.fromkeys(duration(v * TIME_UNITS[unit]).split()[-1] for v in (max(low, 1e-9), high))
         return " … ".join(spans)
+    if (sized := byte_unit(unit)) is not None:  # the ticks' SI units, whatever the tool's (MiB/s)
+        if low is None or high is None:
+            return sized[1]
+        return " … ".join(dict.fromkeys(format_value(v, unit).split()[-1] for v in (max(low, 1e-9), high)))
     return _UNIT_WORDS.get(unit, unit or "number")
 
 
