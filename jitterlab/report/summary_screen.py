@@ -69,8 +69,8 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
     failed = sum(r.status != "ok" for r in runs)
     results = shlex.quote(how.results)
-    more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --results " \
-           f"{results}; figures: jitterlab report --results {results} -o report.html"
+    more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --runs " \
+           f"--results {results}; figures: jitterlab report --results {results} -o report.html"
     out.append(Text(more))
     return out
 
@@ -177,7 +177,7 @@ def reading(runs: list[RunRecord], infos: dict[str, SystemFacts], results: str =
         statuses = sorted({r.status for r in not_ok})
         whose = "its cell holds" if len(not_ok) == 1 else "their cells hold"
         out.append(f"{counted(len(not_ok), 'run')} {'/'.join(statuses)}: {whose} nothing; why: "
-                   f"jitterlab show --results {shlex.quote(results)}")
+                   f"jitterlab show --runs --results {shlex.quote(results)}")
     return out
 
 
@@ -197,7 +197,7 @@ def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
             out.append(f"  {c.name}  {format_value(v.value, v.unit) if v else c.status}")
         if len(bench.cells) > MAX_OTHER_CELLS:
             more = counted(len(bench.cells) - MAX_OTHER_CELLS, "more cell")
-            out.append(f"  ... and {more} (jitterlab show --results {shlex.quote(results)})")
+            out.append(f"  ... and {more} (jitterlab show --runs --results {shlex.quote(results)})")
     return out
 
 

@@ -70,7 +70,7 @@ c-fifo  idle      10 ms        1 ms       1 ms        1 ms  0.167 %
 python  idle       none        none       none       10 ms      0 %
 max is the strictest rule: one stall in one run sinks a cell (the worst period here was 200 % off); \
 the p99 columns show what held for nearly every period
-1 run failed: its cell holds nothing; why: jitterlab show --results r
+1 run failed: its cell holds nothing; why: jitterlab show --runs --results r
 what limits these results on this machine, each with its fix and what it would likely change:
 - a VM (kvm): the hypervisor stops it at times, and each stall is one long period (the worst period \
 here was 200 % off)
@@ -84,8 +84,8 @@ here (up to 1 % in a run), and those periods were excluded
     fix: boot with isolcpus=<cpus> nohz_full=<cpus> rcu_nocbs=<cpus> and give them to the program and \
 the probe ([campaign.cpus])
     likely: fewer and shorter stalls: the max rule holds at shorter periods, most of all under load
-every run (1 not ok) and its warnings: jitterlab show --results r; figures: jitterlab report --results r \
--o report.html"""
+every run (1 not ok) and its warnings: jitterlab show --runs --results r; figures: jitterlab report \
+--results r -o report.html"""
 
 
 def test_the_screen_of_a_campaign_on_a_vm(tmp_path):

@@ -84,7 +84,7 @@ def refused(capsys, argv: list[str]) -> str:
 # the parts only some commands read: a damaged one goes unnoticed by the others (they exit 0)
 NOT_READ = {
     "campaigns": {"show RUN", "compare", "export envelope"},
-    "sysinfo": {"report --trend", "export envelope", "export --trend"},
+    "sysinfo": {"show", "report --trend", "export envelope", "export --trend"},  # show: the campaigns
     "orphan": {"show", "summary", "report", "push"},  # they read the runs of campaigns: not one of none
 }
 ROWS = {  # damage -> (statement, what the line says, which part)

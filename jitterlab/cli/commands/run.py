@@ -190,7 +190,7 @@ class _Run:
             out.print(f"[red]{r.status}[/] {r.id} "
                       + escape(f"{r.target} {run_label(r)}: {r.error or ''}"))
         if len(failed) > 10:
-            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results "
+            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --runs --results "
                              f"{shlex.quote(shown_spec(args.results))})"))
         if any(r.status in ("failed", "timeout") for r in failed) and not outcome.interrupted:
             again = f"measure the failed runs again: {_again(args)} --retry-failed"
