@@ -309,7 +309,10 @@ def test_the_comparison_chart_marks_the_maxima_that_are_only_bounds(report_store
     html = (tmp_path / "r.html").read_text()
     [svg] = re.findall(r'data-figure="compare">(.*?)</div>', html, flags=re.S)
     assert svg.count('id="lower-bound') == svg.count('id="upper-bound') == 8  # 2 impls x 2 loads x 2 periods
-    assert svg.count("either way") == 8 and "lower bound (≥)" in svg and "upper bound (≤)" in svg
+    assert svg.count("either way") == 8 + 1 and "lower bound (≥)" in svg and "upper bound (≤)" in svg
+    assert "either way (both carets): both groups' probes missed periods, the change may be larger" in svg
     [caption] = [unescape(c) for c in re.findall(r'<p class="muted">(The chart: .*?)</p>', html, flags=re.S)]
     assert ('95 % interval. A caret beside 8 points: a group\'s maximum there is only a lower bound (its '
             'probe missed periods: the tables\' "≥"), so the change is a bound') in caption
+    assert ('both carets and "either way" where it is both groups\' (it may be larger or smaller: the point '
+            "says nothing of the change's direction)") in caption
