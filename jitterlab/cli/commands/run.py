@@ -314,8 +314,9 @@ def _dry_run(out: Console, campaign) -> int:
         title=f"{escape(campaign.name)}: {counted(len(campaign.cells), 'cell')} x "
         f"{counted(campaign.repetitions, 'repetition')} of {duration(campaign.settings.duration_ns)}"
     )
-    for name in ("target", "benchmark", "cell", "load", "estimate"):
-        table.add_column(name)
+    reps = campaign.repetitions  # a person plans per cell: its runs' time, and one run's
+    for name in ("target", "benchmark", "cell", "load", "per run", f"per cell ({counted(reps, 'run')})"):
+        table.add_column(name, justify="right" if name.startswith("per ") else "left")
     per_cell_s = 0.0
     naming = names().among(campaign.cells)
     for i, c in enumerate(campaign.cells):
@@ -323,7 +324,8 @@ def _dry_run(out: Console, campaign) -> int:
         seconds = bench.estimate_s(campaign.settings, c)
         per_cell_s += seconds
         if i < DRY_RUN_ROWS:  # named as everywhere: defaults left out unless they tell cells apart
-            table.add_row(c.target, c.benchmark, naming.params_text(c), c.load, format_duration_s(seconds))
+            table.add_row(c.target, c.benchmark, naming.params_text(c), c.load, format_duration_s(seconds),
+                          format_duration_s(seconds * reps))
     out.print(table)
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {counted(len(campaign.cells) - DRY_RUN_ROWS, 'more cell')}")
