@@ -8,26 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.analysis.synthetic import square_wave
 from jitterlab.analysis.thresholds import DEFAULT_THRESHOLDS, parse_thresholds
 from jitterlab.cli.main import build_parser, main
 from jitterlab.cli.mistyped import reworded, unknown_option
 from jitterlab.model.errors import UserError
 from jitterlab.model.labels import label_pair
 from jitterlab.model.registry import nearest, offered
+from tests.support import imported_store
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     """A store of two imported captures, image=a and image=b (33 metrics each)."""
-    root = tmp_path_factory.mktemp("mistyped")
-    t, level = square_wave(1_000_000, 200, jitter_ns=1000, seed=1)
-    capture = root / "cap.csv"
-    capture.write_text("".join(f"{a},{b}\n" for a, b in zip(t, level, strict=True)))
-    for image in ("a", "b"):
-        assert main(["import", "edges", str(capture), "--period", "1ms", "--results", str(root / "r"),
-                     "--label", f"image={image}", "--campaign", "bench"]) == 0
-    return root / "r"
+    return imported_store(tmp_path_factory.mktemp("mistyped"), "ab", "--campaign", "bench")
 
 
 def error_of(argv: list[str], capsys) -> str:
