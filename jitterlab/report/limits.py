@@ -157,7 +157,8 @@ def _rt_throttling(target: str, info: SystemFacts, runs: list[RunRecord]) -> Lim
     root = info.user_id == 0
     fix = f"sysctl -w kernel.sched_rt_runtime_us=-1 ({'' if root else 'as root; '}until reboot)"
     if info.in_container:  # jitterlab cannot lift it from inside
-        fix = f"on the host of this container ({info.container}): {fix}"
+        # the command first: folded at 80 columns, "...container (docker):" ended its line
+        fix = f"{fix} on the host of this container ({info.container})"
     polled_here = info.rt_throttling.needed if info.rt_throttling is not None else None
     if polled_here is None:  # a sysinfo stored before the runner recorded it: the runs' probes tell
         polled_here = not square or any(_on_target(subject_of(r)) for r in square)

@@ -112,7 +112,8 @@ def test_compare_figure_labels_every_row_with_its_change(report_store):
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.texts]
     assert len(labels) == len(result.rows) == 16  # 8 cells x 2 probes
-    assert all(re.fullmatch(r" [+-][\d,.]+ %", s) for s in labels)
+    # the change as the tables give it, and its factor where it is ×2 or more either way
+    assert all(re.fullmatch(r" [+-][\d,.]+ %( \(×[\d,.]+\))?", s) for s in labels), labels
     assert len(ax.get_yticklabels()) == 16 and ax.get_xscale() == "log"
     assert all(len(line) <= 70 for t in ax.get_yticklabels() for line in t.get_text().split("\n"))
 

@@ -201,6 +201,7 @@ def test_rt_throttling_inside_a_container_is_fixed_on_its_host():
 
     throttled = {"rt_runtime_us": 950000, "rt_period_us": 1000000}
     inside, outside = (SystemFacts.from_json({**throttled, "container": c}) for c in ("docker", "none"))
-    assert _rt_throttling("b", inside, []).fix.startswith(
-        "on the host of this container (docker): sysctl -w kernel.sched_rt_runtime_us=-1")
+    assert _rt_throttling("b", inside, []).fix == (
+        "sysctl -w kernel.sched_rt_runtime_us=-1 (as root; until reboot) on the host of this container "
+        "(docker)")  # the command first: a line folded at 80 columns never ends on a colon
     assert _rt_throttling("b", outside, []).fix.startswith("sysctl -w")
