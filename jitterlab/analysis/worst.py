@@ -55,12 +55,14 @@ class Unordered:
 Worst = WorstPeriod | WorstSample | Unordered
 
 
-def worst_moments(run: RunRecord, series: Mapping[str, Series], samples: str) -> list[Worst]:
+def worst_moments(run: RunRecord, series: Mapping[str, Series], samples: str,
+                  period_ns: int = 0) -> list[Worst]:
     """The worst moment of each of the run's series, read as its benchmark's trait `samples`
-    (model.traits) says they are: PERIOD_ERRORS, each probe's worst period; LATENCIES, each series'
-    largest sample, or Unordered for a histogram. [] for what neither is."""
+    (model.traits) says they are: PERIOD_ERRORS, each probe's worst period of a wave of nominal
+    period `period_ns`; LATENCIES, each series' largest sample, or Unordered for a histogram. [] for
+    what neither is."""
     if samples == PERIOD_ERRORS:
-        return _worst_periods(run, series)
+        return _worst_periods(run, series, period_ns)
     if samples != LATENCIES:
         return []
     out: list[Worst] = []
@@ -73,9 +75,8 @@ def worst_moments(run: RunRecord, series: Mapping[str, Series], samples: str) ->
     return out
 
 
-def _worst_periods(run: RunRecord, series: Mapping[str, Series]) -> list[Worst]:
-    period_ns = int(run.param("period", 0) or 0)
-    warmup_ns = int(run.settings.get("warmup_ns", 0))
+def _worst_periods(run: RunRecord, series: Mapping[str, Series], period_ns: int) -> list[Worst]:
+    warmup_ns = run.settings.warmup_ns or 0
     out: list[Worst] = []
     for name, s in series.items():
         if not isinstance(s, EdgeSeries) or "." in name or period_ns <= 0:

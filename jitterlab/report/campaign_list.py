@@ -19,7 +19,7 @@ from jitterlab.model.records import RunRecord
 from jitterlab.report import verdicts
 from jitterlab.report.figures.base import metric_words
 from jitterlab.report.format import counted, format_value
-from jitterlab.report.traits import benchmark_traits
+from jitterlab.report.traits import benchmark_traits, own_metric
 
 MAX_JUDGED = 3  # campaigns whose verdicts are judged (the latest): each reads every run's samples
 
@@ -60,7 +60,7 @@ def headline(runs: list[RunRecord]) -> Headline:
     mine = [r for r in runs if r.benchmark == bench and r.status == "ok"]
     others = f"; {counted(len(by_bench) - 1, 'other benchmark')}" if len(by_bench) > 1 else ""
     for name in benchmark_traits(bench).headline:
-        found = {r.id: m for r in mine if (m := r.metrics.get((r.probe, name)) or r.metrics.get(("", name)))}
+        found = {r.id: m for r in mine if (m := own_metric(r, name))}
         summary = summarize_metrics(list(found.values()))
         if summary is not None:
             of = f"{'worst' if summary.rule == WORST else 'median'} of {len(found):,} runs"

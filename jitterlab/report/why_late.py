@@ -12,7 +12,7 @@ from jitterlab.analysis.worst import Unordered, Worst, WorstPeriod, WorstSample,
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import count, counted, duration, percent
-from jitterlab.report.traits import traits_of
+from jitterlab.report.traits import period_ns, traits_of
 
 TRACE_TAIL = "trace-tail.txt"  # what cyclictest's breaktrace attaches (measure/benchmarks/cyclictest.py)
 SHOWN_TASKS = 4  # tasks and handlers named per line of the digest; the rest are counted
@@ -28,7 +28,7 @@ def why_late(run: RunRecord, store) -> list:
     except UserError as exc:
         parts.append(Text.assemble(("when", "bold"), f"  its raw series cannot be read: {exc}"))
     else:
-        parts += worst_parts(run, worst_moments(run, series, traits_of(run).samples))
+        parts += worst_parts(run, worst_moments(run, series, traits_of(run).samples, period_ns(run)))
     if TRACE_TAIL in run.attachments:
         path = run.attachments[TRACE_TAIL]
         try:

@@ -30,7 +30,7 @@ def test_the_worst_period_is_the_headline_one_placed_in_the_run():
     t, level = late_wave()
     run = run_record(squarewave_cell("c-fifo", MS), settings={"warmup_ns": 10 * MS}, raw_path="raw/r.parquet",
                      metrics=squarewave_metrics(t, level, MS, warmup_ns=10 * MS, probe="vpin"))
-    [worst] = worst_moments(run, {"vpin": EdgeSeries(t, level)}, PERIOD_ERRORS)
+    [worst] = worst_moments(run, {"vpin": EdgeSeries(t, level)}, PERIOD_ERRORS, MS)
     assert isinstance(worst, WorstPeriod) and worst.probe == "vpin"
     assert worst.period_ns == 1.4 * MS and worst.rel_error == pytest.approx(0.4)
     assert worst.rel_error == pytest.approx(run.metric("max_rel_period_error", "vpin"))
@@ -44,7 +44,7 @@ def test_a_period_the_probe_was_blind_to_is_not_the_worst():
     t, level = late_wave()
     blind = blind_series([(int(t[300]), int(t[301]))])  # the late periods touch the blind span
     run = run_record(squarewave_cell("c-fifo", MS), settings={"warmup_ns": 0})
-    [worst] = worst_moments(run, {"vpin": EdgeSeries(t, level), "vpin.blind": blind}, PERIOD_ERRORS)
+    [worst] = worst_moments(run, {"vpin": EdgeSeries(t, level), "vpin.blind": blind}, PERIOD_ERRORS, MS)
     assert abs(worst.rel_error) < 0.01  # what is left is exact
 
 
