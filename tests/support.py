@@ -153,6 +153,20 @@ def run_local_campaign(tmp_path: Path, matrix: str, **options) -> tuple[int, Sto
 # --- stored metrics ------------------------------------------------------------------------------
 
 
+def imported_store(root: Path, images: Iterable[str], *extra: str) -> Path:
+    """A results directory `root`/r of one synthetic capture (1 ms, 200 edges) imported once per
+    value of `images` as --label image=VALUE (`extra`: more import options); returns its path."""
+    from jitterlab.analysis.synthetic import square_wave
+
+    t, level = square_wave(1_000_000, 200, jitter_ns=1000, seed=1)
+    capture = root / "cap.csv"
+    capture.write_text("".join(f"{a},{b}\n" for a, b in zip(t, level, strict=True)))
+    for image in images:
+        assert main(["import", "edges", str(capture), "--period", "1ms", "--results", str(root / "r"),
+                     "--label", f"image={image}", *extra]) == 0
+    return root / "r"
+
+
 def own_metrics(run: RunRecord) -> list[Metric]:
     """The metrics the benchmark measured (the load's, load_*, left out)."""
     return [m for m in run.metrics.values() if not m.name.startswith("load_")]

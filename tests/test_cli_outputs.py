@@ -315,3 +315,18 @@ def test_help_keeps_an_example_whole_and_names_compares_default_runs(capsys, mon
     text = " ".join(out.split())
     assert "excludes no change" not in text
     assert "repeat to compare across several (default: every run of the store)" in text
+
+
+def test_dry_run_estimates_each_cell_as_a_person_plans_it(tmp_path, capsys):
+    """The estimate column was one run's time under a title of 3 repetitions: a cell of 3 runs read 1 s."""
+    path = tmp_path / "c.toml"
+    path.write_text('[campaign]\nname = "three"\nrepetitions = 3\nduration = "2s"\n[[target]]\n'
+                    'name = "local"\nkind = "local"\n[matrix]\nbenchmark = "squarewave"\n'
+                    'impl = ["bash", "c-fifo"]\nperiod = "10ms"\nload = ["idle", "cpu"]\n')
+    assert main(["run", str(path), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "three: 4 cells x 3 repetitions of 2 s"
+    assert lines[1].split("  ")[-2:] == ["per run", "per cell (3 runs)"]
+    for row in lines[2:6]:
+        per_run, per_cell = (float(x) for x in row.replace(" s", "").split()[-2:])
+        assert per_cell == pytest.approx(3 * per_run, abs=1.0)  # each rounded to a second

@@ -140,7 +140,11 @@ def test_the_real_local_machine(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["doctor", "board"], "TARGET 'board': give `local`, ssh://user@host:port"),
+        (["doctor", "board"], "error: TARGET 'board': give `local` (this machine: jitterlab doctor local), "
+                              "ssh://user@host:port, or a target name with --campaign FILE\n"),
+        (["doctor", "locl"], "error: TARGET 'locl': did you mean `local`? give `local` (this machine"),
+        (["doctor"], "error: jitterlab doctor: which target? give `local` (this machine: jitterlab doctor "
+                     "local), ssh://"),
         (["doctor", "local", "--key", "/k"], "--key, --known-hosts, --accept-new-host-key"),
         (["doctor", "ssh://"], "write it like ssh://user@host:22"),
     ],

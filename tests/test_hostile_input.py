@@ -168,7 +168,7 @@ def option_cases(results: str, capture: str, campaign_file: str) -> Iterator[tup
     bases = {
         "run": (["run", campaign_file, "--dry-run"], ["CAMPAIGN", "--results", "--label", "--until-decided",
                                                        "--watch", "--max-runs", "--max-time"]),
-        "show": (["show", *r], ["RUN_ID", "--results", "--campaign"]),
+        "show": (["show", *r], ["RUN_ID", "--results", "--campaign", "--label", "--since"]),
         "report": (["report", *r, "-o", "out.html", "--no-figure-files"],
                    ["--campaign", "-o", "--max-run-figures", "--results", "--trend", "--by"]),
         "compare": (["compare", *r, "--baseline", "image=a", "--candidate", "image=b"],

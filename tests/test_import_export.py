@@ -210,7 +210,7 @@ def test_show_of_imported_runs_speaks_of_imports(tmp_path, capsys):
     path = write_csv(tmp_path / "cap.csv", unit="ns", header=None)
     assert main(["import", "edges", str(path), "--period", "2ms", "--results", results]) == 0
     assert "period 2 ms): max relative period error" in capsys.readouterr().out
-    assert main(["show", "--results", results]) == 0
+    assert main(["show", "--runs", "--results", results]) == 0
     out = capsys.readouterr().out
     assert out.startswith("1 run\n")
     assert "campaign.repetitions" not in out and "external external" not in out
@@ -220,7 +220,7 @@ def test_show_of_imported_runs_speaks_of_imports(tmp_path, capsys):
         assert main(["import", "edges", str(path), "--period", "1ms", "--results", results,
                      *(w for label in labels for w in ("--label", label))]) == 0
     capsys.readouterr()
-    assert main(["show", "--results", results]) == 0
+    assert main(["show", "--runs", "--results", results]) == 0
     out = capsys.readouterr().out
     assert out.startswith("3 runs\n")
     # a label a run lacks is not shown as empty, nor one that repeats the impl column

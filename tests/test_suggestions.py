@@ -166,9 +166,9 @@ def test_every_suggested_command_runs_as_printed(tmp_path, monkeypatch, capsys, 
                   "--candidate image=B --all") in ours  # the report's comparison: every row
     assert ("ab", "jitterlab run tiny.toml --results results --resume --label image=B --until-decided "
                   "image=A..image=B --max-runs 1") in ours  # the loop's bound raised, with its label
-    assert ("failed", "jitterlab show --results store") in ours
+    assert ("failed", "jitterlab show --runs --results store") in ours
     assert ("failed", "jitterlab run flaky.toml --results store --resume --retry-failed") in ours
-    assert ("square", "jitterlab show --results results --campaign board-1.10") in ours  # left out, named
+    assert ("square", "jitterlab show --results results --runs --campaign board-1.11") in ours  # the latest
     ran = []
     for name, command in ours:
         # a value left for the person to fill in (CAMPAIGN, FILE) where jitterlab knows it: none

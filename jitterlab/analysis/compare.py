@@ -44,6 +44,7 @@ from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
 from jitterlab.model.reading import COUNT, MAX, QUANTILE_OF, RATIO, WORST
 from jitterlab.model.records import Metric, RunRecord, Warning_
+from jitterlab.model.registry import METRICS_LISTED, did_you_mean, offered
 
 __all__ = ["BETTER", "MIN_RUNS", "NOT_TESTED", "SAME", "UNDECIDED", "VERDICTS", "WORSE", "Comparison", "Row",
            "Selector", "compare", "label_pairs", "metric_names"]
@@ -180,12 +181,12 @@ def compare(runs: list[RunRecord], baseline: Selector, candidate: Selector, *,
     if metrics:
         unknown = [m for m in metrics if m not in known]
         if unknown:
-            raise UserError(f"--metric {', '.join(unknown)}: no such metric in these runs; "
-                            f"they have: {', '.join(known)}")
+            raise UserError(f"--metric {', '.join(unknown)}: no such metric in these runs; they have: "
+                            f"{offered(unknown[0], known, METRICS_LISTED)}")
     seen = sorted({p for r in compared for p, _ in r.metrics if p})
     if unseen := [p for p in probes if p not in seen]:
-        raise UserError(f"--probe {', '.join(unseen)}: no metric of these runs was seen by it; their probes: "
-                        f"{', '.join(seen) or 'none'}")
+        raise UserError(f"--probe {', '.join(unseen)}: no metric of these runs was seen by it; "
+                        f"{did_you_mean(unseen[0], seen)}their probes: {', '.join(seen) or 'none'}")
     result = Comparison(baseline, candidate, pairing.cell_fields, thresholds=thresholds,
                         family=fam.watched(compared, metrics, traits),
                         mixed=mixed_labels(pairing, baseline, candidate), probes=tuple(probes))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.model.registry import did_you_mean
 
 SHOWN_IDS = 3  # run ids named when groups overlap
 
@@ -68,7 +69,7 @@ def paired(runs: list[RunRecord], baseline: Selector, candidate: Selector,
     group_b = [r for r in runs if candidate.matches(r, names) and r.status == "ok"]
     for sel, group, option in ((baseline, group_a, "--baseline"), (candidate, group_b, "--candidate")):
         if not group:
-            raise UserError(f"{option} {sel}: no successful run has it; "
+            raise UserError(f"{option} {sel}: no successful run has it; {_closest(sel, runs, names)}"
                             f"labels in the store: {_known_labels(runs)}{_known_params(sel, runs, names)}")
     _refuse_overlap(group_a, group_b, baseline, candidate)
     names = names.among(r.cell for r in group_a + group_b)  # a key that tells cells apart is named
@@ -153,6 +154,15 @@ def _known_params(selector: Selector, runs: list[RunRecord], names: CellNames) -
     else:
         values = sorted({names.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
     return f"; {selector.key} takes: {', '.join(values)}" if values else ""
+
+
+def _closest(selector: Selector, runs: list[RunRecord], names: CellNames) -> str:
+    """"did you mean 'image=A'? " for the label, cell field or parameter of these runs closest to a
+    mistyped selector (imag=A, impl=pyton), else ""."""
+    pairs = {f"{k}={v}" for r in runs for k, v in r.labels.items()}
+    pairs |= {f"{f}={getattr(r, f)}" for r in runs for f in _FIELDS}
+    pairs |= {f"{k}={names.show_value(r.cell, k)}" for r in runs for k, _ in r.cell.params}
+    return did_you_mean(str(selector), pairs - {str(selector)})
 
 
 def _known_labels(runs: list[RunRecord]) -> str:

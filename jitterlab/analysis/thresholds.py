@@ -58,6 +58,11 @@ def parse_thresholds(texts: list[str] | None, option: str = "--threshold") -> di
         if not (math.isfinite(pct) and 0 < pct < 100):
             raise UserError(f"{option} {text!r}: give a change in percent above 0 and below 100 in digits, "
                             f"e.g. {option} 10% or {option} timing=12.5%")
+        if pct < 1 and not value.strip().endswith("%"):  # 0.2: a fraction (20 %) or 0.2 %?
+            fraction = f"{key}=" if sep else ""
+            raise UserError(f"{option} {text!r}: the threshold is in percent, so this reads as {pct:g} %; "
+                            f"write the unit: {option} {fraction}{pct * 100:g}% (a fraction of {pct:g}) or "
+                            f"{option} {fraction}{pct:g}%")
         for k in ([key] if sep else KINDS):
             out[k] = pct / 100
     return out

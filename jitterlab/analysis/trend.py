@@ -21,6 +21,7 @@ from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.model.registry import METRICS_LISTED, offered
 
 SPECIAL = ("time", "date", "campaign")
 
@@ -82,7 +83,7 @@ def trend(runs: list[RunRecord], campaigns: Mapping[int, CampaignEntry], metric:
         known = sorted({n for r in ok for (_, n) in r.metrics})
         if metric not in known:
             raise UserError(f"--trend {metric}: no successful run has this metric; they have: "
-                            f"{', '.join(known) or 'none'}")
+                            f"{offered(metric, known, METRICS_LISTED)}")
         keys = sorted({k for r in ok for k in r.labels})
         raise UserError(f"--trend {metric} --by {by}: no successful run has both; --by takes time, date, "
                         f"campaign or a label key ({', '.join(keys) or 'none in these runs'})")

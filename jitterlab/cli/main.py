@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from types import ModuleType
+from typing import ClassVar
 
 from rich.markup import escape
 
@@ -31,6 +32,7 @@ from jitterlab.cli.commands import (
 from jitterlab.cli.commands import list as list_
 from jitterlab.cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, sigterm_as_interrupt
 from jitterlab.cli.help import HelpFormatter
+from jitterlab.cli.mistyped import commands_of, reworded, unknown_option
 from jitterlab.model.errors import RuntimeProblem, UserError
 from jitterlab.report.console import SafeConsole
 
@@ -50,12 +52,21 @@ summary per benchmark. Start from examples/quickstart.toml.
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: ClassVar[dict[str, argparse.ArgumentParser]] = {}  # every command's (build_parser sets it)
+
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)  # every command's --help
         super().__init__(*args, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        # a command's words: an option it does not take is said before argparse reads the rest
+        if args is not None and self._subparsers is None and (
+                message := unknown_option(self, list(args), self.commands)):
+            raise UserError(message)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # argparse exits 2 too, but with a usage dump
-        raise UserError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise UserError(f"{self.prog}: {reworded(message)} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for command in COMMANDS:
         command.add_parser(sub).set_defaults(func=command.run)
+    commands = commands_of(parser)
+    for made in commands.values():
+        made.commands = commands
     return parser
 
 

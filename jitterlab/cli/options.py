@@ -61,6 +61,19 @@ def check_trend(args: argparse.Namespace) -> None:
                         "campaigns or time); add --trend or leave out --by")
 
 
+MAX_EXTRA_RUNS = 1_000_000  # --max-runs: more than a year of 30 s runs, far below any overflow
+
+
+def _extra_runs(text: str) -> int:
+    """--max-runs N: a whole number of runs, 0 to MAX_EXTRA_RUNS (a number past int64 was taken and
+    never said to be absurd)."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or int(digits) > MAX_EXTRA_RUNS:
+        raise argparse.ArgumentTypeError(f"give a whole number of extra runs from 0 to {MAX_EXTRA_RUNS:,}, "
+                                         f"got {shown(text)}")
+    return int(digits)
+
+
 def add_until_decided(parser: argparse.ArgumentParser) -> None:
     """--until-decided BASELINE..CANDIDATE and its bounds (run)."""
     parser.add_argument(
@@ -72,7 +85,7 @@ def add_until_decided(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch", action="append", metavar="METRIC", type=_metric_name,
                         help="with --until-decided: the metric whose verdicts must be decided; repeatable "
                         "(default: each benchmark's headline metrics)")
-    parser.add_argument("--max-runs", type=int, metavar="N",
+    parser.add_argument("--max-runs", type=_extra_runs, metavar="N",
                         help="with --until-decided: at most N extra runs in all, counted over resumes "
                         "(default: 10 per cell of the campaign)")
     parser.add_argument("--max-time", metavar="DURATION",

@@ -33,3 +33,27 @@ def check_label(key: str, value: str, where: str) -> None:
         raise UserError(f'{where}: a label has a value, e.g. image = "1.10"; remove the label or give one')
     if value != value.strip():  # compare reads KEY=VALUE without them: the label could not be selected
         raise UserError(f"{where}: a label value has no spaces around it, got {shown(value)}")
+
+
+def label_pair(text: str, option: str = "--label") -> tuple[str, str]:
+    """KEY=VALUE as typed on the command line (--label image=1.11), checked as a label: (key, value).
+    Each way it can be wrong is said as it is: no '=', no key, no value."""
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    where = f"{option} {shown(text)}"
+    if not sep:
+        raise UserError(f"{where}: write KEY=VALUE, e.g. {option} image=1.11")
+    if not key:
+        example = f"image={_word(value, '1.11')}"
+        raise UserError(f"{where}: no key before '='; write KEY=VALUE, e.g. {option} {example}")
+    if not value:
+        example = f"{_word(key, 'image')}=1.11"
+        raise UserError(f"{where}: no value after '='; a label has one, e.g. {option} {example}")
+    check_label(key, value, where)
+    return key, value
+
+
+def _word(text: str, instead: str) -> str:
+    """`text` in an example when it is a plain short word, else `instead`: an example never echoes
+    what could not be typed back."""
+    return text if re.fullmatch(r"[\w.+-]{1,20}", text, re.ASCII) else instead

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -16,6 +16,26 @@ def did_you_mean(name: object, known) -> str:
     """"did you mean 'x'? " for the known name closest to a mistyped one, else ""."""
     close = difflib.get_close_matches(str(name)[:100], [str(k) for k in known], n=1)
     return f"did you mean {close[0]!r}? " if close else ""
+
+
+NEAREST = 3  # names an error offers for an unknown one, when there are many more
+METRICS_LISTED = "`jitterlab show RUN_ID` lists every metric of a run"  # for an unknown metric's error
+
+
+def nearest(name: object, known: Iterable[object], n: int = NEAREST) -> list[str]:
+    """The `n` known names most like `name`, the likest first (however unlike: a list to choose from)."""
+    return difflib.get_close_matches(str(name)[:100], sorted({str(k) for k in known}), n=n, cutoff=0.0)
+
+
+def offered(name: object, known: Iterable[object], listing: str = "") -> str:
+    """The known names an error offers for an unknown `name`: every one when they are few, else the
+    nearest NEAREST, how many there are and `listing`, what lists them all: "a, b, c" / "a, b, c
+    (the nearest of 33; see `jitterlab show RUN_ID`)"."""
+    names = sorted({str(k) for k in known})
+    if len(names) <= 2 * NEAREST:
+        return ", ".join(names) or "none"
+    where = f"; {listing}" if listing else ""
+    return f"{', '.join(nearest(name, names))} (the nearest of {len(names)}{where})"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Values for people: every place a person reads a measured value formats it here, through
 `format_value(value, unit)`, which knows the metric's unit: durations with an adaptive SI prefix
 (ns, µs, ms, s), ratios and fractions as %, counts as whole numbers, sizes and byte rates with SI
-prefixes, other rates with their unit. Machine formats (JSON, CSV, Parquet) keep the raw values
-and name the unit beside them instead."""
+prefixes whatever unit a tool gave them in (mbw's MiB/s and dd's MB/s both read GB/s: one family in
+every view, never a MiB beside a GB), other rates with their unit. Machine formats (JSON, CSV,
+Parquet) keep the raw values and name the unit beside them instead."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ RATIO_UNITS = ("ratio", "fraction")
 COUNT_UNITS = ("count",)
 _TIME_STEPS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
 _SI_STEPS = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+# a size's unit as tools give it -> bytes (a rate's: the same with "/s")
+BYTE_UNITS = {"bytes": 1.0, "B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024.0, "MiB": 2.0**20,
+              "GiB": 2.0**30}
+
+
+def byte_unit(unit: str) -> tuple[float, str] | None:
+    """(bytes per unit, "B" or "B/s") for a size or byte rate's unit ("MiB/s" -> (1048576, "B/s")),
+    None for any other unit."""
+    base, rate = (unit[:-2], "/s") if unit.endswith("/s") else (unit, "")
+    factor = BYTE_UNITS.get(base)
+    return None if factor is None else (factor, "B" + rate)
 MISSING = "—"
 
 
@@ -85,8 +97,8 @@ def format_value(value: float | None, unit: str) -> str:
         return "yes" if value else "no"
     if unit == "%":
         return f"{_digits(value, 3)} %"
-    if unit in ("bytes", "bytes/s"):  # openssl and fio count in SI multiples of bytes
-        return _si(value, "B" + unit[5:])
+    if (sized := byte_unit(unit)) is not None:
+        return _si(value * sized[0], sized[1])
     if unit == "":
         return count(value) if value == round(value) else _digits(value)
     return f"{_digits(value)} {unit}"

@@ -198,7 +198,9 @@ def _chart_caption(judged: Comparison, charted: list, shown: int, censored: Coll
     bounded = sum((r.cell, r.probe, r.metric) in censored for r in charted)
     carets = (f" A caret beside {counted(bounded, 'point')}: a group's maximum there is only a lower bound "
               "(its probe missed periods: the tables' \"≥\"), so the change is a bound: ▸ ≥ where it is the "
-              "candidate's (the change may be larger), ◂ ≤ where it is the baseline's (it may be smaller).")
+              "candidate's (the change may be larger), ◂ ≤ where it is the baseline's (it may be smaller), "
+              "both carets and \"either way\" where it is both groups' (it may be larger or smaller: the "
+              "point says nothing of the change's direction).")
     carets = carets if bounded else ""
     tested = len(judged.tested_rows)
     metrics = ", ".join(sorted({r.metric for r in judged.tested_rows})) or "none"

@@ -141,8 +141,9 @@ def _rt_throttling(target: str, info: SystemFacts, runs: list[RunRecord]) -> Lim
     square = periodic(runs)
     share = blind_share([r for r in square if _on_target(subject_of(r))])
     if share is not None:
-        likely = (f"the polling probe (SCHED_FIFO) keeps its CPU: it was blind {percent(share[0])} of the "
-                  f"measured time here (up to {percent(share[1])} in a run), and those periods were excluded")
+        # its blind share is the screen's first line: said here as what the fix changes, not again
+        likely = ("the polling probe (SCHED_FIFO) keeps its CPU through the throttled time: the periods it "
+                  "was blind to then (its blind share, above) are measured, not excluded")
     else:
         likely = "little for tasks that sleep between their work; a busy real-time task keeps its CPU"
     for probe in sorted({subject_of(r) for r in square if not _on_target(subject_of(r))}):
@@ -156,7 +157,8 @@ def _rt_throttling(target: str, info: SystemFacts, runs: list[RunRecord]) -> Lim
     root = info.user_id == 0
     fix = f"sysctl -w kernel.sched_rt_runtime_us=-1 ({'' if root else 'as root; '}until reboot)"
     if info.in_container:  # jitterlab cannot lift it from inside
-        fix = f"on the host of this container ({info.container}): {fix}"
+        # the command first: folded at 80 columns, "...container (docker):" ended its line
+        fix = f"{fix} on the host of this container ({info.container})"
     polled_here = info.rt_throttling.needed if info.rt_throttling is not None else None
     if polled_here is None:  # a sysinfo stored before the runner recorded it: the runs' probes tell
         polled_here = not square or any(_on_target(subject_of(r)) for r in square)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.model.registry import did_you_mean
 from jitterlab.report.format import counted
 
 
@@ -75,8 +76,9 @@ def select(store, names: list[str] | None = None) -> Selection:
     for name in wanted:
         mine, earlier = _latest_of_each_label_set(known, name)
         if not mine:
-            listed = ", ".join(sorted({k.name for k in known})) or "none"
-            raise UserError(f"--campaign {name!r}: not in {store.where}; campaigns there: {listed}")
+            there = {k.name for k in known}
+            raise UserError(f"--campaign {name!r}: not in {store.where}; {did_you_mean(name, there)}"
+                            f"campaigns there: {', '.join(sorted(there)) or 'none'}")
         chosen += mine
         replaced += earlier
     chosen.sort(key=lambda c: c.id)

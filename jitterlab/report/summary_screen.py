@@ -18,6 +18,7 @@ from rich.text import Text
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, rules_of
 from jitterlab.model.facts import SystemFacts, preemption_words
 from jitterlab.model.records import RunRecord, Warning_
+from jitterlab.model.units import format_ns
 from jitterlab.report import limits, verdicts
 from jitterlab.report.format import MISSING, counted, format_value, percent
 from jitterlab.report.traits import observer, own, period_ns, periodic, subject_of
@@ -69,8 +70,8 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
     failed = sum(r.status != "ok" for r in runs)
     results = shlex.quote(how.results)
-    more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --results " \
-           f"{results}; figures: jitterlab report --results {results} -o report.html"
+    more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --runs " \
+           f"--results {results}; figures: jitterlab report --results {results} -o report.html"
     out.append(Text(more))
     return out
 
@@ -92,8 +93,8 @@ def _evidence_line(target: str, info: SystemFacts | None, square: list[RunRecord
             parts.append(f"probe {probe}: the program's own timestamps (no independent check)")
             continue
         share = limits.blind_share(mine)
-        blind = (f", blind {percent(share[0])} of the measured time (up to {percent(share[1])} in a run)"
-                 if share is not None else "")
+        most = f" (up to {percent(share[1])} in a run)" if share and share[1] > share[0] else ""
+        blind = f", blind {percent(share[0])} of the measured time{most}" if share is not None else ""
         parts.append(f"probe {probe}: independent of the program{blind}")
     reps = sorted({n for n in _repetitions(square).values()})
     if reps:
@@ -155,20 +156,26 @@ def reading(runs: list[RunRecord], infos: dict[str, SystemFacts], results: str =
     groups = len({(e.target, e.impl, e.load, e.probe) for e in rows})
     values = [v for r in runs if r.status == "ok" and (v := own(r, HEADLINE)) is not None]
     worst = percent(max(values)) if values else MISSING
-    longest = format_value(max(period_ns(r) for r in runs), "ns")
+    longest_ns = max(period_ns(r) for r in runs)
+    longest = format_value(longest_ns, "ns")
     levels = {limits.evidence(info)[0] for info in infos.values()}
+    # on VMs alone the limits below give the worst period with its cause: said once, there
+    seen = "" if levels == {limits.VM} else f"the worst period was {worst} off"
     out = []
     if limits.EMULATED in levels:
         out.append("emulated CPU: read these as evidence that every program ran and was measured; no "
                    "period or error here is a timing claim")
     if not any(held.values()):
+        worst_said = f"; {seen}" if seen else ""
         out.append(f"no impl was shown to hold even {percent(max(DEFAULT_THRESHOLDS))} at the longest period "
-                   f"measured ({longest}); the worst period was {worst} off. Next: remove the limits below, "
-                   "then add longer periods (e.g. \"100ms\") to matrix.period to find where each impl holds")
+                   f"measured ({longest}){worst_said}. Next: remove the limits below, then add longer "
+                   f"periods (e.g. \"{format_ns(10 * longest_ns)}\") to matrix.period to find where each "
+                   "impl holds")
     elif "max" in held and held["max"] < groups and any(held[r] for r in rules if r != "max"):
         others = ", ".join(r for r in rules if r != "max")
-        out.append(f"max is the strictest rule: one stall in one run sinks a cell (the worst period here "
-                   f"was {worst} off); the {others} columns show what held for nearly every period")
+        worst_said = f" ({seen})" if seen else ""
+        out.append(f"max is the strictest rule: one stall in one run sinks a cell{worst_said}; the {others} "
+                   "columns show what held for nearly every period")
     if any(e.outcome(t) == UNPROVEN for e in rows for t in e.shortest_ns):
         out.append("unproven: the periods the probe saw held, but it was blind where a worse one may hide; "
                    "a probe with a CPU of its own (see the limits below) proves or refutes them")
@@ -177,7 +184,7 @@ def reading(runs: list[RunRecord], infos: dict[str, SystemFacts], results: str =
         statuses = sorted({r.status for r in not_ok})
         whose = "its cell holds" if len(not_ok) == 1 else "their cells hold"
         out.append(f"{counted(len(not_ok), 'run')} {'/'.join(statuses)}: {whose} nothing; why: "
-                   f"jitterlab show --results {shlex.quote(results)}")
+                   f"jitterlab show --runs --results {shlex.quote(results)}")
     return out
 
 
@@ -197,7 +204,7 @@ def other_lines(runs: list[RunRecord], results: str = "results") -> list[str]:
             out.append(f"  {c.name}  {format_value(v.value, v.unit) if v else c.status}")
         if len(bench.cells) > MAX_OTHER_CELLS:
             more = counted(len(bench.cells) - MAX_OTHER_CELLS, "more cell")
-            out.append(f"  ... and {more} (jitterlab show --results {shlex.quote(results)})")
+            out.append(f"  ... and {more} (jitterlab show --runs --results {shlex.quote(results)})")
     return out
 
 

@@ -309,8 +309,9 @@ def metric_order(name: str) -> str:
     return re.sub(r"(?<![a-z])p(\d{2,})(?=_|$)", pct, name)
 
 
-def run_detail(run: RunRecord, warnings: list, sysinfo: SystemFacts | None) -> list:
-    """Renderables describing one run completely."""
+def run_detail(run: RunRecord, warnings: list, sysinfo: SystemFacts | None,
+               moments: Collection = ()) -> list:
+    """Renderables describing one run completely; `moments` (report.why_late) under its head."""
     head = Table.grid(padding=(0, 2))
     for key, value in (
         ("run", run.id),
@@ -336,7 +337,7 @@ def run_detail(run: RunRecord, warnings: list, sysinfo: SystemFacts | None) -> l
         way = direction_of(m)
         metrics.add_row(probe or "-", name, format_value(m.value, m.unit),
                         {"lower": "lower is better", "higher": "higher is better"}.get(way, ""))
-    parts: list = [head, metrics]
+    parts: list = [head, *moments, metrics]
     if sysinfo:
         parts.append(sysinfo_table(sysinfo))
     if warnings:

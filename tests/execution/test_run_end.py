@@ -37,4 +37,5 @@ def test_run_ends_with_the_warnings_of_its_runs_grouped_then_the_summary_screen(
     assert sum("probe blind" in line for line in out) == 1  # once, not once per run
     assert out[start + 4].startswith("results: ")
     screen = out.index("fake: what holds here")
-    assert screen > start + 4 and out[-1].startswith("every run and its warnings: jitterlab show --results ")
+    assert screen > start + 4
+    assert out[-1].startswith("every run and its warnings: jitterlab show --runs --results ")

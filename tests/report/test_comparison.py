@@ -25,6 +25,7 @@ from jitterlab.report.comparison import (
 from jitterlab.report.figures.compare import (
     CARET_LEFT,
     CARET_RIGHT,
+    EITHER_WAY_TEXT,
     LOWER_BOUND_TEXT,
     STYLES,
     UPPER_BOUND_TEXT,
@@ -33,6 +34,8 @@ from jitterlab.report.figures.compare import (
     change_ticks,
     charted_rows,
     compare_figure,
+    factor,
+    point_label,
 )
 from jitterlab.store.catalog import Store
 
@@ -169,8 +172,8 @@ def test_chart_draws_four_verdicts_four_ways_with_a_full_legend_and_readable_tic
     assert {"worse", "better", "not tested"} <= set(legend)
     ticks = [ax.xaxis.get_major_formatter()(v, 0) for v in ax.get_xticks()
              if ax.get_xlim()[0] <= v <= ax.get_xlim()[1]]
-    assert len(ticks) >= 4 and "+0 %" in ticks and len(set(ticks)) == len(ticks)
-    assert all("e" not in t for t in ticks)
+    assert len(ticks) >= 4 and "×1" in ticks and len(set(ticks)) == len(ticks)
+    assert all(t.startswith("×") and "e" not in t for t in ticks)  # factors a person reads: ×0.5, ×2
 
 
 def blind_groups():
@@ -233,20 +236,31 @@ def test_the_chart_draws_a_bound_with_a_caret_toward_where_the_change_may_lie():
     assert labels[both] == " +100 % either way"
     others = [label for i, label in enumerate(labels) if i not in lower and i not in upper]
     assert len(others) == len(rows) - 3 and not any(m in s for s in others for m in ("≥", "≤", "either"))
-    legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend[-2:] == [LOWER_BOUND_TEXT, UPPER_BOUND_TEXT] and "lower bound (≥)" in LOWER_BOUND_TEXT
+    legend = [t.get_text() for t in fig.legends[0].get_texts() if t.get_text()]  # less the blank rows
+    assert legend[-3:] == [LOWER_BOUND_TEXT, UPPER_BOUND_TEXT, EITHER_WAY_TEXT]  # "either way" said
+    assert "lower bound (≥)" in LOWER_BOUND_TEXT and EITHER_WAY_TEXT.startswith("either way (both carets)")
     # nothing censored: the chart as before, no caret and no bound in the legend
     plain = compare_figure(result)
     assert not [line for line in plain.axes[0].lines if line.get_gid() in ("lower-bound", "upper-bound")]
-    assert [t.get_text() for t in plain.legends[0].get_texts()] == legend[:-2]
+    assert [t.get_text() for t in plain.legends[0].get_texts()] == legend[:-3]
+    # one side only: no "either way" in the legend
+    one_side = {k: m for k, m in censored_rows(result, runs).items() if not (m.baseline and m.candidate)}
+    one_sided = [t.get_text() for t in compare_figure(result, censored=one_side).legends[0].get_texts()]
+    assert EITHER_WAY_TEXT not in one_sided and LOWER_BOUND_TEXT in one_sided
     assert all("≥" not in t.get_text() and "≤" not in t.get_text() for t in plain.axes[0].texts)
 
 
 def test_change_ticks_are_round_changes_around_no_change():
     assert change_ticks(0.8, 1.25) == [0.8, 0.9, 0.95, 1.0, 1.1, 1.25]
-    assert change_ticks(0.45, 2.3) == [0.5, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0]  # none closer than 1/9 of it
+    assert change_ticks(0.45, 2.3) == [0.5, 0.8, 1.0, 1.25, 2.0]  # none closer than 1/9 of it
     wide = change_ticks(0.01, 100)
     assert 1.0 in wide and len(wide) <= 9 and wide[0] <= 0.05 and wide[-1] >= 20
+    # the axis ran -99 % ... +9,900 %: now ×0.01 ... ×100, decades and their halves
+    assert [factor(r) for r in wide] == ["×0.01", "×0.05", "×0.2", "×1", "×5", "×20", "×100"]
+    assert [point_label(r) for r in (1.426, 16.25, 0.01, 0.6)] == [
+        "+42.6 %", "+1,525 % (×16.2)", "-99 % (×0.01)", "-40 %"]
+    assert [factor(r) for r in (1e-8, 5e-6, 0.001, 2000.0, 1e4, 2e5)] == [
+        "×10⁻⁸", "×5·10⁻⁶", "×0.001", "×2,000", "×10⁴", "×2·10⁵"]  # far from 1: powers, never 9 zeros
 
 
 @pytest.fixture

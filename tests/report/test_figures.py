@@ -6,6 +6,7 @@ axis titles in words with units."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -105,13 +106,41 @@ def test_a_value_that_is_not_finite_is_a_no_value_mark_not_a_point_the_axis_cann
     assert [t.get_text() for t in strip.texts] == ["not finite", "not finite"]
 
 
+def _xs(fig, impls) -> list[float]:
+    return sorted(float(x) for line in _panels(fig)[0].lines if line.get_label() in impls
+                  for x in line.get_xdata())
+
+
 def test_impls_at_one_period_stand_side_by_side():
     impls = ["bash", "python", "node", "c-file", "c-mmap", "c-fifo"]
     fig = figures.envelope_figure([_sw(i, 100 * US, 0.4) for i in impls], "t")
-    xs = sorted(float(line.get_xdata()[0]) for line in _panels(fig)[0].lines if line.get_label() in impls)
+    xs = _xs(fig, impls)
     assert len(xs) == 6
-    assert all(b / a >= 10 ** (figures.DODGE_DECADES * 0.99) for a, b in itertools.pairwise(xs))
-    assert xs[0] > 1e-4 / 1.5 and xs[-1] < 1e-4 * 1.5  # still read at their period
+    steps = [b / a for a, b in itertools.pairwise(xs)]
+    assert steps == pytest.approx([10 ** (figures.BAND_DECADES / 5)] * 5)  # evenly, filling the band
+    assert xs[-1] / xs[0] == pytest.approx(10 ** figures.BAND_DECADES)  # ×0.89 … ×1.12 of 100 µs
+    # few impls stand DODGE_DECADES apart, not spread over the band
+    two = _xs(figures.envelope_figure([_sw(i, MS, 0.4) for i in impls[:2]], "t"), impls)
+    assert two[1] / two[0] == pytest.approx(10 ** figures.DODGE_DECADES)
+
+
+def test_many_impls_stay_at_their_period_and_clear_of_the_next():
+    """20 impls used to spread over most of a decade: a marker at 1 ms drawn near 0.4 and 2.4 ms."""
+    impls = [f"impl{i:02d}" for i in range(20)]
+    fig = figures.envelope_figure([_sw(i, p, 0.4) for i in impls for p in (MS, 10 * MS)], "t")
+    xs = _xs(fig, impls)
+    at_1ms = [x for x in xs if x < 3e-3]
+    assert len(at_1ms) == 20 and max(at_1ms) / min(at_1ms) == pytest.approx(10 ** figures.BAND_DECADES)
+    bands = [p for p in _panels(fig)[0].patches if p.get_gid() == "period-band"]
+    assert len(bands) == 2  # the band each period's impls stand in, drawn
+    # periods closer than the band: it narrows to BAND_OF_GAP of their distance
+    close = figures.envelope_figure([_sw(i, p, 0.4) for i in impls for p in (MS, 1_200_000)], "t")
+    near = _xs(close, impls)
+    gap = math.log10(1.2)
+    assert max(near[:20]) / min(near[:20]) == pytest.approx(10 ** (figures.BAND_OF_GAP * gap))
+    assert max(near[:20]) < min(near[20:])  # the two periods' impls never mingle
+    ticks = _panels(close)[0].get_xticks()
+    assert list(ticks) == pytest.approx([MS / 1e9, 1.2e-3])  # each period measured is a tick
 
 
 def test_blind_share_is_graded():
@@ -186,3 +215,53 @@ def test_axis_titles_carry_the_units_their_ticks_read_in():
     assert axis_title("loss_ratio", "ratio") == "loss [%]"
     assert axis_title("mbit_per_s", "Mbit/s") == "throughput [Mbit/s]"
     assert axis_title("lost_messages", "count") == "lost messages [count]"
+
+
+def _tick_labels(axis) -> list[str]:
+    low, high = sorted(axis.get_view_interval())
+    return [axis.get_major_formatter()(v, 0) for v in axis.get_ticklocs() if low <= v <= high]
+
+
+def test_a_log_axis_of_few_decades_labels_2_and_5_times_them_too():
+    """A switch latency CCDF from 2 µs to 60 µs had one tick, "10 µs"."""
+    curve = (np.array([2_000.0, 5_000.0, 60_000.0]), np.array([900, 90, 10]))
+    fig = std_figures.ccdf_figure({"run a: idle": curve}, "switch")
+    ticks = _tick_labels(fig.axes[0].xaxis)
+    assert {"5 µs", "10 µs", "20 µs", "50 µs"} <= set(ticks)
+    wide = (np.array([10_000.0, 1e6, 20e6]), np.array([900, 90, 10]))  # 3.3 decades: the decades only
+    assert _tick_labels(std_figures.ccdf_figure({"run b: idle": wide}, "cyclictest").axes[0].xaxis) == [
+        "10 µs", "100 µs", "1 ms", "10 ms"]
+
+
+def test_the_ccdfs_marks_and_notes_cover_neither_the_legend_nor_the_axis_title():
+    curve = (np.array([10_000.0, 50_000.0, 200_000.0]), np.array([900, 90, 10]))
+    fig = std_figures.ccdf_figure({"run a: idle": curve}, "cyclictest", {"run a: idle": 3})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in fig.texts] == ["cyclictest"]  # the note is the axis title's second line
+    assert ax.get_xlabel() == ("latency [µs]\n▲ samples beyond the histogram, drawn at the run's recorded "
+                               "maximum")
+    marks = {t.get_text(): t for t in ax.texts}
+    assert set(marks) == {"p99", "p99.99"}
+    assert all(t.xy[0] == 1.0 and t.get_ha() == "left" for t in marks.values())  # right of the panel
+
+
+def test_byte_rates_are_drawn_in_si_units_with_round_ticks_and_a_linear_axis_has_few():
+    from jitterlab.analysis.summary import MEDIAN
+    from jitterlab.report.summaries import BenchmarkSummary, CellSummary, Value
+
+    values = [(3_250.0, 4_300.0), (3_300.0, 3_450.0)]  # MiB/s, as mbw gives them
+    cells = [CellSummary("t", f"size={i}", "idle", "", [], {"bandwidth_mib_per_s": Value(
+        (low + high) / 2, low, high, "MiB/s", 2, MEDIAN)}) for i, (low, high) in enumerate(values)]
+    fig = std_figures.bars_figure(BenchmarkSummary("membw", ["bandwidth_mib_per_s"], cells),
+                                  "bandwidth_mib_per_s")
+    ax = fig.axes[0]
+    ticks = _tick_labels(ax.xaxis)
+    assert len(ticks) <= 7 and all(t.endswith(" GB/s") for t in ticks)
+    assert all(len(t.split(" ")[0].rstrip("0").rstrip(".").split(".")[-1]) <= 2 for t in ticks)  # round
+    assert ax.get_xlabel() == "bandwidth [GB/s]"
+
+
+def test_the_timeline_legend_is_under_the_panel_not_over_its_points():
+    t_s = np.linspace(0, 1, 200)
+    fig = figures.timeline_figure({"vpin": (t_s, np.zeros(200)), "self": (t_s, np.zeros(200))}, MS, "run r")
+    assert fig.axes[0].get_legend() is None and len(fig.legends) == 1

@@ -18,6 +18,9 @@ from jitterlab.report.format import change, format_value, percent
     (5.0, "count", "5"), (12345.0, "count", "12,345"), (4.5, "count", "4.5"),
     (27290.4, "events/s", "27,290 events/s"), (941.23, "Mbit/s", "941.2 Mbit/s"),
     (1.234e9, "bytes/s", "1.234 GB/s"), (4096.0, "bytes", "4.096 kB"),
+    # one family whatever the tool's unit: mbw's MiB/s and dd's MB/s beside openssl's bytes/s
+    (9317.0, "MiB/s", "9.77 GB/s"), (1581.0, "MB/s", "1.581 GB/s"), (512.0, "KiB", "524.3 kB"),
+    (1.0, "GiB", "1.074 GB"),
     (12.34, "%", "12.3 %"), (1.0, "bool", "yes"), (-3.2, "ppm", "-3.2 ppm"),
     (None, "ns", "—"), (math.nan, "ratio", "—"),
 ])

@@ -70,6 +70,7 @@ def test_views_at_80_and_200_columns_break_no_word_value_or_command(columns, rep
     monkeypatch.setattr(doctor, "diagnose", lambda target: found)
     results = str(report_store.root)
     views = [["show", "--results", results, "--campaign", "board-1.11"],
+             ["show", "--runs", "--results", results, "--campaign", "board-1.11"],
              ["summary", "--results", results, "--campaign", "board-1.11"],
              ["show", "--results", str(latency_store.root)],
              ["summary", "--results", str(latency_store.root)],

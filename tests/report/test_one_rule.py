@@ -54,7 +54,7 @@ def test_the_rule_declared_is_not_the_one_the_name_gives():
 def test_every_table_shows_the_worst_run_named_as_such(results, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("COLUMNS", "200")
     r = str(results)
-    shown = out(capsys, "show", "--results", r)
+    shown = out(capsys, "show", "--runs", "--results", r)
     lines = shown.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("cell "))  # the cells, under the runs
     assert lines[at].split("  ")[-2].strip() == "99th percentile round-trip time (worst run)"

@@ -56,8 +56,8 @@ def test_piped_tables_are_plain_rows_never_cut_at_80_columns(store):
 
 def test_show_through_a_real_pipe_keeps_headers_and_ids(store):
     env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
-    done = subprocess.run([sys.executable, "-m", "jitterlab.cli", "show", "--results", str(store.root)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    argv = [sys.executable, "-m", "jitterlab.cli", "show", "--runs", "--results", str(store.root)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "…" not in done.stdout
@@ -178,7 +178,7 @@ def test_a_cell_without_a_run_is_marked_excluded_or_not_measured_yet(tmp_path, c
                                     cell_key=impl, metrics=[Metric("max_rel_period_error", 0.01, "ratio",
                                                                    "vpin")]))
     store.close()
-    assert main(["show", "--results", str(tmp_path / "r")]) == 0
+    assert main(["show", "--runs", "--results", str(tmp_path / "r")]) == 0
     lines = capsys.readouterr().out.splitlines()
     bash = next(line for line in lines if line.startswith("bash "))
     fifo = next(line for line in lines if line.startswith("c-fifo "))

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from jitterlab.analysis.synthetic import square_wave
 from jitterlab.cli.main import main
 from jitterlab.model.facts import SystemFacts
 from jitterlab.store.catalog import Store
 from jitterlab.store.damage import StoreDamaged, remedy
+from tests.support import imported_store
 
 RUN = "RUN"  # stands for the id of the first run in a command or a message
 ONE = f" WHERE id = '{RUN}'"
@@ -25,12 +25,7 @@ ONE = f" WHERE id = '{RUN}'"
 def sound(tmp_path_factory) -> Path:
     """A results directory: one campaign of four imported runs (image a and b), one sysinfo row."""
     root = tmp_path_factory.mktemp("sound")
-    t, level = square_wave(1_000_000, 200, jitter_ns=1000, seed=1)
-    capture = root / "cap.csv"
-    capture.write_text("".join(f"{a},{b}\n" for a, b in zip(t, level, strict=True)))
-    for image in "aabb":
-        assert main(["import", "edges", str(capture), "--period", "1ms", "--results", str(root / "r"),
-                     "--label", f"image={image}"]) == 0
+    imported_store(root, "aabb")
     store = Store(root / "r")
     sysinfo_id = store.add_sysinfo(1, "local", SystemFacts.given(kernel_release="6.1"))
     store.close()
@@ -84,7 +79,7 @@ def refused(capsys, argv: list[str]) -> str:
 # the parts only some commands read: a damaged one goes unnoticed by the others (they exit 0)
 NOT_READ = {
     "campaigns": {"show RUN", "compare", "export envelope"},
-    "sysinfo": {"report --trend", "export envelope", "export --trend"},
+    "sysinfo": {"show", "report --trend", "export envelope", "export --trend"},  # show: the campaigns
     "orphan": {"show", "summary", "report", "push"},  # they read the runs of campaigns: not one of none
 }
 ROWS = {  # damage -> (statement, what the line says, which part)

@@ -23,6 +23,7 @@ from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.facts import SystemFacts
 from jitterlab.model.params import ParamValue
 from jitterlab.model.records import Cell
+from jitterlab.model.registry import did_you_mean
 from jitterlab.report.console import SafeConsole
 from jitterlab.report.layout import Prose
 from jitterlab.report.terminal import console
@@ -45,7 +46,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "TARGET: `local`, ssh://user@host:port, or a target name of --campaign FILE. "
         "Exit status 0: all is well; 1: something needs fixing; 2: bad input or unreachable.",
     )
-    doctor.add_argument("target", metavar="TARGET", help="local | ssh://user@host:port | a target name")
+    doctor.add_argument("target", nargs="?", metavar="TARGET",
+                        help="local (this machine) | ssh://user@host:port | a target name of --campaign FILE")
     doctor.add_argument("--campaign", type=path_arg, metavar="FILE",
                         help="take TARGET from this campaign file")
     doctor.add_argument("--key", metavar="FILE", help="with ssh://: identity file")
@@ -59,6 +61,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     out = console(highlight=False)  # piped: lines whole; a terminal: folded between words, never in a command
+    if args.target is None:
+        raise UserError(f"jitterlab doctor: which target? {TARGET_FORMS} (see jitterlab doctor --help)")
     ssh_options: dict[str, object] = {}
     for key, value in (("key", args.key), ("known_hosts", args.known_hosts),
                        ("connect_timeout", args.connect_timeout)):  # fmt: skip
@@ -120,7 +124,8 @@ def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, obje
         loaded = load_campaign(campaign)
         specs = {s.name: s for s in loaded.targets}
         if spec not in specs:
-            raise UserError(f"TARGET {spec!r}: not a target of {campaign}; its targets: {', '.join(specs)}")
+            raise UserError(f"TARGET {spec!r}: not a target of {campaign}; {did_you_mean(spec, specs)}its "
+                            f"targets: {', '.join(specs)}")
         found = specs[spec]
         factory = plugins.TARGETS.get(found.kind, f"{campaign}: target.kind")
         return factory(found.name, found.options, found.where)
@@ -132,9 +137,12 @@ def open_target(spec: str, campaign: Path | None, ssh_options: Mapping[str, obje
 
         options = from_url(spec, "TARGET", ssh_options)
         return SSHTarget(options.host, options).connect()
-    raise UserError(
-        f"TARGET {spec!r}: give `local`, ssh://user@host:port, or a target name with --campaign FILE"
-    )
+    close = "did you mean `local`? " if did_you_mean(spec, ["local"]) else ""
+    raise UserError(f"TARGET {spec!r}: {close}{TARGET_FORMS}")
+
+
+TARGET_FORMS = ("give `local` (this machine: jitterlab doctor local), ssh://user@host:port, or a target "
+                "name with --campaign FILE")
 
 
 def diagnose(target: Target) -> tuple[SystemFacts, list[Finding]]:

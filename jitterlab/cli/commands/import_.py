@@ -9,7 +9,6 @@ from rich.markup import escape
 from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
 from jitterlab.cli.paths import name_arg, path_arg
-from jitterlab.model.errors import UserError, shown
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -71,16 +70,9 @@ def _campaign_name(text: str) -> str:
 
 
 def _labels(items: list[str]) -> dict[str, str]:
-    from jitterlab.model.labels import check_label
+    from jitterlab.model.labels import label_pair
 
-    labels = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--label {shown(item)}: write KEY=VALUE, e.g. --label image=1.10")
-        check_label(key.strip(), value.strip(), f"--label {shown(item)}")
-        labels[key.strip()] = value.strip()
-    return labels
+    return dict(label_pair(item) for item in items)
 
 
 def run(args: argparse.Namespace) -> int:

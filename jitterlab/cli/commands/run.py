@@ -190,7 +190,7 @@ class _Run:
             out.print(f"[red]{r.status}[/] {r.id} "
                       + escape(f"{r.target} {run_label(r)}: {r.error or ''}"))
         if len(failed) > 10:
-            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --results "
+            out.print(escape(f"... and {len(failed) - 10} more (jitterlab show --runs --results "
                              f"{shlex.quote(shown_spec(args.results))})"))
         if any(r.status in ("failed", "timeout") for r in failed) and not outcome.interrupted:
             again = f"measure the failed runs again: {_again(args)} --retry-failed"
@@ -258,16 +258,13 @@ def _with_labels(campaign, pairs: list[str]):
     import dataclasses
 
     from jitterlab.campaign.file import check_label_key
-    from jitterlab.model.labels import check_label
+    from jitterlab.model.labels import label_pair
 
     labels = dict(campaign.labels)
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise UserError(f"--label {shown(pair)}: write KEY=VALUE, e.g. --label image=1.11")
-        check_label(key.strip(), value.strip(), f"--label {shown(pair)}")
-        check_label_key(key.strip(), campaign.cells, f"--label {shown(pair)}")
-        labels[key.strip()] = value.strip()
+        key, value = label_pair(pair)
+        check_label_key(key, campaign.cells, f"--label {shown(pair)}")
+        labels[key] = value
     return dataclasses.replace(campaign, labels=labels) if pairs else campaign
 
 
@@ -317,8 +314,9 @@ def _dry_run(out: Console, campaign) -> int:
         title=f"{escape(campaign.name)}: {counted(len(campaign.cells), 'cell')} x "
         f"{counted(campaign.repetitions, 'repetition')} of {duration(campaign.settings.duration_ns)}"
     )
-    for name in ("target", "benchmark", "cell", "load", "estimate"):
-        table.add_column(name)
+    reps = campaign.repetitions  # a person plans per cell: its runs' time, and one run's
+    for name in ("target", "benchmark", "cell", "load", "per run", f"per cell ({counted(reps, 'run')})"):
+        table.add_column(name, justify="right" if name.startswith("per ") else "left")
     per_cell_s = 0.0
     naming = names().among(campaign.cells)
     for i, c in enumerate(campaign.cells):
@@ -326,7 +324,8 @@ def _dry_run(out: Console, campaign) -> int:
         seconds = bench.estimate_s(campaign.settings, c)
         per_cell_s += seconds
         if i < DRY_RUN_ROWS:  # named as everywhere: defaults left out unless they tell cells apart
-            table.add_row(c.target, c.benchmark, naming.params_text(c), c.load, format_duration_s(seconds))
+            table.add_row(c.target, c.benchmark, naming.params_text(c), c.load, format_duration_s(seconds),
+                          format_duration_s(seconds * reps))
     out.print(table)
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {counted(len(campaign.cells) - DRY_RUN_ROWS, 'more cell')}")

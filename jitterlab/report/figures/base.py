@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import re
 import warnings
 from collections.abc import Collection, Iterator
@@ -15,11 +16,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from jitterlab.report.format import TIME_UNITS, _digits, duration
+from jitterlab.report.format import TIME_UNITS, _digits, byte_unit, duration, format_value
 
 MAX_ROWS = 48  # rows of a chart with one row per cell; the tables hold the rest
+SHORT_LOG_SPAN = 2.5  # decades of a log axis below which 2× and 5× get labels too
+LINEAR_TICKS = 6  # at most, on a linear axis
 EMULATED_MARK = "emulated — functional evidence"
 
 
@@ -27,6 +30,20 @@ def percent_axis(axis) -> None:
     """Tick labels of an axis whose values are in % ("0.1 %", "10 %"); no minor labels."""
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{_digits(v, 3)} %"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def few_decades(axis) -> None:
+    """On a log axis that spans less than SHORT_LOG_SPAN decades, label 2× and 5× the decades too: a
+    span of 2 µs … 60 µs had one tick, "10 µs". Call after the axis's limits are set."""
+    low, high = sorted(axis.get_view_interval())
+    if low > 0 and math.log10(high / low) < SHORT_LOG_SPAN:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+
+
+def linear_ticks(axis) -> None:
+    """At most LINEAR_TICKS ticks on a linear axis whose labels carry their unit ("7,500 Mbit/s"):
+    more ran into each other."""
+    axis.set_major_locator(MaxNLocator(nbins=LINEAR_TICKS, steps=[1, 2, 2.5, 5, 10]))
 
 
 def duration_axis(axis, scale_ns: float = 1.0) -> None:
@@ -40,8 +57,7 @@ _STATS = {"max": "maximum", "min": "minimum", "mean": "mean", "p50": "median", "
 _WORDS = {"rel": "relative", "rtt": "round-trip time", "irq": "IRQ", "cpu": "CPU", "hw": "hardware",
           "mb": "MB", "mib": "MiB", "mbit": "Mbit", "pps": "packets", "hwlat": "hardware latency",
           "ns": "", "us": "", "ms": "", "s": "", "percent": "", "ratio": ""}
-_UNIT_WORDS = {"ratio": "%", "fraction": "%", "count": "count", "bool": "yes / no",
-               "bytes": "bytes", "bytes/s": "bytes per second", "%": "%"}
+_UNIT_WORDS = {"ratio": "%", "fraction": "%", "count": "count", "bool": "yes / no", "%": "%"}
 
 
 def metric_words(name: str) -> str:
@@ -70,6 +86,10 @@ def unit_words(unit: str, low: float | None = None, high: float | None = None) -
             return "time"
         spans = dict.fromkeys(duration(v * TIME_UNITS[unit]).split()[-1] for v in (max(low, 1e-9), high))
         return " … ".join(spans)
+    if (sized := byte_unit(unit)) is not None:  # the ticks' SI units, whatever the tool's (MiB/s)
+        if low is None or high is None:
+            return sized[1]
+        return " … ".join(dict.fromkeys(format_value(v, unit).split()[-1] for v in (max(low, 1e-9), high)))
     return _UNIT_WORDS.get(unit, unit or "number")
 
 

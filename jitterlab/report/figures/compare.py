@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 from matplotlib.transforms import offset_copy
@@ -25,7 +26,7 @@ from jitterlab.model.reading import MAX
 from jitterlab.model.records import RunRecord
 from jitterlab.report.figures.base import MAX_ROWS
 from jitterlab.report.figures.squarewave import unobserved
-from jitterlab.report.format import change
+from jitterlab.report.format import _digits, change
 
 # verdict -> (colour, marker, filled, CI line style, legend text)
 STYLES: dict[str, tuple[str, str, bool, str, str]] = {
@@ -35,13 +36,16 @@ STYLES: dict[str, tuple[str, str, bool, str, str]] = {
     UNDECIDED: ("#bf8700", "D", False, "--", "undecided (more runs needed)"),
 }
 _NOT_GRADED_STYLE = ("#afb8c1", "x", True, ":", "not tested")
-# ratios whose change reads as a round number: the candidates for the tick labels
-_NICE_RATIOS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25,
-                1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+# ratios a person reads as factors near no change (×0.9, ×1.25); beyond them 1, 2 and 5 times a
+# power of ten (×0.5, ×2, ×10): the candidates for the ticks of the log axis
+_NEAR_ONE = (0.8, 0.9, 0.95, 1.05, 1.1, 1.25)
 MAX_TICKS = 9
+FACTOR_LABEL = 2.0  # a change this many times (or 1/this) or more is labelled with its factor too
 CARET_LEFT, CARET_RIGHT = 4, 5  # matplotlib's CARETLEFT, CARETRIGHT: beside a point, where the change may lie
 LOWER_BOUND_TEXT = "lower bound (≥): the candidate's probe missed periods, the change may be larger"
 UPPER_BOUND_TEXT = "upper bound (≤): the baseline's probe missed periods, the change may be smaller"
+EITHER_WAY_TEXT = ("either way (both carets): both groups' probes missed periods, the change may be larger "
+                   "or smaller")
 
 
 @dataclass(frozen=True)
@@ -86,15 +90,40 @@ def change_ticks(low: float, high: float) -> list[float]:
     at most about MAX_TICKS, no two closer than an even share of the log range (labels that
     would overlap are left out), walking outward from "no change"."""
     gap = (math.log(high) - math.log(low)) / MAX_TICKS
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    nice = {*_NEAR_ONE, *(m * 10.0 ** k for k in decades for m in (1, 2, 5))}
     kept = [1.0]
-    for side in (sorted(r for r in _NICE_RATIOS if 1.0 < r <= high),
-                 sorted((r for r in _NICE_RATIOS if low <= r < 1.0), reverse=True)):
+    for side in (sorted(r for r in nice if 1.0 < r <= high),
+                 sorted((r for r in nice if low <= r < 1.0), reverse=True)):
         last = 1.0
         for r in side:
             if abs(math.log(r) - math.log(last)) >= gap:
                 kept.append(r)
                 last = r
     return sorted(kept)
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+POWER_FROM = 4  # decades from ×1 from which a factor is written as a power of ten (×10⁴, ×2·10⁻⁵)
+
+
+def factor(ratio: float) -> str:
+    """A ratio as the axis reads it: "×0.5", "×2", "×10", "×1.25"; far from 1 as a power of ten
+    ("×10⁴", "×5·10⁻⁶"), whose digits would run into the next tick's."""
+    if not (math.isfinite(ratio) and ratio > 0):
+        return change(ratio)
+    k = math.floor(math.log10(ratio) + 1e-9)
+    if abs(k) < POWER_FROM:
+        return f"×{_digits(ratio, 3)}"
+    mantissa = _digits(ratio / 10.0**k, 3)
+    return f"×{'' if mantissa == '1' else mantissa + '·'}10{str(k).translate(_SUPERSCRIPT)}"
+
+
+def point_label(ratio: float) -> str:
+    """A point's change as the tables say it, and its factor where the change is large: "+42.6 %",
+    "+1,525 % (×16.3)", "-99 % (×0.01)"."""
+    text = change(ratio)
+    return f"{text} ({factor(ratio)})" if ratio >= FACTOR_LABEL or ratio <= 1 / FACTOR_LABEL else text
 
 
 def _x_range(rows) -> tuple[float, float]:
@@ -140,18 +169,19 @@ def compare_figure(comparison: Comparison, metrics: Collection[str] | None = Non
                 beside = offset_copy(ax.transData, fig=fig, x=dx, units="points")
                 ax.plot([r.ratio], [i], ls="none", marker=caret, color=color, ms=9, mec="white", mew=0.5,
                         zorder=4, transform=beside, gid=gid)
-        ax.annotate(f" {mark.label(change(r.ratio))}", (r.ratio, i), fontsize=7, va="bottom", ha="left")
+        ax.annotate(f" {mark.label(point_label(r.ratio))}", (r.ratio, i), fontsize=7, va="bottom", ha="left")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xscale("log")
     low, high = _x_range(rows)
     ax.set_xlim(low, high)
     ax.xaxis.set_major_locator(FixedLocator(change_ticks(low, high)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: change(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: factor(v)))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yticks(np.arange(len(rows)), labels, fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlabel(f"{comparison.candidate} relative to {comparison.baseline} (log axis; line: 95 % CI)")
+    ax.set_xlabel(f"{comparison.candidate} ÷ {comparison.baseline} (log axis: ×2 twice as large, ×0.5 half; "
+                  "line: 95 % CI)")
     ax.set_title(f"{comparison.candidate} vs {comparison.baseline}: change per cell and metric", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     shown = [*STYLES.values()]
@@ -160,10 +190,23 @@ def compare_figure(comparison: Comparison, metrics: Collection[str] | None = Non
     handles = [Line2D([], [], ls=line, marker=marker, color=color, label=text, ms=7,
                       markerfacecolor=color if filled else "white")
                for color, marker, filled, line, text in shown]
-    carets = [Line2D([], [], ls="none", marker=caret, color="black", ms=7, mew=0, label=text)
-              for gid, caret, text in (("lower-bound", CARET_RIGHT, LOWER_BOUND_TEXT),
-                                       ("upper-bound", CARET_LEFT, UPPER_BOUND_TEXT)) if gid in bounds]
-    # the long bound entries make two rows, filled column by column: the verdicts two by two, then them
-    ncols = math.ceil((len(handles) + len(carets)) / 2) if carets else len(handles)
-    fig.legend(handles=handles + carets, loc="outside lower center", ncols=ncols, fontsize=8, frameon=False)
+    carets: list = [Line2D([], [], ls="none", marker=caret, color="black", ms=7, mew=0, label=text)
+                    for gid, caret, text in (("lower-bound", CARET_RIGHT, LOWER_BOUND_TEXT),
+                                             ("upper-bound", CARET_LEFT, UPPER_BOUND_TEXT)) if gid in bounds]
+    labels = [h.get_label() for h in handles + carets]
+    marks = [(censored or {}).get((r.cell, r.probe, r.metric), Censored()) for r in rows]
+    if any(m.baseline and m.candidate for m in marks):  # a point with both carets: said what it means
+        carets.append(tuple(Line2D([], [], ls="none", marker=c, color="black", ms=7, mew=0)
+                            for c in (CARET_LEFT, CARET_RIGHT)))
+        labels.append(EITHER_WAY_TEXT)
+    if carets:  # two columns, the verdicts', then the long bound entries' (in rows they ran past the edges)
+        rows = max(len(handles), len(carets))
+        blank = Line2D([], [], ls="none")
+        entries = [*handles, *[blank] * (rows - len(handles)), *carets, *[blank] * (rows - len(carets))]
+        texts = [*labels[:len(handles)], *[""] * (rows - len(handles)), *labels[len(handles):],
+                 *[""] * (rows - len(carets))]
+        fig.legend(handles=entries, labels=texts, loc="outside lower center", ncols=2, fontsize=8,
+                   frameon=False, handler_map={tuple: HandlerTuple(ndivide=None, pad=0)})
+    else:
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False)
     return fig

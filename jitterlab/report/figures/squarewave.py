@@ -12,13 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 from matplotlib.transforms import offset_copy
 
 from jitterlab.analysis import samples
 from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.model.records import RunRecord
-from jitterlab.report.figures.base import duration_axis, percent_axis
+from jitterlab.report.figures.base import duration_axis, few_decades, percent_axis
 from jitterlab.report.format import count, duration, percent
 from jitterlab.report.traits import observer, own, subject_of, traits_of
 from jitterlab.report.traits import period_ns as nominal_ns
@@ -30,7 +30,10 @@ BLIND_MARK_FRACTION = 0.01  # a ring where the plotted run had at least this sha
 # the ring's grade by the share of periods excluded as blind: (from share, marker size, line width, grey)
 BLIND_GRADES = ((BLIND_MARK_FRACTION, 9, 0.8, "#b0b0b0"), (0.05, 11, 1.5, "#606060"),
                 (0.20, 13, 2.6, "black"))
-DODGE_DECADES = 0.04  # impls side by side around a period, this far apart on the log axis
+DODGE_DECADES = 0.025  # impls side by side around a period, at most this far apart on the log axis
+BAND_DECADES = 0.1  # ... within a band this wide around it (×0.89 … ×1.12), however many impls
+BAND_OF_GAP = 0.4  # ... and at most this share of the log distance to the next period drawn
+MAX_PERIOD_TICKS = 8  # periods that each get a tick of the period axis; more get the decades
 BINS_PER_DECADE = 8
 MAX_DECADES = 6  # of |period error| a histogram spans below its largest value
 MARK_MERGE = 1.3  # percentile marks closer than this factor share one line and label
@@ -122,9 +125,19 @@ def envelope_points(runs: list[RunRecord], load: str, impl: str, impl_of
     return points, missing
 
 
-def _dodge(n: int) -> list[float]:
-    """Factors that set n impls side by side around a period on a log axis (DODGE_DECADES apart)."""
-    return [10 ** (DODGE_DECADES * (i - (n - 1) / 2)) for i in range(n)]
+def band_decades(periods_s: list[float]) -> float:
+    """How wide (in decades of the period axis) the band is in which impls stand side by side around
+    each period: BAND_DECADES, narrowed to BAND_OF_GAP of the closest two periods drawn, so that a
+    marker is always read at its own period, never near the next one."""
+    steps = np.diff(np.log10(sorted(set(periods_s))))
+    return min(BAND_DECADES, BAND_OF_GAP * float(steps.min())) if len(steps) else BAND_DECADES
+
+
+def _dodge(n: int, band: float = BAND_DECADES) -> list[float]:
+    """Factors that set n impls side by side around a period on a log axis: DODGE_DECADES apart, closer
+    when n of them would not fit in the band."""
+    step = min(DODGE_DECADES, band / (n - 1)) if n > 1 else 0.0
+    return [10 ** (step * (i - (n - 1) / 2)) for i in range(n)]
 
 
 def envelope_figure(runs: list[RunRecord], target: str,
@@ -153,7 +166,10 @@ def envelope_figure(runs: list[RunRecord], target: str,
     # a wave an emulated real-time unit made is functional evidence only: its line says so
     emulated = {impl_of(r) for r in runs if r.metric("unit_emulated")}
     named = {impl: f"{impl} (emulated)" if impl in emulated else impl for impl in impls}
-    dodge = dict(zip(impls, _dodge(len(impls)), strict=True))
+    periods = sorted({p.period_s for pts, _ in lines.values() for p in pts} |
+                     {x for _, missing in lines.values() for x, _ in missing})
+    band = band_decades(periods)
+    dodge = dict(zip(impls, _dodge(len(impls), band), strict=True))
     grades, demo, bounds = set(), False, False
     values = [p.value_pct for pts, _ in lines.values() for p in pts]
     for k, (ax, load) in enumerate(zip(axes, loads, strict=True)):
@@ -181,6 +197,11 @@ def envelope_figure(runs: list[RunRecord], target: str,
                     _, ms, lw, grey = BLIND_GRADES[grade]
                     ax.plot([x], [p.value_pct], "o", mfc="none", mec=grey, ms=ms, mew=lw, zorder=2,
                             gid=f"blind-{grade}")
+        if len(impls) > 1:  # the band the impls of each period stand in, so each is read at its period
+            spread = max(dodge.values())
+            for period_s in periods:
+                ax.axvspan(period_s / spread, period_s * spread, color="#eeeeee", zorder=0, lw=0,
+                           gid="period-band")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=12))
@@ -198,13 +219,15 @@ def envelope_figure(runs: list[RunRecord], target: str,
             ax.set_xlabel("period")
     # the 1 % line always in view; the highest point with room above it (never on the frame)
     axes[0].set_ylim(min(0.5, min(values, default=1.0) / 2), max(200.0, max(values, default=1.0) * 3))
-    if values:  # the periods' extent with room for the side-by-side impls
-        periods = [p.period_s for pts, _ in lines.values() for p in pts] + \
-            [x for _, missing in lines.values() for x, _ in missing]
+    if periods:  # the periods' extent with room for the side-by-side impls
         for ax in axes:
             ax.set_xlim(min(periods) / 1.6, max(periods) * 1.6)
+            if len(periods) <= MAX_PERIOD_TICKS:  # each period measured is a tick, in its band's middle
+                ax.xaxis.set_major_locator(FixedLocator(periods))
+                ax.xaxis.set_minor_locator(NullLocator())
     axes[0].set_ylabel("max relative period error\n(worst repetition)")
-    fig.suptitle(f"{target}: maximum relative period error vs period", fontsize=11)
+    # at the left: the impls' legend runs down the right from the top
+    fig.suptitle(f"{target}: maximum relative period error vs period", fontsize=11, x=0.02, ha="left")
     _envelope_legend(fig, impls, style, sorted(grades), demo, bool(missing_impls), named, bounds)
     return fig
 
@@ -313,6 +336,8 @@ def histogram_figure(errors: dict[str, np.ndarray], title: str,
     ax.set_xlabel("|relative period error| [%, log-spaced bins]")
     ax.set_ylabel("periods [count]")
     percent_axis(ax.xaxis)
+    if shown:
+        few_decades(ax.xaxis)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: count(v) if v >= 1 else ""))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
@@ -345,5 +370,8 @@ def timeline_figure(series: dict[str, tuple[np.ndarray, np.ndarray]], period_ns:
     duration_axis(ax.yaxis)
     ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, markerscale=3, loc="upper right")
+    if ax.get_yscale() == "log":
+        few_decades(ax.yaxis)
+    # under the panel: over it, the legend hid the periods at its corner (a stall's are there)
+    fig.legend(fontsize=7, markerscale=3, loc="outside lower center", ncols=3, frameon=False)
     return fig

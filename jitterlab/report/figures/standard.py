@@ -11,8 +11,16 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from jitterlab.analysis.summary import figure_name
-from jitterlab.report.figures.base import MAX_ROWS, axis_title, duration_axis, metric_words, percent_axis
-from jitterlab.report.format import RATIO_UNITS, TIME_UNITS, count, format_value
+from jitterlab.report.figures.base import (
+    MAX_ROWS,
+    axis_title,
+    duration_axis,
+    few_decades,
+    linear_ticks,
+    metric_words,
+    percent_axis,
+)
+from jitterlab.report.format import RATIO_UNITS, TIME_UNITS, byte_unit, count, format_value
 
 if TYPE_CHECKING:
     from jitterlab.report.summaries import BenchmarkSummary
@@ -30,6 +38,10 @@ def _value_axis(axis, unit: str) -> float:
     if unit in RATIO_UNITS:
         percent_axis(axis)
         return 100.0
+    if (sized := byte_unit(unit)) is not None:  # plotted in bytes: ticks at round MB/s, not MiB/s
+        axis.set_major_formatter(FuncFormatter(lambda v, _: format_value(v, sized[1])))
+        axis.set_minor_formatter(NullFormatter())
+        return sized[0]
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_value(v, unit)))
     axis.set_minor_formatter(NullFormatter())
     return 1.0
@@ -64,6 +76,10 @@ def bars_figure(summary: BenchmarkSummary, metric: str) -> Figure:
     ax.set_ylim(len(cells) - 0.5, -0.5)
     low, high = (min(positive), max(positive)) if positive else (None, None)
     ax.set_xlabel(axis_title(metric, unit, low, high) + (" (log axis)" if log else ""))
+    if log:
+        few_decades(ax.xaxis)
+    else:
+        linear_ticks(ax.xaxis)
     figure = figure_name(metric_words(metric), rule) if rule else metric_words(metric)
     ax.set_title(f"{summary.benchmark}: {figure} per cell — dot: that figure, line: min – max of the runs",
                  fontsize=9)
@@ -139,13 +155,13 @@ def ccdf_figure(curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str,
             continue
         if k + cols >= len(facets):  # the lowest panel of its column carries the x axis
             ax.xaxis.set_tick_params(labelbottom=True)
-            ax.set_xlabel(axis_title("latency", "ns", low, high))
+            beyond = "\n▲ samples beyond the histogram, drawn at the run's recorded maximum" \
+                if any(overflow.values()) else ""  # under the title: never over it
+            ax.set_xlabel(axis_title("latency", "ns", low, high) + beyond)
+        few_decades(ax.xaxis)
         if k % cols == 0:
             ax.set_ylabel("samples at or above\nthe latency [%, CCDF]")
     fig.suptitle(title, fontsize=10)
-    if any(overflow.values()):
-        fig.text(0.995, 0.005, "▲ samples beyond the histogram, drawn at the run's recorded maximum",
-                 ha="right", va="bottom", fontsize=7)
     return fig
 
 
@@ -154,10 +170,10 @@ def _ccdf_axes(ax, name: str, faceted: bool) -> None:
     ax.set_yscale("log")
     duration_axis(ax.xaxis)
     percent_axis(ax.yaxis)
-    for pct, mark in ((1.0, "p99"), (0.01, "p99.99")):
+    for pct, mark in ((1.0, "p99"), (0.01, "p99.99")):  # named outside the panel: the legend never hides it
         ax.axhline(pct, color="grey", lw=0.7, ls=":")
-        ax.annotate(mark, (0.005, pct), xycoords=("axes fraction", "data"), fontsize=7, color="dimgrey",
-                    va="bottom")
+        ax.annotate(mark, (1.0, pct), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                    textcoords="offset points", fontsize=7, color="dimgrey", va="center", ha="left")
     if name:
         ax.set_title(name, fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
