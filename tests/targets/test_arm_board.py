@@ -83,7 +83,7 @@ def test_every_cell_ran_on_the_board(results):
 
 
 def test_the_outside_probe_sees_the_programs_wave_edge_for_edge(results):
-    for r in (r for r in results.runs() if r.probe == "emulator"):
+    for r in (r for r in results.runs() if r.param("probe") == "emulator"):
         key = (r.param("impl"), r.param("pin"))
         assert r.metric("program_pin_watched", "emulator") == 1, key
         assert r.metric("probe_emulated", "emulator") == 1, key

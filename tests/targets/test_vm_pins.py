@@ -123,7 +123,7 @@ def test_every_impl_drives_its_pin_on_both_kernels(results):
 
 
 def test_the_loopback_probe_sees_the_line_the_program_drives(results):
-    for r in (r for r in squarewaves(results) if r.probe == "gpio-loopback"):
+    for r in (r for r in squarewaves(results) if r.param("probe") == "gpio-loopback"):
         own = r.metric("n_edges", "self")
         observed = r.metric("n_edges", "gpio-loopback")
         assert own is not None and observed is not None and observed >= 3  # a run needs 3 edges
