@@ -25,11 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from jitterlab import plugins
 from jitterlab.analysis import attribution
 from jitterlab.analysis.alignment import FIT_NAMES
 from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS
 from jitterlab.analysis.squarewave import period_split
 from jitterlab.analysis.watched import PIN_WATCHED
+from jitterlab.campaign.file import Campaign
 from jitterlab.measure.benchmarks.base import Measurement
 from jitterlab.measure.context import RunContext
 from jitterlab.measure.squarewave.cell import WaveCell, traced
@@ -42,6 +44,7 @@ from jitterlab.model.series import EdgeSeries, blind_spans
 from jitterlab.model.traits import OWN_VIEW
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import VirtualMachine, has
+from jitterlab.targets.registry import declare
 from jitterlab.tracing import datfile, reader
 from jitterlab.tracing.recorder import RawTrace, Recorder, check
 
@@ -218,3 +221,29 @@ def who(w: attribution.Who) -> ex.Who | None:
         return ex.Who(kind="move", text=f"moved from CPU {w.from_cpu} to CPU {w.to_cpu}", from_cpu=w.from_cpu,
                       to_cpu=w.to_cpu)
     return None
+
+
+def untraceable(campaign: Campaign) -> list[str]:
+    """For `run --dry-run`: one line per traced cell whose target cannot trace, with why (each such
+    target opened, asked and closed; a VM jitterlab boots is asked at preflight, not booted here)."""
+    from jitterlab.campaign.cells import names
+
+    lines = []
+    naming = names().among(campaign.cells)
+    for spec in campaign.targets:
+        cells = [c for c in campaign.cells if c.target == spec.name and traced(c)]
+        if not cells:
+            continue
+        if VirtualMachine in declare(spec.name, spec.kind, spec.options, spec.where or spec.name).offered:
+            lines.append(f"target {spec.name!r}: whether it can trace is asked once it has booted, before "
+                         "its first run")
+            continue
+        target = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")(spec.name, spec.options,
+                                                                                 spec.where or None)
+        try:
+            why = refusal(target)
+        finally:
+            target.close()
+        lines += [f"{spec.name} {c.benchmark} {naming.params_text(c)} {c.load}: unavailable, {why}"
+                  for c in cells if why]
+    return lines

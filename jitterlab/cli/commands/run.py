@@ -308,6 +308,7 @@ DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
 def _dry_run(out: Console, campaign) -> int:
     from jitterlab import plugins
     from jitterlab.campaign.cells import names
+    from jitterlab.execution import traced
     from jitterlab.model.units import format_duration_s
 
     table = Table(
@@ -330,6 +331,8 @@ def _dry_run(out: Console, campaign) -> int:
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {counted(len(campaign.cells) - DRY_RUN_ROWS, 'more cell')}")
     for line in campaign.pairing:
+        out.print(escape(line), highlight=False)
+    for line in traced.untraceable(campaign):  # the cells that would be stored as unavailable
         out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
