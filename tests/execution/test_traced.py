@@ -62,8 +62,8 @@ def test_dry_run_says_per_cell_why_its_target_cannot_trace(tmp_path, capsys):
 def test_refusal_names_the_target_and_why():
     fake = FakeTarget("box")
     fake.respond(["sh", "-c"], "uid 1000\nkernel tracefs\nmounted\n")
-    assert traced.refusal(fake) == ("cannot trace on target 'box': tracing needs root: run jitterlab as root on "
-                                    "the target (or give the target's user root)")
+    assert traced.refusal(fake) == ("cannot trace on target 'box': tracing needs root: run jitterlab as "
+                                    "root on the target (or give the target's user root)")
 
 
 def test_the_worst_periods_and_those_past_the_envelope_are_chosen():
