@@ -80,10 +80,12 @@ def recording(ctx: RunContext) -> Iterator[Trace]:
     try:
         yield trace
         trace.raw = rec.stop(ctx.local_dir / "trace")
-    finally:
-        left = rec.close()
-        if left:  # the restore record stays on the target: the next campaign's sweep carries it out
-            raise RunFailed(f"tracing could not be put back on target {ctx.target.name!r}: {'; '.join(left)}")
+    except BaseException:
+        rec.close()  # what could not be undone stays in its restore record, for the next sweep
+        raise
+    left = rec.close()
+    if left:  # the restore record stays on the target: the next campaign's sweep carries it out
+        raise RunFailed(f"tracing could not be put back on target {ctx.target.name!r}: {'; '.join(left)}")
 
 
 def explained(ctx: RunContext, raw: RawTrace, measurement: Measurement) -> Measurement:
