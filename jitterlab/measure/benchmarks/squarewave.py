@@ -48,8 +48,8 @@ class Squarewave(BenchmarkBase):
         Param("probe", "how edges are observed", registered(PROBES), '"vpin"', default="vpin"),
         Param("pin", "where the wave goes", registered(PINS), '"vpin"', default="vpin"),
         Param(TRACE_KEY, f'"{TRACE_SCHED}": record a kernel trace of each run and explain its late periods '
-              f'(docs/tracing.md); "{TRACE_OFF}" by default', choice(TRACE_OFF, TRACE_SCHED),
-              f'"{TRACE_SCHED}"', default=TRACE_OFF, added=True),
+              "(docs/tracing.md)", choice(TRACE_OFF, TRACE_SCHED), f'"{TRACE_SCHED}"', default=TRACE_OFF,
+              added=True),
     )
     record = WaveCell
 
