@@ -293,7 +293,8 @@ def explained_period(index: int, due_ns: int, task_ns: int, irq_ns: int, uncover
     end = b + uncovered_ns
     return ExplainedPeriod(
         index=index, due_ns=due_ns, edge_ns=end, chosen=WORST,
-        parts=(Part(cause="wakeup", duration_ns=task_ns, who=task), Part(cause="irq", duration_ns=irq_ns, who=irq)),
+        parts=(Part(cause="wakeup", duration_ns=task_ns, who=task),
+               Part(cause="irq", duration_ns=irq_ns, who=irq)),
         remainder_ns=uncovered_ns,
         spans=(Span(start_ns=due_ns, end_ns=a, cpu=1, cause="wakeup", who=task),
                Span(start_ns=a, end_ns=b, cpu=1, cause="irq", who=irq),
@@ -335,8 +336,8 @@ def explained_store(root: Path, *, emulated: bool = False) -> Path:
                                     metrics=metrics),
                          series={"vpin": EdgeSeries(t, level)},
                          files={ATTACHMENT: json.dumps(e.as_json()).encode(), TRACE_FILE: b"not a real trace"})
-    store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="idle"), id="ccc333", campaign_id=cid,
-                                settings={"warmup_ns": 10 * ms}, sysinfo_id=sid, metrics=metrics),
+    store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="idle"), id="ccc333",
+                                campaign_id=cid, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid, metrics=metrics),
                      series={"vpin": EdgeSeries(t, level)})
     store.close()
     return root / "r"

@@ -105,8 +105,8 @@ def read_explanation(run: RunRecord, root: Path) -> Explanation | None:
     try:
         data = json.loads(path.read_bytes())
     except OSError as exc:
-        raise DamagedExplanation(f"{path}: run {run.id}'s explanation cannot be read ({exc.strerror or exc}); "
-                                 f"{fix}") from None
+        raise DamagedExplanation(f"{path}: run {run.id}'s explanation cannot be read "
+                                 f"({exc.strerror or exc}); {fix}") from None
     except ValueError as exc:
         raise DamagedExplanation(f"{path}: run {run.id}'s explanation is not JSON ({exc}); {fix}") from None
     if not isinstance(data, dict):
@@ -258,7 +258,8 @@ def remedy(cause: str, who: str | None = None) -> Remedy | None:
                       "kernel, or an isolated CPU it cannot run on", "isolated")
     if cause == "irq":
         if who == "hrtimer callbacks":
-            return Remedy("other timers' callbacks on the program's CPU: an isolated CPU (nohz_full)", "isolated")
+            return Remedy("other timers' callbacks on the program's CPU: an isolated CPU (nohz_full)",
+                          "isolated")
         return Remedy(f"IRQ affinity away from the program's CPU ({who or 'the IRQ'})", "irq-away")
     if cause == "softirq":
         return Remedy("the softirq follows the IRQ that raised it: IRQ affinity away from the program's CPU; "
