@@ -335,9 +335,11 @@ def explained_store(root: Path, *, emulated: bool = False) -> Path:
                                     repetition=rep, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid,
                                     metrics=metrics),
                          series={"vpin": EdgeSeries(t, level)},
-                         files={ATTACHMENT: json.dumps(e.as_json()).encode(), TRACE_FILE: b"not a real trace"})
+                         files={ATTACHMENT: json.dumps(e.as_json()).encode(),
+                                TRACE_FILE: b"not a real trace"})
     store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="idle"), id="ccc333",
-                                campaign_id=cid, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid, metrics=metrics),
+                                campaign_id=cid, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid,
+                                metrics=metrics),
                      series={"vpin": EdgeSeries(t, level)})
     store.close()
     return root / "r"
