@@ -320,14 +320,14 @@ def explained_store(root: Path, *, emulated: bool = False) -> Path:
     cid = store.new_campaign("why", "fp", "why.toml", "", {})
     sid = store.add_sysinfo(cid, "board", SystemFacts(n_cpus=2, isolcpus=(), virtualization="kvm"))
     t = np.arange(400, dtype=np.int64) * (ms // 2) + 5_000_000_000
-    t[301:] += ms  # period 280 (after the warm-up) is 1 ms late
+    t[301:] += ms  # period 280 (index 279 after the warm-up) is 1 ms late
     level = (np.arange(400) % 2).astype(np.uint8)
     metrics = squarewave_metrics(t, level, ms, warmup_ns=10 * ms, probe="vpin")
-    due = int(t[300]) + ms // 2 - ms
-    periods = {"aaa111": (explained_period(280, due, 700 * US, 200 * US, 100 * US, pid=812),
+    due = int(t[301]) - ms  # the late edge's due time
+    periods = {"aaa111": (explained_period(279, due, 700 * US, 200 * US, 100 * US, pid=812),
                           explained_period(12, due - 268 * ms, 350 * US, 100 * US, 50 * US, pid=812,
                                            spans=False)),
-               "bbb222": (explained_period(280, due, 700 * US, 200 * US, 100 * US, pid=913),)}
+               "bbb222": (explained_period(279, due, 700 * US, 200 * US, 100 * US, pid=913),)}
     for rep, (run_id, explained) in enumerate(periods.items()):
         e = Explanation(aligned_by=DIRECT, residual_ns=0, events=12_345, lost_events=0, program_cpus=(1,),
                         pids=(700 + rep,), emulated=emulated, periods=explained)

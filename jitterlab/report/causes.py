@@ -45,6 +45,7 @@ class Share:
     text: str
     ns: int
     share: float
+    example: Who | None = None  # one of whom it groups (its remedy reads the policy, the IRQ number)
 
 
 @dataclass(frozen=True)
@@ -191,16 +192,19 @@ def shares(periods: Iterable[ExplainedPeriod], *, runs: int = 1, emulated: bool 
     """The periods' lateness split into groups of cause and who, as shares (module docstring)."""
     periods = list(periods)
     grouped: dict[tuple[str, str | None], int] = {}
+    example: dict[tuple[str, str | None], Who | None] = {}
     uncovered = 0
     for p in periods:
         for part in p.parts:
             key = (part.cause, who_key(part.who))
             grouped[key] = grouped.get(key, 0) + part.duration_ns
+            example.setdefault(key, part.who)
         uncovered += p.remainder_ns
     total = sum(grouped.values()) + uncovered
     ranked = sorted(((ns, cause, who) for (cause, who), ns in grouped.items() if ns > 0),
                     key=lambda x: (-x[0], x[1], x[2] or ""))
-    out = [Share(cause, who, cause_text(cause, who), ns, ns / total) for ns, cause, who in ranked[:top]]
+    out = [Share(cause, who, cause_text(cause, who), ns, ns / total, example[(cause, who)])
+           for ns, cause, who in ranked[:top]]
     rest = sum(ns for ns, _, _ in ranked[top:])
     if rest:
         n = len(ranked) - top
@@ -244,23 +248,27 @@ def traced_causes(runs: Iterable[RunRecord], explanations: Explanations) -> dict
 # --- remedies ----------------------------------------------------------------------------------
 
 
-def remedy(cause: str, who: str | None = None) -> Remedy | None:
-    """The change that fits a cause (None: "other" and what the trace does not cover have none)."""
+def remedy(cause: str, who: Who | None = None) -> Remedy | None:
+    """The change that fits a cause, for who took the time (None: "other" and what the trace does not
+    cover have none)."""
+    name = who_key(who)
     if cause == "wakeup":
-        above = (f"a real-time policy for the program (SCHED_FIFO, e.g. impl c-fifo) or a priority above "
-                 f"{who}" if who else "a real-time policy for the program (SCHED_FIFO, e.g. impl c-fifo)")
-        return Remedy(f"{above}, or an isolated CPU that {who or 'it'} cannot run on", "isolated")
+        rt = who is not None and who.policy not in (None, "SCHED_OTHER") and who.priority is not None
+        policy = (f"a SCHED_FIFO priority above {who.priority} for the program" if rt and who else
+                  "a real-time policy for the program (SCHED_FIFO, e.g. impl c-fifo)")
+        return Remedy(f"{policy}, or an isolated CPU that {name or 'the task'} cannot run on", "isolated")
     if cause == "switch":
-        return Remedy(f"{who or 'the task'} held a section the kernel does not preempt: a kernel with full "
+        return Remedy(f"{name or 'the task'} held a section the kernel does not preempt: a kernel with full "
                       "preemption (PREEMPT or PREEMPT_RT), or an isolated CPU it cannot run on", "isolated")
     if cause == "timer":
-        return Remedy(f"the timer's interrupt was held off while {who or 'another task'} ran: a PREEMPT_RT "
+        return Remedy(f"the timer's interrupt was held off while {name or 'another task'} ran: a PREEMPT_RT "
                       "kernel, or an isolated CPU it cannot run on", "isolated")
     if cause == "irq":
-        if who == "hrtimer callbacks":
+        if who is not None and who.irq == -1:
             return Remedy("other timers' callbacks on the program's CPU: an isolated CPU (nohz_full)",
                           "isolated")
-        return Remedy(f"IRQ affinity away from the program's CPU ({who or 'the IRQ'})", "irq-away")
+        irq = f"IRQ {who.irq}'s" if who is not None and who.irq is not None else "the IRQ's"
+        return Remedy(f"{irq} affinity away from the program's CPU", "irq-away")
     if cause == "softirq":
         return Remedy("the softirq follows the IRQ that raised it: IRQ affinity away from the program's CPU; "
                       "on PREEMPT_RT softirqs run threaded, so a program priority above them", "irq-away")
@@ -286,7 +294,7 @@ def remedies(s: Shares) -> list[tuple[Share, Remedy]]:
     """Each named group of a cell's causes with its remedy; a remedy said once."""
     out, said = [], set()
     for g in s.groups:
-        r = remedy(g.cause, g.who)
+        r = remedy(g.cause, g.example)
         if r is not None and (r.text, r.tuning) not in said:
             said.add((r.text, r.tuning))
             out.append((g, r))

@@ -56,13 +56,19 @@ def test_more_than_three_groups_keep_the_top_three_and_other():
     assert s.line().startswith("40 % preempted")
 
 
+OTHER_TASK = Who(kind="task", comm="stress-ng-cpu", policy="SCHED_OTHER", priority=0)
+
+
 @pytest.mark.parametrize(("cause", "who", "tuning", "words"), [
-    ("wakeup", "stress-ng-cpu [SCHED_OTHER]", "isolated", "real-time policy"),
-    ("irq", "IRQ 11 virtio0", "irq-away", "IRQ affinity away"),
-    ("softirq", "softirq NET_RX", "irq-away", "PREEMPT_RT"),
+    ("wakeup", OTHER_TASK, "isolated", "a real-time policy for the program (SCHED_FIFO"),
+    ("wakeup", Who(kind="task", comm="irq/11", policy="SCHED_FIFO/RR", priority=50), "isolated",
+     "a SCHED_FIFO priority above 50 for the program"),
+    ("irq", Who(kind="irq", irq=11, irq_name="virtio0"), "irq-away", "IRQ 11's affinity away"),
+    ("irq", Who(kind="irq", irq=-1), "isolated", "other timers' callbacks"),
+    ("softirq", Who(kind="softirq", softirq="NET_RX"), "irq-away", "PREEMPT_RT"),
     ("idle-exit", None, "cpu-dma-latency", "/dev/cpu_dma_latency"),
     ("unaccounted", None, None, "nothing in Linux: hardware or hypervisor"),
-    ("timer", "x [SCHED_OTHER]", "isolated", "held off"),
+    ("timer", OTHER_TASK, "isolated", "held off while stress-ng-cpu [SCHED_OTHER] ran"),
     ("slack", None, "timer-slack", "timer slack"),
 ])
 def test_each_cause_has_the_remedy_that_fits_it(cause, who, tuning, words):
