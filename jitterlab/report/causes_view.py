@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from jitterlab.model.explanation import ExplainedPeriod, Explanation, Part
+from jitterlab.model.explanation import ENVELOPE, WORST, ExplainedPeriod, Explanation, Part
 from jitterlab.model.records import RunRecord
 from jitterlab.report import causes
 from jitterlab.report.causes import Shares
@@ -117,7 +117,7 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
     if len(periods) > 1:
         out.append(Text(f"causes: {shares_text(causes.shares(periods, emulated=bool(e.emulated)))}"))
     for p in periods:
-        table = Table(title=f"period {p.index + 1} ({p.chosen}): due at {_clock(p.due_ns)} on the trace's "
+        table = Table(title=f"period {p.index + 1} ({_CHOSEN.get(p.chosen, p.chosen)}): due at {_clock(p.due_ns)} on the trace's "
                             f"clock, {duration(p.lateness_ns)} late", title_justify="left")
         for name, justify in (("how long", "right"), ("share", "right"), ("cause", "left"),
                               ("who", "left"), ("fix", "left")):
@@ -130,13 +130,15 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
                           Text(full), Text(causes.remedy_text(r) if r else ""))
         if p.remainder_ns:
             table.add_row(duration(p.remainder_ns), _share(p.remainder_ns, p.lateness_ns),
-                          "not covered", Text("the trace does not cover it (before its start, after a loss "
-                                              "of events or its end)"), "")
+                          "not covered", Text("before the trace, after lost events or after its end"), "")
         out.append(table)
     trace = causes.trace_path(run, root)
     out.append(Text(f"its trace: {trace_commands(trace)}" if trace is not None else
                     "its trace: not kept in the store (the run kept its explanation only)"))
     return out
+
+
+_CHOSEN = {WORST: "among the latest", ENVELOPE: "breaks the envelope rule"}
 
 
 def _share(ns: int, total_ns: int) -> str:
