@@ -102,7 +102,7 @@ def read_explanation(run: RunRecord, root: Path) -> Explanation | None:
     if not traced(run):
         return None
     path = root / run.attachments[ATTACHMENT]
-    fix = "check the store (jitterlab check --results ...) and measure the run again"
+    fix = "jitterlab check names the store's damaged files; measure the run again"
     try:
         data = json.loads(path.read_bytes())
     except OSError as exc:

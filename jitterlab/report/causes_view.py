@@ -117,7 +117,8 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
     if len(periods) > 1:
         out.append(Text(f"causes: {shares_text(causes.shares(periods, emulated=bool(e.emulated)))}"))
     for p in periods:
-        table = Table(title=f"period {p.index + 1} ({_CHOSEN.get(p.chosen, p.chosen)}): due at {_clock(p.due_ns)} on the trace's "
+        chosen = _CHOSEN.get(p.chosen, p.chosen)
+        table = Table(title=f"period {p.index + 1} ({chosen}): due at {_clock(p.due_ns)} on the trace's "
                             f"clock, {duration(p.lateness_ns)} late", title_justify="left")
         for name, justify in (("how long", "right"), ("share", "right"), ("cause", "left"),
                               ("who", "left"), ("fix", "left")):
