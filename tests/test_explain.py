@@ -138,3 +138,17 @@ def test_an_emulated_explanation_is_functional_evidence_only(emulated, capsys):
     for argv in (["summary"], ["explain", "aaa111"], ["show", "aaa111"]):
         assert main([*argv[:1], "--results", emulated, *argv[1:]]) == 0
         assert "functional evidence only (emulated CPU)" in words(capsys.readouterr().out), argv
+
+
+def test_the_json_export_keeps_each_traced_runs_explanation(results, capsys):
+    assert main(["export", "--results", results, "--format", "json"]) == 0
+    runs = {r["id"]: r for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert "explanation" not in runs["ccc333"]
+    e = runs["aaa111"]["explanation"]
+    assert e["aligned_by"] == "direct" and e["events"] == 12_345 and not e["emulated"]
+    assert [p["index"] for p in e["periods"]] == [279, 12]
+    assert [(p["cause"], p["duration_ns"]) for p in e["periods"][0]["parts"]] == [
+        ("wakeup", 700_000), ("irq", 200_000)]
+    assert [(s["cause"], s["who"], s["ns"], s["share"]) for s in e["shares"]] == [
+        ("wakeup", "stress-ng-cpu [SCHED_OTHER]", 1_050_000, 0.7), ("irq", "IRQ 11 virtio0", 300_000, 0.2),
+        ("uncovered", None, 150_000, 0.1)]
