@@ -306,7 +306,8 @@ def explained_store(root: Path, *, emulated: bool = False) -> Path:
     isolated): c-mmap 1ms under cpu, two traced runs (aaa111, bbb222) whose explained periods hold
     700 µs of stress-ng-cpu, 200 µs of IRQ 11 and 100 µs not covered for each 1 ms of lateness (so
     70 % / 20 % / 10 % in either run and in the cell), with a trace.dat; c-mmap 1ms idle untraced
-    (ccc333). `emulated`: the explanations say so."""
+    (ccc333); c-fifo 1ms under cpu traced, its explanation refused (ddd444). `emulated`: the
+    explanations say so."""
     import numpy as np
 
     from jitterlab.analysis.squarewave import squarewave_metrics
@@ -337,6 +338,10 @@ def explained_store(root: Path, *, emulated: bool = False) -> Path:
                          series={"vpin": EdgeSeries(t, level)},
                          files={ATTACHMENT: json.dumps(e.as_json()).encode(),
                                 TRACE_FILE: b"not a real trace"})
+    refused = Explanation(refused="no mapping between the probe's edges and the trace (no program log)")
+    store.commit_run(run_record(squarewave_cell("c-fifo", ms, load="cpu"), id="ddd444", campaign_id=cid,
+                                settings={"warmup_ns": 10 * ms}, sysinfo_id=sid, metrics=metrics),
+                     files={ATTACHMENT: json.dumps(refused.as_json()).encode()})
     store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="idle"), id="ccc333",
                                 campaign_id=cid, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid,
                                 metrics=metrics),

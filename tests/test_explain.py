@@ -65,7 +65,9 @@ def test_explain_one_period(results, capsys):
 
 
 @pytest.mark.parametrize(("argv", "said"), [
-    (["aab111"], "RUN_ID 'aab111': no such run in {r}; runs there: aaa111, bbb222, ccc333"),
+    (["aab111"], "RUN_ID 'aab111': no such run in {r}; runs there: aaa111, bbb222, ccc333, ddd444"),
+    (["ddd444"], "RUN_ID ddd444: the run was traced but explains no period: no mapping between the probe's "
+                 "edges and the trace (no program log)"),
     (["ccc333"], 'RUN_ID ccc333: the run was not traced, so nothing explains its periods; trace its cell '
                  'with trace = "sched" in the campaign\'s [matrix] (docs/tracing.md) and run it again'),
     (["aaa111", "--period", "5"], "--period 5: run aaa111 did not explain that period; it explained "
@@ -126,10 +128,12 @@ def test_summary_and_show_runs_give_one_line_per_traced_cell(results, capsys, mo
         flat = words(out)
         assert f"- c-mmap 1ms cpu (vpin): {SHARES} (2 runs, 3 periods, 2.5 ms late in all)" in flat
         assert "c-mmap 1ms idle (vpin):" not in flat  # untraced: no line
+        assert "c-fifo 1ms cpu (vpin):" not in flat  # traced, nothing explained: no line
         assert flat.count("fix for ") == 2
         if argv[0] == "show":
             assert "aaa111 c-mmap 1ms cpu (vpin) 1 ok (traced)" in flat
             assert "ccc333 c-mmap 1ms idle (vpin) 1 ok 100 %" in flat
+            assert "ddd444 c-fifo 1ms cpu (vpin) 1 ok (traced)" in flat
         else:  # the limits agree: the trace shows no unaccounted time, so no VM stall is blamed
             assert "no isolated CPU" in flat and "a VM (kvm): the hypervisor stops it" not in flat
 
@@ -152,3 +156,10 @@ def test_the_json_export_keeps_each_traced_runs_explanation(results, capsys):
     assert [(s["cause"], s["who"], s["ns"], s["share"]) for s in e["shares"]] == [
         ("wakeup", "stress-ng-cpu [SCHED_OTHER]", 1_050_000, 0.7), ("irq", "IRQ 11 virtio0", 300_000, 0.2),
         ("uncovered", None, 150_000, 0.1)]
+
+
+def test_show_of_a_run_that_explains_nothing_says_why(results, capsys):
+    assert main(["show", "--results", results, "ddd444"]) == 0
+    out = words(capsys.readouterr().out)
+    assert ("traced traced; nothing explained: no mapping between the probe's edges and the trace (no "
+            "program log)") in out and "causes" not in out
