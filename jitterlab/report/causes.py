@@ -14,7 +14,7 @@ they add up to 1.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -248,41 +248,49 @@ def traced_causes(runs: Iterable[RunRecord], explanations: Explanations) -> dict
 # --- remedies ----------------------------------------------------------------------------------
 
 
+def _wakeup(who: Who | None, name: str | None) -> Remedy:
+    rt = who is not None and who.policy not in (None, "SCHED_OTHER") and who.priority is not None
+    policy = (f"a SCHED_FIFO priority above {who.priority} for the program" if rt and who else
+              "a real-time policy for the program (SCHED_FIFO, e.g. impl c-fifo)")
+    return Remedy(f"{policy}, or an isolated CPU that {name or 'the task'} cannot run on", "isolated")
+
+
+def _irq(who: Who | None, name: str | None) -> Remedy:
+    if who is not None and who.irq == -1:
+        return Remedy("other timers' callbacks on the program's CPU: an isolated CPU (nohz_full)", "isolated")
+    irq = f"IRQ {who.irq}'s" if who is not None and who.irq is not None else "the IRQ's"
+    return Remedy(f"{irq} affinity away from the program's CPU", "irq-away")
+
+
+# cause -> its remedy for who took the time (Who, and who_key of it)
+_REMEDIES: dict[str, Callable[[Who | None, str | None], Remedy]] = {
+    "wakeup": _wakeup,
+    "switch": lambda _, name: Remedy(
+        f"{name or 'the task'} held a section the kernel does not preempt: a kernel with full preemption "
+        "(PREEMPT or PREEMPT_RT), or an isolated CPU it cannot run on", "isolated"),
+    "timer": lambda _, name: Remedy(
+        f"the timer's interrupt was held off while {name or 'another task'} ran: a PREEMPT_RT kernel, or "
+        "an isolated CPU it cannot run on", "isolated"),
+    "irq": _irq,
+    "softirq": lambda _, __: Remedy(
+        "the softirq follows the IRQ that raised it: IRQ affinity away from the program's CPU; on "
+        "PREEMPT_RT softirqs run threaded, so a program priority above them", "irq-away"),
+    "idle-exit": lambda _, __: Remedy("no deep idle state: hold /dev/cpu_dma_latency at 0",
+                                      "cpu-dma-latency"),
+    "unaccounted": lambda _, __: Remedy(
+        "nothing in Linux: hardware or hypervisor (an SMI, firmware, the VM's host)"),
+    "slack": lambda _, __: Remedy("the program's timer slack at 1 ns (a real-time policy has none)",
+                                  "timer-slack"),
+    "program": lambda _, __: Remedy("the program's own code: a compiled impl, its memory locked", "mlock"),
+    "migration": lambda _, __: Remedy("the program pinned to one CPU ([campaign.cpus])"),
+}
+
+
 def remedy(cause: str, who: Who | None = None) -> Remedy | None:
     """The change that fits a cause, for who took the time (None: "other" and what the trace does not
     cover have none)."""
-    name = who_key(who)
-    if cause == "wakeup":
-        rt = who is not None and who.policy not in (None, "SCHED_OTHER") and who.priority is not None
-        policy = (f"a SCHED_FIFO priority above {who.priority} for the program" if rt and who else
-                  "a real-time policy for the program (SCHED_FIFO, e.g. impl c-fifo)")
-        return Remedy(f"{policy}, or an isolated CPU that {name or 'the task'} cannot run on", "isolated")
-    if cause == "switch":
-        return Remedy(f"{name or 'the task'} held a section the kernel does not preempt: a kernel with full "
-                      "preemption (PREEMPT or PREEMPT_RT), or an isolated CPU it cannot run on", "isolated")
-    if cause == "timer":
-        return Remedy(f"the timer's interrupt was held off while {name or 'another task'} ran: a PREEMPT_RT "
-                      "kernel, or an isolated CPU it cannot run on", "isolated")
-    if cause == "irq":
-        if who is not None and who.irq == -1:
-            return Remedy("other timers' callbacks on the program's CPU: an isolated CPU (nohz_full)",
-                          "isolated")
-        irq = f"IRQ {who.irq}'s" if who is not None and who.irq is not None else "the IRQ's"
-        return Remedy(f"{irq} affinity away from the program's CPU", "irq-away")
-    if cause == "softirq":
-        return Remedy("the softirq follows the IRQ that raised it: IRQ affinity away from the program's CPU; "
-                      "on PREEMPT_RT softirqs run threaded, so a program priority above them", "irq-away")
-    if cause == "idle-exit":
-        return Remedy("no deep idle state: hold /dev/cpu_dma_latency at 0", "cpu-dma-latency")
-    if cause == "unaccounted":
-        return Remedy("nothing in Linux: hardware or hypervisor (an SMI, firmware, the VM's host)")
-    if cause == "slack":
-        return Remedy("the program's timer slack at 1 ns (a real-time policy has none)", "timer-slack")
-    if cause == "program":
-        return Remedy("the program's own code: a compiled impl, its memory locked", "mlock")
-    if cause == "migration":
-        return Remedy("the program pinned to one CPU ([campaign.cpus])")
-    return None
+    fits = _REMEDIES.get(cause)
+    return fits(who, who_key(who)) if fits is not None else None
 
 
 def remedy_text(r: Remedy) -> str:
