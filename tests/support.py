@@ -272,3 +272,79 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
     with socket.socket(socket.AF_INET, kind) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+# --- traced runs ---------------------------------------------------------------------------------
+
+US = 1_000
+
+
+def explained_period(index: int, due_ns: int, task_ns: int, irq_ns: int, uncovered_ns: int, *,
+                     pid: int = 812, spans: bool = True):
+    """An ExplainedPeriod whose lateness is `task_ns` of stress-ng-cpu [SCHED_OTHER] (pid `pid`)
+    preempting the program, then `irq_ns` of IRQ 11 virtio0, then `uncovered_ns` the trace does not
+    cover; its spans (CPU 1) in that order, where asked."""
+    from jitterlab.model.explanation import WORST, ExplainedPeriod, Part, Span, Who
+
+    task = Who(kind="task", text=f"stress-ng-cpu [SCHED_OTHER nice 0] pid {pid}", comm="stress-ng-cpu",
+               pid=pid, policy="SCHED_OTHER", priority=0)
+    irq = Who(kind="irq", text="IRQ 11 virtio0", irq=11, irq_name="virtio0")
+    a, b = due_ns + task_ns, due_ns + task_ns + irq_ns
+    end = b + uncovered_ns
+    return ExplainedPeriod(
+        index=index, due_ns=due_ns, edge_ns=end, chosen=WORST,
+        parts=(Part(cause="wakeup", duration_ns=task_ns, who=task),
+               Part(cause="irq", duration_ns=irq_ns, who=irq)),
+        remainder_ns=uncovered_ns,
+        spans=(Span(start_ns=due_ns, end_ns=a, cpu=1, cause="wakeup", who=task),
+               Span(start_ns=a, end_ns=b, cpu=1, cause="irq", who=irq),
+               Span(start_ns=b, end_ns=end, cpu=1)) if spans else None)
+
+
+def explained_store(root: Path, *, emulated: bool = False) -> Path:
+    """A results directory `root`/r of campaign "why" on target "board" (a kvm VM with 2 CPUs, none
+    isolated): c-mmap 1ms under cpu, two traced runs (aaa111, bbb222) whose explained periods hold
+    700 µs of stress-ng-cpu, 200 µs of IRQ 11 and 100 µs not covered for each 1 ms of lateness (so
+    70 % / 20 % / 10 % in either run and in the cell), with a trace.dat; c-mmap 1ms idle untraced
+    (ccc333); c-fifo 1ms under cpu traced, its explanation refused (ddd444). `emulated`: the
+    explanations say so."""
+    import numpy as np
+
+    from jitterlab.analysis.squarewave import squarewave_metrics
+    from jitterlab.model.explanation import ATTACHMENT, DIRECT, TRACE_FILE, Explanation
+    from jitterlab.model.facts import SystemFacts
+    from jitterlab.model.fakes import run_record, squarewave_cell
+    from jitterlab.model.series import EdgeSeries
+
+    ms = 1_000_000
+    store = Store(root / "r")
+    cid = store.new_campaign("why", "fp", "why.toml", "", {})
+    sid = store.add_sysinfo(cid, "board", SystemFacts(n_cpus=2, isolcpus=(), virtualization="kvm"))
+    t = np.arange(400, dtype=np.int64) * (ms // 2) + 5_000_000_000
+    t[301:] += ms  # period 280 (index 279 after the warm-up) is 1 ms late
+    level = (np.arange(400) % 2).astype(np.uint8)
+    metrics = squarewave_metrics(t, level, ms, warmup_ns=10 * ms, probe="vpin")
+    due = int(t[301]) - ms  # the late edge's due time
+    periods = {"aaa111": (explained_period(279, due, 700 * US, 200 * US, 100 * US, pid=812),
+                          explained_period(12, due - 268 * ms, 350 * US, 100 * US, 50 * US, pid=812,
+                                           spans=False)),
+               "bbb222": (explained_period(279, due, 700 * US, 200 * US, 100 * US, pid=913),)}
+    for rep, (run_id, explained) in enumerate(periods.items()):
+        e = Explanation(aligned_by=DIRECT, residual_ns=0, events=12_345, lost_events=0, program_cpus=(1,),
+                        pids=(700 + rep,), emulated=emulated, periods=explained)
+        store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="cpu"), id=run_id, campaign_id=cid,
+                                    repetition=rep, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid,
+                                    metrics=metrics),
+                         series={"vpin": EdgeSeries(t, level)},
+                         files={ATTACHMENT: json.dumps(e.as_json()).encode(),
+                                TRACE_FILE: b"not a real trace"})
+    refused = Explanation(refused="no mapping between the probe's edges and the trace (no program log)")
+    store.commit_run(run_record(squarewave_cell("c-fifo", ms, load="cpu"), id="ddd444", campaign_id=cid,
+                                settings={"warmup_ns": 10 * ms}, sysinfo_id=sid, metrics=metrics),
+                     files={ATTACHMENT: json.dumps(refused.as_json()).encode()})
+    store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="idle"), id="ccc333",
+                                campaign_id=cid, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid,
+                                metrics=metrics),
+                     series={"vpin": EdgeSeries(t, level)})
+    store.close()
+    return root / "r"

@@ -20,6 +20,7 @@ from jitterlab.cli.commands import (
     check,
     compare,
     doctor,
+    explain,
     export,
     import_,
     monitor,
@@ -38,7 +39,7 @@ from jitterlab.report.console import SafeConsole
 
 # in the order `jitterlab --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (
-    run, summary, list_, show, monitor, report, compare, export, import_, push, check, doctor)
+    run, summary, list_, show, explain, monitor, report, compare, export, import_, push, check, doctor)
 
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.

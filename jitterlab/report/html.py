@@ -25,6 +25,7 @@ from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.report import limits, verdicts
+from jitterlab.report.causes_html import why_late_section
 from jitterlab.report.comparison import comparison_rows, comparison_warnings, note_lines
 from jitterlab.report.figures.base import MAX_ROWS, mark_emulated, quiet, svg_text
 from jitterlab.report.figures.compare import censored_rows, charted_rows, compare_figure
@@ -86,6 +87,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         again = ["compare", "--results", results or store.where,
                  *(w for name in dict.fromkeys(c.name for c in chosen) for w in ("--campaign", name))]
         comparisons = _comparisons(store, runs, emit, report.skipped, again)
+        why_late = why_late_section(store, runs, emit, report.skipped)
     context = {
         "title": "jitterlab report: " + ", ".join(dict.fromkeys(c.name for c in chosen)),
         "generated": dt.datetime.now().isoformat(timespec="seconds"),
@@ -99,6 +101,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         "targets": _targets(store, runs),
         "warnings": _warnings(store, chosen, runs),
         "comparisons": comparisons,
+        "why_late": why_late,
         "failed": [{"id": r.id, "cell": _cell_label(r), "status": r.status, "error": r.error or ""}
                    for r in runs if r.status != "ok"],
         "skipped": report.skipped,

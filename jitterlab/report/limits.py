@@ -4,7 +4,7 @@ evidence a target gives (bare metal, a VM, an emulated CPU). Nothing here looks 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from jitterlab.model.facts import SystemFacts
@@ -23,6 +23,9 @@ class Limit:
     what: str
     fix: str
     likely: str
+    # the causes of late periods (analysis/attribution.py) its fix removes: on a traced target a
+    # limit none of whose causes its traces show is not proposed (report/causes.py)
+    causes: frozenset[str] = frozenset()
 
 
 FactsOf = Callable[[int], SystemFacts | None]  # the store's sysinfo(id)
@@ -72,13 +75,22 @@ def blind_share(runs: list[RunRecord]) -> tuple[float, float] | None:
     return (blind_ns / total_ns, max(shares)) if shares else None
 
 
-def limits(runs: list[RunRecord], sysinfo_of: FactsOf) -> list[Limit]:
-    """What limited each target's measurements, the worst first."""
+def limits(runs: list[RunRecord], sysinfo_of: FactsOf,
+           traced: Mapping[str, frozenset[str]] | None = None) -> list[Limit]:
+    """What limited each target's measurements, the worst first. `traced`: per target whose runs
+    explained late periods, the causes its traces show (report.causes.traced_causes); a limit whose
+    fix removes only causes they do not show is left out there, so the limits and the causes agree."""
     out: list[Limit] = []
     for target, info in sysinfo_by_target(runs, sysinfo_of).items():
         mine = [r for r in runs if r.target == target]
-        out += [limit for check in _CHECKS if (limit := check(target, info, mine)) is not None]
+        shown = (traced or {}).get(target)
+        out += [limit for check in _CHECKS if (limit := check(target, info, mine)) is not None
+                and (shown is None or not limit.causes or limit.causes & shown)]
     return out
+
+
+# what the traces show when these limits hold (analysis/attribution.py CAUSES)
+BY_OTHERS = frozenset({"wakeup", "switch", "timer", "irq", "softirq", "migration"})
 
 
 def _emulated(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
@@ -120,7 +132,8 @@ def _virtual(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | N
                  f"{'period' if square else 'pause'}{seen}",
                  "measure on bare metal for the hardware's figures; compare VM results only with VM ones",
                  "the max columns come close to the p99 ones: one stall per run no longer sinks a cell"
-                 if square else "the hardware's own figures, without the hypervisor's pauses in them")
+                 if square else "the hardware's own figures, without the hypervisor's pauses in them",
+                 frozenset({"unaccounted"}))
 
 
 def _rt_permission(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
@@ -128,7 +141,7 @@ def _rt_permission(target: str, info: SystemFacts, runs: list[RunRecord]) -> Lim
         return None
     return Limit(target, "SCHED_FIFO was refused: real-time impls (c-fifo) ran as normal tasks",
                  "run as root, or grant CAP_SYS_NICE or an rtprio limit (/etc/security/limits.conf)",
-                 "c-fifo's own figures, well below c-mmap's under load")
+                 "c-fifo's own figures, well below c-mmap's under load", frozenset({"wakeup"}))
 
 
 def _rt_throttling(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
@@ -189,7 +202,7 @@ def _not_isolated(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limi
                  "and the probe ([campaign.cpus])",
                  "fewer and shorter stalls: the max rule holds at shorter periods, most of all under load"
                  if square else
-                 "fewer and shorter stalls: lower maxima, most of all under load")
+                 "fewer and shorter stalls: lower maxima, most of all under load", BY_OTHERS)
 
 
 def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
@@ -198,7 +211,7 @@ def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | 
         return None
     return Limit(target, f"CPU frequency governor {'/'.join(slow)}: the clock speed changes while measuring",
                  "cpupower frequency-set -g performance",
-                 "steadier wake-ups at the short periods")
+                 "steadier wake-ups at the short periods", frozenset({"program", "idle-exit"}))
 
 
 _CHECKS = (_emulated, _emulated_unit, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)

@@ -19,7 +19,8 @@ from jitterlab.analysis.envelope import DEFAULT_THRESHOLDS, UNPROVEN, envelope, 
 from jitterlab.model.facts import SystemFacts, preemption_words
 from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.model.units import format_ns
-from jitterlab.report import limits, verdicts
+from jitterlab.report import causes, limits, verdicts
+from jitterlab.report.causes_view import traced_lines
 from jitterlab.report.format import MISSING, counted, format_value, percent
 from jitterlab.report.traits import observer, own, period_ns, periodic, subject_of
 
@@ -39,6 +40,8 @@ class Screen:
     samples: Callable[[RunRecord], dict] | None = None
     # how to add repetitions where a verdict is undecided; {pair} becomes BASELINE..CANDIDATE
     more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
+    # the traced runs' explanations (report/causes.py): the cells' causes, and the limits agreeing
+    explanations: causes.Explanations | None = None
 
 
 def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
@@ -60,7 +63,11 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         every_row = shlex.join(["jitterlab", "compare", "--results", how.results, "--campaign", campaign,
                                 "--baseline", str(baseline), "--candidate", str(candidate)])
         out += [Text(line) for line in verdicts.lines(judged, how.more_runs, every_row)]
-    found = limits.limits(runs, how.sysinfo_of)
+    traced = None
+    if how.explanations is not None:
+        out += [Text(line) for line in traced_lines(runs, how.explanations)]
+        traced = causes.traced_causes(runs, how.explanations)
+    found = limits.limits(runs, how.sysinfo_of, traced)
     if found:
         out.append(Text("what limits these results on this machine, each with its fix and what it would "
                         "likely change:"))

@@ -14,6 +14,7 @@ from rich.text import Text
 from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.watched import NOT_WATCHED, PIN_WATCHED, watched_program_pin
 from jitterlab.campaign import cells
+from jitterlab.model.explanation import ATTACHMENT
 from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import Cell, RunRecord, Warning_
 from jitterlab.model.units import cpu_list
@@ -125,7 +126,8 @@ def runs_table(runs: list[RunRecord]) -> Table:
             "target": r.target,
             "cell": Text(run_label(r)),
             "rep": str(r.repetition + 1),
-            "status": Text(r.status, style="" if r.status == "ok" else "red"),
+            "status": Text(r.status + (" (traced)" if ATTACHMENT in r.attachments else ""),
+                           style="" if r.status == "ok" else "red"),
             "headline": _headline(r, own(r, HEADLINE)),
             "excluded": format_value(excluded, "count") if excluded is not None else "",
             "why": Text(r.error or ""),

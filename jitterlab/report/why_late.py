@@ -11,6 +11,7 @@ from jitterlab.analysis.breaktrace import Digest, digest, events
 from jitterlab.analysis.worst import Unordered, Worst, WorstPeriod, WorstSample, worst_moments
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
+from jitterlab.report.causes_view import run_block
 from jitterlab.report.format import count, counted, duration, percent
 from jitterlab.report.traits import period_ns, traits_of
 
@@ -18,10 +19,11 @@ TRACE_TAIL = "trace-tail.txt"  # what cyclictest's breaktrace attaches (measure/
 SHOWN_TASKS = 4  # tasks and handlers named per line of the digest; the rest are counted
 
 
-def why_late(run: RunRecord, store) -> list:
+def why_late(run: RunRecord, store, results: str | None = None) -> list:
     """What `show RUN_ID` says of the run's worst moment, from its stored series and attachments:
-    the worst period or sample (worst_parts), the breaktrace's digest; a line saying why when its raw
-    series cannot be read."""
+    the worst period or sample (worst_parts), the causes of its late periods where it was traced
+    (report/causes_view.py; `results`: the store as its commands name it), the breaktrace's digest;
+    a line saying why when its raw series cannot be read."""
     parts: list = []
     try:
         series = store.read_series(run) if run.raw_path else {}
@@ -29,6 +31,8 @@ def why_late(run: RunRecord, store) -> list:
         parts.append(Text.assemble(("when", "bold"), f"  its raw series cannot be read: {exc}"))
     else:
         parts += worst_parts(run, worst_moments(run, series, traits_of(run).samples, period_ns(run)))
+    if (block := run_block(run, store.root, results or str(store.where))) is not None:
+        parts.append(block)
     if TRACE_TAIL in run.attachments:
         path = run.attachments[TRACE_TAIL]
         try:

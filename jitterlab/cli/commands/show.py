@@ -91,7 +91,8 @@ def _one_run(out, store, args: argparse.Namespace) -> int:
             "characters"))
     one = matches[0]
     sysinfo = store.sysinfo(one.sysinfo_id) if one.sysinfo_id else None
-    for part in run_detail(one, store.warnings(one.campaign_id, one.id), sysinfo, why_late(one, store)):
+    moments = why_late(one, store, shown_spec(args.results))
+    for part in run_detail(one, store.warnings(one.campaign_id, one.id), sysinfo, moments):
         out.print(part)
     return EXIT_OK
 
@@ -143,6 +144,8 @@ def _campaigns(out, store, lines: list[CampaignLine], results: str) -> None:
 
 def _runs(out, store, lines: list[CampaignLine], results: str) -> None:
     """Every run chosen, one line each; the cells' tables when one campaign is shown; the warnings."""
+    from jitterlab.report.causes import Explanations
+    from jitterlab.report.causes_view import traced_lines
     from jitterlab.report.terminal import emulation_note, runs_table, show_warnings, summary_tables
 
     runs = [r for line in lines for r in line.runs]
@@ -154,6 +157,8 @@ def _runs(out, store, lines: list[CampaignLine], results: str) -> None:
     else:
         out.print(escape(f"the cells' tables of one campaign: jitterlab show --results {results} --runs "
                          f"--campaign {shlex.quote(lines[-1].name)}"), highlight=False)
+    for line in traced_lines(runs, Explanations(store.root)):
+        out.print(escape(line), highlight=False)
     if note := emulation_note(runs, store):
         out.print(f"[yellow]note[/]: {escape(note)}")
     ids = {r.campaign_id for r in runs}

@@ -67,6 +67,7 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     from jitterlab.analysis.compare import label_pairs
     from jitterlab.analysis.samples import reader
     from jitterlab.importers.capture import FINGERPRINT
+    from jitterlab.report.causes import Explanations
     from jitterlab.report.selection import select
     from jitterlab.report.summary_screen import Screen, screen
 
@@ -77,7 +78,8 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     pairs = [pair] if pair else label_pairs(runs)
     if answered is not None:
         pairs = [p for p in pairs if (str(p[0]), str(p[1])) != (str(answered[0]), str(answered[1]))]
-    how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits))
+    how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits),
+                 explanations=Explanations(store.root))
     found = store.latest_campaign(name)
     if found is not None and found.fingerprint == FINGERPRINT:  # captures: more are imported
         how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "

@@ -1,5 +1,6 @@
 """JSON (format jitterlab.export/2): one object per run with its metrics' values, units and
-directions, and the operational envelope beside the runs; a trend as jitterlab.trend/1."""
+directions (a traced run with its `explanation`: why its periods were late, report/causes.py), and
+the operational envelope beside the runs; a trend as jitterlab.trend/1."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ class JsonExporter:
     trend = True
 
     def write(self, data: ExportData, table: str, out: Path | None) -> str | None:
-        doc = {"format": "jitterlab.export/2", "runs": data.rows, "envelope": data.envelope}
+        explained = data.explanations
+        runs = [{**row, "explanation": explained[row["id"]]} if row["id"] in explained else row
+                for row in data.rows]
+        doc = {"format": "jitterlab.export/2", "runs": runs, "envelope": data.envelope}
         return write_text(json.dumps(doc, indent=1, default=str), out)
 
     def write_trend(self, rows: list[dict], out: Path | None) -> str | None:

@@ -63,6 +63,20 @@ class ExportData:
         return rows
 
     @cached_property
+    def explanations(self) -> dict[str, dict]:
+        """Per traced run (id): its explanation as stored, with its causes' shares beside it
+        (report.causes.as_export); a damaged one as {"damaged": why}."""
+        from jitterlab.report.causes import Explanations, as_export, traced
+
+        found = Explanations(self.store.root)
+        out = {}
+        for r in self.runs:
+            if traced(r):
+                e = found.of(r)
+                out[r.id] = dict(as_export(e, found.damaged.get(r.id)) or {})
+        return out
+
+    @cached_property
     def flat(self) -> tuple[list[str], list[dict]]:
         """Wide rows: cell parameters, run settings, labels and sysinfo as `param.x`, `setting.x`,
         `label.x`, `sysinfo.x`; metrics by name; and the columns in order (fields, those groups by
