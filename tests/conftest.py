@@ -64,6 +64,7 @@ UNITS = {
         "tests/targets/test_arm_board.py",
         "tests/targets/test_labgrid_farm.py",
         "tests/targets/test_labgrid_qemu.py",
+        "tests/targets/test_labgrid_readme.py",
         "tests/targets/test_qemu.py",
         "tests/targets/test_unit_board.py",
         "tests/targets/test_vm_pins.py",

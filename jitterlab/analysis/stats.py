@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy import stats as sps
@@ -165,8 +166,10 @@ def pooled_stat(values: np.ndarray, counts: np.ndarray, q: float) -> float:
 
 
 def needed_samples(q: float) -> int:
-    """Samples per group a pooled quantile q stands on: TAIL_SAMPLES beyond it."""
-    return math.ceil(TAIL_SAMPLES / (1 - q))
+    """Samples per group a pooled quantile q stands on: TAIL_SAMPLES beyond it, in exact arithmetic
+    on the decimal q is written as (0.9999: 100,000; in floating point 1 - q is a hair short of
+    1e-4 and the count rounds up to 100,001)."""
+    return math.ceil(TAIL_SAMPLES / (1 - Fraction(str(q))))
 
 
 def _resampled(runs: list[np.ndarray], rng: np.random.Generator, n: int, q: float,

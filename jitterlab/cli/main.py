@@ -23,6 +23,7 @@ from jitterlab.cli.commands import (
     explain,
     export,
     import_,
+    labgrid_board,
     monitor,
     push,
     report,
@@ -39,7 +40,8 @@ from jitterlab.report.console import SafeConsole
 
 # in the order `jitterlab --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (
-    run, summary, list_, show, explain, monitor, report, compare, export, import_, push, check, doctor)
+    run, summary, list_, show, explain, monitor, report, compare, export, import_, push, check, doctor,
+    labgrid_board)
 
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.

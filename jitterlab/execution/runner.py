@@ -92,8 +92,10 @@ class Runner:
         progress: Progress | None = None,
         notice: Callable[[str, str], None] | None = None,
         only_repetitions: set[int] | None = None,
+        retry_hint: str = "measure them later with run --resume --retry-failed",
     ) -> None:
         self.campaign = campaign
+        self.retry_hint = retry_hint  # what measures a lost target's runs again (an image campaign's differs)
         self.store = store
         self.resume = resume
         self.retry_failed = retry_failed
@@ -277,8 +279,7 @@ class Runner:
         """Commit runs of a target that cannot be reached as failed, with the reason."""
         self.notice(
             session.spec.name,
-            f"{session.lost}; its {len(runs)} remaining run(s) are stored as failed "
-            "(measure them later with run --resume --retry-failed)",
+            f"{session.lost}; its {len(runs)} remaining run(s) are stored as failed ({self.retry_hint})",
         )
         for cell, rep in runs:
             self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,

@@ -286,20 +286,40 @@ def _run_images(out: Console, campaign, boards, args: argparse.Namespace) -> int
         with sigterm_as_interrupt():
             done = run_images(campaign, store, boards, notice, progress)
         failed = 0
+        measured = []  # the images with runs to compare
         for value, campaign_id, _ in done:
             runs = store.runs(campaign_id)
             failed += sum(r.status != "ok" for r in runs)
+            measured += [value] if any(r.status == "ok" for r in runs) else []
             for table in summary_tables(runs, f"{campaign.name} {boards[0][1].label}={value}"):
                 out.print(table)
-        label = boards[0][1].label
-        out.print(escape(f"results: {store.where}; compare the images with jitterlab compare --results "
-                         f"{shown_spec(args.results)} --baseline {label}=A --candidate {label}=B"),
-                  highlight=False)
-        if done and done[-1][2].interrupted:
+        out.print(escape(f"results: {store.where}"), highlight=False)
+        interrupted = bool(done) and done[-1][2].interrupted
+        for hint in image_hints(args, boards, measured, failed > 0 and not interrupted):
+            out.print(escape(hint), highlight=False)
+        if interrupted:
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
     finally:
         store.close()
+
+
+def image_hints(args: argparse.Namespace, boards, measured: list[str], failed: bool) -> list[str]:
+    """What to do after an image campaign, as commands that run as printed: compare the first image
+    `measured` (with ok runs) with each other one (nothing to compare with one image), and, when runs
+    failed, measure again the only way an image campaign is (afresh: it refuses --resume)."""
+    from jitterlab.cli.again import command, label_options
+
+    label = boards[0][1].label
+    results = ("--results", shown_spec(args.results))
+    hints = ["compare the images: " + command("compare", *results, "--baseline", f"{label}={first}",
+                                              "--candidate", f"{label}={other}")
+             for first in measured[:1] for other in measured[1:]]
+    if failed:
+        again = command("run", str(args.campaign), *results, *label_options(args.label))
+        hints.append(f"measure the failed runs again: {again} (an image campaign measures every image "
+                     "afresh; --resume is refused)")
+    return hints
 
 
 DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
