@@ -22,6 +22,7 @@ from jitterlab.cli.commands import (
     doctor,
     export,
     import_,
+    lava_bundle,
     monitor,
     push,
     report,
@@ -38,7 +39,7 @@ from jitterlab.report.console import SafeConsole
 
 # in the order `jitterlab --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (
-    run, summary, list_, show, monitor, report, compare, export, import_, push, check, doctor)
+    run, summary, list_, show, monitor, report, compare, export, import_, push, check, doctor, lava_bundle)
 
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.
