@@ -1,5 +1,5 @@
 """The offline bundle the LAVA tests install jitterlab from: built once per session from this checkout
-for this machine's Python (pip fetches the dependencies' wheels: needs the network here, not on the device)."""
+for this machine's Python (pip fetches the dependencies' wheels: network here, none on the device)."""
 
 from __future__ import annotations
 

@@ -99,7 +99,8 @@ def test_a_bundle_without_pip_is_one_failed_case(tmp_path):
     done = run_definition(tmp_path, [], str(campaign(tmp_path / "c.toml")), str(tmp_path / "r"), "", "", "",
                           str(tmp_path))
     assert done.returncode == 0
-    assert f"error: BUNDLE {tmp_path} has no pip wheel: write it with jitterlab lava-bundle DIR" in done.stdout
+    said = f"error: BUNDLE {tmp_path} has no pip wheel: write it with jitterlab lava-bundle DIR"
+    assert said in done.stdout
     assert done.stdout.splitlines()[-1] == "lava-test-case jitterlab-install --result fail"
     assert not (tmp_path / "r").exists()
 
