@@ -24,6 +24,7 @@ from jitterlab.cli.commands import (
     export,
     import_,
     labgrid_board,
+    lava_bundle,
     monitor,
     push,
     report,
@@ -41,7 +42,7 @@ from jitterlab.report.console import SafeConsole
 # in the order `jitterlab --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (
     run, summary, list_, show, explain, monitor, report, compare, export, import_, push, check, doctor,
-    labgrid_board)
+    labgrid_board, lava_bundle)
 
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.
