@@ -67,6 +67,16 @@ def _warm(benches: set[Phases]) -> None:
             bench.warm()
 
 
+def start_warming(cells: list[Cell]) -> threading.Thread:
+    """Load what the analysis of these cells' runs compiles (numba's cache: seconds under load) in a
+    thread, from before the targets are opened (preflight waits on them) until the first run needs it;
+    give it to the Runner (`warming=`), whose runs wait for it."""
+    warming = threading.Thread(target=_warm, args=({_bench(c) for c in cells},), name="warm-analysis",
+                               daemon=True)
+    warming.start()
+    return warming
+
+
 class _Tally:
     """The outcome the targets' threads count into, and the errors (bugs) they met."""
 
@@ -94,6 +104,7 @@ class Runner:
         notice: Callable[[str, str], None] | None = None,
         only_repetitions: set[int] | None = None,
         timings: Timings = OFF,
+        warming: threading.Thread | None = None,
     ) -> None:
         self.campaign = campaign
         self.store = store
@@ -111,6 +122,7 @@ class Runner:
         self._controller: Target | None = None
         self.only_repetitions = only_repetitions  # monitor: one interval's repetition at a time
         self.timings = timings  # where the wall time goes (run --timings)
+        self._warming = warming  # start_warming's, when it was started before the targets were opened
 
     def resumed_campaign(self) -> int | None:
         """With --resume, the latest campaign of this name in the store measured with the same
@@ -169,9 +181,7 @@ class Runner:
         todo, skipped = self.pending(campaign_id)
         tally = _Tally(Outcome(campaign_id, skipped=skipped))
         # the analysis' compiled code loads while the targets are prepared, not in the first run
-        warming = threading.Thread(target=_warm, args=({_bench(c) for c, _ in todo},),
-                                   name="warm-analysis", daemon=True)
-        warming.start()
+        warming = self._warming or start_warming([c for c, _ in todo])
         # set by each worker as it ends: waited on instead of Thread.join, which an interrupt arriving
         # inside it can leave believing the thread ended while it still cleans up (CPython gh-90882)
         ended = {s.spec.name: threading.Event() for s in sessions}

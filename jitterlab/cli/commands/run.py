@@ -136,7 +136,7 @@ class _Run:
         start leaves nothing behind)."""
         from jitterlab.cli.progress import RunProgress
         from jitterlab.execution.preflight import open_targets
-        from jitterlab.execution.runner import Runner
+        from jitterlab.execution.runner import Runner, start_warming
         from jitterlab.store import store_exists
         from jitterlab.store.catalog import Store
 
@@ -144,13 +144,14 @@ class _Run:
         if args.resume and store_exists(args.results):
             self.store = Store(args.results)
             Runner(self.campaign, self.store, resume=True).resumed_campaign()
+        warming = start_warming(self.campaign.cells)  # beside the targets' preflight, not after it
         with self.timings.phase("preflight (open targets)"):
             self.sessions = open_targets(self.campaign)
         self.store = self.store or Store(args.results)
         self.display = RunProgress(self.out)
         self.runner = Runner(self.campaign, self.store, resume=args.resume, retry_failed=args.retry_failed,
                              retry_damaged=args.retry_damaged, progress=self.display,
-                             notice=self.display.notice, timings=self.timings)
+                             notice=self.display.notice, timings=self.timings, warming=warming)
         self.campaign_id = self.runner.campaign_id()
         self.todo, self.skipped = self.runner.pending(self.campaign_id)
 
