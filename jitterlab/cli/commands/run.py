@@ -53,6 +53,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "Measure the same campaign on two images with two labels, then `jitterlab compare`",
     )
     add_until_decided(run)
+    run.add_argument(
+        "--timings", type=path_arg, metavar="FILE",
+        help="append where the wall time goes to FILE: one JSON line per phase (preflight, each run's "
+        "phases, store writes, the end screen); bench/campaign_speed.py reads it",
+    )
     return run
 
 
@@ -90,13 +95,20 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
 
     watch = watch_of(args, campaign)  # refused before any target is opened
     run = _Run(out, campaign, args)
+    timings = run.timings
     try:
-        run.open()
-        run.announce()
-        outcome = run.measure(watch)
-        return run.end(outcome)
+        with timings.phase("open (store, preflight)"):
+            run.open()
+        with timings.phase("announce"):
+            run.announce()
+        with timings.phase("measure (the runner)"):
+            outcome = run.measure(watch)
+        with timings.phase("end (tables, summary screen)"):
+            return run.end(outcome)
     finally:
-        run.close()
+        with timings.phase("close"):
+            run.close()
+        timings.close()
 
 
 class _Run:
@@ -114,6 +126,9 @@ class _Run:
         self.skipped = 0
         self.watch = None  # --until-decided's groups, and how its loop ended (the run ends on it)
         self.ended = None
+        from jitterlab.execution.timings import Timings
+
+        self.timings = Timings(args.timings)  # where the wall time goes (nothing unless --timings)
 
     def open(self) -> None:
         """The store and the targets. A campaign to resume is locked before any target is opened (a
@@ -121,7 +136,7 @@ class _Run:
         start leaves nothing behind)."""
         from jitterlab.cli.progress import RunProgress
         from jitterlab.execution.preflight import open_targets
-        from jitterlab.execution.runner import Runner
+        from jitterlab.execution.runner import Runner, start_warming
         from jitterlab.store import store_exists
         from jitterlab.store.catalog import Store
 
@@ -129,12 +144,14 @@ class _Run:
         if args.resume and store_exists(args.results):
             self.store = Store(args.results)
             Runner(self.campaign, self.store, resume=True).resumed_campaign()
-        self.sessions = open_targets(self.campaign)
+        warming = start_warming(self.campaign.cells)  # beside the targets' preflight, not after it
+        with self.timings.phase("preflight (open targets)"):
+            self.sessions = open_targets(self.campaign)
         self.store = self.store or Store(args.results)
         self.display = RunProgress(self.out)
         self.runner = Runner(self.campaign, self.store, resume=args.resume, retry_failed=args.retry_failed,
                              retry_damaged=args.retry_damaged, progress=self.display,
-                             notice=self.display.notice)
+                             notice=self.display.notice, timings=self.timings, warming=warming)
         self.campaign_id = self.runner.campaign_id()
         self.todo, self.skipped = self.runner.pending(self.campaign_id)
 
