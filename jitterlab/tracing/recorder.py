@@ -79,8 +79,10 @@ mkdir -p "$out/raw" "$out/tracefs/events" || exit 1
 for d in "$I"/per_cpu/cpu*; do
   c=${d##*/cpu}
   cat "$d/stats" > "$out/raw/stats$c"
+  # a kernel may end a nonblocking read with EAGAIN rather than EOF (Debian 12's 6.1): dd then fails
+  # after reading every page, which is the end, not a loss
   dd if="$d/trace_pipe_raw" of="$out/raw/cpu$c" iflag=nonblock bs=65536 status=none 2>/dev/null ||
-    { echo "unread $c"; : > "$out/raw/cpu$c"; }
+    [ -s "$out/raw/cpu$c" ] || { echo "unread $c"; : > "$out/raw/cpu$c"; }
 done
 cat "$T/events/header_page" > "$out/tracefs/events/header_page"
 cat "$T/events/header_event" > "$out/tracefs/events/header_event"
