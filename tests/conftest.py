@@ -69,12 +69,14 @@ UNITS = {
         "tests/targets/test_qemu.py",
         "tests/targets/test_unit_board.py",
         "tests/targets/test_vm_pins.py",
+        "tests/tracing/test_traced_vm.py",
     }),
     "kernel-tracing": frozenset({
         "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on
         "tests/benchmarks/test_rtla.py",  # timerlat, osnoise and hwlat take the tracer
         "tests/tracing/test_recording_here.py",  # the recorder's instances, tracefs mounted and unmounted
         "tests/tracing/test_attribution_here.py",  # the recorder on a disturbed program
+        "tests/tracing/test_traced_run_here.py",  # traced runs beside a real-time burst
     }),
 }
 EMULATOR_FILES = UNITS["emulators"]

@@ -50,7 +50,12 @@ def measure(bench: Phases, ctx: RunContext, loads: TargetLoads, *, keep: bool, r
         finally:
             measuring.close()
         load_metrics = loads.down(keep)
-        measurement = bench.analyse(ctx, raw)
+        try:
+            measurement = bench.analyse(ctx, raw)
+        except RunFailed as exc:
+            if trace.raw is not None:
+                traced.kept_after_failure(ctx, trace.raw, exc)
+            raise
         if trace.raw is not None:  # its late periods explained, now that the loads are down
             measurement = traced.explained(ctx, trace.raw, measurement)
         return Measured(measurement=measurement, load_metrics=load_metrics)

@@ -88,6 +88,12 @@ def recording(ctx: RunContext) -> Iterator[Trace]:
         raise RunFailed(f"tracing could not be put back on target {ctx.target.name!r}: {'; '.join(left)}")
 
 
+def kept_after_failure(ctx: RunContext, raw: RawTrace, exc: RunFailed) -> None:
+    """A traced run whose analysis failed (unmeasurable) keeps its trace file, which may say why."""
+    with contextlib.suppress(RunFailed):  # no trace-cmd here: the run's own reason is what it fails with
+        exc.attachments[ex.TRACE_FILE] = datfile.build(raw, ctx.local_dir / ex.TRACE_FILE).read_bytes()
+
+
 def explained(ctx: RunContext, raw: RawTrace, measurement: Measurement) -> Measurement:
     """The measurement with the trace file, the explanation and the traced run's warnings."""
     dat_path = ctx.local_dir / ex.TRACE_FILE

@@ -53,6 +53,7 @@ grep -qF " $T tracefs " /proc/mounts && echo mounted
 for e; do [ -d "$T/events/${e%%:*}/${e#*:}" ] && echo "event $e"; done
 grep -qw mono "$T/trace_clock" 2>/dev/null && echo "clock mono"
 command -v tar >/dev/null 2>&1 && echo tar
+command -v mount >/dev/null 2>&1 && echo mount
 dd if=/dev/null of=/dev/null iflag=nonblock status=none 2>/dev/null && echo dd
 echo "cpus $(ls -d "$T"/per_cpu/cpu* 2>/dev/null | wc -l)"
 awk '$1 == "MemAvailable:" {print "available_kb", $2}' /proc/meminfo
@@ -79,8 +80,10 @@ mkdir -p "$out/raw" "$out/tracefs/events" || exit 1
 for d in "$I"/per_cpu/cpu*; do
   c=${d##*/cpu}
   cat "$d/stats" > "$out/raw/stats$c"
+  # a kernel may end a nonblocking read with EAGAIN rather than EOF (Debian 12's 6.1): dd then fails
+  # after reading every page, which is the end, not a loss
   dd if="$d/trace_pipe_raw" of="$out/raw/cpu$c" iflag=nonblock bs=65536 status=none 2>/dev/null ||
-    { echo "unread $c"; : > "$out/raw/cpu$c"; }
+    [ -s "$out/raw/cpu$c" ] || { echo "unread $c"; : > "$out/raw/cpu$c"; }
 done
 cat "$T/events/header_page" > "$out/tracefs/events/header_page"
 cat "$T/events/header_event" > "$out/tracefs/events/header_event"
@@ -109,6 +112,7 @@ class Facts:
     tools: bool  # tar and a dd that reads without blocking
     cpus: int
     available_kb: int | None
+    mount: bool = True  # a mount command, for tracefs where it is not mounted
 
     @staticmethod
     def parse(text: str) -> Facts:
@@ -120,7 +124,8 @@ class Facts:
             instances="instances" in words and "writable" in words,
             events=frozenset(line.split()[1] for line in lines if line.startswith("event ")),
             clock_mono=words.get("clock") == ["mono"], tools="tar" in words and "dd" in words,
-            cpus=int(words.get("cpus", ["0"])[0]), available_kb=int(available[0]) if available else None)
+            cpus=int(words.get("cpus", ["0"])[0]), available_kb=int(available[0]) if available else None,
+            mount="mount" in words)
 
     def reason(self, events: tuple[str, ...]) -> str | None:
         """Why these events cannot be recorded here; None when they can (as far as can be told)."""
@@ -128,6 +133,9 @@ class Facts:
             return "the kernel has no tracefs (it needs a kernel built with CONFIG_TRACING)"
         if not self.root:
             return "tracing needs root: run jitterlab as root on the target (or give the target's user root)"
+        if not self.mounted and not self.mount:
+            return f"tracefs is not mounted at {TRACEFS} and the target has no mount command (apt install " \
+                "mount)"
         if not self.mounted:
             return None  # mounted for the run; the rest is known only then
         if not self.instances:

@@ -18,6 +18,7 @@ from jitterlab.measure.benchmarks.base import Measurement
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.measure.squarewave.impls.base import PROGRAM_PID
 from jitterlab.model import explanation as ex
+from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import Cell, Metric, RunSettings
 from jitterlab.model.series import EdgeSeries
 from jitterlab.model.trace import TraceBuilder
@@ -175,3 +176,22 @@ def test_without_the_programs_pid_nothing_is_explained(tmp_path):
     got = traced.explain(wave_context(tmp_path, pid=None), tmp_path / "x.dat", raw_trace(tmp_path),
                          Measurement(metrics=[], series={"vpin": wave()}))
     assert got.periods == () and "impl c-fifo runs no program whose pid" in got.refused
+
+
+def test_a_traced_run_whose_analysis_failed_keeps_its_trace_file(tmp_path, monkeypatch):
+    def build(raw, out):
+        out.write_bytes(b"tracing6")
+        return out
+
+    monkeypatch.setattr(traced.datfile, "build", build)
+    failed = RunFailed("unmeasurable: all 163 periods touch a blind interval", status="unmeasurable")
+    traced.kept_after_failure(wave_context(tmp_path), raw_trace(tmp_path), failed)
+    assert failed.attachments == {ex.TRACE_FILE: b"tracing6"}
+
+    def missing(raw, out):
+        raise RunFailed("building the trace file needs trace-cmd on this machine (apt install trace-cmd)")
+
+    monkeypatch.setattr(traced.datfile, "build", missing)
+    failed = RunFailed("unmeasurable", status="unmeasurable")
+    traced.kept_after_failure(wave_context(tmp_path), raw_trace(tmp_path), failed)
+    assert failed.attachments == {} and failed.reason == "unmeasurable"

@@ -15,8 +15,8 @@ from jitterlab.tracing.recorder import CpuStats, Facts, RawTrace, Recorder, buff
 from jitterlab.tracing.tracefs import TraceUnavailable
 
 ALL_EVENTS = "".join(f"event {e}\n" for e in EVENTS)
-READY = f"uid 0\nkernel tracefs\nmounted\ninstances\nwritable\n{ALL_EVENTS}clock mono\ntar\ndd\ncpus 2\n" \
-        "available_kb 1000000\n"
+READY = f"uid 0\nkernel tracefs\nmounted\ninstances\nwritable\n{ALL_EVENTS}clock mono\ntar\ndd\nmount\n" \
+        "cpus 2\navailable_kb 1000000\n"
 STATS = """entries: 5108
 overrun: 17
 commit overrun: 0
@@ -41,7 +41,9 @@ def said(facts: str) -> FakeTarget:
 
 @pytest.mark.parametrize(("facts", "reason"), [
     (READY, None),
-    ("uid 0\nkernel tracefs\ncpus 0\n", None),  # not mounted yet: mounted for the run
+    ("uid 0\nkernel tracefs\nmount\ncpus 0\n", None),  # not mounted yet: mounted for the run
+    ("uid 0\nkernel tracefs\ncpus 0\n", "tracefs is not mounted at /sys/kernel/tracing and the target has no "
+                                         "mount command (apt install mount)"),  # a minimal board root
     ("uid 0\n", "the kernel has no tracefs (it needs a kernel built with CONFIG_TRACING)"),
     ("uid 1000\nkernel tracefs\n", "tracing needs root: run jitterlab as root on the target (or give the "
                                    "target's user root)"),
