@@ -131,7 +131,7 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
                           Text(full), Text(causes.remedy_text(r) if r else ""))
         if p.remainder_ns:
             table.add_row(duration(p.remainder_ns), _share(p.remainder_ns, p.lateness_ns),
-                          "not covered", Text("before the trace, after lost events or after its end"), "")
+                          "not covered", Text("before the trace, after lost events or after its end"), "—")
         out.append(table)
     trace = causes.trace_path(run, root)
     out.append(Text(f"its trace: {trace_commands(trace)}" if trace is not None else
