@@ -138,6 +138,8 @@ def test_summary_and_show_give_one_line_per_traced_cell(results, capsys, monkeyp
         elif argv[0] == "summary":
             # the limits agree: the trace shows no unaccounted time, so no VM stall is blamed
             assert "no isolated CPU" in flat and "a VM (kvm): the hypervisor stops it" not in flat
+            assert ("not proposed on board: a VM (kvm) — its traced runs show none of the time it would "
+                    "cause (unaccounted)") in flat
 
 
 def test_an_emulated_explanation_is_functional_evidence_only(emulated, capsys):

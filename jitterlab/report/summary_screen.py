@@ -75,6 +75,10 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         for x in found:
             where = f"{x.target}: " if several else ""
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
+    for x in limits.withheld(runs, how.sysinfo_of, traced or {}):
+        what = x.what.split(":")[0]
+        out.append(Text(f"not proposed on {x.target}: {what} — its traced runs show none of the time it "
+                        f"would cause ({', '.join(sorted(x.causes))})"))
     failed = sum(r.status != "ok" for r in runs)
     results = shlex.quote(how.results)
     more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --runs " \
