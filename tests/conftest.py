@@ -61,9 +61,11 @@ def start_sshd(tmp_path):
 # the workers), hence the files are named here; collection refuses a vm test in an unlisted file.
 UNITS = {
     "emulators": frozenset({
+        "tests/lava/test_qemu_job.py",
         "tests/targets/test_arm_board.py",
         "tests/targets/test_labgrid_farm.py",
         "tests/targets/test_labgrid_qemu.py",
+        "tests/targets/test_labgrid_readme.py",
         "tests/targets/test_qemu.py",
         "tests/targets/test_unit_board.py",
         "tests/targets/test_vm_pins.py",

@@ -146,9 +146,9 @@ def test_help_names_every_kind_of_target_and_every_command(capsys):
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "on local, ssh, labgrid or qemu targets" in " ".join(out.split())
-    commands = [c.__name__.rsplit(".", 1)[1].rstrip("_") for c in COMMANDS]
+    commands = [c.__name__.rsplit(".", 1)[1].rstrip("_").replace("_", "-") for c in COMMANDS]
     assert commands == ["run", "summary", "list", "show", "explain", "monitor", "report", "compare", "export",
-                        "import", "push", "check", "doctor"]
+                        "import", "push", "check", "doctor", "labgrid-board", "lava-bundle"]
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line[4] != " "]
     assert listed == commands  # each with its help line, in this order
 

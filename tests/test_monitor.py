@@ -185,6 +185,37 @@ def test_fail_on_change_stops_with_exit_1_and_resume_goes_on_without_alerting_ag
     assert sorted(r.repetition for r in Store(tmp_path / "r").runs()) == list(range(8))
 
 
+# a +34 % step whose first value alone does not stand out (t-test p 0.006 against the history
+# before it, the change-point threshold is 0.001) and whose second does (p 0.0004)
+NEEDS_TWO = [100.0, 110.0, 92.0, 106.0, 94.0, 104.0, 135.0, 136.0, 134.0]
+
+
+def test_a_change_that_needs_a_second_value_alerts_when_it_is_seen_naming_where_it_started(
+        tmp_path, monkeypatch, capsys):
+    argv = _fake_monitoring(tmp_path, monkeypatch, NEEDS_TWO)
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    heads = [line.split(" at ")[0] for line in out]
+    runs = {r.repetition: r.id for r in Store(tmp_path / "r").runs()}
+    [alert] = [line for line in out if line.startswith("ALERT")]  # once: interval 9 sees it already known
+    assert alert == (f"ALERT a fake fake fake_value: a change from interval 7, seen at interval 8/9: "
+                     f"101 → 135.5 (+34.2 %, p 0.00036); last run before {runs[5]}, first after {runs[6]}")
+    assert out.index(alert) == heads.index("mon: interval 8/9") + 2
+    assert out[-1] == (f"  a fake fake fake_value: from interval 7: 101 → 135 (+33.7 %); "
+                       f"runs {runs[5]} | {runs[6]}")
+
+
+def test_fail_on_change_stops_at_the_interval_that_sees_a_change_that_needed_two_values(
+        tmp_path, monkeypatch, capsys):
+    argv = _fake_monitoring(tmp_path, monkeypatch, NEEDS_TWO)
+    assert main([*argv, "--fail-on-change"]) == 1
+    out = capsys.readouterr().out
+    assert "ALERT a fake fake fake_value: a change from interval 7, seen at interval 8/9" in out
+    assert sorted(r.repetition for r in Store(tmp_path / "r").runs()) == list(range(8))
+    assert main([*argv, "--fail-on-change", "--resume"]) == 0  # known by now: no second alarm
+    assert "ALERT" not in capsys.readouterr().out
+
+
 # --- the options named, the lines labelled, the printed commands runnable ---------------------------
 
 

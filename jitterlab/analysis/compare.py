@@ -241,14 +241,15 @@ class _Pool:
 
     def tail(self, a_runs: list[RunRecord], b_runs: list[RunRecord], metric: Metric,
              rng: np.random.Generator, n_bootstrap: int) -> Effect | str:
-        """The pooled effect of a tail metric; or why it is compared per run ("" when it is no tail
-        or no samples were asked for)."""
+        """The pooled effect of a tail metric; or why it is compared per run ("" when it is no tail)."""
         how = reading(metric)
-        if not how.tail or self._read is None:
+        if not how.tail:
             return ""
+        if self._read is None:
+            return "per run: the runs' samples were not read"
         key = samples_key(self._traits(a_runs[0].benchmark).samples, metric.subject)
         if key is None:
-            return ""
+            return f"per run: the runs keep no samples of {metric.subject or 'the run'}"
         a = [d[key] for r in a_runs if key in (d := self._of(r))]
         b = [d[key] for r in b_runs if key in (d := self._of(r))]
         if len(a) < len(a_runs) or len(b) < len(b_runs):

@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from scipy import stats as sps
-from scipy.special import ndtr
 
 ALPHA = 0.05
 MIN_RUNS = 3  # per group: the design's first look
@@ -88,6 +86,8 @@ def _next_bound(before: tuple[np.ndarray, np.ndarray] | None, n_before: float, n
                 levels: np.ndarray) -> np.ndarray:
     """Per level, the boundary at n whose crossing probability (from what crossed nothing up to
     n_before) is what the level's spending adds between the two looks."""
+    from scipy import stats as sps  # loaded when a comparison is computed, not with the module
+
     first = before is None
     increment = np.array([spent(n, a) - (0.0 if first else spent(n_before, a)) for a in levels])
     if before is None:
@@ -102,6 +102,8 @@ def _grid(c: np.ndarray, n: float) -> np.ndarray:
 def _after(before: tuple[np.ndarray, np.ndarray] | None, n_before: float, n: float,
            c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The grid and sub-density of the score at n inside the boundaries c."""
+    from scipy import stats as sps  # loaded when a comparison is computed, not with the module
+
     y = _grid(c, n)
     if before is None:
         return y, sps.norm.pdf(y, scale=math.sqrt(n))
@@ -111,6 +113,8 @@ def _after(before: tuple[np.ndarray, np.ndarray] | None, n_before: float, n: flo
 def crossing(informations: list[float], bounds: list[float]) -> float:
     """The chance, with no change, that |z| reaches its boundary at any of these looks (information
     levels increasing, any unit): the design's false-verdict rate, for a check on known designs."""
+    from scipy import stats as sps  # loaded when a comparison is computed, not with the module
+
     x = f = None
     total = 0.0
     previous = 0.0
@@ -148,6 +152,9 @@ def _solve(x: np.ndarray, f: np.ndarray, step: float, n: float, increment: np.nd
     """Per level, the boundary c at information n whose crossing probability, from the sub-density
     (x, f) that has not crossed before, is `increment` (Newton's steps on all levels at once, kept
     inside a shrinking bracket)."""
+    from scipy import stats as sps
+    from scipy.special import ndtr
+
     mass = _weights(x) * f
     sd, root_n = math.sqrt(step), math.sqrt(n)
     lo, hi = np.zeros(len(increment)), np.full(len(increment), 40.0)
@@ -205,6 +212,8 @@ def sequential_p(z: float, n_eff: float) -> float:
 
 def z_of_t(t: float | np.ndarray, df: float | np.ndarray) -> np.ndarray:
     """A t statistic with `df` degrees of freedom on the z scale, by its two-sided p-value."""
+    from scipy import stats as sps  # loaded when a comparison is computed, not with the module
+
     t, df = np.asarray(t, dtype=np.float64), np.asarray(df, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         z = np.where(np.isinf(t), np.inf, sps.norm.isf(sps.t.sf(np.abs(t), df)))
@@ -213,6 +222,8 @@ def z_of_t(t: float | np.ndarray, df: float | np.ndarray) -> np.ndarray:
 
 def t_of_z(z: float | np.ndarray, df: float | np.ndarray) -> np.ndarray:
     """The t quantile (df degrees of freedom) with the tail probability of the z quantile `z`."""
+    from scipy import stats as sps  # loaded when a comparison is computed, not with the module
+
     return sps.t.isf(sps.norm.sf(np.asarray(z, dtype=np.float64)), np.asarray(df, dtype=np.float64))
 
 

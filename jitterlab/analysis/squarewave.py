@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jitterlab.analysis import squarewave_scan as scan
 from jitterlab.analysis.blind import Exclusions, as_spans, exclusions
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.reading import (
@@ -94,6 +93,10 @@ def squarewave_metrics(
             status="unmeasurable",
         )
     missed_total = int(ex.missed_cum[-1]) if len(ex.missed_cum) else 0
+    # numba is imported on the first analysis (or by Squarewave.warm, beside the targets' preflight),
+    # not with the plug-ins: it was 40 % of `jitterlab run`'s start-up
+    from jitterlab.analysis import squarewave_scan as scan
+
     hist = np.zeros(scan.N_BUCKETS, dtype=np.int64)
     intervals = (ex.period_lo, ex.period_hi, ex.half_lo, ex.half_hi, ex.fit_lo, ex.fit_hi,
                  ex.missed_at, ex.missed_cum)

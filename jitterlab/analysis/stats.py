@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
-from scipy import stats as sps
 
 from jitterlab.model.reading import COUNT, QUANTILE_OF, RATIO, SIGNED
 
@@ -70,6 +70,8 @@ def welch_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 
 def p_of(diff: float, se: float, df: float) -> float:
     """Two-sided p of a t statistic; no spread: 1 when equal, 0 when apart."""
+    from scipy import stats as sps  # loaded when a test is computed, not with the module
+
     if se == 0:
         return 1.0 if diff == 0 else 0.0
     return float(2 * sps.t.sf(abs(diff) / se, df))
@@ -118,6 +120,8 @@ def geometric_mean(values: np.ndarray) -> float:
 
 def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value; 1.0 when the groups cannot be told apart at all."""
+    from scipy import stats as sps  # loaded when a test is computed, not with the module
+
     if len(a) == 0 or len(b) == 0 or np.all(np.concatenate([a, b]) == a[0]):
         return 1.0
     p = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
@@ -165,8 +169,10 @@ def pooled_stat(values: np.ndarray, counts: np.ndarray, q: float) -> float:
 
 
 def needed_samples(q: float) -> int:
-    """Samples per group a pooled quantile q stands on: TAIL_SAMPLES beyond it."""
-    return math.ceil(TAIL_SAMPLES / (1 - q))
+    """Samples per group a pooled quantile q stands on: TAIL_SAMPLES beyond it, in exact arithmetic
+    on the decimal q is written as (0.9999: 100,000; in floating point 1 - q is a hair short of
+    1e-4 and the count rounds up to 100,001)."""
+    return math.ceil(TAIL_SAMPLES / (1 - Fraction(str(q))))
 
 
 def _resampled(runs: list[np.ndarray], rng: np.random.Generator, n: int, q: float,

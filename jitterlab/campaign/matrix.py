@@ -141,7 +141,7 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
                 f"{where}{shown(unknown[0])[1:-1]}: unknown key for benchmark {name!r}; {hint}"
                 f"known: {', '.join([*COMMON, *params])}"
             )
-        axes: list[list[tuple[str, ParamValue]]] = []
+        axes: list[list[tuple[str, ParamValue] | None]] = []
         for param in bench.params:
             if param.name not in table and param.default is None:
                 raise UserError(
@@ -156,6 +156,9 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
             if len(set(parsed)) != len(parsed):
                 raise UserError(f"{where}{param.name}: a value is listed twice")
             axes.append([(param.name, v) for v in parsed])
+            if param.added:  # at its default the key is left out: cells stored before it match
+                default = param.parse(param.default, param.name)
+                axes[-1] = [None if v == default else (k, v) for k, v in axes[-1]]
         count = len(targets) * len(loads) * math.prod(len(axis) for axis in axes)
         if count > room - len(cells):
             raise UserError(
@@ -163,7 +166,7 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
                 "this table); measure fewer values per axis, or split the campaign"
             )
         for target, load, *values in itertools.product(targets, loads, *axes):
-            cells.append(Cell(target, str(name), str(load), tuple(values)))
+            cells.append(Cell(target, str(name), str(load), tuple(v for v in values if v is not None)))
     return cells
 
 

@@ -28,10 +28,12 @@ from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.facts import ImageFacts
 from jitterlab.store.catalog import Store
 from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import FlashesImages, Wrapper, need
+from jitterlab.targets.capabilities import FlashesImages, Wrapper, host_key_warning, need
 from jitterlab.targets.images import ImageOptions, check_labels_free, split_image_options
 
 Notice = Callable[[str, str], None]
+# what measures a board's runs of an image again: not --resume, which an image campaign refuses
+AGAIN = "run the campaign again: an image campaign measures every image afresh"
 CONNECT_RETRY_S = 2.0  # between attempts to reach a booted image whose sshd is still starting
 
 
@@ -71,12 +73,15 @@ def run_images(campaign: Campaign, store: Store, boards: list[tuple[TargetSpec, 
             opened[spec.name] = factory(spec.name, spec.options, spec.where or None)
         flashed = {name: need(target, FlashesImages, f"{campaign.path}: target {name!r} names images")
                    for name, target in opened.items()}
+        for name, target in opened.items():  # said before the first flash, as for any run
+            if (warning := host_key_warning(target)) is not None:
+                notice(name, f"warning: {warning.message} — {warning.remedy}")
         for value in values:
             measured = dataclasses.replace(campaign, labels={**campaign.labels, label: value})
             notice("", f"{label}={value}: flashing and booting {len(boards)} board(s)")
             sessions = _boot_all(measured, boards, opened, flashed, value, notice)
             try:
-                runner = Runner(measured, store, notice=notice, progress=progress)
+                runner = Runner(measured, store, notice=notice, progress=progress, retry_hint=AGAIN)
                 campaign_id = runner.campaign_id()
                 outcome = runner.execute(sessions, campaign_id)
             finally:

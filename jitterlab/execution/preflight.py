@@ -9,8 +9,10 @@ from dataclasses import dataclass, field, replace
 
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign, TargetSpec
+from jitterlab.execution import traced
 from jitterlab.execution.rt_throttle import ThrottleChange
 from jitterlab.measure.context import Placement
+from jitterlab.measure.squarewave.cell import traced as is_traced
 from jitterlab.model.errors import TargetLost, UserError, Where
 from jitterlab.model.facts import SystemFacts, ThrottleRecord
 from jitterlab.model.records import Cell, Warning_
@@ -142,6 +144,10 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
     declared = _undeclared(target, cells)  # what plug-ins declare they need beyond the target's tools
     for key, why in declared.items():
         unavailable.setdefault(key, why.message)
+    untraced = traced.refusal(target) if any(is_traced(c) for c in cells) else None
+    for cell in cells if untraced else ():
+        if is_traced(cell):
+            unavailable.setdefault(cell.key, untraced)  # type: ignore[arg-type]
     cells = [c for c in cells if c.key not in unavailable]
     for name in sorted({c.benchmark for c in cells}):  # what only the target can tell (a peer's answer)
         checks: plugins.Checks = plugins.BENCHMARKS.get(name, "matrix.benchmark")
@@ -174,6 +180,9 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
                 f"apt install {needs[tool][0]} on the target, then jitterlab run --resume --retry-failed",
             )
         )
+    if untraced:
+        warnings.append(Warning_(f"{untraced} (its traced cells' runs are stored as unavailable)",
+                                 'or set trace = "off" for this target\'s cells'))
     for why in dict.fromkeys(declared.values()):
         warnings.append(Warning_(f"{why.message} (its cells' runs are stored as unavailable)", why.remedy))
     return TargetSession(

@@ -1,7 +1,8 @@
 """The phases of one run, in order: its directory made on the target, loads started (or kept from
 the previous run), the benchmark prepared while they warm up, loads up (warmed up and checked),
-measured, the benchmark's set-up undone, loads down (checked, read, stopped or kept), analysed.
-The runner commits the result.
+measured (with a kernel trace recorded around it when the cell asks: execution/traced.py), the
+benchmark's set-up undone, loads down (checked, read, stopped or kept), analysed (and the trace's
+late periods explained). The runner commits the result.
 
 Every phase may fail (RunFailed, CommandTimeout) or be interrupted; whatever the path, what the
 benchmark set up is undone and the loads are stopped, or kept only for a next run that checks them.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from jitterlab.execution import traced
 from jitterlab.execution.loads import TargetLoads
 from jitterlab.measure.benchmarks.base import Measurement, Phases
 from jitterlab.measure.context import RunContext
@@ -43,11 +45,15 @@ def measure(bench: Phases, ctx: RunContext, loads: TargetLoads, *, keep: bool, r
         measuring = bench.prepare(ctx)
         try:
             loads.up()
-            raw = measuring.measure()
+            with traced.recording(ctx) as trace:  # a cell with trace = "sched": around the measure only
+                raw = measuring.measure()
         finally:
             measuring.close()
         load_metrics = loads.down(keep)
-        return Measured(measurement=bench.analyse(ctx, raw), load_metrics=load_metrics)
+        measurement = bench.analyse(ctx, raw)
+        if trace.raw is not None:  # its late periods explained, now that the loads are down
+            measurement = traced.explained(ctx, trace.raw, measurement)
+        return Measured(measurement=measurement, load_metrics=load_metrics)
     except RunFailed as exc:
         result = Measured(exc.status, exc.reason, attachments=exc.attachments)
         lost = exc if isinstance(exc, TargetLost) else _lost_meanwhile(ctx.target)

@@ -23,6 +23,7 @@ from jitterlab.execution.loads import TargetLoads, load_key
 from jitterlab.execution.preflight import TargetSession, open_targets, unbuilt
 from jitterlab.execution.run import Measured, measure
 from jitterlab.execution.sweep import sweep
+from jitterlab.execution.timings import OFF, TimedLoads, TimedPhases, Timings
 from jitterlab.measure.benchmarks.base import Benchmark, Phases
 from jitterlab.measure.context import RunContext, Throttling
 from jitterlab.model.errors import RunFailed, UserError
@@ -66,6 +67,16 @@ def _warm(benches: set[Phases]) -> None:
             bench.warm()
 
 
+def start_warming(cells: list[Cell]) -> threading.Thread:
+    """Load what the analysis of these cells' runs compiles (numba's cache: seconds under load) in a
+    thread, from before the targets are opened (preflight waits on them) until the first run needs it;
+    give it to the Runner (`warming=`), whose runs wait for it."""
+    warming = threading.Thread(target=_warm, args=({_bench(c) for c in cells},), name="warm-analysis",
+                               daemon=True)
+    warming.start()
+    return warming
+
+
 class _Tally:
     """The outcome the targets' threads count into, and the errors (bugs) they met."""
 
@@ -92,8 +103,12 @@ class Runner:
         progress: Progress | None = None,
         notice: Callable[[str, str], None] | None = None,
         only_repetitions: set[int] | None = None,
+        retry_hint: str = "measure them later with run --resume --retry-failed",
+        timings: Timings = OFF,
+        warming: threading.Thread | None = None,
     ) -> None:
         self.campaign = campaign
+        self.retry_hint = retry_hint  # what measures a lost target's runs again (an image campaign's differs)
         self.store = store
         self.resume = resume
         self.retry_failed = retry_failed
@@ -108,6 +123,8 @@ class Runner:
         self._interrupting, self._stopped = threading.Event(), threading.Event()
         self._controller: Target | None = None
         self.only_repetitions = only_repetitions  # monitor: one interval's repetition at a time
+        self.timings = timings  # where the wall time goes (run --timings)
+        self._warming = warming  # start_warming's, when it was started before the targets were opened
 
     def resumed_campaign(self) -> int | None:
         """With --resume, the latest campaign of this name in the store measured with the same
@@ -166,9 +183,7 @@ class Runner:
         todo, skipped = self.pending(campaign_id)
         tally = _Tally(Outcome(campaign_id, skipped=skipped))
         # the analysis' compiled code loads while the targets are prepared, not in the first run
-        warming = threading.Thread(target=_warm, args=({_bench(c) for c, _ in todo},),
-                                   name="warm-analysis", daemon=True)
-        warming.start()
+        warming = self._warming or start_warming([c for c, _ in todo])
         # set by each worker as it ends: waited on instead of Thread.join, which an interrupt arriving
         # inside it can leave believing the thread ended while it still cleans up (CPython gh-90882)
         ended = {s.spec.name: threading.Event() for s in sessions}
@@ -213,10 +228,12 @@ class Runner:
         as failed with the reason. Returns early when the campaign stops."""
         if session.lost is None:
             try:
-                self._prepare(session, campaign_id)
+                with self.timings.phase("target prepare", session.spec.name):
+                    self._prepare(session, campaign_id)
             except RunFailed as exc:  # unreachable, or its disk is full: no run can work
                 session.lost = exc.reason
-        warming.join()
+        with self.timings.phase("analysis warm (waited)", session.spec.name):
+            warming.join()
         for i, (cell, rep) in enumerate(mine):
             if self.stop_event.is_set():
                 return
@@ -277,8 +294,7 @@ class Runner:
         """Commit runs of a target that cannot be reached as failed, with the reason."""
         self.notice(
             session.spec.name,
-            f"{session.lost}; its {len(runs)} remaining run(s) are stored as failed "
-            "(measure them later with run --resume --retry-failed)",
+            f"{session.lost}; its {len(runs)} remaining run(s) are stored as failed ({self.retry_hint})",
         )
         for cell, rep in runs:
             self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
@@ -309,7 +325,8 @@ class Runner:
                  if c.target == session.spec.name and c.key not in session.unavailable]
         if not cells:  # preflight found none of them can run here: nothing to build for them
             return
-        deployment = deploy(session.target)
+        with self.timings.phase("deploy (build programs)", session.spec.name):
+            deployment = deploy(session.target)
         session.bindir = deployment.bindir
         missing = unbuilt(cells, deployment.built, deployment.build_error, deployment.cross_arch)
         if missing:
@@ -369,13 +386,17 @@ class Runner:
         run_id = uuid.uuid4().hex[:12]
         scratch = scratch_dir(target, run_id)
         local_dir = Path(tempfile.mkdtemp(prefix=f"jitterlab-{run_id}-"))
-        started_ns, t0 = time.time_ns(), time.monotonic()
+        started_ns, t0, t0_s = time.time_ns(), time.monotonic(), time.time()
         try:
             controller = target if has(target, ControllerMachine) else self._controller
             ctx = RunContext(target, settings, cell, rep, scratch, local_dir, session.bindir,
                              session.placement, session.rt_permitted, controller=controller,
                              throttling=throttling_of(session.info))
-            result = measure(bench, ctx, loads, keep=runs > 1, runs=runs)
+            phases, run_loads = bench, loads
+            if self.timings.enabled:
+                phases = TimedPhases(bench, self.timings, session.spec.name)
+                run_loads = TimedLoads(loads, self.timings, session.spec.name)  # type: ignore[assignment]
+            result = measure(phases, ctx, run_loads, keep=runs > 1, runs=runs)
             if result.lost is not None:
                 session.lost = result.lost
         except Exception:
@@ -386,16 +407,19 @@ class Runner:
         finally:
             if self._interrupting.is_set():
                 self._stopped.wait(60)  # its processes are being stopped: they may still write there
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), self.timings.phase("scratch removal", session.spec.name):
                 remove_scratch(target, scratch)
             self.progress(session.spec.name, None, estimate)
         if self.stop_event.is_set() or result is None:
             shutil.rmtree(local_dir, ignore_errors=True)
             return None
         try:
-            self._commit(session, campaign_id, cell, rep, run_id, started_ns, time.monotonic() - t0, result)
+            with self.timings.phase("commit", session.spec.name):
+                self._commit(session, campaign_id, cell, rep, run_id, started_ns, time.monotonic() - t0,
+                             result)
         finally:
             shutil.rmtree(local_dir, ignore_errors=True)
+            self.timings.record("run", t0_s, time.time(), session.spec.name)
         return result.status
 
     def _commit(

@@ -1,20 +1,43 @@
 #!/bin/sh
 # The steps of jitterlab's LAVA test definition (jitterlab.yaml), runnable by hand as well:
-#   jitterlab/lava/run-campaign.sh CAMPAIGN RESULTS [BASELINE CANDIDATE [JITTERLAB]]
-# Finds jitterlab (the command JITTERLAB, else jitterlab on PATH, else python3 -m jitterlab, else
-# installs this repository with pip), runs the campaign on this machine, then reports each cell (or each row of the
-# comparison of BASELINE and CANDIDATE) through report-results.sh.
+#   jitterlab/lava/run-campaign.sh CAMPAIGN RESULTS [BASELINE CANDIDATE [JITTERLAB [BUNDLE]]]
+# Finds jitterlab (the command JITTERLAB; else installed without network from BUNDLE, a directory of
+# wheels `jitterlab lava-bundle` wrote; else jitterlab on PATH, else python3 -m jitterlab, else
+# installs this repository with pip), runs the campaign on this machine, then reports each cell (or
+# each row of the comparison of BASELINE and CANDIDATE) through report-results.sh.
 set -u
 campaign=$1
 results=$2
 baseline=${3:-}
 candidate=${4:-}
 command=${5:-${JITTERLAB:-}}
+bundle=${6:-${BUNDLE:-}}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
 if [ -n "$command" ]; then
     jl=$command
+elif [ -n "$bundle" ]; then
+    # pip from its own wheel in the bundle: the device needs python3 only; SITE outside RESULTS,
+    # which jitterlab run makes
+    site=${TMPDIR:-/tmp}/jitterlab-site
+    set -- "$bundle"/pip-*.whl
+    if [ ! -f "$1" ]; then
+        echo "error: BUNDLE $bundle has no pip wheel: write it with jitterlab lava-bundle DIR"
+        printf 'case\tjitterlab-install\tfail\t-\t-\n' | "$here/report-results.sh"
+        exit 0
+    fi
+    echo "installing jitterlab from $bundle into $site (no network)"
+    start=$(date +%s)
+    if ! python3 "$1/pip" install --quiet --disable-pip-version-check --root-user-action=ignore --no-index \
+            --find-links "$bundle" --no-compile --upgrade --target "$site" jitterlab; then
+        echo "error: could not install jitterlab from BUNDLE $bundle (made for another Python or" \
+             "architecture? see $bundle/bundle.json)"
+        printf 'case\tjitterlab-install\tfail\t-\t-\n' | "$here/report-results.sh"
+        exit 0
+    fi
+    printf 'case\tjitterlab-install\tpass\t%s\ts\n' "$(($(date +%s) - start))" | "$here/report-results.sh"
+    jl="env PYTHONPATH=$site python3 -m jitterlab"
 elif command -v jitterlab >/dev/null 2>&1; then
     jl=jitterlab
 elif (cd / && python3 -c 'import jitterlab.cli.main') >/dev/null 2>&1; then  # installed, with its deps

@@ -28,7 +28,9 @@ Parser = Callable[[object, str], ParamValue]
 @dataclass(frozen=True)
 class Param:
     """One matrix key. `default` None means the key is required. A `whole` key's value is read
-    whole even when it is a list (or a list of tables): it is never an axis."""
+    whole even when it is a list (or a list of tables): it is never an axis. A key `added` after
+    cells were stored is left out of a cell at its default, so that the cells stored before it keep
+    their identity (`Cell.key`, what --resume and the groups of a comparison match)."""
 
     name: str
     help: str
@@ -37,6 +39,7 @@ class Param:
     default: ParamValue | tuple | None = None
     show: Callable[[ParamValue], str] = str
     whole: bool = False
+    added: bool = False
 
 
 # bounds of keys that name none: what the programs and tools on a target read without overflow

@@ -17,9 +17,9 @@ from jitterlab.analysis.reading import reading
 from jitterlab.analysis.summary import WORST, summarize_metrics, worst
 from jitterlab.model.records import RunRecord
 from jitterlab.report import verdicts
-from jitterlab.report.figures.base import metric_words
 from jitterlab.report.format import counted, format_value
 from jitterlab.report.traits import benchmark_traits, own_metric
+from jitterlab.report.words import metric_words
 
 MAX_JUDGED = 3  # campaigns whose verdicts are judged (the latest): each reads every run's samples
 

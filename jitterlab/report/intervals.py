@@ -1,6 +1,7 @@
 """What monitoring says at the end of each interval: the headline values of every cell measured in
-it, and an alert when that interval starts a change of a cell's history (analysis/changepoints.py,
-over the cell's runs in interval order)."""
+it, and an alert when a change of a cell's history (analysis/changepoints.py, over the cell's runs
+in interval order) is first seen: the interval that starts it, or a later one when the change
+needed more values than its first to stand out."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from jitterlab import plugins
-from jitterlab.analysis.changepoints import ChangePoint, change_points, starts_with_newest
+from jitterlab.analysis.changepoints import ChangePoint, change_points
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import change, format_value
 from jitterlab.report.traits import subject_of
@@ -25,11 +26,14 @@ class Alert:
     run_before: str
     run_after: str
     probe: str = ""  # "" for a metric no probe observed
+    seen: int = -1  # 0-based: the interval whose value made the change stand out (-1: `interval`)
 
     def text(self, intervals: int) -> str:
         c = self.change
-        return (f"ALERT {self.cell} {_named(self.metric, self.probe)}: interval "
-                f"{self.interval + 1}/{intervals} starts a change: "
+        seen = self.interval if self.seen < 0 else self.seen
+        when = (f"interval {self.interval + 1}/{intervals} starts a change" if seen == self.interval else
+                f"a change from interval {self.interval + 1}, seen at interval {seen + 1}/{intervals}")
+        return (f"ALERT {self.cell} {_named(self.metric, self.probe)}: {when}: "
                 f"{format_value(c.before, self.unit)} → {format_value(c.after, self.unit)} "
                 f"({change(c.ratio)}, p {p_text(c.p_value).replace('< ', '<')}); last run before "
                 f"{self.run_before}, first after {self.run_after}")
@@ -75,9 +79,11 @@ def _watched(run: RunRecord) -> list[tuple[str, str]]:
 
 
 def interval_report(runs: list[RunRecord], interval: int, cell_name) -> tuple[list[str], list[Alert]]:
-    """Lines with the headline values of the runs of `interval` (0-based), one per cell, and the
-    alerts of the cells whose history (the runs up to it, by interval) this interval starts a change
-    of. `cell_name(run)` writes a cell as the campaign does."""
+    """Lines with the headline values of the runs of `interval` (0-based), one per cell, and an
+    alert for each change point of a cell's history (the runs up to it, by interval) that the
+    history up to the interval before did not have: the change this interval starts, or one that
+    started earlier and stands out only now that this interval's value is known. `cell_name(run)`
+    writes a cell as the campaign does."""
     history: dict[str, list[RunRecord]] = defaultdict(list)
     for r in sorted(runs, key=lambda r: r.repetition):
         if r.repetition <= interval:
@@ -96,11 +102,13 @@ def interval_report(runs: list[RunRecord], interval: int, cell_name) -> tuple[li
         ok = [r for r in history[key] if r.status == "ok"]
         for probe, metric in watched:
             series = [r for r in ok if (probe, metric) in r.metrics]
-            found = starts_with_newest(change_points([r.metrics[(probe, metric)].value for r in series]),
-                                       len(series))
-            if found is not None and series[-1] is newest:
-                alerts.append(Alert(name, metric, interval, found, newest.metrics[(probe, metric)].unit,
-                                    series[found.index - 1].id, newest.id, probe))
+            values = [r.metrics[(probe, metric)].value for r in series]
+            known = {c.index for c in change_points(values[:-1])}
+            for found in change_points(values):
+                if found.index not in known:
+                    alerts.append(Alert(name, metric, series[found.index].repetition, found,
+                                        newest.metrics[(probe, metric)].unit, series[found.index - 1].id,
+                                        series[found.index].id, probe, interval))
     return lines, alerts
 
 

@@ -113,7 +113,7 @@ def _summarize_one(benchmark: str, runs: list[RunRecord]) -> BenchmarkSummary:
 def column_title(bench: BenchmarkSummary, name: str) -> str:
     """A column's header: the metric in words and the rule its cells were summarized by
     ("maximum latency (worst run)")."""
-    from jitterlab.report.figures.base import metric_words  # the one wording of metric names
+    from jitterlab.report.words import metric_words  # the one wording of metric names
 
     rule = next((v.rule for c in bench.cells if (v := c.values.get(name))), "")
     return summary.figure_name(metric_words(name), rule) if rule else metric_words(name)
@@ -144,7 +144,7 @@ def run_label(run: RunRecord) -> str:
 def headline_value(run: RunRecord) -> str:
     """The run's first headline metric in words, formatted ("maximum latency 40.2 ms"); "" when it
     has none."""
-    from jitterlab.report.figures.base import metric_words
+    from jitterlab.report.words import metric_words
 
     for name in shown_metrics([run]):
         metric = own_metric(run, name)

@@ -7,7 +7,9 @@ image per label value, the label, the boot prompt and how long a boot may take.
     place = "bbb-1"
     images = { "1.10" = "images/bbb-1.10.img", "1.11" = "images/bbb-1.11.img" }
     # image_label = "image"      the label whose values the images are
-    # boot_prompt = "login: "    a regular expression the console shows once the image has booted
+    # boot_prompt = "login: |@@jitterlab-ready"    a regular expression the console shows once
+    #                            the image has booted (the default: a getty's prompt, or jitterlab's
+    #                            board root: `jitterlab labgrid-board`)
     # boot_timeout = "300s"
 
 A kind that accepts these keys splits them off its options here (so that campaign files are
@@ -28,13 +30,15 @@ from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
 
 IMAGE_KEYS = ("images", "image_label", "boot_prompt", "boot_timeout")
 MAX_PROMPT = 200  # characters of boot_prompt
+# a getty's login prompt (a lab's image), or what jitterlab's board root says once its sshd listens
+BOOT_PROMPT = "login: |@@jitterlab-ready"
 
 
 @dataclass(frozen=True)
 class ImageOptions:
     images: tuple[tuple[str, str], ...]  # label value -> image file
     label: str = "image"
-    boot_prompt: str = "login: "
+    boot_prompt: str = BOOT_PROMPT
     boot_timeout_s: float = 300.0
 
     def image(self, value: str) -> str | None:
@@ -67,7 +71,7 @@ def split_image_options(options: Mapping[str, object], where: str) -> tuple[dict
             raise UserError(f"{where}.images.{value}: {full} does not exist (a relative path starts at "
                             f"{os.getcwd()})")
         pairs.append((str(value), full))
-    prompt = options.get("boot_prompt", "login: ")
+    prompt = options.get("boot_prompt", BOOT_PROMPT)
     timeout_ns = parse_duration_ns(options.get("boot_timeout", "300s"), f"{where}.boot_timeout",
                                    MAX_CAMPAIGN_NS)
     return rest, ImageOptions(tuple(pairs), label, _boot_prompt(prompt, where), timeout_ns / 1e9)

@@ -179,11 +179,11 @@ def spawn_recorded(target: Target, argv: list[str], log_path: str | None = None,
 
 
 def run_recorded(target: Target, argv: list[str], log_path: str, *, timeout_s: float, name: str,
-                 budget: str) -> int:
+                 budget: str, marker: str | None = None) -> int:
     """Run `argv` to its end as spawn_recorded does; return its exit status. A program still
     running after `timeout_s` is stopped and the run fails as "timeout", saying what the time
     was made of (`budget`) and keeping the program's output with the run."""
-    proc = spawn_recorded(target, argv, log_path=log_path)
+    proc = spawn_recorded(target, argv, log_path=log_path, marker=marker)
     try:
         return proc.wait(timeout_s)
     except CommandTimeout:

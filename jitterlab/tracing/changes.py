@@ -1,13 +1,14 @@
 """What a jitterlab process changed in a target's tracing, kept on the target until it is undone.
 
 Every change to tracing (tracefs mounted, a setting of the global buffer written, an instance made)
-is preceded by a restore record, `/run/jitterlab/tracing/<owner>~<token>.undo` on the target: the
+is preceded by a restore record, `/run/jitterlab-tracing/<owner>~<token>.undo` on the target: the
 steps that undo what was done so far, one word a line, in threes (`write FILE VALUE`, `events
 FILE "EVENT EVENT ..."`, `rmdir DIR`, `umount DIR`), exactly the arguments of the constant script
 that carries them out. `Changes.undo()` takes the steps and removes the record on every path of
 its owner (end, error, Ctrl-C); `restore_orphaned` (called before a campaign measures, beside the
 sweep of killed runs' processes) carries out the records whose owner was killed. /run is emptied
-at boot, when the kernel forgets the changes too.
+at boot, when the kernel forgets the changes too. Not under /run/jitterlab: in jitterlab's qemu guests
+that is the boot's read-only share (targets/qemu/init.c), where no record could be kept.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import secrets
 from jitterlab.targets.base import Target
 from jitterlab.targets.processes import OWNER, owner_alive, owner_tag
 
-RECORD_DIR = "/run/jitterlab/tracing"
+RECORD_DIR = "/run/jitterlab-tracing"
+LEGACY_DIRS = ("/run/jitterlab/tracing",)  # where an older jitterlab kept them: read, never written
 _NAME = re.compile(rf"^(?P<owner>{OWNER})~[0-9a-f]{{8}}\.undo$")
 
 # Constant scripts; paths and values come as positional parameters.
@@ -27,6 +29,8 @@ _KEEP = r"""
 dir=$1 path=$2; shift 2
 mkdir -p "$dir" && printf '%s\n' "$@" > "$path.tmp" && mv -f "$path.tmp" "$path"
 """
+# the records in the directories given
+_LIST = 'for d; do for f in "$d"/*.undo; do [ -f "$f" ] && echo "$f"; done; done; exit 0'
 # the steps, in threes; prints "failed OP PATH" for a step that did not take
 UNDO = r"""
 set -f
@@ -79,15 +83,15 @@ class Changes:
 def restore_orphaned(target: Target) -> list[str]:
     """Undo what killed jitterlab processes left changed in the target's tracing (records whose owner
     is gone); describe what was done. tracefs is left mounted while a live process has a record."""
-    names = target.run(["ls", "-1", RECORD_DIR]).stdout.split()
-    records = [(n, m) for n in names if (m := _NAME.match(n))]
-    dead = [n for n, m in records if not owner_alive(m["owner"])]
+    listed = target.run(["sh", "-c", _LIST, "sh", RECORD_DIR, *LEGACY_DIRS]).stdout.split()
+    records = [(path, m) for path in listed if (m := _NAME.match(path.rsplit("/", 1)[-1]))]
+    dead = [path for path, m in records if not owner_alive(m["owner"])]
     if not dead:
         return []
     live = len(records) - len(dead)
     out = []
-    for name in sorted(dead):
-        lines = target.run(["cat", f"{RECORD_DIR}/{name}"]).stdout.splitlines()
+    for path in sorted(dead):
+        lines = target.run(["cat", path]).stdout.splitlines()
         steps = [tuple(lines[i:i + 3]) for i in range(0, len(lines) - len(lines) % 3, 3)]
         steps = [s for s in steps if not (live and s[0] == "umount")]
         if steps:
@@ -95,6 +99,6 @@ def restore_orphaned(target: Target) -> list[str]:
             undone = ", ".join(f"{op} {path}" for op, path, _ in steps)
             out.append(f"undid the tracing changes of a killed jitterlab run: {undone}"
                        + (f" ({' '.join(failed.split())})" if failed.strip() else ""))
-        target.run(["rm", "-f", f"{RECORD_DIR}/{name}"])
+        target.run(["rm", "-f", path])
     return out
 

@@ -18,7 +18,7 @@ DEBUGFS = "/sys/kernel/debug"
 OPTIONS = {"timerlat": "CONFIG_TIMERLAT_TRACER", "osnoise": "CONFIG_OSNOISE_TRACER",
            "hwlat": "CONFIG_HWLAT_TRACER"}
 
-NO_RECORD = "jitterlab cannot keep a restore record in /run/jitterlab (tracing needs root)"
+NO_RECORD = "jitterlab cannot keep a restore record in /run/jitterlab-tracing (tracing needs root)"
 _WRITE = 'printf "%s\\n" "$1" > "$0"'
 _APPEND = 'printf "%s\\n" "$1" >> "$0"'
 _TRUNCATE = ': > "$0"'

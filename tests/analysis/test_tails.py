@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from jitterlab.analysis.compare import NOT_TESTED, SAME, UNDECIDED, WORSE, Selector, compare
+from jitterlab.analysis.stats import needed_samples
 from jitterlab.measure.squarewave.cell import WaveCell
 from jitterlab.model.fakes import run_record, squarewave_cell
+from jitterlab.model.reading import P99, P999, P9999, QUANTILE_OF
 from jitterlab.model.records import Metric
 from jitterlab.model.traits import PERIOD_ERRORS, BenchmarkTraits
 
@@ -85,9 +87,40 @@ def test_a_tail_with_too_few_samples_is_compared_per_run_and_says_why():
     row = judged(runs, short)["p999_rel_period_error"]
     assert row.view == "per-run" and row.rule == "geometric mean of run p99.9s"
     assert row.note == "per run: a pooled p99.9 needs 10,000 samples per group, the smaller has 3,000"
-    # without samples at all (--no-pooled, summary without raw series): per run, nothing to say
-    plain = {r.metric: r for r in compare(runs, A, B, traits=squarewave).rows}["p999_rel_period_error"]
-    assert plain.view == "per-run" and plain.note == ""
+    # without samples at all (--no-pooled, summary without raw series): per run, and the row says so
+    plain = {r.metric: r for r in compare(runs, A, B, traits=squarewave).rows}
+    assert plain["p999_rel_period_error"].view == "per-run"
+    assert plain["p999_rel_period_error"].note == "per run: the runs' samples were not read"
+    assert plain["p50_rel_period_error"].note == ""  # no tail: nothing to say
+
+
+@pytest.mark.parametrize(("name", "stat", "need"), [("p99_rel_period_error", P99, 1_000),
+                                                    ("p999_rel_period_error", P999, 10_000),
+                                                    ("p9999_rel_period_error", P9999, 100_000)])
+def test_a_tail_is_pooled_from_exactly_the_count_the_docs_give(name, stat, need):
+    # 10 / (1 - q) samples per group, counted exactly: the smaller group at that count pools, one
+    # sample fewer compares the runs' own values and names the count it lacks
+    assert needed_samples(QUANTILE_OF[stat]) == need
+    values = np.linspace(0.001, 0.002, 50)
+    for have, view in ((need, "pooled"), (need - 1, "per-run")):
+        runs, samples = [], {}
+        for image, total in (("a", have), ("b", have + 7)):
+            for i in range(3):
+                counts = np.full(50, total // 150, dtype=np.int64)
+                counts[-1] += total // 3 - counts.sum() + (total % 3 if i == 2 else 0)
+                r = run_record(squarewave_cell(), id=f"{image}{i}", repetition=i, labels={"image": image},
+                               metrics=[Metric(name, 0.002 * (1 + i / 100), "ratio", "vpin")])
+                samples[r.id] = {"vpin": (values, counts)}
+                runs.append(r)
+        assert sum(int(samples[f"a{i}"]["vpin"][1].sum()) for i in range(3)) == have
+        [row] = compare(runs, A, B, traits=squarewave, distributions=lambda r, s=samples: s[r.id],
+                        n_bootstrap=50).rows
+        assert row.view == view
+        if view == "pooled":
+            assert (row.samples_baseline, row.note) == (have, "")
+        else:
+            assert row.note == (f"per run: a pooled {stat} needs {need:,} samples per group, the smaller "
+                                f"has {have:,}")
 
 
 def own_view(benchmark: str) -> BenchmarkTraits:

@@ -45,7 +45,7 @@ probe = "self"
 
 
 def run_definition(tmp_path: Path, path_dirs: list[Path], *args: str, env: dict | None = None):
-    environ = {k: v for k, v in os.environ.items() if k != "JITTERLAB"}
+    environ = {k: v for k, v in os.environ.items() if k != "JITTERLAB" and not k.startswith("PIP_")}
     environ["PATH"] = os.pathsep.join([*map(str, path_dirs), "/usr/bin", "/bin"])
     environ.update(env or {})
     return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, env=environ, timeout=300,
@@ -74,6 +74,35 @@ def test_bad_input_is_one_failed_case_and_nothing_else(tmp_path):
     assert done.returncode == 0
     assert done.stdout.splitlines()[-1] == "lava-test-case jitterlab-run --result fail"
     assert "did you mean 'python'" in done.stderr
+
+
+def test_installed_from_the_bundle_without_network(tmp_path, offline_bundle):
+    """BUNDLE: jitterlab and its dependencies installed from the wheels `jitterlab lava-bundle` wrote,
+    by the system's python3 with the bundle's own pip, no index (pip's environment settings removed),
+    then the campaign measured with what was installed."""
+    site = tmp_path / "tmp" / "jitterlab-site"
+    site.parent.mkdir()
+    env = {"TMPDIR": str(site.parent), "PYTHONNOUSERSITE": "1"}
+    done = run_definition(tmp_path, [], str(campaign(tmp_path / "c.toml")), str(tmp_path / "r"), "", "", "",
+                          str(offline_bundle / "wheels"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert f"installing jitterlab from {offline_bundle / 'wheels'} into {site} (no network)" in lines
+    install = next(line.split() for line in lines if line.startswith("lava-test-case jitterlab-install"))
+    assert install[2:4] == ["--result", "pass"] and install[6:] == ["--units", "s"]
+    assert "lava-test-case jitterlab-run --result pass" in lines
+    assert "lava-test-set start device_python_20ms_idle_self" in lines
+    assert (site / "jitterlab" / "cli" / "main.py").is_file() and (site / "pyarrow").is_dir()
+
+
+def test_a_bundle_without_pip_is_one_failed_case(tmp_path):
+    done = run_definition(tmp_path, [], str(campaign(tmp_path / "c.toml")), str(tmp_path / "r"), "", "", "",
+                          str(tmp_path))
+    assert done.returncode == 0
+    said = f"error: BUNDLE {tmp_path} has no pip wheel: write it with jitterlab lava-bundle DIR"
+    assert said in done.stdout
+    assert done.stdout.splitlines()[-1] == "lava-test-case jitterlab-install --result fail"
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.fixture

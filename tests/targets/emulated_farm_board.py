@@ -1,5 +1,5 @@
 """The hardware of one farm board, emulated for the tests of the farm path: a power switch, a serial
-line and the board (jitterlab's emulated arm64 board, tests/targets/labgrid_boards.py), nothing more.
+line and the board (jitterlab's emulated arm64 board, jitterlab/targets/qemu/labgrid_board.py), nothing more.
 It is no stand-in for labgrid: the coordinator, the exporter, the place and every driver are
 labgrid's own; this plays the parts a lab buys.
 

@@ -17,6 +17,7 @@ from jitterlab.tracing.changes import Changes, restore_orphaned
 def records(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "run" / "tracing"
     monkeypatch.setattr(changes, "RECORD_DIR", str(path))
+    monkeypatch.setattr(changes, "LEGACY_DIRS", ())  # this machine's own: another test's, maybe
     return path
 
 
@@ -94,3 +95,14 @@ def test_the_sweep_undoes_what_killed_runs_left_and_nothing_of_live_ones(records
     assert restore_orphaned(target) == []
     live.undo()
     assert (fs / "buffer_size_kb").read_text() == "2048\n"
+
+
+def test_a_record_an_older_jitterlab_kept_elsewhere_is_carried_out(records, target, tmp_path, monkeypatch):
+    legacy = tmp_path / "run" / "jitterlab" / "tracing"  # /run/jitterlab is a qemu guest's read-only share
+    monkeypatch.setattr(changes, "LEGACY_DIRS", (str(legacy),))
+    fs = settings(tmp_path / "fs", tracing_on="0\n")
+    legacy.mkdir(parents=True)
+    (legacy / f"{host_tag()}~999999999~1~0badcafe.undo").write_text(f"write\n{fs / 'tracing_on'}\n1\n")
+    assert restore_orphaned(target) == [f"undid the tracing changes of a killed jitterlab run: write "
+                                        f"{fs / 'tracing_on'}"]
+    assert (fs / "tracing_on").read_text() == "1\n" and list(legacy.iterdir()) == []

@@ -128,9 +128,10 @@ def test_a_failed_run_puts_everything_back(target, tmp_path):
 
 def test_what_a_killed_jitterlab_left_is_undone_by_the_next_sweep(target, tmp_path, monkeypatch):
     # its records in a directory of the test's: a campaign another test runs meanwhile sweeps this
-    # machine's /run/jitterlab/tracing, and would undo it first
+    # machine's /run/jitterlab-tracing, and would undo it first
     records = str(tmp_path / "records")
     monkeypatch.setattr(changes, "RECORD_DIR", records)
+    monkeypatch.setattr(changes, "LEGACY_DIRS", ())
     before = tracing_state()
     script = ("import time, sys\nfrom jitterlab.targets.local import LocalTarget\n"
               "from jitterlab.tracing import changes\nfrom jitterlab.tracing.recorder import Recorder\n"

@@ -23,15 +23,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "repetition per interval, committed as it ends), until --for has passed. Each run keeps its "
         "histogram and maxima; `jitterlab report --trend METRIC --by time` draws them over time. "
         "After a crash or Ctrl-C, run the same command with --resume to go on with the next interval. "
-        "Each interval ends with its headline values per cell and an ALERT line when it starts a "
-        "change of a cell's history (a change point, found by Apache Otava).",
+        "Each interval ends with its headline values per cell and an ALERT line when a change of a "
+        "cell's history (a change point, found by Apache Otava) is first seen: the interval that "
+        "starts it, or the later one whose value makes it stand out, naming where it started.",
         epilog="example: jitterlab monitor examples/rt-latency.toml --for 24h --every 1h")
     mon.add_argument("campaign", type=Path, metavar="CAMPAIGN", help="campaign file (TOML)")
     mon.add_argument("--for", dest="for_", required=True, metavar="DURATION", help='how long, e.g. "24h"')
     mon.add_argument("--every", required=True, metavar="DURATION", help='interval, e.g. "1h"')
     mon.add_argument("--resume", action="store_true", help="go on with the latest monitoring of CAMPAIGN")
     mon.add_argument("--fail-on-change", action="store_true",
-                     help="stop after the interval that starts a change and exit 1 (a cron or CI job's "
+                     help="stop after the interval that alerts a change and exit 1 (a cron or CI job's "
                      "alarm); --resume goes on from there")
     add_results(mon)
     return mon

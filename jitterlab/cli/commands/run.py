@@ -53,6 +53,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "Measure the same campaign on two images with two labels, then `jitterlab compare`",
     )
     add_until_decided(run)
+    run.add_argument(
+        "--timings", type=path_arg, metavar="FILE",
+        help="append where the wall time goes to FILE: one JSON line per phase (preflight, each run's "
+        "phases, store writes, the end screen); bench/campaign_speed.py reads it",
+    )
     return run
 
 
@@ -90,13 +95,20 @@ def _measure(out: Console, campaign, args: argparse.Namespace) -> int:
 
     watch = watch_of(args, campaign)  # refused before any target is opened
     run = _Run(out, campaign, args)
+    timings = run.timings
     try:
-        run.open()
-        run.announce()
-        outcome = run.measure(watch)
-        return run.end(outcome)
+        with timings.phase("open (store, preflight)"):
+            run.open()
+        with timings.phase("announce"):
+            run.announce()
+        with timings.phase("measure (the runner)"):
+            outcome = run.measure(watch)
+        with timings.phase("end (tables, summary screen)"):
+            return run.end(outcome)
     finally:
-        run.close()
+        with timings.phase("close"):
+            run.close()
+        timings.close()
 
 
 class _Run:
@@ -114,6 +126,9 @@ class _Run:
         self.skipped = 0
         self.watch = None  # --until-decided's groups, and how its loop ended (the run ends on it)
         self.ended = None
+        from jitterlab.execution.timings import Timings
+
+        self.timings = Timings(args.timings)  # where the wall time goes (nothing unless --timings)
 
     def open(self) -> None:
         """The store and the targets. A campaign to resume is locked before any target is opened (a
@@ -121,7 +136,7 @@ class _Run:
         start leaves nothing behind)."""
         from jitterlab.cli.progress import RunProgress
         from jitterlab.execution.preflight import open_targets
-        from jitterlab.execution.runner import Runner
+        from jitterlab.execution.runner import Runner, start_warming
         from jitterlab.store import store_exists
         from jitterlab.store.catalog import Store
 
@@ -129,12 +144,14 @@ class _Run:
         if args.resume and store_exists(args.results):
             self.store = Store(args.results)
             Runner(self.campaign, self.store, resume=True).resumed_campaign()
-        self.sessions = open_targets(self.campaign)
+        warming = start_warming(self.campaign.cells)  # beside the targets' preflight, not after it
+        with self.timings.phase("preflight (open targets)"):
+            self.sessions = open_targets(self.campaign)
         self.store = self.store or Store(args.results)
         self.display = RunProgress(self.out)
         self.runner = Runner(self.campaign, self.store, resume=args.resume, retry_failed=args.retry_failed,
                              retry_damaged=args.retry_damaged, progress=self.display,
-                             notice=self.display.notice)
+                             notice=self.display.notice, timings=self.timings, warming=warming)
         self.campaign_id = self.runner.campaign_id()
         self.todo, self.skipped = self.runner.pending(self.campaign_id)
 
@@ -286,20 +303,40 @@ def _run_images(out: Console, campaign, boards, args: argparse.Namespace) -> int
         with sigterm_as_interrupt():
             done = run_images(campaign, store, boards, notice, progress)
         failed = 0
+        measured = []  # the images with runs to compare
         for value, campaign_id, _ in done:
             runs = store.runs(campaign_id)
             failed += sum(r.status != "ok" for r in runs)
+            measured += [value] if any(r.status == "ok" for r in runs) else []
             for table in summary_tables(runs, f"{campaign.name} {boards[0][1].label}={value}"):
                 out.print(table)
-        label = boards[0][1].label
-        out.print(escape(f"results: {store.where}; compare the images with jitterlab compare --results "
-                         f"{shown_spec(args.results)} --baseline {label}=A --candidate {label}=B"),
-                  highlight=False)
-        if done and done[-1][2].interrupted:
+        out.print(escape(f"results: {store.where}"), highlight=False)
+        interrupted = bool(done) and done[-1][2].interrupted
+        for hint in image_hints(args, boards, measured, failed > 0 and not interrupted):
+            out.print(escape(hint), highlight=False)
+        if interrupted:
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
     finally:
         store.close()
+
+
+def image_hints(args: argparse.Namespace, boards, measured: list[str], failed: bool) -> list[str]:
+    """What to do after an image campaign, as commands that run as printed: compare the first image
+    `measured` (with ok runs) with each other one (nothing to compare with one image), and, when runs
+    failed, measure again the only way an image campaign is (afresh: it refuses --resume)."""
+    from jitterlab.cli.again import command, label_options
+
+    label = boards[0][1].label
+    results = ("--results", shown_spec(args.results))
+    hints = ["compare the images: " + command("compare", *results, "--baseline", f"{label}={first}",
+                                              "--candidate", f"{label}={other}")
+             for first in measured[:1] for other in measured[1:]]
+    if failed:
+        again = command("run", str(args.campaign), *results, *label_options(args.label))
+        hints.append(f"measure the failed runs again: {again} (an image campaign measures every image "
+                     "afresh; --resume is refused)")
+    return hints
 
 
 DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
@@ -308,6 +345,7 @@ DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
 def _dry_run(out: Console, campaign) -> int:
     from jitterlab import plugins
     from jitterlab.campaign.cells import names
+    from jitterlab.execution import traced
     from jitterlab.model.units import format_duration_s
 
     table = Table(
@@ -330,6 +368,8 @@ def _dry_run(out: Console, campaign) -> int:
     if len(campaign.cells) > DRY_RUN_ROWS:
         out.print(f"... and {counted(len(campaign.cells) - DRY_RUN_ROWS, 'more cell')}")
     for line in campaign.pairing:
+        out.print(escape(line), highlight=False)
+    for line in traced.untraceable(campaign):  # the cells that would be stored as unavailable
         out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(

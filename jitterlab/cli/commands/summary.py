@@ -64,7 +64,7 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     with `run`, which ends with it (and with what its --until-decided loop decided of the pair
     `answered`, left out of the screen)."""
     from jitterlab import plugins
-    from jitterlab.analysis.compare import label_pairs
+    from jitterlab.analysis.groups import label_pairs
     from jitterlab.analysis.samples import reader
     from jitterlab.importers.capture import FINGERPRINT
     from jitterlab.report.causes import Explanations

@@ -20,13 +20,13 @@ from jitterlab.analysis.squarewave import (
 )
 from jitterlab.measure.benchmarks.base import BENCHMARKS, BenchmarkBase, Measurement, RunContext
 from jitterlab.measure.squarewave.bindings import drives, pairing, refusal, unpaired
-from jitterlab.measure.squarewave.cell import WaveCell
+from jitterlab.measure.squarewave.cell import TRACE_KEY, TRACE_OFF, TRACE_SCHED, WaveCell, traced
 from jitterlab.measure.squarewave.impls.base import IMPLS, SELF_LOG
 from jitterlab.measure.squarewave.pins.base import PINS
 from jitterlab.measure.squarewave.probes.base import PROBES, Capture
 from jitterlab.measure.squarewave.probes.logs import SelfLog, read_self_log
 from jitterlab.model.errors import RunFailed, UserError
-from jitterlab.model.params import Param, duration, registered
+from jitterlab.model.params import Param, choice, duration, registered
 from jitterlab.model.records import Cell, Metric, Warning_
 from jitterlab.model.series import EdgeSeries
 from jitterlab.model.traits import OWN_VIEW, PERIOD_ERRORS
@@ -47,6 +47,9 @@ class Squarewave(BenchmarkBase):
         Param("period", "the wave's nominal period", duration(), '["10ms", "1ms"]', show=format_ns),
         Param("probe", "how edges are observed", registered(PROBES), '"vpin"', default="vpin"),
         Param("pin", "where the wave goes", registered(PINS), '"vpin"', default="vpin"),
+        Param(TRACE_KEY, f'"{TRACE_SCHED}": record a kernel trace of each run and explain its late periods '
+              "(docs/tracing.md)", choice(TRACE_OFF, TRACE_SCHED), f'"{TRACE_SCHED}"', default=TRACE_OFF,
+              added=True),
     )
     record = WaveCell
 
@@ -119,7 +122,8 @@ class Squarewave(BenchmarkBase):
         return {**impl.programs(), **probe.programs}
 
     def controller_tools(self, cell) -> dict[str, str]:
-        return dict(_parts(cell)[2].controller_tools)
+        tools = dict(_parts(cell)[2].controller_tools)
+        return {**tools, "trace-cmd": "trace-cmd"} if traced(cell) else tools  # the trace file is made here
 
     def capabilities(self, cell) -> dict[type[Capability], str]:
         _, pin, probe = _parts(cell)

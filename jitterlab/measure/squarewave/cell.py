@@ -11,6 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jitterlab.model.options import Options, key
+from jitterlab.model.records import Cell
+
+TRACE_KEY = "trace"  # the cell key that asks for a kernel trace of each run (docs/tracing.md)
+TRACE_OFF, TRACE_SCHED = "off", "sched"
+
+
+def traced(cell: Cell) -> bool:
+    """The cell's runs record a kernel trace and explain their late periods."""
+    return cell.param(TRACE_KEY, TRACE_OFF) != TRACE_OFF
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import re
 import warnings
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from jitterlab.report.format import TIME_UNITS, _digits, byte_unit, duration, format_value
+from jitterlab.report.words import metric_words
 
 MAX_ROWS = 48  # rows of a chart with one row per cell; the tables hold the rest
 SHORT_LOG_SPAN = 2.5  # decades of a log axis below which 2× and 5× get labels too
@@ -52,30 +52,7 @@ def duration_axis(axis, scale_ns: float = 1.0) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-# how a metric's name reads in words: statistic tokens lead ("latency_max_ns" -> "maximum latency")
-_STATS = {"max": "maximum", "min": "minimum", "mean": "mean", "p50": "median", "std": "standard deviation of"}
-_WORDS = {"rel": "relative", "rtt": "round-trip time", "irq": "IRQ", "cpu": "CPU", "hw": "hardware",
-          "mb": "MB", "mib": "MiB", "mbit": "Mbit", "pps": "packets", "hwlat": "hardware latency",
-          "ns": "", "us": "", "ms": "", "s": "", "percent": "", "ratio": ""}
 _UNIT_WORDS = {"ratio": "%", "fraction": "%", "count": "count", "bool": "yes / no", "%": "%"}
-
-
-def metric_words(name: str) -> str:
-    """A metric's name in words: "latency_max_ns" -> "maximum latency", "rtt_p99_ns" -> "99th
-    percentile round-trip time", "events_per_s" -> "events per second"."""
-    tokens = name.split("_")
-    if tokens[-3:-2] in (["mb"], ["mib"], ["mbit"]) and tokens[-2:] == ["per", "s"]:
-        del tokens[-3:]  # a rate's unit is the axis's unit
-    elif tokens[-2:] == ["per", "s"]:
-        tokens[-1] = "second"
-    stat = ""
-    for i, token in enumerate(tokens):
-        if token in _STATS or re.fullmatch(r"p\d+", token):
-            stat = _STATS.get(token) or f"{_digits(float(token[1:3] + '.' + token[3:]), 4)}th percentile"
-            del tokens[i]
-            break
-    words = [_WORDS.get(t, t) for t in tokens]
-    return " ".join(w for w in [stat, *words] if w) or ("throughput" if name.endswith("_per_s") else name)
 
 
 def unit_words(unit: str, low: float | None = None, high: float | None = None) -> str:

@@ -71,6 +71,7 @@ def _point_qemu_at(board: Any, qemu: Any, image: str) -> None:
 def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> float:
     """Put `image` on the board and boot it; the seconds from power-on to the boot prompt.
     UserError naming what the board lacks; TimeoutError with the console's last words."""
+    import pexpect
     from labgrid.protocol import ConsoleProtocol, PowerProtocol
 
     power = _protocol(board, PowerProtocol, "power", "QEMUDriver, ExternalPowerDriver, NetworkPowerDriver")
@@ -89,23 +90,47 @@ def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> 
     except Exception as exc:  # the board (an emulator that will not start) is lost, not the campaign
         raise TargetLost(f"the board did not power on: {type(exc).__name__}: {exc}") from None
     deadline = start + boot_timeout_s
+    said = b""
     while True:  # in slices: an emulated board that powered itself off says so at once
-        try:
-            console.expect(boot_prompt, timeout=min(BOOT_SLICE_S, max(deadline - time.monotonic(), 0.1)))
+        slice_s = min(BOOT_SLICE_S, max(deadline - time.monotonic(), 0.1))
+        # labgrid's ConsoleProtocol: with TIMEOUT and EOF among the patterns, expect returns what the
+        # console said so far instead of raising
+        index, before, _, _ = console.expect([boot_prompt, pexpect.TIMEOUT, pexpect.EOF], timeout=slice_s)
+        if index == 0:
             return time.monotonic() - start
-        except Exception as exc:  # pexpect's TIMEOUT or EOF: what the console said last tells why
-            ended = qemu is not None and qemu._child is not None and qemu._child.poll() is not None
-            if not ended and time.monotonic() < deadline and type(exc).__name__ == "TIMEOUT":
-                continue
-            before = getattr(getattr(console, "_expect", None), "before", b"") or b""
-            tail = before[-400:].decode(errors="replace") if isinstance(before, bytes) else str(before)[-400:]
-            tail = " | ".join(line.strip() for line in tail.splitlines() if line.strip())[-300:]
-            if ended:  # labgrid would ask the ended emulator to quit: it is off already
-                qemu.status, qemu._child = 0, None
-            when = (f"before the emulator ended, {time.monotonic() - start:.0f} s after power-on" if ended
-                    else f"within {boot_timeout_s:g}s after power-on ({type(exc).__name__})")
-            raise TimeoutError(f"no {boot_prompt!r} on the console {when}; the console said: "
-                               f"{tail or '(nothing)'}") from None
+        state = _emulator_state(qemu) if qemu is not None else ""
+        ended = index == 2 or state != RUNNING
+        said = before if isinstance(before, bytes) and before else said
+        if not ended and time.monotonic() < deadline:
+            continue
+        tail = said[-400:].decode(errors="replace")
+        tail = " | ".join(line.strip() for line in tail.splitlines() if line.strip())[-300:]
+        if state == GONE:  # labgrid would ask the ended emulator to quit: it is off already
+            qemu.status = 0
+        elif state == STOPPED:
+            qemu.off()
+        if state in (GONE, STOPPED):
+            when = f"before the emulator ended, {time.monotonic() - start:.0f} s after power-on"
+        elif index == 2:
+            when = f"before the console closed, {time.monotonic() - start:.0f} s after power-on"
+        else:
+            when = f"within {boot_timeout_s:g}s after power-on (TIMEOUT)"
+        raise TimeoutError(f"no {boot_prompt!r} on the console {when}; the console said: "
+                           f"{tail or '(nothing)'}")
+
+
+RUNNING, STOPPED, GONE = "", "stopped", "gone"
+
+
+def _emulator_state(qemu: Any) -> str:
+    """Whether the QEMUDriver's emulator runs its guest, STOPPED it (a kernel panic, a poweroff, the
+    emulator still there) or is GONE, asked through the driver's public QMP monitor."""
+    try:
+        state = qemu.monitor_command("query-status")
+    except Exception:  # the monitor's pipe is closed: QEMU ended
+        return GONE
+    status = state.get("status") if isinstance(state, dict) else None
+    return STOPPED if status in ("shutdown", "guest-panicked", "internal-error") else RUNNING
 
 
 def _write(board: Any, power: Any, image: str) -> None:

@@ -23,7 +23,7 @@ def require_labgrid(name: str) -> None:
         what = "is too old (the gRPC coordinator came with 24.0)" if too_old else "is not installed"
         raise UserError(
             f"{where(name)}: the labgrid package {what}; install it with "
-            "pip install 'jitterlab[labgrid]' (labgrid >= 24)"
+            "pip install 'jitterlab[labgrid]' (labgrid 26)"
         ) from None
 
 

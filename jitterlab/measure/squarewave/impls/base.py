@@ -15,17 +15,18 @@ from __future__ import annotations
 from typing import ClassVar, Protocol
 
 from jitterlab.measure.context import RunContext
-from jitterlab.measure.squarewave.cell import WaveCell
+from jitterlab.measure.squarewave.cell import WaveCell, traced
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, describe
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.tuning import ProgramTraits, program_flags
-from jitterlab.targets.processes import run_recorded
+from jitterlab.targets.processes import live_dir, new_marker, run_recorded
 
 PROGRAM_PRIORITY = 80  # SCHED_FIFO priority of RT impls: below an observer (99), above any load
 SELF_LOG = "self.log"
+PROGRAM_PID = "program.pid"  # in the run's local directory: the program's pid, where its trace is explained
 # a program that exits with this (sysexits EX_UNAVAILABLE) says the target lacks something it
 # needs (a library, a binding); its last line names it and the run is stored as unavailable
 EXIT_UNAVAILABLE = 69
@@ -89,10 +90,14 @@ def run_program(ctx: RunContext, name: str, argv: list[str]) -> str:
     return its output; RunFailed with its last line when it exits non-zero."""
     settings, target = ctx.settings, ctx.target
     log = f"{ctx.scratch}/program.log"
+    marker = new_marker()
     rc = run_recorded(
         target, argv, log, timeout_s=(settings.duration_ns + settings.run_timeout_ns) / 1e9,
-        name=name, budget="duration + campaign.run_timeout",
+        name=name, budget="duration + campaign.run_timeout", marker=marker,
     )  # fmt: skip
+    if traced(ctx.cell):  # the launcher's pid is the program's (it execs it): its tasks in the trace
+        pid = target.run(["cat", f"{live_dir(target)}/{marker}.pid"]).stdout
+        (ctx.local_dir / PROGRAM_PID).write_text(pid)
     output = target.run(["cat", log]).stdout.strip()
     if rc != 0:
         last = output.splitlines()[-1] if output else "(no output)"

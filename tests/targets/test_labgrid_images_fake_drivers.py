@@ -1,6 +1,7 @@
-"""An image campaign on a labgrid board, with labgrid's own machinery and drivers standing in for
-the hardware: each image written, the board powered, the boot timed on the console, the cells
-measured with the image's label; a board that does not boot fails only its runs of that image."""
+"""An image campaign on a labgrid board of fake drivers (tests/data/labgrid/fake_board.py: labgrid's
+own machinery, drivers that stand in for the hardware): each image written, the board powered, the
+boot timed on the console, the cells measured with the image's label; a board that does not boot
+fails only its runs of that image; the commands printed after the run run as printed."""
 
 from __future__ import annotations
 
@@ -61,7 +62,19 @@ probe = "self"
     return path
 
 
-def test_each_image_is_flashed_booted_and_measured(sshd, tmp_path, monkeypatch):
+def hints(out: str) -> dict[str, list[str]]:
+    """The commands the run printed after its tables, by what they are for, split as a shell would."""
+    import shlex
+
+    found = {}
+    for line in out.splitlines():
+        for what in ("compare the images: ", "measure the failed runs again: "):
+            if line.startswith(what):
+                found[what.split(":")[0]] = shlex.split(line[len(what):].split(" (")[0])
+    return found
+
+
+def test_each_image_is_flashed_booted_and_measured_on_fake_drivers(sshd, tmp_path, monkeypatch, capsys):
     log = tmp_path / "board.log"
     monkeypatch.setenv("JITTERLAB_FAKE_BOARD_LOG", str(log))
     images = {v: tmp_path / f"bbb-{v}.img" for v in ("1.9", "1.10")}
@@ -78,9 +91,19 @@ def test_each_image_is_flashed_booted_and_measured(sshd, tmp_path, monkeypatch):
     infos = [store.sysinfo(r.sysinfo_id).as_json() for r in runs]  # as stored
     assert {Path(i["image"]).name for i in infos} == {"bbb-1.9.img", "bbb-1.10.img"}
     assert all(i["console_boot_s"] >= 0 and len(i["image_sha256"]) == 64 for i in infos)
+    out = capsys.readouterr().out
+    # the unverified host key is said before the first image is flashed, as the README says
+    warned = out.index("bbb: warning: the board's SSH host key is not verified")
+    assert warned < out.index("image=1.9: flashing and booting")
+    # the hint runs as printed: the two images measured, compared
+    found = hints(out)
+    assert list(found) == ["compare the images"]
+    assert found["compare the images"][-4:] == ["--baseline", "image=1.9", "--candidate", "image=1.10"]
+    assert main(found["compare the images"][1:]) == 0
 
 
-def test_a_board_that_does_not_boot_fails_its_runs_of_that_image(sshd, tmp_path, monkeypatch):
+def test_a_board_of_fake_drivers_that_does_not_boot_fails_its_runs_of_that_image(sshd, tmp_path, monkeypatch,
+                                                                                   capsys):
     monkeypatch.setenv("JITTERLAB_FAKE_BOARD_LOG", str(tmp_path / "board.log"))
     images = {"1.10": tmp_path / "good.img", "1.11": tmp_path / "broken.img"}
     for p in images.values():
@@ -91,8 +114,16 @@ def test_a_board_that_does_not_boot_fails_its_runs_of_that_image(sshd, tmp_path,
     runs = {r.labels["image"]: r for r in Store(tmp_path / "r", create=False).runs()}
     assert runs["1.10"].status == "ok"
     assert runs["1.11"].status == "failed"
-    assert "broken.img: no 'login: ' on the console" in runs["1.11"].error
+    assert "broken.img: no 'login: |@@jitterlab-ready' on the console" in runs["1.11"].error
     assert "Kernel panic" in runs["1.11"].error  # the console's last words say why
+    out = capsys.readouterr().out
+    assert "--resume --retry-failed" not in out  # an image campaign refuses it
+    assert "(run the campaign again: an image campaign measures every image afresh)" in out
+    found = hints(out)  # one image with runs: nothing to compare it with
+    assert list(found) == ["measure the failed runs again"]
+    assert main(found["measure the failed runs again"][1:]) == 1  # as printed: measured again, 1.11 fails
+    again = Store(tmp_path / "r", create=False).runs()
+    assert sorted(r.labels["image"] for r in again) == ["1.10", "1.10", "1.11", "1.11"]
 
 
 def test_image_options_are_checked_when_the_campaign_is_read(tmp_path):

@@ -1,0 +1,46 @@
+"""The offline bundle's device description: the manylinux tags a device's glibc takes, and options
+checked one line each, naming the option (exit 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitterlab.cli.main import main
+from jitterlab.execution.bundle import Device, device, machines
+
+
+def test_a_device_takes_every_manylinux_tag_up_to_its_glibc_with_the_legacy_names():
+    tags = Device("3.11", "aarch64", "2.17").platforms()
+    assert tags[:2] == ["manylinux_2_17_aarch64", "manylinux2014_aarch64"]
+    assert tags[-3:] == ["manylinux_2_6_aarch64", "manylinux_2_5_aarch64", "manylinux1_aarch64"]
+    assert "manylinux2010_aarch64" in tags and "manylinux_2_18_aarch64" not in tags
+    assert len(tags) == 13 + 3  # 2.17 down to 2.5, and the three legacy names
+    assert Device("3.11", "x86_64", "2.36").abi == "cp311"
+
+
+def test_the_machines_are_unames_of_known_architectures():
+    assert {"x86_64", "aarch64"} <= set(machines())
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--python", "3"], "--python: expected the device's Python version like 3.11, got '3'"),
+    (["--machine", "amd64"], "got 'amd64' (Debian's amd64 is --machine x86_64)"),
+    (["--glibc", "236"], "--glibc: expected the device's glibc version like 2.36"),
+])
+def test_bad_options_are_one_line_naming_the_option(tmp_path, capsys, args, said):
+    assert main(["lava-bundle", str(tmp_path / "b"), *args]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_directory_of_other_files_is_refused(tmp_path, capsys):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "notes.txt").write_text("mine")
+    assert main(["lava-bundle", str(tmp_path / "b")]) == 2
+    assert "is a directory with other files than a bundle" in capsys.readouterr().err
+    assert (tmp_path / "b" / "notes.txt").read_text() == "mine"
+
+
+def test_checked_options_make_a_device():
+    assert device("3.12", "x86_64", "2.39") == Device("3.12", "x86_64", "2.39")
