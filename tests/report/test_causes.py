@@ -111,3 +111,14 @@ def test_a_damaged_explanation_is_said_naming_its_file(results, tmp_path):
     finally:
         path.write_bytes(kept)
         store.close()
+
+
+def test_a_cell_stored_without_a_key_added_later_keeps_its_benchmarks_label():
+    from dataclasses import replace
+
+    from jitterlab.campaign import cells
+    from jitterlab.model.fakes import squarewave_cell
+
+    untraced = squarewave_cell("c-mmap", 1_000_000, load="cpu")  # no trace key: at its default
+    assert cells.label(untraced) == "c-mmap 1ms cpu (vpin)"
+    assert cells.label(replace(untraced, params=(*untraced.params, ("trace", "sched")))) == cells.label(untraced)
