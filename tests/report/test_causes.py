@@ -121,4 +121,5 @@ def test_a_cell_stored_without_a_key_added_later_keeps_its_benchmarks_label():
 
     untraced = squarewave_cell("c-mmap", 1_000_000, load="cpu")  # no trace key: at its default
     assert cells.label(untraced) == "c-mmap 1ms cpu (vpin)"
-    assert cells.label(replace(untraced, params=(*untraced.params, ("trace", "sched")))) == cells.label(untraced)
+    traced = replace(untraced, params=(*untraced.params, ("trace", "sched")))
+    assert cells.label(traced) == cells.label(untraced)
