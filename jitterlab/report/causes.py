@@ -247,6 +247,16 @@ def traced_causes(runs: Iterable[RunRecord], explanations: Explanations) -> dict
     return {target: frozenset(causes) for target, causes in sorted(out.items())}
 
 
+def uncovered_share(runs: Iterable[RunRecord], explanations: Explanations) -> dict[str, float]:
+    """Per target with explained periods: the share of their lateness its traces do not cover."""
+    late: dict[str, list[int]] = {}
+    for run, e in explanations.explained(runs):
+        total = late.setdefault(run.target, [0, 0])
+        total[0] += sum(p.remainder_ns for p in e.periods)
+        total[1] += sum(p.lateness_ns for p in e.periods)
+    return {target: gap / whole for target, (gap, whole) in sorted(late.items()) if whole > 0}
+
+
 # --- remedies ----------------------------------------------------------------------------------
 
 

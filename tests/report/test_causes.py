@@ -93,6 +93,7 @@ def test_the_limits_block_proposes_no_remedy_for_a_cause_the_trace_does_not_show
     assert not any(w.startswith("a VM (kvm)") for w in whats)  # the trace shows none unaccounted
     assert any(w.startswith("no isolated CPU") for w in whats)  # it shows a task preempting
     assert [x.what.split(":")[0] for x in limits.withheld(runs, store.sysinfo, shown)] == ["a VM (kvm)"]
+    assert causes.uncovered_share(runs, causes.Explanations(store.root)) == {"board": 0.1}
     store.close()
 
 
