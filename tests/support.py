@@ -308,13 +308,19 @@ def explained_store(root: Path, *, emulated: bool = False) -> Path:
     70 % / 20 % / 10 % in either run and in the cell), with a trace.dat; c-mmap 1ms idle untraced
     (ccc333); c-fifo 1ms under cpu traced, its explanation refused (ddd444). `emulated`: the
     explanations say so."""
+    from dataclasses import replace
+
     import numpy as np
 
     from jitterlab.analysis.squarewave import squarewave_metrics
     from jitterlab.model.explanation import ATTACHMENT, DIRECT, TRACE_FILE, Explanation
     from jitterlab.model.facts import SystemFacts
     from jitterlab.model.fakes import run_record, squarewave_cell
+    from jitterlab.model.records import Cell
     from jitterlab.model.series import EdgeSeries
+
+    def traced(cell: Cell) -> Cell:  # as a campaign's trace = "sched" makes it
+        return replace(cell, params=(*cell.params, ("trace", "sched")))
 
     ms = 1_000_000
     store = Store(root / "r")
@@ -332,14 +338,16 @@ def explained_store(root: Path, *, emulated: bool = False) -> Path:
     for rep, (run_id, explained) in enumerate(periods.items()):
         e = Explanation(aligned_by=DIRECT, residual_ns=0, events=12_345, lost_events=0, program_cpus=(1,),
                         pids=(700 + rep,), emulated=emulated, periods=explained)
-        store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="cpu"), id=run_id, campaign_id=cid,
+        store.commit_run(run_record(traced(squarewave_cell("c-mmap", ms, load="cpu")), id=run_id,
+                                    campaign_id=cid,
                                     repetition=rep, settings={"warmup_ns": 10 * ms}, sysinfo_id=sid,
                                     metrics=metrics),
                          series={"vpin": EdgeSeries(t, level)},
                          files={ATTACHMENT: json.dumps(e.as_json()).encode(),
                                 TRACE_FILE: b"not a real trace"})
     refused = Explanation(refused="no mapping between the probe's edges and the trace (no program log)")
-    store.commit_run(run_record(squarewave_cell("c-fifo", ms, load="cpu"), id="ddd444", campaign_id=cid,
+    store.commit_run(run_record(traced(squarewave_cell("c-fifo", ms, load="cpu")), id="ddd444",
+                                campaign_id=cid,
                                 settings={"warmup_ns": 10 * ms}, sysinfo_id=sid, metrics=metrics),
                      files={ATTACHMENT: json.dumps(refused.as_json()).encode()})
     store.commit_run(run_record(squarewave_cell("c-mmap", ms, load="idle"), id="ccc333",

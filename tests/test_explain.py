@@ -122,20 +122,24 @@ def test_show_of_an_untraced_run_says_nothing_of_causes(results, capsys):
     assert "why late" not in capsys.readouterr().out
 
 
-def test_summary_and_show_runs_give_one_line_per_traced_cell(results, capsys, monkeypatch):
-    for argv in (["summary", "--results", results], ["show", "--runs", "--results", results]):
+def test_summary_and_show_give_one_line_per_traced_cell(results, capsys, monkeypatch):
+    for argv in (["summary", "--results", results], ["show", "--runs", "--results", results],
+                 ["show", "--campaign", "why", "--results", results]):
         out = cli(capsys, monkeypatch, argv, None)
         flat = words(out)
         assert f"- c-mmap 1ms cpu (vpin): {SHARES} (2 runs, 3 periods, 2.5 ms late in all)" in flat
         assert "c-mmap 1ms idle (vpin):" not in flat  # untraced: no line
         assert "c-fifo 1ms cpu (vpin):" not in flat  # traced, nothing explained: no line
         assert flat.count("fix for ") == 2
-        if argv[0] == "show":
+        if argv[1] == "--runs":
             assert "aaa111 c-mmap 1ms cpu (vpin) 1 ok (traced)" in flat
             assert "ccc333 c-mmap 1ms idle (vpin) 1 ok 100 %" in flat
             assert "ddd444 c-fifo 1ms cpu (vpin) 1 ok (traced)" in flat
-        else:  # the limits agree: the trace shows no unaccounted time, so no VM stall is blamed
+        elif argv[0] == "summary":
+            # the limits agree: the trace shows no unaccounted time, so no VM stall is blamed
             assert "no isolated CPU" in flat and "a VM (kvm): the hypervisor stops it" not in flat
+            assert ("not proposed on board: a VM (kvm) — its traced runs show none of the time it would "
+                    "cause (unaccounted)") in flat
 
 
 def test_an_emulated_explanation_is_functional_evidence_only(emulated, capsys):

@@ -148,6 +148,8 @@ def who_key(who: Who | None) -> str | None:
     by number and name, a softirq by vector, a move by its CPUs; else its text."""
     if who is None:
         return None
+    if who.kind == "task" and who.pid == 0:
+        return "idle"
     if who.kind == "task" and who.comm:
         if who.policy and who.policy != "SCHED_OTHER" and who.priority is not None:
             return f"{who.comm} [{who.policy} {who.priority}]"
@@ -245,14 +247,24 @@ def traced_causes(runs: Iterable[RunRecord], explanations: Explanations) -> dict
     return {target: frozenset(causes) for target, causes in sorted(out.items())}
 
 
+def uncovered_share(runs: Iterable[RunRecord], explanations: Explanations) -> dict[str, float]:
+    """Per target with explained periods: the share of their lateness its traces do not cover."""
+    late: dict[str, list[int]] = {}
+    for run, e in explanations.explained(runs):
+        total = late.setdefault(run.target, [0, 0])
+        total[0] += sum(p.remainder_ns for p in e.periods)
+        total[1] += sum(p.lateness_ns for p in e.periods)
+    return {target: gap / whole for target, (gap, whole) in sorted(late.items()) if whole > 0}
+
+
 # --- remedies ----------------------------------------------------------------------------------
 
 
-def _wakeup(who: Who | None, name: str | None) -> Remedy:
+def _wakeup(who: Who | None, _: str | None) -> Remedy:
     rt = who is not None and who.policy not in (None, "SCHED_OTHER") and who.priority is not None
     policy = (f"a SCHED_FIFO priority above {who.priority} for the program" if rt and who else
               "a real-time policy for the program (SCHED_FIFO, e.g. impl c-fifo)")
-    return Remedy(f"{policy}, or an isolated CPU that {name or 'the task'} cannot run on", "isolated")
+    return Remedy(f"{policy}, or an isolated CPU other tasks cannot run on", "isolated")
 
 
 def _irq(who: Who | None, name: str | None) -> Remedy:
@@ -281,7 +293,7 @@ _REMEDIES: dict[str, Callable[[Who | None, str | None], Remedy]] = {
         "nothing in Linux: hardware or hypervisor (an SMI, firmware, the VM's host)"),
     "slack": lambda _, __: Remedy("the program's timer slack at 1 ns (a real-time policy has none)",
                                   "timer-slack"),
-    "program": lambda _, __: Remedy("the program's own code: a compiled impl, its memory locked", "mlock"),
+    "program": lambda _, __: Remedy("a compiled impl (c-mmap, c-fifo) with its memory locked", "mlock"),
     "migration": lambda _, __: Remedy("the program pinned to one CPU ([campaign.cpus])"),
 }
 

@@ -114,8 +114,8 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
     out: list = [Text(f"run {run.id}: {run.target} {cells.label(run.cell)}, repetition {run.repetition + 1}",
                       style="bold"),
                  Text(causes.traced_note(e))]
-    if len(periods) > 1:
-        out.append(Text(f"causes: {shares_text(causes.shares(periods, emulated=bool(e.emulated)))}"))
+    if len(periods) > 1:  # the run's causes, over every period it explained
+        out.append(Text(f"causes: {shares_text(causes.shares(e.periods, emulated=bool(e.emulated)))}"))
     for p in periods:
         chosen = _CHOSEN.get(p.chosen, p.chosen)
         table = Table(title=f"period {p.index + 1} ({chosen}): due at {_clock(p.due_ns)} on the trace's "
@@ -123,15 +123,18 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
         for name, justify in (("how long", "right"), ("share", "right"), ("cause", "left"),
                               ("who", "left"), ("fix", "left")):
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        said: set[str] = set()  # each fix once per period: the rows it fits say "as above"
         for part in sorted(p.parts, key=lambda x: -x.duration_ns):
             who = causes.who_key(part.who)
             full = part.who.text if part.who is not None and part.who.text else (who or "")
             r = causes.remedy(part.cause, part.who)
+            fix = causes.remedy_text(r) if r else ""
+            shown, _ = ("as above" if fix in said else fix), said.add(fix)
             table.add_row(duration(part.duration_ns), _share(part.duration_ns, p.lateness_ns), part.cause,
-                          Text(full), Text(causes.remedy_text(r) if r else ""))
+                          Text(full), Text(shown))
         if p.remainder_ns:
             table.add_row(duration(p.remainder_ns), _share(p.remainder_ns, p.lateness_ns),
-                          "not covered", Text("before the trace, after lost events or after its end"), "")
+                          "not covered", Text("before the trace, after lost events or after its end"), "—")
         out.append(table)
     trace = causes.trace_path(run, root)
     out.append(Text(f"its trace: {trace_commands(trace)}" if trace is not None else

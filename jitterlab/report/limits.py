@@ -80,12 +80,22 @@ def limits(runs: list[RunRecord], sysinfo_of: FactsOf,
     """What limited each target's measurements, the worst first. `traced`: per target whose runs
     explained late periods, the causes its traces show (report.causes.traced_causes); a limit whose
     fix removes only causes they do not show is left out there, so the limits and the causes agree."""
-    out: list[Limit] = []
+    return [limit for limit, kept in _judged(runs, sysinfo_of, traced) if kept]
+
+
+def withheld(runs: list[RunRecord], sysinfo_of: FactsOf, traced: Mapping[str, frozenset[str]]) -> list[Limit]:
+    """The limits that limits() leaves out because the traces show none of their causes."""
+    return [limit for limit, kept in _judged(runs, sysinfo_of, traced) if not kept]
+
+
+def _judged(runs: list[RunRecord], sysinfo_of: FactsOf,
+            traced: Mapping[str, frozenset[str]] | None) -> list[tuple[Limit, bool]]:
+    out: list[tuple[Limit, bool]] = []
     for target, info in sysinfo_by_target(runs, sysinfo_of).items():
         mine = [r for r in runs if r.target == target]
         shown = (traced or {}).get(target)
-        out += [limit for check in _CHECKS if (limit := check(target, info, mine)) is not None
-                and (shown is None or not limit.causes or limit.causes & shown)]
+        out += [(limit, shown is None or not limit.causes or bool(limit.causes & shown))
+                for check in _CHECKS if (limit := check(target, info, mine)) is not None]
     return out
 
 

@@ -75,6 +75,15 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         for x in found:
             where = f"{x.target}: " if several else ""
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
+    gaps = causes.uncovered_share(runs, how.explanations) if how.explanations is not None else {}
+    for x in limits.withheld(runs, how.sysinfo_of, traced or {}):
+        what = x.what.split(":")[0]
+        gap = gaps.get(x.target, 0.0)
+        # what the traces miss may hold it: said where they miss much
+        missed = (f"; they do not cover {causes.percent_share(gap)} of the lateness (lost events)"
+                  if gap >= 0.25 else "")
+        out.append(Text(f"not proposed on {x.target}: {what} — its traced runs show none of the time it "
+                        f"would cause ({', '.join(sorted(x.causes))}){missed}"))
     failed = sum(r.status != "ok" for r in runs)
     results = shlex.quote(how.results)
     more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --runs " \

@@ -92,6 +92,8 @@ def test_the_limits_block_proposes_no_remedy_for_a_cause_the_trace_does_not_show
     whats = [x.what for x in traced]
     assert not any(w.startswith("a VM (kvm)") for w in whats)  # the trace shows none unaccounted
     assert any(w.startswith("no isolated CPU") for w in whats)  # it shows a task preempting
+    assert [x.what.split(":")[0] for x in limits.withheld(runs, store.sysinfo, shown)] == ["a VM (kvm)"]
+    assert causes.uncovered_share(runs, causes.Explanations(store.root)) == {"board": 0.1}
     store.close()
 
 
@@ -110,3 +112,15 @@ def test_a_damaged_explanation_is_said_naming_its_file(results, tmp_path):
     finally:
         path.write_bytes(kept)
         store.close()
+
+
+def test_a_cell_stored_without_a_key_added_later_keeps_its_benchmarks_label():
+    from dataclasses import replace
+
+    from jitterlab.campaign import cells
+    from jitterlab.model.fakes import squarewave_cell
+
+    untraced = squarewave_cell("c-mmap", 1_000_000, load="cpu")  # no trace key: at its default
+    assert cells.label(untraced) == "c-mmap 1ms cpu (vpin)"
+    traced = replace(untraced, params=(*untraced.params, ("trace", "sched")))
+    assert cells.label(traced) == cells.label(untraced)

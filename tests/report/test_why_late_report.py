@@ -53,6 +53,7 @@ def test_the_section_says_each_traced_cell_with_its_fixes(page):
     assert "(tuning isolated)" in section and "IRQ 11&#39;s affinity away" in section
     assert "idle (vpin)" not in section  # the untraced cell has no line
     assert "traced (12,345 events)" in section and "trace-cmd report " in section
+    assert "run aaa111: board c-mmap 1ms cpu (vpin), repetition 1 (traced)" in html  # its own figures
     assert ("Traced, nothing explained: run ddd444 (board c-fifo 1ms cpu (vpin)): no mapping between the "
             "probe&#39;s edges and the trace (no program log)") in section
 

@@ -75,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
         for part in explain_lines(run_, e, store.root, periods[:SHOWN]):
             out.print(part)
         if len(periods) > SHOWN:
-            left = ", ".join(str(p.index + 1) for p in periods[SHOWN:])
-            out.print(f"{len(periods) - SHOWN} more explained periods ({left}): jitterlab explain --results "
-                      f"{results} {run_.id} --period K", highlight=False)
+            left = len(periods) - SHOWN
+            after = ", ".join(str(p.index + 1) for p in periods[SHOWN:2 * SHOWN])
+            rest = f" and {left - SHOWN} more" if left > SHOWN else ""
+            out.print(f"{left} more explained periods, the latest first: {after}{rest}; one of them: "
+                      f"jitterlab explain --results {results} {run_.id} --period K", highlight=False)
         return EXIT_OK
     finally:
         store.close()

@@ -125,6 +125,12 @@ def _campaigns(out, store, lines: list[CampaignLine], results: str) -> None:
     from jitterlab.analysis.samples import reader
 
     out.print(campaigns_table(lines, reader(store.read_series, plugins.traits)))
+    if len(lines) == 1:  # one campaign: why its traced cells' periods were late, one line each
+        from jitterlab.report.causes import Explanations
+        from jitterlab.report.causes_view import traced_lines
+
+        for line in traced_lines(lines[0].runs, Explanations(store.root)):
+            out.print(escape(line), highlight=False)
     command = f"jitterlab show --results {results}"
     latest = lines[-1]
     more = [f"every run: {command} --runs --campaign {shlex.quote(latest.name)}"]

@@ -17,7 +17,7 @@ from jitterlab.model.explanation import ExplainedPeriod
 from jitterlab.model.series import EdgeSeries
 from jitterlab.report.causes import OTHER, UNCOVERED, Shares, cause_text, percent_share, who_key
 from jitterlab.report.figures.base import MAX_ROWS, percent_axis
-from jitterlab.report.format import duration
+from jitterlab.report.format import counted, duration
 
 # one colour per cause, alike in every figure (what another task did: warm; interrupts: blue; the
 # program itself: green; no kernel event: grey)
@@ -26,8 +26,15 @@ COLOURS = {
     "irq": "#1f77b4", "softirq": "#17becf", "program": "#2ca02c", "slack": "#98df8a",
     "idle-exit": "#9467bd", "unaccounted": "#7f7f7f", OTHER: "#c7c7c7", UNCOVERED: "#ffffff",
 }
-MIN_LABELLED = 0.08  # a segment or span at least this share of its axis gets its share written in it
-MIN_WORDS = 0.3  # and at least this share, its words too
+AXES_PT = 0.88 * 11 * 72  # the width of a figure's axes in points, about (11 in wide figures)
+CHAR_PT = 0.6 * 7  # the width of a character of the 7 pt labels, about
+
+
+def fitting(width_share: float, *texts: str | None, axes_pt: float = AXES_PT) -> str | None:
+    """The first text that fits in a span `width_share` of the axes (`axes_pt` wide); None when none
+    does."""
+    room = width_share * axes_pt
+    return next((t for t in texts if t and len(t) * CHAR_PT <= room), None)
 # the legend: each cause in words (analysis/attribution.py CAUSES)
 LEGEND = {
     "wakeup": "another task ran instead", "switch": "a task ran on until the switch",
@@ -55,14 +62,15 @@ def shares_figure(cells: Mapping[tuple[str, str], Shares], several_targets: bool
             width = g.share * 100
             ax.barh(i, width, left=left, height=0.6, color=colour(g.cause), edgecolor="#555", lw=0.5,
                     gid=f"share-{g.cause}")
-            if g.share >= MIN_LABELLED:
-                words = percent_share(g.share) + (f" {g.text}" if g.share >= MIN_WORDS else "")
+            words = fitting(g.share, f"{percent_share(g.share)} {g.text}", percent_share(g.share),
+                            axes_pt=0.65 * AXES_PT)  # the cells' names take a third of the width
+            if words is not None:
                 ax.text(left + width / 2, i, words, ha="center", va="center", fontsize=7, clip_on=True)
             drawn.setdefault(g.cause, LEGEND.get(g.cause, g.cause))
             left += width
     names = [f"{t} {label}" if several_targets else label for (t, label), _ in shown]
-    notes = [f" ({s.periods} periods, {duration(s.lateness_ns)})" + (" — emulated" if s.emulated else "")
-             for _, s in shown]
+    notes = [f" ({counted(s.periods, 'period')}, {duration(s.lateness_ns)})"
+             + (" — emulated" if s.emulated else "") for _, s in shown]
     ax.set_yticks(np.arange(len(shown)), [n + note for n, note in zip(names, notes, strict=True)],
                   fontsize=8)
     ax.set_ylim(len(shown) - 0.5, -0.5)
@@ -119,8 +127,8 @@ def timeline_figure(period: ExplainedPeriod, edges: EdgeSeries | None, title: st
         bottom.broken_barh([(s.start_ns - due, width)], (row - 0.35, 0.7), facecolors=colour(s.cause),
                            edgecolor="#555", lw=0.5, gid=f"span-{s.cause or UNCOVERED}")
         who = who_key(s.who) if s.who is not None else None
-        words = cause_text(s.cause or UNCOVERED, who)
-        if width >= MIN_LABELLED * (hi - lo):
+        words = fitting(width / (hi - lo), cause_text(s.cause or UNCOVERED, who), who)
+        if words is not None:
             bottom.text(s.start_ns - due + width / 2, row, words, ha="center", va="center", fontsize=7,
                         clip_on=True)
         drawn.setdefault(s.cause or UNCOVERED, LEGEND.get(s.cause or UNCOVERED, s.cause or UNCOVERED))

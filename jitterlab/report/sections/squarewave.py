@@ -19,6 +19,7 @@ from jitterlab.model.records import RunRecord, Warning_
 from jitterlab.model.series import blind_spans
 from jitterlab.model.traits import OWN_VIEW
 from jitterlab.model.units import format_ns
+from jitterlab.report.causes import traced
 from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
 from jitterlab.report.limits import emulated_units
@@ -340,6 +341,7 @@ def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[di
             continue
         # named as the tables name its cell: with the labels that tell groups apart (image=A)
         title = f"run {r.id}: {_where_labelled(r, impl_of)}, repetition {r.repetition + 1}"
+        title += " (traced)" if traced(r) else ""
         note = "" if watched_program_pin(r) else DEMO_NOTE
         out.append({
             "id": r.id, "title": title, "worst": own(r, HEADLINE),
