@@ -26,7 +26,7 @@ from jitterlab.targets.qemu.machines.pc import PC
 
 HOSTNAME = "jitterlab-lava"
 PROMPT = f"root@{HOSTNAME}:"  # Debian's root .bashrc: \u@\h:\w\$
-PACKAGES = ("python3", "mount", "procps")  # the python impl; mount for /init (bash is Essential)
+PACKAGES = ("python3", "gcc", "make", "libc6-dev", "mount", "procps")  # what jitterlab needs; mount: /init
 # PID 1 of the ramdisk: no init system in the board root (it is reached over SSH by jitterlab's own
 # init); here a root shell on the serial console is what LAVA's test shell drives
 INIT = f"""#!/bin/sh

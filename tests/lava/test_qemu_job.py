@@ -49,7 +49,7 @@ def test_a_lava_qemu_job_installs_offline_and_records_the_measurements(tmp_path,
     started = time.monotonic()
     done = subprocess.run(["lava-run", "--job-id", "1", "--output-dir", str(tmp_path / "out"),
                            "--device", str(device), str(definition)],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=2400)
     took_s = time.monotonic() - started
     records = [yaml.safe_load(line) for line in done.stderr.splitlines() if line.startswith("{")]
     results = [r["msg"] for r in records if r.get("lvl") == "results"]
