@@ -2,6 +2,7 @@
 and where the rest goes.
 
     python bench/campaign_speed.py [--campaign examples/quickstart.toml] [--repetitions 1] [--report]
+                                   [--baseline DIR]
 
 Runs `python -m jitterlab run` on a copy of the campaign (the same cells; --repetitions 1 by default
 to keep it short, 0 keeps the file's) as a person would, with `--timings`, and prints the ratio wall
@@ -10,7 +11,12 @@ the phases the run timed itself: interpreter start-up and imports, preflight (ta
 target preparation (programs built and deployed), each run's phases (load start, probe set-up, load
 warm-up, the program's start and end beyond its duration, probe stop, analysis, store writes), the end
 screen, and what is left between them. --report also times `jitterlab report` on the results, as
-`make demo` writes it. Numbers vary with the machine's load: compare ratios taken in one run.
+`make demo` writes it. Numbers vary with the machine's load: compare ratios taken in one run;
+--baseline DIR measures the same campaign with the jitterlab of another source tree (e.g. `git archive
+REV | tar -x -C DIR`; it needs `run --timings`) first, and prints both.
+
+The runs' python writes and reads its bytecode cache as a user's does (PYTHONDONTWRITEBYTECODE, set
+in some shells and CI, would compile every module at every start: it is left out for them).
 """
 
 from __future__ import annotations
@@ -58,12 +64,18 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "jitterlab", *args]
 
 
-def startup_s(tries: int = 3) -> float:
+def child_env(tree: Path) -> dict[str, str]:
+    """The environment of a jitterlab of source tree `tree`, with the bytecode cache a user has."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": str(tree)}
+
+
+def startup_s(tree: Path, tries: int = 3) -> float:
     """The least wall time of `jitterlab --version`: the interpreter and the CLI's imports."""
     best = float("inf")
     for _ in range(tries):
         t0 = time.monotonic()
-        subprocess.run(cli("--version"), check=True, capture_output=True, cwd=ROOT)
+        subprocess.run(cli("--version"), check=True, capture_output=True, cwd=tree, env=child_env(tree))
         best = min(best, time.monotonic() - t0)
     return best
 
@@ -95,30 +107,45 @@ def main() -> None:
     parser.add_argument("--campaign", type=Path, default=ROOT / "examples" / "quickstart.toml")
     parser.add_argument("--repetitions", type=int, default=1, help="runs per cell (0: the file's)")
     parser.add_argument("--report", action="store_true", help="also time `jitterlab report`")
+    parser.add_argument("--baseline", type=Path, help="a source tree to measure first, for comparison")
     args = parser.parse_args()
+    trees = [("baseline", args.baseline.resolve())] if args.baseline else []
+    ratios = []
+    for name, tree in [*trees, ("this tree", ROOT)]:
+        print(f"== {name}: {tree}")
+        subprocess.run(cli("--version"), check=True, capture_output=True, cwd=tree, env=child_env(tree))
+        ratios.append((name, measure(tree, args.campaign, args.repetitions, args.report)))
+    if trees:
+        print("ratios wall / measured, taken one after the other: "
+              + ", ".join(f"{name} {ratio:.3f}" for name, ratio in ratios))
+
+
+def measure(tree: Path, source: Path, repetitions: int, report: bool) -> float:
+    """Run the campaign with the jitterlab of `tree`, print where its time went; its ratio."""
     with tempfile.TemporaryDirectory(prefix="jitterlab-speed-") as tmp_name:
         tmp = Path(tmp_name)
-        campaign = shortened(args.campaign, args.repetitions, tmp)
+        campaign = shortened(source, repetitions, tmp)
         timings, results = tmp / "timings.jsonl", tmp / "results"
         start_s = time.time()
         done = subprocess.run(cli("run", str(campaign), "--results", str(results), "--timings", str(timings)),
-                              cwd=ROOT, capture_output=True, text=True)
+                              cwd=tree, env=child_env(tree), capture_output=True, text=True)
         end_s = time.time()
         if done.returncode not in (0, 1) or not timings.exists():
             sys.exit(f"jitterlab run ended with {done.returncode}:\n{done.stdout}\n{done.stderr}")
         phases = [json.loads(line) for line in timings.read_text().splitlines()]
         measured, n_runs, failed = measured_s(results, campaign_name(campaign))
         report_s = None
-        if args.report:
+        if report:
             t0 = time.monotonic()
             subprocess.run(cli("report", "--results", str(results), "-o", str(tmp / "report.html")),
-                           cwd=ROOT, check=True, capture_output=True)
+                           cwd=tree, env=child_env(tree), check=True, capture_output=True)
             report_s = time.monotonic() - t0
-    show(phases, start_s, end_s, measured, n_runs, failed, report_s)
+    show(phases, start_s, end_s, measured, n_runs, failed, report_s, startup_s(tree))
+    return (end_s - start_s) / measured
 
 
 def show(phases: list[dict], start_s: float, end_s: float, measured: float, n_runs: int, failed: int,
-         report_s: float | None) -> None:
+         report_s: float | None, startup: float) -> None:
     wall = end_s - start_s
     total: dict[str, float] = defaultdict(float)
     for p in phases:
@@ -130,7 +157,6 @@ def show(phases: list[dict], start_s: float, end_s: float, measured: float, n_ru
           f"ratio {wall / measured:.3f} (goal <= 1.10)")
     load = Path("/proc/loadavg").read_text().split()[0]
     print(f"  (machine load at the end: {load} on {len(os.sched_getaffinity(0))} CPUs)")
-    startup = startup_s()
     rows: list[tuple[str, float]] = [
         ("start-up: interpreter, imports, campaign file", first - start_s),
         ("  of which `jitterlab --version` alone", startup),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +20,11 @@ from jitterlab.analysis.watched import NOT_WATCHED, watched_program_pin
 from jitterlab.model.records import RunRecord
 from jitterlab.report.figures.base import duration_axis, few_decades, percent_axis
 from jitterlab.report.format import count, duration, percent
-from jitterlab.report.traits import observer, own, subject_of, traits_of
+from jitterlab.report.traits import observer, own, traits_of
 from jitterlab.report.traits import period_ns as nominal_ns
+from jitterlab.report.wave_rules import HEADLINE, LOAD_ORDER, ordered_loads, unobserved  # noqa: F401
 
-HEADLINE = "max_rel_period_error"
 THRESHOLDS = (0.01, 0.10, 1.0)
-LOAD_ORDER = ("idle", "cpu", "net")  # the paper's order; other loads follow by name
 BLIND_MARK_FRACTION = 0.01  # a ring where the plotted run had at least this share of periods excluded
 # the ring's grade by the share of periods excluded as blind: (from share, marker size, line width, grey)
 BLIND_GRADES = ((BLIND_MARK_FRACTION, 9, 0.8, "#b0b0b0"), (0.05, 11, 1.5, "#606060"),
@@ -42,12 +41,6 @@ LOWER_BOUND_MARK = 6  # matplotlib's CARETUP, drawn just above a point whose val
 LOWER_BOUND_TEXT = "caret above a point: ≥, a lower bound (periods the probe did not observe)"
 LOG_PERIOD_SPAN = 20  # longest / shortest period of a run above which its timeline is drawn log
 period_errors = samples.period_errors  # the figures draw exactly the periods the metrics used
-
-
-def ordered_loads(loads: Iterable[str]) -> list[str]:
-    """idle, cpu, net, then the others by name."""
-    found = set(loads)
-    return [x for x in LOAD_ORDER if x in found] + sorted(found - set(LOAD_ORDER))
 
 
 def excluded_share(run: RunRecord) -> float:
@@ -67,17 +60,6 @@ def blind_grade_text(i: int) -> str:
     if i + 1 < len(BLIND_GRADES):
         return f"probe blind {percent(low)} – {percent(BLIND_GRADES[i + 1][0])} of periods"
     return f"probe blind ≥ {percent(low)} of periods"
-
-
-def unobserved(r: RunRecord, probe: str | None = None) -> int:
-    """Periods the probe did not observe in the run (excluded or hidden by missed edges); runs
-    stored before unobserved_periods count their excluded periods and missed edges. `probe`: the
-    run's own observer unless named."""
-    probe = subject_of(r) if probe is None else probe
-    value = r.metric("unobserved_periods", probe)
-    if value is None:
-        value = (r.metric("excluded_periods", probe) or 0) + (r.metric("missed_edges", probe) or 0)
-    return int(value)
 
 
 def worst_of(r: RunRecord) -> float:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Protocol
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Protocol
 
 from jitterlab.model.records import Cell, RunRecord
 from jitterlab.model.registry import Registry
 from jitterlab.report.warning_groups import Note
 from jitterlab.store.catalog import Store
+
+if TYPE_CHECKING:  # matplotlib loads with the figures, for the report alone
+    from matplotlib.figure import Figure
 
 DEFAULT = "standard"
 

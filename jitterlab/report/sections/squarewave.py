@@ -20,14 +20,13 @@ from jitterlab.model.series import blind_spans
 from jitterlab.model.traits import OWN_VIEW
 from jitterlab.model.units import format_ns
 from jitterlab.report.causes import traced
-from jitterlab.report.figures import squarewave as figures
 from jitterlab.report.format import percent
 from jitterlab.report.limits import emulated_units
 from jitterlab.report.sections.base import SECTIONS, SectionContext
 from jitterlab.report.traits import benchmark_traits, observer, own, period_ns, subject_of
 from jitterlab.report.warning_groups import CELL, Note
+from jitterlab.report.wave_rules import HEADLINE, ordered_loads, unobserved
 
-HEADLINE = figures.HEADLINE
 PERCENTILES = ("p50_rel_period_error", "p99_rel_period_error", "p999_rel_period_error",
                "p9999_rel_period_error")
 DEMO_NOTE = f"{NOT_WATCHED}: the probe watched another signal, these are that signal's periods"
@@ -90,6 +89,8 @@ class SquarewaveSection:
     template = "squarewave.html.j2"
 
     def build(self, runs: list[RunRecord], ctx: SectionContext) -> dict:
+        from jitterlab.report.figures import squarewave as figures  # matplotlib: for the report alone
+
         impl_of = impl_namer(runs)
         paper = [{"target": t, "svg": ctx.emit(figures.envelope_figure(runs, t, impl_of),
                                                f"error_vs_period_{t}", [t])}
@@ -265,7 +266,7 @@ def _style(value: float) -> str:
 def _cell_rows(runs: list[RunRecord], impl_of) -> list[dict]:
     rows = []
     groups = _cells(runs, impl_of)
-    loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
+    loads = {load: i for i, load in enumerate(ordered_loads(k[2] for k in groups))}
     for (target, impl, load, period, probe), cell in sorted(
             groups.items(), key=lambda kv: (kv[0][0], kv[0][1], loads[kv[0][2]], -kv[0][3], kv[0][4])):
         every_ok = [r for r in cell if r.status == "ok" and own(r, HEADLINE) is not None]
@@ -305,7 +306,7 @@ def most_informative(runs: list[RunRecord], impl_of) -> list[RunRecord]:
     for r in runs:
         if r.status == "ok" and own(r, HEADLINE) is not None and r.raw_path:
             groups[(r.target, impl_of(r), r.load)].append(r)
-    loads = {load: i for i, load in enumerate(figures.ordered_loads(k[2] for k in groups))}
+    loads = {load: i for i, load in enumerate(ordered_loads(k[2] for k in groups))}
     picked = []
     for key in sorted(groups, key=lambda k: (k[0], k[1], loads[k[2]])):
         independent = [r for r in groups[key] if observer(subject_of(r)).independent] or groups[key]
@@ -316,6 +317,8 @@ def most_informative(runs: list[RunRecord], impl_of) -> list[RunRecord]:
 
 def _run_figures(runs: list[RunRecord], impl_of, ctx: SectionContext) -> list[dict]:
     """Histogram and timeline of the worst run of each impl x load, at most max_run_figures."""
+    from jitterlab.report.figures import squarewave as figures
+
     limit = ctx.max_run_figures
     worst = most_informative(runs, impl_of)
     if len(worst) > limit:
@@ -363,8 +366,6 @@ def _marks(r: RunRecord) -> dict[str, float | None]:
     return {label: own(r, name) for label, name in (("p50", PERCENTILES[0]), ("p99", PERCENTILES[1]),
                                                       ("p99.9", PERCENTILES[2]), ("max", HEADLINE))}
 
-
-unobserved = figures.unobserved  # the terminal's "≥" and the figure's caret: one rule
 
 
 def percentile_text(r: RunRecord, name: str, probe: str | None = None) -> str:

@@ -11,7 +11,6 @@ from jitterlab.analysis.direction import direction_of
 from jitterlab.analysis.samples import distribution, overflow_count
 from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
-from jitterlab.report.figures import standard as figures
 from jitterlab.report.format import format_value
 from jitterlab.report.sections.base import SECTIONS, SectionContext
 from jitterlab.report.summaries import BenchmarkSummary, Value, column_title, run_label, summarize
@@ -26,6 +25,8 @@ class StandardSection:
     template = "standard.html.j2"
 
     def build(self, runs: list[RunRecord], ctx: SectionContext) -> dict:
+        from jitterlab.report.figures import standard as figures  # matplotlib: for the report alone
+
         out = []
         for bench in summarize(runs):
             rows = [{"cell": c.name, "status": c.status, "errors": c.errors,
@@ -77,6 +78,8 @@ def _distribution(bench: BenchmarkSummary, ctx: SectionContext) -> str | None:
     """The latency distribution of the worst run of each cell (by the first headline metric), as
     CCDFs in one figure (split into panels by load when there are more than an eye can follow),
     each curve naming its run."""
+    from jitterlab.report.figures import standard as figures
+
     curves: dict[str, tuple] = {}
     targets: set[str] = set()
     overflow: dict[str, int] = {}

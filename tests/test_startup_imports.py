@@ -1,0 +1,38 @@
+"""What `jitterlab run` imports before its first run and for its end screen leaves out the libraries
+only some steps need (seconds each on a loaded machine): matplotlib (the report's figures), scipy (a
+comparison's tests), numba (the squarewave analysis, loaded beside the preflight by the warm-up)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("matplotlib", "scipy", "numba")
+# the command line, the campaign and its plug-ins, the runner, and what the run's end screen shows
+RUN_PATH = ("jitterlab.cli.main", "jitterlab.campaign.file", "jitterlab.plugins",
+            "jitterlab.execution.runner", "jitterlab.execution.preflight", "jitterlab.cli.progress",
+            "jitterlab.report.terminal",
+            "jitterlab.report.sections", "jitterlab.report.summary_screen", "jitterlab.cli.commands.summary",
+            "jitterlab.analysis.squarewave", "jitterlab.analysis.groups")
+
+
+def loaded_after(modules: tuple[str, ...]) -> set[str]:
+    code = ("import importlib, json, sys\n"
+            f"for name in {list(modules)!r}: importlib.import_module(name)\n"
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300, check=True)
+    return set(json.loads(done.stdout))
+
+
+def test_the_run_and_its_end_screen_load_no_plotting_statistics_or_compiler():
+    assert loaded_after(RUN_PATH) & set(HEAVY) == set()
+
+
+def test_the_check_sees_them_where_they_are_needed():
+    assert {"matplotlib", "numba"} <= loaded_after(("jitterlab.report.figures.squarewave",
+                                                    "jitterlab.analysis.squarewave_scan"))
