@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign, TargetSpec
 from jitterlab.execution.rt_throttle import ThrottleChange
+from jitterlab.execution.tuning import RunTuning, refusal_warnings, refusals
 from jitterlab.measure.context import Placement
 from jitterlab.model.errors import TargetLost, UserError, Where
 from jitterlab.model.facts import SystemFacts, ThrottleRecord
@@ -39,6 +40,7 @@ class TargetSession:
     # cells that cannot run on this target (it lacks their interpreter, tool or a library) -> why
     unavailable: dict[str, str] = field(default_factory=dict)
     throttle: ThrottleChange | None = None  # what the campaign did to its RT throttling (runner)
+    tuning: RunTuning | None = None  # the tuning of the run measured now (runner), put back on an interrupt
 
 
 def open_targets(campaign: Campaign) -> list[TargetSession]:
@@ -176,6 +178,9 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
         )
     for why in dict.fromkeys(declared.values()):
         warnings.append(Warning_(f"{why.message} (its cells' runs are stored as unavailable)", why.remedy))
+    refused = refusals(target, cells, placement)  # a tuning that cannot be applied to a cell here
+    unavailable.update(refused)
+    warnings += refusal_warnings(refused)
     return TargetSession(
         spec, target, info, placement, rt_permitted, warnings=warnings, unavailable=unavailable
     )

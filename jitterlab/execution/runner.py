@@ -17,6 +17,7 @@ from pathlib import Path
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign
 from jitterlab.execution import rt_throttle
+from jitterlab.execution.tuning import RunTuning, measure_tuned
 from jitterlab.execution.controller import open_controller
 from jitterlab.execution.deploy import deploy
 from jitterlab.execution.loads import TargetLoads, load_key
@@ -266,6 +267,9 @@ class Runner:
         try:
             for session in sessions:
                 self._restore_throttling(session)
+                if session.tuning is not None:  # the run's own thread would find its target closed
+                    for problem in session.tuning.restore():
+                        self.notice(session.spec.name, f"tuning {session.tuning.cell.tuning}: {problem}")
             for session in sessions:
                 session.target.close()
         finally:
@@ -375,7 +379,9 @@ class Runner:
             ctx = RunContext(target, settings, cell, rep, scratch, local_dir, session.bindir,
                              session.placement, session.rt_permitted, controller=controller,
                              throttling=throttling_of(session.info))
-            result = measure(bench, ctx, loads, keep=runs > 1, runs=runs)
+            session.tuning = RunTuning(target, cell, session.placement)
+            result = measure_tuned(session.tuning, ctx,
+                                   lambda tuned: measure(bench, tuned, loads, keep=runs > 1, runs=runs))
             if result.lost is not None:
                 session.lost = result.lost
         except Exception:
