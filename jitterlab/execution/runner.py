@@ -17,13 +17,13 @@ from pathlib import Path
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign
 from jitterlab.execution import rt_throttle
-from jitterlab.execution.tuning import RunTuning, measure_tuned
 from jitterlab.execution.controller import open_controller
 from jitterlab.execution.deploy import deploy
 from jitterlab.execution.loads import TargetLoads, load_key
 from jitterlab.execution.preflight import TargetSession, open_targets, unbuilt
 from jitterlab.execution.run import Measured, measure
 from jitterlab.execution.sweep import sweep
+from jitterlab.execution.tuning import RunTuning, measure_tuned
 from jitterlab.measure.benchmarks.base import Benchmark, Phases
 from jitterlab.measure.context import RunContext, Throttling
 from jitterlab.model.errors import RunFailed, UserError

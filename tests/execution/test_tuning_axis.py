@@ -1,0 +1,147 @@
+"""Tunings as a matrix axis: the key read into cells, each run under its cell's tuning applied right
+before it and put back after (an interrupt too), what it did stored with the run, and a tuning that
+cannot be applied making its cells unavailable with the reason, at --dry-run already."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jitterlab import plugins
+from jitterlab.campaign.file import with_tunings
+from jitterlab.execution.tuning import ATTACHMENT, read_record
+from jitterlab.model.errors import UserError
+from jitterlab.model.registry import Entry
+from jitterlab.store.catalog import Store
+from jitterlab.targets import fake
+from jitterlab.tunings import files, journal
+from jitterlab.tunings.base import TUNINGS
+from tests.execution import fakes
+from tests.execution.test_runner import run
+from tests.support import campaign_from_toml
+from tests.tunings.machine import Machine
+
+SYSCTL = "proc/sys/kernel/sched_rt_runtime_us"
+
+
+def test_the_tuning_key_is_an_axis_of_the_cells_and_none_keeps_a_cells_identity(monkeypatch):
+    fakes.register(monkeypatch)
+    plain = campaign_from_toml("fake", 'load = ["idle", "cpu"]')
+    tuned = campaign_from_toml("fake", 'load = ["idle", "cpu"]\ntuning = ["none", "irq-away"]')
+    assert [(c.load, c.tuning) for c in tuned.cells] == [
+        ("idle", "none"), ("idle", "irq-away"), ("cpu", "none"), ("cpu", "irq-away")]
+    assert [c.key for c in tuned.cells if c.tuning == "none"] == [c.key for c in plain.cells]
+    assert tuned.cells[1].key.endswith(" tuning=irq-away")
+    assert with_tunings(plain, "none,irq-away").cells == tuned.cells
+    assert [c.tuning for c in with_tunings(tuned, "mlock").cells] == ["mlock", "mlock"]
+    dropped = campaign_from_toml("fake", 'tuning = ["none", "irq-away"]\n[[exclude]]\ntuning = "irq-away"')
+    assert [c.tuning for c in dropped.cells] == ["none"]
+
+
+@pytest.mark.parametrize(("matrix", "option", "said"), [
+    ('tuning = ["none", "irq-awy"]', None, "c.toml: matrix.tuning: unknown tuning 'irq-awy'; did you mean "
+                                           "'irq-away'?"),
+    ('tuning = ["none", "none"]', None, "c.toml: matrix.tuning: a value is listed twice"),
+    ("tuning = 3", None, "c.toml: matrix.tuning: expected a tuning name (a string), got 3"),
+    ("", "none,rt-unthrotled", "--tuning 'none,rt-unthrotled': unknown tuning 'rt-unthrotled'; did you "
+                               "mean 'rt-unthrottled'?"),
+    ("", "none,,mlock", "--tuning 'none,,mlock': give tuning names separated by commas"),
+])
+def test_an_unknown_tuning_is_refused_naming_the_key_and_the_closest_name(monkeypatch, matrix, option, said):
+    fakes.register(monkeypatch)
+    with pytest.raises(UserError) as err:
+        campaign = campaign_from_toml("fake", matrix)
+        with_tunings(campaign, option)
+    assert str(err.value).startswith(said)
+
+
+def _tuned_machine(tmp_path: Path, monkeypatch) -> Machine:
+    """A fake machine whose rt-unthrottled tuning is the registry's, and fake targets whose tuning
+    scripts act on its tree for real (nothing else runs)."""
+    fakes.register(monkeypatch)
+    monkeypatch.setattr(fake, "OPENED", [])
+    machine = Machine(tmp_path)
+    entry = TUNINGS._entries["rt-unthrottled"]
+    monkeypatch.setitem(TUNINGS._entries, "rt-unthrottled",
+                        Entry(entry.name, entry.help, entry.obj.at(machine.root)))
+
+    def opened(name, options, where=None):
+        target = fake.open_fake(name, options, where)
+        real = target._local.run
+        for script in (files._READ, files._WRITE, journal._KEEP, journal._LOOK):
+            target.respond(["sh", "-c", script], response=real)
+        target.respond(["rm", "-f", "--", f"{machine.root}{journal.JOURNAL_DIR}/"], response=real)
+        target.respond(["rm", "-f", "--"], response=real)
+        return target
+
+    monkeypatch.setitem(plugins.TARGETS._entries, "fake", Entry("fake", "for tests", opened))
+    return machine
+
+
+def _campaign(tmp_path: Path, tunings: str = '["none", "rt-unthrottled"]', reps: int = 2) -> Path:
+    path = tmp_path / "fake.toml"
+    path.write_text("\n".join([
+        "[campaign]", 'name = "tuned"', f"repetitions = {reps}", 'duration = "10ms"', 'warmup = "1ms"',
+        'load_warmup = "1ms"', 'run_timeout = "1s"', "[[target]]", 'name = "a"', 'kind = "fake"',
+        f"workdir = {json.dumps(str(tmp_path / 'a'))}", "[matrix]", 'benchmark = "fake"', 'load = "fake"',
+        f"tuning = {tunings}", ""]))
+    return path
+
+
+def test_a_run_under_a_tuning_has_it_applied_and_stores_what_it_did_then_it_is_put_back(
+        tmp_path, monkeypatch):
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    before = machine.path(SYSCTL).read_bytes()
+    seen: list[tuple[str, str, tuple]] = []
+    measure = fakes._Measuring.measure
+
+    def measuring(self):  # what the machine and the run's context hold while it measures
+        seen.append((self.ctx.cell.tuning, machine.read(SYSCTL), tuple(a.tuning for a in self.ctx.tunings)))
+        return measure(self)
+
+    monkeypatch.setattr(fakes._Measuring, "measure", measuring)
+    assert run(_campaign(tmp_path)) == 0
+    assert seen == [("none", "950000\n", ()), ("rt-unthrottled", "-1\n", ("rt-unthrottled",))] * 2
+    assert machine.path(SYSCTL).read_bytes() == before and machine.journal() == []
+    store = Store(tmp_path / "results", create=False)
+    for r in store.runs():
+        assert r.status == "ok"
+        if r.cell.tuning == "none":
+            assert ATTACHMENT not in r.attachments
+            continue
+        applied, problems = read_record((tmp_path / "results" / r.attachments[ATTACHMENT]).read_bytes())
+        assert (applied.tuning, problems) == ("rt-unthrottled", [])
+        assert [(Path(s.path).name, s.before, s.after) for s in applied.changed] == [
+            ("sched_rt_runtime_us", "950000\n", "-1\n")]
+
+
+def test_an_interrupted_run_under_a_tuning_has_it_put_back(tmp_path, monkeypatch):
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    fakes.PLAN.interrupt = ("a", "measure", 0)
+    measure = fakes._Measuring.measure
+
+    def measuring(self):
+        if self.ctx.cell.tuning == "none":  # the interrupt comes while the tuned cell measures
+            self.ctx.target.clock_s += 0.01
+            return self.ctx.repetition
+        return measure(self)
+
+    monkeypatch.setattr(fakes._Measuring, "measure", measuring)
+    assert run(_campaign(tmp_path)) == 130
+    assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
+
+
+def test_a_tuning_its_check_refuses_makes_its_cells_unavailable_with_why_at_dry_run_already(
+        tmp_path, monkeypatch, capsys):
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    machine.remove(SYSCTL)
+    path = _campaign(tmp_path, reps=1)
+    assert run(path, "--dry-run") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "unavailable: a fake tuning=rt-unthrottled fake: tuning rt-unthrottled cannot be applied:" in out
+    assert run(path) == 1  # a run not measured, as for a cell whose tool the target lacks
+    stored = {r.cell.tuning: r for r in Store(tmp_path / "results", create=False).runs()}
+    assert stored["none"].status == "ok" and stored["rt-unthrottled"].status == "unavailable"
+    assert stored["rt-unthrottled"].error.startswith("tuning rt-unthrottled cannot be applied: ")
