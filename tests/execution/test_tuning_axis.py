@@ -105,6 +105,8 @@ def test_a_run_under_a_tuning_has_it_applied_and_stores_what_it_did_then_it_is_p
     assert run(_campaign(tmp_path)) == 0
     assert seen == [("none", "950000\n", ()), ("rt-unthrottled", "-1\n", ("rt-unthrottled",))] * 2
     assert machine.path(SYSCTL).read_bytes() == before and machine.journal() == []
+    [stored] = Store(tmp_path / "results", create=False).runs()
+    assert (stored.status, stored.cell.tuning, stored.metric("fps")) == ("ok", "rt-unthrottled", 1.0)
     store = Store(tmp_path / "results", create=False)
     for r in store.runs():
         assert r.status == "ok"
@@ -145,3 +147,59 @@ def test_a_tuning_its_check_refuses_makes_its_cells_unavailable_with_why_at_dry_
     stored = {r.cell.tuning: r for r in Store(tmp_path / "results", create=False).runs()}
     assert stored["none"].status == "ok" and stored["rt-unthrottled"].status == "unavailable"
     assert stored["rt-unthrottled"].error.startswith("tuning rt-unthrottled cannot be applied: ")
+
+
+_JITTERLAB_ON_THE_MACHINE = """
+import functools, sys
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from jitterlab.model.registry import Entry
+from jitterlab.tunings import journal
+from jitterlab.tunings.base import TUNINGS
+from tests.tunings.machine import Machine
+machine = Machine(Path({tmp!r}), made=True)
+entry = TUNINGS._entries["rt-unthrottled"]
+TUNINGS._entries["rt-unthrottled"] = Entry(entry.name, entry.help, entry.obj.at(machine.root))
+journal.restore_orphaned = functools.partial(journal.restore_orphaned, root=machine.root)
+from jitterlab.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_jitterlab_killed_mid_cell_under_a_tuning_leaves_it_for_the_resumed_campaign_to_put_back(tmp_path):
+    """A real `jitterlab run` on the local target, its tuning on a fake machine's file: SIGKILL while
+    the tuned cell measures leaves the file changed and the journal entry; --resume puts it back
+    before its first run, byte for byte, and measures the rest."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support import eventually, local_campaign
+
+    machine = Machine(tmp_path)
+    before = machine.path(SYSCTL).read_bytes()
+    go = tmp_path / "go"  # the command waits for it: long enough to be killed, at once when resumed
+    wait = f"while [ ! -e {go} ]; do sleep 0.05; done; echo fps=1"
+    metric = '[[matrix.metric]]\nname = "fps"\nregex = \'fps=([0-9.]+)\'\nunit = "1/s"\ndirection = "higher"\n'
+    path = local_campaign(tmp_path, '[matrix]\nbenchmark = "command"\nname = "wait"\n'
+                          f'argv = ["sh", "-c", {json.dumps(wait)}]\ntuning = ["rt-unthrottled"]\n{metric}',
+                          name="killed", duration="1s", run_timeout="60s")
+    script = _JITTERLAB_ON_THE_MACHINE.format(repo=str(Path(__file__).parents[2]), tmp=str(tmp_path))
+    argv = [sys.executable, "-c", script, "run", str(path), "--results", str(tmp_path / "results")]
+    killed = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        eventually(lambda: not (machine.read(SYSCTL) == "-1\n" and machine.journal()), timeout_s=60)
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(10)
+    assert machine.read(SYSCTL) == "-1\n" and len(machine.journal()) == 1
+    go.touch()
+    resumed = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=120,
+                             input="")
+    out = " ".join(resumed.stdout.split())
+    assert "restored tuning rt-unthrottled left applied by a killed jitterlab run (1 file)" in out, (
+        resumed.stdout, resumed.stderr)
+    assert machine.path(SYSCTL).read_bytes() == before and machine.journal() == []
+    [stored] = Store(tmp_path / "results", create=False).runs()
+    assert (stored.status, stored.cell.tuning, stored.metric("fps")) == ("ok", "rt-unthrottled", 1.0)
