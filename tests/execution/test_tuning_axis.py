@@ -180,7 +180,8 @@ def test_jitterlab_killed_mid_cell_under_a_tuning_leaves_it_for_the_resumed_camp
     before = machine.path(SYSCTL).read_bytes()
     go = tmp_path / "go"  # the command waits for it: long enough to be killed, at once when resumed
     wait = f"while [ ! -e {go} ]; do sleep 0.05; done; echo fps=1"
-    metric = '[[matrix.metric]]\nname = "fps"\nregex = \'fps=([0-9.]+)\'\nunit = "1/s"\ndirection = "higher"\n'
+    metric = ('[[matrix.metric]]\nname = "fps"\nregex = \'fps=([0-9.]+)\'\nunit = "1/s"\n'
+              'direction = "higher"\n')
     path = local_campaign(tmp_path, '[matrix]\nbenchmark = "command"\nname = "wait"\n'
                           f'argv = ["sh", "-c", {json.dumps(wait)}]\ntuning = ["rt-unthrottled"]\n{metric}',
                           name="killed", duration="1s", run_timeout="60s")
