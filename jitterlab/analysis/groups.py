@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
-from jitterlab.model.records import TUNING_KEY, RunRecord
+from jitterlab.model.records import NO_TUNING, TUNING_KEY, RunRecord
 from jitterlab.model.registry import did_you_mean
 
 SHOWN_IDS = 3  # run ids named when groups overlap
@@ -193,7 +193,8 @@ def mixed_labels(pairing: Pairing, baseline: Selector,
 
 
 def label_pairs(runs: list[RunRecord]) -> list[tuple[Selector, Selector]]:
-    """Consecutive value pairs of every label key that takes more than one value (for reports)."""
+    """Consecutive value pairs of every label key that takes more than one value, then each tuning
+    the runs were measured under against "none" (for reports)."""
     values: dict[str, set[str]] = defaultdict(set)
     for r in runs:
         for k, v in r.labels.items():
@@ -202,6 +203,11 @@ def label_pairs(runs: list[RunRecord]) -> list[tuple[Selector, Selector]]:
     for key in sorted(values):
         vals = sorted(values[key], key=_natural)
         pairs += [(Selector(key, x), Selector(key, y)) for x, y in itertools.pairwise(vals)]
+    # the tunings a campaign measured are a group like a label's values, each judged against "none"
+    tunings = {r.cell.tuning for r in runs}
+    if NO_TUNING in tunings:
+        pairs += [(Selector(TUNING_KEY, NO_TUNING), Selector(TUNING_KEY, t))
+                  for t in sorted(tunings - {NO_TUNING})]
     return pairs
 
 

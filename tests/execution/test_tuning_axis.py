@@ -204,3 +204,20 @@ def test_jitterlab_killed_mid_cell_under_a_tuning_leaves_it_for_the_resumed_camp
     assert machine.path(SYSCTL).read_bytes() == before and machine.journal() == []
     [stored] = Store(tmp_path / "results", create=False).runs()
     assert (stored.status, stored.cell.tuning, stored.metric("fps")) == ("ok", "rt-unthrottled", 1.0)
+
+
+def test_tunings_are_compared_as_groups_and_decided_until_a_verdict(tmp_path, monkeypatch, capsys):
+    """`run --tuning none,T --until-decided tuning=none..tuning=T` ends on the verdict per cell, and
+    the views pair each tuning with "none" as they pair a label's values."""
+    from jitterlab.analysis.groups import label_pairs
+
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    path = _campaign(tmp_path, tunings='"none"', reps=3)
+    assert run(path, "--tuning", "none,rt-unthrottled", "--until-decided",
+               "tuning=none..tuning=rt-unthrottled", "--max-runs", "2") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "tuning=rt-unthrottled vs tuning=none" in out
+    assert "--until-decided tuning=none..tuning=rt-unthrottled: " in out
+    runs = Store(tmp_path / "results", create=False).runs()
+    assert [(str(a), str(b)) for a, b in label_pairs(runs)] == [("tuning=none", "tuning=rt-unthrottled")]
+    assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
