@@ -23,6 +23,7 @@ class Limit:
     what: str
     fix: str
     likely: str
+    tuning: str = ""  # the tuning (jitterlab/tunings/) that applies the fix for a cell's runs: measurable
 
 
 FactsOf = Callable[[int], SystemFacts | None]  # the store's sysinfo(id)
@@ -165,7 +166,8 @@ def _rt_throttling(target: str, info: SystemFacts, runs: list[RunRecord]) -> Lim
     if not polled_here:  # no probe to lift it for: only a busy real-time thread of the program's
         fix = ("nothing for the probes, which run outside the target; for a program that keeps a "
                f"real-time thread busy there (e.g. impl kmod-busy): {fix}")
-    return Limit(target, what, fix, likely)
+    # from inside a container jitterlab cannot lift it either: no tuning to measure it by
+    return Limit(target, what, fix, likely, "" if info.in_container else "rt-unthrottled")
 
 
 def _location(probe: str) -> str:
@@ -189,7 +191,7 @@ def _not_isolated(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limi
                  "and the probe ([campaign.cpus])",
                  "fewer and shorter stalls: the max rule holds at shorter periods, most of all under load"
                  if square else
-                 "fewer and shorter stalls: lower maxima, most of all under load")
+                 "fewer and shorter stalls: lower maxima, most of all under load", "isolated")
 
 
 def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
@@ -198,7 +200,7 @@ def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | 
         return None
     return Limit(target, f"CPU frequency governor {'/'.join(slow)}: the clock speed changes while measuring",
                  "cpupower frequency-set -g performance",
-                 "steadier wake-ups at the short periods")
+                 "steadier wake-ups at the short periods", "governor-performance")
 
 
 _CHECKS = (_emulated, _emulated_unit, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)

@@ -39,6 +39,9 @@ class Screen:
     samples: Callable[[RunRecord], dict] | None = None
     # how to add repetitions where a verdict is undecided; {pair} becomes BASELINE..CANDIDATE
     more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
+    # the command that measures a limit's fix through its tuning; {tuning} becomes its name ("": none
+    # to give, e.g. imported captures, which jitterlab cannot measure again)
+    measure_tuning: str = ""
 
 
 def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
@@ -67,7 +70,9 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         several = len({x.target for x in found}) > 1
         for x in found:
             where = f"{x.target}: " if several else ""
-            out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
+            command = how.measure_tuning.format(tuning=x.tuning)
+            measured = f"\n    measure it here (tuning {x.tuning}): {command}" if x.tuning and command else ""
+            out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}{measured}"))
     failed = sum(r.status != "ok" for r in runs)
     results = shlex.quote(how.results)
     more = f"every run{f' ({failed} not ok)' if failed else ''} and its warnings: jitterlab show --runs " \
