@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jitterlab import plugins
-from jitterlab.campaign.matrix import read_matrix
+from jitterlab.campaign.matrix import check_tuning, read_matrix
 from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.labels import CONTROL, MAX_NAME, check_label, printable
 from jitterlab.model.records import NO_TUNING, OPTION_KEYS, TUNING_KEY, Cell, RunSettings
@@ -231,7 +231,8 @@ def _check_cpus(campaign: Campaign, target: str, n_cpus: int | None, where: str)
 
 
 def with_tunings(campaign: Campaign, text: str, option: str = "--tuning") -> Campaign:
-    """The campaign with its matrix's `tuning` axis replaced by the names of `text` ("none,irq-away"):
+    """The campaign with its matrix's `tuning` axis replaced by the names of `text` ("none,irq-away";
+    "irq-away+cpu-dma-latency" applies both):
     each cell of the matrix once per tuning, the tuning varying fastest as the matrix has it."""
     names = [n.strip() for n in text.split(",")]
     if not all(names):
@@ -240,7 +241,7 @@ def with_tunings(campaign: Campaign, text: str, option: str = "--tuning") -> Cam
     if len(set(names)) != len(names):
         raise UserError(f"{option} {shown(text)}: a tuning is named twice; name each once")
     for name in names:
-        plugins.TUNINGS.get(name, f"{option} {shown(text)}")
+        check_tuning(name, f"{option} {shown(text)}")
     bare = dict.fromkeys(c.with_tuning(NO_TUNING) for c in campaign.cells)
     cells = tuple(c.with_tuning(t) for c in bare for t in names)
     if len(cells) * campaign.repetitions > MAX_RUNS:

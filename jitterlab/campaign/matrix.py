@@ -88,6 +88,20 @@ def read_matrix(data: Mapping[str, object], where: str, targets: Sequence[str]) 
     return Matrix(tuple(every), tuple(kept), tuple(excludes), tuple(notes))
 
 
+def check_tuning(value: object, where: str) -> None:
+    """A tuning's name, or several applied together ("irq-away+cpu-dma-latency", as loads combine);
+    UserError naming `where` and the closest name otherwise."""
+    if not isinstance(value, str):
+        plugins.TUNINGS.get(value, where)  # type: ignore[arg-type]  (says what it expected)
+        return
+    parts = value.split("+")
+    for part in parts:
+        plugins.TUNINGS.get(part, where)
+    if len(parts) > 1 and (len(set(parts)) != len(parts) or NO_TUNING in parts):
+        raise UserError(f"{where}: {shown(value)} names a tuning twice or with none; name each once, "
+                        "e.g. irq-away+cpu-dma-latency")
+
+
 def _value(cell: Cell, key: str) -> object:
     common = {"target": cell.target, "benchmark": cell.benchmark, "load": cell.load, TUNING_KEY: cell.tuning}
     return common[key] if key in common else cell.param(key, None)  # type: ignore[arg-type]
@@ -118,7 +132,7 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
     loads = _values(table, "load", where, "idle")
     tunings = _values(table, TUNING_KEY, where, NO_TUNING)
     for tuning in tunings:
-        plugins.TUNINGS.get(tuning, f"{where}{TUNING_KEY}")  # a name, and a known one (closest named)
+        check_tuning(tuning, f"{where}{TUNING_KEY}")
     for name in benchmarks:
         if not isinstance(name, str):
             raise UserError(f"{where}benchmark: expected names (strings), got {shown(name)}")
@@ -209,7 +223,7 @@ def _excludes(data: Mapping[str, object], where: str, benchmarks: set[str],
                 if axis == "benchmark":
                     plugins.BENCHMARKS.get(v, at)
                 if axis == TUNING_KEY:
-                    plugins.TUNINGS.get(v, at)
+                    check_tuning(v, at)
                 for part in v.split("+") if axis == "load" else ():
                     plugins.LOADS.get(part, at)
             allowed[axis] = frozenset(values)

@@ -41,8 +41,12 @@ def program_of(cell: Cell) -> ProgramTraits | None:
     return None
 
 
-def tuning_of(cell: Cell) -> Tuning:
-    return plugins.TUNINGS.get(cell.tuning, "matrix.tuning")
+def tunings_of(cell: Cell) -> list[tuple[str, Tuning]]:
+    """The tunings of a cell, in the order they are applied ("irq-away+cpu-dma-latency": both);
+    none for "none"."""
+    if cell.tuning == NO_TUNING:
+        return []
+    return [(name, plugins.TUNINGS.get(name, "matrix.tuning")) for name in cell.tuning.split("+")]
 
 
 def refusals(target: Target, cells: Iterable[Cell], placement: Placement) -> dict[str, str]:
@@ -51,18 +55,18 @@ def refusals(target: Target, cells: Iterable[Cell], placement: Placement) -> dic
     out: dict[str, str] = {}
     checked: dict[tuple[str, Cpus], str | None] = {}
     for cell in cells:
-        if cell.tuning == NO_TUNING:
-            continue
-        tuning, cpus = tuning_of(cell), cpus_of(cell, placement)
-        why = tuning.skips(program_of(cell))
-        if why is not None:
-            why = f"it does nothing here: {why}"
-        else:
-            if (cell.tuning, cpus) not in checked:
-                checked[(cell.tuning, cpus)] = tuning.check(target, cpus)
-            why = checked[(cell.tuning, cpus)]
-        if why is not None:
-            out[cell.key] = f"tuning {cell.tuning} cannot be applied: {why}"
+        cpus = cpus_of(cell, placement)
+        for name, tuning in tunings_of(cell):
+            why = tuning.skips(program_of(cell))
+            if why is not None:
+                why = f"it does nothing here: {why}"
+            else:
+                if (name, cpus) not in checked:
+                    checked[(name, cpus)] = tuning.check(target, cpus)
+                why = checked[(name, cpus)]
+            if why is not None:
+                out[cell.key] = f"tuning {name} cannot be applied: {why}"
+                break
     return out
 
 
@@ -76,53 +80,61 @@ def refusal_warnings(unavailable: dict[str, str]) -> list[Warning_]:
 
 
 class RunTuning:
-    """The tuning of one run: applied once, restored once, from whichever thread comes first (the
-    run's own when it ends, or the main thread's on an interrupt, before it closes the target)."""
+    """The tunings of one run: applied once, in order, restored once, in reverse order, from
+    whichever thread comes first (the run's own when it ends, or the main thread's on an interrupt,
+    before it closes the target)."""
 
     def __init__(self, target: Target, cell: Cell, placement: Placement) -> None:
         self.target, self.cell = target, cell
-        self.tuning = tuning_of(cell) if cell.tuning != NO_TUNING else None
+        self.tunings = tunings_of(cell)
         self.cpus = cpus_of(cell, placement)
-        self.applied: Applied | None = None
+        self.applied: list[tuple[Tuning, Applied]] = []
         self.problems: list[str] | None = None  # None: not restored yet
         self._lock = threading.Lock()
 
-    def apply(self) -> Applied | None:
-        """Apply the cell's tuning (None for "none"); RunFailed (unavailable) with its reason."""
-        if self.tuning is None:
-            return None
+    def apply(self) -> tuple[Applied, ...]:
+        """Apply the cell's tunings (none for "none"); RunFailed (unavailable) with the reason of
+        the first that cannot be, the ones before it put back."""
         with self._lock:
-            if self.problems is not None:  # interrupted before it was applied: leave it be
+            if self.problems is not None:  # interrupted before they were applied: leave them be
                 raise RunFailed("interrupted before its tuning was applied")
-            self.applied = self.tuning.apply(self.target, self.cpus)
-            return self.applied
+            try:
+                for _, tuning in self.tunings:
+                    self.applied.append((tuning, tuning.apply(self.target, self.cpus)))
+            except BaseException:
+                self._restore()
+                raise
+            return tuple(a for _, a in self.applied)
 
     def restore(self) -> list[str]:
         """Put back what was applied (idempotent); the problems left, each with its fix."""
         with self._lock:
-            if self.problems is not None:
-                return self.problems
-            self.problems = []
-            if self.tuning is not None and self.applied is not None:
-                try:
-                    self.problems = self.tuning.restore(self.target, self.applied)
-                except Exception as exc:  # a lost target: its journal entry stays for the next campaign
-                    self.problems = [f"it could not be put back ({exc}); the next jitterlab run on this "
-                                     "machine puts it back from its journal"]
+            return self._restore()
+
+    def _restore(self) -> list[str]:
+        if self.problems is not None:
             return self.problems
+        self.problems = []
+        for tuning, applied in reversed(self.applied):
+            try:
+                self.problems += tuning.restore(self.target, applied)
+            except Exception as exc:  # a lost target: its journal entry stays for the next campaign
+                self.problems.append(f"{applied.tuning} could not be put back ({exc}); the next jitterlab "
+                                     "run on this machine puts it back from its journal")
+        return self.problems
 
     def record(self) -> bytes:
-        """What the run stores: the Applied, and what restoring left."""
-        assert self.applied is not None
-        return json.dumps({"applied": self.applied.as_json(), "restore_problems": self.problems or []},
-                          indent=1, sort_keys=True).encode()
+        """What the run stores: each tuning's Applied, and what restoring left."""
+        return json.dumps({"applied": [a.as_json() for _, a in self.applied],
+                           "restore_problems": self.problems or []}, indent=1, sort_keys=True).encode()
 
 
-def read_record(data: bytes) -> tuple[Applied, list[str]]:
-    """A run's `tuning.json`: what its tuning did, and what restoring it left; ValueError otherwise."""
+def read_record(data: bytes) -> tuple[list[Applied], list[str]]:
+    """A run's `tuning.json`: what its tunings did, and what restoring them left; ValueError otherwise."""
     try:
         found = json.loads(data)
-        return applied_from_json(found["applied"]), [str(p) for p in found["restore_problems"]]
+        return ([applied_from_json(a) for a in found["applied"]],
+                [str(p) for p in found["restore_problems"]])
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not a run's tuning record: {exc}") from None
 
@@ -140,10 +152,10 @@ def measure_tuned(run: RunTuning, ctx: RunContext, measure: Callable[[RunContext
     except CommandTimeout as exc:
         return Measured("timeout", f"applying tuning {run.cell.tuning}: {exc}")
     try:
-        result = measure(replace(ctx, tunings=(*ctx.tunings, applied)) if applied is not None else ctx)
+        result = measure(replace(ctx, tunings=(*ctx.tunings, *applied)))
     finally:
         problems = run.restore()
-    if applied is None:
+    if not applied:
         return result
     result.attachments[ATTACHMENT] = run.record()
     if problems and result.lost is None:

@@ -13,6 +13,7 @@ from jitterlab.cli.options import add_results
 from jitterlab.cli.paths import name_arg
 from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
+from jitterlab.model.records import NO_TUNING
 from jitterlab.store import shown_spec
 
 
@@ -118,5 +119,8 @@ def more_runs(path: str, results: str, pairs: list, campaigns: list[CampaignEntr
     # screen has one for all of them, which names the first
     labels = wanted[0] if wanted else latest
     given = "".join(f" --label {shlex.quote(f'{k}={v}')}" for k, v in sorted(labels.items()))
+    tunings = list(dict.fromkeys(r.cell.tuning for r in runs))
+    if tunings != [NO_TUNING]:  # measured with --tuning, perhaps: the cells the runs have, again
+        given += f" --tuning {shlex.quote(','.join(tunings))}"
     return (f"add repetitions where undecided: jitterlab run {shlex.quote(path)} --results "
             f"{shlex.quote(results)} --resume{given} --until-decided {{pair}}")
