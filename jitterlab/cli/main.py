@@ -28,6 +28,7 @@ from jitterlab.cli.commands import (
     run,
     show,
     summary,
+    tune,
 )
 from jitterlab.cli.commands import list as list_
 from jitterlab.cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, sigterm_as_interrupt
@@ -38,7 +39,7 @@ from jitterlab.report.console import SafeConsole
 
 # in the order `jitterlab --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (
-    run, summary, list_, show, monitor, report, compare, export, import_, push, check, doctor)
+    run, summary, tune, list_, show, monitor, report, compare, export, import_, push, check, doctor)
 
 _DESCRIPTION = """\
 Measure how precisely Linux programs keep time on a machine.
