@@ -5,6 +5,7 @@ cannot be applied making its cells unavailable with the reason, at --dry-run alr
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,46 @@ def test_tunings_are_compared_as_groups_and_decided_until_a_verdict(tmp_path, mo
     runs = Store(tmp_path / "results", create=False).runs()
     assert [(str(a), str(b)) for a, b in label_pairs(runs)] == [("tuning=none", "tuning=rt-unthrottled")]
     assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
+
+
+def test_tune_tries_each_tuning_then_the_helpful_ones_together_and_leaves_nothing_applied(
+        tmp_path, monkeypatch, capsys):
+    """`tune` on a fake machine: rt-unthrottled and governor-performance (named with --tuning) each
+    decided against none on the same cells, then both together; the table has one row per tuning
+    tried with its verdict counts and cost; every file of the machine is as it was, byte for byte,
+    and its journal empty."""
+    from jitterlab.cli.main import main
+    from jitterlab.measure.benchmarks.base import Measurement
+    from jitterlab.model.records import Metric
+
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    entry = TUNINGS._entries["governor-performance"]
+    monkeypatch.setitem(TUNINGS._entries, "governor-performance",
+                        Entry(entry.name, entry.help, entry.obj.at(machine.root)))
+    before = machine.snapshot()
+    # each tuning halves the fake value (lower is better): both help, and together more
+    spread = [100.0, 104.0, 97.0, 102.0, 99.0, 101.0, 98.0, 103.0, 100.5, 99.5, 101.5, 98.5, 102.5]
+
+    def analyse(self, ctx, measured) -> Measurement:
+        factor = 0.5 ** len([t for t in ctx.tunings])
+        return Measurement([Metric("fake_value", spread[ctx.repetition] * factor, "", direction="lower")])
+
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", analyse)
+    path = _campaign(tmp_path, tunings='"none"', reps=3)
+    assert main(["tune", str(path), "--results", str(tmp_path / "results"), "--tuning",
+                 "rt-unthrottled,governor-performance", "--max-runs", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "no cell breaks the envelope" in out  # the fake benchmark has none: every cell is tried
+    tried = [line.split()[0] for line in out.splitlines() if line.startswith(("rt-", "governor-"))]
+    assert tried == ["rt-unthrottled", "governor-performance", "rt-unthrottled+governor-performance"]
+    for tuning, halved in (("rt-unthrottled", 50), ("governor-performance", 50),
+                           ("rt-unthrottled+governor-performance", 75)):
+        # better: 1 cell, by how much with its interval; worse 0, same 0, undecided 0; its cost
+        interval = r"\[-[\d.]+ % – -[\d.]+ %\]"
+        row = rf"^{re.escape(tuning)} +1: a fake fake: fake_value -{halved} % {interval} +0 +0 +0 +\w"
+        assert re.search(row, out, re.M), (tuning, out)
+    assert "a runaway real-time task can starve the machine" in " ".join(out.split())
+    assert machine.snapshot() == before and machine.journal() == []
+    tunings = {r.cell.tuning for r in Store(tmp_path / "results", create=False).runs()}
+    assert tunings == {"none", "rt-unthrottled", "governor-performance",
+                       "rt-unthrottled+governor-performance"}

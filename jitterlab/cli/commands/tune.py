@@ -178,4 +178,4 @@ def _named(tried, verdict: str) -> str:
     shown = [f"{cell_text(tried.ended.comparison, c.row)}: {c.row.metric} {change_text(c.row)}"
              for c in mine[:MAX_CELLS_NAMED]]
     more = [f"and {len(mine) - MAX_CELLS_NAMED} more"] if len(mine) > MAX_CELLS_NAMED else []
-    return "\n".join([str(len(mine)), *shown, *more]) if mine else "0"
+    return f"{len(mine)}: {'; '.join([*shown, *more])}" if mine else "0"
