@@ -263,3 +263,52 @@ def test_tune_tries_each_tuning_then_the_helpful_ones_together_and_leaves_nothin
     tunings = {r.cell.tuning for r in Store(tmp_path / "results", create=False).runs()}
     assert tunings == {"none", "rt-unthrottled", "governor-performance",
                        "rt-unthrottled+governor-performance"}
+
+
+def _kernel_state() -> dict[str, str]:
+    """What the machine tunings here change: RT throttling, every IRQ's affinity and the default."""
+    paths = [Path("/proc/sys/kernel/sched_rt_runtime_us"), Path("/proc/irq/default_smp_affinity"),
+             *sorted(Path("/proc/irq").glob("*/smp_affinity_list"))]
+    return {str(p): p.read_text() for p in paths if p.exists()}
+
+
+def test_tunings_run_for_real_here_as_their_check_said_and_put_everything_back(tmp_path):
+    """On this machine, for real: each tuning's cells run under it where its check allowed it
+    (tuning.json stored) and are unavailable with the check's reason where it refused; afterwards
+    the kernel's files read as before and no journal entry of this jitterlab is left."""
+    import os
+
+    from jitterlab.cli.main import main
+    from jitterlab.model.tuning import Cpus
+    from jitterlab.targets.local import LocalTarget
+    from jitterlab.targets.processes import owner_tag
+    from tests.support import local_campaign
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("irq-away needs a CPU beside the program's")
+    tunings = ["cpu-dma-latency", "rt-unthrottled", "irq-away"]
+    here = LocalTarget("local", str(tmp_path / "target"))
+    said = {t: TUNINGS.get(t, "t").check(here, Cpus((0,))) for t in tunings}
+    before = _kernel_state()
+    metric = ('[[matrix.metric]]\nname = "fps"\nregex = \'fps=([0-9.]+)\'\nunit = "1/s"\n'
+              'direction = "higher"\n')
+    matrix = (f'[matrix]\nbenchmark = "command"\nname = "echo"\nargv = ["echo", "fps=1"]\n'
+              f"tuning = {json.dumps(['none', *tunings])}\n{metric}")
+    path = local_campaign(tmp_path, f'[campaign.cpus]\nprogram = "0"\n{matrix}', name="here", duration="1s")
+    assert main(["run", str(path), "--results", str(tmp_path / "results")]) in (0, 1)
+    runs = {r.cell.tuning: r for r in Store(tmp_path / "results", create=False).runs()}
+    assert runs["none"].status == "ok"
+    for tuning in tunings:
+        r = runs[tuning]
+        if r.status == "ok":
+            assert said[tuning] is None, (tuning, said[tuning])
+            [applied], problems = read_record((tmp_path / "results" / r.attachments[ATTACHMENT]).read_bytes())
+            assert (applied.tuning, problems) == (tuning, [])
+        else:  # refused as the check said (or: another jitterlab here has it applied meanwhile)
+            assert r.status == "unavailable", (tuning, r.error)
+            assert r.error.startswith(f"tuning {tuning} cannot be applied: "), r.error
+            assert said[tuning] is not None or "another jitterlab" in r.error, (tuning, r.error)
+    entries = [p.name for p in Path(journal.JOURNAL_DIR).glob("*.json")]
+    assert not [e for e in entries if e.startswith(f"{owner_tag()}~")], entries
+    if not entries:  # no other jitterlab here has a tuning applied now: the kernel reads as before
+        assert _kernel_state() == before
