@@ -147,8 +147,8 @@ def test_help_names_every_kind_of_target_and_every_command(capsys):
     out = capsys.readouterr().out
     assert "on local, ssh, labgrid or qemu targets" in " ".join(out.split())
     commands = [c.__name__.rsplit(".", 1)[1].rstrip("_").replace("_", "-") for c in COMMANDS]
-    assert commands == ["run", "summary", "list", "show", "explain", "monitor", "report", "compare", "export",
-                        "import", "push", "check", "doctor", "labgrid-board", "lava-bundle"]
+    assert commands == ["run", "summary", "tune", "list", "show", "explain", "monitor", "report", "compare",
+                        "export", "import", "push", "check", "doctor", "labgrid-board", "lava-bundle"]
     listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line[4] != " "]
     assert listed == commands  # each with its help line, in this order
 

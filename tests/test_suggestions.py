@@ -237,3 +237,36 @@ def test_every_follow_up_of_the_ab_flow_runs_as_printed_and_moves_the_verdict(tm
         "jitterlab run tiny.toml --results results --resume --label image=A --until-decided image=A..image=B"]
     assert (before[0], before[2]) == ("worse", 6)  # decided by A's runs, B as it was
     assert "every watched verdict is decided" in out.rstrip().splitlines()[-1]
+
+
+def test_a_limits_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cell(tmp_path, monkeypatch,
+                                                                                   capsys):
+    """A limit whose fix a tuning applies (RT throttling: rt-unthrottled) names the command that
+    measures it on the campaign; run as printed, for real on a fake machine, it measures the cells
+    under the tuning beside the committed ones and ends on the verdict line (decided or not: the
+    structure, not which)."""
+    import dataclasses
+
+    from jitterlab.system import sysinfo
+    from tests.execution.test_tuning_axis import SYSCTL, _campaign, _tuned_machine
+
+    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    snapshot = sysinfo.snapshot
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: dataclasses.replace(
+        snapshot(target), rt_runtime_us=950000, rt_period_us=1000000, container=None))
+    monkeypatch.chdir(tmp_path)
+    _campaign(tmp_path, tunings='"none"', reps=3)
+    out = _out(capsys, ["run", "fake.toml", "--results", "results"])
+    [measure] = [c for line in out.splitlines() if "measure it here (tuning rt-unthrottled)" in line
+                 for c in commands_in(line)]
+    assert measure == ("jitterlab run fake.toml --results results --resume --tuning none,rt-unthrottled "
+                       "--until-decided tuning=none..tuning=rt-unthrottled")
+    out = _out(capsys, shlex.split(measure)[1:])
+    last = out.rstrip().splitlines()[-1]
+    decided = r"(every watched verdict is decided|stopped after)"
+    assert re.match(rf"--until-decided tuning=none\.\.tuning=rt-unthrottled: {decided} ", last), last
+    assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
+    stored = Store(tmp_path / "results", create=False).runs()
+    assert {r.cell.tuning for r in stored} == {"none", "rt-unthrottled"}
+    assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from jitterlab.model.cellnames import PLAIN, CellNames
 from jitterlab.model.errors import UserError
-from jitterlab.model.records import RunRecord
+from jitterlab.model.records import NO_TUNING, TUNING_KEY, RunRecord
 from jitterlab.model.registry import did_you_mean
 
 SHOWN_IDS = 3  # run ids named when groups overlap
@@ -42,6 +42,8 @@ class Selector:
             return str(run.labels[self.key]) == self.value
         if self.key in _FIELDS:
             return str(getattr(run, self.key)) == self.value
+        if self.key == TUNING_KEY:  # a run without one ran under "none"
+            return run.cell.tuning == self.value
         if run.cell.has(self.key):  # as stored (1000000) or as written in a campaign (1ms)
             return self.value in (str(run.param(self.key)), names.show_value(run.cell, self.key))
         return False
@@ -151,6 +153,8 @@ def _known_params(selector: Selector, runs: list[RunRecord], names: CellNames) -
     selector names one."""
     if selector.key in _FIELDS:
         values = sorted({str(getattr(r, selector.key)) for r in runs})
+    elif selector.key == TUNING_KEY:
+        values = sorted({r.cell.tuning for r in runs})
     else:
         values = sorted({names.show_value(r.cell, selector.key) for r in runs if r.cell.has(selector.key)})
     return f"; {selector.key} takes: {', '.join(values)}" if values else ""
@@ -161,6 +165,7 @@ def _closest(selector: Selector, runs: list[RunRecord], names: CellNames) -> str
     mistyped selector (imag=A, impl=pyton), else ""."""
     pairs = {f"{k}={v}" for r in runs for k, v in r.labels.items()}
     pairs |= {f"{f}={getattr(r, f)}" for r in runs for f in _FIELDS}
+    pairs |= {f"{TUNING_KEY}={r.cell.tuning}" for r in runs}
     pairs |= {f"{k}={names.show_value(r.cell, k)}" for r in runs for k, _ in r.cell.params}
     return did_you_mean(str(selector), pairs - {str(selector)})
 
@@ -188,7 +193,8 @@ def mixed_labels(pairing: Pairing, baseline: Selector,
 
 
 def label_pairs(runs: list[RunRecord]) -> list[tuple[Selector, Selector]]:
-    """Consecutive value pairs of every label key that takes more than one value (for reports)."""
+    """Consecutive value pairs of every label key that takes more than one value, then each tuning
+    the runs were measured under against "none" (for reports)."""
     values: dict[str, set[str]] = defaultdict(set)
     for r in runs:
         for k, v in r.labels.items():
@@ -197,6 +203,11 @@ def label_pairs(runs: list[RunRecord]) -> list[tuple[Selector, Selector]]:
     for key in sorted(values):
         vals = sorted(values[key], key=_natural)
         pairs += [(Selector(key, x), Selector(key, y)) for x, y in itertools.pairwise(vals)]
+    # the tunings a campaign measured are a group like a label's values, each judged against "none"
+    tunings = {r.cell.tuning for r in runs}
+    if NO_TUNING in tunings:
+        pairs += [(Selector(TUNING_KEY, NO_TUNING), Selector(TUNING_KEY, t))
+                  for t in sorted(tunings - {NO_TUNING})]
     return pairs
 
 

@@ -10,14 +10,14 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jitterlab import plugins
-from jitterlab.campaign.matrix import read_matrix
+from jitterlab.campaign.matrix import check_tuning, read_matrix
 from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.labels import CONTROL, MAX_NAME, check_label, printable
-from jitterlab.model.records import OPTION_KEYS, Cell, RunSettings
+from jitterlab.model.records import NO_TUNING, OPTION_KEYS, TUNING_KEY, Cell, RunSettings
 from jitterlab.model.registry import did_you_mean
 from jitterlab.model.units import MAX_CAMPAIGN_NS, format_ns, parse_duration_ns
 from jitterlab.targets.registry import declare
@@ -230,10 +230,30 @@ def _check_cpus(campaign: Campaign, target: str, n_cpus: int | None, where: str)
                         '"self" or a probe outside the board')
 
 
+def with_tunings(campaign: Campaign, text: str, option: str = "--tuning") -> Campaign:
+    """The campaign with its matrix's `tuning` axis replaced by the names of `text` ("none,irq-away";
+    "irq-away+cpu-dma-latency" applies both):
+    each cell of the matrix once per tuning, the tuning varying fastest as the matrix has it."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise UserError(f"{option} {shown(text)}: give tuning names separated by commas, e.g. "
+                        f"{option} none,irq-away (jitterlab list tunings)")
+    if len(set(names)) != len(names):
+        raise UserError(f"{option} {shown(text)}: a tuning is named twice; name each once")
+    for name in names:
+        check_tuning(name, f"{option} {shown(text)}")
+    bare = dict.fromkeys(c.with_tuning(NO_TUNING) for c in campaign.cells)
+    cells = tuple(c.with_tuning(t) for c in bare for t in names)
+    if len(cells) * campaign.repetitions > MAX_RUNS:
+        raise UserError(f"{option} {shown(text)}: {len(cells)} cells x {campaign.repetitions} repetitions "
+                        f"is over {MAX_RUNS} runs; name fewer tunings")
+    return replace(campaign, cells=cells)
+
+
 def check_label_key(key: str, cells: tuple[Cell, ...], where: str) -> None:
     """A label named like a key of the cells (target, impl, ...) would hide that key: compare and
     --until-decided match a selector against the labels first."""
-    if key in {"target", "benchmark", "load"} | {k for c in cells for k, _ in c.params}:
+    if key in {"target", "benchmark", "load", TUNING_KEY} | {k for c in cells for k, _ in c.params}:
         raise UserError(f"{where}: the label {key!r} is named like a key of this campaign's cells, and "
                         f"compare selects by labels first: {key}=... would no longer select cells; name the "
                         f"label otherwise, e.g. {key}_label")

@@ -1,7 +1,8 @@
 """The [matrix] and [[exclude]] tables of a campaign -> its cells.
 
 Every key of a [matrix] table is an axis when it holds a list and a fixed value otherwise; the keys
-are the benchmark's params (each value read by its parser), plus `benchmark` and `load`. Cells are
+are the benchmark's params (each value read by its parser), plus `benchmark`, `load` and `tuning`
+(jitterlab/tunings/: each cell's runs are measured under it; "none" by default). Cells are
 counted before they are made, so a matrix of a billion cells is refused, never expanded. An
 [[exclude]] rule names values the matrix has; a rule that matches no cell is refused (a misspelt
 value would otherwise exclude nothing, silently). What is left of a table, its benchmark pairs
@@ -18,11 +19,11 @@ from dataclasses import dataclass
 from jitterlab import plugins
 from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.params import ParamValue
-from jitterlab.model.records import Cell
+from jitterlab.model.records import NO_TUNING, TUNING_KEY, Cell
 from jitterlab.model.registry import did_you_mean
 
 MAX_CELLS = 100_000
-COMMON = ("benchmark", "load")
+COMMON = ("benchmark", "load", TUNING_KEY)
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,22 @@ def read_matrix(data: Mapping[str, object], where: str, targets: Sequence[str]) 
     return Matrix(tuple(every), tuple(kept), tuple(excludes), tuple(notes))
 
 
+def check_tuning(value: object, where: str) -> None:
+    """A tuning's name, or several applied together ("irq-away+cpu-dma-latency", as loads combine);
+    UserError naming `where` and the closest name otherwise."""
+    if not isinstance(value, str):
+        plugins.TUNINGS.get(value, where)  # type: ignore[arg-type]  (says what it expected)
+        return
+    parts = value.split("+")
+    for part in parts:
+        plugins.TUNINGS.get(part, where)
+    if len(parts) > 1 and (len(set(parts)) != len(parts) or NO_TUNING in parts):
+        raise UserError(f"{where}: {shown(value)} names a tuning twice or with none; name each once, "
+                        "e.g. irq-away+cpu-dma-latency")
+
+
 def _value(cell: Cell, key: str) -> object:
-    common = {"target": cell.target, "benchmark": cell.benchmark, "load": cell.load}
+    common = {"target": cell.target, "benchmark": cell.benchmark, "load": cell.load, TUNING_KEY: cell.tuning}
     return common[key] if key in common else cell.param(key, None)  # type: ignore[arg-type]
 
 
@@ -115,6 +130,9 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
     """The cells of one [matrix] table; at most `room` of them (counted before they are made)."""
     benchmarks = _values(table, "benchmark", where, "squarewave")
     loads = _values(table, "load", where, "idle")
+    tunings = _values(table, TUNING_KEY, where, NO_TUNING)
+    for tuning in tunings:
+        check_tuning(tuning, f"{where}{TUNING_KEY}")
     for name in benchmarks:
         if not isinstance(name, str):
             raise UserError(f"{where}benchmark: expected names (strings), got {shown(name)}")
@@ -127,7 +145,7 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
             plugins.LOADS.get(part, f"{where}load")
         if len(set(parts)) != len(parts):
             raise UserError(f"{where}load: {shown(load)} names a load twice; name each once")
-    for key, values in (("benchmark", benchmarks), ("load", loads)):
+    for key, values in (("benchmark", benchmarks), ("load", loads), (TUNING_KEY, tunings)):
         if len(set(values)) != len(values):  # type: ignore[arg-type]
             raise UserError(f"{where}{key}: a value is listed twice")
     cells: list[Cell] = []
@@ -159,14 +177,16 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
             if param.added:  # at its default the key is left out: cells stored before it match
                 default = param.parse(param.default, param.name)
                 axes[-1] = [None if v == default else (k, v) for k, v in axes[-1]]
-        count = len(targets) * len(loads) * math.prod(len(axis) for axis in axes)
+        count = len(targets) * len(loads) * len(tunings) * math.prod(len(axis) for axis in axes)
         if count > room - len(cells):
             raise UserError(
                 f"{where}benchmark: the matrix gives over {MAX_CELLS} cells ({count} of {name!r} in "
                 "this table); measure fewer values per axis, or split the campaign"
             )
-        for target, load, *values in itertools.product(targets, loads, *axes):
-            cells.append(Cell(target, str(name), str(load), tuple(v for v in values if v is not None)))
+        # the tuning varies fastest: a cell and its tuned twins run one after the other, under one load
+        for target, load, *values, tuning in itertools.product(targets, loads, *axes, tunings):
+            cell = Cell(target, str(name), str(load), tuple(v for v in values if v is not None))
+            cells.append(cell.with_tuning(str(tuning)))
     return cells
 
 
@@ -206,6 +226,8 @@ def _excludes(data: Mapping[str, object], where: str, benchmarks: set[str],
                                     f"targets: {', '.join(targets)}")
                 if axis == "benchmark":
                     plugins.BENCHMARKS.get(v, at)
+                if axis == TUNING_KEY:
+                    check_tuning(v, at)
                 for part in v.split("+") if axis == "load" else ():
                     plugins.LOADS.get(part, at)
             allowed[axis] = frozenset(values)

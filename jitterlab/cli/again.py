@@ -18,9 +18,12 @@ def label_options(labels: Iterable[str]) -> list[str]:
     return [w for pair in labels for w in ("--label", pair)]
 
 
-def resume_run(campaign: str, results: str, labels: Iterable[str], *more: str) -> str:
-    """`jitterlab run CAMPAIGN --results R --resume [--label K=V ...] MORE...`."""
+def resume_run(campaign: str, results: str, labels: Iterable[str], *more: str,
+               tunings: str | None = None) -> str:
+    """`jitterlab run CAMPAIGN --results R --resume [--label K=V ...] [--tuning T,...] MORE...`
+    (`tunings`: the --tuning the campaign was run with, which makes its cells)."""
     from jitterlab.store import shown_spec
 
+    tuning = ["--tuning", tunings] if tunings is not None else []
     return command("run", campaign, "--results", shown_spec(results), "--resume", *label_options(labels),
-                   *more)
+                   *tuning, *more)

@@ -35,6 +35,7 @@ from jitterlab.cli.commands import (
     run,
     show,
     summary,
+    tune,
 )
 from jitterlab.cli.commands import list as list_
 from jitterlab.cli.exits import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE, sigterm_as_interrupt
@@ -45,7 +46,7 @@ from jitterlab.report.console import SafeConsole
 
 # in the order `jitterlab --help` lists them
 COMMANDS: tuple[ModuleType, ...] = (
-    run, summary, list_, show, explain, monitor, report, compare, export, import_, push, check, doctor,
+    run, summary, tune, list_, show, explain, monitor, report, compare, export, import_, push, check, doctor,
     labgrid_board, lava_bundle)
 
 _DESCRIPTION = """\

@@ -181,7 +181,7 @@ def resume_command(args, *raised: str, watch: bool = True, labels: list[str] | N
     elif args.max_runs is not None and "--max-runs" not in raised:
         more += ["--max-runs", str(args.max_runs)]
     return resume_run(str(args.campaign), args.results, args.label if labels is None else labels, *more,
-                      *raised)
+                      *raised, tunings=args.tuning)
 
 
 def _n(count: int, what: str) -> str:

@@ -11,6 +11,7 @@ from jitterlab import plugins
 from jitterlab.campaign.file import Campaign, TargetSpec
 from jitterlab.execution import traced
 from jitterlab.execution.rt_throttle import ThrottleChange
+from jitterlab.execution.tuning import RunTuning, refusal_warnings, refusals
 from jitterlab.measure.context import Placement
 from jitterlab.measure.squarewave.cell import traced as is_traced
 from jitterlab.model.errors import TargetLost, UserError, Where
@@ -41,6 +42,7 @@ class TargetSession:
     # cells that cannot run on this target (it lacks their interpreter, tool or a library) -> why
     unavailable: dict[str, str] = field(default_factory=dict)
     throttle: ThrottleChange | None = None  # what the campaign did to its RT throttling (runner)
+    tuning: RunTuning | None = None  # the tuning of the run measured now (runner), put back on an interrupt
 
 
 def open_targets(campaign: Campaign) -> list[TargetSession]:
@@ -185,6 +187,9 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
                                  'or set trace = "off" for this target\'s cells'))
     for why in dict.fromkeys(declared.values()):
         warnings.append(Warning_(f"{why.message} (its cells' runs are stored as unavailable)", why.remedy))
+    refused = refusals(target, cells, placement)  # a tuning that cannot be applied to a cell here
+    unavailable.update(refused)
+    warnings += refusal_warnings(refused)
     return TargetSession(
         spec, target, info, placement, rt_permitted, warnings=warnings, unavailable=unavailable
     )

@@ -24,6 +24,7 @@ from jitterlab.execution.preflight import TargetSession, open_targets, unbuilt
 from jitterlab.execution.run import Measured, measure
 from jitterlab.execution.sweep import sweep
 from jitterlab.execution.timings import OFF, TimedLoads, TimedPhases, Timings
+from jitterlab.execution.tuning import RunTuning, measure_tuned
 from jitterlab.measure.benchmarks.base import Benchmark, Phases
 from jitterlab.measure.context import RunContext, Throttling
 from jitterlab.model.errors import RunFailed, UserError
@@ -283,6 +284,9 @@ class Runner:
         try:
             for session in sessions:
                 self._restore_throttling(session)
+                if session.tuning is not None:  # the run's own thread would find its target closed
+                    for problem in session.tuning.restore():
+                        self.notice(session.spec.name, f"tuning {session.tuning.cell.tuning}: {problem}")
             for session in sessions:
                 session.target.close()
         finally:
@@ -396,7 +400,9 @@ class Runner:
             if self.timings.enabled:
                 phases = TimedPhases(bench, self.timings, session.spec.name)
                 run_loads = TimedLoads(loads, self.timings, session.spec.name)  # type: ignore[assignment]
-            result = measure(phases, ctx, run_loads, keep=runs > 1, runs=runs)
+            session.tuning = RunTuning(target, cell, session.placement)
+            result = measure_tuned(session.tuning, ctx,
+                                   lambda tuned: measure(phases, tuned, run_loads, keep=runs > 1, runs=runs))
             if result.lost is not None:
                 session.lost = result.lost
         except Exception:

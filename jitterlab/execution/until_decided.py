@@ -43,7 +43,7 @@ from jitterlab.execution.preflight import TargetSession
 from jitterlab.execution.runner import Outcome, Runner, estimate_s
 from jitterlab.model.cellnames import CellNames
 from jitterlab.model.errors import UserError, shown
-from jitterlab.model.records import Cell, RunRecord
+from jitterlab.model.records import TUNING_KEY, Cell, RunRecord
 from jitterlab.model.registry import did_you_mean
 from jitterlab.store.catalog import Store
 
@@ -166,6 +166,8 @@ def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> N
         """The cell's value of `key`, as stored (1000000) and as a campaign writes it (1ms)."""
         if key in _CELL_FIELDS:
             return {str(getattr(cell, key))}
+        if key == TUNING_KEY:  # a cell without one is measured under "none"
+            return {cell.tuning}
         return {str(cell.param(key)), names.show_value(cell, key)} if cell.has(key) else set()
 
     def selected(sel: Selector) -> list[Cell]:
@@ -184,8 +186,9 @@ def check_measured_here(watch: Watch, campaign: Campaign, names: CellNames) -> N
     for sel, found in ((watch.baseline, base), (watch.candidate, cand)):
         if found or sel.key in campaign.labels:
             continue
-        taken = sorted({str(getattr(c, sel.key)) if sel.key in _CELL_FIELDS else names.show_value(c, sel.key)
-                        for c in cells if sel.key in _CELL_FIELDS or c.has(sel.key)})
+        taken = sorted({c.tuning if sel.key == TUNING_KEY else str(getattr(c, sel.key))
+                        if sel.key in _CELL_FIELDS else names.show_value(c, sel.key)
+                        for c in cells if sel.key in (*_CELL_FIELDS, TUNING_KEY) or c.has(sel.key)})
         if not taken:
             keys = [*_CELL_FIELDS, *dict.fromkeys(k for c in cells for k, _ in c.params)]
             raise UserError(f"{where}: {sel.key} is neither a label of this campaign nor a key of its cells "

@@ -13,12 +13,16 @@ from jitterlab.model.stored import FLAT, Stored
 ParamValue = str | int | float | bool
 
 
+TUNING_KEY, NO_TUNING = "tuning", "none"  # the matrix key of a cell's tuning, and its baseline
+
+
 @dataclass(frozen=True)
 class Cell:
     """One point of the matrix: target x benchmark x load x the benchmark's own parameters.
 
     `params` holds the benchmark's matrix keys with canonical values (int ns for a duration, int
-    bytes for a size, str for a name), in the benchmark's order.
+    bytes for a size, str for a name), in the benchmark's order, then the cell's tuning
+    (`TUNING_KEY`) when it is not "none": a cell without a tuning keeps the identity it always had.
     """
 
     target: str
@@ -36,6 +40,18 @@ class Cell:
         return any(key == name for key, _ in self.params)
 
     @property
+    def tuning(self) -> str:
+        """The tuning its runs are measured under (jitterlab/tunings/); "none" for the baseline."""
+        return str(self.param(TUNING_KEY, NO_TUNING))
+
+    def with_tuning(self, tuning: str) -> Cell:
+        """The same cell under another tuning ("none": without one)."""
+        params = tuple((k, v) for k, v in self.params if k != TUNING_KEY)
+        if tuning != NO_TUNING:
+            params += ((TUNING_KEY, tuning),)
+        return Cell(self.target, self.benchmark, self.load, params)
+
+    @property
     def key(self) -> str:
         """Stable text identity, used to find committed runs on --resume."""
         values = " ".join(f"{k}={v}" for k, v in self.params)
@@ -45,6 +61,8 @@ class Cell:
         """A cell field by the name users select it with: target, benchmark, load or a param."""
         if name in ("target", "benchmark", "load"):
             return getattr(self, name)
+        if name == TUNING_KEY:
+            return self.tuning
         return self.param(name, default)  # type: ignore[arg-type]
 
 

@@ -26,6 +26,7 @@ class Limit:
     # the causes of late periods (analysis/attribution.py) its fix removes: on a traced target a
     # limit none of whose causes its traces show is not proposed (report/causes.py)
     causes: frozenset[str] = frozenset()
+    tuning: str = ""  # the tuning (jitterlab/tunings/) that applies the fix for a cell's runs: measurable
 
 
 FactsOf = Callable[[int], SystemFacts | None]  # the store's sysinfo(id)
@@ -188,7 +189,8 @@ def _rt_throttling(target: str, info: SystemFacts, runs: list[RunRecord]) -> Lim
     if not polled_here:  # no probe to lift it for: only a busy real-time thread of the program's
         fix = ("nothing for the probes, which run outside the target; for a program that keeps a "
                f"real-time thread busy there (e.g. impl kmod-busy): {fix}")
-    return Limit(target, what, fix, likely)
+    # from inside a container jitterlab cannot lift it either: no tuning to measure it by
+    return Limit(target, what, fix, likely, tuning="" if info.in_container else "rt-unthrottled")
 
 
 def _location(probe: str) -> str:
@@ -212,7 +214,8 @@ def _not_isolated(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limi
                  "and the probe ([campaign.cpus])",
                  "fewer and shorter stalls: the max rule holds at shorter periods, most of all under load"
                  if square else
-                 "fewer and shorter stalls: lower maxima, most of all under load", BY_OTHERS)
+                 "fewer and shorter stalls: lower maxima, most of all under load", BY_OTHERS,
+                 tuning="isolated")
 
 
 def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | None:
@@ -221,7 +224,8 @@ def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | 
         return None
     return Limit(target, f"CPU frequency governor {'/'.join(slow)}: the clock speed changes while measuring",
                  "cpupower frequency-set -g performance",
-                 "steadier wake-ups at the short periods", frozenset({"program", "idle-exit"}))
+                 "steadier wake-ups at the short periods", frozenset({"program", "idle-exit"}),
+                 tuning="governor-performance")
 
 
 _CHECKS = (_emulated, _emulated_unit, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)

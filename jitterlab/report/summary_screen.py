@@ -42,6 +42,9 @@ class Screen:
     more_runs: str = "add repetitions where undecided: jitterlab run CAMPAIGN --resume --until-decided {pair}"
     # the traced runs' explanations (report/causes.py): the cells' causes, and the limits agreeing
     explanations: causes.Explanations | None = None
+    # the command that measures a limit's fix through its tuning; {tuning} becomes its name ("": none
+    # to give, e.g. imported captures, which jitterlab cannot measure again)
+    measure_tuning: str = ""
 
 
 def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
@@ -74,7 +77,9 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         several = len({x.target for x in found}) > 1
         for x in found:
             where = f"{x.target}: " if several else ""
-            out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}"))
+            command = how.measure_tuning.format(tuning=x.tuning)
+            measured = f"\n    measure it here (tuning {x.tuning}): {command}" if x.tuning and command else ""
+            out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}{measured}"))
     gaps = causes.uncovered_share(runs, how.explanations) if how.explanations is not None else {}
     for x in limits.withheld(runs, how.sysinfo_of, traced or {}):
         what = x.what.split(":")[0]

@@ -33,6 +33,8 @@ from jitterlab.tunings.journal import Journal, undo
 
 
 class Tuning(Protocol):
+    cost: str  # what it takes from the machine or other work, in one line
+
     def check(self, target: Target, cpus: Cpus) -> str | None:
         """Why it cannot be applied on `target` for these CPUs now; None when it can. Changes nothing."""
         ...
@@ -74,6 +76,7 @@ class TuningBase(ABC):
     name: ClassVar[str]
     help: ClassVar[str]
     changes_machine: ClassVar[bool] = True  # False: it changes only how the program starts
+    cost: ClassVar[str] = ""  # what it takes from the machine or other work, in one line (`tune` says it)
 
     def __init__(self, root: str = "") -> None:
         self.root = root

@@ -40,6 +40,7 @@ exec sleep 2147483647
 @register
 class CpuDmaLatency(TuningBase):
     name = "cpu-dma-latency"
+    cost = "no CPU sleeps deeper than polling while it is held: more power drawn, more heat"
     help = ("/dev/cpu_dma_latency held open at 0 µs for the runs: the CPUs stay out of deep "
             "C-states (their exit latency), as real-time applications do")
 

@@ -22,6 +22,7 @@ GOVERNOR = "performance"
 @register
 class GovernorPerformance(TuningBase):
     name = "governor-performance"
+    cost = "the cell's CPUs kept at their highest clock: more power drawn, more heat"
     help = ("the cpufreq governor of the program's and probe's CPUs (all CPUs when they are not "
             "placed) set to performance for the runs")
 

@@ -28,6 +28,7 @@ ONLINE = "/sys/devices/system/cpu/online"
 @register
 class IrqAway(TuningBase):
     name = "irq-away"
+    cost = "the interrupts of the program's CPUs are served by the other CPUs, which they slow down"
     help = ("every movable IRQ's affinity (/proc/irq/*/smp_affinity_list) and the default one off "
             "the program's and probe's CPUs; the IRQs the kernel refuses to move are named")
 

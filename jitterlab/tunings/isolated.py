@@ -41,6 +41,7 @@ exec "$@"
 @register
 class Isolated(TuningBase):
     name = "isolated"
+    cost = "the program's CPUs are taken from every other task (a load pinned to them too)"
     help = ("the program's CPUs as an isolated cgroup v2 cpuset partition for the runs (the runtime "
             "isolcpus): every other task moved off them")
 

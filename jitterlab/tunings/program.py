@@ -51,6 +51,7 @@ def _no_program(program: ProgramTraits | None) -> str | None:
 @register
 class TimerSlack(TuningBase):
     name = "timer-slack"
+    cost = "the program's timers fire on time, never batched: more wake-ups, a little more power"
     help = (f"the program's timer slack at {SLACK_NS} ns instead of the default 50 µs (a sleep may "
             "end that much late): userspace impls that do not run at SCHED_FIFO")
     changes_machine = False
@@ -84,6 +85,7 @@ class TimerSlack(TuningBase):
 @register
 class Mlock(TuningBase):
     name = "mlock"
+    cost = "the program's memory stays resident: that much RAM less for everything else"
     help = ("the program's memory locked (mlockall, asked with --mlock) so that no page fault "
             "lands in its loop: the C and Python impls that do not lock it themselves")
     changes_machine = False

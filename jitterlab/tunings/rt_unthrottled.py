@@ -32,6 +32,7 @@ def write_runtime(target: Target, value: int, path: str = SYSCTL) -> int | None:
 @register
 class RtUnthrottled(TuningBase):
     name = "rt-unthrottled"
+    cost = "a runaway real-time task can starve the machine: nothing stops it any more"
     help = ("kernel.sched_rt_runtime_us = -1 for the runs: a busy SCHED_FIFO task keeps its CPU "
             "the whole second instead of losing 50 ms of each")
 

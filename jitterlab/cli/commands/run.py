@@ -52,6 +52,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="set a label of every run (over [campaign.labels]), e.g. --label image=1.11; repeatable. "
         "Measure the same campaign on two images with two labels, then `jitterlab compare`",
     )
+    run.add_argument(
+        "--tuning", metavar="NAME[,NAME...]",
+        help="measure every cell of the matrix under each of these tunings (over the matrix's `tuning` "
+        "key), e.g. --tuning none,irq-away; compare them with --until-decided tuning=none..tuning=irq-away "
+        "(jitterlab list tunings)")
     add_until_decided(run)
     run.add_argument(
         "--timings", type=path_arg, metavar="FILE",
@@ -66,7 +71,12 @@ def run(args: argparse.Namespace) -> int:
     from jitterlab.report.terminal import console
 
     out = console()  # piped: tables as plain rows, lines not wrapped; control characters escaped
-    campaign = _with_labels(load_campaign(args.campaign), args.label)
+    campaign = load_campaign(args.campaign)
+    if args.tuning is not None:
+        from jitterlab.campaign.file import with_tunings
+
+        campaign = with_tunings(campaign, args.tuning)
+    campaign = _with_labels(campaign, args.label)
     for flag, given in (("--retry-failed", args.retry_failed), ("--retry-damaged", args.retry_damaged)):
         if given and not args.resume:
             raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
@@ -239,7 +249,7 @@ def _again(args: argparse.Namespace) -> str:
     """The command that goes on with this campaign: the same file, store and labels, --resume."""
     from jitterlab.cli.again import resume_run
 
-    return resume_run(str(args.campaign), args.results, args.label)
+    return resume_run(str(args.campaign), args.results, args.label, tunings=args.tuning)
 
 
 def _end(out: Console, store, campaign, campaign_id: int, runs: list, args: argparse.Namespace,
@@ -371,6 +381,8 @@ def _dry_run(out: Console, campaign) -> int:
         out.print(escape(line), highlight=False)
     for line in traced.untraceable(campaign):  # the cells that would be stored as unavailable
         out.print(escape(line), highlight=False)
+    for line in _tunings_checked(campaign, naming):
+        out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
         f"{counted(len(campaign.cells) * campaign.repetitions, 'run')}, estimated "
@@ -378,3 +390,38 @@ def _dry_run(out: Console, campaign) -> int:
         "(plus building the programs once per target)"
     )
     return EXIT_OK
+
+
+def _tunings_checked(campaign, naming) -> list[str]:
+    """Where the matrix has tunings, each target asked whether it can apply them to its cells (a
+    check changes nothing): the cells they cannot be applied to, with the reason, as `run` would
+    store them."""
+    from jitterlab.execution.preflight import open_targets
+    from jitterlab.model.records import NO_TUNING
+
+    tuned = {c.target for c in campaign.cells if c.tuning != NO_TUNING}
+    if not tuned:
+        return []
+    import dataclasses
+
+    sessions = open_targets(dataclasses.replace(campaign, targets=tuple(
+        t for t in campaign.targets if t.name in tuned)))
+    lines = []
+    try:
+        for session in sessions:
+            name = session.spec.name
+            if session.lost is not None:
+                lines.append(f"target {name}: its tunings could not be checked: {session.lost}")
+                continue
+            mine = [c for c in campaign.cells if c.target == name and c.tuning != NO_TUNING]
+            refused = [c for c in mine if c.key in session.unavailable]
+            lines += [f"unavailable: {name} {c.benchmark} {naming.params_text(c)} {c.load}: "
+                      f"{session.unavailable[c.key]}" for c in refused]
+            tunings = sorted({c.tuning for c in mine if c.key not in session.unavailable})
+            if tunings:
+                lines.append(f"target {name}: tuning {', '.join(tunings)} can be applied to "
+                             f"{counted(len(mine) - len(refused), 'cell')} (checked on the target)")
+    finally:
+        for session in sessions:
+            session.target.close()
+    return lines

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 
 from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
 from jitterlab.cli.paths import name_arg
 from jitterlab.model.campaigns import CampaignEntry
 from jitterlab.model.errors import UserError
+from jitterlab.model.records import NO_TUNING
 from jitterlab.store import shown_spec
 
 
@@ -86,7 +88,18 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
                          "--period and --label values)")
     elif found is not None and found.source_path:
         how.more_runs = more_runs(found.source_path, results, pairs, shown.campaigns, runs)
+        if Path(found.source_path).is_file():  # measured from here: the command runs as printed
+            how.measure_tuning = measure_tuning(found.source_path, results, found.labels)
     return screen(runs, name, how)
+
+
+def measure_tuning(path: str, results: str, labels: Mapping[str, str]) -> str:
+    """The command that measures a limit's fix on this campaign: its cells under `none` (committed
+    already: --resume finds the campaign by its labels and skips them) and under the tuning, until
+    the verdict per cell is decided; `{tuning}` is left for the tuning's name."""
+    given = "".join(f" --label {shlex.quote(f'{k}={v}')}" for k, v in sorted(labels.items()))
+    return (f"jitterlab run {shlex.quote(path)} --results {shlex.quote(results)} --resume{given} "
+            "--tuning none,{tuning} --until-decided tuning=none..tuning={tuning}")
 
 
 def more_runs(path: str, results: str, pairs: list, campaigns: list[CampaignEntry], runs: list) -> str:
@@ -108,5 +121,8 @@ def more_runs(path: str, results: str, pairs: list, campaigns: list[CampaignEntr
     # screen has one for all of them, which names the first
     labels = wanted[0] if wanted else latest
     given = "".join(f" --label {shlex.quote(f'{k}={v}')}" for k, v in sorted(labels.items()))
+    tunings = list(dict.fromkeys(r.cell.tuning for r in runs))
+    if tunings != [NO_TUNING]:  # measured with --tuning, perhaps: the cells the runs have, again
+        given += f" --tuning {shlex.quote(','.join(tunings))}"
     return (f"add repetitions where undecided: jitterlab run {shlex.quote(path)} --results "
             f"{shlex.quote(results)} --resume{given} --until-decided {{pair}}")

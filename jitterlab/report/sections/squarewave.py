@@ -39,11 +39,13 @@ CELL_HEADS = (figure_name("max error", WORST), figure_name("max error", MEDIAN),
 
 def impl_namer(runs: list[RunRecord]):
     """impl_of(run): the run's impl, with its pin when the runs use several ("python @gpiod") and
-    the labels that tell cells apart appended ("c-fifo [image=1.10]"), so runs of two images never
+    the labels that tell cells apart and the tuning appended ("c-fifo [image=1.10]", "c-fifo
+    [tuning=irq-away]"), so runs of two images or tunings never
     merge into one line or cell; labels that only number repetitions (capture=3) do not split cells
     (cells.identity_labels)."""
     varying = cells.identity_labels(runs)
     several_pins = len({r.param("pin", "") for r in runs}) > 1  # python on sysfs is not python on gpiod
+    several_tunings = len({r.cell.tuning for r in runs}) > 1
 
     def impl_of(r: RunRecord) -> str:
         impl = str(r.param("impl", ""))
@@ -52,7 +54,10 @@ def impl_namer(runs: list[RunRecord]):
         # a label the run lacks ("image=") or one that repeats its own field (an import's impl=fpga)
         # tells nothing: the other runs' names differ from it all the same
         own = [k for k in varying if k in r.labels and str(r.labels[k]) != _field(r, k)]
-        return f"{impl} [{cells.labels_text(r, own)}]" if own else impl
+        tags = [cells.labels_text(r, own)] if own else []
+        if several_tunings:  # a tuning is a group like a label's value: "c-fifo [tuning=irq-away]"
+            tags.append(f"tuning={r.cell.tuning}")
+        return f"{impl} [{', '.join(tags)}]" if tags else impl
 
     return impl_of
 
