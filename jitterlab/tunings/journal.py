@@ -118,7 +118,13 @@ def restore_orphaned(target: Target, root: str = "") -> list[str]:
     boot = (found[boot_file].text or "").strip() if boot_file in found else ""
     out = []
     for path, entry in sorted(found.items()):
-        owner, tuning = _owner_and_tuning(path.rsplit("/", 1)[-1])
+        name = path.rsplit("/", 1)[-1]
+        half, _ = _owner_and_tuning(name.removesuffix(".tmp"))
+        if name.endswith(".tmp") and half and not owner_alive(half):
+            # killed while writing: the entry it was to replace is whole (written before each change)
+            target.run(["rm", "-f", "--", path])
+            continue
+        owner, tuning = _owner_and_tuning(name)
         if path == boot_file or not tuning or entry.text is None or owner_alive(owner):
             continue
         made_in, _, record = entry.text.partition("\n")

@@ -193,7 +193,8 @@ def test_jitterlab_killed_mid_cell_under_a_tuning_leaves_it_for_the_resumed_camp
     finally:
         killed.send_signal(signal.SIGKILL)
         killed.wait(10)
-    assert machine.read(SYSCTL) == "-1\n" and len(machine.journal()) == 1
+    # killed while the entry was being rewritten, a half-written copy may lie beside it
+    assert machine.read(SYSCTL) == "-1\n" and len([n for n in machine.journal() if n.endswith(".json")]) == 1
     go.touch()
     resumed = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=120,
                              input="")
