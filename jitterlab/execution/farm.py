@@ -85,9 +85,12 @@ def run_images(campaign: Campaign, store: Store, boards: list[tuple[TargetSpec, 
                 notice(name, f"warning: {warning.message} — {warning.remedy}")
 
         def image(value: str, runners: list[Runner], campaign_id: int, what: str = "") -> Outcome:
-            """Flash and boot every board with the image once, then measure what each runner measures."""
-            notice("", f"{label}={value}: flashing and booting {len(boards)} board(s){what}")
-            sessions = _boot_all(runners[0].campaign, boards, opened, flashed, value, notice)
+            """Flash and boot the boards the runners measure with the image once, then measure what
+            each runner measures."""
+            measuring = {c.target for r in runners for c in r.campaign.cells}
+            booted = [b for b in boards if b[0].name in measuring]
+            notice("", f"{label}={value}: flashing and booting {len(booted)} board(s){what}")
+            sessions = _boot_all(runners[0].campaign, booted, opened, flashed, value, notice)
             result.boot_s[value] = max((s.info.image.console_boot_s or 0.0 for s in sessions
                                         if s.info.image is not None), default=0.0)
             total = Outcome(campaign_id)
