@@ -164,3 +164,21 @@ def test_groups_that_are_not_two_images_are_refused_before_anything_is_flashed(t
     assert main(["run", str(path), "--results", str(tmp_path / "r"), *option]) == 2
     assert capsys.readouterr().err.strip() == f"error: {says}"
     assert log == [] and not (tmp_path / "r").exists()
+
+
+def test_an_unmeasurable_run_exits_1_without_a_command_to_measure_again(tmp_path, lab, monkeypatch, capsys):
+    from jitterlab.model.errors import RunFailed
+
+    log, values = lab
+    values["A"] = values["B"] = [100.0, 101.0]
+
+    def analyse(self, ctx, measured):
+        if log[-1] == "boot B" and ctx.repetition == 1:
+            raise RunFailed("too few edges: 1 (the program was starved)", status="unmeasurable")
+        return Measurement([Metric("fake_value", values[log[-1][-1]][ctx.repetition], "")])
+
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", analyse)
+    assert main(["run", str(campaign(tmp_path)), "--results", str(tmp_path / "r")]) == 1
+    out = capsys.readouterr().out
+    assert "measure the failed runs again" not in out  # nothing failed: the image starved the program
+    assert "compare the images: jitterlab compare" in out

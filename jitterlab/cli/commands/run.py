@@ -314,11 +314,12 @@ def _run_images(out: Console, campaign, boards, args: argparse.Namespace, watch=
         with sigterm_as_interrupt():
             images = run_images(campaign, store, boards, notice, progress, watch=watch, resume=args.resume,
                                 why=why)
-        failed = 0
+        failed = again = 0  # runs not ok; of them, those a new run may measure (not unmeasurable)
         measured = []  # the images with runs to compare
         for value, campaign_id in images.ids.items():
             runs = store.runs(campaign_id)
             failed += sum(r.status != "ok" for r in runs)
+            again += sum(r.status in ("failed", "timeout") for r in runs)
             measured += [value] if any(r.status == "ok" for r in runs) else []
             for table in summary_tables(runs, f"{campaign.name} {boards[0][1].label}={value}"):
                 out.print(table)
@@ -326,7 +327,7 @@ def _run_images(out: Console, campaign, boards, args: argparse.Namespace, watch=
         ended = images.ended
         interrupted = (bool(images.done) and images.done[-1][2].interrupted) or (
             ended is not None and ended.reason == "interrupted")
-        for hint in image_hints(args, boards, measured, failed > 0 and not interrupted, ended is None):
+        for hint in image_hints(args, boards, measured, again > 0 and not interrupted, ended is None):
             out.print(escape(hint), highlight=False)
         if ended is not None:
             out.print()
