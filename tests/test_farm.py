@@ -76,7 +76,7 @@ def test_each_image_is_installed_measured_and_the_board_kept_between_images(tmp_
     store = Store(tmp_path / "r")
     notices: list[str] = []
     try:
-        done = farm.run_images(campaign, store, boards, lambda target, message: notices.append(message))
+        done = farm.run_images(campaign, store, boards, lambda target, message: notices.append(message)).done
         runs = {r.labels["image"]: r for r in store.runs()}
     finally:
         store.close()

@@ -425,7 +425,7 @@ def test_the_image_label_set_also_by_the_campaign_is_refused_before_anything_run
 @pytest.mark.parametrize(("option", "says"), [
     (["--resume"], "--resume: an image campaign measures every image afresh"),
     (["--until-decided", "image=a..image=b"],
-     "--until-decided: an image campaign measures each image afresh"),
+     "--until-decided image=a..image=b: no image has image=b (the campaign's images: image=a)"),
 ])
 def test_what_an_image_campaign_refuses_dry_run_refuses_too(tmp_path, monkeypatch, capsys, option, says):
     monkeypatch.chdir(tmp_path)

@@ -81,7 +81,8 @@ def add_until_decided(parser: argparse.ArgumentParser) -> None:
         help="after the campaign's runs, compare the two groups (selectors as compare takes them, e.g. "
         "target=standard..target=rt or image=1.10..image=1.11) and add repetitions only to the cells "
         "whose verdict is still undecided, until every watched verdict is better, worse or same, or a "
-        "bound is reached; with --resume it goes on where it stopped")
+        "bound is reached (an image campaign flashes and boots both images again for each round); "
+        "with --resume it goes on where it stopped")
     parser.add_argument("--watch", action="append", metavar="METRIC", type=_metric_name,
                         help="with --until-decided: the metric whose verdicts must be decided; repeatable "
                         "(default: each benchmark's headline metrics)")

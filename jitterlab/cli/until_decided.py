@@ -13,9 +13,11 @@ from jitterlab.model.errors import UserError
 MAX_TIME = "1h"  # --max-time's default
 
 
-def watch_of(args: argparse.Namespace, campaign):
-    """The Watch the options ask for (None without --until-decided); refused before measuring."""
+def watch_of(args: argparse.Namespace, campaign, images: tuple[str, list[str]] | None = None):
+    """The Watch the options ask for (None without --until-decided); refused before measuring.
+    `images`: an image campaign's label and values, the groups it can compare."""
     from jitterlab.campaign.cells import names
+    from jitterlab.execution.image_rounds import check_image_groups
     from jitterlab.execution.until_decided import Watch, check_measured_here, check_watch_producible
     from jitterlab.model.units import parse_duration_ns
 
@@ -30,7 +32,10 @@ def watch_of(args: argparse.Namespace, campaign):
     max_time = MAX_TIME if args.max_time is None else args.max_time  # an empty one is refused, not 1 h
     watch = Watch.parse(args.until_decided, metrics=tuple(args.watch or ()), max_runs=args.max_runs,
                         max_time_s=parse_duration_ns(max_time, "--max-time") / 1e9)
-    check_measured_here(watch, campaign, names())
+    if images is not None:
+        check_image_groups(watch, *images)
+    else:
+        check_measured_here(watch, campaign, names())
     check_watch_producible(watch, campaign)
     return watch
 

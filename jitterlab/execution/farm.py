@@ -21,9 +21,12 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.analysis.trend import natural
+from jitterlab.campaign.cells import names
 from jitterlab.campaign.file import Campaign, TargetSpec
+from jitterlab.execution.image_rounds import until_images_decided
 from jitterlab.execution.preflight import TargetSession, lost_session, preflight
 from jitterlab.execution.runner import Outcome, Runner
+from jitterlab.execution.until_decided import Asked, Ended, ExtraRun, Watch
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.model.facts import ImageFacts
 from jitterlab.store.catalog import Store
@@ -60,13 +63,17 @@ def image_targets(campaign: Campaign) -> list[tuple[TargetSpec, ImageOptions]]:
 
 
 def run_images(campaign: Campaign, store: Store, boards: list[tuple[TargetSpec, ImageOptions]],
-               notice: Notice, progress=None) -> list[tuple[str, int, Outcome]]:
-    """Every image value in turn: flash, boot, measure. Returns (value, campaign id, outcome).
-    Each board is opened once (its place acquired, its env loaded) and kept for every image."""
+               notice: Notice, progress=None, *, watch: Watch | None = None, resume: bool = False,
+               why: Callable[[Asked], None] | None = None) -> Images:
+    """Every image value in turn: flash, boot, measure; then, with `watch`, rounds that flash, boot
+    and measure the two watched images again until their verdicts are decided (image_rounds.py).
+    `resume` (with `watch` only): each image's latest campaign goes on; an image none of whose runs
+    is pending is not flashed. Each board is opened once (its place acquired, its env loaded) and
+    kept for every image."""
     label = boards[0][1].label
     values = sorted({v for _, options in boards for v, _ in options.images}, key=natural)
     opened: dict[str, Target] = {}
-    done = []
+    result = Images()
     try:
         for spec, _ in boards:
             factory = plugins.TARGETS.get(spec.kind, f"{campaign.path}: target.kind")
@@ -76,26 +83,77 @@ def run_images(campaign: Campaign, store: Store, boards: list[tuple[TargetSpec, 
         for name, target in opened.items():  # said before the first flash, as for any run
             if (warning := host_key_warning(target)) is not None:
                 notice(name, f"warning: {warning.message} — {warning.remedy}")
-        for value in values:
-            measured = dataclasses.replace(campaign, labels={**campaign.labels, label: value})
-            notice("", f"{label}={value}: flashing and booting {len(boards)} board(s)")
-            sessions = _boot_all(measured, boards, opened, flashed, value, notice)
+
+        def image(value: str, runners: list[Runner], campaign_id: int, what: str = "") -> Outcome:
+            """Flash and boot the boards the runners measure with the image once, then measure what
+            each runner measures."""
+            measuring = {c.target for r in runners for c in r.campaign.cells}
+            booted = [b for b in boards if b[0].name in measuring]
+            notice("", f"{label}={value}: flashing and booting {len(booted)} board(s){what}")
+            sessions = _boot_all(runners[0].campaign, booted, opened, flashed, value, notice)
+            result.boot_s[value] = max((s.info.image.console_boot_s or 0.0 for s in sessions
+                                        if s.info.image is not None), default=0.0)
+            total = Outcome(campaign_id)
             try:
-                runner = Runner(measured, store, notice=notice, progress=progress, retry_hint=AGAIN)
-                campaign_id = runner.campaign_id()
-                outcome = runner.execute(sessions, campaign_id)
+                for runner in runners:
+                    outcome = runner.execute(sessions, campaign_id)
+                    total.done, total.skipped = total.done + outcome.done, total.skipped + outcome.skipped
+                    total.failed += outcome.failed
+                    if outcome.interrupted:
+                        total.interrupted = True
+                        break
             finally:
                 for board in flashed.values():
                     with contextlib.suppress(Exception):
                         board.disconnect()
-            done.append((value, campaign_id, outcome))
+            return total
+
+        for value in values:
+            measured = dataclasses.replace(campaign, labels={**campaign.labels, label: value})
+            runner = Runner(measured, store, notice=notice, progress=progress, retry_hint=AGAIN,
+                            resume=resume)
+            campaign_id = runner.campaign_id()
+            result.ids[value] = campaign_id
+            if resume and not runner.pending(campaign_id)[0]:
+                continue  # nothing of this image to measure: not flashed
+            outcome = image(value, [runner], campaign_id)
+            result.done.append((value, campaign_id, outcome))
             if outcome.interrupted:
-                break
+                return result
+        if watch is None:
+            return result
+
+        def again(value: str, plan: list[ExtraRun]) -> Outcome:
+            """One image's runs of a round after one boot: a runner per repetition number (cells may
+            be at different ones after an interrupted round)."""
+            measured = dataclasses.replace(campaign, labels={**campaign.labels, label: value})
+            reps = sorted({x.repetition for x in plan})
+            runners = [Runner(dataclasses.replace(measured, repetitions=rep + 1,
+                                                  cells=[x.cell for x in plan if x.repetition == rep]),
+                              store, notice=notice, progress=progress, retry_hint=AGAIN,
+                              only_repetitions={rep})
+                       for rep in reps]
+            return image(value, runners, result.ids[value], f" again (repetition #{reps[-1] + 1})")
+
+        result.ended = until_images_decided(campaign, store, result.ids, watch, names=names(), measure=again,
+                                            why=why or (lambda asked: None), boot_s=result.boot_s)
     finally:
         for target in opened.values():
             with contextlib.suppress(Exception):
                 target.close()
-    return done
+    return result
+
+
+@dataclasses.dataclass
+class Images:
+    """What run_images measured: (value, campaign id, outcome) of each image measured in the first
+    pass, each image's campaign, its last boot (seconds to the prompt, the slowest board) and how
+    --until-decided's rounds ended (None without)."""
+
+    done: list[tuple[str, int, Outcome]] = dataclasses.field(default_factory=list)
+    ids: dict[str, int] = dataclasses.field(default_factory=dict)
+    boot_s: dict[str, float] = dataclasses.field(default_factory=dict)
+    ended: Ended | None = None
 
 
 def _boot_all(campaign: Campaign, boards: list[tuple[TargetSpec, ImageOptions]], opened: dict[str, Target],

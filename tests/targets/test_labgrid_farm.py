@@ -4,6 +4,12 @@ NetworkPowerPort (switched by labgrid's NetworkPowerDriver, model simplerest) an
 NetworkService (labgrid's SSHDriver). jitterlab acquires the place for the campaign and releases
 it on every path; a place someone else holds is refused naming them.
 
+Image A/B end to end through the same coordinator and exporter: two emulated arm64 boards that
+labgrid's QEMUDriver powers, watches and boots, their sshd exported as the NetworkService of a place
+each; image B runs a CPU hog service, and `run --until-decided image=A..image=B` adds rounds (each
+image booted again) until the verdict is decided: it must be "worse". Board 2's image B does not boot
+(not a file system): its runs fail with the console's last lines while board 1 goes on.
+
 What is emulated is the hardware a lab buys, in tests/targets/emulated_farm_board.py: the power
 switch (HTTP on loopback), the serial line (a TCP port joined to qemu's UART) and the board
 itself (jitterlab's emulated arm64 board), plus the board's storage as an image writer
@@ -16,6 +22,7 @@ import hashlib
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +41,8 @@ pytestmark = [pytest.mark.vm, pytest.mark.skipif(
 
 EXPORTER = "farmtest"
 PLACE = "arm-1"
+QEMU_BOARDS = ("board1", "board2")  # booted by labgrid's QEMUDriver; place qemu-<name> exports its sshd
+REPETITIONS = 3  # the fewest runs per group a comparison decides with
 STORAGE = Path(__file__).parent.parent / "data" / "labgrid" / "board_storage.py"
 
 
@@ -56,7 +65,8 @@ def farm(tmp_path_factory):
     board = labgrid_boards.prepare(root / "board")
     images = {"A": labgrid_boards.image(board, root / "image-A.img"),
               "B": labgrid_boards.image(board, root / "image-B.img", hog=True)}
-    ports = {"power": free_port(), "serial": free_port(), "ssh": free_port()}
+    ports = {"power": free_port(), "serial": free_port(), "ssh": free_port(),
+             **{name: free_port() for name in QEMU_BOARDS}}
     storage, uart = root / "storage.img", root / "uart.sock"
     shutil.copyfile(images["B"], storage)  # what the board ran before: the campaign writes image A
     config = root / "board.json"
@@ -92,7 +102,12 @@ def farm(tmp_path_factory):
     address: 127.0.0.1
     port: {ports["ssh"]}
     username: root
-""")
+""" + "".join(f"""qemu-{name}:
+  NetworkService:
+    address: 127.0.0.1
+    port: {ports[name]}
+    username: root
+""" for name in QEMU_BOARDS))
         log = root / "exporter.log"
         exporter = f.start([str(BIN / "labgrid-exporter"), "-c", f.coordinator, "--name", EXPORTER,
                             str(root / "exporter.yaml")], log)
@@ -100,10 +115,111 @@ def farm(tmp_path_factory):
             "resources", check=False), exporter, log)
         f.client("-p", PLACE, "create")
         f.client("-p", PLACE, "add-match", f"{EXPORTER}/board1/*")
+        for name in QEMU_BOARDS:
+            f.client("-p", f"qemu-{name}", "create")
+            f.client("-p", f"qemu-{name}", "add-match", f"{EXPORTER}/qemu-{name}/*")
+        f.qemu_ports = {name: ports[name] for name in QEMU_BOARDS}
         yield f, board, images, storage, root
     finally:
         f.stop()  # the hardware's SIGTERM powers the board off
         _forget_remote_places()
+
+
+def qemu_env(path: Path, f: Farm, board: labgrid_boards.Board, image: Path) -> Path:
+    """labgrid's QEMUDriver env of the QEMU boards (labgrid-board's), each board's sshd reached through
+    the NetworkService its place exports instead of one the env names."""
+    env = labgrid_boards.env_file(path, board, {name: (image, f.qemu_ports[name]) for name in QEMU_BOARDS})
+    text = env.read_text()
+    for name in QEMU_BOARDS:
+        local = (f"    resources:\n      NetworkService:\n        address: 127.0.0.1\n        port: "
+                 f"{f.qemu_ports[name]}\n        username: root\n")
+        assert local in text
+        text = text.replace(local, f"    resources:\n      RemotePlace:\n        name: qemu-{name}\n", 1)
+    path.write_text(text + f"options:\n  coordinator_address: {f.coordinator}\n")
+    return path
+
+
+def qemu_campaign(path: Path, env: Path, images: dict[str, Path]) -> Path:
+    table = {"board1": f'{{ "A" = "{images["A"]}", "B" = "{images["B"]}" }}',
+             "board2": f'{{ "A" = "{images["A"]}", "B" = "{images["broken"]}" }}'}
+    targets = "".join(f"""
+[[target]]
+name = "{name}"
+kind = "labgrid"
+env = "{env}"
+role = "{name}"
+images = {table[name]}
+cc = "aarch64-linux-gnu-gcc"
+boot_prompt = "{labgrid_boards.READY}"
+boot_timeout = "240s"
+""" for name in QEMU_BOARDS)
+    path.write_text(f"""[campaign]
+name = "ab"
+repetitions = {REPETITIONS}
+duration = "1s"
+warmup = "60ms"
+run_timeout = "120s"
+{targets}
+[matrix]
+impl = "c-file"
+period = "20ms"
+probe = "self"
+""")
+    return path
+
+
+def test_image_b_is_worse_until_decided_through_coordinator_exporter_and_qemudriver(farm, tmp_path, capsys):
+    f, board, images, _, _ = farm
+    broken = tmp_path / "image-B-broken.img"
+    broken.write_bytes(b"\0" * (1 << 20))  # no file system: the board's init cannot mount its root
+    env = qemu_env(tmp_path / "env.yaml", f, board, images["A"])
+    path = qemu_campaign(tmp_path / "ab.toml", env, {**images, "broken": broken})
+    results = tmp_path / "r"
+    started = time.monotonic()
+    # watched: the worst period, which B's 40 ms bursts stretch to 3x or more (an emulated CPU's own
+    # stalls, tens of ms on a busy host, make A's vary from run to run: rounds until decided)
+    rc = main(["run", str(path), "--results", str(results), "--until-decided", "image=A..image=B",
+               "--watch", "max_rel_period_error", "--max-runs", "8"])
+    seconds = time.monotonic() - started
+    out, err = capsys.readouterr()
+    assert rc == 1, (out, err)  # board 2's image B does not boot: its runs fail
+    assert all(f.holder(f"qemu-{name}") is None for name in QEMU_BOARDS)  # released at the end
+    store = Store(results, create=False)
+    runs = store.runs()
+    by: dict[tuple[str, str], list] = {}
+    for r in runs:
+        by.setdefault((r.target, r.labels["image"]), []).append(r)
+    assert sorted(by) == [("board1", "A"), ("board1", "B"), ("board2", "A"), ("board2", "B")]
+    for key in (("board1", "A"), ("board1", "B"), ("board2", "A")):
+        statuses = [r.status for r in by[key]]
+        if key[1] == "B":
+            # the hog may starve the program for a whole run on an emulated board whose host is busy:
+            # such a run is honestly unmeasurable (too few edges), never failed or fake
+            assert set(statuses) <= {"ok", "unmeasurable"} and "ok" in statuses, [r.error for r in by[key]]
+            assert all("edges" in r.error for r in by[key] if r.status == "unmeasurable")
+        else:
+            assert set(statuses) == {"ok"}, [r.error for r in by[key]]
+        info = store.sysinfo(by[key][0].sysinfo_id).as_json()  # as stored
+        assert info["image"] == str(images[key[1]]) and len(info["image_sha256"]) == 64
+        assert info["console_boot_s"] > 0 and info["machine"] == "aarch64"
+    # a round boots each image again on the boards whose cells gain runs: board 1's groups stay even
+    assert len(by[("board1", "A")]) == len(by[("board1", "B")]) >= REPETITIONS
+    failed = by[("board2", "B")]
+    assert [r.status for r in failed] == ["failed"] * REPETITIONS  # no row to decide: no round boots it
+    said = "image-B-broken.img: no '@@jitterlab-ready' on the console before the emulator ended"
+    assert said in failed[0].error
+    assert "@@jitterlab-init-failed ext4 /lower" in failed[0].error
+    # the run ends on its answer, and compare reads the same verdict from the store
+    assert "--until-decided image=A..image=B: every watched verdict is decided after" in out, out
+    assert main(["compare", "--results", str(results), "--baseline", "image=A", "--candidate", "image=B",
+                 "--metric", "max_rel_period_error", "--no-pooled", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    [row] = [r for r in rows if r["cell"].get("target", "board1") == "board1"]
+    with capsys.disabled():
+        print(f"\ncoordinator + exporter + QEMUDriver, image B vs A on board1: {row['verdict']}, ratio "
+              f"{row['ratio']}, p {row['p_adjusted']}, {row['n_baseline']} vs {row['n_candidate']} runs; "
+              f"{seconds:.0f} s")
+    assert row["verdict"] == "worse", row
 
 
 def env_file(path: Path, f: Farm, board: labgrid_boards.Board, storage: Path, *, power: bool = True) -> Path:

@@ -80,21 +80,27 @@ def run(args: argparse.Namespace) -> int:
     for flag, given in (("--retry-failed", args.retry_failed), ("--retry-damaged", args.retry_damaged)):
         if given and not args.resume:
             raise UserError(f"{flag}: only with --resume (it re-measures runs of an earlier run)")
+    from jitterlab.analysis.trend import natural
     from jitterlab.cli.until_decided import watch_of
     from jitterlab.execution.farm import image_targets
 
     # what the file and the options alone tell is refused here, so that --dry-run refuses it too
     boards = image_targets(campaign)
-    if boards and args.until_decided:
-        raise UserError("--until-decided: an image campaign measures each image afresh; compare the "
-                        "images with jitterlab compare, then measure again with more repetitions")
-    if boards and args.resume:
-        raise UserError("--resume: an image campaign measures every image afresh; run it again")
-    watch_of(args, campaign)  # --until-decided and its bounds
+    if boards and args.resume and args.until_decided is None:
+        raise UserError("--resume: an image campaign measures every image afresh; run it again (with "
+                        "--until-decided, --resume goes on with its rounds)")
+    if boards and (args.retry_failed or args.retry_damaged):
+        raise UserError(f"{'--retry-failed' if args.retry_failed else '--retry-damaged'}: an image campaign "
+                        "measures every image afresh; run it again")
+    images = None
+    if boards:
+        values = sorted({v for _, options in boards for v, _ in options.images}, key=natural)
+        images = (boards[0][1].label, values)
+    watch = watch_of(args, campaign, images)  # --until-decided and its bounds
     if args.dry_run:
         return _dry_run(out, campaign)
     if boards:
-        return _run_images(out, campaign, boards, args)
+        return _run_images(out, campaign, boards, args, watch)
     return _measure(out, campaign, args)
 
 
@@ -295,8 +301,10 @@ def _with_labels(campaign, pairs: list[str]):
     return dataclasses.replace(campaign, labels=labels) if pairs else campaign
 
 
-def _run_images(out: Console, campaign, boards, args: argparse.Namespace) -> int:
-    """Each image on every board in turn (farm.py), one campaign per image value."""
+def _run_images(out: Console, campaign, boards, args: argparse.Namespace, watch=None) -> int:
+    """Each image on every board in turn (farm.py), one campaign per image value; with --until-decided,
+    rounds that boot the two images again until decided, ending on the loop's answer."""
+    from jitterlab.cli.until_decided import answer, asked_text
     from jitterlab.execution.farm import run_images
     from jitterlab.report.terminal import summary_tables
     from jitterlab.store.catalog import Store
@@ -310,20 +318,31 @@ def _run_images(out: Console, campaign, boards, args: argparse.Namespace) -> int
             if what is not None:
                 out.print(escape(f"{target}: {what}"), highlight=False)
 
+        def why(asked) -> None:
+            notice(asked.extras[0].cell.target, asked_text(asked, watch))
+
         with sigterm_as_interrupt():
-            done = run_images(campaign, store, boards, notice, progress)
-        failed = 0
+            images = run_images(campaign, store, boards, notice, progress, watch=watch, resume=args.resume,
+                                why=why)
+        failed = again = 0  # runs not ok; of them, those a new run may measure (not unmeasurable)
         measured = []  # the images with runs to compare
-        for value, campaign_id, _ in done:
+        for value, campaign_id in images.ids.items():
             runs = store.runs(campaign_id)
             failed += sum(r.status != "ok" for r in runs)
+            again += sum(r.status in ("failed", "timeout") for r in runs)
             measured += [value] if any(r.status == "ok" for r in runs) else []
             for table in summary_tables(runs, f"{campaign.name} {boards[0][1].label}={value}"):
                 out.print(table)
         out.print(escape(f"results: {store.where}"), highlight=False)
-        interrupted = bool(done) and done[-1][2].interrupted
-        for hint in image_hints(args, boards, measured, failed > 0 and not interrupted):
+        ended = images.ended
+        interrupted = (bool(images.done) and images.done[-1][2].interrupted) or (
+            ended is not None and ended.reason == "interrupted")
+        for hint in image_hints(args, boards, measured, again > 0 and not interrupted, ended is None):
             out.print(escape(hint), highlight=False)
+        if ended is not None:
+            out.print()
+            for part in answer(ended, watch, args, interrupted=interrupted):
+                out.print(part)
         if interrupted:
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed else EXIT_OK
@@ -331,17 +350,19 @@ def _run_images(out: Console, campaign, boards, args: argparse.Namespace) -> int
         store.close()
 
 
-def image_hints(args: argparse.Namespace, boards, measured: list[str], failed: bool) -> list[str]:
+def image_hints(args: argparse.Namespace, boards, measured: list[str], failed: bool,
+                compare: bool = True) -> list[str]:
     """What to do after an image campaign, as commands that run as printed: compare the first image
-    `measured` (with ok runs) with each other one (nothing to compare with one image), and, when runs
-    failed, measure again the only way an image campaign is (afresh: it refuses --resume)."""
+    `measured` (with ok runs) with each other one (nothing to compare with one image; not after
+    --until-decided, which ends on its comparison), and, when runs failed, measure again the only way
+    an image campaign is (afresh: it refuses --resume)."""
     from jitterlab.cli.again import command, label_options
 
     label = boards[0][1].label
     results = ("--results", shown_spec(args.results))
     hints = ["compare the images: " + command("compare", *results, "--baseline", f"{label}={first}",
                                               "--candidate", f"{label}={other}")
-             for first in measured[:1] for other in measured[1:]]
+             for first in measured[:1] for other in measured[1:] if compare]
     if failed:
         again = command("run", str(args.campaign), *results, *label_options(args.label))
         hints.append(f"measure the failed runs again: {again} (an image campaign measures every image "

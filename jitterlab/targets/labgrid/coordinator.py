@@ -139,6 +139,18 @@ def release(name: str, address: str, place_name: str) -> None:
     coordinator_call(name, address, lambda session: _release_in(session, place_name))
 
 
+def places_seen() -> None:
+    """Bring labgrid's own RemotePlace session up to date with the coordinator: it reads places once
+    when opened and then only when its loop runs, so a place acquired since (the second board of a
+    campaign) would look unacquired to it ("place ... is not acquired")."""
+    from labgrid.resource.common import ResourceManager
+    from labgrid.resource.remote import RemotePlaceManager
+
+    manager = ResourceManager.instances.get(RemotePlaceManager)
+    if manager is not None and manager.session is not None and not manager.loop.is_running():
+        manager.loop.run_until_complete(manager.session.sync_with_coordinator())
+
+
 def one_coordinator(name: str, env: Path, address: str) -> None:
     """labgrid expands every RemotePlace of a process through one coordinator session, the first one
     opened: a place on another coordinator would be looked for there, and not found."""

@@ -26,7 +26,13 @@ from jitterlab.model.registry import did_you_mean
 from jitterlab.targets.capabilities import Capability, CrossBuilt, FlashesImages, HostKeyStatus
 from jitterlab.targets.labgrid import images as labgrid_images
 from jitterlab.targets.labgrid.connection import activate_ssh, network_service
-from jitterlab.targets.labgrid.coordinator import DEFAULT_COORDINATOR, acquire, one_coordinator, release
+from jitterlab.targets.labgrid.coordinator import (
+    DEFAULT_COORDINATOR,
+    acquire,
+    one_coordinator,
+    places_seen,
+    release,
+)
 from jitterlab.targets.labgrid.host_key import UNVERIFIED
 from jitterlab.targets.labgrid.messages import require_labgrid, where
 from jitterlab.targets.labgrid.options import LabgridOptions, parse_options
@@ -192,7 +198,10 @@ class LabgridTarget(OverSSH, HostKeyStatus, FlashesImages, CrossBuilt):
         for place in resources.get("RemotePlace", {}):
             acquire(self.name, self.coordinator, place, self._held)
         try:
-            return self._env.get_target(role)
+            with _LABGRID:
+                if resources.get("RemotePlace"):
+                    places_seen()
+                return self._env.get_target(role)
         except Exception as exc:
             raise UserError(
                 f"{where(self.name)}: env: {path}: targets.{role}: {_one_line(str(exc))}"
