@@ -69,6 +69,7 @@ UNITS = {
         "tests/targets/test_qemu.py",
         "tests/targets/test_unit_board.py",
         "tests/targets/test_vm_pins.py",
+        "tests/tracing/test_traced_arm_board.py",
         "tests/tracing/test_traced_vm.py",
     }),
     "kernel-tracing": frozenset({
