@@ -9,8 +9,9 @@ than the images' real difference allows.
 The rounds are the same looks as those of execution/until_decided.py (a comparison `compare` makes
 of the same runs, spent over the looks by analysis.sequential) with the same bounds (--max-runs in
 all, counted from the store; --max-time per invocation, a round's estimate including each image's
-last boot). Each image's runs stay in its own campaign (labels image=A, image=B), so `compare`
-reads them as after a plain image campaign, and `run --resume --until-decided` goes on from them.
+last boot, preflight included). Each image's runs stay in its own campaign (labels image=A,
+image=B), so `compare` reads them as after a plain image campaign, and `run --resume
+--until-decided` goes on from them.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def until_images_decided(campaign: Campaign, store: Store, ids: dict[str, int], 
                          names: CellNames, measure: MeasureImage, why: Callable[[Asked], None],
                          boot_s: dict[str, float] | None = None) -> Ended:
     """Rounds until every watched verdict between the two images is decided or a bound stops them;
-    `ids`: each image's campaign, `boot_s`: each image's last boot (seconds, for the time bound)."""
+    `ids`: each image's campaign, `boot_s`: each image's last boot up to ready for runs (seconds, for
+    the time bound)."""
     start = loop.now()
     ended = Ended("decided", max_runs=watch.max_runs or 0, default_bound=watch.max_runs is None)
     seen: dict[str, dict] = {}

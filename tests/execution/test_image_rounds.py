@@ -182,3 +182,17 @@ def test_an_unmeasurable_run_exits_1_without_a_command_to_measure_again(tmp_path
     out = capsys.readouterr().out
     assert "measure the failed runs again" not in out  # nothing failed: the image starved the program
     assert "compare the images: jitterlab compare" in out
+
+
+def test_a_round_that_would_pass_the_time_bound_is_not_started(tmp_path, lab, capsys):
+    log, values = lab
+    values["A"] = NOISY
+    values["B"] = [v * 1.1 for v in NOISY]
+    path = campaign(tmp_path)
+    assert run(path, "--max-time", "1ms") == 0  # a round's runs alone take longer than that
+    assert log == ["boot A", "boot B"]  # no image booted again
+    assert stored(tmp_path) == [(image, rep) for image in "AB" for rep in range(2)]
+    out = capsys.readouterr().out
+    assert "--until-decided image=A..image=B: stopped after 0 extra runs in 0 rounds: 1 verdict still " \
+           "undecided (1 undecided); the next round (about " in out
+    assert ") would pass --max-time 1ms; go on: jitterlab run " in out
