@@ -57,13 +57,15 @@ def test_the_readme_example_runs_as_written(tmp_path, monkeypatch, capsys):
                 continue
             assert words[0] == "jitterlab", line
             rc = main(words[1:])
-            assert rc == 0, (line, capsys.readouterr())
+            # run exits 1 when a run could not be measured (a starved emulated board): said per run below
+            assert rc == 0 or (words[1] == "run" and rc == 1), (line, capsys.readouterr())
             if words[1] == "labgrid-board":  # the campaign it wrote is the README's
                 assert (Path(words[2]) / "ab.toml").read_text().split("[campaign]")[1] == \
                     campaign.split("[campaign]")[1]
     runs = Store(Path("results"), create=False).runs()
     assert sorted({r.labels["image"] for r in runs}) == ["A", "B"]
     assert all(r.status in ("ok", "unmeasurable") for r in runs), [r.error for r in runs]
+    assert {r.labels["image"] for r in runs if r.status == "ok"} == {"A", "B"}, [r.error for r in runs]
     capsys.readouterr()
     assert main(["compare", "--results", "results", "--baseline", "image=A", "--candidate", "image=B",
                  "--metric", "max_rel_period_error", "--format", "json"]) == 0
