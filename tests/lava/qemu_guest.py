@@ -37,13 +37,16 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /dev/shm
+# the root (the kernel's tmpfs, half the memory) holds the ramdisk and the bundle; the install
+# (~620 MB) and the results go to a tmpfs of their own
+mount -t tmpfs -o mode=1777 tmpfs /tmp
 echo {HOSTNAME} > /proc/sys/kernel/hostname
 echo "jitterlab's Debian guest for LAVA: a root shell on ttyS0"
 cd /root
 export HOME=/root TERM=vt102 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 exec setsid -c /bin/bash -l </dev/ttyS0 >/dev/ttyS0 2>&1
 """
-RECIPE = "1"  # bump when the conversion changes
+RECIPE = "2"  # bump when the conversion changes
 TEMPLATE_DIRS = (Path("/etc/lava-server/dispatcher-config/device-types"),
                  Path("/usr/share/lava-server/device-types"))
 
@@ -104,7 +107,7 @@ def templates() -> Path:
     return where / "device-types"
 
 
-def device_dictionary(path: Path, *, memory_mb: int = 3072, cpus: int = 2) -> Path:
+def device_dictionary(path: Path, *, memory_mb: int = 4096, cpus: int = 2) -> Path:
     """A qemu device (arch amd64) without KVM: qemu.jinja2 rendered as lava-server renders a device
     dictionary extending it; TCG, and a CPU model with x86-64-v2 (numpy's baseline)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates())), trim_blocks=True,
