@@ -71,6 +71,7 @@ UNITS = {
         "tests/targets/test_vm_pins.py",
         "tests/tracing/test_traced_arm_board.py",
         "tests/tracing/test_traced_vm.py",
+        "tests/tunings/test_vm_tunings.py",
     }),
     "kernel-tracing": frozenset({
         "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on

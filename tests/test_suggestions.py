@@ -8,7 +8,9 @@ must name a program and be whole on its line (tests/report/test_layout.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import json
 import os
 import re
 import shlex
@@ -270,3 +272,53 @@ def test_a_limits_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cel
     stored = Store(tmp_path / "results", create=False).runs()
     assert {r.cell.tuning for r in stored} == {"none", "rt-unthrottled"}
     assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
+
+
+def test_a_causes_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cell(tmp_path, monkeypatch,
+                                                                                  capsys):
+    """A late period's cause whose remedy a tuning applies (IRQ 11 on the program's CPU: irq-away)
+    names, in summary, show, explain and the report's page, the same command the limits block
+    prints; run as printed, for real on a fake machine's IRQ files, it measures the cells under the
+    tuning and ends on the verdict line, the IRQs' affinities put back."""
+    from jitterlab.model.explanation import ATTACHMENT, DIRECT, Explanation
+    from jitterlab.model.registry import Entry
+    from jitterlab.tunings.base import TUNINGS
+    from tests.execution.test_tuning_axis import _campaign, _tuned_machine
+    from tests.support import US, explained_period
+
+    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    irq = TUNINGS._entries["irq-away"]
+    monkeypatch.setitem(TUNINGS._entries, "irq-away", Entry(irq.name, irq.help, irq.obj.at(machine.root)))
+    before = machine.snapshot()
+    explained = Explanation(aligned_by=DIRECT, residual_ns=0, events=100, lost_events=0, program_cpus=(1,),
+                            pids=(700,), periods=(explained_period(3, 10**9, 700 * US, 200 * US, 0),))
+    analyse = fakes.FakeBenchmark.analyse
+    monkeypatch.setattr(fakes.FakeBenchmark, "analyse", lambda self, ctx, measured: dataclasses.replace(
+        analyse(self, ctx, measured), attachments={ATTACHMENT: json.dumps(explained.as_json()).encode()}))
+    monkeypatch.chdir(tmp_path)
+    path = _campaign(tmp_path, tunings='"none"', reps=3)
+    path.write_text(path.read_text().replace("[[target]]", 'cpus = { program = "0" }\n[[target]]'))
+    _out(capsys, ["run", "fake.toml", "--results", "results"])
+    wanted = ("jitterlab run fake.toml --results results --resume --tuning none,irq-away "
+              "--until-decided tuning=none..tuning=irq-away")
+    store = Store(tmp_path / "results", create=False)
+    run_id = store.runs()[0].id
+    store.close()
+    views = [("summary",), ("show",), ("show", "--runs"), ("show", run_id), ("explain", run_id)]
+    said = {view: [c for line in _out(capsys, [view[0], "--results", "results", *view[1:]]).splitlines()
+                   if "measure it here (tuning irq-away)" in line for c in commands_in(line)]
+            for view in views}
+    assert said == {view: [wanted] for view in views}
+    _out(capsys, ["report", "--results", "results", "-o", "report.html"])
+    page = " ".join(_page(tmp_path / "report.html").split())
+    assert f"measure it here (tuning irq-away): `{wanted}`" in page
+    out = _out(capsys, shlex.split(wanted)[1:])
+    last = out.rstrip().splitlines()[-1]
+    decided = r"(every watched verdict is decided|stopped after)"
+    assert re.match(rf"--until-decided tuning=none\.\.tuning=irq-away: {decided} ", last), last
+    assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
+    stored = Store(tmp_path / "results", create=False).runs()
+    assert {r.cell.tuning for r in stored} == {"none", "irq-away"}
+    assert {r.status for r in stored} == {"ok"}
+    assert machine.snapshot() == before and machine.journal() == []

@@ -21,7 +21,7 @@ from jitterlab import plugins
 from jitterlab.analysis.compare import Row, Selector
 from jitterlab.campaign.file import Campaign
 from jitterlab.execution.preflight import TargetSession
-from jitterlab.execution.runner import Runner
+from jitterlab.execution.runner import Progress, Runner, estimate_s
 from jitterlab.execution.tuning import refusals
 from jitterlab.execution.until_decided import Ended, Watch, until_decided
 from jitterlab.model.cellnames import CellNames
@@ -87,12 +87,24 @@ def cell_verdicts(rows: Sequence[Row]) -> list[CellVerdict]:
     return out
 
 
+Planned = Callable[[dict[str, tuple[int, float]]], None]  # target -> (runs to measure, estimated s)
+
+
+def plan_of(campaign: Campaign, todo: Sequence[tuple[Cell, int]], sessions: Sequence[TargetSession]
+            ) -> dict[str, tuple[int, float]]:
+    """The runs to measure per target and their estimated seconds, as a progress display plans them."""
+    mine = {s.spec.name: [x for x in todo if x[0].target == s.spec.name] for s in sessions}
+    return {name: (len(runs), estimate_s(campaign, runs)) for name, runs in mine.items()}
+
+
 def try_tuning(campaign: Campaign, store: Store, sessions: list[TargetSession], cells: Sequence[Cell],
                tuning: str, *, names: CellNames, max_runs: int | None,
-               notice: Callable[[str, str], None]) -> Tried:
+               notice: Callable[[str, str], None], progress: Progress | None = None,
+               planned: Planned | None = None) -> Tried:
     """Measure `cells` under `tuning` beside themselves under none (committed runs are kept), then
     add repetitions where a verdict is undecided; `max_runs`: extra runs for this tuning (None: the
-    until-decided default per cell)."""
+    until-decided default per cell); `progress` hears of each run as the Runner tells it, `planned`
+    of the runs of each round before it starts (a progress display)."""
     tried = Tried(tuning, cost_of(tuning))
     tuned = [c.with_tuning(tuning) for c in cells]
     for session in sessions:
@@ -105,8 +117,10 @@ def try_tuning(campaign: Campaign, store: Store, sessions: list[TargetSession], 
         return tried
     both = dataclasses.replace(campaign, cells=tuple(
         c for base in cells for c in (base, base.with_tuning(tuning)) if c.with_tuning(tuning) in measurable))
-    runner = Runner(both, store, resume=True, notice=notice)
+    runner = Runner(both, store, resume=True, notice=notice, progress=progress)
     campaign_id = runner.campaign_id()
+    if planned is not None:
+        planned(plan_of(both, runner.pending(campaign_id)[0], sessions))
     outcome = runner.execute(sessions, campaign_id)
     if outcome.interrupted:
         raise KeyboardInterrupt
@@ -116,7 +130,8 @@ def try_tuning(campaign: Campaign, store: Store, sessions: list[TargetSession], 
     try:
         tried.ended = until_decided(both, store, sessions, campaign_id, watch, names=names,
                                     why=lambda asked: None,
-                                    runner=functools.partial(Runner, notice=notice))
+                                    runner=functools.partial(Runner, notice=notice, progress=progress),
+                                    planned=planned)
     except UserError as exc:  # no ok run in a group: nothing to compare (the runs say why)
         tried.problem = str(exc)
         return tried

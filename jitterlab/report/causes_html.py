@@ -14,15 +14,18 @@ from jitterlab.report import causes
 from jitterlab.report.causes_view import shares_text, trace_commands
 from jitterlab.report.figures.causes import shares_figure, timeline_figure
 from jitterlab.report.format import duration
+from jitterlab.report.limits import measured_line
 
 MAX_TIMELINES = 6  # cells whose worst period gets a timeline; the rest are listed as skipped
 
 Emit = Callable[[object, str, Collection[str]], str]  # (figure, file name, targets shown) -> inline SVG
 
 
-def why_late_section(store, runs: list[RunRecord], emit: Emit, skipped: list[str]) -> dict | None:
-    """The section's context: the cells' lines, fixes and bar chart, the timelines, the runs that
-    were traced but explain nothing (with why); None when no run of the report was traced."""
+def why_late_section(store, runs: list[RunRecord], emit: Emit, skipped: list[str],
+                     measure: str = "") -> dict | None:
+    """The section's context: the cells' lines, fixes (a tuning's with the command that measures it:
+    `measure`, report/limits.measure_tuning) and bar chart, the timelines, the runs that were traced
+    but explain nothing (with why); None when no run of the report was traced."""
     found = causes.Explanations(store.root)
     traced = [r for r in runs if causes.traced(r)]
     if not traced:
@@ -41,7 +44,7 @@ def why_late_section(store, runs: list[RunRecord], emit: Emit, skipped: list[str
     for (target, label), s in cells.items():
         out["cells"].append({"name": f"{target} {label}" if several else label, "line": shares_text(s),
                              "emulated": s.emulated,
-                             "fixes": [f"{g.text}: {causes.remedy_text(r)}" for g, r in causes.remedies(s)]})
+                             "fixes": [_fix(g.text, r, measure) for g, r in causes.remedies(s)]})
     targets = {t for t, _ in cells}
     out["bars"] = emit(shares_figure(cells, several), "why_late_shares", targets)
     worst = _worst_per_cell(found.explained(traced))
@@ -86,3 +89,11 @@ def _edges(store, run: RunRecord, e: Explanation) -> EdgeSeries | None:
     except UserError:  # a figure without the wave; the rest of the report stands
         return None
     return next((s for s in series.values() if isinstance(s, EdgeSeries)), None)
+
+
+def _fix(what: str, r: causes.Remedy, measure: str) -> dict[str, str]:
+    """A fix as the page shows it: "cause: remedy (tuning T)", and the command that measures its
+    tuning ("" when there is none to give) with the words before it."""
+    line = measured_line(r.tuning or "", measure)
+    head, _, command = line.partition(": ")
+    return {"text": f"{what}: {causes.remedy_text(r)}", "measure": head, "command": command}

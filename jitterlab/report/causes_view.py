@@ -14,8 +14,9 @@ from rich.text import Text
 from jitterlab.model.explanation import ENVELOPE, WORST, ExplainedPeriod, Explanation, Part
 from jitterlab.model.records import RunRecord
 from jitterlab.report import causes
-from jitterlab.report.causes import Shares
+from jitterlab.report.causes import Remedy, Shares
 from jitterlab.report.format import counted, duration
+from jitterlab.report.limits import measured_line
 
 SHOWN_PARTS = 4  # parts of the worst period named in `show`; `explain` names every one
 
@@ -50,10 +51,17 @@ def shares_text(s: Shares) -> str:
     return f"{text}; {causes.EMULATED_NOTE}" if s.emulated else text
 
 
-def run_block(run: RunRecord, root: Path, results: str) -> Table | None:
+def measured_lines(remedies: list[Remedy], measure: str) -> list[str]:
+    """The command measuring each tuning these remedies name, once per tuning (`measure`: the
+    template of report/limits.measure_tuning, "" when the campaign file is not known here)."""
+    tunings = dict.fromkeys(r.tuning for r in remedies if r.tuning)
+    return [line for t in tunings if (line := measured_line(t, measure))]
+
+
+def run_block(run: RunRecord, root: Path, results: str, measure: str = "") -> Table | None:
     """`show RUN_ID`'s block on why the run's periods were late: that it was traced, its causes as
-    shares with their remedies, its worst explained period, and where to look further; None for an
-    untraced run."""
+    shares with their remedies (each tuning with the command that measures it: `measure`), its worst
+    explained period, and where to look further; None for an untraced run."""
     if not causes.traced(run):
         return None
     grid = Table.grid(padding=(0, 2))
@@ -69,7 +77,9 @@ def run_block(run: RunRecord, root: Path, results: str) -> Table | None:
     if not e.refused and e.periods:
         s = causes.run_shares(e)
         rows.append(("causes", shares_text(s)))
-        rows += [("fix", f"{g.text}: {causes.remedy_text(r)}") for g, r in causes.remedies(s)]
+        fixes = causes.remedies(s)
+        rows += [("fix", f"{g.text}: {causes.remedy_text(r)}") for g, r in fixes]
+        rows += [("measure", line) for line in measured_lines([r for _, r in fixes], measure)]
         worst = max(e.periods, key=lambda p: p.lateness_ns)
         rows.append(("worst", f"period {worst.index + 1}, {duration(worst.lateness_ns)} late: "
                               f"{period_text(worst, SHOWN_PARTS)}"))
@@ -80,9 +90,10 @@ def run_block(run: RunRecord, root: Path, results: str) -> Table | None:
     return grid
 
 
-def cell_lines(cells: Mapping[tuple[str, str], Shares], *, several_targets: bool = False) -> list[str]:
-    """One line per traced cell with its causes, then each remedy once: what `summary` and
-    `show --runs` say."""
+def cell_lines(cells: Mapping[tuple[str, str], Shares], *, several_targets: bool = False,
+               measure: str = "") -> list[str]:
+    """One line per traced cell with its causes, then each remedy once, a remedy naming a tuning
+    followed by the command that measures it (`measure`): what `summary` and `show --runs` say."""
     if not cells:
         return []
     lines = ["why periods were late, from the kernel traces (the causes' shares of the lateness of the "
@@ -90,25 +101,28 @@ def cell_lines(cells: Mapping[tuple[str, str], Shares], *, several_targets: bool
     for (target, label), s in cells.items():
         where = f"{target} " if several_targets else ""
         lines.append(f"- {where}{label}: {shares_text(s)}")
-    said: dict[str, str] = {}
+    said: dict[str, tuple[str, Remedy]] = {}
     for s in cells.values():
         for g, r in causes.remedies(s):
-            said.setdefault(causes.remedy_text(r), g.text)
-    lines += [f"    fix for {what}: {remedy}" for remedy, what in said.items()]
+            said.setdefault(causes.remedy_text(r), (g.text, r))
+    for text, (what, r) in said.items():
+        lines.append(f"    fix for {what}: {text}")
+        lines += [f"      {line}" for line in measured_lines([r], measure)]
     return lines
 
 
-def traced_lines(runs: list[RunRecord], explanations: causes.Explanations) -> list[str]:
+def traced_lines(runs: list[RunRecord], explanations: causes.Explanations, measure: str = "") -> list[str]:
     """The traced cells' lines (cell_lines) of these runs, and a line per damaged explanation."""
     cells = causes.cell_shares(runs, explanations)
-    lines = cell_lines(cells, several_targets=len({target for target, _ in cells}) > 1)
+    lines = cell_lines(cells, several_targets=len({target for target, _ in cells}) > 1, measure=measure)
     return lines + [f"- not read: {text}" for text in explanations.damaged.values()]
 
 
-def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[ExplainedPeriod]) -> list:
+def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[ExplainedPeriod],
+                  measure: str = "") -> list:
     """`explain`'s breakdown: the run, how it was traced, then each period (index, due time,
-    lateness, parts longest first with who, remainder) with the remedies of its causes, and the
-    commands that open its trace."""
+    lateness, parts longest first with who, remainder) with the remedies of its causes, the command
+    measuring each tuning they name (`measure`), and the commands that open its trace."""
     from jitterlab.campaign import cells
 
     out: list = [Text(f"run {run.id}: {run.target} {cells.label(run.cell)}, repetition {run.repetition + 1}",
@@ -116,6 +130,7 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
                  Text(causes.traced_note(e))]
     if len(periods) > 1:  # the run's causes, over every period it explained
         out.append(Text(f"causes: {shares_text(causes.shares(e.periods, emulated=bool(e.emulated)))}"))
+    fixes: list[Remedy] = []
     for p in periods:
         chosen = _CHOSEN.get(p.chosen, p.chosen)
         table = Table(title=f"period {p.index + 1} ({chosen}): due at {_clock(p.due_ns)} on the trace's "
@@ -129,6 +144,7 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
             full = part.who.text if part.who is not None and part.who.text else (who or "")
             r = causes.remedy(part.cause, part.who)
             fix = causes.remedy_text(r) if r else ""
+            fixes += [r] if r else []
             shown, _ = ("as above" if fix in said else fix), said.add(fix)
             table.add_row(duration(part.duration_ns), _share(part.duration_ns, p.lateness_ns), part.cause,
                           Text(full), Text(shown))
@@ -136,6 +152,7 @@ def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[Expl
             table.add_row(duration(p.remainder_ns), _share(p.remainder_ns, p.lateness_ns),
                           "not covered", Text("before the trace, after lost events or after its end"), "—")
         out.append(table)
+    out += [Text(line) for line in measured_lines(fixes, measure)]
     trace = causes.trace_path(run, root)
     out.append(Text(f"its trace: {trace_commands(trace)}" if trace is not None else
                     "its trace: not kept in the store (the run kept its explanation only)"))

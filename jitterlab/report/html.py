@@ -87,7 +87,10 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         again = ["compare", "--results", results or store.where,
                  *(w for name in dict.fromkeys(c.name for c in chosen) for w in ("--campaign", name))]
         comparisons = _comparisons(store, runs, emit, report.skipped, again)
-        why_late = why_late_section(store, runs, emit, report.skipped)
+        names = {c.name for c in chosen}
+        latest = store.latest_campaign(names.pop()) if len(names) == 1 else None
+        measure = limits.measure_tuning_of(latest, str(results or store.where))
+        why_late = why_late_section(store, runs, emit, report.skipped, measure)
     context = {
         "title": "jitterlab report: " + ", ".join(dict.fromkeys(c.name for c in chosen)),
         "generated": dt.datetime.now().isoformat(timespec="seconds"),

@@ -4,9 +4,12 @@ evidence a target gives (bare metal, a VM, an emulated CPU). Nothing here looks 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+from jitterlab.model.campaigns import StoredCampaign
 from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value, percent
@@ -229,3 +232,32 @@ def _governor(target: str, info: SystemFacts, runs: list[RunRecord]) -> Limit | 
 
 
 _CHECKS = (_emulated, _emulated_unit, _virtual, _rt_permission, _rt_throttling, _not_isolated, _governor)
+
+
+def measure_tuning(path: str, results: str, labels: Mapping[str, str]) -> str:
+    """The command that measures a limit's fix on this campaign: its cells under `none` (committed
+    already: --resume finds the campaign by its labels and skips them) and under the tuning, until
+    the verdict per cell is decided; `{tuning}` is left for the tuning's name."""
+    given = "".join(f" --label {shlex.quote(f'{k}={v}')}" for k, v in sorted(labels.items()))
+    return (f"jitterlab run {shlex.quote(path)} --results {shlex.quote(results)} --resume{given} "
+            "--tuning none,{tuning} --until-decided tuning=none..tuning={tuning}")
+
+
+def measure_tuning_of(found: StoredCampaign | None, results: str) -> str:
+    """measure_tuning of a stored campaign, "" when its command would not run as printed: imported
+    captures, or a campaign file no longer where it was measured from."""
+    from jitterlab.importers.capture import FINGERPRINT
+
+    if found is None or found.fingerprint == FINGERPRINT or not found.source_path:
+        return ""
+    if not Path(found.source_path).is_file():  # measured elsewhere or moved: it would not run as printed
+        return ""
+    return measure_tuning(found.source_path, results, found.labels)
+
+
+def measured_line(tuning: str, template: str) -> str:
+    """"measure it here (tuning T): COMMAND", the line under a remedy naming its tuning, with
+    `template` (measure_tuning's) filled in; "" without a tuning or a command."""
+    if not tuning or not template:
+        return ""
+    return f"measure it here (tuning {tuning}): {template.format(tuning=tuning)}"

@@ -68,7 +68,7 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         out += [Text(line) for line in verdicts.lines(judged, how.more_runs, every_row)]
     traced = None
     if how.explanations is not None:
-        out += [Text(line) for line in traced_lines(runs, how.explanations)]
+        out += [Text(line) for line in traced_lines(runs, how.explanations, how.measure_tuning)]
         traced = causes.traced_causes(runs, how.explanations)
     found = limits.limits(runs, how.sysinfo_of, traced)
     if found:
@@ -77,8 +77,8 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         several = len({x.target for x in found}) > 1
         for x in found:
             where = f"{x.target}: " if several else ""
-            command = how.measure_tuning.format(tuning=x.tuning)
-            measured = f"\n    measure it here (tuning {x.tuning}): {command}" if x.tuning and command else ""
+            line = limits.measured_line(x.tuning, how.measure_tuning)
+            measured = f"\n    {line}" if line else ""
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}{measured}"))
     gaps = causes.uncovered_share(runs, how.explanations) if how.explanations is not None else {}
     for x in limits.withheld(runs, how.sysinfo_of, traced or {}):

@@ -19,11 +19,12 @@ TRACE_TAIL = "trace-tail.txt"  # what cyclictest's breaktrace attaches (measure/
 SHOWN_TASKS = 4  # tasks and handlers named per line of the digest; the rest are counted
 
 
-def why_late(run: RunRecord, store, results: str | None = None) -> list:
+def why_late(run: RunRecord, store, results: str | None = None, measure: str = "") -> list:
     """What `show RUN_ID` says of the run's worst moment, from its stored series and attachments:
     the worst period or sample (worst_parts), the causes of its late periods where it was traced
     (report/causes_view.py; `results`: the store as its commands name it), the breaktrace's digest;
-    a line saying why when its raw series cannot be read."""
+    a line saying why when its raw series cannot be read; `measure`: the command measuring a cause's
+    tuning (report/limits.measure_tuning)."""
     parts: list = []
     try:
         series = store.read_series(run) if run.raw_path else {}
@@ -31,7 +32,7 @@ def why_late(run: RunRecord, store, results: str | None = None) -> list:
         parts.append(Text.assemble(("when", "bold"), f"  its raw series cannot be read: {exc}"))
     else:
         parts += worst_parts(run, worst_moments(run, series, traits_of(run).samples, period_ns(run)))
-    if (block := run_block(run, store.root, results or str(store.where))) is not None:
+    if (block := run_block(run, store.root, results or str(store.where), measure)) is not None:
         parts.append(block)
     if TRACE_TAIL in run.attachments:
         path = run.attachments[TRACE_TAIL]

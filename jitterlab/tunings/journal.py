@@ -6,8 +6,9 @@ a failed run, a lost target, kill -9) the next jitterlab on that machine finds w
 and puts it back (`restore_orphaned`: a resumed campaign does it before its first run, right after
 execution/sweep.py stopped the leftovers' processes).
 
-The journal is one place per machine, whatever jitterlab's workdir: /run/jitterlab/tunings, beside
-the RT throttling's records, one entry per owner (`processes.owner_tag`) and tuning. Every
+The journal is one place per machine, whatever jitterlab's workdir: /run/jitterlab-tunings (beside
+tracing's records, and like them not under /run/jitterlab, which in jitterlab's qemu guests is the
+boot's read-only share: targets/qemu/init.c), one entry per owner (`processes.owner_tag`) and tuning. Every
 jitterlab on the machine sees the others' entries (a tuning applied by a live one is refused to
 the others), and an entry names the boot it was made in: /run is emptied at boot, when the kernel
 forgets the changes too, and on a machine where it is not, an entry of another boot is dropped,
@@ -25,7 +26,7 @@ from jitterlab.targets.base import Target
 from jitterlab.targets.processes import owner_alive, owner_tag
 from jitterlab.tunings import files
 
-JOURNAL_DIR = "/run/jitterlab/tunings"
+JOURNAL_DIR = "/run/jitterlab-tunings"  # not under /run/jitterlab: a qemu guest's read-only boot share
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 _SUFFIX = ".json"
 # $1 the directory, $2 the entry, $3 the boot id's file, $4 the record: written whole, then renamed

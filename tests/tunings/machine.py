@@ -154,7 +154,7 @@ class Machine:
         return out
 
     def journal(self) -> list[str]:
-        directory = self.path("run/jitterlab/tunings")
+        directory = self.path("run/jitterlab-tunings")
         return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
 
 

@@ -59,7 +59,7 @@ def test_a_killed_jitterlabs_tunings_are_put_back_by_the_next_one(tmp_path):
     assert machine.read("proc/sys/kernel/sched_rt_runtime_us") == "-1\n"
     assert machine.path(machine.group).exists()
     [entry] = [n for n in machine.journal() if n.endswith("~cpu-dma-latency.json")]
-    held = json.loads(machine.read(f"run/jitterlab/tunings/{entry}").split("\n", 1)[1])["steps"][0]
+    held = json.loads(machine.read(f"run/jitterlab-tunings/{entry}").split("\n", 1)[1])["steps"][0]
     pid = int(Path(held["pidfile"]).read_text())
     assert carries(pid, held["marker"]), "the process holding /dev/cpu_dma_latency outlived its jitterlab"
     try:
@@ -121,7 +121,7 @@ def test_a_lost_target_keeps_its_journal_for_the_next_jitterlab(tmp_path):
         lift.restore(machine.target, applied)
     [entry] = machine.journal()
     # the next jitterlab (this one has gone since) reaches the board again
-    journal_dir = machine.path("run/jitterlab/tunings")
+    journal_dir = machine.path("run/jitterlab-tunings")
     (journal_dir / entry).rename(journal_dir / f"{DEAD}~rt-unthrottled.json")
     again = Machine(tmp_path, made=True)
     assert journal.restore_orphaned(again.target, again.root) == [
@@ -133,7 +133,7 @@ def test_an_entry_of_an_earlier_boot_is_dropped_not_restored(tmp_path):
     machine = Machine(tmp_path)
     sysctl = f"{machine.root}/proc/sys/kernel/sched_rt_runtime_us"
     stale = Applied("rt-unthrottled", CELL, (Changed(sysctl, "900000\n", "-1\n"),))
-    machine.write(f"run/jitterlab/tunings/{DEAD}~rt-unthrottled.json",
+    machine.write(f"run/jitterlab-tunings/{DEAD}~rt-unthrottled.json",
                   f"an-earlier-boot\n{json.dumps(stale.as_json())}\n")
     assert journal.restore_orphaned(machine.target, machine.root) == [
         "dropped tuning rt-unthrottled of a jitterlab run gone before this machine last booted (the "
@@ -144,9 +144,9 @@ def test_an_entry_of_an_earlier_boot_is_dropped_not_restored(tmp_path):
 def test_an_entry_that_does_not_read_is_named_and_kept(tmp_path):
     machine = Machine(tmp_path)
     name = f"{DEAD}~irq-away.json"
-    machine.write(f"run/jitterlab/tunings/{name}", "6a8e58d0-boot-one\n{not json\n")
+    machine.write(f"run/jitterlab-tunings/{name}", "6a8e58d0-boot-one\n{not json\n")
     [problem] = journal.restore_orphaned(machine.target, machine.root)
-    entry = f"{machine.root}/run/jitterlab/tunings/{name}"
+    entry = f"{machine.root}/run/jitterlab-tunings/{name}"
     assert problem.startswith(f"tuning irq-away: the journal entry {entry} does not read (")
     assert problem.endswith(f"check by hand, then rm {entry}")
     assert machine.journal() == [name]
@@ -158,12 +158,12 @@ def test_a_resumed_campaign_restores_a_tuning_left_applied_before_its_first_run(
     fakes.register(monkeypatch)
     monkeypatch.setattr(fake, "OPENED", [])
     machine = Machine(tmp_path)
-    monkeypatch.setattr(journal, "JOURNAL_DIR", f"{machine.root}/run/jitterlab/tunings")
+    monkeypatch.setattr(journal, "JOURNAL_DIR", f"{machine.root}/run/jitterlab-tunings")
     monkeypatch.setattr(journal, "BOOT_ID", f"{machine.root}/proc/sys/kernel/random/boot_id")
     sysctl = f"{machine.root}/proc/sys/kernel/sched_rt_runtime_us"
     machine.write("proc/sys/kernel/sched_rt_runtime_us", "-1\n")
     left = Applied("rt-unthrottled", CELL, (Changed(sysctl, "950000\n", "-1\n"),))
-    machine.write(f"run/jitterlab/tunings/{DEAD}~rt-unthrottled.json",
+    machine.write(f"run/jitterlab-tunings/{DEAD}~rt-unthrottled.json",
                   f"6a8e58d0-boot-one\n{json.dumps(left.as_json())}\n")
 
     def opened(name, options, where=None):

@@ -234,7 +234,7 @@ def test_a_tuning_says_which_programs_it_does_nothing_for(name, program, why):
 @pytest.mark.parametrize("name", MACHINE_TUNINGS)
 def test_a_tuning_another_jitterlab_has_applied_here_is_refused(machine, name):
     other = f"{processes.host_tag()}~{os.getppid()}~{processes.owner_start_ticks(os.getppid())}"
-    machine.write(f"run/jitterlab/tunings/{other}~{name}.json", "boot\n{}\n")
+    machine.write(f"run/jitterlab-tunings/{other}~{name}.json", "boot\n{}\n")
     assert tuning(name, machine).check(machine.target, CELL) == (
         f"another jitterlab (pid {os.getppid()}) has it applied on this machine now")
 

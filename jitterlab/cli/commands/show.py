@@ -66,10 +66,11 @@ def run(args: argparse.Namespace) -> int:
         chosen = RunFilter(tuple(args.label or ()), args.since)
         lines = _chosen(store, args.campaign, chosen)
         results = shlex.quote(shown_spec(args.results))
+        measure = _measure(store, lines, shown_spec(args.results))
         if args.runs:
-            _runs(out, store, lines, results)
+            _runs(out, store, lines, results, measure)
         else:
-            _campaigns(out, store, lines, results)
+            _campaigns(out, store, lines, results, measure)
         return EXIT_OK
     finally:
         store.close()
@@ -91,7 +92,10 @@ def _one_run(out, store, args: argparse.Namespace) -> int:
             "characters"))
     one = matches[0]
     sysinfo = store.sysinfo(one.sysinfo_id) if one.sysinfo_id else None
-    moments = why_late(one, store, shown_spec(args.results))
+    from jitterlab.report.limits import measure_tuning_of
+
+    measure = measure_tuning_of(store.campaign(one.campaign_id), shown_spec(args.results))
+    moments = why_late(one, store, shown_spec(args.results), measure)
     for part in run_detail(one, store.warnings(one.campaign_id, one.id), sysinfo, moments):
         out.print(part)
     return EXIT_OK
@@ -119,8 +123,18 @@ def _chosen(store, names: list[str] | None, chosen: RunFilter) -> list[CampaignL
     return sorted(lines, key=lambda line: line.last_ns)  # the latest last, where the eye lands
 
 
-def _campaigns(out, store, lines: list[CampaignLine], results: str) -> None:
-    """One line per campaign, then how to see more (`results`: --results as given, quoted)."""
+def _measure(store, lines: list[CampaignLine], results: str) -> str:
+    """The command measuring a tuning on the campaign shown (report/limits.measure_tuning; `results`
+    unquoted), "" when several are shown or its file is not here."""
+    from jitterlab.report.limits import measure_tuning_of
+
+    ids = {r.campaign_id for line in lines for r in line.runs}
+    return measure_tuning_of(store.campaign(ids.pop()), results) if len(ids) == 1 else ""
+
+
+def _campaigns(out, store, lines: list[CampaignLine], results: str, measure: str = "") -> None:
+    """One line per campaign, then how to see more (`results`: --results as given, quoted; `measure`:
+    the command measuring a cause's tuning)."""
     from jitterlab import plugins
     from jitterlab.analysis.samples import reader
 
@@ -129,7 +143,7 @@ def _campaigns(out, store, lines: list[CampaignLine], results: str) -> None:
         from jitterlab.report.causes import Explanations
         from jitterlab.report.causes_view import traced_lines
 
-        for line in traced_lines(lines[0].runs, Explanations(store.root)):
+        for line in traced_lines(lines[0].runs, Explanations(store.root), measure):
             out.print(escape(line), highlight=False)
     command = f"jitterlab show --results {results}"
     latest = lines[-1]
@@ -148,7 +162,7 @@ def _campaigns(out, store, lines: list[CampaignLine], results: str) -> None:
         out.print(escape(line), highlight=False)
 
 
-def _runs(out, store, lines: list[CampaignLine], results: str) -> None:
+def _runs(out, store, lines: list[CampaignLine], results: str, measure: str = "") -> None:
     """Every run chosen, one line each; the cells' tables when one campaign is shown; the warnings."""
     from jitterlab.report.causes import Explanations
     from jitterlab.report.causes_view import traced_lines
@@ -163,7 +177,7 @@ def _runs(out, store, lines: list[CampaignLine], results: str) -> None:
     else:
         out.print(escape(f"the cells' tables of one campaign: jitterlab show --results {results} --runs "
                          f"--campaign {shlex.quote(lines[-1].name)}"), highlight=False)
-    for line in traced_lines(runs, Explanations(store.root)):
+    for line in traced_lines(runs, Explanations(store.root), measure):
         out.print(escape(line), highlight=False)
     if note := emulation_note(runs, store):
         out.print(f"[yellow]note[/]: {escape(note)}")

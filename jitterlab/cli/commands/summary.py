@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import shlex
 from collections.abc import Mapping
-from pathlib import Path
 
 from jitterlab.cli.exits import EXIT_OK
 from jitterlab.cli.options import add_results
@@ -70,6 +69,7 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     from jitterlab.analysis.samples import reader
     from jitterlab.importers.capture import FINGERPRINT
     from jitterlab.report.causes import Explanations
+    from jitterlab.report.limits import measure_tuning_of
     from jitterlab.report.selection import select
     from jitterlab.report.summary_screen import Screen, screen
 
@@ -88,18 +88,8 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
                          "--period and --label values)")
     elif found is not None and found.source_path:
         how.more_runs = more_runs(found.source_path, results, pairs, shown.campaigns, runs)
-        if Path(found.source_path).is_file():  # measured from here: the command runs as printed
-            how.measure_tuning = measure_tuning(found.source_path, results, found.labels)
+        how.measure_tuning = measure_tuning_of(found, results)
     return screen(runs, name, how)
-
-
-def measure_tuning(path: str, results: str, labels: Mapping[str, str]) -> str:
-    """The command that measures a limit's fix on this campaign: its cells under `none` (committed
-    already: --resume finds the campaign by its labels and skips them) and under the tuning, until
-    the verdict per cell is decided; `{tuning}` is left for the tuning's name."""
-    given = "".join(f" --label {shlex.quote(f'{k}={v}')}" for k, v in sorted(labels.items()))
-    return (f"jitterlab run {shlex.quote(path)} --results {shlex.quote(results)} --resume{given} "
-            "--tuning none,{tuning} --until-decided tuning=none..tuning={tuning}")
 
 
 def more_runs(path: str, results: str, pairs: list, campaigns: list[CampaignEntry], runs: list) -> str:

@@ -45,9 +45,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from jitterlab.campaign.cells import names
     from jitterlab.campaign.file import load_campaign, with_tunings
+    from jitterlab.cli.progress import RunProgress
     from jitterlab.execution.preflight import open_targets
     from jitterlab.execution.runner import Runner
-    from jitterlab.execution.tune import try_tuning
+    from jitterlab.execution.tune import plan_of, try_tuning
     from jitterlab.model.records import NO_TUNING
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
@@ -59,44 +60,48 @@ def run(args: argparse.Namespace) -> int:
     def notice(target: str, message: str) -> None:
         out.print(escape(f"{target + ': ' if target else ''}{message}"), highlight=False)
 
+    # a bar per target with its ETA while runs are measured (transient: the table ends the screen)
+    display = RunProgress(out)
     store = Store(args.results)
     sessions: list = []
+    tried: list = []
     try:
-        runner = Runner(campaign, store, resume=True, notice=notice)
+        runner = Runner(campaign, store, resume=True, notice=notice, progress=display)
         runner.resumed_campaign()
         sessions = open_targets(campaign)
         campaign_id = runner.campaign_id()
         out.print(escape(f"{campaign.name}: measuring its cells as they are (committed runs are kept)"))
-        if runner.execute(sessions, campaign_id).interrupted:
-            return EXIT_INTERRUPTED
-        runs = store.runs(campaign_id)
-        cells, why = _cells_to_tune(campaign, runs)
-        notice("", why)
-        tunings = asked or _called_for(runs, store)
-        if not tunings:
-            notice("", "no limit of this machine calls for a tuning; name some with --tuning")
-            return EXIT_OK
-        tried = []
-        for tuning in tunings:
-            notice("", f"trying {tuning} on {len(cells)} cell(s) against none")
-            tried.append(try_tuning(campaign, store, sessions, cells, tuning, names=names(),
-                                    max_runs=args.max_runs, notice=notice))
-        best = [t.tuning for t in tried if t.helps]
-        if len(best) > 1:
-            together = "+".join(best)
-            notice("", f"trying {together} (each made cells better and none worse) together")
-            tried.append(try_tuning(campaign, store, sessions, cells, together, names=names(),
-                                    max_runs=args.max_runs, notice=notice))
+        with display:
+            display.plan(plan_of(campaign, runner.pending(campaign_id)[0], sessions))
+            if runner.execute(sessions, campaign_id).interrupted:
+                return EXIT_INTERRUPTED
+            runs = store.runs(campaign_id)
+            cells, why = _cells_to_tune(campaign, runs)
+            notice("", why)
+            tunings = asked or _called_for(runs, store)
+            if not tunings:
+                notice("", "no limit of this machine calls for a tuning; name some with --tuning")
+                return EXIT_OK
+            measuring = dict(names=names(), max_runs=args.max_runs, notice=notice, progress=display,
+                             planned=display.plan)
+            for tuning in tunings:
+                notice("", f"trying {tuning} on {len(cells)} cell(s) against none")
+                tried.append(try_tuning(campaign, store, sessions, cells, tuning, **measuring))
+            best = [t.tuning for t in tried if t.helps]
+            if len(best) > 1:
+                together = "+".join(best)
+                notice("", f"trying {together} (each made cells better and none worse) together")
+                tried.append(try_tuning(campaign, store, sessions, cells, together, **measuring))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     finally:
         for session in sessions:
             session.target.close()
         store.close()
-    out.print(_table(tried))
-    for t in tried:
+    for t in tried:  # above the table, which ends the screen
         for why in [*dict.fromkeys(t.refused.values()), *([t.problem] if t.problem else [])]:
             notice("", f"{t.tuning}: {why}")
+    out.print(_table(tried))
     return EXIT_OK
 
 
@@ -151,17 +156,18 @@ def _called_for(runs, store) -> list[str]:
 
 
 def _table(tried) -> Table:
-    """One row per tuning tried: the cells it made better (by how much, with the interval), worse,
-    same, undecided, and what it costs."""
+    """One row per tuning tried: the cells it made better, worse and left undecided (how many, the
+    first few with their change and interval), same (how many), and what it costs."""
     table = Table(title="tunings tried, each against the same cells under none")
-    for head in ("tuning", "better", "worse", "same", "undecided", "cost"):
+    table.add_column("tuning", no_wrap=True)  # a name the reader types: never cut
+    for head in ("better", "worse", "same", "undecided", "cost"):
         table.add_column(head)
     for t in tried:
         if t.ended is None:  # refused on every cell, or nothing to compare: said below the table
             table.add_row(escape(t.tuning), "—", "—", "—", "—", escape(t.cost or "—"))
             continue
 
-        undecided = str(t.count("undecided"))
+        undecided = _named(t, "undecided")
         if t.refused:
             undecided += f" ({len(t.refused)} refused)"
         table.add_row(escape(t.tuning), escape(_named(t, "better")), escape(_named(t, "worse")),
