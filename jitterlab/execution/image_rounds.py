@@ -82,18 +82,9 @@ def until_images_decided(campaign: Campaign, store: Store, ids: dict[str, int], 
             ended.max_runs = ended.extra_so_far + DEFAULT_MAX_RUNS_PER_CELL * len(campaign.cells) * 2
         asked = next_round(ended.undecided, runs, sides, result.cell_fields, watch, names)
         plan = [x for a in asked for x in a.extras]
-        if not ended.undecided or not plan:
-            ended.reason = "decided" if not ended.undecided else "other-group"
-            return ended
-        ended.next_round_runs = len(plan)
-        ended.next_round_s = sum(_image_s(campaign, [x for x in plan if x.side == side])
-                                 + (boot_s or {}).get(value, 0.0) for value, side in sides.items())
-        ended.used_s = loop.now() - start
-        if ended.extra_so_far + len(plan) > ended.max_runs:
-            ended.reason = "max-runs"
-            return ended
-        if ended.used_s + ended.next_round_s > watch.max_time_s:
-            ended.reason = "max-time"
+        round_s = sum(_image_s(campaign, [x for x in plan if x.side == side])
+                      + (boot_s or {}).get(value, 0.0) for value, side in sides.items())
+        if ended.stops(len(plan), round_s, loop.now() - start, watch.max_time_s):
             return ended
         for a in asked:
             why(a)

@@ -149,6 +149,21 @@ class Ended:
     others: dict[str, tuple[dict[str, str], int]] = dataclasses.field(default_factory=dict)
     default_bound: bool = False  # max_runs is this invocation's default, not --max-runs
 
+    def stops(self, planned: int, next_round_s: float, used_s: float, max_time_s: float) -> bool:
+        """Whether the loop ends before a round of `planned` runs taking `next_round_s` (its reason
+        set): everything decided, nothing to add, or a bound the round would pass."""
+        if not self.undecided or not planned:
+            self.reason = "decided" if not self.undecided else "other-group"
+            return True
+        self.next_round_runs, self.next_round_s, self.used_s = planned, next_round_s, used_s
+        if self.extra_so_far + planned > self.max_runs:
+            self.reason = "max-runs"
+            return True
+        if used_s + next_round_s > max_time_s:
+            self.reason = "max-time"
+            return True
+        return False
+
 
 _CELL_FIELDS = ("target", "benchmark", "load")
 
@@ -307,17 +322,8 @@ def until_decided(campaign: Campaign, store: Store, sessions: list[TargetSession
         asked, ended.waiting = _next_round(ended.undecided, mine, result.cell_fields, watch, names)
         ended.others = _others(ended.waiting, runs, campaign, campaign_id, watch, names)
         plan = [x for a in asked for x in a.extras]
-        if not ended.undecided or not plan:
-            ended.reason = "decided" if not ended.undecided else "other-group"
-            return ended
-        ended.next_round_runs = len(plan)
-        ended.next_round_s = _round_s(campaign, [(x.cell, x.repetition) for x in plan])
-        ended.used_s = now() - start
-        if ended.extra_so_far + len(plan) > ended.max_runs:
-            ended.reason = "max-runs"
-            return ended
-        if ended.used_s + ended.next_round_s > watch.max_time_s:
-            ended.reason = "max-time"
+        if ended.stops(len(plan), _round_s(campaign, [(x.cell, x.repetition) for x in plan]) if plan else 0.0,
+                       now() - start, watch.max_time_s):
             return ended
         for a in asked:
             why(a)
