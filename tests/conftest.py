@@ -69,8 +69,6 @@ UNITS = {
         "tests/targets/test_qemu.py",
         "tests/targets/test_unit_board.py",
         "tests/targets/test_vm_pins.py",
-        "tests/tracing/test_traced_arm_board.py",
-        "tests/tracing/test_traced_vm.py",
         "tests/tunings/test_vm_tunings.py",
     }),
     "kernel-tracing": frozenset({

@@ -4,16 +4,21 @@ only. One campaign cross-builds a C program against the board's root (c-gpiod), 
 kernel module on this machine (kmod-hrtimer), maps the PL061's registers through /dev/mem (c-mmap
 on gpiomem; the board boots with iomem=relaxed), drives sysfs from python, and watches each pin from
 outside the emulator (the emulator probe: qemu's PL061 trace, stamped on this machine) as well as
-by the program itself. Emulated CPU: the assertions are about structure and edges, never timing."""
+by the program itself. One more c-gpiod cell is traced (trace = "sched"): its edges, seen from
+outside, reach the trace's clock through the program's own toggles (program-log, with the
+alignment's residual), and its late periods are explained, marked emulated. Emulated CPU: the
+assertions are about structure and edges, never timing."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from jitterlab.cli.main import main
+from jitterlab.model import explanation as ex
 from jitterlab.store.catalog import Store
 
 pytestmark = [pytest.mark.vm, pytest.mark.skipif(
@@ -24,6 +29,7 @@ pytestmark = [pytest.mark.vm, pytest.mark.skipif(
 # on a busy machine (vCPU descheduled between the program's timestamp and its write)
 PERIOD_NS, DURATION_NS, WARMUP_NS = 200_000_000, 3_000_000_000, 100_000_000
 CELLS = {("c-gpiod", "gpiod"), ("kmod-hrtimer", "gpiod"), ("c-mmap", "gpiomem"), ("python", "sysfs")}
+TRACED = ("c-gpiod", "gpiod", "emulator")  # the cell also run with trace = "sched"
 
 
 def campaign(path: Path) -> Path:
@@ -36,6 +42,7 @@ warmup = "{WARMUP_NS // 1_000_000}ms"
 name = "board"
 kind = "qemu"
 machine = "virt-arm64"
+packages = ["mount"]   # tracefs is mounted for the traced run: the board's minimal root has no mount
 [pins.sysfs]
 chip = "9030000.pl061"
 line = 2
@@ -62,6 +69,12 @@ impl = "python"
 pin = "sysfs"
 period = "{PERIOD_NS // 1_000_000}ms"
 probe = "emulator"
+[[matrix]]
+impl = "{TRACED[0]}"
+pin = "{TRACED[1]}"
+period = "{PERIOD_NS // 1_000_000}ms"
+probe = "{TRACED[2]}"
+trace = "sched"
 """)
     return path
 
@@ -76,8 +89,10 @@ def results(tmp_path_factory) -> Store:
 
 def test_every_cell_ran_on_the_board(results):
     runs = results.runs()
-    seen = {(r.param("impl"), r.param("pin"), r.param("probe")): r for r in runs}
-    expected = {(i, p, "emulator") for i, p in CELLS} | {(i, p, "self") for i, p in CELLS if i != "python"}
+    seen = {(r.param("impl"), r.param("pin"), r.param("probe"), r.param("trace")): r for r in runs}
+    expected = {(i, p, "emulator", None) for i, p in CELLS}
+    expected |= {(i, p, "self", None) for i, p in CELLS if i != "python"} | {(*TRACED, "sched")}
+    assert len(runs) == len(expected)
     assert set(seen) == expected
     assert {k: f"{r.status}: {r.error}" for k, r in seen.items() if r.status != "ok"} == {}
 
@@ -104,3 +119,15 @@ def test_the_board_is_recorded_as_an_emulated_arm_board_with_its_own_root(result
         assert info["vm_machine"] == "virt-arm64" and info["vm_machine_cmdline"] == "iomem=relaxed"
         assert info["vm_root"].startswith("Debian ") and " arm64 root (" in info["vm_root"]
         assert info["kernel_release"].endswith("-arm64")
+
+
+@pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="needs trace-cmd (scripts/install-deps)")
+def test_an_outside_probe_on_an_emulated_board_is_explained_through_the_program_log(results):
+    [run] = [r for r in results.runs() if r.param("trace") == "sched"]
+    assert ex.ATTACHMENT in run.attachments, (run.status, run.error)
+    got = ex.Explanation.from_json(json.loads((results.root / run.attachments[ex.ATTACHMENT]).read_text()))
+    assert got.refused is None and got.aligned_by == ex.PROGRAM_LOG and got.residual_ns is not None
+    assert got.emulated is True and got.events and got.pids
+    assert got.periods and any(p.parts for p in got.periods)  # at least one period explained
+    for p in got.periods:
+        assert sum(part.duration_ns for part in p.parts) + p.remainder_ns == p.lateness_ns

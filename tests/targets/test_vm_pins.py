@@ -4,20 +4,25 @@ it can drive there — sysfs for bash, python, node and c-file; the character de
 python's gpiod bindings and the three kernel modules (built in the guest with kbuild, loaded,
 unloaded) — seen by the programs themselves and by the gpio-loopback probe on line 1 (kernel edge
 timestamps). The same campaign runs the kernel's own tracers (rtla timerlat, osnoise), which
-only the RT kernel has. Emulated CPUs: the assertions are about structure and counts, never timing.
+only the RT kernel has, and a traced run (trace = "sched") on each kernel: the guest records its own
+trace, the trace file is made here, and the run's late periods are explained on the guest's clock,
+marked emulated. Emulated CPUs: the assertions are about structure and counts, never timing.
 
 gpiomem (memory-mapped SoC registers) has no SoC to map in a VM; its register maps are tested
 against a fake register file in tests/pins."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from jitterlab.cli.main import main
+from jitterlab.model import explanation as ex
 from jitterlab.store.catalog import Store
+from jitterlab.tracing import reader
 
 pytestmark = [pytest.mark.vm, pytest.mark.skipif(
     shutil.which("qemu-system-x86_64") is None,
@@ -73,6 +78,11 @@ impl = ["python", "node", "kmod-busy", "kmod-rt"]
 target = "rt"
 impl = ["bash", "python", "node", "c-file"]
 [[matrix]]
+impl = "c-mmap"
+period = "{PERIOD_NS // 1_000_000}ms"
+probe = "self"   # a polling vpin is blind most of the time in an emulated guest
+trace = "sched"
+[[matrix]]
 benchmark = "timerlat"
 period = "1ms"
 [[matrix]]
@@ -101,7 +111,13 @@ def results(tmp_path_factory) -> Store:
 
 
 def squarewaves(results: Store) -> list:
-    return [r for r in results.runs() if r.benchmark == "squarewave"]
+    """The runs driving a GPIO pin (the traced run, on the vpin, has tests of its own)."""
+    return [r for r in results.runs() if r.benchmark == "squarewave" and r.param("trace") is None]
+
+
+def traced(results: Store) -> dict:
+    """The traced run of each kernel, by target."""
+    return {r.target: r for r in results.runs() if r.param("trace") == "sched"}
 
 
 def test_every_impl_drives_its_pin_on_both_kernels(results):
@@ -153,3 +169,25 @@ def test_the_kernels_own_tracers_run_on_the_rt_kernel_and_are_unavailable_on_the
         assert rt.status == "ok" and rt.metric(metric) is not None, rt.error
         standard = tracers[("standard", benchmark)]  # Debian's standard kernel has no such tracer
         assert standard.status == "unavailable" and "CONFIG_" in (standard.error or ""), standard.error
+
+
+def test_one_traced_run_on_each_kernel(results):
+    runs = [r for r in results.runs() if r.param("trace") is not None]
+    assert sorted((r.target, r.param("impl"), r.param("trace")) for r in runs) == [
+        ("rt", "c-mmap", "sched"), ("standard", "c-mmap", "sched")]
+    assert {r.target: f"{r.status}: {r.error}" for r in runs if r.status != "ok"} == {}
+
+
+@pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="needs trace-cmd (scripts/install-deps)")
+@pytest.mark.parametrize("kernel", ["standard", "rt"])
+def test_a_guest_traces_its_run_and_its_late_periods_are_explained(results, kernel):
+    run = traced(results)[kernel]
+    assert ex.ATTACHMENT in run.attachments and ex.TRACE_FILE in run.attachments, (run.status, run.error)
+    got = ex.Explanation.from_json(json.loads((results.root / run.attachments[ex.ATTACHMENT]).read_text()))
+    assert got.refused is None and got.aligned_by == ex.DIRECT and got.emulated is True and got.pids
+    events = reader.read(results.root / run.attachments[ex.TRACE_FILE])
+    assert got.events == len(events) > 0
+    assert got.periods  # an emulated guest is late somewhere: each late period explained
+    for p in got.periods:
+        assert sum(part.duration_ns for part in p.parts) + p.remainder_ns == p.lateness_ns
+    assert any(p.parts for p in got.periods)  # the trace covers them: not all remainder
