@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jitterlab.model.campaigns import IMPORTS
+
 PROBE = "import"  # the probe an imported run is seen by
 CAMPAIGN = "import"  # the campaign imports go into unless named
-FINGERPRINT = "import"  # the fingerprint of a campaign of imports: it has no file to hash
+FINGERPRINT = IMPORTS  # the fingerprint of a campaign of imports: it has no file to hash
 FORMATS = ("auto", "csv", "vcd")
 KINDS = ("auto", "edges", "samples")
 EXCERPT_CHARS = 80  # what an error message shows of the offending text, at most

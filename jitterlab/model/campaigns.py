@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+IMPORTS = "import"  # the fingerprint of a campaign of captures imported from files: no file to hash
+
 
 @dataclass(frozen=True)
 class StoredCampaign:
@@ -19,6 +21,11 @@ class StoredCampaign:
     labels: Mapping[str, str]
     created_ns: int
     jitterlab_version: str
+
+    @property
+    def imported(self) -> bool:
+        """A campaign of captures imported from files (jitterlab cannot measure it again)."""
+        return self.fingerprint == IMPORTS
 
 
 @dataclass(frozen=True)

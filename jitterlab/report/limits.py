@@ -246,9 +246,7 @@ def measure_tuning(path: str, results: str, labels: Mapping[str, str]) -> str:
 def measure_tuning_of(found: StoredCampaign | None, results: str) -> str:
     """measure_tuning of a stored campaign, "" when its command would not run as printed: imported
     captures, or a campaign file no longer where it was measured from."""
-    from jitterlab.importers.capture import FINGERPRINT
-
-    if found is None or found.fingerprint == FINGERPRINT or not found.source_path:
+    if found is None or found.imported or not found.source_path:
         return ""
     if not Path(found.source_path).is_file():  # measured elsewhere or moved: it would not run as printed
         return ""

@@ -92,9 +92,12 @@ def _one_run(out, store, args: argparse.Namespace) -> int:
             "characters"))
     one = matches[0]
     sysinfo = store.sysinfo(one.sysinfo_id) if one.sysinfo_id else None
+    from jitterlab.report.causes import traced
     from jitterlab.report.limits import measure_tuning_of
 
-    measure = measure_tuning_of(store.campaign(one.campaign_id), shown_spec(args.results))
+    # the campaign row is read only for a traced run's causes: a run shows without it otherwise
+    measure = (measure_tuning_of(store.campaign(one.campaign_id), shown_spec(args.results))
+               if traced(one) else "")
     moments = why_late(one, store, shown_spec(args.results), measure)
     for part in run_detail(one, store.warnings(one.campaign_id, one.id), sysinfo, moments):
         out.print(part)

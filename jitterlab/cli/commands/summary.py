@@ -67,7 +67,6 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     from jitterlab import plugins
     from jitterlab.analysis.groups import label_pairs
     from jitterlab.analysis.samples import reader
-    from jitterlab.importers.capture import FINGERPRINT
     from jitterlab.report.causes import Explanations
     from jitterlab.report.limits import measure_tuning_of
     from jitterlab.report.selection import select
@@ -83,7 +82,7 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     how = Screen(results, store.sysinfo, pairs, samples=reader(store.read_series, plugins.traits),
                  explanations=Explanations(store.root))
     found = store.latest_campaign(name)
-    if found is not None and found.fingerprint == FINGERPRINT:  # captures: more are imported
+    if found is not None and found.imported:  # captures: more are imported
         how.more_runs = ("import more captures where undecided, into each group of {pair} (the same "
                          "--period and --label values)")
     elif found is not None and found.source_path:
