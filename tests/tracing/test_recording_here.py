@@ -110,11 +110,16 @@ def test_a_known_disturbance_is_recorded_read_and_everything_put_back(target, tm
     assert {int(k) for k in np.unique(events.rows["kind"])} >= {Kind.SWITCH, Kind.WAKING, Kind.WAKEUP,
                                                                  Kind.HRTIMER_START, Kind.MARK}
 
-    text = report_text.read_report(dat)  # trace-cmd report's text: the same events
-    assert len(text) == len(events)
+    # trace-cmd report's text: the same events. Where the ring buffer overran (a loaded machine),
+    # `trace-cmd report` once printed a drop marker on a CPU at which libtracecmd's record carried no
+    # missed count: the events are compared, the readers' loss markers are not
+    text = report_text.read_report(dat)
+    text_rows = text.rows[text.rows["kind"] != Kind.LOST]
+    rows = events.rows[events.rows["kind"] != Kind.LOST]
+    assert len(text_rows) == len(rows)
     for column in ("time_ns", "cpu", "kind", "pid", "prio", "prev_pid", "number", "timer", "expires_ns"):
-        assert np.array_equal(text.rows[column], events.rows[column]), column
-    assert [text.names[i] for i in text.rows["name"]] == [events.names[i] for i in events.rows["name"]]
+        assert np.array_equal(text_rows[column], rows[column]), column
+    assert [text.names[i] for i in text_rows["name"]] == [events.names[i] for i in rows["name"]]
 
 
 def test_a_failed_run_puts_everything_back(target, tmp_path):
