@@ -7,9 +7,11 @@ prints nothing, its processes exist only on its clock, and a test can make it lo
 
 from __future__ import annotations
 
+import shutil
 import signal as signals
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +100,8 @@ class FakeTarget(ControllerMachine):
     ) -> None:
         self.name = name
         self.workdir = workdir or tempfile.mkdtemp(prefix="jitterlab-fake-")
+        if workdir is None:  # the directory it made goes with it (kept while the target is in use)
+            weakref.finalize(self, shutil.rmtree, self.workdir, ignore_errors=True)
         self.fallback_local = fallback_local
         self.quiet = quiet
         self.clock_s = 0.0  # fake time: advances only in wait()/stop() or by the test
