@@ -17,6 +17,7 @@ from jitterlab import plugins
 from jitterlab.execution.run import Measured
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.model.errors import RunFailed, TargetLost
+from jitterlab.model.facts import TuningCheck
 from jitterlab.model.records import NO_TUNING, Cell, Warning_
 from jitterlab.model.tuning import Applied, Cpus, ProgramTraits, applied_from_json
 from jitterlab.targets.base import CommandTimeout, Target
@@ -49,11 +50,16 @@ def tunings_of(cell: Cell) -> list[tuple[str, Tuning]]:
     return [(name, plugins.TUNINGS.get(name, "matrix.tuning")) for name in cell.tuning.split("+")]
 
 
-def refusals(target: Target, cells: Iterable[Cell], placement: Placement) -> dict[str, str]:
+Checked = dict[tuple[str, Cpus], str | None]  # (tuning, CPUs) -> its check's refusal, None: it can
+
+
+def refusals(target: Target, cells: Iterable[Cell], placement: Placement,
+             checked: Checked | None = None) -> dict[str, str]:
     """cell key -> why its tuning cannot be applied there (it does nothing for the cell's program,
-    or its check refuses); each check asked once per tuning and CPUs. Changes nothing."""
+    or its check refuses); each check asked once per tuning and CPUs (`checked`: those asked
+    already, and where the answers go). Changes nothing."""
     out: dict[str, str] = {}
-    checked: dict[tuple[str, Cpus], str | None] = {}
+    checked = {} if checked is None else checked
     for cell in cells:
         cpus = cpus_of(cell, placement)
         for name, tuning in tunings_of(cell):
@@ -68,6 +74,25 @@ def refusals(target: Target, cells: Iterable[Cell], placement: Placement) -> dic
                 out[cell.key] = f"tuning {name} cannot be applied: {why}"
                 break
     return out
+
+
+def machine_checks(target: Target, cells: Iterable[Cell], placement: Placement,
+                   checked: Checked | None = None) -> tuple[TuningCheck, ...]:
+    """What the check of every tuning that changes the machine (one whose fix a limit or a cause
+    names) says on `target` for the CPUs of its cells, as its system facts keep it: a suggestion
+    to measure a tuning the machine refuses is withheld (report/limits.py). Changes nothing."""
+    checked = {} if checked is None else checked
+    cpus = list(dict.fromkeys(cpus_of(c, placement) for c in cells))
+    out = []
+    for entry in plugins.TUNINGS:
+        if entry.name == NO_TUNING or entry.obj.skips(None) is not None:  # a program's, not the machine's
+            continue
+        for these in cpus:
+            if (entry.name, these) not in checked:
+                checked[(entry.name, these)] = entry.obj.check(target, these)
+            out.append(TuningCheck(tuning=entry.name, program_cpus=these.program, probe_cpus=these.probe,
+                                   refused=checked[(entry.name, these)]))
+    return tuple(out)
 
 
 def refusal_warnings(unavailable: dict[str, str]) -> list[Warning_]:
