@@ -94,3 +94,11 @@ def test_a_limit_whose_tuning_the_machine_refused_says_why_instead_of_a_command(
     older = SystemFacts.from_json({**CHECKED, "tuning_checks": None})
     unchecked = limits.limits([run("vpin", 1e7)], lambda _: older)
     assert all(x.refused == "" for x in unchecked)  # a store that did not ask: proposed as before
+
+
+def test_the_sysinfo_table_shows_the_tuning_checks_in_words():
+    from jitterlab.report.terminal import sysinfo_text
+
+    assert sysinfo_text("tuning_checks", CHECKED["tuning_checks"][:3]) == (
+        f"rt-unthrottled (CPUs 1): can be applied; isolated (CPUs 1): refused, {ISOLATED}; "
+        "isolated (CPUs 0-1): refused, another reason")
