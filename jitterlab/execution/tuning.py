@@ -8,6 +8,7 @@ text before and after) and what restoring left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterable
@@ -15,6 +16,7 @@ from dataclasses import replace
 
 from jitterlab import plugins
 from jitterlab.execution.run import Measured
+from jitterlab.execution.timings import OFF, Timings
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.model.errors import RunFailed, TargetLost
 from jitterlab.model.facts import TuningCheck
@@ -164,12 +166,16 @@ def read_record(data: bytes) -> tuple[list[Applied], list[str]]:
         raise ValueError(f"not a run's tuning record: {exc}") from None
 
 
-def measure_tuned(run: RunTuning, ctx: RunContext, measure: Callable[[RunContext], Measured]) -> Measured:
+def measure_tuned(run: RunTuning, ctx: RunContext, measure: Callable[[RunContext], Measured],
+                  timings: Timings = OFF) -> Measured:
     """`measure` under the run's tuning: applied first, restored after whatever happens, recorded
-    with the run. A tuning that cannot be applied makes the run unavailable with its reason; one
-    that cannot be put back fails the run (the runs after it would be measured under it)."""
+    with the run (`timings`: applying and restoring timed, `run --timings`). A tuning that cannot be
+    applied makes the run unavailable with its reason; one that cannot be put back fails the run
+    (the runs after it would be measured under it)."""
+    target = ctx.target.name
     try:
-        applied = run.apply()
+        with timings.phase("tuning apply", target) if run.tunings else contextlib.nullcontext():
+            applied = run.apply()
     except TargetLost as exc:
         return Measured("failed", exc.reason, lost=exc.reason)
     except RunFailed as exc:
@@ -179,7 +185,8 @@ def measure_tuned(run: RunTuning, ctx: RunContext, measure: Callable[[RunContext
     try:
         result = measure(replace(ctx, tunings=(*ctx.tunings, *applied)))
     finally:
-        problems = run.restore()
+        with timings.phase("tuning restore", target) if applied else contextlib.nullcontext():
+            problems = run.restore()
     if not applied:
         return result
     result.attachments[ATTACHMENT] = run.record()

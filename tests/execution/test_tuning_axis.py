@@ -356,3 +356,16 @@ def test_a_campaign_records_the_machine_tunings_checks_and_the_summary_withholds
         assert [commands_in(line) for line in said] == [[
             f"jitterlab run {tmp_path / 'fake.toml'} --results results --resume --tuning none,rt-unthrottled "
             "--until-decided tuning=none..tuning=rt-unthrottled"]], out
+
+
+def test_run_timings_time_applying_and_restoring_a_tuning_inside_its_run(tmp_path, monkeypatch):
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    timings = tmp_path / "timings.jsonl"
+    assert run(_campaign(tmp_path), "--timings", str(timings)) == 0
+    lines = [json.loads(line) for line in timings.read_text().splitlines()]
+    runs = sorted((p for p in lines if p["phase"] == "run"), key=lambda p: p["start_s"])
+    tuned = sorted((p for p in lines if p["phase"].startswith("tuning ")), key=lambda p: p["start_s"])
+    inside = [[p["phase"] for p in tuned if one["start_s"] <= p["start_s"] and p["end_s"] <= one["end_s"]]
+              for one in runs]
+    assert inside == [[], ["tuning apply", "tuning restore"]] * 2  # none, then rt-unthrottled, twice
+    assert machine.journal() == []
