@@ -322,3 +322,44 @@ def test_a_causes_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cel
     assert {r.cell.tuning for r in stored} == {"none", "irq-away"}
     assert {r.status for r in stored} == {"ok"}
     assert machine.snapshot() == before and machine.journal() == []
+
+
+@pytest.mark.parametrize("refusing", [False, True])
+def test_a_doctor_fix_a_tuning_applies_names_it_and_its_command_runs_as_printed(tmp_path, monkeypatch, capsys,
+                                                                               refusing):
+    """`doctor TARGET --campaign FILE`: under a fix a tuning applies (RT throttling: rt-unthrottled),
+    the command that measures it on that campaign, the one the limits block prints; run as printed,
+    for real on a fake machine, it ends on the verdict per cell. Where the tuning's check refuses on
+    the target, doctor says why instead, and prints no command."""
+    from jitterlab.system import sysinfo
+    from tests.execution.test_tuning_axis import SYSCTL, _campaign, _tuned_machine
+
+    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    snapshot = sysinfo.snapshot
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: dataclasses.replace(
+        snapshot(target), rt_runtime_us=950000, rt_period_us=1000000, container=None))
+    monkeypatch.chdir(tmp_path)
+    _campaign(tmp_path, tunings='"none"', reps=3)
+    if refusing:
+        machine.remove(SYSCTL)
+    out = _out(capsys, ["doctor", "a", "--campaign", "fake.toml"], expect=(1,))
+    lines = out.splitlines()
+    [fix] = [i for i, line in enumerate(lines) if line.startswith("  - RT throttling: ")]
+    under = lines[fix + 1].strip()
+    if refusing:
+        assert under.startswith("tuning rt-unthrottled applies it, but not on this target: "), under
+        assert commands_in(under) == []
+        return
+    [measure] = commands_in(under)
+    assert under.startswith("measure it here (tuning rt-unthrottled): ")
+    assert measure == ("jitterlab run fake.toml --results results --resume --tuning none,rt-unthrottled "
+                       "--until-decided tuning=none..tuning=rt-unthrottled")
+    out = _out(capsys, shlex.split(measure)[1:])
+    last = out.rstrip().splitlines()[-1]
+    decided = r"(every watched verdict is decided|stopped after)"
+    assert re.match(rf"--until-decided tuning=none\.\.tuning=rt-unthrottled: {decided} ", last), last
+    assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
+    stored = Store(tmp_path / "results", create=False).runs()
+    assert {r.cell.tuning for r in stored} == {"none", "rt-unthrottled"}
+    assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []

@@ -11,7 +11,7 @@ from jitterlab import plugins
 from jitterlab.campaign.file import Campaign, TargetSpec
 from jitterlab.execution import traced
 from jitterlab.execution.rt_throttle import ThrottleChange
-from jitterlab.execution.tuning import RunTuning, refusal_warnings, refusals
+from jitterlab.execution.tuning import Checked, RunTuning, machine_checks, refusal_warnings, refusals
 from jitterlab.measure.context import Placement
 from jitterlab.measure.squarewave.cell import traced as is_traced
 from jitterlab.model.errors import TargetLost, UserError, Where
@@ -187,9 +187,11 @@ def preflight(campaign: Campaign, spec: TargetSpec, target: Target) -> TargetSes
                                  'or set trace = "off" for this target\'s cells'))
     for why in dict.fromkeys(declared.values()):
         warnings.append(Warning_(f"{why.message} (its cells' runs are stored as unavailable)", why.remedy))
-    refused = refusals(target, cells, placement)  # a tuning that cannot be applied to a cell here
+    checked: Checked = {}
+    refused = refusals(target, cells, placement, checked)  # a tuning that cannot be applied to a cell here
     unavailable.update(refused)
     warnings += refusal_warnings(refused)
+    info = replace(info, tuning_checks=machine_checks(target, cells, placement, checked))
     return TargetSession(
         spec, target, info, placement, rt_permitted, warnings=warnings, unavailable=unavailable
     )

@@ -10,7 +10,7 @@ belongs to its host) and where it is needed (a cell's probe polls on a CPU of it
 never touches it. What was done is recorded in every run's settings and the target's sysinfo.
 
 Restoring never depends on this process ending well. Before writing -1 a restore record
-`/run/jitterlab/rt-throttle/<owner>.prev` is written, holding the value to put back (one place
+`/run/jitterlab-rt-throttle/<owner>.prev` is written, holding the value to put back (one place
 per machine, whatever the workdir: every jitterlab lifting it there sees the others; /run is
 emptied at boot, when the kernel forgets the change too); `restore()` puts
 it back and removes the record on every path of the runner (end, error, Ctrl-C, SIGTERM), and
@@ -30,7 +30,10 @@ from jitterlab.targets.base import Target
 from jitterlab.targets.processes import owner_alive, owner_tag
 from jitterlab.tunings.rt_unthrottled import LIFTED_US, SYSCTL, read_runtime, write_runtime
 
-RECORD_DIR = "/run/jitterlab/rt-throttle"  # on the target
+# on the target, beside tracing's and the tunings' records and like them not under /run/jitterlab,
+# which in jitterlab's qemu guests is the boot's read-only share (targets/qemu/init.c)
+RECORD_DIR = "/run/jitterlab-rt-throttle"
+LEGACY_DIRS = ("/run/jitterlab/rt-throttle",)  # where an older jitterlab kept them: read, never written
 SETTINGS = ("lift", "keep")
 _RECORD = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+~\d+~\d+)\.prev$")
 # $1: the record's directory, $2: its path, $3: the value it keeps
@@ -101,7 +104,7 @@ def lift(target: Target, setting: str, *, needed: bool, info: SystemFacts) -> Th
         change.why = "already lifted"
     else:
         others = _live_others(target)
-        original = _kept_value(target, others[0]) if others else before
+        original = _kept_value(target, f"{_record_dir(target)}/{others[0]}") if others else before
         if original is None:  # another jitterlab's record is unreadable: its owner restores
             change.why = "lifted by another jitterlab run"
             return change
@@ -121,20 +124,21 @@ def lift(target: Target, setting: str, *, needed: bool, info: SystemFacts) -> Th
 def restore_orphaned(target: Target) -> list[str]:
     """Put back the value recorded by jitterlab runs that were killed while they had lifted RT
     throttling (their owner is gone); describe what was done."""
-    names = target.run(["ls", "-1", _record_dir(target)]).stdout.split()
-    dead = [n for n in names if (m := _RECORD.match(n)) and not owner_alive(m["owner"])]
+    dead = [f"{d}/{n}" for d in (_record_dir(target), *LEGACY_DIRS)
+            for n in target.run(["ls", "-1", d]).stdout.split()
+            if (m := _RECORD.match(n)) and not owner_alive(m["owner"])]
     if not dead:
         return []
     out = []
     if not _live_others(target):
-        value = next((v for n in dead if (v := _kept_value(target, n)) is not None), None)
+        value = next((v for path in dead if (v := _kept_value(target, path)) is not None), None)
         if value is not None:
             got = _write(target, value)
             if got != value:  # keep the records: a later sweep, as root, tries again
                 return [f"could not restore {SYSCTL} to {value} (a killed jitterlab run had lifted it); "
                         f"run as root, or sysctl -w kernel.sched_rt_runtime_us={value}"]
             out.append(f"restored {SYSCTL} to {value}: a killed jitterlab run had lifted RT throttling")
-    target.run(["rm", "-f", *[f"{_record_dir(target)}/{n}" for n in dead]])
+    target.run(["rm", "-f", *dead])
     return out
 
 
@@ -153,8 +157,8 @@ def _live_others(target: Target) -> list[str]:
     return sorted(n for n in names if n != mine and (m := _RECORD.match(n)) and owner_alive(m["owner"]))
 
 
-def _kept_value(target: Target, name: str) -> int | None:
-    text = target.run(["cat", f"{_record_dir(target)}/{name}"]).stdout.strip()
+def _kept_value(target: Target, path: str) -> int | None:
+    text = target.run(["cat", path]).stdout.strip()
     return int(text) if re.fullmatch(r"-?\d+", text) else None
 
 

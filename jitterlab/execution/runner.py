@@ -402,7 +402,8 @@ class Runner:
                 run_loads = TimedLoads(loads, self.timings, session.spec.name)  # type: ignore[assignment]
             session.tuning = RunTuning(target, cell, session.placement)
             result = measure_tuned(session.tuning, ctx,
-                                   lambda tuned: measure(phases, tuned, run_loads, keep=runs > 1, runs=runs))
+                                   lambda tuned: measure(phases, tuned, run_loads, keep=runs > 1, runs=runs),
+                                   self.timings)
             if result.lost is not None:
                 session.lost = result.lost
         except Exception:

@@ -8,6 +8,7 @@ text before and after) and what restoring left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterable
@@ -15,8 +16,10 @@ from dataclasses import replace
 
 from jitterlab import plugins
 from jitterlab.execution.run import Measured
+from jitterlab.execution.timings import OFF, Timings
 from jitterlab.measure.context import Placement, RunContext
 from jitterlab.model.errors import RunFailed, TargetLost
+from jitterlab.model.facts import TuningCheck
 from jitterlab.model.records import NO_TUNING, Cell, Warning_
 from jitterlab.model.tuning import Applied, Cpus, ProgramTraits, applied_from_json
 from jitterlab.targets.base import CommandTimeout, Target
@@ -49,11 +52,16 @@ def tunings_of(cell: Cell) -> list[tuple[str, Tuning]]:
     return [(name, plugins.TUNINGS.get(name, "matrix.tuning")) for name in cell.tuning.split("+")]
 
 
-def refusals(target: Target, cells: Iterable[Cell], placement: Placement) -> dict[str, str]:
+Checked = dict[tuple[str, Cpus], str | None]  # (tuning, CPUs) -> its check's refusal, None: it can
+
+
+def refusals(target: Target, cells: Iterable[Cell], placement: Placement,
+             checked: Checked | None = None) -> dict[str, str]:
     """cell key -> why its tuning cannot be applied there (it does nothing for the cell's program,
-    or its check refuses); each check asked once per tuning and CPUs. Changes nothing."""
+    or its check refuses); each check asked once per tuning and CPUs (`checked`: those asked
+    already, and where the answers go). Changes nothing."""
     out: dict[str, str] = {}
-    checked: dict[tuple[str, Cpus], str | None] = {}
+    checked = {} if checked is None else checked
     for cell in cells:
         cpus = cpus_of(cell, placement)
         for name, tuning in tunings_of(cell):
@@ -68,6 +76,25 @@ def refusals(target: Target, cells: Iterable[Cell], placement: Placement) -> dic
                 out[cell.key] = f"tuning {name} cannot be applied: {why}"
                 break
     return out
+
+
+def machine_checks(target: Target, cells: Iterable[Cell], placement: Placement,
+                   checked: Checked | None = None) -> tuple[TuningCheck, ...]:
+    """What the check of every tuning that changes the machine (one whose fix a limit or a cause
+    names) says on `target` for the CPUs of its cells, as its system facts keep it: a suggestion
+    to measure a tuning the machine refuses is withheld (report/limits.py). Changes nothing."""
+    checked = {} if checked is None else checked
+    cpus = list(dict.fromkeys(cpus_of(c, placement) for c in cells))
+    out = []
+    for entry in plugins.TUNINGS:
+        if entry.name == NO_TUNING or entry.obj.skips(None) is not None:  # a program's, not the machine's
+            continue
+        for these in cpus:
+            if (entry.name, these) not in checked:
+                checked[(entry.name, these)] = entry.obj.check(target, these)
+            out.append(TuningCheck(tuning=entry.name, program_cpus=these.program, probe_cpus=these.probe,
+                                   refused=checked[(entry.name, these)]))
+    return tuple(out)
 
 
 def refusal_warnings(unavailable: dict[str, str]) -> list[Warning_]:
@@ -139,12 +166,16 @@ def read_record(data: bytes) -> tuple[list[Applied], list[str]]:
         raise ValueError(f"not a run's tuning record: {exc}") from None
 
 
-def measure_tuned(run: RunTuning, ctx: RunContext, measure: Callable[[RunContext], Measured]) -> Measured:
+def measure_tuned(run: RunTuning, ctx: RunContext, measure: Callable[[RunContext], Measured],
+                  timings: Timings = OFF) -> Measured:
     """`measure` under the run's tuning: applied first, restored after whatever happens, recorded
-    with the run. A tuning that cannot be applied makes the run unavailable with its reason; one
-    that cannot be put back fails the run (the runs after it would be measured under it)."""
+    with the run (`timings`: applying and restoring timed, `run --timings`). A tuning that cannot be
+    applied makes the run unavailable with its reason; one that cannot be put back fails the run
+    (the runs after it would be measured under it)."""
+    target = ctx.target.name
     try:
-        applied = run.apply()
+        with timings.phase("tuning apply", target) if run.tunings else contextlib.nullcontext():
+            applied = run.apply()
     except TargetLost as exc:
         return Measured("failed", exc.reason, lost=exc.reason)
     except RunFailed as exc:
@@ -154,7 +185,8 @@ def measure_tuned(run: RunTuning, ctx: RunContext, measure: Callable[[RunContext
     try:
         result = measure(replace(ctx, tunings=(*ctx.tunings, *applied)))
     finally:
-        problems = run.restore()
+        with timings.phase("tuning restore", target) if applied else contextlib.nullcontext():
+            problems = run.restore()
     if not applied:
         return result
     result.attachments[ATTACHMENT] = run.record()

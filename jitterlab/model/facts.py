@@ -71,6 +71,17 @@ class ThrottleRecord(Stored):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TuningCheck(Stored):
+    """What a tuning's check (jitterlab/tunings/) said on a target when a campaign ran there, for the
+    CPUs of some of its cells: `refused` its reason, None when it could be applied."""
+
+    tuning: str | None = None
+    program_cpus: tuple[int, ...] | None = None
+    probe_cpus: tuple[int, ...] | None = None
+    refused: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class VmFacts(Stored):
     """A VM jitterlab booted (capability VirtualMachine): keys vm_*."""
 
@@ -166,6 +177,7 @@ class SystemFacts(Stored):
     msr_device: bool | None = None
     rcu_nocbs: tuple[int, ...] | None = None
     rt_throttling: ThrottleRecord | None = None  # what the campaign planned or did
+    tuning_checks: tuple[TuningCheck, ...] | None = None  # None: not asked (doctor, an older jitterlab)
     vm: VmFacts | None = field(default=None, metadata=FLAT)
     unit: UnitFacts | None = field(default=None, metadata=FLAT)
     image: ImageFacts | None = field(default=None, metadata=FLAT)
@@ -187,6 +199,12 @@ class SystemFacts(Stored):
     def emulated(self) -> bool:
         """A VM whose CPU qemu emulates (TCG): its figures are functional evidence only."""
         return self.vm is not None and self.vm.accel == "tcg"
+
+    def tuning_refused(self, tuning: str) -> str | None:
+        """Why `tuning` could not be applied here: its check's reason when it refused for the CPUs
+        of every cell it was asked for; None when it could be applied to some, or was not asked."""
+        said = [c.refused for c in self.tuning_checks or () if c.tuning == tuning]
+        return said[0] if said and all(said) else None
 
     @property
     def kvm_needs(self) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jitterlab.model.campaigns import StoredCampaign
@@ -30,6 +30,7 @@ class Limit:
     # limit none of whose causes its traces show is not proposed (report/causes.py)
     causes: frozenset[str] = frozenset()
     tuning: str = ""  # the tuning (jitterlab/tunings/) that applies the fix for a cell's runs: measurable
+    refused: str = ""  # why that tuning is not proposed: its check refused on the target when it ran
 
 
 FactsOf = Callable[[int], SystemFacts | None]  # the store's sysinfo(id)
@@ -98,9 +99,19 @@ def _judged(runs: list[RunRecord], sysinfo_of: FactsOf,
     for target, info in sysinfo_by_target(runs, sysinfo_of).items():
         mine = [r for r in runs if r.target == target]
         shown = (traced or {}).get(target)
-        out += [(limit, shown is None or not limit.causes or bool(limit.causes & shown))
+        out += [(_measurable(limit, info), shown is None or not limit.causes or bool(limit.causes & shown))
                 for check in _CHECKS if (limit := check(target, info, mine)) is not None]
     return out
+
+
+def _measurable(limit: Limit, info: SystemFacts) -> Limit:
+    """`limit` with why its tuning is not proposed where that tuning's check refused when the campaign
+    ran there (SystemFacts.tuning_checks): no command is printed that would measure nothing."""
+    why = info.tuning_refused(limit.tuning) if limit.tuning else None
+    if why is None:
+        return limit
+    said = f"tuning {limit.tuning} cannot be applied on {limit.target}: {why}"
+    return replace(limit, refused=said)
 
 
 # what the traces show when these limits hold (analysis/attribution.py CAUSES)
@@ -251,6 +262,14 @@ def measure_tuning_of(found: StoredCampaign | None, results: str) -> str:
     if not Path(found.source_path).is_file():  # measured elsewhere or moved: it would not run as printed
         return ""
     return measure_tuning(found.source_path, results, found.labels)
+
+
+def limit_measured_line(limit: Limit, template: str) -> str:
+    """The line under a limit: the command measuring its tuning (measured_line), or why its tuning
+    is not proposed there; "" when it has neither."""
+    if limit.refused:
+        return f"not measured by a tuning here: {limit.refused}"
+    return measured_line(limit.tuning, template)
 
 
 def measured_line(tuning: str, template: str) -> str:

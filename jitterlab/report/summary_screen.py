@@ -77,7 +77,7 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         several = len({x.target for x in found}) > 1
         for x in found:
             where = f"{x.target}: " if several else ""
-            line = limits.measured_line(x.tuning, how.measure_tuning)
+            line = limits.limit_measured_line(x, how.measure_tuning)
             measured = f"\n    {line}" if line else ""
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}{measured}"))
     gaps = causes.uncovered_share(runs, how.explanations) if how.explanations is not None else {}

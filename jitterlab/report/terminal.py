@@ -268,10 +268,26 @@ def sysinfo_text(key: str, value: object) -> str:
             low, high = round(min(mhz)), round(max(mhz))
             text += f"; {low} MHz" if low == high else f"; {low}–{high} MHz"
         return text
+    if key == "tuning_checks" and isinstance(value, list):
+        return _tuning_checks_text(value)
     if key == "runtimes" and isinstance(value, dict):
         return "; ".join(f"{name} {v.get('version') or '?'} ({v.get('path')})"
                          for name, v in value.items() if isinstance(v, dict)) or "none"
     return plain_value(value)
+
+
+def _tuning_checks_text(checks: list) -> str:
+    """"irq-away (CPU 1): can be applied; isolated (CPU 1): refused, Linux 6.1 has no ...": what each
+    tuning's check said when the campaign ran, for the program's CPUs it was asked about."""
+    parts = []
+    for c in checks:
+        if not isinstance(c, dict):
+            continue
+        cpus = [*(c.get("program_cpus") or []), *(c.get("probe_cpus") or [])]
+        where = f" (CPUs {_cpu_list(cpus)})" if cpus else ""
+        said = f"refused, {c['refused']}" if c.get("refused") else "can be applied"
+        parts.append(f"{c.get('tuning') or '?'}{where}: {said}")
+    return "; ".join(parts) or "none asked"
 
 
 def _shown_key(key: str) -> str:

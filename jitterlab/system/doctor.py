@@ -36,6 +36,12 @@ class Finding:
     state: str
     fix: str | None = None
     informational: bool = False
+    tuning: str = ""  # the tuning (jitterlab/tunings/) that applies the fix for a cell's runs: measurable
+
+
+# doctor's topics whose fix a tuning applies for a cell's runs, as report/limits names them
+TUNING_OF_TOPIC = {"RT throttling": "rt-unthrottled", "CPU governor": "governor-performance",
+                   "isolcpus": "isolated", "IRQ affinity": "irq-away", "idle states": "cpu-dma-latency"}
 
 
 def _missing(target: Target, tools: list[str]) -> list[str]:
@@ -76,8 +82,11 @@ def examine(target: Target, needs: Needs) -> tuple[SystemFacts, list[Finding]]:
             covered.add(warning.message)
         if warning is None:
             findings.append(Finding(name, state))
-        else:
-            findings.append(Finding(name, warning.message, warning.remedy))
+            return
+        tuning = TUNING_OF_TOPIC.get(name, "")
+        if name == "RT throttling" and info.in_container:  # jitterlab cannot lift it from inside either
+            tuning = ""
+        findings.append(Finding(name, warning.message, warning.remedy, tuning=tuning))
 
     rt = info.rt_permission
     topic("RT permission", "SCHED_FIFO permitted" if rt else "unknown (no chrt: apt install util-linux)",

@@ -37,8 +37,10 @@ class Sysctl:
             self.path.chmod(0o444)
         self.writes: list[str] = []
         monkeypatch.setattr(rt_throttle, "SYSCTL", str(self.path))
-        self.records = tmp_path / "run" / "rt-throttle"  # the machine's /run/jitterlab/rt-throttle
+        self.records = tmp_path / "run" / "rt-throttle"  # the machine's /run/jitterlab-rt-throttle
         monkeypatch.setattr(rt_throttle, "RECORD_DIR", str(self.records))
+        self.legacy = tmp_path / "run" / "jitterlab" / "rt-throttle"  # an older jitterlab's
+        monkeypatch.setattr(rt_throttle, "LEGACY_DIRS", (str(self.legacy),))
 
     @property
     def value(self) -> int:
@@ -54,10 +56,11 @@ def answering(target: FakeTarget, sysctl: Sysctl) -> FakeTarget:
             sysctl.writes.append(argv[-1].strip())
         return local.run(argv)
 
-    records = rt_throttle.RECORD_DIR
+    records = (rt_throttle.RECORD_DIR, *rt_throttle.LEGACY_DIRS)
     for script in (files._READ, files._WRITE, rt_throttle._KEEP):
         target.respond(["sh", "-c", script], response=real)
-    target.respond(["ls", "-1", records], response=real)
+    for directory in records:
+        target.respond(["ls", "-1", directory], response=real)
 
     def only_records(argv: list[str]) -> Completed:  # cat and rm act for real on the records only
         mine = [a for a in argv[1:] if not a.startswith("-")]
@@ -153,18 +156,19 @@ def test_put_back_on_every_path(tmp_path, machine, monkeypatch, how):
     assert _records(tmp_path) == []
 
 
-def test_a_killed_jitterlab_is_put_back_by_the_next_campaign(tmp_path, machine):
+@pytest.mark.parametrize("older", [False, True])
+def test_a_killed_jitterlab_is_put_back_by_the_next_campaign(tmp_path, machine, older):
     _, sysctl = machine
     # a jitterlab that lifted it and was killed (SIGKILL, power to the controller): its record
-    # names an owner that no longer runs
-    records = sysctl.records
+    # names an owner that no longer runs (`older`: in the directory an older jitterlab kept them in)
+    records = sysctl.legacy if older else sysctl.records
     records.mkdir(parents=True)
     (records / f"{processes.host_tag()}~999999999~1.prev").write_text(f"{DEFAULT_US}\n")
     sysctl.path.write_text("-1\n")
     path = campaign(tmp_path, reps=1)
     path.write_text(path.read_text().replace('name = "fake"\n', 'name = "fake"\nrt_throttling = "keep"\n', 1))
     assert run(path) == 0
-    assert sysctl.value == DEFAULT_US and _records(tmp_path) == []
+    assert sysctl.value == DEFAULT_US and _records(tmp_path) == [] and list(records.iterdir()) == []
     [r] = _stored(tmp_path)
     assert r.settings.as_json()["rt_throttling"] == {
         "setting": "keep", "changed": False, "sched_rt_runtime_us_before": DEFAULT_US,

@@ -313,3 +313,59 @@ def test_tunings_run_for_real_here_as_their_check_said_and_put_everything_back(t
     assert not [e for e in entries if e.startswith(f"{owner_tag()}~")], entries
     if not entries:  # no other jitterlab here has a tuning applied now: the kernel reads as before
         assert _kernel_state() == before
+
+
+@pytest.mark.parametrize("refusing", [False, True])
+def test_a_campaign_records_the_machine_tunings_checks_and_the_summary_withholds_a_refused_one(
+        tmp_path, monkeypatch, capsys, refusing):
+    """Preflight asks every tuning that changes the machine (not the program's: timer-slack, mlock)
+    for the CPUs of the target's cells and keeps the answers in the system facts its runs refer to;
+    the summary's RT throttling limit then names the command measuring rt-unthrottled where its check
+    passed there, and says why not, in one line and with no command, where it refused."""
+    import dataclasses
+
+    from jitterlab.cli.main import main
+    from jitterlab.report.layout import commands_in
+    from jitterlab.system import sysinfo
+
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    snapshot = sysinfo.snapshot
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: dataclasses.replace(
+        snapshot(target), rt_runtime_us=950000, rt_period_us=1000000, container=None))
+    if refusing:
+        machine.remove(SYSCTL)
+    monkeypatch.chdir(tmp_path)
+    assert run(_campaign(tmp_path, tunings='"none"')) == 0
+    store = Store(tmp_path / "results", create=False)
+    [sid] = {r.sysinfo_id for r in store.runs()}
+    checks = store.sysinfo(sid).tuning_checks
+    assert checks is not None
+    assert {c.tuning for c in checks} == {"irq-away", "cpu-dma-latency", "isolated", "rt-unthrottled",
+                                          "governor-performance"}
+    [rt] = [c for c in checks if c.tuning == "rt-unthrottled"]
+    assert (rt.refused is not None) == refusing
+    capsys.readouterr()
+    assert main(["summary", "--results", "results"]) == 0
+    out = capsys.readouterr().out
+    said = [line.strip() for line in out.splitlines() if "rt-unthrottled" in line]
+    if refusing:
+        assert said == [f"not measured by a tuning here: tuning rt-unthrottled cannot be applied on a: "
+                        f"{rt.refused}"], out
+        assert commands_in(said[0]) == []
+    else:
+        assert [commands_in(line) for line in said] == [[
+            f"jitterlab run {tmp_path / 'fake.toml'} --results results --resume --tuning none,rt-unthrottled "
+            "--until-decided tuning=none..tuning=rt-unthrottled"]], out
+
+
+def test_run_timings_time_applying_and_restoring_a_tuning_inside_its_run(tmp_path, monkeypatch):
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    timings = tmp_path / "timings.jsonl"
+    assert run(_campaign(tmp_path), "--timings", str(timings)) == 0
+    lines = [json.loads(line) for line in timings.read_text().splitlines()]
+    runs = sorted((p for p in lines if p["phase"] == "run"), key=lambda p: p["start_s"])
+    tuned = sorted((p for p in lines if p["phase"].startswith("tuning ")), key=lambda p: p["start_s"])
+    inside = [[p["phase"] for p in tuned if one["start_s"] <= p["start_s"] and p["end_s"] <= one["end_s"]]
+              for one in runs]
+    assert inside == [[], ["tuning apply", "tuning restore"]] * 2  # none, then rt-unthrottled, twice
+    assert machine.journal() == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jitterlab.model.facts import SystemFacts
+from jitterlab.model.facts import SystemFacts, TuningCheck
 from jitterlab.model.records import Cell, Metric, RunRecord, StoredSettings
 from jitterlab.report import limits
 
@@ -58,3 +58,47 @@ def test_the_fix_fits_where_the_probe_ran_and_who_jitterlab_was():
 def test_what_the_runner_recorded_of_the_probes_wins_over_the_runs_shown():
     planned = {**THROTTLED, "user_id": 0, "rt_throttling": {"setting": "keep", "needed": False}}
     assert _rt_throttling("board", planned, [run("vpin", 1e7)]).fix.startswith("nothing for the probes")
+
+
+ISOLATED = "CPUs 1 are every online CPU: none would be left for the rest"
+CHECKED = {**THROTTLED, "n_cpus": 2, "isolcpus": [], "tuning_checks": [
+    {"tuning": "rt-unthrottled", "program_cpus": [1], "probe_cpus": [], "refused": None},
+    {"tuning": "isolated", "program_cpus": [1], "probe_cpus": [], "refused": ISOLATED},
+    {"tuning": "isolated", "program_cpus": [0], "probe_cpus": [1], "refused": "another reason"},
+    {"tuning": "irq-away", "program_cpus": [1], "probe_cpus": [], "refused": "refused for these"},
+    {"tuning": "irq-away", "program_cpus": [0], "probe_cpus": [1], "refused": None}]}
+
+
+def test_the_tuning_checks_a_campaign_recorded_read_back_as_typed_facts():
+    info = SystemFacts.from_json(CHECKED)
+    assert info.tuning_checks is not None and info.tuning_checks[1] == TuningCheck(
+        tuning="isolated", program_cpus=(1,), probe_cpus=(), refused=ISOLATED)
+    assert info.as_json()["tuning_checks"] == CHECKED["tuning_checks"]
+    # refused: for every CPUs it was asked for (the first reason); not refused: for some, or not asked
+    assert info.tuning_refused("isolated") == ISOLATED
+    assert info.tuning_refused("irq-away") is None and info.tuning_refused("rt-unthrottled") is None
+    assert info.tuning_refused("governor-performance") is None
+    assert SystemFacts.from_json(THROTTLED).tuning_checks is None  # an older store's: not asked
+
+
+def test_a_limit_whose_tuning_the_machine_refused_says_why_instead_of_a_command():
+    found = {x.tuning: x for x in limits.limits([run("vpin", 1e7)], lambda _: SystemFacts.from_json(CHECKED))}
+    template = limits.measure_tuning("c.toml", "results", {})
+    assert set(found) == {"rt-unthrottled", "isolated"}
+    assert found["rt-unthrottled"].refused == ""
+    assert limits.limit_measured_line(found["rt-unthrottled"], template) == (
+        "measure it here (tuning rt-unthrottled): jitterlab run c.toml --results results --resume --tuning "
+        "none,rt-unthrottled --until-decided tuning=none..tuning=rt-unthrottled")
+    assert limits.limit_measured_line(found["isolated"], template) == (
+        f"not measured by a tuning here: tuning isolated cannot be applied on board: {ISOLATED}")
+    older = SystemFacts.from_json({**CHECKED, "tuning_checks": None})
+    unchecked = limits.limits([run("vpin", 1e7)], lambda _: older)
+    assert all(x.refused == "" for x in unchecked)  # a store that did not ask: proposed as before
+
+
+def test_the_sysinfo_table_shows_the_tuning_checks_in_words():
+    from jitterlab.report.terminal import sysinfo_text
+
+    assert sysinfo_text("tuning_checks", CHECKED["tuning_checks"][:3]) == (
+        f"rt-unthrottled (CPUs 1): can be applied; isolated (CPUs 1): refused, {ISOLATED}; "
+        "isolated (CPUs 0-1): refused, another reason")

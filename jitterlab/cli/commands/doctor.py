@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from jitterlab.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from jitterlab.cli.options import add_results
 from jitterlab.cli.paths import path_arg
 from jitterlab.model.errors import TargetLost, UserError
 from jitterlab.model.facts import SystemFacts
@@ -26,8 +27,10 @@ from jitterlab.model.records import Cell
 from jitterlab.model.registry import did_you_mean
 from jitterlab.report.console import SafeConsole
 from jitterlab.report.layout import Prose
+from jitterlab.report.limits import measure_tuning, measured_line
 from jitterlab.report.terminal import console
 from jitterlab.report.warning_list import paste_safe_lines
+from jitterlab.store import shown_spec
 from jitterlab.system.doctor import Finding, describe, examine
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import has
@@ -49,7 +52,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     doctor.add_argument("target", nargs="?", metavar="TARGET",
                         help="local (this machine) | ssh://user@host:port | a target name of --campaign FILE")
     doctor.add_argument("--campaign", type=path_arg, metavar="FILE",
-                        help="take TARGET from this campaign file")
+                        help="take TARGET from this campaign file (and print, under a fix a tuning "
+                        "applies, the command that measures it on this campaign)")
+    add_results(doctor)  # the store the measuring commands it prints name
     doctor.add_argument("--key", metavar="FILE", help="with ssh://: identity file")
     doctor.add_argument("--known-hosts", metavar="FILE", help="with ssh://: known_hosts file")
     doctor.add_argument(
@@ -78,10 +83,12 @@ def run(args: argparse.Namespace) -> int:
         return _unreachable(exc.reason)
     try:
         info, findings = diagnose(target)
+        refused = tuning_refusals(target, info, findings)
     except TargetLost as exc:
         return _unreachable(exc.reason)
     finally:
         target.close()
+    measure = measure_tuning(str(args.campaign), shown_spec(args.results), {}) if args.campaign else ""
     out.print(f"[bold]{escape(args.target)}[/]: {escape(describe(info))}")
     width = max(len(f.topic) for f in findings)
     for f in findings:
@@ -99,11 +106,44 @@ def run(args: argparse.Namespace) -> int:
         line = f"  - {f.topic}: {f.fix}"
         if not out.is_terminal or len(line) <= out.width:  # piped: one line, whatever its length
             out.print(escape(line))
-            continue
-        out.print(f"  - {escape(f.topic)}:")  # a fix (often a command) on lines of its own, unbroken
-        for part in paste_safe_lines(f.fix, out.width - len(FIX_INDENT)):
-            out.print(FIX_INDENT + escape(part))
+        else:
+            out.print(f"  - {escape(f.topic)}:")  # a fix (often a command) on lines of its own, unbroken
+            for part in paste_safe_lines(f.fix, out.width - len(FIX_INDENT)):
+                out.print(FIX_INDENT + escape(part))
+        if f.tuning:  # under it: the tuning that applies it, and how to measure it
+            _print_fix(out, tuning_line(f.tuning, refused.get(f.tuning), measure))
     return EXIT_FAILED
+
+
+def _print_fix(out, line: str) -> None:
+    """A line under the fixes: whole when piped or when it fits, else folded, never inside a command."""
+    if not out.is_terminal or len(FIX_INDENT) + len(line) <= out.width:
+        out.print(FIX_INDENT + escape(line))
+        return
+    for part in paste_safe_lines(line, out.width - len(FIX_INDENT)):
+        out.print(FIX_INDENT + escape(part))
+
+
+def tuning_refusals(target: Target, info: SystemFacts, findings: list[Finding]) -> dict[str, str | None]:
+    """tuning -> why its check refuses it on `target` (None: it can be applied), for each tuning a
+    finding's fix names, asked for a program on the last CPU (a campaign's placement there)."""
+    from jitterlab import plugins
+    from jitterlab.model.tuning import Cpus
+
+    cpus = Cpus(program=(max((info.n_cpus or 1) - 1, 0),))
+    return {f.tuning: plugins.TUNINGS.get(f.tuning, "doctor").check(target, cpus)
+            for f in findings if f.tuning and f.fix is not None}
+
+
+def tuning_line(tuning: str, refused: str | None, measure: str) -> str:
+    """What doctor says under a fix a tuning applies: the command measuring it on --campaign's file
+    (report/limits.measure_tuning), why the tuning cannot be applied there, or how to get the command."""
+    if refused is not None:
+        return f"tuning {tuning} applies it, but not on this target: {refused}"
+    if measure:
+        return measured_line(tuning, measure)
+    return (f"tuning {tuning} applies it for a campaign's cells: with --campaign FILE, doctor prints the "
+            "command that measures it on that campaign")
 
 
 FIX_INDENT = "      "
