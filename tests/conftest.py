@@ -54,29 +54,29 @@ def start_sshd(tmp_path):
 
 # `make test` runs two pytest-xdist workers, each taking a unit of work at a time: a file, or one of
 # the units below. The files whose tests boot an emulator (the `vm` marker) are two units of about
-# the same length (7-8 minutes each in a suite run on 2 CPUs), started first, one on each worker:
-# one of them alone was a 14-minute chain that set the suite's wall time while the other worker
-# ran out of work. Each keeps its files' tests (and their module fixtures: one booted guest, one
-# sshd) on one worker; at most one emulator file runs per worker (test_vm_pins.py boots its two
-# guests at once: beside three other emulators, load 13 on 2 CPUs, both were up within 100 s of
-# their 120 s boot_timeout; labgrid boards have 240 s).
-# The labgrid files share a unit (labgrid reaches places through one coordinator per process). The
-# files that drive this machine's kernel tracing (one tracefs, one current tracer) are another
-# unit. The scheduler sees only test ids (markers stay in the workers), hence the files are named
-# here; collection refuses a vm test in an unlisted file.
+# the same length (~7.5 minutes each by their tests' durations in a suite run on 2 CPUs), started
+# first, one on each worker: as one unit they were a 14-minute chain that set the suite's wall
+# time. Each keeps its files' tests (and their module fixtures: one booted guest, one sshd) on one
+# worker; at most one emulator file runs per worker (test_vm_pins.py boots its two guests at once:
+# beside three other emulators, load 13 on 2 CPUs, both were up and measuring within 100 s, their
+# boot_timeout is 120 s; labgrid boards have 240 s). The labgrid files share a unit (labgrid
+# reaches places through one coordinator per process). The files that drive this machine's kernel
+# tracing (one tracefs, one current tracer) are another unit. The scheduler sees only test ids
+# (markers stay in the workers), hence the files are named here; collection refuses a vm test in
+# an unlisted file.
 UNITS = {
-    "emulators-guests": frozenset({  # ~7 min: x86 guests (2 kernels at once in vm_pins), the arm board
+    "emulators-guests": frozenset({  # ~7.5 min: x86 guests (2 kernels at once in vm_pins), arm boards
         "tests/targets/test_vm_pins.py",
         "tests/tunings/test_vm_tunings.py",
         "tests/targets/test_qemu.py",
         "tests/targets/test_arm_board.py",
+        "tests/targets/test_unit_board.py",
     }),
-    "emulators-labs": frozenset({  # ~7.5 min: the LAVA qemu job, labgrid's QEMUDriver boards, the unit
+    "emulators-labs": frozenset({  # ~7.5 min: the LAVA qemu job (and its bundle), labgrid's boards
         "tests/lava/test_qemu_job.py",
         "tests/targets/test_labgrid_farm.py",
         "tests/targets/test_labgrid_readme.py",
         "tests/targets/test_labgrid_qemu.py",
-        "tests/targets/test_unit_board.py",
     }),
     "kernel-tracing": frozenset({
         "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on
