@@ -58,8 +58,8 @@ def start_sshd(tmp_path):
 # first, one on each worker: as one unit they were a 14-minute chain that set the suite's wall
 # time. Each keeps its files' tests (and their module fixtures: one booted guest, one sshd) on one
 # worker; at most one emulator file runs per worker (test_vm_pins.py boots its two guests at once:
-# beside three other emulators, load 13 on 2 CPUs, both were up and measuring within 100 s, their
-# boot_timeout is 120 s; labgrid boards have 240 s). The labgrid files share a unit (labgrid
+# beside other emulators, load 13-17 on 2 CPUs, both were up in 83 s of their 120 s boot_timeout;
+# labgrid boards have 240 s). The labgrid files share a unit (labgrid
 # reaches places through one coordinator per process). The files that drive this machine's kernel
 # tracing (one tracefs, one current tracer) are another unit. The scheduler sees only test ids
 # (markers stay in the workers), hence the files are named here; collection refuses a vm test in
