@@ -55,8 +55,9 @@ demo: demo-setup
 	$(VENV)/bin/jitterlab run examples/quickstart.toml --results $(RESULTS) || test $$? -eq 1
 	@$(VENV)/bin/jitterlab report --results $(RESULTS) --campaign quickstart -o $(RESULTS)/report.html >/dev/null
 
-# Two workers: the tests that boot emulators run on one (tests/conftest.py schedules them), the rest
-# on the other, file by file; most of the rest waits on real programs, so the two overlap well.
+# Two workers, each starting with one half of the tests that boot emulators (tests/conftest.py
+# schedules them, one emulator file at a time per worker), then the rest file by file, the longest
+# first; most of the rest waits on real programs, so it overlaps the emulators well.
 test: setup
 	$(VENV)/bin/ruff check jitterlab tests bench
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 --no-loadscope-reorder

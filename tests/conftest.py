@@ -53,23 +53,30 @@ def start_sshd(tmp_path):
 
 
 # `make test` runs two pytest-xdist workers, each taking a unit of work at a time: a file, or one of
-# the units below. The files whose tests boot an emulator (the `vm` marker) are one unit, started
-# first on one worker while the other worker takes the rest: two emulated guests at once on a 2-CPU
-# machine would slow both past their boot timeouts, and a file's tests share its module fixtures
-# (one booted guest, one sshd) on one worker. The files that drive this machine's kernel tracing
-# (one tracefs, one current tracer) are another. The scheduler sees only test ids (markers stay in
-# the workers), hence the files are named here; collection refuses a vm test in an unlisted file.
+# the units below. The files whose tests boot an emulator (the `vm` marker) are two units of about
+# the same length (~7.5 minutes each by their tests' durations in a suite run on 2 CPUs), started
+# first, one on each worker: as one unit they were a 14-minute chain that set the suite's wall
+# time. Each keeps its files' tests (and their module fixtures: one booted guest, one sshd) on one
+# worker; at most one emulator file runs per worker (test_vm_pins.py boots its two guests at once:
+# beside other emulators, load 13-17 on 2 CPUs, both were up in 83 s of their 120 s boot_timeout;
+# labgrid boards have 240 s). The labgrid files share a unit (labgrid
+# reaches places through one coordinator per process). The files that drive this machine's kernel
+# tracing (one tracefs, one current tracer) are another unit. The scheduler sees only test ids
+# (markers stay in the workers), hence the files are named here; collection refuses a vm test in
+# an unlisted file.
 UNITS = {
-    "emulators": frozenset({
-        "tests/lava/test_qemu_job.py",
-        "tests/targets/test_arm_board.py",
-        "tests/targets/test_labgrid_farm.py",
-        "tests/targets/test_labgrid_qemu.py",
-        "tests/targets/test_labgrid_readme.py",
-        "tests/targets/test_qemu.py",
-        "tests/targets/test_unit_board.py",
+    "emulators-guests": frozenset({  # ~7.5 min: x86 guests (2 kernels at once in vm_pins), arm boards
         "tests/targets/test_vm_pins.py",
         "tests/tunings/test_vm_tunings.py",
+        "tests/targets/test_qemu.py",
+        "tests/targets/test_arm_board.py",
+        "tests/targets/test_unit_board.py",
+    }),
+    "emulators-labs": frozenset({  # ~7.5 min: the LAVA qemu job (and its bundle), labgrid's boards
+        "tests/lava/test_qemu_job.py",
+        "tests/targets/test_labgrid_farm.py",
+        "tests/targets/test_labgrid_readme.py",
+        "tests/targets/test_labgrid_qemu.py",
     }),
     "kernel-tracing": frozenset({
         "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on
@@ -79,7 +86,7 @@ UNITS = {
         "tests/tracing/test_traced_run_here.py",  # traced runs beside a real-time burst
     }),
 }
-EMULATOR_FILES = UNITS["emulators"]
+EMULATOR_FILES = UNITS["emulators-guests"] | UNITS["emulators-labs"]
 
 
 def _file_of(nodeid: str) -> str:
@@ -103,10 +110,31 @@ def pytest_xdist_make_scheduler(config, log):
     return ByUnit(config, log)
 
 
+# The longest files after the emulators (30-60 s each, waiting on real programs, sshd, LAVA's
+# dispatcher and labgrid's coordinator): started early, none is the last one a worker waits on.
+LONG_FILES = (
+    "tests/targets/test_labgrid.py",
+    "tests/lava/test_definition.py",
+    "tests/test_end_to_end.py",
+    "tests/targets/test_unit_emulated.py",
+    "tests/test_deploy.py",
+    "tests/targets/test_ssh.py",
+    "tests/test_remote_campaign.py",
+)
+
+
+def _start_rank(nodeid: str) -> int:
+    path = _file_of(nodeid)
+    if path in EMULATOR_FILES:
+        return 0
+    return 1 + LONG_FILES.index(path) if path in LONG_FILES else 1 + len(LONG_FILES)
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """The emulator files first (the scheduler hands them out as one unit, and the longest)."""
+    """The emulator files first (the scheduler hands them out as two units, the longest), then the
+    longest of the other files; the rest in the order collected."""
     unlisted = {_file_of(i.nodeid) for i in items if i.get_closest_marker("vm")} - EMULATOR_FILES
     if unlisted:
-        raise pytest.UsageError(f"tests/conftest.py: UNITS[\"emulators\"] lacks {sorted(unlisted)}, "
-                                "whose tests boot an emulator (marker vm): add them")
-    items[:] = sorted(items, key=lambda item: _file_of(item.nodeid) not in EMULATOR_FILES)
+        raise pytest.UsageError(f"tests/conftest.py: no emulator unit of UNITS lists {sorted(unlisted)}, "
+                                "whose tests boot an emulator (marker vm): add them to one")
+    items[:] = sorted(items, key=lambda item: _start_rank(item.nodeid))

@@ -1,8 +1,11 @@
-"""The offline bundle the LAVA tests install jitterlab from: built once per session from this checkout
-for this machine's Python (pip fetches the dependencies' wheels: network here, none on the device)."""
+"""The offline bundle the LAVA tests install jitterlab from: built once per run of the suite from this
+checkout for this machine's Python (pip fetches the dependencies' wheels: network here, none on the
+device)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from pathlib import Path
 
 import pytest
@@ -15,9 +18,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def offline_bundle(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("bundle")
-    try:
-        bundle.build(where / "wheels", bundle.this_device(), REPO, where / "bundle.tar")
-    except UserError as e:  # no network to PyPI here
-        pytest.skip(f"could not build the offline bundle: {e}")
+    # the xdist workers of one run share their basetemp's parent: the first worker to get here
+    # builds (pip builds the wheel, fetches ~190 MB of wheels), the other waits and reads it
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    where = root / "lava-bundle"
+    with open(root / "lava-bundle.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (where / "built").exists():
+            try:
+                bundle.build(where / "wheels", bundle.this_device(), REPO, where / "bundle.tar")
+            except UserError as e:  # no network to PyPI here
+                pytest.skip(f"could not build the offline bundle: {e}")
+            (where / "built").touch()
     return where

@@ -412,7 +412,8 @@ def test_option_errors_name_the_key(options, message):
         parse_options(options, "where")
 
 
-def test_the_host_key_is_verified_with_known_hosts_and_said_unverified_without(farm, tmp_path, board):
+def test_the_host_key_is_verified_with_known_hosts_and_said_unverified_without(farm, tmp_path, board,
+                                                                                 monkeypatch):
     from jitterlab.cli.commands.doctor import diagnose
     from jitterlab.targets.capabilities import host_key_warning
 
@@ -429,6 +430,12 @@ def test_the_host_key_is_verified_with_known_hosts_and_said_unverified_without(f
         target.close()
     empty = tmp_path / "known_hosts"
     empty.write_text("")
+    # ssh refuses the key on the first try, but labgrid's SSHDriver retries its master connection for
+    # its connection_timeout (30 s, which no option of a place sets): 3 s of retries here
+    from labgrid.driver import sshdriver
+    from labgrid.util.timeout import Timeout
+
+    monkeypatch.setattr(sshdriver, "Timeout", lambda timeout: Timeout(min(timeout, 3.0)))
     with pytest.raises(UserError, match=rf"the host key of 127.0.0.1:{farm.ssh_port} is not the one in "
                                         rf"{empty} .*ssh-keyscan -p {farm.ssh_port} 127.0.0.1"):
         TARGETS.get("labgrid", "test")("bbb", farm.options("bbb-1", tmp_path / "w", known_hosts=str(empty)))

@@ -12,6 +12,7 @@ assertions are about edges and counts, never timing."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 
 import pytest
 
@@ -27,7 +28,18 @@ pytestmark = [pytest.mark.vm, pytest.mark.skipif(
            "(scripts/install-deps test)")]
 
 
-def test_the_unit_wired_to_an_emulated_board_makes_every_edge_it_counts(tmp_path):
+@pytest.fixture
+def units_here(monkeypatch):
+    """A directory of this test's own for the emulated units it starts (their qemu's argv names their
+    directory), so that waiting for them to end waits for them alone: the suite's other worker may
+    run another test's unit meanwhile."""
+    where = tempfile.mkdtemp(prefix="jlu-")  # short: the unit's UART socket path must fit 108 bytes
+    monkeypatch.setattr(tempfile, "tempdir", where)
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def test_the_unit_wired_to_an_emulated_board_makes_every_edge_it_counts(tmp_path, units_here):
     path = tmp_path / "unit-board.toml"
     path.write_text("""[campaign]
 name = "unit-board"
@@ -60,4 +72,4 @@ chatter = "50ms"
     print(f"board: {int(counted)} edges counted and seen, mean period "
           f"{run.metric('mean_period_ns', 'emulator') / 1e6:.3f} ms, chatter p50 "
           f"{run.metric('chatter_rtt_p50_ns', '') / 1e3:.0f} us, boot {info['vm_boot_s']:.0f} s")
-    assert wait_gone("lm3s6965evb") == [], "the unit's qemu ends with the board"
+    assert wait_gone(f"{units_here}/jl-unit-") == [], "the unit's qemu ends with the board"

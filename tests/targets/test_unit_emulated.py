@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,6 +44,17 @@ pytestmark = [
 TYPICAL_ERROR = 0.05  # functional: a wrong timer reload is off by factors, not by percent
 
 
+@pytest.fixture
+def units_here(monkeypatch):
+    """A directory of this test's own for the emulated units it starts (their qemu's argv names their
+    directory), so that waiting for them to end waits for them alone: the suite's other worker may
+    run another test's unit meanwhile."""
+    where = tempfile.mkdtemp(prefix="jlu-")  # short: the unit's UART socket path must fit 108 bytes
+    monkeypatch.setattr(tempfile, "tempdir", where)
+    yield where
+    shutil.rmtree(where, ignore_errors=True)
+
+
 def write_campaign(tmp_path: Path, unit: str, matrix: str, extra: str = "") -> Path:
     path = tmp_path / "unit.toml"
     path.write_text(f"""
@@ -63,7 +75,7 @@ unit = {unit}
     return path
 
 
-def test_the_emulated_unit_s_wave_is_every_edge_its_firmware_counted(tmp_path):
+def test_the_emulated_unit_s_wave_is_every_edge_its_firmware_counted(tmp_path, units_here):
     path = write_campaign(tmp_path, '{kind = "emulated", profile = "lm3s6965evb"}', """
 [matrix]
 benchmark = "squarewave"
@@ -96,10 +108,11 @@ period = ["100ms", "10ms"]
         assert typical <= TYPICAL_ERROR, (period_ns, mean, typical)
     assert hashlib.sha256(elf.read_bytes()).hexdigest() == info["unit_firmware_sha256"]
     assert "emulated real-time unit" in (emulation_note(runs, store) or "")
-    assert wait_gone("lm3s6965evb") == [], "the unit's qemu ends with the target"
+    assert wait_gone(f"{units_here}/jl-unit-") == [], "the unit's qemu ends with the target"
 
 
-def test_a_unit_that_never_answers_fails_its_run_and_the_other_cells_go_on(tmp_path, monkeypatch):
+def test_a_unit_that_never_answers_fails_its_run_and_the_other_cells_go_on(tmp_path, monkeypatch,
+                                                                           units_here):
     master, slave = os.openpty()  # a serial line with nothing at its other end that answers
     silent = os.ttyname(slave)
     acquire = EmulatedUnit.acquire
@@ -132,7 +145,7 @@ period = "10ms"
     assert (runs["unit"].status, runs["unit"].error) == ("failed", (
         f"unit exited with status 1: unit-ctl: the unit on {silent} never answered ping within 5 s: is its "
         "firmware running, and is this its line?"))
-    assert wait_gone("lm3s6965evb") == []
+    assert wait_gone(f"{units_here}/jl-unit-") == []
 
 
 @pytest.fixture
