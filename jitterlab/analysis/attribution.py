@@ -18,7 +18,8 @@ task (where it was woken or moved to), else where it last ran, else the given on
    - `slack` from there until the timer's expires (hrtimer's hard expiry): the kernel may fire a
      timer that late on purpose (timer slack, 50 µs for SCHED_OTHER by default);
    - `idle-exit` while the idle task runs, for at most `idle_exit_ns` in the period (the deepest
-     enabled idle state's exit latency of the machine; None: unknown, no bound); past it
+     enabled idle state's exit latency of the machine, the default halt's where it has no cpuidle
+     state: execution/traced.py; None: unknown, no bound); past it
      `unaccounted`: the CPU was idle with a timer due and no kernel event accounts for it (a
      hypervisor not running the CPU, an SMI, firmware);
    - `timer` while another task runs (Task: who): the timer's interrupt was held off there

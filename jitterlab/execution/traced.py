@@ -51,7 +51,15 @@ from jitterlab.tracing.recorder import RawTrace, Recorder, check
 WORST_N = 10  # the run's latest periods explained, besides those that break the envelope rule
 ENVELOPE_ERROR = max(DEFAULT_THRESHOLDS)  # a period later than this share of the period breaks it
 MAX_ENVELOPE = 500  # at most this many of those (the latest): the attribution costs per period
-_IDLE_EXIT = ("sh", "-c", "cat /sys/devices/system/cpu/cpu*/cpuidle/state*/latency 2>/dev/null; exit 0")
+# The exit latencies (µs) of every CPU's cpuidle states, then whether the kernel lists CPUs at all
+_IDLE_EXIT = ("sh", "-c", "cat /sys/devices/system/cpu/cpu*/cpuidle/state*/latency 2>/dev/null; "
+              "if [ -d /sys/devices/system/cpu/cpu0 ]; then echo cpus; fi; exit 0")
+# A CPU with no cpuidle state (cpuidle/current_driver "none", or no CONFIG_CPU_IDLE: a VM under TCG,
+# many guests) idles in the kernel's default idle routine, the architecture's halt: HLT (or MWAIT C1)
+# on x86, WFI on Arm. The kernel's own drivers give that state an exit latency of 1 µs (Arm's WFI,
+# ARM_CPUIDLE_WFI_STATE in arch/arm/include/asm/cpuidle.h) to 2 µs (intel_idle's C1, MWAIT 0x00):
+# the larger is the bound. In a guest the rest of a longer wait is the hypervisor's, unaccounted.
+DEFAULT_IDLE_EXIT_NS = 2_000
 
 
 def refusal(target: Target) -> str | None:
@@ -155,10 +163,15 @@ def _program_pid(ctx: RunContext) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _idle_exit_ns(target: Target) -> int | None:
-    """The deepest idle state's exit latency of the target (cpuidle, µs), None where it has none."""
-    words = [w for w in target.run(list(_IDLE_EXIT)).stdout.split() if w.isdigit()]
-    return max(int(w) for w in words) * 1000 if words else None
+def idle_exit_ns(target: Target) -> int | None:
+    """How long the target's CPUs may take to leave idle (ns): its deepest cpuidle state's exit
+    latency; DEFAULT_IDLE_EXIT_NS where it has no cpuidle state (the kernel's default halt); None
+    where the kernel lists no CPU (not known: no bound)."""
+    words = target.run(list(_IDLE_EXIT)).stdout.split()
+    latencies_us = [int(w) for w in words if w.isdigit()]
+    if latencies_us:
+        return max(latencies_us) * 1000
+    return DEFAULT_IDLE_EXIT_NS if "cpus" in words else None
 
 
 def chosen(rel_error: np.ndarray, used: np.ndarray, *, worst_n: int = WORST_N) -> dict[int, str]:
@@ -196,7 +209,7 @@ def explain(ctx: RunContext, dat: Path, raw: RawTrace, m: Measurement) -> ex.Exp
         return base
     late = [attribution.LatePeriod(int(split.start_ns[i]) + period_ns, int(split.end_ns[i]), frozenset({pid}),
                                    cpus[0] if cpus else 0) for i in which]
-    found = attribution.attribute(events, late, idle_exit_ns=_idle_exit_ns(ctx.target))
+    found = attribution.attribute(events, late, idle_exit_ns=idle_exit_ns(ctx.target))
     worst = max(range(len(found)), key=lambda k: found[k].lateness_ns)
     periods = tuple(_period(i, how, a, spans=k == worst)
                     for k, ((i, how), a) in enumerate(zip(which.items(), found, strict=True)))
