@@ -79,9 +79,9 @@ def test_an_impls_program_is_in_a_directory_that_is_deployed(name):
 
 def test_a_failing_program_fails_the_run_with_its_last_line(tmp_path):
     target = FakeTarget(workdir=str(tmp_path))
-    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(rc=2, duration_s=0.1))
-    target.respond(["cat"], "starting\nc-fifo: SCHED_FIFO refused\n")
-    ctx = RunContext(target, RunSettings(), squarewave_cell("c-fifo"), 0, "/s", tmp_path, "/b",
+    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(rc=2, duration_s=0.1,
+                                                      log="starting\nc-fifo: SCHED_FIFO refused\n"))
+    ctx = RunContext(target, RunSettings(), squarewave_cell("c-fifo"), 0, str(tmp_path / "s"), tmp_path, "/b",
                      Placement(None, None), rt_permitted=True)
     with pytest.raises(RunFailed, match=r"^c-fifo exited with status 2: c-fifo: SCHED_FIFO refused$"):
         plugins.IMPLS.get("c-fifo", "test").run(ctx, PinHandle("vpin", (MappedLevel("/p"),)))

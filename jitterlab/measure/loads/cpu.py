@@ -16,6 +16,7 @@ import signal
 import time
 from dataclasses import dataclass
 
+from jitterlab.measure.fetched import fetched_text
 from jitterlab.measure.loads.base import (
     GROUP_SCRIPT,
     LOADS,
@@ -213,8 +214,9 @@ class CpuLoad(Sustained):
         finally:
             rc = self._proc.stop()
         after = sample_system(target)
-        yaml_text = target.run(["cat", self.yaml]).stdout
-        rate = parse_bogo_ops_per_s(yaml_text, target.run(["cat", self.log]).stdout)
+        rate = parse_bogo_ops_per_s(fetched_text(target, self.yaml))
+        if rate is None:  # no figures in its --yaml: the --metrics-brief rows of its log
+            rate = parse_bogo_ops_per_s("", fetched_text(target, self.log))
         if rate is None:
             raise RunFailed(
                 f"{self.name} load: could not read stress-ng's achieved bogo-ops from {self.yaml} "
