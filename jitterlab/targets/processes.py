@@ -29,8 +29,9 @@ RUNS_DIR = "runs"
 SHM_DIR = "/dev/shm"
 
 # Constant script; paths, markers and argv reach it as positional parameters, never as text. It
-# makes the record's directory itself: a round trip less per process (tens of ms on a small board)
-LAUNCH = 'mkdir -p -- "${0%/*}" && echo $$ > "$0" && exec "$@"'
+# makes the record's directory itself: a round trip less per process (tens of ms on a small board);
+# only when it is missing (`[` is built into the shell, mkdir is one more program started)
+LAUNCH = '{ [ -d "${0%/*}" ] || mkdir -p -- "${0%/*}"; } && echo $$ > "$0" && exec "$@"'
 # removes a run's directory, and its owner's when it was the last run in it; then the records
 # named after them (of processes that have exited)
 _REMOVE_SCRATCH = 'rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; shift 2; [ $# -eq 0 ] || rm -f -- "$@"; exit 0'
@@ -96,6 +97,14 @@ def remove_records(target: Target) -> None:
         target.run(["rm", "-f", "--", *records])
 
 
+def retire(target: Target, path: str) -> None:
+    """Remove a file of a run that is done with it (a pin's file in /dev/shm) with the target's next
+    run directory (remove_scratch) or its records (remove_records): a round trip less per run. One
+    left by a killed run is removed by sweep.py, as its owner is gone."""
+    with _RETIRED_LOCK:
+        _RETIRED.setdefault(id(target), []).append(path)
+
+
 def _retired(target: Target) -> list[str]:
     with _RETIRED_LOCK:
         return _RETIRED.pop(id(target), [])
@@ -158,8 +167,7 @@ class RecordedProcess:
         """Retire the record of a process that has been stopped (idempotent): it is removed with
         the run's directory (remove_scratch) or by remove_records."""
         if not self._forgotten:
-            with _RETIRED_LOCK:
-                _RETIRED.setdefault(id(self._target), []).append(self.pidfile)
+            retire(self._target, self.pidfile)
             self._forgotten = True
 
     def pgid(self) -> int | None:
