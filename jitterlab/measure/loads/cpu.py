@@ -74,6 +74,8 @@ _Group = ProcGroup
 _parse_group = parse_group
 _describe_exit = describe_exit
 
+# its directory made and an earlier stress-ng's figures there removed, in one round trip
+_FRESH = 'mkdir -p -- "$0" && rm -f -- "$1"'
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
@@ -127,8 +129,7 @@ class CpuLoad(Sustained):
         self.workers = workers if isinstance(workers, int) else (
             len(ctx.cpus) if ctx.cpus else self._online_cpus())
         self.yaml = f"{ctx.scratch}/stress-ng.yaml"
-        ctx.target.run(["mkdir", "-p", ctx.scratch])
-        ctx.target.run(["rm", "-f", self.yaml])
+        ctx.target.run(["sh", "-c", _FRESH, ctx.scratch, self.yaml])  # no figures of an earlier one read
         stress_ng = ["stress-ng", *self._stressor_argv(opts), "--timeout", f"{lifetime_s(ctx)}s"]
         stress_ng += ["--metrics-brief", "--yaml", self.yaml]
         self._before: SystemSample = sample_system(ctx.target)
