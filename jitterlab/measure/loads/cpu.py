@@ -34,7 +34,7 @@ from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, integer, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Process
-from jitterlab.targets.processes import LAUNCH, describe_exit
+from jitterlab.targets.processes import LAUNCH, describe_exit, retire
 
 
 def _stress_method(value: object, where: str) -> ParamValue:
@@ -194,7 +194,7 @@ class CpuLoad(Sustained):
         successor.start(dataclasses.replace(self._ctx, scratch=f"{first}.{self._relays + 1}"))
         try:
             figures = self.stop()
-            self._ctx.target.run(["rm", "-rf", "--", self._ctx.scratch])  # read: not kept run after run
+            retire(self._ctx.target, self._ctx.scratch)  # read: not kept run after run (nor a round trip)
         except BaseException:
             successor.stop()
             raise
