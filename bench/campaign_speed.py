@@ -204,7 +204,7 @@ def show(phases: list[dict], start_s: float, end_s: float, measured: float, n_ru
         seconds = total[name] - (measured if name == "measure" else 0.0)
         inside += total[name]
         rows.append((f"run: {NAMES[name]}", seconds))
-    rows.append(("run: the rest (directories made and removed, records)", total["run"] - inside))
+    rows.append(("run: the rest (directories, records)", total["run"] - inside))
     runner_rest = (total["measure (the runner)"] - total["target prepare"] - total["analysis warm (waited)"]
                    - total["run"])
     rows.append(("runner: between runs", runner_rest))
