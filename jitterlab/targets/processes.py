@@ -30,8 +30,11 @@ SHM_DIR = "/dev/shm"
 
 # Constant script; paths, markers and argv reach it as positional parameters, never as text. It
 # makes the record's directory itself: a round trip less per process (tens of ms on a small board);
-# only when it is missing (`[` is built into the shell, mkdir is one more program started)
-LAUNCH = '{ [ -d "${0%/*}" ] || mkdir -p -- "${0%/*}"; } && echo $$ > "$0" && exec "$@"'
+# only when it is missing (`[` is built into the shell, mkdir is one more program started). The
+# `env NAME=VALUE` in front of the command (spawn_recorded's marker) is done by the shell itself:
+# exported, then the command exec'd, one program fewer started per process.
+LAUNCH = ('{ [ -d "${0%/*}" ] || mkdir -p -- "${0%/*}"; } && echo $$ > "$0" && '
+          'if [ "$1" = env ]; then export "$2"; shift 2; fi && exec "$@"')
 # removes a run's directory and what was retired (records of processes that have exited, files and
 # directories of runs done with them), then its owner's directory when that is left empty
 _REMOVE_SCRATCH = 'd=$1 o=$2; shift 2; rm -rf -- ${d:+"$d"} "$@"; rmdir -- "$o" 2>/dev/null; exit 0'
