@@ -354,3 +354,20 @@ def test_the_group_script_reads_a_recorded_group_and_no_leader_without_its_recor
         assert read(tmp_path / "missing.pid") is None
     finally:
         proc.stop()
+
+
+@needs_stress_ng
+def test_a_stale_figures_file_in_the_loads_directory_is_never_read_as_its_own(tmp_path):
+    scratch = tmp_path / "load-cpu"
+    scratch.mkdir()
+    (scratch / "stress-ng.yaml").write_text("    bogo-ops-per-second-real-time: 1e15\n")
+    target = LocalTarget(workdir=str(tmp_path / "w"))
+    load = cpu.CpuLoad()
+    try:
+        load.start(LoadContext(target, str(scratch), options={"workers": 1}, max_duration_s=60))
+        time.sleep(0.2)
+        figures = {m.name: m.value for m in load.stop()}
+    finally:
+        load.stop()
+        target.close()
+    assert 0 < figures["load_bogo_ops_per_s"] < 1e15

@@ -74,8 +74,9 @@ _Group = ProcGroup
 _parse_group = parse_group
 _describe_exit = describe_exit
 
-# its directory made and an earlier stress-ng's figures there removed, in one round trip
-_FRESH = 'mkdir -p -- "$0" && rm -f -- "$1"'
+# its directory made and an earlier stress-ng's figures there removed (rm only when there are any:
+# a fresh directory has none), in one round trip
+_FRESH = 'mkdir -p -- "$0" && { [ ! -e "$1" ] || rm -f -- "$1"; }'
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
