@@ -2,7 +2,7 @@
 and where the rest goes.
 
     python bench/campaign_speed.py [--campaign examples/quickstart.toml] [--repetitions 1] [--report]
-                                   [--baseline DIR]
+                                   [--baseline DIR] [--rounds N]
 
 Runs `python -m jitterlab run` on a copy of the campaign (the same cells; --repetitions 1 by default
 to keep it short, 0 keeps the file's) as a person would, with `--timings`, and prints the ratio wall
@@ -13,7 +13,11 @@ warm-up, the program's start and end beyond its duration, probe stop, analysis, 
 screen, and what is left between them. --report also times `jitterlab report` on the results, as
 `make demo` writes it. Numbers vary with the machine's load: compare ratios taken in one run;
 --baseline DIR measures the same campaign with the jitterlab of another source tree (e.g. `git archive
-REV | tar -x -C DIR`; it needs `run --timings`) first, and prints both.
+REV | tar -x -C DIR`; it needs `run --timings`) first, and prints both; --rounds N measures each tree N
+times, the trees taking turns, and prints every ratio and their medians. It says first which programs
+run as SCHED_FIFO/RR on the machine: another campaign's probe busy-polling the probe's CPU holds it
+until its run ends, and this campaign's probes wait for it (a shared machine's numbers are then not
+this tree's alone).
 
 The runs' python writes and reads its bytecode cache as a user's does (PYTHONDONTWRITEBYTECODE, set
 in some shells and CI, would compile every module at every start: it is left out for them).
@@ -25,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +49,7 @@ NAMES = {
     "loads down": "load check + read/stop",
     "analyse": "analysis",
     "commit": "store writes (commit)",
-    "scratch removal": "run directory removal",
+    "scratch removal": "run directory removal (or retired)",
 }
 
 
@@ -108,16 +113,42 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=1, help="runs per cell (0: the file's)")
     parser.add_argument("--report", action="store_true", help="also time `jitterlab report`")
     parser.add_argument("--baseline", type=Path, help="a source tree to measure first, for comparison")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure each tree this many times, the trees taking turns (a noisy machine)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: give 1 or more")
     trees = [("baseline", args.baseline.resolve())] if args.baseline else []
-    ratios = []
-    for name, tree in [*trees, ("this tree", ROOT)]:
-        print(f"== {name}: {tree}")
-        subprocess.run(cli("--version"), check=True, capture_output=True, cwd=tree, env=child_env(tree))
-        ratios.append((name, measure(tree, args.campaign, args.repetitions, args.report)))
-    if trees:
-        print("ratios wall / measured, taken one after the other: "
-              + ", ".join(f"{name} {ratio:.3f}" for name, ratio in ratios))
+    print(real_time_tasks())
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for _ in range(args.rounds):
+        for name, tree in [*trees, ("this tree", ROOT)]:
+            print(f"== {name}: {tree}")
+            subprocess.run(cli("--version"), check=True, capture_output=True, cwd=tree, env=child_env(tree))
+            ratios[name].append(measure(tree, args.campaign, args.repetitions, args.report))
+    if trees or args.rounds > 1:
+        print("ratios wall / measured, the trees taking turns: " + "; ".join(
+            f"{name} {' '.join(f'{r:.3f}' for r in taken)} (median {statistics.median(taken):.3f})"
+            for name, taken in ratios.items()))
+
+
+def real_time_tasks() -> str:
+    """The programs running as SCHED_FIFO/RR before the campaign starts: another busy-polling probe on the
+    probe's CPU holds it until its run ends, and this campaign's probe waits that long to start."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, _, tail = stat.read_text().rpartition(")")
+        except OSError:  # it ended meanwhile
+            continue
+        fields = tail.split()
+        kernel = int(fields[6]) & 0x00200000 if len(fields) > 6 else 0  # PF_KTHREAD: not a program
+        if len(fields) > 38 and fields[38] in ("1", "2") and not kernel:  # policy: SCHED_FIFO, SCHED_RR
+            found.append(f"{head.partition('(')[2]} (pid {stat.parent.name}, CPU {fields[36]})")
+    if not found:
+        return "no real-time program runs on this machine before the campaign"
+    return (f"{len(found)} real-time program(s) run on this machine before the campaign, e.g. "
+            f"{', '.join(found[:3])}: a probe's CPU they hold makes this campaign's probe wait")
 
 
 def measure(tree: Path, source: Path, repetitions: int, report: bool) -> float:

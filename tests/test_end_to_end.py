@@ -19,7 +19,7 @@ from jitterlab.cli.main import main
 from jitterlab.measure.squarewave.bindings import pins_driven_by
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
-from jitterlab.targets.processes import RUNS_DIR
+from jitterlab.targets.processes import RUNS_DIR, SHM_DIR, owner_tag
 from tests.support import processes_mentioning, wait_gone
 
 pytestmark = pytest.mark.slow
@@ -89,6 +89,10 @@ def test_every_impl_end_to_end(tmp_path):
         assert run.sysinfo_id is not None and store.sysinfo(run.sysinfo_id).kernel_release
     assert rc == (0 if all(r.status == "ok" for r in runs) else 1)
     assert processes_mentioning(str(tmp_path)) == []
+    # every run's directory and pin file removed (each with the next run's directory made, the last
+    # as the target's runs ended), and this jitterlab's directory of runs with them
+    assert list((tmp_path / "target" / RUNS_DIR).glob("*")) == []
+    assert list(Path(SHM_DIR).glob(f"jitterlab-{owner_tag()}-*")) == []
 
 
 def test_self_probe_runs_without_observer(tmp_path):

@@ -36,3 +36,14 @@ def test_the_run_and_its_end_screen_load_no_plotting_statistics_or_compiler():
 def test_the_check_sees_them_where_they_are_needed():
     assert {"matplotlib", "numba"} <= loaded_after(("jitterlab.report.figures.squarewave",
                                                     "jitterlab.analysis.squarewave_scan"))
+
+
+def test_the_command_line_is_built_without_the_capture_readers():
+    """Every command builds every command's options: the import command's are named without its CSV
+    reader, which loads pyarrow's compute and CSV modules (and pydoc through them)."""
+    code = ("import json, sys\nfrom jitterlab.cli.main import build_parser\nbuild_parser()\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300, check=True)
+    loaded = set(json.loads(done.stdout))
+    assert {"pyarrow.compute", "pyarrow.csv", "jitterlab.importers.edges_csv"} & loaded == set()

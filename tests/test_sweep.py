@@ -16,7 +16,7 @@ import pytest
 from jitterlab.execution import sweep
 from jitterlab.targets import processes
 from jitterlab.targets.local import LocalTarget
-from tests.support import group_alive
+from tests.support import eventually, group_alive
 
 needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="no stress-ng")
 
@@ -90,3 +90,20 @@ def test_a_runner_killed_mid_load_leaves_nothing_after_the_sweep(tmp_path, signu
     assert not group_alive(pgid)
     assert all("stress-ng" in line for line in stopped)
     assert os.listdir(tmp_path / "live") == []
+
+
+def test_a_recorded_process_carries_its_marker_and_its_record_names_it(tmp_path):
+    """What the sweep finds: the launcher writes the record and exports the marker itself, so the
+    recorded pid is the program's own (no `env` or shell left in between) and carries the marker."""
+    target = LocalTarget(workdir=str(tmp_path))
+    proc = processes.spawn_recorded(target, ["sleep", "30"])
+    try:
+        record = Path(proc.pidfile)
+        assert eventually(lambda: not (record.exists() and record.read_text().strip()), timeout_s=10) is False
+        pid = int(record.read_text())
+        eventually(lambda: Path(f"/proc/{pid}/comm").read_text().strip() != "sleep", timeout_s=10)
+        assert Path(f"/proc/{pid}/comm").read_text().strip() == "sleep"
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert f"{processes.MARKER_VAR}={proc.marker}".encode() in environ
+    finally:
+        proc.stop()

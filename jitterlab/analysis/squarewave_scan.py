@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import tempfile
 
+from jitterlab.cache import user_cache
+
 
 def _numba_cache_dir() -> str:
     """Where numba keeps compiled functions: beside the package when it may write there, else a
     per-user cache (an installation the user may only read: numba would refuse to cache)."""
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    for candidate in (os.path.join(home, "jitterlab", "numba"),
+    for candidate in (str(user_cache() / "numba"),
                       os.path.join(tempfile.gettempdir(), f"jitterlab-numba-{os.getuid()}")):
         try:
             os.makedirs(candidate, mode=0o700, exist_ok=True)

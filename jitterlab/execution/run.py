@@ -20,6 +20,7 @@ from jitterlab.model.errors import RunFailed, TargetLost
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.targets.capabilities import command_timeout_s
+from jitterlab.targets.processes import renew_scratch
 
 
 @dataclass
@@ -39,8 +40,9 @@ def measure(bench: Phases, ctx: RunContext, loads: TargetLoads, *, keep: bool, r
     (this one included) use them. Exceptions other than a run's failure propagate (a bug, or an
     interrupt), with the loads stopped."""
     try:
-        # a phase like the others: a target dropped since the last run is found here, and fails this run
-        ctx.target.run(["mkdir", "-p", ctx.scratch])
+        # a phase like the others: a target dropped since the last run is found here, and fails this run;
+        # the run before it is removed here too (a round trip less per run)
+        renew_scratch(ctx.target, ctx.scratch)
         loads.start(ctx.cell, runs)
         measuring = bench.prepare(ctx)
         try:

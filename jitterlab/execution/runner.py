@@ -34,7 +34,7 @@ from jitterlab.store.catalog import Store
 from jitterlab.system import sysinfo
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import ControllerMachine, has
-from jitterlab.targets.processes import remove_records, remove_scratch, scratch_dir
+from jitterlab.targets.processes import remove_records, remove_scratch, retire, scratch_dir
 from jitterlab.tracing import changes as tracing_changes
 from jitterlab.tunings import journal as tunings_journal
 
@@ -254,7 +254,8 @@ class Runner:
 
     def _release(self, session: TargetSession, loads: TargetLoads) -> None:
         """What a target's runs leave: its loads stopped (nothing is kept up past them), its RT
-        throttling put back (even when a load errs), the records of the processes they stopped."""
+        throttling put back (even when a load errs), what they retired (the records of the processes
+        they stopped, the last run's directory)."""
         if self._interrupting.is_set():
             self._stopped.wait(60)  # its processes are being stopped: they may still write
         try:
@@ -415,7 +416,10 @@ class Runner:
             if self._interrupting.is_set():
                 self._stopped.wait(60)  # its processes are being stopped: they may still write there
             with contextlib.suppress(Exception), self.timings.phase("scratch removal", session.spec.name):
-                remove_scratch(target, scratch)
+                if self.stop_event.is_set():  # no run comes after it here
+                    remove_scratch(target, scratch)
+                else:  # removed as the next run makes its own, or as the target's runs end (_release)
+                    retire(target, scratch)
             self.progress(session.spec.name, None, estimate)
         if self.stop_event.is_set() or result is None:
             shutil.rmtree(local_dir, ignore_errors=True)

@@ -244,16 +244,17 @@ def who(w: attribution.Who) -> ex.Who | None:
     return None
 
 
-def untraceable(campaign: Campaign) -> list[str]:
+def untraceable(campaign: Campaign, skip: frozenset[str] = frozenset()) -> list[str]:
     """For `run --dry-run`: one line per traced cell whose target cannot trace, with why (each such
-    target opened, asked and closed; a VM jitterlab boots is asked at preflight, not booted here)."""
+    target opened, asked and closed; a VM jitterlab boots is asked at preflight, not booted here).
+    The targets named in `skip` are left out: the caller opens them anyway and asks them there."""
     from jitterlab.campaign.cells import names
 
     lines = []
     naming = names().among(campaign.cells)
     for spec in campaign.targets:
         cells = [c for c in campaign.cells if c.target == spec.name and traced(c)]
-        if not cells:
+        if not cells or spec.name in skip:
             continue
         if VirtualMachine in declare(spec.name, spec.kind, spec.options, spec.where or spec.name).offered:
             lines.append(f"target {spec.name!r}: whether it can trace is asked once it has booted, before "

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 
 from jitterlab.model.errors import RunFailed
-from jitterlab.targets.base import CommandTimeout, Process, Target
+from jitterlab.targets.base import CommandTimeout, Completed, Process, Target
 from jitterlab.targets.capabilities import WaitsForPath, has
 
 MARKER_VAR = "JITTERLAB_LIVE"
@@ -29,15 +29,22 @@ RUNS_DIR = "runs"
 SHM_DIR = "/dev/shm"
 
 # Constant script; paths, markers and argv reach it as positional parameters, never as text. It
-# makes the record's directory itself: a round trip less per process (tens of ms on a small board)
-LAUNCH = 'mkdir -p -- "${0%/*}" && echo $$ > "$0" && exec "$@"'
-# removes a run's directory, and its owner's when it was the last run in it; then the records
-# named after them (of processes that have exited)
-_REMOVE_SCRATCH = 'rm -rf -- "$1"; rmdir -- "$2" 2>/dev/null; shift 2; [ $# -eq 0 ] || rm -f -- "$@"; exit 0'
-# records of stopped processes, removed with the next run directory of their target: a round trip
-# less per process (tens of ms on a small board). A record left meanwhile is harmless: sweep.py
-# stops only a process that still carries its marker, and removes a dead owner's records.
-_RETIRED: dict[int, list[str]] = {}  # id(target) -> record paths
+# makes the record's directory itself: a round trip less per process (tens of ms on a small board);
+# only when it is missing (`[` is built into the shell, mkdir is one more program started). The
+# `env NAME=VALUE` in front of the command (spawn_recorded's marker) is done by the shell itself:
+# exported, then the command exec'd, one program fewer started per process.
+LAUNCH = ('{ [ -d "${0%/*}" ] || mkdir -p -- "${0%/*}"; } && echo $$ > "$0" && '
+          'if [ "$1" = env ]; then export "$2"; shift 2; fi && exec "$@"')
+# removes a run's directory and what was retired (records of processes that have exited, files and
+# directories of runs done with them), then its owner's directory when that is left empty
+_REMOVE_SCRATCH = 'd=$1 o=$2; shift 2; rm -rf -- ${d:+"$d"} "$@"; rmdir -- "$o" 2>/dev/null; exit 0'
+# makes a run's directory, removing what was retired in the same round trip
+_RENEW_SCRATCH = 'd=$1; shift; [ $# -eq 0 ] || rm -rf -- "$@"; mkdir -p -- "$d"'
+# records of stopped processes (and what else was retired), removed with the next run directory of
+# their target: a round trip less per process (tens of ms on a small board). A record left meanwhile
+# is harmless: sweep.py stops only a process that still carries its marker, and removes a dead
+# owner's records and run directories.
+_RETIRED: dict[int, list[str]] = {}  # id(target) -> paths
 _RETIRED_LOCK = threading.Lock()
 
 
@@ -83,17 +90,34 @@ def scratch_dir(target: Target, run_id: str) -> str:
 
 
 def remove_scratch(target: Target, scratch: str) -> None:
-    """Remove a run's directory (and its owner's when it was the last one in it), and the records
-    of the processes stopped on the target since the last time."""
+    """Remove a run's directory (and its owner's when it was the last one in it), and what was
+    retired on the target since the last time (records of stopped processes, runs' leftovers)."""
     target.run(["sh", "-c", _REMOVE_SCRATCH, "sh", scratch, scratch.rsplit("/", 1)[0],
                 *_retired(target)])
 
 
+def renew_scratch(target: Target, scratch: str) -> Completed:
+    """Make a run's directory, and remove what was retired since the last time (the directory of the
+    run before it, among others) in the same round trip."""
+    return target.run(["sh", "-c", _RENEW_SCRATCH, "sh", scratch, *_retired(target)])
+
+
 def remove_records(target: Target) -> None:
-    """Remove the records of the processes stopped on the target (remove_scratch does it too)."""
+    """Remove what was retired on the target (remove_scratch and renew_scratch do it too), and this
+    jitterlab's directory of runs when that is left empty."""
     records = _retired(target)
     if records:
-        target.run(["rm", "-f", "--", *records])
+        owner = f"{target.workdir}/{RUNS_DIR}/{owner_tag()}"
+        target.run(["sh", "-c", _REMOVE_SCRATCH, "sh", "", owner, *records])
+
+
+def retire(target: Target, path: str) -> None:
+    """Remove a file or directory of a run that is done with it (a pin's file in /dev/shm, the run's
+    directory) with the target's next run directory (renew_scratch, remove_scratch) or its records
+    (remove_records): a round trip less per run. One left by a killed run is removed by sweep.py, as
+    its owner is gone."""
+    with _RETIRED_LOCK:
+        _RETIRED.setdefault(id(target), []).append(path)
 
 
 def _retired(target: Target) -> list[str]:
@@ -158,8 +182,7 @@ class RecordedProcess:
         """Retire the record of a process that has been stopped (idempotent): it is removed with
         the run's directory (remove_scratch) or by remove_records."""
         if not self._forgotten:
-            with _RETIRED_LOCK:
-                _RETIRED.setdefault(id(self._target), []).append(self.pidfile)
+            retire(self._target, self.pidfile)
             self._forgotten = True
 
     def pgid(self) -> int | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jitterlab.cache import user_cache
 from jitterlab.model.errors import UserError
 from jitterlab.model.trace import EVENT_DTYPE, Kind, TraceEvents
 from jitterlab.tracing.recorder import START_MARK, STOP_MARK
@@ -30,9 +31,8 @@ _HEADER = 16
 
 
 def cache_dir() -> Path:
-    """Where the helper is kept: $XDG_CACHE_HOME/jitterlab, else ~/.cache/jitterlab."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "jitterlab"
+    """Where the helper is kept: the user's cache (jitterlab/cache.py)."""
+    return user_cache()
 
 
 def helper(cache: Path | None = None) -> Path:

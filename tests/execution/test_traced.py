@@ -195,3 +195,23 @@ def test_a_traced_run_whose_analysis_failed_keeps_its_trace_file(tmp_path, monke
     failed = RunFailed("unmeasurable", status="unmeasurable")
     traced.kept_after_failure(wave_context(tmp_path), raw_trace(tmp_path), failed)
     assert failed.attachments == {} and failed.reason == "unmeasurable"
+
+
+def test_dry_run_opens_a_target_once_to_ask_for_its_tunings_and_whether_it_can_trace(
+        tmp_path, capsys, monkeypatch):
+    opened: list[str] = []
+    init = FakeTarget.__init__
+
+    def counted(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        opened.append(self.name)
+
+    monkeypatch.setattr(FakeTarget, "__init__", counted)
+    path = write(tmp_path, 'trace = ["sched", "off"]\ntuning = ["none", "rt-unthrottled"]\nprobe = "self"')
+    path.write_text(path.read_text().replace("c-fifo", "c-file"))  # no SCHED_FIFO asked of the fake
+    assert main(["run", str(path), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert opened == ["f"]
+    assert out.count("cannot trace on target 'f'") == 2  # each traced cell once, as `run` stores it
+    assert "unavailable: f squarewave impl=c-file period=1ms probe=self tuning=rt-unthrottled idle: tuning " \
+           "rt-unthrottled cannot be applied" in out

@@ -79,9 +79,9 @@ def test_an_impls_program_is_in_a_directory_that_is_deployed(name):
 
 def test_a_failing_program_fails_the_run_with_its_last_line(tmp_path):
     target = FakeTarget(workdir=str(tmp_path))
-    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(rc=2, duration_s=0.1))
-    target.respond(["cat"], "starting\nc-fifo: SCHED_FIFO refused\n")
-    ctx = RunContext(target, RunSettings(), squarewave_cell("c-fifo"), 0, "/s", tmp_path, "/b",
+    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(rc=2, duration_s=0.1,
+                                                      log="starting\nc-fifo: SCHED_FIFO refused\n"))
+    ctx = RunContext(target, RunSettings(), squarewave_cell("c-fifo"), 0, str(tmp_path / "s"), tmp_path, "/b",
                      Placement(None, None), rt_permitted=True)
     with pytest.raises(RunFailed, match=r"^c-fifo exited with status 2: c-fifo: SCHED_FIFO refused$"):
         plugins.IMPLS.get("c-fifo", "test").run(ctx, PinHandle("vpin", (MappedLevel("/p"),)))
@@ -110,3 +110,22 @@ def test_the_tunings_reach_an_impls_program_through_their_launcher_and_flags(nam
     assert argv[13] == "/proc/self/x" and argv[14:][:len(impl.command) - 1] == list(impl.command[:-1])
     assert argv[-1] == "--mlock" and argv.count("--mlock") == 1
     assert impl.program is not None and impl.program.realtime == impl.realtime
+
+
+@pytest.mark.parametrize(("name", "said", "runs"), [
+    ("python", "/opt/py/3.11/bin/python3\n", "/opt/py/3.11/bin/python3"),  # a shim asked once, then skipped
+    ("python", "", "python3"),  # an interpreter that does not say: started by its name
+    ("node", "/usr/bin/node\n", "/usr/bin/node"),
+])
+def test_an_interpreter_is_asked_once_per_target_which_executable_it_runs(name, said, runs, tmp_path):
+    impl = plugins.IMPLS.get(name, "test")
+    target = FakeTarget(workdir=str(tmp_path))
+    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(duration_s=0.01, log="done\n"))
+    target.respond([impl.command[0], *impl.resolve], said, rc=0 if said else 1)
+    ctx = RunContext(target, RunSettings(duration_ns=10**9), squarewave_cell(name, 2_000_000), 0,
+                     str(tmp_path / "s"), tmp_path, "/b", Placement((0,), 1), rt_permitted=False)
+    for _ in range(2):
+        impl.run(ctx, PinHandle("vpin", (ValueFile("/dev/shm/p"),)))
+    asked = [c for c in target.calls if c[0] == impl.command[0]]
+    started = [c[c.index("env") + 5] for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
+    assert len(asked) == 1 and started == [runs, runs]

@@ -12,12 +12,12 @@ import pytest
 
 import jitterlab.measure.loads  # noqa: F401  (registers the built-in loads)
 from jitterlab.measure.loads import cpu, idle
-from jitterlab.measure.loads.base import LOADS, LoadContext
+from jitterlab.measure.loads.base import GROUP_SCRIPT, LOADS, LoadContext, ProcGroup, parse_group
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
 from jitterlab.targets.local import LocalTarget
-from tests.support import group_commands
+from tests.support import eventually, group_commands
 
 needs_stress_ng = pytest.mark.skipif(shutil.which("stress-ng") is None, reason="no stress-ng")
 
@@ -337,3 +337,37 @@ def test_the_runs_placement_tells_the_loads_the_probes_cpu(tmp_path, monkeypatch
     finally:
         loads.stop()
     assert [(ctx.cpus, ctx.probe_cpu) for ctx in seen] == [(None, 1)]
+
+
+def test_the_group_script_reads_a_recorded_group_and_no_leader_without_its_record(tmp_path):
+    """One command reads the record and /proc: the leader and its children counted, a missing record
+    read as a leader gone (never as one of /proc's lines)."""
+    target = LocalTarget(workdir=str(tmp_path))
+    proc = target.spawn(["sh", "-c", "sleep 30 & sleep 30 & wait"])
+    try:
+        record = tmp_path / "leader.pid"
+        record.write_text(f"{proc.pid}\n")
+        read = lambda path: parse_group(target.run(["sh", "-c", GROUP_SCRIPT, str(path)]).stdout)  # noqa: E731
+        eventually(lambda: (read(record) or ProcGroup(0, 0, 0)).workers < 2, timeout_s=30)
+        group = read(record)
+        assert group is not None and group.workers == 2 and group.stopped == 0
+        assert read(tmp_path / "missing.pid") is None
+    finally:
+        proc.stop()
+
+
+@needs_stress_ng
+def test_a_stale_figures_file_in_the_loads_directory_is_never_read_as_its_own(tmp_path):
+    scratch = tmp_path / "load-cpu"
+    scratch.mkdir()
+    (scratch / "stress-ng.yaml").write_text("    bogo-ops-per-second-real-time: 1e15\n")
+    target = LocalTarget(workdir=str(tmp_path / "w"))
+    load = cpu.CpuLoad()
+    try:
+        load.start(LoadContext(target, str(scratch), options={"workers": 1}, max_duration_s=60))
+        time.sleep(0.2)
+        figures = {m.name: m.value for m in load.stop()}
+    finally:
+        load.stop()
+        target.close()
+    assert 0 < figures["load_bogo_ops_per_s"] < 1e15

@@ -13,12 +13,14 @@ from jitterlab.measure.squarewave.pins.offers import LevelPage, MappedLevel, Out
 from jitterlab.model.errors import UserError, Where
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
+from jitterlab.targets.processes import remove_records
 
 from .test_vpin import context
 
 
 def test_the_program_writes_a_pin_file_no_observer_may_map(tmp_path):
-    pin = plugins.PINS.get("external", "test")(context(tmp_path))
+    ctx = context(tmp_path)
+    pin = plugins.PINS.get("external", "test")(ctx)
     handle = pin.setup()
     path = Path(handle.get(ValueFile).path)
     assert handle.kind == "external" and handle.get(LevelPage) is None and handle.get(OutsideSignal)
@@ -26,8 +28,9 @@ def test_the_program_writes_a_pin_file_no_observer_may_map(tmp_path):
     assert {type(o) for o in handle.offers} == set(type(pin).offers), "what the kind declares"
     assert path.read_bytes() == b"0\n" and "outside signal" in handle.description
     pin.teardown()
-    assert not path.exists()
     pin.teardown()
+    remove_records(ctx.target)  # a pin's file goes with the run's directory, or the target's records
+    assert not path.exists()
 
 
 def test_only_instruments_and_self_observe_it():

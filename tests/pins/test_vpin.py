@@ -1,4 +1,5 @@
-"""The virtual pin sets itself up as a GPIO-value-like file and is removed on every path."""
+"""The virtual pin sets itself up as a GPIO-value-like file and is removed on every path: with the
+run's directory, which every run removes as it ends."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from jitterlab.measure.squarewave.pins.offers import LevelPage, MappedLevel, Off
 from jitterlab.model.fakes import squarewave_cell
 from jitterlab.model.records import RunSettings
 from jitterlab.targets.local import LocalTarget
-from jitterlab.targets.processes import scratch_dir
+from jitterlab.targets.processes import remove_records, remove_scratch, scratch_dir
 
 
 def context(tmp_path: Path) -> RunContext:
@@ -23,8 +24,9 @@ def context(tmp_path: Path) -> RunContext:
                       Placement(None, None), True)
 
 
-def test_setup_makes_a_level_file_and_teardown_removes_it(tmp_path):
-    pin = plugins.PINS.get("vpin", "test")(context(tmp_path))
+def test_setup_makes_a_level_file_and_teardown_has_it_removed_with_the_run_directory(tmp_path):
+    ctx = context(tmp_path)
+    pin = plugins.PINS.get("vpin", "test")(ctx)
     handle = pin.setup()
     page = handle.get(LevelPage)
     path = Path(page.path)
@@ -33,8 +35,11 @@ def test_setup_makes_a_level_file_and_teardown_removes_it(tmp_path):
     assert page.offset == 0 and path.read_bytes() == b"0\n"
     assert str(path).startswith("/dev/shm/jitterlab-")
     pin.teardown()
-    assert not path.exists()
     pin.teardown()  # idempotent
+    assert path.exists(), "no round trip of its own: removed with the run's directory"
+    ctx.target.run(["mkdir", "-p", ctx.scratch])
+    remove_scratch(ctx.target, ctx.scratch)
+    assert not path.exists() and not Path(ctx.scratch).exists()
 
 
 def test_teardown_before_setup_is_harmless(tmp_path):
@@ -48,9 +53,11 @@ def test_teardown_before_setup_is_harmless(tmp_path):
         handle = pin.setup()  # and can still be set up
         assert handle.get(LevelPage).path == str(path)
         pin.teardown()
+        remove_records(ctx.target)  # where no run directory follows: with the target's records
         assert not path.exists()
     finally:
         other.teardown()
+        remove_records(ctx.target)
 
 
 def test_every_pin_offers_forms_and_is_observed_by_self_and_another_probe():

@@ -13,7 +13,7 @@ from jitterlab.cli.paths import name_arg, path_arg
 
 def add_parser(sub) -> argparse.ArgumentParser:
     from jitterlab.importers import KINDS
-    from jitterlab.importers.edges_csv import TIME_UNITS
+    from jitterlab.importers.time_units import UNITS  # not the CSV reader: pyarrow's, at every start
 
     p = sub.add_parser(
         "import", help="bring an external capture (CSV, VCD) into the store",
@@ -47,7 +47,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     e.add_argument("--format", choices=("auto", "csv", "vcd"), default="auto",
                    help="file format (default: from the suffix; .vcd is VCD, else CSV)")
     e.add_argument("--signal", metavar="NAME", help="VCD: the signal to use (default: first 1-bit)")
-    e.add_argument("--time-unit", choices=TIME_UNITS, default="auto",
+    e.add_argument("--time-unit", choices=("auto", *UNITS), default="auto",
                    help="CSV: unit of the time column (default: auto)")
     e.add_argument("--kind", choices=KINDS, default="auto",
                    help="CSV: rows are edges (one per edge) or samples (an edge where the level "

@@ -376,7 +376,6 @@ DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
 def _dry_run(out: Console, campaign) -> int:
     from jitterlab import plugins
     from jitterlab.campaign.cells import names
-    from jitterlab.execution import traced
     from jitterlab.model.units import format_duration_s
 
     table = Table(
@@ -400,9 +399,7 @@ def _dry_run(out: Console, campaign) -> int:
         out.print(f"... and {counted(len(campaign.cells) - DRY_RUN_ROWS, 'more cell')}")
     for line in campaign.pairing:
         out.print(escape(line), highlight=False)
-    for line in traced.untraceable(campaign):  # the cells that would be stored as unavailable
-        out.print(escape(line), highlight=False)
-    for line in _tunings_checked(campaign, naming):
+    for line in _tunings_checked(campaign, naming):  # and the traced cells of the targets it opens
         out.print(escape(line), highlight=False)
     total_s = per_cell_s * campaign.repetitions  # counted, not listed: a matrix may be large
     out.print(
@@ -416,24 +413,32 @@ def _dry_run(out: Console, campaign) -> int:
 def _tunings_checked(campaign, naming) -> list[str]:
     """Where the matrix has tunings, each target asked whether it can apply them to its cells (a
     check changes nothing): the cells they cannot be applied to, with the reason, as `run` would
-    store them."""
+    store them; and the traced cells whose target cannot trace (each target opened once for both)."""
+    from jitterlab.execution import traced
     from jitterlab.execution.preflight import open_targets
+    from jitterlab.measure.squarewave.cell import traced as is_traced
     from jitterlab.model.records import NO_TUNING
 
     tuned = {c.target for c in campaign.cells if c.tuning != NO_TUNING}
+    untraced = traced.untraceable(campaign, skip=frozenset(tuned))  # the targets not opened below
     if not tuned:
-        return []
+        return untraced
     import dataclasses
 
     sessions = open_targets(dataclasses.replace(campaign, targets=tuple(
         t for t in campaign.targets if t.name in tuned)))
-    lines = []
+    lines = untraced
     try:
         for session in sessions:
             name = session.spec.name
             if session.lost is not None:
                 lines.append(f"target {name}: its tunings could not be checked: {session.lost}")
                 continue
+            # preflight asked it whether it can trace (the reason `run` stores for its traced cells)
+            lines += [f"{name} {c.benchmark} {naming.params_text(c)} {c.load}: unavailable, "
+                      f"{session.unavailable[c.key]}" for c in campaign.cells
+                      if c.target == name and is_traced(c) and c.tuning == NO_TUNING
+                      and c.key in session.unavailable]
             mine = [c for c in campaign.cells if c.target == name and c.tuning != NO_TUNING]
             refused = [c for c in mine if c.key in session.unavailable]
             lines += [f"unavailable: {name} {c.benchmark} {naming.params_text(c)} {c.load}: "

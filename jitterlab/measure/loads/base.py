@@ -111,8 +111,9 @@ def lifetime_s(ctx: LoadContext) -> int:
 
 # --- helpers shared by the loads: one supervised tool -------------------------------------------
 
-# Constant script: prints the recorded leader pid, then every /proc/<pid>/stat line.
-GROUP_SCRIPT = 'cat "$0" 2>/dev/null && cat /proc/[0-9]*/stat 2>/dev/null; exit 0'
+# Constant script: prints the recorded leader pid, then every /proc/<pid>/stat line (one cat: a
+# missing record leaves a stat line first, which parse_group reads as no leader, as it should).
+GROUP_SCRIPT = 'cat "$0" /proc/[0-9]*/stat 2>/dev/null; exit 0'
 _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
 
 

@@ -16,6 +16,7 @@ import signal
 import time
 from dataclasses import dataclass
 
+from jitterlab.measure.fetched import fetched_text
 from jitterlab.measure.loads.base import (
     GROUP_SCRIPT,
     LOADS,
@@ -33,7 +34,7 @@ from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, integer, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Process
-from jitterlab.targets.processes import LAUNCH, describe_exit
+from jitterlab.targets.processes import LAUNCH, describe_exit, retire
 
 
 def _stress_method(value: object, where: str) -> ParamValue:
@@ -73,6 +74,9 @@ _Group = ProcGroup
 _parse_group = parse_group
 _describe_exit = describe_exit
 
+# its directory made and an earlier stress-ng's figures there removed (rm only when there are any:
+# a fresh directory has none), in one round trip
+_FRESH = 'mkdir -p -- "$0" && { [ ! -e "$1" ] || rm -f -- "$1"; }'
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
@@ -126,8 +130,7 @@ class CpuLoad(Sustained):
         self.workers = workers if isinstance(workers, int) else (
             len(ctx.cpus) if ctx.cpus else self._online_cpus())
         self.yaml = f"{ctx.scratch}/stress-ng.yaml"
-        ctx.target.run(["mkdir", "-p", ctx.scratch])
-        ctx.target.run(["rm", "-f", self.yaml])
+        ctx.target.run(["sh", "-c", _FRESH, ctx.scratch, self.yaml])  # no figures of an earlier one read
         stress_ng = ["stress-ng", *self._stressor_argv(opts), "--timeout", f"{lifetime_s(ctx)}s"]
         stress_ng += ["--metrics-brief", "--yaml", self.yaml]
         self._before: SystemSample = sample_system(ctx.target)
@@ -192,7 +195,7 @@ class CpuLoad(Sustained):
         successor.start(dataclasses.replace(self._ctx, scratch=f"{first}.{self._relays + 1}"))
         try:
             figures = self.stop()
-            self._ctx.target.run(["rm", "-rf", "--", self._ctx.scratch])  # read: not kept run after run
+            retire(self._ctx.target, self._ctx.scratch)  # read: not kept run after run (nor a round trip)
         except BaseException:
             successor.stop()
             raise
@@ -213,8 +216,9 @@ class CpuLoad(Sustained):
         finally:
             rc = self._proc.stop()
         after = sample_system(target)
-        yaml_text = target.run(["cat", self.yaml]).stdout
-        rate = parse_bogo_ops_per_s(yaml_text, target.run(["cat", self.log]).stdout)
+        rate = parse_bogo_ops_per_s(fetched_text(target, self.yaml))
+        if rate is None:  # no figures in its --yaml: the --metrics-brief rows of its log
+            rate = parse_bogo_ops_per_s("", fetched_text(target, self.log))
         if rate is None:
             raise RunFailed(
                 f"{self.name} load: could not read stress-ng's achieved bogo-ops from {self.yaml} "

@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jitterlab.cache import user_cache
 from jitterlab.model.errors import UserError
 from jitterlab.targets.qemu import devicetree
 from jitterlab.targets.qemu import initrd as qemu_initrd
@@ -34,9 +35,8 @@ from jitterlab.targets.qemu.options import KernelSpec
 
 
 def cache_root() -> Path:
-    """The per-user cache: $XDG_CACHE_HOME/jitterlab, else ~/.cache/jitterlab."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "jitterlab"
+    """The per-user cache (jitterlab/cache.py)."""
+    return user_cache()
 
 
 @dataclass(frozen=True)

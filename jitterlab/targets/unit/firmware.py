@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import struct
 import subprocess
@@ -19,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitterlab.cache import user_cache
 from jitterlab.model.errors import RunFailed
 from jitterlab.programs.unit import SOURCES, TOOLCHAIN, UnitProfile
 
@@ -78,8 +78,7 @@ class Built:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "jitterlab" / "firmware"
+    return user_cache() / "firmware"
 
 
 def build(profile: UnitProfile, cache: Path | None = None) -> Firmware:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import ClassVar, Protocol
 
 from jitterlab.measure.context import RunContext
+from jitterlab.measure.fetched import fetched_text
 from jitterlab.measure.squarewave.cell import WaveCell, traced
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import Forms, Offer, describe
@@ -98,7 +99,7 @@ def run_program(ctx: RunContext, name: str, argv: list[str]) -> str:
     if traced(ctx.cell):  # the launcher's pid is the program's (it execs it): its tasks in the trace
         pid = target.run(["cat", f"{live_dir(target)}/{marker}.pid"]).stdout
         (ctx.local_dir / PROGRAM_PID).write_text(pid)
-    output = target.run(["cat", log]).stdout.strip()
+    output = fetched_text(target, log).strip()
     if rc != 0:
         last = output.splitlines()[-1] if output else "(no output)"
         if rc == EXIT_UNAVAILABLE:

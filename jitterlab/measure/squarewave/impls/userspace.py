@@ -3,6 +3,7 @@ and three C programs (sources in jitterlab/programs/)."""
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 from jitterlab import programs
@@ -12,6 +13,7 @@ from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import ChipLine, Forms, MappedLevel, RegisterBlock, ValueFile
 from jitterlab.model.tuning import MLOCK_ITSELF, MLOCK_NEVER, MLOCK_ON_FLAG, ProgramTraits, launcher
 from jitterlab.programs import ProgramDir
+from jitterlab.targets.base import Target
 from jitterlab.targets.processes import pinned
 
 FILE = (ValueFile,)  # a value file written with write()/pwrite/echo
@@ -19,6 +21,9 @@ MAPPED = (MappedLevel, RegisterBlock)  # a level byte or set/clear registers, vi
 BASH = programs.declare(ProgramDir("bash", ("*.sh",)))
 PYTHON = programs.declare(ProgramDir("python", ("*.py",)))
 NODE = programs.declare(ProgramDir("node", ("*.js",)))
+# per target: an interpreter's name -> the executable it runs (a version manager's shim, e.g.
+# pyenv's, is a shell script that costs a few hundred ms at every start: asked once, then skipped)
+_RESOLVED: weakref.WeakKeyDictionary[Target, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class ProgramImpl(ImplBase):
     realtime: bool = False
     build: dict[str, str] = field(default_factory=dict)  # programs of a built directory -> build package
     mlock: str = MLOCK_ON_FLAG  # how its program locks its memory (model/tuning.py ProgramTraits)
+    resolve: tuple[str, ...] = ()  # the interpreter's arguments that print the executable it runs
 
     @property
     def program(self) -> ProgramTraits:
@@ -50,9 +56,22 @@ class ProgramImpl(ImplBase):
         *interpreter, path = self.command
         allow = self.realtime and not ctx.rt_permitted
         form = bound(ctx, self.needs, pin)
+        if interpreter and self.resolve:
+            interpreter = [resolved(ctx.target, interpreter[0], self.resolve), *interpreter[1:]]
         argv = [*pinned(ctx.placement.program_cpus), *launcher(ctx.tunings), *interpreter,
                 f"{ctx.bindir}/{path}", *common_flags(ctx, form, allow_no_rt=allow)]
         return run_program(ctx, str(ctx.cell.param("impl")), argv)
+
+
+def resolved(target: Target, name: str, asks: tuple[str, ...]) -> str:
+    """The executable `name` runs on the target, asked once per target (`name` itself when it does not
+    say): the same interpreter, started without the shim in front of it."""
+    known = _RESOLVED.setdefault(target, {})
+    if name not in known:
+        said = target.run([name, *asks], timeout_s=60.0)
+        path = said.stdout.strip()
+        known[name] = path if said.ok and path.startswith("/") and "\n" not in path else name
+    return known[name]
 
 
 IMPLS.add(
@@ -64,12 +83,14 @@ IMPLS.add(
 IMPLS.add(
     "python",
     "Python loop: os.pwrite on the pin file (gpiod pin: the gpiod bindings), time.sleep (relative)",
-    ProgramImpl(("python3", f"{PYTHON.name}/squarewave.py"), {"python3": "python3"}, needs=(*FILE, ChipLine)),
+    ProgramImpl(("python3", f"{PYTHON.name}/squarewave.py"), {"python3": "python3"}, needs=(*FILE, ChipLine),
+                resolve=("-c", "import sys; print(sys.executable)")),
 )
 IMPLS.add(
     "node",
     "Node.js: fs.writeSync on the pin file, chained setTimeout (relative)",
-    ProgramImpl(("node", f"{NODE.name}/squarewave.js"), {"node": "nodejs"}, mlock=MLOCK_NEVER),
+    ProgramImpl(("node", f"{NODE.name}/squarewave.js"), {"node": "nodejs"}, mlock=MLOCK_NEVER,
+                resolve=("-p", "process.execPath")),
 )
 IMPLS.add(
     "c-file",

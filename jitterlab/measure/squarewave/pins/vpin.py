@@ -3,11 +3,9 @@ written in place, never truncated), so it works on any Linux and can be mmap'd b
 
 from __future__ import annotations
 
-import contextlib
-
 from jitterlab.measure.squarewave.pins.base import PINS, PinBase, PinHandle
 from jitterlab.measure.squarewave.pins.offers import LevelPage, MappedLevel, ValueFile
-from jitterlab.targets.processes import shm_path
+from jitterlab.targets.processes import retire, shm_path
 
 
 class VirtualPin(PinBase):
@@ -27,8 +25,7 @@ class VirtualPin(PinBase):
 
     def teardown(self) -> None:
         if self._path is not None:
-            with contextlib.suppress(Exception):
-                self.ctx.target.run(["rm", "-f", self._path])
+            retire(self.ctx.target, self._path)  # removed with the run's directory, moments later
             self._path = None
 
 
