@@ -241,6 +241,22 @@ def test_every_follow_up_of_the_ab_flow_runs_as_printed_and_moves_the_verdict(tm
     assert "every watched verdict is decided" in out.rstrip().splitlines()[-1]
 
 
+
+def _decides_rt_unthrottled(capsys, measure: str, tmp_path, machine) -> None:
+    """`measure` (the printed command of tuning rt-unthrottled), run as printed, ends on its verdict
+    per cell, stores runs under both tunings and leaves the machine's setting and journal as found."""
+    from tests.execution.test_tuning_axis import SYSCTL
+
+    out = _out(capsys, shlex.split(measure)[1:])
+    last = out.rstrip().splitlines()[-1]
+    decided = r"(every watched verdict is decided|stopped after)"
+    assert re.match(rf"--until-decided tuning=none\.\.tuning=rt-unthrottled: {decided} ", last), last
+    assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
+    stored = Store(tmp_path / "results", create=False).runs()
+    assert {r.cell.tuning for r in stored} == {"none", "rt-unthrottled"}
+    assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
+
+
 def test_a_limits_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cell(tmp_path, monkeypatch,
                                                                                    capsys):
     """A limit whose fix a tuning applies (RT throttling: rt-unthrottled) names the command that
@@ -250,7 +266,7 @@ def test_a_limits_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cel
     import dataclasses
 
     from jitterlab.system import sysinfo
-    from tests.execution.test_tuning_axis import SYSCTL, _campaign, _tuned_machine
+    from tests.execution.test_tuning_axis import _campaign, _tuned_machine
 
     monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
     machine = _tuned_machine(tmp_path, monkeypatch)
@@ -264,14 +280,7 @@ def test_a_limits_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cel
                  for c in commands_in(line)]
     assert measure == ("jitterlab run fake.toml --results results --resume --tuning none,rt-unthrottled "
                        "--until-decided tuning=none..tuning=rt-unthrottled")
-    out = _out(capsys, shlex.split(measure)[1:])
-    last = out.rstrip().splitlines()[-1]
-    decided = r"(every watched verdict is decided|stopped after)"
-    assert re.match(rf"--until-decided tuning=none\.\.tuning=rt-unthrottled: {decided} ", last), last
-    assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
-    stored = Store(tmp_path / "results", create=False).runs()
-    assert {r.cell.tuning for r in stored} == {"none", "rt-unthrottled"}
-    assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
+    _decides_rt_unthrottled(capsys, measure, tmp_path, machine)
 
 
 def test_a_causes_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cell(tmp_path, monkeypatch,
@@ -355,11 +364,4 @@ def test_a_doctor_fix_a_tuning_applies_names_it_and_its_command_runs_as_printed(
     assert under.startswith("measure it here (tuning rt-unthrottled): ")
     assert measure == ("jitterlab run fake.toml --results results --resume --tuning none,rt-unthrottled "
                        "--until-decided tuning=none..tuning=rt-unthrottled")
-    out = _out(capsys, shlex.split(measure)[1:])
-    last = out.rstrip().splitlines()[-1]
-    decided = r"(every watched verdict is decided|stopped after)"
-    assert re.match(rf"--until-decided tuning=none\.\.tuning=rt-unthrottled: {decided} ", last), last
-    assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
-    stored = Store(tmp_path / "results", create=False).runs()
-    assert {r.cell.tuning for r in stored} == {"none", "rt-unthrottled"}
-    assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
+    _decides_rt_unthrottled(capsys, measure, tmp_path, machine)

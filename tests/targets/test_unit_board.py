@@ -12,7 +12,6 @@ assertions are about edges and counts, never timing."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 
 import pytest
 
@@ -26,17 +25,6 @@ pytestmark = [pytest.mark.vm, pytest.mark.skipif(
     or shutil.which(TOOLCHAIN[0]) is None,
     reason="qemu-system-arm, mmdebstrap and gcc-arm-none-eabi are not installed "
            "(scripts/install-deps test)")]
-
-
-@pytest.fixture
-def units_here(monkeypatch):
-    """A directory of this test's own for the emulated units it starts (their qemu's argv names their
-    directory), so that waiting for them to end waits for them alone: the suite's other worker may
-    run another test's unit meanwhile."""
-    where = tempfile.mkdtemp(prefix="jlu-")  # short: the unit's UART socket path must fit 108 bytes
-    monkeypatch.setattr(tempfile, "tempdir", where)
-    yield where
-    shutil.rmtree(where, ignore_errors=True)
 
 
 def test_the_unit_wired_to_an_emulated_board_makes_every_edge_it_counts(tmp_path, units_here):

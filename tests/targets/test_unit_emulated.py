@@ -19,7 +19,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,17 +41,6 @@ pytestmark = [
     pytest.mark.skipif(shutil.which(TOOLCHAIN[0]) is None, reason=f"apt install {TOOLCHAIN[1]}"),
 ]
 TYPICAL_ERROR = 0.05  # functional: a wrong timer reload is off by factors, not by percent
-
-
-@pytest.fixture
-def units_here(monkeypatch):
-    """A directory of this test's own for the emulated units it starts (their qemu's argv names their
-    directory), so that waiting for them to end waits for them alone: the suite's other worker may
-    run another test's unit meanwhile."""
-    where = tempfile.mkdtemp(prefix="jlu-")  # short: the unit's UART socket path must fit 108 bytes
-    monkeypatch.setattr(tempfile, "tempdir", where)
-    yield where
-    shutil.rmtree(where, ignore_errors=True)
 
 
 def write_campaign(tmp_path: Path, unit: str, matrix: str, extra: str = "") -> Path:
