@@ -14,7 +14,7 @@ from jitterlab.report import causes
 from jitterlab.report.causes_view import shares_text, trace_commands
 from jitterlab.report.figures.causes import shares_figure, timeline_figure
 from jitterlab.report.format import duration
-from jitterlab.report.limits import measured_line
+from jitterlab.report.limits import NO_MEASURE, Measure
 
 MAX_TIMELINES = 6  # cells whose worst period gets a timeline; the rest are listed as skipped
 
@@ -22,7 +22,7 @@ Emit = Callable[[object, str, Collection[str]], str]  # (figure, file name, targ
 
 
 def why_late_section(store, runs: list[RunRecord], emit: Emit, skipped: list[str],
-                     measure: str = "") -> dict | None:
+                     measure: Measure = NO_MEASURE) -> dict | None:
     """The section's context: the cells' lines, fixes (a tuning's with the command that measures it:
     `measure`, report/limits.measure_tuning) and bar chart, the timelines, the runs that were traced
     but explain nothing (with why); None when no run of the report was traced."""
@@ -91,9 +91,12 @@ def _edges(store, run: RunRecord, e: Explanation) -> EdgeSeries | None:
     return next((s for s in series.values() if isinstance(s, EdgeSeries)), None)
 
 
-def _fix(what: str, r: causes.Remedy, measure: str) -> dict[str, str]:
+def _fix(what: str, r: causes.Remedy, measure: Measure) -> dict[str, str]:
     """A fix as the page shows it: "cause: remedy (tuning T)", and the command that measures its
-    tuning ("" when there is none to give) with the words before it."""
-    line = measured_line(r.tuning or "", measure)
+    tuning ("" when there is none to give) with the words before it, or why the tuning is not
+    proposed (no command)."""
+    if r.tuning and r.tuning in measure.refused:
+        return {"text": f"{what}: {causes.remedy_text(r)}", "measure": measure.line(r.tuning), "command": ""}
+    line = measure.line(r.tuning) if r.tuning else ""
     head, _, command = line.partition(": ")
     return {"text": f"{what}: {causes.remedy_text(r)}", "measure": head, "command": command}

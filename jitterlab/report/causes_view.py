@@ -16,7 +16,7 @@ from jitterlab.model.records import RunRecord
 from jitterlab.report import causes
 from jitterlab.report.causes import Remedy, Shares
 from jitterlab.report.format import counted, duration
-from jitterlab.report.limits import measured_line
+from jitterlab.report.limits import NO_MEASURE, Measure
 
 SHOWN_PARTS = 4  # parts of the worst period named in `show`; `explain` names every one
 
@@ -51,14 +51,14 @@ def shares_text(s: Shares) -> str:
     return f"{text}; {causes.EMULATED_NOTE}" if s.emulated else text
 
 
-def measured_lines(remedies: list[Remedy], measure: str) -> list[str]:
-    """The command measuring each tuning these remedies name, once per tuning (`measure`: the
-    template of report/limits.measure_tuning, "" when the campaign file is not known here)."""
+def measured_lines(remedies: list[Remedy], measure: Measure) -> list[str]:
+    """The command measuring each tuning these remedies name, once per tuning, or why the tuning is
+    not proposed (report/limits.Measure)."""
     tunings = dict.fromkeys(r.tuning for r in remedies if r.tuning)
-    return [line for t in tunings if (line := measured_line(t, measure))]
+    return [line for t in tunings if (line := measure.line(t))]
 
 
-def run_block(run: RunRecord, root: Path, results: str, measure: str = "") -> Table | None:
+def run_block(run: RunRecord, root: Path, results: str, measure: Measure = NO_MEASURE) -> Table | None:
     """`show RUN_ID`'s block on why the run's periods were late: that it was traced, its causes as
     shares with their remedies (each tuning with the command that measures it: `measure`), its worst
     explained period, and where to look further; None for an untraced run."""
@@ -91,7 +91,7 @@ def run_block(run: RunRecord, root: Path, results: str, measure: str = "") -> Ta
 
 
 def cell_lines(cells: Mapping[tuple[str, str], Shares], *, several_targets: bool = False,
-               measure: str = "") -> list[str]:
+               measure: Measure = NO_MEASURE) -> list[str]:
     """One line per traced cell with its causes, then each remedy once, a remedy naming a tuning
     followed by the command that measures it (`measure`): what `summary` and `show --runs` say."""
     if not cells:
@@ -111,7 +111,8 @@ def cell_lines(cells: Mapping[tuple[str, str], Shares], *, several_targets: bool
     return lines
 
 
-def traced_lines(runs: list[RunRecord], explanations: causes.Explanations, measure: str = "") -> list[str]:
+def traced_lines(runs: list[RunRecord], explanations: causes.Explanations,
+                 measure: Measure = NO_MEASURE) -> list[str]:
     """The traced cells' lines (cell_lines) of these runs, and a line per damaged explanation."""
     cells = causes.cell_shares(runs, explanations)
     lines = cell_lines(cells, several_targets=len({target for target, _ in cells}) > 1, measure=measure)
@@ -119,7 +120,7 @@ def traced_lines(runs: list[RunRecord], explanations: causes.Explanations, measu
 
 
 def explain_lines(run: RunRecord, e: Explanation, root: Path, periods: list[ExplainedPeriod],
-                  measure: str = "") -> list:
+                  measure: Measure = NO_MEASURE) -> list:
     """`explain`'s breakdown: the run, how it was traced, then each period (index, due time,
     lateness, parts longest first with who, remainder) with the remedies of its causes, the command
     measuring each tuning they name (`measure`), and the commands that open its trace."""

@@ -89,7 +89,7 @@ def render(store: Store, out: Path, *, campaigns: list[str] | None = None,
         comparisons = _comparisons(store, runs, emit, report.skipped, again)
         names = {c.name for c in chosen}
         latest = store.latest_campaign(names.pop()) if len(names) == 1 else None
-        measure = limits.measure_tuning_of(latest, str(results or store.where))
+        measure = limits.measure_of(latest, runs, store.sysinfo, str(results or store.where))
         why_late = why_late_section(store, runs, emit, report.skipped, measure)
     context = {
         "title": "jitterlab report: " + ", ".join(dict.fromkeys(c.name for c in chosen)),

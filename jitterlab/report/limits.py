@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jitterlab.model.campaigns import StoredCampaign
@@ -262,6 +262,41 @@ def measure_tuning_of(found: StoredCampaign | None, results: str) -> str:
     if not Path(found.source_path).is_file():  # measured elsewhere or moved: it would not run as printed
         return ""
     return measure_tuning(found.source_path, results, found.labels)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What the line under a cause's remedy naming a tuning says: the command measuring the tuning on
+    the campaign shown (`template`: measure_tuning's, "" when it would not run as printed), or, for a
+    tuning whose check refused on every target of the runs shown, why it is not proposed."""
+
+    template: str = ""
+    refused: Mapping[str, str] = field(default_factory=dict)  # tuning -> why, in words
+
+    def line(self, tuning: str) -> str:
+        if tuning in self.refused:
+            return f"not measured by a tuning here: {self.refused[tuning]}"
+        return measured_line(tuning, self.template)
+
+
+NO_MEASURE = Measure()  # no command to give, nothing refused
+
+
+def measure_of(found: StoredCampaign | None, runs: list[RunRecord], sysinfo_of: FactsOf,
+               results: str) -> Measure:
+    """The Measure of these runs: measure_tuning_of their campaign `found`, and each tuning whose
+    check refused on every target they ran on, as the campaign recorded it (SystemFacts.tuning_checks;
+    a target that recorded no check for it does not refuse it)."""
+    infos = sysinfo_by_target(runs, sysinfo_of)
+    refused: dict[str, str] = {}
+    for tuning in sorted({c.tuning for info in infos.values() for c in info.tuning_checks or ()}):
+        why = {target: w for target, info in infos.items() if (w := info.tuning_refused(tuning))}
+        if why and len(why) == len(infos):
+            target, reason = next(iter(why.items()))
+            where = (f"{target}: {reason}" if len(why) == 1
+                     else f"any of the {len(why)} targets ({target}: {reason})")
+            refused[tuning] = f"tuning {tuning} cannot be applied on {where}"
+    return Measure(measure_tuning_of(found, results), refused)
 
 
 def limit_measured_line(limit: Limit, template: str) -> str:

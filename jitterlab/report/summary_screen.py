@@ -22,6 +22,7 @@ from jitterlab.model.units import format_ns
 from jitterlab.report import causes, limits, verdicts
 from jitterlab.report.causes_view import traced_lines
 from jitterlab.report.format import MISSING, counted, format_value, percent
+from jitterlab.report.limits import Measure
 from jitterlab.report.traits import observer, own, period_ns, periodic, subject_of
 
 HEADLINE = "max_rel_period_error"
@@ -44,7 +45,7 @@ class Screen:
     explanations: causes.Explanations | None = None
     # the command that measures a limit's fix through its tuning; {tuning} becomes its name ("": none
     # to give, e.g. imported captures, which jitterlab cannot measure again)
-    measure_tuning: str = ""
+    measure: Measure = field(default_factory=Measure)
 
 
 def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
@@ -68,7 +69,7 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         out += [Text(line) for line in verdicts.lines(judged, how.more_runs, every_row)]
     traced = None
     if how.explanations is not None:
-        out += [Text(line) for line in traced_lines(runs, how.explanations, how.measure_tuning)]
+        out += [Text(line) for line in traced_lines(runs, how.explanations, how.measure)]
         traced = causes.traced_causes(runs, how.explanations)
     found = limits.limits(runs, how.sysinfo_of, traced)
     if found:
@@ -77,7 +78,7 @@ def screen(runs: list[RunRecord], campaign: str, how: Screen) -> list:
         several = len({x.target for x in found}) > 1
         for x in found:
             where = f"{x.target}: " if several else ""
-            line = limits.limit_measured_line(x, how.measure_tuning)
+            line = limits.limit_measured_line(x, how.measure.template)
             measured = f"\n    {line}" if line else ""
             out.append(Text(f"- {where}{x.what}\n    fix: {x.fix}\n    likely: {x.likely}{measured}"))
     gaps = causes.uncovered_share(runs, how.explanations) if how.explanations is not None else {}

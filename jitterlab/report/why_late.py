@@ -13,13 +13,14 @@ from jitterlab.model.errors import UserError
 from jitterlab.model.records import RunRecord
 from jitterlab.report.causes_view import run_block
 from jitterlab.report.format import count, counted, duration, percent
+from jitterlab.report.limits import NO_MEASURE, Measure
 from jitterlab.report.traits import period_ns, traits_of
 
 TRACE_TAIL = "trace-tail.txt"  # what cyclictest's breaktrace attaches (measure/benchmarks/cyclictest.py)
 SHOWN_TASKS = 4  # tasks and handlers named per line of the digest; the rest are counted
 
 
-def why_late(run: RunRecord, store, results: str | None = None, measure: str = "") -> list:
+def why_late(run: RunRecord, store, results: str | None = None, measure: Measure = NO_MEASURE) -> list:
     """What `show RUN_ID` says of the run's worst moment, from its stored series and attachments:
     the worst period or sample (worst_parts), the causes of its late periods where it was traced
     (report/causes_view.py; `results`: the store as its commands name it), the breaktrace's digest;

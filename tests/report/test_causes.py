@@ -124,3 +124,19 @@ def test_a_cell_stored_without_a_key_added_later_keeps_its_benchmarks_label():
     assert cells.label(untraced) == "c-mmap 1ms cpu (vpin)"
     traced = replace(untraced, params=(*untraced.params, ("trace", "sched")))
     assert cells.label(traced) == cells.label(untraced)
+
+
+def test_a_cause_s_tuning_the_machine_refused_is_said_instead_of_its_command(results):
+    """Under the traced cell's remedies: the command of each tuning they name, except one whose
+    check refused on the target (report/limits.Measure), which says why and gives no command."""
+    from jitterlab.report.causes_view import cell_lines
+
+    store = Store(results, create=False)
+    cells = causes.cell_shares(store.runs(), causes.Explanations(store.root))
+    store.close()
+    template = limits.measure_tuning("c.toml", "results", {})
+    why = "tuning isolated cannot be applied on board: Linux 6.1 has no isolated cpuset partitions"
+    lines = cell_lines(cells, measure=limits.Measure(template, {"isolated": why}))
+    assert f"      not measured by a tuning here: {why}" in lines
+    assert "      " + limits.measured_line("irq-away", template) in lines
+    assert not any("--tuning none,isolated" in line for line in lines)

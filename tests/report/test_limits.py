@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from jitterlab.model.facts import SystemFacts, TuningCheck
 from jitterlab.model.records import Cell, Metric, RunRecord, StoredSettings
 from jitterlab.report import limits
@@ -102,3 +104,23 @@ def test_the_sysinfo_table_shows_the_tuning_checks_in_words():
     assert sysinfo_text("tuning_checks", CHECKED["tuning_checks"][:3]) == (
         f"rt-unthrottled (CPUs 1): can be applied; isolated (CPUs 1): refused, {ISOLATED}; "
         "isolated (CPUs 0-1): refused, another reason")
+
+
+def test_a_cause_s_tuning_refused_on_every_target_shown_says_why_instead_of_a_command():
+    """measure_of: a tuning refused (for every CPU set asked) on each target of the runs shown is
+    not proposed under a cause's remedy; refused on one target of two, or never asked, it is."""
+    board = run("vpin", 1e7)
+    other = dataclasses.replace(board, id="r-other", sysinfo_id=2,
+                                cell=dataclasses.replace(board.cell, target="pc"))
+    accepting = SystemFacts.from_json({**CHECKED, "tuning_checks": [
+        {"tuning": "isolated", "program_cpus": [1], "probe_cpus": [], "refused": None}]})
+    facts = {1: SystemFacts.from_json(CHECKED), 2: accepting}
+    alone = limits.measure_of(None, [board], facts.get, "results")
+    assert alone.refused == {"isolated": f"tuning isolated cannot be applied on board: {ISOLATED}"}
+    template = limits.measure_tuning("c.toml", "results", {})
+    measure = limits.Measure(template, alone.refused)
+    assert measure.line("isolated") == (
+        f"not measured by a tuning here: tuning isolated cannot be applied on board: {ISOLATED}")
+    assert measure.line("irq-away") == limits.measured_line("irq-away", template)  # refused for some CPUs
+    assert limits.measure_of(None, [board, other], facts.get, "results").refused == {}
+    assert limits.measure_of(None, [board], lambda _: SystemFacts.from_json(THROTTLED), "r").refused == {}

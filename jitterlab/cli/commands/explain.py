@@ -50,7 +50,7 @@ def _period_arg(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from jitterlab.report import causes
     from jitterlab.report.causes_view import explain_lines
-    from jitterlab.report.limits import measure_tuning_of
+    from jitterlab.report.limits import measure_of
     from jitterlab.report.terminal import console
     from jitterlab.store.catalog import Store
 
@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError(f"--period {args.period}: run {run_.id} did not explain that period; it "
                                 f"explained periods {there}")
         out = console()
-        measure = measure_tuning_of(store.campaign(run_.campaign_id), shown_spec(args.results))
+        found = store.campaign(run_.campaign_id)
+        measure = measure_of(found, [run_], store.sysinfo, shown_spec(args.results))
         for part in explain_lines(run_, e, store.root, periods[:SHOWN], measure):
             out.print(part)
         if len(periods) > SHOWN:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
@@ -19,6 +20,9 @@ from jitterlab.report.campaign_list import MAX_JUDGED, CampaignLine, campaigns_t
 from jitterlab.report.format import counted
 from jitterlab.report.terminal import console
 from jitterlab.store import shown_spec
+
+if TYPE_CHECKING:
+    from jitterlab.report.limits import Measure
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -93,11 +97,11 @@ def _one_run(out, store, args: argparse.Namespace) -> int:
     one = matches[0]
     sysinfo = store.sysinfo(one.sysinfo_id) if one.sysinfo_id else None
     from jitterlab.report.causes import traced
-    from jitterlab.report.limits import measure_tuning_of
+    from jitterlab.report.limits import NO_MEASURE, measure_of
 
     # the campaign row is read only for a traced run's causes: a run shows without it otherwise
-    measure = (measure_tuning_of(store.campaign(one.campaign_id), shown_spec(args.results))
-               if traced(one) else "")
+    measure = (measure_of(store.campaign(one.campaign_id), [one], store.sysinfo, shown_spec(args.results))
+               if traced(one) else NO_MEASURE)
     moments = why_late(one, store, shown_spec(args.results), measure)
     for part in run_detail(one, store.warnings(one.campaign_id, one.id), sysinfo, moments):
         out.print(part)
@@ -126,16 +130,17 @@ def _chosen(store, names: list[str] | None, chosen: RunFilter) -> list[CampaignL
     return sorted(lines, key=lambda line: line.last_ns)  # the latest last, where the eye lands
 
 
-def _measure(store, lines: list[CampaignLine], results: str) -> str:
-    """The command measuring a tuning on the campaign shown (report/limits.measure_tuning; `results`
-    unquoted), "" when several are shown or its file is not here."""
-    from jitterlab.report.limits import measure_tuning_of
+def _measure(store, lines: list[CampaignLine], results: str) -> Measure:
+    """The command measuring a tuning on the campaign shown (report/limits.measure_of; `results`
+    unquoted), none when several are shown or its file is not here."""
+    from jitterlab.report.limits import measure_of
 
-    ids = {r.campaign_id for line in lines for r in line.runs}
-    return measure_tuning_of(store.campaign(ids.pop()), results) if len(ids) == 1 else ""
+    runs = [r for line in lines for r in line.runs]
+    ids = {r.campaign_id for r in runs}
+    return measure_of(store.campaign(ids.pop()) if len(ids) == 1 else None, runs, store.sysinfo, results)
 
 
-def _campaigns(out, store, lines: list[CampaignLine], results: str, measure: str = "") -> None:
+def _campaigns(out, store, lines: list[CampaignLine], results: str, measure: Measure) -> None:
     """One line per campaign, then how to see more (`results`: --results as given, quoted; `measure`:
     the command measuring a cause's tuning)."""
     from jitterlab import plugins
@@ -165,7 +170,7 @@ def _campaigns(out, store, lines: list[CampaignLine], results: str, measure: str
         out.print(escape(line), highlight=False)
 
 
-def _runs(out, store, lines: list[CampaignLine], results: str, measure: str = "") -> None:
+def _runs(out, store, lines: list[CampaignLine], results: str, measure: Measure) -> None:
     """Every run chosen, one line each; the cells' tables when one campaign is shown; the warnings."""
     from jitterlab.report.causes import Explanations
     from jitterlab.report.causes_view import traced_lines

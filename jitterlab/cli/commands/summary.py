@@ -68,7 +68,7 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
     from jitterlab.analysis.groups import label_pairs
     from jitterlab.analysis.samples import reader
     from jitterlab.report.causes import Explanations
-    from jitterlab.report.limits import measure_tuning_of
+    from jitterlab.report.limits import measure_of
     from jitterlab.report.selection import select
     from jitterlab.report.summary_screen import Screen, screen
 
@@ -87,7 +87,7 @@ def print_screen(store, name: str, results: str, pair=None, answered=None) -> li
                          "--period and --label values)")
     elif found is not None and found.source_path:
         how.more_runs = more_runs(found.source_path, results, pairs, shown.campaigns, runs)
-        how.measure_tuning = measure_tuning_of(found, results)
+        how.measure = measure_of(found, runs, store.sysinfo, results)
     return screen(runs, name, how)
 
 
