@@ -61,7 +61,8 @@ def start_sshd(tmp_path):
 # beside other emulators, load 13-17 on 2 CPUs, both were up in 83 s of their 120 s boot_timeout;
 # labgrid boards have 240 s). The labgrid files share a unit (labgrid
 # reaches places through one coordinator per process). The files that drive this machine's kernel
-# tracing (one tracefs, one current tracer) are another unit. The scheduler sees only test ids
+# tracing (one tracefs, one current tracer) are another unit, and so are those that apply tunings to
+# this machine (one set of IRQ affinities, one /dev/cpu_dma_latency). The scheduler sees only test ids
 # (markers stay in the workers), hence the files are named here; collection refuses a vm test in
 # an unlisted file.
 UNITS = {
@@ -84,6 +85,10 @@ UNITS = {
         "tests/tracing/test_recording_here.py",  # the recorder's instances, tracefs mounted and unmounted
         "tests/tracing/test_attribution_here.py",  # the recorder on a disturbed program
         "tests/tracing/test_traced_run_here.py",  # traced runs beside a real-time burst
+    }),
+    "machine-tunings": frozenset({  # apply and restore tunings on this machine (IRQ affinity, ...):
+        "tests/tunings/test_this_machine.py",  # each compares the machine's files before and after,
+        "tests/tunings/test_ssh_tunings.py",  # so neither may run while the other changes them
     }),
 }
 EMULATOR_FILES = UNITS["emulators-guests"] | UNITS["emulators-labs"]

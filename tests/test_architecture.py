@@ -16,14 +16,15 @@ MAX_LINES = 500
 # across layers is a decision made here, not an accident. The more specific prefix wins.
 ALLOWED: dict[str, tuple[str, ...]] = {
     "jitterlab.model": (),
+    "jitterlab.cache": (),  # where built and downloaded files are kept: a leaf every layer may ask
     "jitterlab.programs": ("jitterlab.model",),
     "jitterlab.targets.base": ("jitterlab.model",),
-    "jitterlab.targets": ("jitterlab.model", "jitterlab.programs"),
-    "jitterlab.analysis": ("jitterlab.model",),
+    "jitterlab.targets": ("jitterlab.model", "jitterlab.programs", "jitterlab.cache"),
+    "jitterlab.analysis": ("jitterlab.model", "jitterlab.cache"),
     "jitterlab.store": ("jitterlab.model",),
     "jitterlab.system": ("jitterlab.model", "jitterlab.targets.base", "jitterlab.targets.capabilities"),
     "jitterlab.tracing": ("jitterlab.model", "jitterlab.targets.base", "jitterlab.targets.capabilities",
-                          "jitterlab.targets.processes"),
+                          "jitterlab.targets.processes", "jitterlab.cache"),
     "jitterlab.measure": ("jitterlab.model", "jitterlab.analysis", "jitterlab.programs",
                           "jitterlab.targets.base", "jitterlab.targets.capabilities",
                           "jitterlab.targets.processes", "jitterlab.tracing"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import time
 from dataclasses import dataclass
@@ -268,8 +269,11 @@ def test_interrupts_held_off_by_a_kernel_thread_read_as_its_timer_late(disturbed
              {("timer", p.who) for p in held_off(a)}]
     assert named, [(a.lateness_ns, a.parts[:2]) for a in got[:WORST]]
     held_ns = [p.duration_ns for a in named for p in held_off(a) if p.cause == "timer"]
-    longest_ms = max(ns for ns in held_ns if ns < STOP_S * 1e9 / 3) / 1e6  # not a hold a stop fell in
-    assert OFF_US / 1e4 < longest_ms < OFF_US / 1e2, held_ns  # of the order of its 3 ms hold
+    # of the order of its 3 ms hold (the rest of a hold when the edge fell due inside it): the median,
+    # since a stop of the emulator (the test's, or the busy host's own) that falls in a hold reads as
+    # the thread's timer too, for as long as the stop lasted
+    typical_ms = statistics.median(held_ns) / 1e6
+    assert OFF_US / 3e4 < typical_ms < OFF_US / 1e2, sorted(held_ns)
 
 
 def test_a_stopped_emulator_reads_as_unaccounted(disturbed):
