@@ -14,6 +14,7 @@ from jitterlab.model.facts import SystemFacts
 from jitterlab.model.records import RunRecord
 from jitterlab.report.format import format_value, percent
 from jitterlab.report.traits import observer, own, periodic, subject_of
+from jitterlab.store.damage import RowDamaged
 
 BARE, VM, EMULATED = "bare metal", "VM", "emulated"
 UNIT_EMULATED = "unit_emulated"  # the metric of a run whose wave an emulated real-time unit made
@@ -287,7 +288,13 @@ def measure_of(found: StoredCampaign | None, runs: list[RunRecord], sysinfo_of: 
     """The Measure of these runs: measure_tuning_of their campaign `found`, and each tuning whose
     check refused on every target they ran on, as the campaign recorded it (SystemFacts.tuning_checks;
     a target that recorded no check for it does not refuse it)."""
-    infos = sysinfo_by_target(runs, sysinfo_of)
+    def facts(sysinfo_id: int) -> SystemFacts | None:  # a damaged snapshot refuses nothing: the
+        try:  # command is proposed as for a store that did not ask (the views that read it say it)
+            return sysinfo_of(sysinfo_id)
+        except RowDamaged:
+            return None
+
+    infos = sysinfo_by_target(runs, facts)
     refused: dict[str, str] = {}
     for tuning in sorted({c.tuning for info in infos.values() for c in info.tuning_checks or ()}):
         why = {target: w for target, info in infos.items() if (w := info.tuning_refused(tuning))}

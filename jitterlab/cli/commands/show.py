@@ -133,9 +133,12 @@ def _chosen(store, names: list[str] | None, chosen: RunFilter) -> list[CampaignL
 def _measure(store, lines: list[CampaignLine], results: str) -> Measure:
     """The command measuring a tuning on the campaign shown (report/limits.measure_of; `results`
     unquoted), none when several are shown or its file is not here."""
-    from jitterlab.report.limits import measure_of
+    from jitterlab.report.causes import traced
+    from jitterlab.report.limits import NO_MEASURE, measure_of
 
     runs = [r for line in lines for r in line.runs]
+    if not any(traced(r) for r in runs):  # no cause shown: the facts are not read
+        return NO_MEASURE
     ids = {r.campaign_id for r in runs}
     return measure_of(store.campaign(ids.pop()) if len(ids) == 1 else None, runs, store.sysinfo, results)
 
