@@ -242,18 +242,24 @@ def test_every_follow_up_of_the_ab_flow_runs_as_printed_and_moves_the_verdict(tm
 
 
 
-def _decides_rt_unthrottled(capsys, measure: str, tmp_path, machine) -> None:
-    """`measure` (the printed command of tuning rt-unthrottled), run as printed, ends on its verdict
-    per cell, stores runs under both tunings and leaves the machine's setting and journal as found."""
-    from tests.execution.test_tuning_axis import SYSCTL
-
+def _decides(capsys, measure: str, tmp_path, tuning: str) -> list:
+    """`measure` (the printed command of `tuning`), run as printed, ends on its verdict per cell and
+    stores runs under `none` and the tuning; the runs stored."""
     out = _out(capsys, shlex.split(measure)[1:])
     last = out.rstrip().splitlines()[-1]
     decided = r"(every watched verdict is decided|stopped after)"
-    assert re.match(rf"--until-decided tuning=none\.\.tuning=rt-unthrottled: {decided} ", last), last
+    assert re.match(rf"--until-decided tuning=none\.\.tuning={tuning}: {decided} ", last), last
     assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
     stored = Store(tmp_path / "results", create=False).runs()
-    assert {r.cell.tuning for r in stored} == {"none", "rt-unthrottled"}
+    assert {r.cell.tuning for r in stored} == {"none", tuning}
+    return stored
+
+
+def _decides_rt_unthrottled(capsys, measure: str, tmp_path, machine) -> None:
+    """_decides for rt-unthrottled, leaving the machine's setting and journal as found."""
+    from tests.execution.test_tuning_axis import SYSCTL
+
+    _decides(capsys, measure, tmp_path, "rt-unthrottled")
     assert machine.read(SYSCTL) == "950000\n" and machine.journal() == []
 
 
@@ -322,13 +328,7 @@ def test_a_causes_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cel
     _out(capsys, ["report", "--results", "results", "-o", "report.html"])
     page = " ".join(_page(tmp_path / "report.html").split())
     assert f"measure it here (tuning irq-away): `{wanted}`" in page
-    out = _out(capsys, shlex.split(wanted)[1:])
-    last = out.rstrip().splitlines()[-1]
-    decided = r"(every watched verdict is decided|stopped after)"
-    assert re.match(rf"--until-decided tuning=none\.\.tuning=irq-away: {decided} ", last), last
-    assert re.search(r"^  (better|worse|same|undecided) .*fake_value .*\d+ vs \d+ runs", out, re.M), out
-    stored = Store(tmp_path / "results", create=False).runs()
-    assert {r.cell.tuning for r in stored} == {"none", "irq-away"}
+    stored = _decides(capsys, wanted, tmp_path, "irq-away")
     assert {r.status for r in stored} == {"ok"}
     assert machine.snapshot() == before and machine.journal() == []
 
