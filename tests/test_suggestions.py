@@ -242,6 +242,22 @@ def test_every_follow_up_of_the_ab_flow_runs_as_printed_and_moves_the_verdict(tm
 
 
 
+def _throttled_machine(tmp_path, monkeypatch):
+    """A fake machine whose RT throttling is on (950000 of 1000000 µs, not in a container), in
+    tmp_path as the working directory, with fake.toml's campaign of 3 repetitions under `none`."""
+    from jitterlab.system import sysinfo
+    from tests.execution.test_tuning_axis import _campaign, _tuned_machine
+
+    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
+    machine = _tuned_machine(tmp_path, monkeypatch)
+    snapshot = sysinfo.snapshot
+    monkeypatch.setattr(sysinfo, "snapshot", lambda target: dataclasses.replace(
+        snapshot(target), rt_runtime_us=950000, rt_period_us=1000000, container=None))
+    monkeypatch.chdir(tmp_path)
+    _campaign(tmp_path, tunings='"none"', reps=3)
+    return machine
+
+
 def _decides(capsys, measure: str, tmp_path, tuning: str) -> list:
     """`measure` (the printed command of `tuning`), run as printed, ends on its verdict per cell and
     stores runs under `none` and the tuning; the runs stored."""
@@ -269,18 +285,9 @@ def test_a_limits_tuning_command_runs_as_printed_and_ends_on_the_verdict_per_cel
     measures it on the campaign; run as printed, for real on a fake machine, it measures the cells
     under the tuning beside the committed ones and ends on the verdict line (decided or not: the
     structure, not which)."""
-    import dataclasses
 
-    from jitterlab.system import sysinfo
-    from tests.execution.test_tuning_axis import _campaign, _tuned_machine
 
-    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
-    machine = _tuned_machine(tmp_path, monkeypatch)
-    snapshot = sysinfo.snapshot
-    monkeypatch.setattr(sysinfo, "snapshot", lambda target: dataclasses.replace(
-        snapshot(target), rt_runtime_us=950000, rt_period_us=1000000, container=None))
-    monkeypatch.chdir(tmp_path)
-    _campaign(tmp_path, tunings='"none"', reps=3)
+    machine = _throttled_machine(tmp_path, monkeypatch)
     out = _out(capsys, ["run", "fake.toml", "--results", "results"])
     [measure] = [c for line in out.splitlines() if "measure it here (tuning rt-unthrottled)" in line
                  for c in commands_in(line)]
@@ -340,16 +347,9 @@ def test_a_doctor_fix_a_tuning_applies_names_it_and_its_command_runs_as_printed(
     the command that measures it on that campaign, the one the limits block prints; run as printed,
     for real on a fake machine, it ends on the verdict per cell. Where the tuning's check refuses on
     the target, doctor says why instead, and prints no command."""
-    from jitterlab.system import sysinfo
-    from tests.execution.test_tuning_axis import SYSCTL, _campaign, _tuned_machine
+    from tests.execution.test_tuning_axis import SYSCTL
 
-    monkeypatch.delenv("JITTERLAB_RESULTS", raising=False)
-    machine = _tuned_machine(tmp_path, monkeypatch)
-    snapshot = sysinfo.snapshot
-    monkeypatch.setattr(sysinfo, "snapshot", lambda target: dataclasses.replace(
-        snapshot(target), rt_runtime_us=950000, rt_period_us=1000000, container=None))
-    monkeypatch.chdir(tmp_path)
-    _campaign(tmp_path, tunings='"none"', reps=3)
+    machine = _throttled_machine(tmp_path, monkeypatch)
     if refusing:
         machine.remove(SYSCTL)
     out = _out(capsys, ["doctor", "a", "--campaign", "fake.toml"], expect=(1,))
