@@ -111,8 +111,12 @@ def _measurable(limit: Limit, info: SystemFacts) -> Limit:
     why = info.tuning_refused(limit.tuning) if limit.tuning else None
     if why is None:
         return limit
-    said = f"tuning {limit.tuning} cannot be applied on {limit.target}: {why}"
-    return replace(limit, refused=said)
+    return replace(limit, refused=refusal(limit.tuning, f"{limit.target}: {why}"))
+
+
+def refusal(tuning: str, where: str) -> str:
+    """Why a tuning is not proposed, in words: "tuning T cannot be applied on TARGET: REASON"."""
+    return f"tuning {tuning} cannot be applied on {where}"
 
 
 # what the traces show when these limits hold (analysis/attribution.py CAUSES)
@@ -302,7 +306,7 @@ def measure_of(found: StoredCampaign | None, runs: list[RunRecord], sysinfo_of: 
             target, reason = next(iter(why.items()))
             where = (f"{target}: {reason}" if len(why) == 1
                      else f"any of the {len(why)} targets ({target}: {reason})")
-            refused[tuning] = f"tuning {tuning} cannot be applied on {where}"
+            refused[tuning] = refusal(tuning, where)
     return Measure(measure_tuning_of(found, results), refused)
 
 
