@@ -154,8 +154,9 @@ def applied_from_json(data: dict[str, Any]) -> Applied:
 
 
 def launcher(applied: Iterable[Applied]) -> list[str]:
-    """The tunings' launchers, one after the other (each execs the rest): what goes between a
-    program's CPU pinning and the program."""
+    """The tunings' launchers, one after the other (each execs the rest): what goes before a
+    program's CPU pinning and the program. Before the pinning: the isolated partition's launcher
+    moves the process to CPUs that nothing outside the partition may be pinned to."""
     return [word for a in applied for word in a.launcher]
 
 

@@ -89,8 +89,9 @@ def test_a_failing_program_fails_the_run_with_its_last_line(tmp_path):
 
 @pytest.mark.parametrize("name", PROGRAM_IMPLS)
 def test_the_tunings_reach_an_impls_program_through_their_launcher_and_flags(name, tmp_path):
-    """Between the program's CPU pinning and its program: the launchers, each exec'ing the next;
-    after its common flags: the flags the tunings ask of it."""
+    """Before the program's CPU pinning: the launchers, each exec'ing the next (the isolated
+    partition's CPUs may be pinned to only from inside it); after its common flags: the flags the
+    tunings ask of it."""
     impl = plugins.IMPLS.get(name, "test")
     target = FakeTarget(workdir=str(tmp_path))
     target.behave(["sh", "-c", LAUNCH], FakeBehaviour(duration_s=0.1, log="done\n"))
@@ -105,9 +106,9 @@ def test_the_tunings_reach_an_impls_program_through_their_launcher_and_flags(nam
                                     ChipLine("/dev/gpiochip0", 17))))
     [argv] = [c for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
     argv = list(argv[argv.index("env") + 2:])
-    assert argv[:13] == ["taskset", "-c", "0", "sh", "-c", "join", "j", "/cg/cgroup.procs",
-                         "sh", "-c", "slack", "s", "1"]
-    assert argv[13] == "/proc/self/x" and argv[14:][:len(impl.command) - 1] == list(impl.command[:-1])
+    assert argv[:13] == ["sh", "-c", "join", "j", "/cg/cgroup.procs", "sh", "-c", "slack", "s", "1",
+                         "/proc/self/x", "taskset", "-c"]
+    assert argv[13] == "0" and argv[14:][:len(impl.command) - 1] == list(impl.command[:-1])
     assert argv[-1] == "--mlock" and argv.count("--mlock") == 1
     assert impl.program is not None and impl.program.realtime == impl.realtime
 

@@ -58,7 +58,9 @@ class ProgramImpl(ImplBase):
         form = bound(ctx, self.needs, pin)
         if interpreter and self.resolve:
             interpreter = [resolved(ctx.target, interpreter[0], self.resolve), *interpreter[1:]]
-        argv = [*pinned(ctx.placement.program_cpus), *launcher(ctx.tunings), *interpreter,
+        # the launchers first: the isolated one moves the process into a partition whose CPUs no
+        # process outside may be pinned to (taskset there fails with EINVAL, Linux 6.12)
+        argv = [*launcher(ctx.tunings), *pinned(ctx.placement.program_cpus), *interpreter,
                 f"{ctx.bindir}/{path}", *common_flags(ctx, form, allow_no_rt=allow)]
         return run_program(ctx, str(ctx.cell.param("impl")), argv)
 
