@@ -113,16 +113,15 @@ def remove(target: Target, *paths: str) -> None:
 
 
 def _listed(target: Target, directories: tuple[str, ...]) -> list[str]:
-    """The paths in `directories`, from one `ls -1`: given more than one directory, ls heads the
-    names of each with a line `DIRECTORY:` (GNU and busybox alike), and says nothing of one that
-    is missing but on stderr."""
+    """The paths in `directories`, in the order given, from one `ls -1`: given more than one
+    directory, ls heads the names of each with a line `DIRECTORY:` (GNU and busybox alike, in an
+    order of their own), and says nothing of one that is missing but on stderr."""
     out = target.run(["ls", "-1", *directories]).stdout.splitlines()
-    headers = {f"{d}:": d for d in directories}
+    names: dict[str, list[str]] = {d: [] for d in directories}
     current = directories[0] if len(directories) == 1 else None
-    paths = []
     for line in out:
-        if len(directories) > 1 and line in headers:
-            current = headers[line]
+        if len(directories) > 1 and line.endswith(":") and line[:-1] in names:
+            current = line[:-1]
         elif line and current is not None:
-            paths.append(f"{current}/{line}")
-    return paths
+            names[current].append(line)
+    return [f"{d}/{name}" for d, found in names.items() for name in found]
