@@ -10,13 +10,14 @@ belongs to its host) and where it is needed (a cell's probe polls on a CPU of it
 never touches it. What was done is recorded in every run's settings and the target's sysinfo.
 
 Restoring never depends on this process ending well. Before writing -1 a restore record
-`/run/jitterlab-rt-throttle/<owner>.prev` is written, holding the value to put back (one place
-per machine, whatever the workdir: every jitterlab lifting it there sees the others; /run is
-emptied at boot, when the kernel forgets the change too); `restore()` puts
-it back and removes the record on every path of the runner (end, error, Ctrl-C, SIGTERM), and
-`restore_orphaned` (called by execution/sweep.py before a campaign) puts back the value of a
-record whose jitterlab was killed. Two jitterlab processes on one machine share the original:
-the second copies it from the first's record, and only the last one to finish writes it back.
+`/run/jitterlab-rt-throttle/<owner>.prev` is written (kept, listed and removed by
+targets/records.py), holding the value to put back (one place per machine, whatever the workdir:
+every jitterlab lifting it there sees the others; /run is emptied at boot, when the kernel forgets
+the change too); `restore()` puts it back and removes the record on every path of the runner (end,
+error, Ctrl-C, SIGTERM), and `restore_orphaned` (called by execution/sweep.py before a campaign)
+puts back the value of a record whose jitterlab was killed. Two jitterlab processes on one machine
+share the original: the second copies it from the first's record, and only the last one to finish
+writes it back.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import threading
 from dataclasses import dataclass, field
 
 from jitterlab.model.facts import SystemFacts, ThrottleRecord
+from jitterlab.targets import records
 from jitterlab.targets.base import Target
-from jitterlab.targets.processes import owner_alive, owner_tag
 from jitterlab.tunings.rt_unthrottled import LIFTED_US, SYSCTL, read_runtime, write_runtime
 
 # on the target, beside tracing's and the tunings' records and like them not under /run/jitterlab,
@@ -35,11 +36,8 @@ from jitterlab.tunings.rt_unthrottled import LIFTED_US, SYSCTL, read_runtime, wr
 RECORD_DIR = "/run/jitterlab-rt-throttle"
 LEGACY_DIRS = ("/run/jitterlab/rt-throttle",)  # where an older jitterlab kept them: read, never written
 SETTINGS = ("lift", "keep")
-_RECORD = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+~\d+~\d+)\.prev$")
-# $1: the record's directory, $2: its path, $3: the value it keeps
-_KEEP = r"""
-mkdir -p "$1" && printf '%s\n' "$3" > "$2.tmp" && mv -f "$2.tmp" "$2"
-"""
+RECORDS = records.Kind(".prev")  # one a jitterlab: the value it puts back
+_KEEP = records.KEEP  # the one script every kind of record is kept with
 
 
 @dataclass
@@ -72,13 +70,14 @@ class ThrottleChange:
         with self._lock:
             if not self.changed or self.restored:
                 return None
-            mine = _record_path(self.target, owner_tag())
-            if not _live_others(self.target):  # the last one out puts the original back
+            mine = RECORDS.path(RECORD_DIR)
+            # the last one out puts the original back
+            if not _live_others(RECORDS.listed(self.target, RECORD_DIR)):
                 got = _write(self.target, int(self.original_us or 0))
                 if got != self.original_us:
                     return (f"could not restore {SYSCTL} to {self.original_us} (it reads {got}); "
                             f"write it as root: sysctl -w kernel.sched_rt_runtime_us={self.original_us}")
-            self.target.run(["rm", "-f", mine])
+            records.remove(self.target, mine)
             self.restored = True
             return None
 
@@ -100,21 +99,21 @@ def lift(target: Target, setting: str, *, needed: bool, info: SystemFacts) -> Th
         root = info.user_id == 0  # then /proc/sys is read-only: being root would not help
         change.why = f"{SYSCTL} is not writable here" + (
             "" if root else " (run jitterlab as root to lift it)")
-    elif before == LIFTED_US and not _live_others(target):
+    elif before == LIFTED_US and not _live_others(RECORDS.listed(target, RECORD_DIR)):
         change.why = "already lifted"
     else:
-        others = _live_others(target)
-        original = _kept_value(target, f"{_record_dir(target)}/{others[0]}") if others else before
+        others = _live_others(RECORDS.listed(target, RECORD_DIR))
+        original = _kept_value(target, others[0].path) if others else before
         if original is None:  # another jitterlab's record is unreadable: its owner restores
             change.why = "lifted by another jitterlab run"
             return change
-        path = _record_path(target, owner_tag())
-        done = target.run(["sh", "-c", _KEEP, "sh", _record_dir(target), path, str(original)])
+        path = RECORDS.path(RECORD_DIR)
+        done = records.keep(target, RECORD_DIR, path, [str(original)])
         if done.rc != 0:
-            change.why = f"no restore record could be written in {_record_dir(target)}"
+            change.why = f"no restore record could be written in {RECORD_DIR}"
             return change
         if _write(target, LIFTED_US) != LIFTED_US:
-            target.run(["rm", "-f", path])
+            records.remove(target, path)
             change.why = f"writing {LIFTED_US} to {SYSCTL} failed"
             return change
         change.changed, change.original_us = True, original
@@ -124,13 +123,12 @@ def lift(target: Target, setting: str, *, needed: bool, info: SystemFacts) -> Th
 def restore_orphaned(target: Target) -> list[str]:
     """Put back the value recorded by jitterlab runs that were killed while they had lifted RT
     throttling (their owner is gone); describe what was done."""
-    dead = [f"{d}/{n}" for d in (_record_dir(target), *LEGACY_DIRS)
-            for n in target.run(["ls", "-1", d]).stdout.split()
-            if (m := _RECORD.match(n)) and not owner_alive(m["owner"])]
+    listed = RECORDS.listed(target, RECORD_DIR, *LEGACY_DIRS)
+    dead = [record.path for record in listed if not record.alive()]
     if not dead:
         return []
     out = []
-    if not _live_others(target):
+    if not _live_others([record for record in listed if record.directory == RECORD_DIR]):
         value = next((v for path in dead if (v := _kept_value(target, path)) is not None), None)
         if value is not None:
             got = _write(target, value)
@@ -138,27 +136,17 @@ def restore_orphaned(target: Target) -> list[str]:
                 return [f"could not restore {SYSCTL} to {value} (a killed jitterlab run had lifted it); "
                         f"run as root, or sysctl -w kernel.sched_rt_runtime_us={value}"]
             out.append(f"restored {SYSCTL} to {value}: a killed jitterlab run had lifted RT throttling")
-    target.run(["rm", "-f", *dead])
+    records.remove(target, *dead)
     return out
 
 
-def _record_dir(target: Target) -> str:
-    return RECORD_DIR
-
-
-def _record_path(target: Target, owner: str) -> str:
-    return f"{_record_dir(target)}/{owner}.prev"
-
-
-def _live_others(target: Target) -> list[str]:
-    """Records of other jitterlab processes that still run, oldest name first."""
-    mine = f"{owner_tag()}.prev"
-    names = target.run(["ls", "-1", _record_dir(target)]).stdout.split()
-    return sorted(n for n in names if n != mine and (m := _RECORD.match(n)) and owner_alive(m["owner"]))
+def _live_others(listed: list[records.Record]) -> list[records.Record]:
+    """The records of other jitterlab processes that still run, oldest name first."""
+    return sorted((r for r in listed if not r.mine and r.alive()), key=lambda r: r.path)
 
 
 def _kept_value(target: Target, path: str) -> int | None:
-    text = target.run(["cat", path]).stdout.strip()
+    text = "\n".join(records.lines_of(target, path)).strip()
     return int(text) if re.fullmatch(r"-?\d+", text) else None
 
 

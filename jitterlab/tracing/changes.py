@@ -1,7 +1,8 @@
 """What a jitterlab process changed in a target's tracing, kept on the target until it is undone.
 
 Every change to tracing (tracefs mounted, a setting of the global buffer written, an instance made)
-is preceded by a restore record, `/run/jitterlab-tracing/<owner>~<token>.undo` on the target: the
+is preceded by a restore record (kept, listed and removed by targets/records.py, as every kind of
+record is), `/run/jitterlab-tracing/<owner>~<token>.undo` on the target: the
 steps that undo what was done so far, one word a line, in threes (`write FILE VALUE`, `events
 FILE "EVENT EVENT ..."`, `rmdir DIR`, `umount DIR`), exactly the arguments of the constant script
 that carries them out. `Changes.undo()` takes the steps and removes the record on every path of
@@ -13,24 +14,17 @@ that is the boot's read-only share (targets/qemu/init.c), where no record could 
 
 from __future__ import annotations
 
-import re
 import secrets
 
+from jitterlab.targets import records
 from jitterlab.targets.base import Target
-from jitterlab.targets.processes import OWNER, owner_alive, owner_tag
 
 RECORD_DIR = "/run/jitterlab-tracing"
 LEGACY_DIRS = ("/run/jitterlab/tracing",)  # where an older jitterlab kept them: read, never written
-_NAME = re.compile(rf"^(?P<owner>{OWNER})~[0-9a-f]{{8}}\.undo$")
+RECORDS = records.Kind(".undo", key="[0-9a-f]{8}")
+_KEEP = records.KEEP  # the one script every kind of record is kept with
 
-# Constant scripts; paths and values come as positional parameters.
-# $1: the record's directory, $2: the record, then its lines
-_KEEP = r"""
-dir=$1 path=$2; shift 2
-mkdir -p "$dir" && printf '%s\n' "$@" > "$path.tmp" && mv -f "$path.tmp" "$path"
-"""
-# the records in the directories given
-_LIST = 'for d; do for f in "$d"/*.undo; do [ -f "$f" ] && echo "$f"; done; done; exit 0'
+# Constant script; paths and values come as positional parameters:
 # the steps, in threes; prints "failed OP PATH" for a step that did not take
 UNDO = r"""
 set -f
@@ -54,7 +48,7 @@ class Changes:
 
     def __init__(self, target: Target) -> None:
         self.target = target
-        self.path = f"{RECORD_DIR}/{owner_tag()}~{secrets.token_hex(4)}.undo"
+        self.path = RECORDS.path(RECORD_DIR, secrets.token_hex(4))
         self.steps: list[tuple[str, str, str]] = []  # in the order they are carried out
         self._kept = False
 
@@ -63,7 +57,7 @@ class Changes:
         change they undo is made; False when the record cannot be written (then make no change)."""
         steps_now = [*steps, *self.steps]
         words = [word for step in steps_now for word in step]
-        done = self.target.run(["sh", "-c", _KEEP, "sh", RECORD_DIR, self.path, *words])
+        done = records.keep(self.target, RECORD_DIR, self.path, words)
         if done.ok:
             self.steps, self._kept = steps_now, True
         return done.ok
@@ -74,7 +68,7 @@ class Changes:
             return []
         words = [word for step in self.steps for word in step]
         out = self.target.run(["sh", "-c", UNDO, "sh", *words]).stdout
-        self.target.run(["rm", "-f", self.path])
+        records.remove(self.target, self.path)
         self.steps, self._kept = [], False
         return [f"could not {line.split()[1]} {line.split(None, 2)[2]}" for line in out.splitlines()
                 if line.startswith("failed ")]
@@ -83,15 +77,14 @@ class Changes:
 def restore_orphaned(target: Target) -> list[str]:
     """Undo what killed jitterlab processes left changed in the target's tracing (records whose owner
     is gone); describe what was done. tracefs is left mounted while a live process has a record."""
-    listed = target.run(["sh", "-c", _LIST, "sh", RECORD_DIR, *LEGACY_DIRS]).stdout.split()
-    records = [(path, m) for path in listed if (m := _NAME.match(path.rsplit("/", 1)[-1]))]
-    dead = [path for path, m in records if not owner_alive(m["owner"])]
+    listed = RECORDS.listed(target, RECORD_DIR, *LEGACY_DIRS)
+    dead = [record.path for record in listed if not record.alive()]
     if not dead:
         return []
-    live = len(records) - len(dead)
+    live = len(listed) - len(dead)
     out = []
     for path in sorted(dead):
-        lines = target.run(["cat", path]).stdout.splitlines()
+        lines = records.lines_of(target, path)
         steps = [tuple(lines[i:i + 3]) for i in range(0, len(lines) - len(lines) % 3, 3)]
         steps = [s for s in steps if not (live and s[0] == "umount")]
         if steps:
@@ -99,6 +92,6 @@ def restore_orphaned(target: Target) -> list[str]:
             undone = ", ".join(f"{op} {path}" for op, path, _ in steps)
             out.append(f"undid the tracing changes of a killed jitterlab run: {undone}"
                        + (f" ({' '.join(failed.split())})" if failed.strip() else ""))
-        target.run(["rm", "-f", path])
+        records.remove(target, path)
     return out
 

@@ -6,7 +6,8 @@ a failed run, a lost target, kill -9) the next jitterlab on that machine finds w
 and puts it back (`restore_orphaned`: a resumed campaign does it before its first run, right after
 execution/sweep.py stopped the leftovers' processes).
 
-The journal is one place per machine, whatever jitterlab's workdir: /run/jitterlab-tunings (beside
+The journal is one place per machine, whatever jitterlab's workdir: /run/jitterlab-tunings, its
+entries kept, listed and removed by targets/records.py as every kind of record is (beside
 tracing's records, and like them not under /run/jitterlab, which in jitterlab's qemu guests is the
 boot's read-only share: targets/qemu/init.c), one entry per owner (`processes.owner_tag`) and tuning. Every
 jitterlab on the machine sees the others' entries (a tuning applied by a live one is refused to
@@ -22,26 +23,15 @@ from dataclasses import dataclass
 
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.tuning import Applied, Changed, Held, Made, Step, applied_from_json
+from jitterlab.targets import records
 from jitterlab.targets.base import Target
-from jitterlab.targets.processes import owner_alive, owner_tag
 from jitterlab.tunings import files
 
 JOURNAL_DIR = "/run/jitterlab-tunings"  # not under /run/jitterlab: a qemu guest's read-only boot share
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
-_SUFFIX = ".json"
-# $1 the directory, $2 the entry, $3 the boot id's file, $4 the record: written whole, then renamed
-_KEEP = r"""
-mkdir -p -- "$1" &&
-  { cat -- "$3" 2>/dev/null || echo; printf '%s\n' "$4"; } > "$2.tmp" && mv -f -- "$2.tmp" "$2"
-"""
-# $1 the directory: its entries, then "writable" when the nearest directory there is may be written
-_LOOK = r"""
-ls -1 -- "$1" 2>/dev/null
-d=$1
-while [ ! -e "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
-[ -d "$d" ] && [ -w "$d" ] && echo writable
-exit 0
-"""
+ENTRIES = records.Kind(".json", key="[^~/]+")  # <owner>~<tuning>.json: the boot id, then the JSON
+# the scripts every kind of record is kept and looked for with
+_KEEP, _LOOK = records.KEEP, records.LOOK
 # $1 the pidfile of a held process, $2 its marker: the process stopped (TERM, then KILL) only while
 # it still carries the marker (a pid is reused), its record removed
 _STOP = r"""
@@ -80,32 +70,29 @@ class Journal:
 
     @property
     def path(self) -> str:
-        return f"{self.directory}/{owner_tag()}~{self.tuning}{_SUFFIX}"
+        return ENTRIES.path(self.directory, self.tuning)
 
     def keep(self, applied: Applied) -> None:
         """Write the entry (whole, then renamed into place); RunFailed when it cannot be."""
         record = json.dumps(applied.as_json(), sort_keys=True)
-        done = self.target.run(["sh", "-c", _KEEP, "sh", self.directory, self.path,
-                                f"{self.root}{BOOT_ID}", record])
+        done = records.keep(self.target, self.directory, self.path, [record], head=f"{self.root}{BOOT_ID}")
         if not done.ok:
             raise RunFailed(f"tuning {self.tuning}: its journal {self.path} cannot be written "
                             f"({done.stderr.strip() or 'no reason given'}); run jitterlab as root",
                             status="unavailable")
 
     def drop(self) -> None:
-        self.target.run(["rm", "-f", "--", self.path])
+        records.remove(self.target, self.path)
 
     def refusal(self) -> str | None:
         """Why this tuning cannot be journaled here now: the directory cannot be written, or another
         jitterlab that still runs has it applied on this machine."""
-        names = self.target.run(["sh", "-c", _LOOK, "sh", self.directory]).stdout.split()
-        if "writable" not in names:
+        entries, writable = ENTRIES.looked(self.target, self.directory)
+        if not writable:
             return f"its journal cannot be kept in {self.directory} (not writable: run jitterlab as root)"
-        mine = owner_tag()
-        for name in names:
-            owner, tuning = _owner_and_tuning(name)
-            if tuning == self.tuning and owner != mine and owner_alive(owner):
-                pid = owner.split("~")[1]
+        for entry in entries:
+            if entry.key == self.tuning and not entry.mine and entry.alive():
+                pid = entry.owner.split("~")[1]
                 return f"another jitterlab (pid {pid}) has it applied on this machine now"
         return None
 
@@ -119,18 +106,18 @@ def restore_orphaned(target: Target, root: str = "") -> list[str]:
     boot = (found[boot_file].text or "").strip() if boot_file in found else ""
     out = []
     for path, entry in sorted(found.items()):
-        name = path.rsplit("/", 1)[-1]
-        half, _ = _owner_and_tuning(name.removesuffix(".tmp"))
-        if name.endswith(".tmp") and half and not owner_alive(half):
+        half = ENTRIES.named(path.removesuffix(".tmp")) if path.endswith(".tmp") else None
+        if half is not None and not half.alive():
             # killed while writing: the entry it was to replace is whole (written before each change)
-            target.run(["rm", "-f", "--", path])
+            records.remove(target, path)
             continue
-        owner, tuning = _owner_and_tuning(name)
-        if path == boot_file or not tuning or entry.text is None or owner_alive(owner):
+        kept = ENTRIES.named(path) if path != boot_file else None
+        if kept is None or entry.text is None or kept.alive():
             continue
+        tuning = kept.key
         made_in, _, record = entry.text.partition("\n")
         if boot and made_in.strip() and made_in.strip() != boot:
-            target.run(["rm", "-f", "--", path])
+            records.remove(target, path)
             out.append(f"dropped tuning {tuning} of a jitterlab run gone before this machine last "
                        "booted (the kernel forgot its changes at boot)")
             continue
@@ -144,7 +131,7 @@ def restore_orphaned(target: Target, root: str = "") -> list[str]:
         if problems:
             out += [f"tuning {tuning} left applied by a killed jitterlab run: {p}" for p in problems]
             continue
-        target.run(["rm", "-f", "--", path])
+        records.remove(target, path)
         out.append(f"restored tuning {tuning} left applied by a killed jitterlab run "
                    f"({_counted(applied.steps)})")
     return out
@@ -190,14 +177,6 @@ def _put_back(target: Target, steps: list[Changed]) -> list[str]:
             problems.append(f"{step.path} could not be put back to {step.before!r} ({said}); "
                             f"as root: echo {step.restoring_text.strip()} > {step.path}")
     return problems
-
-
-def _owner_and_tuning(name: str) -> tuple[str, str]:
-    """An entry's file name as (owner, tuning); ("", "") for a file that is no entry."""
-    if not name.endswith(_SUFFIX) or name.count("~") != 3:
-        return "", ""
-    owner, _, tuning = name.removesuffix(_SUFFIX).rpartition("~")
-    return owner, tuning
 
 
 def _counted(steps: tuple[Step, ...]) -> str:

@@ -175,6 +175,25 @@ def test_a_killed_jitterlab_is_put_back_by_the_next_campaign(tmp_path, machine, 
         "sched_rt_runtime_us_during": DEFAULT_US, "why": 'campaign.rt_throttling = "keep"'}
 
 
+def test_the_sweep_reads_both_directories_in_one_command(tmp_path, monkeypatch):
+    """A campaign's start pays one round trip here when nothing was left, and per record left only
+    what puts it back: reading it, writing the value, removing the records."""
+    sysctl = Sysctl(tmp_path, monkeypatch, value=-1)
+    target = answering(FakeTarget("t", str(tmp_path / "t")), sysctl)
+    assert rt_throttle.restore_orphaned(target) == [] and target.calls == [
+        ("ls", "-1", str(sysctl.records), str(sysctl.legacy))]
+    for records in (sysctl.records, sysctl.legacy):
+        records.mkdir(parents=True)
+        (records / f"{processes.host_tag()}~999999999~1.prev").write_text(f"{DEFAULT_US}\n")
+    target.calls.clear()
+    assert rt_throttle.restore_orphaned(target) == [
+        f"restored {sysctl.path} to {DEFAULT_US}: a killed jitterlab run had lifted RT throttling"]
+    dead = f"{processes.host_tag()}~999999999~1.prev"
+    assert [c[:2] for c in target.calls] == [("ls", "-1"), ("cat", str(sysctl.records / dead)),
+                                             ("sh", "-c"), ("rm", "-f")]
+    assert sysctl.value == DEFAULT_US and _records(tmp_path) == [] and list(sysctl.legacy.iterdir()) == []
+
+
 def test_where_it_may_not_be_written_nothing_changes_and_the_runs_say_why(tmp_path, machine, monkeypatch):
     _, sysctl = machine
     if os.geteuid() == 0:  # root may write a read-only file: a container stands for "may not"
