@@ -2,7 +2,8 @@
 kill -9, a lost target) the next jitterlab on that machine puts things back.
 
 The one mechanism under every kind of them: tracing's undo steps (tracing/changes.py), the tunings'
-journal (tunings/journal.py) and the RT throttling value to put back (execution/rt_throttle.py).
+journal (tunings/journal.py), the RT throttling value to put back (execution/rt_throttle.py) and
+what a remoteproc core ran before (targets/unit/remoteproc.py, whose record its load script writes).
 Each kind keeps its own content and its own way of putting things back; here a record is a file
 `<directory>/<owner>[~<key>]<suffix>`, written whole then renamed (`keep`: one command), listed
 from one or more directories at once with its owner read from its name (`Kind.listed`: one

@@ -74,6 +74,7 @@ def kernel(tmp_path, monkeypatch):
     monkeypatch.setattr(remoteproc, "CLASS_DIR", str(k.root))
     monkeypatch.setattr(remoteproc, "FIRMWARE_DIR", str(k.fw_dir))
     monkeypatch.setattr(remoteproc, "RECORD_DIR", str(tmp_path / "records"))
+    monkeypatch.setattr(remoteproc, "LEGACY_DIRS", (str(tmp_path / "legacy"),))
     monkeypatch.setattr(remoteproc, "READY_TIMEOUT_S", 3)
     elf = tmp_path / "built.elf"
     elf.write_bytes(b"\x7fELF firmware")
@@ -160,10 +161,11 @@ def test_a_core_that_does_not_come_up_is_put_back_and_the_run_says_why(tmp_path,
     target.close()
 
 
-def test_what_a_killed_jitterlab_left_is_put_back_first(tmp_path, kernel):
+@pytest.mark.parametrize("kept_in", ["records", "legacy"])  # legacy: where an older jitterlab kept them
+def test_what_a_killed_jitterlab_left_is_put_back_first(tmp_path, kernel, kept_in):
     core = kernel.core(0, "m4", "running", "jitterlab-stm32mp1-m4-0123.elf")
     (kernel.fw_dir / "jitterlab-stm32mp1-m4-0123.elf").write_text("left over")
-    records = tmp_path / "records"
+    records = tmp_path / kept_in
     records.mkdir()
     (records / "otherhost~123~456.prev").write_text(f"{core}\nvendor.elf\nrunning\n"
                                                     "jitterlab-stm32mp1-m4-0123.elf\n")

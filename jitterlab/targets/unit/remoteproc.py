@@ -5,9 +5,9 @@ that can be changed only while the core is stopped; "start" on a running core is
 jitterlab finds the core by its name, copies its firmware to /lib/firmware under a name of its own,
 stops the core if it runs, starts it with that firmware, and waits until it runs and its RPMsg tty
 appeared. What the core ran before (its firmware and state) is put back when the target closes, on
-every path: a restore record on the board (/run/jitterlab/remoteproc/<owner>.prev, written before
-anything changes) lets the next jitterlab on that board put back what a killed one had changed, as
-RT throttling is put back (execution/rt_throttle.py). A core that runs another firmware is
+every path: a restore record on the board (/run/jitterlab-remoteproc/<owner>.prev, written before
+anything changes; targets/records.py) lets the next jitterlab on that board put back what a killed
+one had changed, as RT throttling is put back (execution/rt_throttle.py). A core that runs another firmware is
 stopped only when the campaign says it may (`replace = true`).
 
 Every change goes through one constant script with its data as positional parameters.
@@ -15,24 +15,26 @@ Every change goes through one constant script with its data as positional parame
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from jitterlab.model.errors import RunFailed
 from jitterlab.programs.unit import UnitSpec
+from jitterlab.targets import records
 from jitterlab.targets.base import Target
 from jitterlab.targets.capabilities import UnitLink
-from jitterlab.targets.processes import host_tag, owner_start_ticks, owner_tag
+from jitterlab.targets.processes import owner_tag
 from jitterlab.targets.unit import firmware
 
 # where the kernel and jitterlab keep things on the board (module constants, so tests can point
 # them at a directory that plays the kernel)
 CLASS_DIR = "/sys/class/remoteproc"
 FIRMWARE_DIR = "/lib/firmware"
-RECORD_DIR = "/run/jitterlab/remoteproc"
+# not under /run/jitterlab, which in jitterlab's qemu guests is the boot's read-only share
+RECORD_DIR = "/run/jitterlab-remoteproc"
+LEGACY_DIRS = ("/run/jitterlab/remoteproc",)  # where an older jitterlab kept them: read, never written
 READY_TIMEOUT_S = 10
 RUNS = ("running", "attached")  # states in which a core runs a firmware
-_RECORD = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)~(?P<pid>\d+)~(?P<start>\d+)\.prev$")
+RECORDS = records.Kind(".prev")  # its lines: the core's directory, firmware and state before, ours
 
 # $1: the class directory, $2: the core's name. "found DIR" / "state S" / "firmware F", else the
 # names of the cores there are ("other NAME") and status 3.
@@ -221,27 +223,19 @@ def _find(target: Target, core: str) -> tuple[str, str, str, bool] | str:
 def restore_orphaned(target: Target) -> list[str]:
     """Put back what killed jitterlab runs left on remoteproc cores (records whose owner is gone);
     the problems that remain, each with its fix."""
-    names = target.run(["ls", "-1", RECORD_DIR]).stdout.split()
     problems = []
-    for name in names:
-        m = _RECORD.match(name)
-        if m is None or _alive(m):
+    for record in RECORDS.listed(target, RECORD_DIR, *LEGACY_DIRS):
+        if record.alive():
             continue
-        lines = target.run(["cat", f"{RECORD_DIR}/{name}"]).stdout.split("\n")
+        lines = records.lines_of(target, record.path)
         if len(lines) < 4:
-            target.run(["rm", "-f", f"{RECORD_DIR}/{name}"])
+            records.remove(target, record.path)
             continue
         core_dir, fw, state, ours = lines[:4]
         done = target.run(["sh", "-c", _RESTORE, "sh", core_dir, fw, state, FIRMWARE_DIR,
-                           Path(ours).name, f"{RECORD_DIR}/{name}"], timeout_s=60)
+                           Path(ours).name, record.path], timeout_s=60)
         if not done.ok:
             problems.append(f"a killed jitterlab run left remoteproc core {core_dir} changed and it cannot "
                             f"be put back ({done.stderr.strip()}); as root: echo {fw} > {core_dir}/firmware")
     return problems
 
-
-def _alive(match: re.Match) -> bool:
-    if match["host"] != host_tag():
-        return False
-    ticks = owner_start_ticks(int(match["pid"]))
-    return ticks is not None and ticks == int(match["start"])
