@@ -6,7 +6,10 @@ unloaded) — seen by the programs themselves and by the gpio-loopback probe on 
 timestamps). The same campaign runs the kernel's own tracers (rtla timerlat, osnoise), which
 only the RT kernel has, and a traced run (trace = "sched") on each kernel: the guest records its own
 trace, the trace file is made here, and the run's late periods are explained on the guest's clock,
-marked emulated. Emulated CPUs: the assertions are about structure and counts, never timing.
+marked emulated. That traced run is measured under every machine tuning both 6.1 kernels take,
+together (no run more): each is applied, recorded in the run's tuning.json and restored, on the
+standard and on the PREEMPT_RT kernel. Emulated CPUs: the assertions are about structure and
+counts, never timing.
 
 gpiomem (memory-mapped SoC registers) has no SoC to map in a VM; its register maps are tested
 against a fake register file in tests/pins."""
@@ -20,7 +23,10 @@ from pathlib import Path
 import pytest
 
 from jitterlab.cli.main import main
+from jitterlab.execution.tuning import ATTACHMENT as TUNING_ATTACHMENT
+from jitterlab.execution.tuning import read_record
 from jitterlab.model import explanation as ex
+from jitterlab.model.tuning import Changed, Held
 from jitterlab.store.catalog import Store
 from jitterlab.tracing import reader
 
@@ -36,6 +42,8 @@ SYSFS_IMPLS = ["bash", "python", "node", "c-file"]
 GPIOD_IMPLS = ["c-gpiod", "python", "kmod-busy", "kmod-hrtimer", "kmod-rt"]
 LOOPBACK = {("bash", "sysfs"), ("c-file", "sysfs"), ("c-gpiod", "gpiod"), ("kmod-hrtimer", "gpiod")}
 RT_ONLY = ["c-gpiod", "kmod-busy", "kmod-hrtimer", "kmod-rt"]  # the RT kernel: the kernel-space models
+# the traced run's tuning: all a 6.1 guest takes (isolated needs 6.2, governor-performance cpufreq)
+TUNED_TOGETHER = "irq-away+cpu-dma-latency+rt-unthrottled+timer-slack+mlock"
 
 
 def campaign(path: Path) -> Path:
@@ -46,6 +54,8 @@ duration = "{DURATION_NS // 1_000_000}ms"
 warmup = "{WARMUP_NS // 1_000_000}ms"
 # an emulated guest's rtla at FIFO 95 on a machine loaded 5x its CPUs took over 20 s to end
 run_timeout = "120s"
+[campaign.cpus]
+program = "1"   # a CPU of the program's own: what irq-away moves the guest's IRQs off
 [[target]]
 name = "standard"
 kind = "qemu"
@@ -82,6 +92,7 @@ impl = "c-mmap"
 period = "{PERIOD_NS // 1_000_000}ms"
 probe = "self"   # a polling vpin is blind most of the time in an emulated guest
 trace = "sched"
+tuning = "{TUNED_TOGETHER}"
 [[matrix]]
 benchmark = "timerlat"
 period = "1ms"
@@ -191,3 +202,21 @@ def test_a_guest_traces_its_run_and_its_late_periods_are_explained(results, kern
     for p in got.periods:
         assert sum(part.duration_ns for part in p.parts) + p.remainder_ns == p.lateness_ns
     assert any(p.parts for p in got.periods)  # the trace covers them: not all remainder
+
+
+def test_the_traced_run_of_each_kernel_ran_under_every_tuning_it_takes(results):
+    for kernel, run in traced(results).items():
+        assert run.cell.tuning == TUNED_TOGETHER and TUNING_ATTACHMENT in run.attachments, (kernel, run.error)
+        applied, problems = read_record((results.root / run.attachments[TUNING_ATTACHMENT]).read_bytes())
+        assert problems == [], (kernel, problems)  # every step put back
+        assert [a.tuning for a in applied] == TUNED_TOGETHER.split("+"), kernel
+        did = {a.tuning: a for a in applied}
+        assert did["irq-away"].changed and all(
+            c.path.startswith("/proc/irq/") for c in did["irq-away"].changed), kernel  # IRQs moved off
+        [held] = did["cpu-dma-latency"].steps
+        assert isinstance(held, Held) and held.during == "0", kernel
+        [runtime] = did["rt-unthrottled"].steps
+        assert isinstance(runtime, Changed) and runtime.after == "-1\n", kernel
+        assert did["timer-slack"].launcher and did["mlock"].flags, kernel  # reached the program
+        print(f"\n{kernel} kernel: {TUNED_TOGETHER}: {len(did['irq-away'].changed)} IRQ files moved, "
+              f"refused: {[r.path for a in applied for r in a.refused]}")
