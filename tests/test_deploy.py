@@ -86,7 +86,8 @@ def test_jitterlabs_deploying_at_once_all_get_the_complete_build(tmp_path, monke
         assert Path(bindir, ".built").read_text() == "native\n"
         # the racing keepers leave one good entry, and nothing half-written beside it
         [entry] = [p for p in cache.iterdir() if not p.name.endswith(".lock")]
-        assert entry.suffix == ".tar" and tarfile.open(entry).getnames()[-1] == "origin.json"
+        with tarfile.open(entry) as tar:
+            assert entry.suffix == ".tar" and tar.getnames()[-1] == "origin.json"
 
 
 @pytest.mark.parametrize("cc", ["gcc -DX=`touch {f}`", "gcc; touch {f}", "gcc $(touch {f})", "gcc 'a b'",
