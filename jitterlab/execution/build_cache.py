@@ -1,5 +1,6 @@
-"""Native builds kept on this machine, so a target whose file system is fresh at every boot (a qemu
-guest's tmpfs, a farm board flashed or netbooted per job) gets the programs without running make.
+"""Native builds kept on this machine, so a target that builds its programs itself and whose file
+system is fresh at every boot (a farm board flashed or netbooted per job, a LAVA job's system) gets
+them without running make. A CrossBuilt target (a qemu guest: its profile's cc, here) is not served.
 
 A complete native build (deploy.py) is fetched once into <cache>/builds/<key>.tar, keyed by the
 programs' hash and the target's build identity: what decides whether a binary built there runs and
