@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -10,3 +13,16 @@ def user_cache() -> Path:
     """$XDG_CACHE_HOME/jitterlab, else ~/.cache/jitterlab (not created here)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "jitterlab"
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Held while one process or thread writes an entry of the cache: the others wait (flock: every
+    open() is a lock of its own, also within a process)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -38,6 +38,14 @@ def declared_metrics_only(monkeypatch):
     assert not found, f"metrics produced but not declared (Benchmark.metric_names): {sorted(set(found))}"
 
 
+@pytest.fixture(autouse=True)
+def private_build_cache(request, tmp_path_factory, monkeypatch):
+    """Builds a test keeps (execution/build_cache.py) go to a directory of its own, not the user's
+    cache; a VM test keeps the user's, where a guest's build serves the next boot as it does in use."""
+    if request.node.get_closest_marker("vm") is None:
+        monkeypatch.setenv("JITTERLAB_BUILD_CACHE", str(tmp_path_factory.mktemp("build-cache")))
+
+
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory):
     """A loopback sshd shared by a module's tests (a test that drops its server uses start_sshd)."""

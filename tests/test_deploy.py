@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -65,10 +66,12 @@ def _deploy_after(barrier, workdir: str, results) -> None:
     results.append((done.bindir, sorted(done.built)))
 
 
-def test_jitterlabs_deploying_at_once_all_get_the_complete_build(tmp_path):
+def test_jitterlabs_deploying_at_once_all_get_the_complete_build(tmp_path, monkeypatch):
     fork = multiprocessing.get_context("fork")
     for attempt in range(3):
         workdir = tmp_path / f"w{attempt}"
+        cache = tmp_path / f"cache{attempt}"  # empty: all three build, and all three keep it
+        monkeypatch.setenv("JITTERLAB_BUILD_CACHE", str(cache))
         barrier, results = fork.Barrier(3), fork.Manager().list()
         procs = [fork.Process(target=_deploy_after, args=(barrier, str(workdir), results)) for _ in range(3)]
         for p in procs:
@@ -81,6 +84,10 @@ def test_jitterlabs_deploying_at_once_all_get_the_complete_build(tmp_path):
         assert {"observer", "c-fifo", "c-mmap", "c-file"} <= set(built)
         assert [p.name for p in workdir.iterdir()] == [Path(bindir).name]  # no build left behind
         assert Path(bindir, ".built").read_text() == "native\n"
+        # the racing keepers leave one good entry, and nothing half-written beside it
+        [entry] = [p for p in cache.iterdir() if not p.name.endswith(".lock")]
+        with tarfile.open(entry) as tar:
+            assert entry.suffix == ".tar" and tar.getnames()[-1] == "origin.json"
 
 
 @pytest.mark.parametrize("cc", ["gcc -DX=`touch {f}`", "gcc; touch {f}", "gcc $(touch {f})", "gcc 'a b'",

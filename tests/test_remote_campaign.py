@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from jitterlab.cli.main import main
-from jitterlab.execution import preflight
+from jitterlab.execution import build_cache, preflight
 from jitterlab.store.catalog import Store
+from jitterlab.targets.local import LocalTarget
 from jitterlab.targets.ssh.loopback_sshd import available, free_port
 from tests.support import wait_gone
 
@@ -144,3 +145,24 @@ def test_a_target_dropped_mid_campaign_then_resume(tmp_path, servers):
         ("b2", "ok")
     ] * 4
     assert wait_gone(f"{tmp_path}/w", timeout_s=20) == []
+
+
+def test_a_second_board_of_the_same_build_identity_gets_the_first_ones_programs(tmp_path, servers):
+    """Over ssh: the first board's build is fetched into the build cache, the second board (a fresh
+    work directory, as a board flashed per job has) gets it without make, and its runs say so."""
+    script = build_cache.IDENTITY_SCRIPT
+    if build_cache.parse_identity(LocalTarget().run(["sh", "-c", script]).stdout) is None:
+        pytest.skip("this machine's build identity cannot be read fully (pkg-config, libgpiod-dev)")
+    builds = {}
+    for name, server in zip(("b1", "b2"), servers, strict=True):
+        targets = server.toml(name, workdir=str(tmp_path / f"w-{name}"))
+        results = tmp_path / f"results-{name}"
+        assert main(["run", str(campaign(tmp_path, targets, reps=1)), "--results", str(results)]) == 0
+        store = Store(results, create=False)
+        [run] = store.runs()
+        assert run.status == "ok"
+        builds[name] = store.sysinfo(run.sysinfo_id).programs_build
+    [entry] = Path(os.environ[build_cache.ENV]).glob("*.tar")  # the tests' own cache (conftest.py)
+    assert builds == {"b1": "native", "b2": f"native; reused {entry.stem} built on b1"}
+    [marker] = (tmp_path / "w-b2").glob("programs-*/.built")
+    assert marker.read_text() == f"native\nreused {entry.stem} built on b1\n"

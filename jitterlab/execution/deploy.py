@@ -8,7 +8,9 @@ and cc, or, when the target is cross-built (`cc = "aarch64-linux-gnu-gcc"` in it
 here as static programs sent ready to run (make -k, with the target's pkg-config: a program whose
 library the target's architecture lacks here makes only its own cells unavailable). The directory
 is named by a hash of the sources (and of the cross compiler), so an unchanged tree is neither
-rebuilt nor re-sent.
+rebuilt nor re-sent. A complete native build is also kept on this machine (build_cache.py) and sent,
+not rebuilt, to a target of the same build identity that has none (a guest or board whose file
+system is fresh at every boot).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab import programs
+from jitterlab.execution import build_cache
 from jitterlab.model.arch import of_triplet
 from jitterlab.model.errors import RunFailed, TargetLost, UserError
 from jitterlab.programs import DIRS, ProgramDir, check_cc
@@ -34,7 +37,7 @@ from jitterlab.targets.processes import owner_tag
 
 PROGRAMS_DIR = programs.SOURCES
 # the marker's content: "native" or "cross <cc>" (tests read it), then "partial <first error>" when
-# some programs did not build
+# some programs did not build, or "reused <key> built on <target>" for a tree from the build cache
 _MARK = 'printf "%s\\n" "$1" > "$0"'
 
 
@@ -74,6 +77,9 @@ class Deployment:
     # cross-built here: the Debian architecture of the target ("arm64"; "" when the cc does not
     # tell), whose libraries this machine needs; None when built on the target
     cross_arch: str | None = None
+    # how the programs came to be: "native", "cross <cc>", or "native; reused <key> built on
+    # <target>" (a tree of the build cache, not made there); "" when its marker does not say
+    build: str = ""
 
 
 # lists the executables of the directories it is given, one name per line
@@ -115,13 +121,19 @@ def deploy(target: Target, timeout_s: float = 300.0) -> Deployment:
 
 def _deploy(target: Target, cc: str | None, timeout_s: float) -> Deployment:
     bindir = f"{target.workdir}/programs-{programs_hash(cc)}"
-    if target.run(["test", "-e", f"{bindir}/.built"], timeout_s=timeout_s).ok:
-        return Deployment(bindir, _built(target, bindir))
+    marker = target.run(["cat", "--", f"{bindir}/.built"], timeout_s=timeout_s)
+    if marker.ok:
+        return Deployment(bindir, _built(target, bindir), build=_how(marker.stdout))
     partial = f"{bindir}.partial"
     before = _partial(target, partial)
     work = f"{bindir}.build-{owner_tag()}"
     # what an interrupted build of this process left
     target.run(["rm", "-rf", "--", work], timeout_s=timeout_s)
+    entry = None if cc else build_cache.entry_for(target, programs_hash(), timeout_s)
+    if entry is not None:
+        reused = _reuse(target, entry, work, bindir, timeout_s)
+        if reused is not None:
+            return reused
     try:
         if before is not None and not cc:
             # make tries only what did not build
@@ -140,7 +152,8 @@ def _deploy(target: Target, cc: str | None, timeout_s: float) -> Deployment:
             target.run(["rm", "-rf", "--", work], timeout_s=timeout_s)
             return before
         if error and before is not None:
-            return Deployment(work, built, error)  # more than last time: ours (swept when we are gone)
+            # more than last time: ours (swept when we are gone)
+            return Deployment(work, built, error, build=mark)
         done = target.run(["sh", "-c", _INSTALL, "sh", work, partial if error else bindir],
                           timeout_s=timeout_s)
     except BaseException:
@@ -151,7 +164,45 @@ def _deploy(target: Target, cc: str | None, timeout_s: float) -> Deployment:
         raise RunFailed(f"target {target.name!r}: could not put the built programs in place "
                         f"({_last(done.stderr)}); check {target.workdir}")
     where = partial if error else bindir
-    return Deployment(where, _built(target, where), error)
+    if entry is not None and not error:
+        build_cache.keep(entry, target, bindir, timeout_s)
+    # of two builds racing, the other's may be the one in place: its marker tells how it came to be
+    marker = target.run(["cat", "--", f"{where}/.built"], timeout_s=timeout_s)
+    return Deployment(where, _built(target, where), error, build=_how(marker.stdout) or mark)
+
+
+def _reuse(target: Target, entry: build_cache.Entry, work: str, bindir: str,
+           timeout_s: float) -> Deployment | None:
+    """The cached build of `entry` sent to the target and put in place as `bindir`; None when there
+    is none (or it did not arrive whole), and the target builds as before."""
+    with build_cache.cached_tree(entry) as cached:
+        if cached is None:
+            return None
+        tree, origin = cached
+        expected = frozenset(p.name for name in _built_dirs() if (tree / name).is_dir()
+                             for p in (tree / name).iterdir() if p.is_file() and os.access(p, os.X_OK))
+        how = f"native; reused {entry.key} built on {origin}"
+        try:
+            target.put(tree, work)
+            target.run(["sh", "-c", _MARK, f"{work}/.built", how.replace("; ", "\n")], timeout_s=timeout_s)
+            if _built(target, work) != expected or not expected:
+                target.run(["rm", "-rf", "--", work], timeout_s=timeout_s)
+                return None
+            done = target.run(["sh", "-c", _INSTALL, "sh", work, bindir], timeout_s=timeout_s)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                target.run(["rm", "-rf", "--", work])
+            raise
+    if not done.ok:
+        raise RunFailed(f"target {target.name!r}: could not put the built programs in place "
+                        f"({_last(done.stderr)}); check {target.workdir}")
+    marker = target.run(["cat", "--", f"{bindir}/.built"], timeout_s=timeout_s)
+    return Deployment(bindir, _built(target, bindir), build=_how(marker.stdout))
+
+
+def _how(marker: str) -> str:
+    """How a build came to be, from its marker: its lines but the partial one, joined."""
+    return "; ".join(line for line in marker.splitlines() if line and not line.startswith("partial "))
 
 
 def _partial(target: Target, partial: str) -> Deployment | None:
@@ -161,7 +212,7 @@ def _partial(target: Target, partial: str) -> Deployment | None:
         return None
     error = next((line.removeprefix("partial ") for line in marker.stdout.splitlines()
                   if line.startswith("partial ")), "")
-    return Deployment(partial, _built(target, partial), error)
+    return Deployment(partial, _built(target, partial), error, build=_how(marker.stdout))
 
 
 def _stage(target: Target, work: str, cc: str | None, timeout_s: float) -> str:

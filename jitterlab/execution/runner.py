@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jitterlab import plugins
 from jitterlab.campaign.file import Campaign
-from jitterlab.execution import rt_throttle
+from jitterlab.execution import build_cache, rt_throttle
 from jitterlab.execution.controller import open_controller
 from jitterlab.execution.deploy import deploy
 from jitterlab.execution.loads import TargetLoads, load_key
@@ -324,14 +324,23 @@ class Runner:
         for done in tracing_changes.restore_orphaned(session.target):
             self.notice(session.spec.name, done)
         self._lift_throttling(session)
-        session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)
-        self.store.add_warnings(campaign_id, session.warnings, target=session.spec.name)
         cells = [c for c in self.campaign.cells
                  if c.target == session.spec.name and c.key not in session.unavailable]
-        if not cells:  # preflight found none of them can run here: nothing to build for them
+        deployment = None
+        try:  # preflight may have found none of the cells can run here: nothing to build for them
+            if cells:
+                with self.timings.phase("deploy (build programs)", session.spec.name):
+                    deployment = deploy(session.target)
+        finally:  # the snapshot is kept also when the build fails; it tells how the programs came to be
+            if deployment is not None:
+                session.info = replace(session.info, programs_build=deployment.build or None)
+            session.sysinfo_id = self.store.add_sysinfo(campaign_id, session.spec.name, session.info)
+            self.store.add_warnings(campaign_id, session.warnings, target=session.spec.name)
+        if deployment is None:
             return
-        with self.timings.phase("deploy (build programs)", session.spec.name):
-            deployment = deploy(session.target)
+        if "reused" in deployment.build:
+            self.notice(session.spec.name, f"programs not built there: {deployment.build.partition('; ')[2]} "
+                                           f"(same build identity; {build_cache.ENV}=off builds every time)")
         session.bindir = deployment.bindir
         missing = unbuilt(cells, deployment.built, deployment.build_error, deployment.cross_arch)
         if missing:

@@ -163,6 +163,9 @@ class SystemFacts(Stored):
     user_id: int | None = None  # who jitterlab is there: 0 may lift RT throttling
     rt_permission: bool | None = None  # SCHED_FIFO permitted
     runtimes: Mapping[str, Runtime] | None = None  # by command name: bash, python3, node, cc
+    # how the C programs the runs used came to be (execution/deploy.py): "native", "cross <cc>", or
+    # "native; reused <key> built on <target>" (sent from the build cache, not made there)
+    programs_build: str | None = None
     mem_total_kb: int | None = None
     mem_available_kb: int | None = None
     bogomips: tuple[float, ...] | None = None

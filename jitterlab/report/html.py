@@ -39,7 +39,7 @@ from jitterlab.store.catalog import Store
 
 SYSINFO_KEYS = ("hostname", "os_name", "kernel_release", "preemption", "machine", "cpu_model",
                 "n_cpus", "clocksource", "virtualization", "isolcpus", "nohz_full",
-                "rt_permission", "cmdline", "runtimes")
+                "rt_permission", "cmdline", "runtimes", "programs_build")
 MAX_RUN_FIGURES = 12
 MAX_COMPARISONS = 4
 

@@ -177,7 +177,7 @@ SYSINFO_GROUPS = {
     "kernel": ("kernel_release", "kernel_version", "preemption", "clocksource",
                "clocksources_available", "rt_runtime_us", "rt_period_us", "cmdline"),
     "CPUs": ("cpu_model", "n_cpus", "cpus_online", "isolcpus", "nohz_full", "cpus", "rt_permission"),
-    "programs": ("runtimes",),
+    "programs": ("runtimes", "programs_build"),
 }
 
 
