@@ -17,8 +17,9 @@ def user_cache() -> Path:
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Held while one process or thread writes an entry of the cache: the others wait (flock: every
-    open() is a lock of its own, also within a process)."""
+    """Held while one process or thread prepares an entry of the cache (an apt state, a kernel, a
+    root, a build): the others wait for it (flock: every open() is a lock of its own, also within a
+    process)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

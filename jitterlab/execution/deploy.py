@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +135,7 @@ def _deploy(target: Target, cc: str | None, timeout_s: float) -> Deployment:
         reused = _reuse(target, entry, work, bindir, timeout_s)
         if reused is not None:
             return reused
-    try:
+    with _removed_on_error(target, work):
         if before is not None and not cc:
             # make tries only what did not build
             target.run(["cp", "-a", "--", partial, work], timeout_s=timeout_s)
@@ -154,15 +155,7 @@ def _deploy(target: Target, cc: str | None, timeout_s: float) -> Deployment:
         if error and before is not None:
             # more than last time: ours (swept when we are gone)
             return Deployment(work, built, error, build=mark)
-        done = target.run(["sh", "-c", _INSTALL, "sh", work, partial if error else bindir],
-                          timeout_s=timeout_s)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            target.run(["rm", "-rf", "--", work])
-        raise
-    if not done.ok:
-        raise RunFailed(f"target {target.name!r}: could not put the built programs in place "
-                        f"({_last(done.stderr)}); check {target.workdir}")
+        _put_in_place(target, work, partial if error else bindir, timeout_s)
     where = partial if error else bindir
     if entry is not None and not error:
         build_cache.keep(entry, target, bindir, timeout_s)
@@ -170,6 +163,25 @@ def _deploy(target: Target, cc: str | None, timeout_s: float) -> Deployment:
     marker = target.run(["cat", "--", f"{where}/.built"], timeout_s=timeout_s)
     return Deployment(where, _built(target, where), error, build=_how(marker.stdout) or mark)
 
+
+
+@contextlib.contextmanager
+def _removed_on_error(target: Target, work: str) -> Iterator[None]:
+    """A build directory removed from the target when what is done in it fails (Ctrl-C too)."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            target.run(["rm", "-rf", "--", work])
+        raise
+
+
+def _put_in_place(target: Target, work: str, place: str, timeout_s: float) -> None:
+    """The finished build `work` renamed to `place` (_INSTALL); RunFailed when it cannot be."""
+    done = target.run(["sh", "-c", _INSTALL, "sh", work, place], timeout_s=timeout_s)
+    if not done.ok:
+        raise RunFailed(f"target {target.name!r}: could not put the built programs in place "
+                        f"({_last(done.stderr)}); check {target.workdir}")
 
 def _reuse(target: Target, entry: build_cache.Entry, work: str, bindir: str,
            timeout_s: float) -> Deployment | None:
@@ -182,20 +194,13 @@ def _reuse(target: Target, entry: build_cache.Entry, work: str, bindir: str,
         expected = frozenset(p.name for name in _built_dirs() if (tree / name).is_dir()
                              for p in (tree / name).iterdir() if p.is_file() and os.access(p, os.X_OK))
         how = f"native; reused {entry.key} built on {origin}"
-        try:
+        with _removed_on_error(target, work):
             target.put(tree, work)
             target.run(["sh", "-c", _MARK, f"{work}/.built", how.replace("; ", "\n")], timeout_s=timeout_s)
             if _built(target, work) != expected or not expected:
                 target.run(["rm", "-rf", "--", work], timeout_s=timeout_s)
                 return None
-            done = target.run(["sh", "-c", _INSTALL, "sh", work, bindir], timeout_s=timeout_s)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                target.run(["rm", "-rf", "--", work])
-            raise
-    if not done.ok:
-        raise RunFailed(f"target {target.name!r}: could not put the built programs in place "
-                        f"({_last(done.stderr)}); check {target.workdir}")
+            _put_in_place(target, work, bindir, timeout_s)
     marker = target.run(["cat", "--", f"{bindir}/.built"], timeout_s=timeout_s)
     return Deployment(bindir, _built(target, bindir), build=_how(marker.stdout))
 

@@ -18,17 +18,16 @@ own mirror or proxy).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from debian.deb822 import Packages
 
+from jitterlab.cache import locked
 from jitterlab.model.errors import UserError
 
 APT_TIMEOUT_S = 600.0
@@ -121,19 +120,6 @@ def first_error(text: str) -> str:
     without the mirror's address."""
     errors = [line for line in text.splitlines() if line.startswith("E:")]
     return re.sub(r"\s*\[IP: [^]]*\]", "", " ".join(errors[0].split())) if errors else last_line(text)
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Held while one process or thread prepares something in the cache (an apt state, a kernel, a
-    root): the others wait for it (flock: every open() is a lock of its own, also within a process)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class Apt:
