@@ -1,4 +1,4 @@
-"""`jitterlab lava-bundle`: the wheels a device without network installs jitterlab from."""
+"""`jitterlab lava-bundle`: what a device without network installs jitterlab from."""
 
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
     here = this_device()
     p = sub.add_parser(
-        "lava-bundle", help="write the wheels a device without network installs jitterlab from",
+        "lava-bundle", help="write what a device without network installs jitterlab from",
         description="Write into DIR jitterlab's wheel, the wheels of its runtime dependencies for the "
-        "device's Python, architecture and glibc, and pip's wheel, fetched here with pip. The LAVA test "
-        "definition (jitterlab/lava/jitterlab.yaml) installs jitterlab from it on the device with its "
-        "BUNDLE parameter, without network and without pip on the device. The defaults describe this "
-        "machine; give the device's when it differs (Debian 12: --python 3.11 --glibc 2.36).",
+        "device's Python, architecture and glibc, and pip's wheel, fetched here with pip; and jitterlab "
+        "installed from them here for that device, packed as site.tar. The LAVA test definition "
+        "(jitterlab/lava/jitterlab.yaml) installs jitterlab from it on the device with its BUNDLE "
+        "parameter, without network: it unpacks site.tar (seconds), or, where the tree does not fit "
+        "the device, installs the wheels with the bundle's pip (minutes on a slow CPU). The defaults "
+        "describe this machine; give the device's when it differs (Debian 12: --python 3.11 --glibc "
+        "2.36).",
         epilog="example: jitterlab lava-bundle bundle --python 3.11 --machine aarch64 --glibc 2.36 "
         "--tar bundle.tar")
-    p.add_argument("dir", type=Path, metavar="DIR", help="where the wheels go (a new or empty directory, or "
-                   "a bundle written before, which is replaced)")
+    p.add_argument("dir", type=Path, metavar="DIR", help="where the bundle goes (a new or empty directory, "
+                   "or a bundle written before, which is replaced)")
     p.add_argument("--python", default=here.python, metavar="X.Y",
                    help=f"the device's Python version (default: this one's, {here.python})")
     p.add_argument("--machine", default=here.machine, metavar="NAME",
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     done = bundle.build(args.dir, dev, source, args.tar)
     tar = f"; as a tar archive: {done.tar}" if done.tar is not None else ""
     console().print(f"{len(done.wheels)} wheels ({done.size_bytes / 1e6:.0f} MB) for Python {dev.python} on "
-                    f"{dev.machine} (glibc {dev.glibc}) in {done.directory}{tar}; on the device: the LAVA "
+                    f"{dev.machine} (glibc {dev.glibc}) and jitterlab installed from them ({bundle.TREE}, "
+                    f"{done.tree_bytes / 1e6:.0f} MB) in {done.directory}{tar}; on the device: the LAVA "
                     f"definition's BUNDLE parameter names where they are", highlight=False)
     return EXIT_OK
