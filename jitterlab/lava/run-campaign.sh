@@ -58,8 +58,7 @@ elif [ -n "$bundle" ]; then
         # No sha256sum of the archive here: measured on a 2-core VM, hashing its ~640 MB costs 1.6 s of
         # CPU where unpacking it costs 0.4-1.0 s, so on a slow device the check would take longer than
         # the install it guards. The size recorded in bundle.json catches a truncated copy and tar's
-        # header checksums a damaged one; the sha256 there is for auditing the bundle (and for a LAVA
-        # job's sha256sum of its download).
+        # header checksums a damaged one; the sha256 there is for checking the bundle where it is copied.
         bytes=$(recorded bytes)
         size=$(wc -c < "$bundle/site.tar")
         if [ "$size" != "$bytes" ]; then
