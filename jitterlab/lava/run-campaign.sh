@@ -36,7 +36,7 @@ elif [ -n "$bundle" ]; then
     site=${TMPDIR:-/tmp}/jitterlab-site
     start=$(now_ms)
     way=pip
-    if [ -f "$bundle/site.tar" ]; then
+    if [ -f "$bundle/site.tar" ] && command -v tar >/dev/null 2>&1; then
         # the tree was installed for one Python, machine and glibc (pip checked that on the device)
         python=$(recorded python) machine=$(recorded machine) glibc=$(recorded glibc)
         have=$(python3 -V 2>&1)
