@@ -1,7 +1,11 @@
 """An offline install of jitterlab for a device without network: jitterlab's wheel, the wheels of
 its runtime dependencies for the device's Python, architecture and C library, and pip's own wheel
-(so the device needs python3 only), built on this machine with pip; and the same wheels already
-installed, here, into a tree packed as one archive (site.tar), so that a slow device only unpacks.
+(so the device needs python3 only), built on this machine with pip; and, asked for
+(--installed-tree), the same wheels already installed here into a tree packed as one archive
+(site.tar), so that a slow device only unpacks. The tree is not compressed (see _pack): it makes the
+bundle about four times larger (Python 3.11 on x86_64: 846 MB instead of 202 MB), which a lab pays in
+every job's download; it pays where the device's CPU is the slow part (an emulated device, a
+single-core board: pip took 48-266 s in an emulated x86 guest, unpacking 6.5-8.6 s).
 
 On the device (what jitterlab/lava/run-campaign.sh does with its BUNDLE parameter):
 
@@ -107,10 +111,10 @@ class Bundle:
     wheels: tuple[str, ...]  # file names, sorted
     size_bytes: int
     tar: Path | None
-    tree_bytes: int  # the installed tree's archive (TREE)
+    tree_bytes: int  # the installed tree's archive (TREE); 0: none was asked for
 
 
-def build(dest: Path, dev: Device, source: Path, tar: Path | None = None) -> Bundle:
+def build(dest: Path, dev: Device, source: Path, tar: Path | None = None, *, tree: bool = False) -> Bundle:
     """Write the bundle into `dest` (made, or an empty directory; a bundle there is replaced) and,
     with `tar`, the same files as a tar archive (the form a LAVA job's overlay takes)."""
     if dest.exists() and not (dest / RECORD).is_file() and any(dest.iterdir()):
@@ -130,18 +134,20 @@ def build(dest: Path, dev: Device, source: Path, tar: Path | None = None) -> Bun
         wheels = sorted(p.name for p in work.glob("*.whl"))
         for name in wheels:
             shutil.move(work / name, dest / name)
-        _install(dest, dev, work / "site")
-        _pack(work / "site", dest / TREE)
-    record = {"python": dev.python, "machine": dev.machine, "glibc": dev.glibc,
-              "wheels": {name: _sha256(dest / name) for name in wheels},
-              "tree": {"file": TREE, "sha256": _sha256(dest / TREE), "bytes": (dest / TREE).stat().st_size}}
+        if tree:
+            _install(dest, dev, work / "site")
+            _pack(work / "site", dest / TREE)
+    record: dict[str, object] = {"python": dev.python, "machine": dev.machine, "glibc": dev.glibc,
+                                 "wheels": {name: _sha256(dest / name) for name in wheels}}
+    if tree:
+        record["tree"] = {"file": TREE, "sha256": _sha256(dest / TREE), "bytes": (dest / TREE).stat().st_size}
     (dest / RECORD).write_text(json.dumps(record, indent=1) + "\n")
     if tar is not None:
         with tarfile.open(tar, "w") as archive:
-            for name in [*wheels, TREE, RECORD]:
+            for name in [*wheels, *([TREE] if tree else []), RECORD]:
                 archive.add(dest / name, arcname=name)
     return Bundle(dest, tuple(wheels), sum((dest / n).stat().st_size for n in wheels), tar,
-                  (dest / TREE).stat().st_size)
+                  (dest / TREE).stat().st_size if tree else 0)
 
 
 def _install(wheels: Path, dev: Device, site: Path) -> None:
