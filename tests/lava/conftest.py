@@ -28,7 +28,7 @@ def offline_bundle(tmp_path_factory) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (where / "built").exists():
             try:
-                bundle.build(where / "wheels", bundle.this_device(), REPO, where / "bundle.tar")
+                bundle.build(where / "wheels", bundle.this_device(), REPO, where / "bundle.tar", tree=True)
             except UserError as e:  # no network to PyPI here
                 pytest.skip(f"could not build the offline bundle: {e}")
             (where / "built").touch()

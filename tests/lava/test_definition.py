@@ -11,11 +11,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
 
+from jitterlab.execution import bundle
 from jitterlab.targets.ssh.loopback_sshd import LoopbackSSHD, available
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,23 +78,127 @@ def test_bad_input_is_one_failed_case_and_nothing_else(tmp_path):
     assert "did you mean 'python'" in done.stderr
 
 
-def test_installed_from_the_bundle_without_network(tmp_path, offline_bundle):
-    """BUNDLE: jitterlab and its dependencies installed from the wheels `jitterlab lava-bundle` wrote,
-    by the system's python3 with the bundle's own pip, no index (pip's environment settings removed),
-    then the campaign measured with what was installed."""
+def install_from(tmp_path: Path, bundle_dir: Path):
+    """run-campaign.sh with BUNDLE, SITE in tmp_path, the system's python3 without the user's site."""
     site = tmp_path / "tmp" / "jitterlab-site"
     site.parent.mkdir()
     env = {"TMPDIR": str(site.parent), "PYTHONNOUSERSITE": "1"}
     done = run_definition(tmp_path, [], str(campaign(tmp_path / "c.toml")), str(tmp_path / "r"), "", "", "",
-                          str(offline_bundle / "wheels"), env=env)
+                          str(bundle_dir), env=env)
+    return done, site
+
+
+def like(offline_bundle: Path, where: Path, *, tree: bytes | None = None, **record) -> Path:
+    """A bundle of the same wheels (linked), its record changed by `record`, its tree replaced by
+    `tree` (b"": none)."""
+    where.mkdir()
+    source = offline_bundle / "wheels"
+    for wheel in source.glob("*.whl"):
+        (where / wheel.name).symlink_to(wheel)
+    data = json.loads((source / "bundle.json").read_text())
+    data.update(record)
+    if tree is None:
+        (where / "site.tar").symlink_to(source / "site.tar")
+    elif tree:
+        (where / "site.tar").write_bytes(tree)
+        data["tree"]["bytes"] = len(tree)
+    (where / "bundle.json").write_text(json.dumps(data, indent=1) + "\n")
+    return where
+
+
+def install_case(lines: list[str]) -> list[str]:
+    return next(line.split() for line in lines if line.startswith("lava-test-case jitterlab-install"))
+
+
+def test_the_bundle_records_its_installed_tree(offline_bundle):
+    wheels = offline_bundle / "wheels"
+    record = json.loads((wheels / "bundle.json").read_text())
+    assert record["tree"] == {"file": "site.tar", "sha256": bundle._sha256(wheels / "site.tar"),
+                              "bytes": (wheels / "site.tar").stat().st_size}
+    with tarfile.open(wheels / "site.tar") as tree:
+        names = tree.getnames()
+        assert {m.uid for m in tree.getmembers()} == {0}
+    assert "jitterlab/cli/main.py" in names and "pyarrow" in names
+    assert not [n for n in names if n.startswith("bin")]  # its #! lines would name this machine's Python
+    assert not [n for n in names if n.endswith(".pyc")]  # --no-compile: the device's Python compiles
+
+
+def test_installed_from_the_bundles_tree_without_network(tmp_path, offline_bundle):
+    """BUNDLE: jitterlab and its dependencies unpacked from the tree `jitterlab lava-bundle` installed,
+    no pip run, then the campaign measured with what was unpacked, and `jitterlab --help` run from it
+    without network (a network namespace of its own, when root)."""
+    done, site = install_from(tmp_path, offline_bundle / "wheels")
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert f"installing jitterlab from {offline_bundle / 'wheels'} into {site} (no network)" in lines
-    install = next(line.split() for line in lines if line.startswith("lava-test-case jitterlab-install"))
-    assert install[2:4] == ["--result", "pass"] and install[6:] == ["--units", "s"]
+    assert (f"installing jitterlab from {offline_bundle / 'wheels'} into {site} by unpacking site.tar "
+            "(no pip, no network)") in lines
+    assert any(line.startswith("jitterlab-install: ") and line.endswith(" s, by unpacking site.tar")
+               for line in lines)
+    install = install_case(lines)
+    assert install[2:4] == ["--result", "pass"] and float(install[5]) >= 0 and install[6:] == ["--units", "s"]
     assert "lava-test-case jitterlab-run --result pass" in lines
     assert "lava-test-set start device_python_20ms_idle_self" in lines
     assert (site / "jitterlab" / "cli" / "main.py").is_file() and (site / "pyarrow").is_dir()
+    offline = ["unshare", "--net"] if os.geteuid() == 0 and shutil.which("unshare") else []
+    helped = subprocess.run([*offline, "/usr/bin/python3", "-m", "jitterlab", "--help"], capture_output=True,
+                            text=True, cwd=tmp_path, timeout=120,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "PYTHONNOUSERSITE": "1"})
+    assert helped.returncode == 0, helped.stderr
+    assert "lava-bundle" in helped.stdout
+
+
+def test_a_bundle_without_the_tree_is_installed_with_its_pip(tmp_path, offline_bundle):
+    """An older bundle (wheels and pip only): the bundle's pip installs the wheels, no index (pip's
+    environment settings removed)."""
+    old = like(offline_bundle, tmp_path / "old-bundle", tree=b"")
+    done, site = install_from(tmp_path, old)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert f"installing jitterlab from {old} into {site} with pip (no network)" in lines
+    assert any(line.endswith(" s, by pip from the wheels") for line in lines)
+    install = install_case(lines)
+    assert install[2:4] == ["--result", "pass"] and install[6:] == ["--units", "s"]
+    assert "lava-test-case jitterlab-run --result pass" in lines
+    assert (site / "jitterlab" / "cli" / "main.py").is_file() and (site / "pyarrow").is_dir()
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    ("truncated", "bytes where its bundle.json says"),
+    ("garbage", "error: could not unpack BUNDLE"),
+])
+def test_a_damaged_tree_fails_the_install_case_in_one_line(tmp_path, offline_bundle, damage, said):
+    tree = offline_bundle / "wheels" / "site.tar"
+    with tree.open("rb") as f:
+        head = f.read(1 << 20)
+    if damage == "truncated":  # a copy cut short: the record keeps the whole archive's size
+        damaged = like(offline_bundle, tmp_path / "b")
+        (damaged / "site.tar").unlink()
+        (damaged / "site.tar").write_bytes(head)
+    else:  # the right size, wrong bytes: tar's header checksums refuse it
+        damaged = like(offline_bundle, tmp_path / "b", tree=bytes(b ^ 0x5A for b in head))
+    done, site = install_from(tmp_path, damaged)
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("error: ") and said in line and "jitterlab lava-bundle DIR" in line
+               for line in lines), done.stdout
+    assert lines[-1] == "lava-test-case jitterlab-install --result fail"
+    assert "Traceback" not in done.stdout + done.stderr
+    assert not site.exists() and not (tmp_path / "r").exists()
+
+
+def test_a_tree_for_another_python_falls_back_to_the_wheels(tmp_path, offline_bundle):
+    """The tree was installed for the recorded Python: another one takes the pip path (here a bundle
+    without pip's wheel, so that path's own error ends it)."""
+    other = like(offline_bundle, tmp_path / "b", python="3.10")
+    for wheel in other.glob("pip-*.whl"):
+        wheel.unlink()
+    done, _ = install_from(tmp_path, other)
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert any(line.startswith(f"BUNDLE {other}/site.tar is for Python 3.10 on ") and
+               line.endswith(": installing from its wheels with pip") for line in lines), done.stdout
+    assert f"error: BUNDLE {other} has no pip wheel: write it with jitterlab lava-bundle DIR" in lines
+    assert lines[-1] == "lava-test-case jitterlab-install --result fail"
 
 
 def test_a_bundle_without_pip_is_one_failed_case(tmp_path):

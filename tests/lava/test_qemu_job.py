@@ -2,8 +2,8 @@
 device dictionary rendered from LAVA's own qemu.jinja2 deploys the project's Debian guest to tmpfs
 (kernel + the root as a cpio ramdisk, to which LAVA appends its test-shell overlay and the offline
 bundle), boots it with qemu (TCG), and its test shell over the serial console installs jitterlab
-from the bundle without network, runs the definition's campaign and records each cell's
-measurements in the job's log."""
+from the bundle without network (unpacking the tree installed for it), runs the definition's
+campaign and records each cell's measurements in the job's log."""
 
 from __future__ import annotations
 
@@ -59,6 +59,9 @@ def test_a_lava_qemu_job_installs_offline_and_records_the_measurements(tmp_path,
     install = cases[(None, "jitterlab-install")]
     assert install["result"] == "pass" and install["units"] == "s"
     guest = "\n".join(str(r["msg"]) for r in records if r.get("lvl") == "target")  # what the console said
+    # the bundle carries jitterlab installed for this guest: unpacked, pip not run
+    assert any(line.startswith("jitterlab-install: ") and line.endswith(" s, by unpacking site.tar")
+               for line in guest.splitlines()), guest[-6000:]
     assert cases[(None, "jitterlab-run")]["result"] == "pass", guest[-6000:]
     for impl in ("python", "bash"):
         cell = cases[(f"device_{impl}_20ms_idle_self", "max_rel_period_error_worst_run.self")]
