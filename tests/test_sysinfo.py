@@ -57,6 +57,7 @@ KEYS = {
     "msr_device",
     "rcu_nocbs",
     "tuning_checks",  # what a campaign's preflight asked the tunings: never a snapshot's own
+    "programs_build",  # how the campaign's deploy made the programs: never a snapshot's own
 }
 
 
@@ -213,7 +214,7 @@ def test_parse_a_raspberry_pi_with_rt_kernel():
         "rcu_nocbs": [2, 3],  # from the command line; the other tuning sections were not printed
         **dict.fromkeys(("mem_total_kb", "mem_available_kb", "bogomips", "cpu_vendor", "cpuidle_driver",
                          "cpuidle_states", "cpu_dma_latency_us", "smt_active", "thread_siblings", "thp",
-                         "irqs", "msr_device", "tuning_checks")),
+                         "irqs", "msr_device", "tuning_checks", "programs_build")),
     }
     warnings = sysinfo.checks(info)
     assert [w.message.split(" ")[:3] for w in warnings] == [["CPU", "frequency", "governor"]]

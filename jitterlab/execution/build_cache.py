@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.cache import locked, user_cache
-from jitterlab.targets.base import Target
+from jitterlab.targets.base import Target, extract_all
 from jitterlab.targets.processes import owner_tag
 
 ENV = "JITTERLAB_BUILD_CACHE"
@@ -123,7 +123,7 @@ def _origin(entry: Entry, tmp: Path) -> dict | None:
             names = tar.getnames()
             if not names or names[-1] != "origin.json":  # written last: a truncated tar lacks it
                 return None
-            tar.extractall(tmp, filter="data")
+            extract_all(tar, tmp)
         origin = json.loads((tmp / "origin.json").read_text())
     except (OSError, tarfile.TarError, ValueError, UnicodeDecodeError):
         return None
@@ -173,7 +173,7 @@ def _keep(entry: Entry, target: Target, bindir: str, timeout_s: float, tmp: Path
     tree = tmp / "tree"
     try:
         with tarfile.open(tmp / "fetched.tar") as tar:
-            tar.extractall(tree, filter="data")
+            extract_all(tar, tree)
     except tarfile.TarError:
         return False
     origin = {"format": FORMAT, "programs_hash": entry.programs_hash, "identity": dict(entry.identity),

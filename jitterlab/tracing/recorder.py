@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitterlab.model.records import Warning_
-from jitterlab.targets.base import Target
+from jitterlab.targets.base import Target, extract_all
 from jitterlab.targets.capabilities import command_timeout_s
 from jitterlab.tracing.events import EVENTS, systems
 from jitterlab.tracing.tracefs import NO_RECORD, TRACEFS, Tracefs, TraceUnavailable
@@ -316,7 +316,7 @@ class Recorder:
         archive = local / "trace.tgz"
         self.target.get(f"{out}.tgz", archive)
         with tarfile.open(archive) as tar:
-            tar.extractall(local, filter="data")
+            extract_all(tar, local)
         archive.unlink()
         self.target.run(["rm", "-rf", out, f"{out}.tgz"])
         raw = local / "raw"

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jitterlab.model.errors import RunFailed, TargetLost, UserError
-from jitterlab.targets.base import CommandTimeout, Completed
+from jitterlab.targets.base import CommandTimeout, Completed, extract_all
 from jitterlab.targets.capabilities import ReachedBySSH
 from jitterlab.targets.ssh.scripts import CONNECT, GET, PUT_FILE, PUT_TREE, RUN, SPAWN
 
@@ -288,10 +288,7 @@ class SSHSessions:
             kind = popen.stdout.readline().strip()
             if kind == b"D":
                 with tarfile.open(fileobj=popen.stdout, mode="r|") as tar:
-                    if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4: refuse paths outside
-                        tar.extractall(local, filter="data")
-                    else:
-                        tar.extractall(local)
+                    extract_all(tar, local)
             elif kind == b"F":
                 with open(partial, "wb") as f:
                     shutil.copyfileobj(popen.stdout, f, 1 << 20)
