@@ -62,30 +62,31 @@ def start_sshd(tmp_path):
 
 # `make test` runs two pytest-xdist workers, each taking a unit of work at a time: a file, or one of
 # the units below. The files whose tests boot an emulator (the `vm` marker) are two units of about
-# the same length (~7.5 minutes each by their tests' durations in a suite run on 2 CPUs), started
-# first, one on each worker: as one unit they were a 14-minute chain that set the suite's wall
-# time. Each keeps its files' tests (and their module fixtures: one booted guest, one sshd) on one
-# worker; at most one emulator file runs per worker (test_vm_pins.py boots its two guests at once:
-# beside other emulators, load 13-17 on 2 CPUs, both were up in 83 s of their 120 s boot_timeout;
-# labgrid boards have 240 s). The labgrid files share a unit (labgrid
+# the same length (by their tests' durations in a suite run on 2 CPUs, warm cache: vm_pins 433 s,
+# vm_tunings 180 s; the LAVA job 190 s, labgrid's image A/B 83-110 s, its README 82-106 s, the arm
+# board 84 s, test_qemu 79 s), started first, one on each worker: as one unit they were a 14-minute
+# chain that set the suite's wall time. Each keeps its files' tests (and their module fixtures: one
+# booted guest, one sshd) on one worker; at most one emulator file runs per worker (test_vm_pins.py
+# boots its two guests at once: beside other emulators, load 13-17 on 2 CPUs, both were up in 83 s
+# of their 120 s boot_timeout; # labgrid boards have 240 s). The labgrid files share a unit (labgrid
 # reaches places through one coordinator per process). The files that drive this machine's kernel
 # tracing (one tracefs, one current tracer) are another unit, and so are those that apply tunings to
 # this machine (one set of IRQ affinities, one /dev/cpu_dma_latency). The scheduler sees only test ids
 # (markers stay in the workers), hence the files are named here; collection refuses a vm test in
 # an unlisted file.
 UNITS = {
-    "emulators-guests": frozenset({  # ~7.5 min: x86 guests (2 kernels at once in vm_pins), arm boards
+    "emulators-guests": frozenset({  # ~10 min: the x86 guests (2 kernels at once in vm_pins, 6.12)
         "tests/targets/test_vm_pins.py",
         "tests/tunings/test_vm_tunings.py",
-        "tests/targets/test_qemu.py",
-        "tests/targets/test_arm_board.py",
-        "tests/targets/test_unit_board.py",
     }),
-    "emulators-labs": frozenset({  # ~7.5 min: the LAVA qemu job (and its bundle), labgrid's boards
-        "tests/lava/test_qemu_job.py",
+    "emulators-labs": frozenset({  # ~9 min: the LAVA qemu job (and its bundle), labgrid's boards,
+        "tests/lava/test_qemu_job.py",  # the arm boards, the x86 guest's campaign
         "tests/targets/test_labgrid_farm.py",
         "tests/targets/test_labgrid_readme.py",
         "tests/targets/test_labgrid_qemu.py",
+        "tests/targets/test_arm_board.py",
+        "tests/targets/test_qemu.py",
+        "tests/targets/test_unit_board.py",
     }),
     "kernel-tracing": frozenset({
         "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on
