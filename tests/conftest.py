@@ -68,7 +68,7 @@ def start_sshd(tmp_path):
 # chain that set the suite's wall time. Each keeps its files' tests (and their module fixtures: one
 # booted guest, one sshd) on one worker; at most one emulator file runs per worker (test_vm_pins.py
 # boots its two guests at once: beside other emulators, load 13-17 on 2 CPUs, both were up in 83 s
-# of their 120 s boot_timeout; # labgrid boards have 240 s). The labgrid files share a unit (labgrid
+# of their 120 s boot_timeout; labgrid boards have 240 s). The labgrid files share a unit (labgrid
 # reaches places through one coordinator per process). The files that drive this machine's kernel
 # tracing (one tracefs, one current tracer) are another unit, and so are those that apply tunings to
 # this machine (one set of IRQ affinities, one /dev/cpu_dma_latency). The scheduler sees only test ids
