@@ -8,6 +8,7 @@ board labgrid emulates with its QEMUDriver, by pointing the images key the drive
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from jitterlab.model.errors import TargetLost, UserError
 
 BOOT_SLICE_S = 2.0  # how often the wait for the boot prompt looks whether an emulator ended
+DRAIN_S = 1.0  # once it ended: how long its console is read for what it said last
 
 
 def _driver(board: Any, *, having: str) -> Any | None:
@@ -100,9 +102,12 @@ def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> 
             return time.monotonic() - start
         state = _emulator_state(qemu) if qemu is not None else ""
         ended = index == 2 or state != RUNNING
-        said = before if isinstance(before, bytes) and before else said
+        said = _heard(said, before)
         if not ended and time.monotonic() < deadline:
             continue
+        if ended and index != 2:  # what it said last may still be on its way: read until it is quiet
+            with contextlib.suppress(Exception):
+                said = _heard(said, console.expect([pexpect.TIMEOUT, pexpect.EOF], timeout=DRAIN_S)[1])
         tail = said[-400:].decode(errors="replace")
         tail = " | ".join(line.strip() for line in tail.splitlines() if line.strip())[-300:]
         if state == GONE:  # labgrid would ask the ended emulator to quit: it is off already
@@ -117,6 +122,14 @@ def install(board: Any, image: str, boot_prompt: str, boot_timeout_s: float) -> 
             when = f"within {boot_timeout_s:g}s after power-on (TIMEOUT)"
         raise TimeoutError(f"no {boot_prompt!r} on the console {when}; the console said: "
                            f"{tail or '(nothing)'}")
+
+
+def _heard(said: bytes, before: object) -> bytes:
+    """What the console said so far, with `before` from one more expect: pexpect's text since the
+    last match, which holds `said` again, or only what came since (a console read anew)."""
+    if not isinstance(before, bytes) or not before:
+        return said
+    return before if before.startswith(said) else said + before
 
 
 RUNNING, STOPPED, GONE = "", "stopped", "gone"
