@@ -11,8 +11,8 @@ Linux 6.2 and later) is applied on a real kernel; 6.1's refusal is tested agains
 The same boot serves two known causes of late periods, read from a kernel trace of a SCHED_FIFO
 c-fifo on the guest's second CPU (tracing/recorder.py, analysis/attribution.py): interrupts held off
 there by a kernel module's thread (tests/tracing/irqoff) read as `timer` with that thread named, and
-the emulator stopped from this machine (SIGSTOP, SIGCONT) as `unaccounted`. Structure, names and
-orders of magnitude; the cause shares seen are printed.
+the emulator stopped from this machine (SIGSTOP, SIGCONT) as `unaccounted`. Structure and names, and
+the held-off durations against the longest hold the module measured itself; the cause shares are printed.
 """
 
 from __future__ import annotations
@@ -225,6 +225,7 @@ def qemu_of(guest) -> int:
 class Disturbed:
     got: list[Attribution]  # c-fifo's late edges explained, latest first
     holds: int  # how many times the module held interrupts off
+    longest_ns: int  # the longest of them, on the guest's clock (the module's own reading)
     stops: int  # how many times the emulator was stopped
     idle_exit_ns: int | None  # the guest's idle-exit bound
 
@@ -254,13 +255,16 @@ def disturbed(guest, c_fifo, tmp_path_factory) -> Disturbed:
     assert loaded.ok, loaded.stderr
     try:
         got = explained(guest, tmp_path_factory.mktemp("disturbed"), c_fifo, during=stop_the_emulator)
-        holds = int(guest.run(["cat", "/sys/module/jl_irqoff/parameters/holds"]).stdout)
+        holds, longest_ns = map(int, guest.run(
+            ["cat", "/sys/module/jl_irqoff/parameters/holds",
+             "/sys/module/jl_irqoff/parameters/longest_ns"]).stdout.split())
     finally:
         assert guest.run(["rmmod", "jl_irqoff"]).ok
-    print(f"\ninterrupts off {OFF_US} us every {EVERY_MS} ms on CPU 1 ({holds} holds), qemu stopped "
+    print(f"\ninterrupts off {OFF_US} us every {EVERY_MS} ms on CPU 1 ({holds} holds, the longest "
+          f"{longest_ns / 1e6:.1f} ms), qemu stopped "
           f"{len(stops)}x {STOP_S * 1000:.0f} ms: c-fifo's {WORST} latest edges: {shares(got[:WORST])}; "
           f"its {len(got)} late edges: {shares(got)}")
-    return Disturbed(got, holds, len(stops), traced.idle_exit_ns(guest))
+    return Disturbed(got, holds, longest_ns, len(stops), traced.idle_exit_ns(guest))
 
 
 def test_interrupts_held_off_by_a_kernel_thread_read_as_its_timer_late(disturbed):
@@ -274,11 +278,13 @@ def test_interrupts_held_off_by_a_kernel_thread_read_as_its_timer_late(disturbed
              {("timer", p.who) for p in held_off(a)}]
     assert named, [(a.lateness_ns, a.parts[:2]) for a in got[:WORST]]
     held_ns = [p.duration_ns for a in named for p in held_off(a) if p.cause == "timer"]
-    # of the order of its 3 ms hold (the rest of a hold when the edge fell due inside it): the median,
-    # since a stop of the emulator (the test's, or the busy host's own) that falls in a hold reads as
-    # the thread's timer too, for as long as the stop lasted
-    typical_ms = statistics.median(held_ns) / 1e6
-    assert OFF_US / 3e4 < typical_ms < OFF_US / 1e2, sorted(held_ns)
+    # each is the rest of a hold in which the edge fell due: typically half a hold, and within the
+    # longest hold the module itself measured. No bound in milliseconds: a stop of the emulator (the
+    # test's, or the busy host's own) during a hold lengthens that hold on the guest's clock, for
+    # the module and the trace alike (a CI run read a 90 ms median for 3 ms holds)
+    assert disturbed.longest_ns >= OFF_US * 1000
+    typical_ns = statistics.median(held_ns)
+    assert OFF_US * 1000 / 30 < typical_ns <= disturbed.longest_ns, (disturbed.longest_ns, sorted(held_ns))
 
 
 def test_a_stopped_emulator_reads_as_unaccounted(disturbed):
@@ -286,8 +292,11 @@ def test_a_stopped_emulator_reads_as_unaccounted(disturbed):
     # a guest without cpuidle states idles in the default halt: never an unbounded idle exit
     assert disturbed.idle_exit_ns is not None
     assert all(a.by_cause().get("idle-exit", 0) <= disturbed.idle_exit_ns for a in disturbed.got)
-    # the CPU idled through a stop with its timer due: no kernel event accounts for it (a stop that
-    # fell in a hold reads as the thread's timer instead: the trace cannot tell them apart)
+    # the CPU idled through a stop with its timer due: no kernel event accounts for it. A stop that
+    # fell in a hold reads as the thread's timer instead (the trace cannot tell them apart), and the
+    # module's longest hold then shows it: on a busy host, holds stretched to 90 ms take most of the
+    # time, and both stops may fall in one
     stopped = [a for a in disturbed.got if a.parts and a.parts[0].cause == "unaccounted"
                and a.parts[0].duration_ns > STOP_S * 1e9 / 2]
-    assert stopped, [(a.lateness_ns, a.parts[:2]) for a in disturbed.got[:WORST]]
+    in_a_hold = disturbed.longest_ns > STOP_S * 1e9 / 2
+    assert stopped or in_a_hold, [(a.lateness_ns, a.parts[:2]) for a in disturbed.got[:WORST]]

@@ -4,7 +4,9 @@
  * there for off_us, then sleeps every_ms, again and again: a disturbance of known cause, size
  * and place. A timer due on that CPU while interrupts are off fires only when they are back on,
  * so a traced program there is late with cause "timer", the task that ran being this thread.
- * /sys/module/jl_irqoff/parameters/holds counts the times interrupts were held off.
+ * /sys/module/jl_irqoff/parameters/holds counts the times interrupts were held off, and
+ * longest_ns is the longest of them on the monotonic clock (at least off_us; longer when the CPU
+ * itself was stopped during a hold, as an emulated guest's is when its host is busy).
  * Unloading stops the thread (at most one hold and one sleep later).
  */
 #include <linux/cpumask.h>
@@ -29,6 +31,9 @@ MODULE_PARM_DESC(cpu, "the CPU whose interrupts are held off");
 static unsigned long holds;
 module_param(holds, ulong, 0444);
 MODULE_PARM_DESC(holds, "how many times interrupts were held off (read only)");
+static unsigned long longest_ns;
+module_param(longest_ns, ulong, 0444);
+MODULE_PARM_DESC(longest_ns, "the longest time interrupts were held off (ns, read only)");
 
 static struct task_struct *thread;
 
@@ -49,11 +54,16 @@ static int hold(void *unused)
 	(void)unused;
 	while (!kthread_should_stop()) {
 		unsigned long flags;
+		u64 held_ns;
 
 		local_irq_save(flags);
+		held_ns = ktime_get_ns();
 		spin_us(off_us);
+		held_ns = ktime_get_ns() - held_ns;
 		local_irq_restore(flags);
 		WRITE_ONCE(holds, holds + 1);
+		if (held_ns > longest_ns)
+			WRITE_ONCE(longest_ns, held_ns);
 		/* kthread_stop() wakes the thread out of this sleep */
 		schedule_timeout_interruptible(msecs_to_jiffies(every_ms));
 	}
