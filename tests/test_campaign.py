@@ -513,3 +513,86 @@ def test_a_label_named_like_a_key_of_the_cells_is_refused(tmp_path, capsys, labe
     # a key the cells do not have is a label like any other
     path.write_text(GOOD.replace('image = "1.10"', 'period_set = "a"'))
     assert main(["run", str(path), "--dry-run", "--label", "kernel=6.12"]) == 0
+
+
+TABLES = """
+[campaign]
+name = "t"
+repetitions = 1
+duration = "1s"
+warmup = "50ms"
+[[target]]
+name = "local"
+kind = "local"
+[[matrix]]
+impl = "c-fifo"
+period = "1ms"
+probe = "self"
+pin = "vpin"
+[[matrix]]
+impl = "bash"
+period = "100ms"
+probe = "self"
+pin = "vpin"
+duration = "3s"
+tuning = ["none", "mlock"]
+"""
+
+
+def test_a_table_of_its_own_duration_sets_its_cells_runs_and_no_other(tmp_path):
+    campaign = load_campaign(write(tmp_path, TABLES))
+    by_impl = {(c.param("impl"), c.tuning): campaign.settings_for(c).duration_ns for c in campaign.cells}
+    assert by_impl == {("c-fifo", "none"): 1_000_000_000, ("bash", "none"): 3_000_000_000,
+                       ("bash", "mlock"): 3_000_000_000}
+    assert campaign.duration_range_ns == (1_000_000_000, 3_000_000_000)
+    # the rest of the settings are the campaign's, and the cells' identities are as without it
+    bash = next(c for c in campaign.cells if c.param("impl") == "bash")
+    assert dataclasses.replace(campaign.settings_for(bash), duration_ns=1_000_000_000) == campaign.settings
+    assert "duration" not in bash.key
+    plain = load_campaign(write(tmp_path, TABLES.replace('duration = "3s"\n', "")))
+    assert {c.key for c in plain.cells} == {c.key for c in campaign.cells}
+    assert all(plain.settings_for(c) == plain.settings for c in plain.cells)
+
+
+def test_a_tables_duration_is_in_the_fingerprint_only_when_set(tmp_path):
+    plain = load_campaign(write(tmp_path, TABLES.replace('duration = "3s"\n', "")))
+    three = load_campaign(write(tmp_path, TABLES))
+    two = load_campaign(write(tmp_path, TABLES.replace('duration = "3s"', 'duration = "2s"')))
+    assert len({plain.fingerprint, three.fingerprint, two.fingerprint}) == 3
+    # a campaign without table durations keeps the fingerprint it had before they existed
+    assert plain.fingerprint == dataclasses.replace(plain, durations={}).fingerprint
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (('duration = "3s"', 'duration = ["1s", "3s"]'),
+     "matrix[1].duration: one duration per table, not a list (it is not an axis); write one [[matrix]] "
+     'table per duration, e.g. duration = "1s"'),
+    (('duration = "3s"', 'duration = 3'), "matrix[1].duration"),
+    (('duration = "3s"', 'duration = "40ms"'),
+     "matrix[1].duration: 40ms is not longer than campaign.warmup (50ms), so nothing would be measured; "
+     "lengthen it or shorten campaign.warmup"),
+    (('duration = "3s"', 'duraton = "3s"'), "matrix[1].duraton: unknown key for benchmark 'squarewave'; "
+                                            "did you mean 'duration'"),
+])
+def test_a_bad_table_duration_is_named(tmp_path, change, expected):
+    with pytest.raises(UserError) as err:
+        load_campaign(write(tmp_path, TABLES.replace(*change)))
+    assert expected in str(err.value)
+    assert str(tmp_path / "c.toml") in str(err.value)
+
+
+def test_one_cell_under_two_tunings_keeps_one_duration(tmp_path):
+    split = TABLES.replace('tuning = ["none", "mlock"]', 'tuning = "none"') + """
+[[matrix]]
+impl = "bash"
+period = "100ms"
+probe = "self"
+pin = "vpin"
+duration = "2s"
+tuning = "mlock"
+"""
+    with pytest.raises(UserError, match=r"matrix\[2\]\.duration: matrix\[1\] gives its cell .*impl=bash.* "
+                                        r"another duration under another tuning; a tuning is compared with "
+                                        r"none on runs of one length"):
+        load_campaign(write(tmp_path, split))
+    assert load_campaign(write(tmp_path, split.replace('duration = "2s"', 'duration = "3s"'))).cells

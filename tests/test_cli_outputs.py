@@ -330,3 +330,15 @@ def test_dry_run_estimates_each_cell_as_a_person_plans_it(tmp_path, capsys):
     for row in lines[2:6]:
         per_run, per_cell = (float(x) for x in row.replace(" s", "").split()[-2:])
         assert per_cell == pytest.approx(3 * per_run, abs=1.0)  # each rounded to a second
+
+
+def test_dry_run_gives_each_table_its_own_duration(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text('[campaign]\nname = "two"\nrepetitions = 1\nduration = "1s"\n[[target]]\n'
+                    'name = "local"\nkind = "local"\n[[matrix]]\nimpl = "c-fifo"\nperiod = "10ms"\n'
+                    '[[matrix]]\nimpl = "bash"\nperiod = "100ms"\nduration = "5s"\n')
+    assert main(["run", str(path), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "two: 2 cells x 1 repetition of 1 s to 5 s"
+    per_run = {row.split()[2]: row.split()[-4] for row in lines[2:4]}
+    assert per_run == {"impl=c-fifo": "1", "impl=bash": "5"}

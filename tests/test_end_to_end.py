@@ -258,3 +258,37 @@ def test_interrupt_stops_everything_and_keeps_committed_runs(tmp_path, signum):
             read_raw(results / run.raw_path, expected_sha256=run.raw_sha256)
         else:
             assert run.error and "interrupt" not in run.error.lower(), run.error
+
+
+def test_a_matrix_table_of_its_own_duration_runs_that_long(tmp_path):
+    """A [[matrix]] table's `duration` reaches its runs (stored, and the program stops at it) and
+    the other table's runs keep campaign.duration."""
+    path = tmp_path / "tables.toml"
+    path.write_text(f"""
+[campaign]
+name = "tables"
+repetitions = 1
+duration = "600ms"
+warmup = "20ms"
+[[target]]
+name = "local"
+kind = "local"
+workdir = "{tmp_path / "target"}"
+[[matrix]]
+impl = "c-mmap"
+period = "10ms"
+probe = "self"
+[[matrix]]
+impl = "c-mmap"
+period = "20ms"
+probe = "self"
+duration = "300ms"
+""")
+    results = tmp_path / "results"
+    assert main(["run", str(path), "--results", str(results)]) in (0, 1)
+    runs = {r.param("period"): r for r in Store(results, create=False).runs()}
+    assert {p: r.settings.duration_ns for p, r in runs.items()} == {10_000_000: 600_000_000,
+                                                                     20_000_000: 300_000_000}
+    short = runs[20_000_000]
+    if short.status == "ok":  # two edges a period at most until it stops (at 600 ms: about 60)
+        assert 0 < len(read_raw(results / short.raw_path)["self"]) <= 2 * 300 // 20 + 2

@@ -78,6 +78,19 @@ class Campaign:
     cpus: Mapping[str, tuple[int, ...]]
     source: str
     pairing: tuple[str, ...] = ()  # what the matrix paired and left out ("matrix: ..."), for --dry-run
+    # a [[matrix]] table's own duration for its cells (keyed by the cell without its tuning)
+    durations: Mapping[Cell, int] = field(default_factory=dict)
+
+    def settings_for(self, cell: Cell) -> RunSettings:
+        """How the runs of `cell` are measured: the campaign's settings, with its table's duration."""
+        duration_ns = self.durations.get(cell.with_tuning(NO_TUNING))
+        return self.settings if duration_ns is None else replace(self.settings, duration_ns=duration_ns)
+
+    @property
+    def duration_range_ns(self) -> tuple[int, int]:
+        """The shortest and longest run duration of its cells."""
+        every = [self.settings_for(c).duration_ns for c in self.cells] or [self.settings.duration_ns]
+        return min(every), max(every)
 
     @property
     def fingerprint(self) -> str:
@@ -97,6 +110,8 @@ class Campaign:
         for kind in ("probes", "pins"):  # only when set, so older campaigns keep their fingerprint
             if s.options.get(kind):
                 settings[OPTION_KEYS[kind]] = {k: dict(v) for k, v in s.options[kind].items()}
+        if self.durations:  # the same: only when a table sets its own
+            settings["durations_ns"] = {c.key: ns for c, ns in self.durations.items()}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
     def runs(self) -> list[tuple[Cell, int]]:
@@ -173,6 +188,7 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         envelope=_envelope(section, where),
         rt_throttling=rt_throttling,
     )
+    matrix = read_matrix(data, where, [t.name for t in targets])
     for key, ns in (("warmup", settings.warmup_ns), ("blind_threshold", settings.blind_threshold_ns)):
         if ns >= settings.duration_ns:
             raise UserError(
@@ -180,7 +196,13 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
                 f"({format_ns(settings.duration_ns)}), so nothing would be measured; shorten it or "
                 "lengthen the duration"
             )
-    matrix = read_matrix(data, where, [t.name for t in targets])
+        for prefix, table_ns in matrix.tables_durations:
+            if ns >= table_ns:
+                raise UserError(
+                    f"{where}: {prefix}.duration: {format_ns(table_ns)} is not longer than "
+                    f"campaign.{key} ({format_ns(ns)}), so nothing would be measured; lengthen it or "
+                    f"shorten campaign.{key}"
+                )
     cells = matrix.cells
     for key in labels:
         check_label_key(key, cells, f"{where}: campaign.labels.{key}")
@@ -201,11 +223,13 @@ def parse_campaign(data: Mapping[str, object], path: Path, source: str = "") -> 
         cpus=_cpus(section, where),
         source=source,
         pairing=matrix.pairing,
+        durations=matrix.durations,
     )
     for cell in campaign.cells:
         bench: plugins.Checks = plugins.BENCHMARKS.get(cell.benchmark, "matrix.benchmark")
-        bench.check(cell, settings, Where(where, ("matrix",)))
-        bench.check_target(cell, settings, Where(where, ("matrix",)), declared[cell.target])
+        cell_settings, at = campaign.settings_for(cell), Where(where, ("matrix",))
+        bench.check(cell, cell_settings, at)
+        bench.check_target(cell, cell_settings, at, declared[cell.target])
     for spec in targets:
         _check_cpus(campaign, spec.name, declared[spec.name].cpus, where)
     matrix.check_excludes()

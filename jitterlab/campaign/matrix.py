@@ -7,6 +7,11 @@ counted before they are made, so a matrix of a billion cells is refused, never e
 [[exclude]] rule names values the matrix has; a rule that matches no cell is refused (a misspelt
 value would otherwise exclude nothing, silently). What is left of a table, its benchmark pairs
 (Benchmark.pair: squarewave keeps each impl on the pins it drives) and says what it left out.
+
+A table may also set its own `duration` (never an axis): its cells' runs last that long instead of
+campaign.duration, e.g. a slow period's table runs longer so that it holds as many periods as the
+fast ones. A cell keeps one duration under every tuning: a tuning is compared with none on runs of
+one length.
 """
 
 from __future__ import annotations
@@ -14,16 +19,18 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jitterlab import plugins
 from jitterlab.model.errors import UserError, Where, shown
 from jitterlab.model.params import ParamValue
 from jitterlab.model.records import NO_TUNING, TUNING_KEY, Cell
 from jitterlab.model.registry import did_you_mean
+from jitterlab.model.units import MAX_CAMPAIGN_NS, parse_duration_ns
 
 MAX_CELLS = 100_000
 COMMON = ("benchmark", "load", TUNING_KEY)
+DURATION = "duration"  # a table's own run duration: a setting of its cells, not an axis
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,9 @@ class Matrix:
     cells: tuple[Cell, ...]  # what runs
     excludes: tuple[Exclude, ...]
     pairing: tuple[str, ...] = ()  # what the benchmarks paired and left out, for --dry-run
+    # a table's own duration for each of its cells, keyed by the cell without its tuning
+    durations: Mapping[Cell, int] = field(default_factory=dict)
+    tables_durations: tuple[tuple[str, int], ...] = ()  # ("matrix[1]", ns) of each table with one
 
     def check_excludes(self) -> None:
         """Refuse a rule that matches no cell: it was meant to drop something, and drops nothing."""
@@ -63,17 +73,18 @@ def read_matrix(data: Mapping[str, object], where: str, targets: Sequence[str]) 
     tables = raw if isinstance(raw, list) else [raw]
     if not tables or not all(isinstance(t, dict) for t in tables):
         raise UserError(f"{where}: matrix: expected a [matrix] table or [[matrix]] tables")
-    per_table: list[tuple[str, list[Cell]]] = []
+    per_table: list[tuple[str, list[Cell], int | None]] = []
     every: list[Cell] = []
     for i, table in enumerate(tables):
         prefix = "matrix" if not isinstance(raw, list) else f"matrix[{i}]"
         cells = _table_cells(table, f"{where}: {prefix}.", targets, MAX_CELLS - len(every))
-        per_table.append((prefix, cells))
+        per_table.append((prefix, cells, _duration(table, f"{where}: {prefix}.{DURATION}")))
         every += cells
     excludes = _excludes(data, where, {c.benchmark for c in every}, targets)
     kept: list[Cell] = []
     notes: list[str] = []
-    for prefix, cells in per_table:
+    durations: dict[Cell, tuple[int, str]] = {}
+    for prefix, cells, duration_ns in per_table:
         left = [c for c in cells if not any(rule.matches(c) for rule in excludes)]
         for name in dict.fromkeys(c.benchmark for c in left):  # each benchmark pairs its own values
             paired, said = plugins.BENCHMARKS.get(name, "benchmark").pair(
@@ -81,11 +92,32 @@ def read_matrix(data: Mapping[str, object], where: str, targets: Sequence[str]) 
                 Where(where, (prefix,)))
             kept += paired
             notes += [f"{prefix}: {line}" for line in said]
+            for cell in paired if duration_ns is not None else ():
+                bare = cell.with_tuning(NO_TUNING)
+                other = durations.setdefault(bare, (duration_ns, prefix))
+                if other[0] != duration_ns:
+                    raise UserError(
+                        f"{where}: {prefix}.{DURATION}: {other[1]} gives its cell {bare.key} another "
+                        "duration under another tuning; a tuning is compared with none on runs of one "
+                        f"length: give both tables the same {DURATION}")
     if len(set(kept)) != len(kept):
         raise UserError(f"{where}: matrix: two [[matrix]] tables give the same cell; remove one of them")
     if not kept:
         raise UserError(f"{where}: exclude: every cell of the matrix is excluded; nothing to run")
-    return Matrix(tuple(every), tuple(kept), tuple(excludes), tuple(notes))
+    return Matrix(tuple(every), tuple(kept), tuple(excludes), tuple(notes),
+                  {cell: ns for cell, (ns, _) in durations.items()},
+                  tuple((prefix, ns) for prefix, _, ns in per_table if ns is not None))
+
+
+def _duration(table: Mapping[str, object], where: str) -> int | None:
+    """A table's own run duration in ns, None when it has none (campaign.duration then)."""
+    if DURATION not in table:
+        return None
+    value = table[DURATION]
+    if isinstance(value, list):
+        raise UserError(f"{where}: one duration per table, not a list (it is not an axis); write one "
+                        f'[[matrix]] table per duration, e.g. duration = "{value[0] if value else "5s"}"')
+    return parse_duration_ns(value, where, MAX_CAMPAIGN_NS)
 
 
 def check_tuning(value: object, where: str) -> None:
@@ -152,12 +184,12 @@ def _table_cells(table: Mapping[str, object], where: str, targets: Sequence[str]
     for name in benchmarks:
         bench: plugins.Cells = plugins.BENCHMARKS.get(str(name), f"{where}benchmark")
         params = {p.name: p for p in bench.params}
-        unknown = [k for k in table if k not in params and k not in COMMON]
+        unknown = [k for k in table if k not in params and k not in (*COMMON, DURATION)]
         if unknown:
-            hint = did_you_mean(unknown[0], [*params, *COMMON])
+            hint = did_you_mean(unknown[0], [*params, *COMMON, DURATION])
             raise UserError(
                 f"{where}{shown(unknown[0])[1:-1]}: unknown key for benchmark {name!r}; {hint}"
-                f"known: {', '.join([*COMMON, *params])}"
+                f"known: {', '.join([*COMMON, DURATION, *params])}"
             )
         axes: list[list[tuple[str, ParamValue] | None]] = []
         for param in bench.params:

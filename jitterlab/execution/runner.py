@@ -55,7 +55,7 @@ Progress = Callable[[str, str | None, float], None]
 
 
 def estimate_s(campaign: Campaign, cells: list[tuple[Cell, int]]) -> float:
-    return sum(_bench(c).estimate_s(campaign.settings, c) for c, _ in cells)
+    return sum(_bench(c).estimate_s(campaign.settings_for(c), c) for c, _ in cells)
 
 
 def _bench(cell: Cell) -> Benchmark:
@@ -304,14 +304,17 @@ class Runner:
         for cell, rep in runs:
             self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
                          Measured("failed", f"not run: {session.lost}"))
-            self.progress(session.spec.name, None, _bench(cell).estimate_s(self.campaign.settings, cell))
+            self.progress(session.spec.name, None, self._estimate_s(cell))
         return len(runs)
+
+    def _estimate_s(self, cell: Cell) -> float:
+        return _bench(cell).estimate_s(self.campaign.settings_for(cell), cell)
 
     def _unavailable(self, session: TargetSession, campaign_id: int, cell: Cell, rep: int) -> str:
         """Commit a run the target cannot do (it lacks the cell's tool) as unavailable, with why."""
         self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
                      Measured("unavailable", session.unavailable[cell.key]))
-        self.progress(session.spec.name, None, _bench(cell).estimate_s(self.campaign.settings, cell))
+        self.progress(session.spec.name, None, self._estimate_s(cell))
         return "unavailable"
 
     def _prepare(self, session: TargetSession, campaign_id: int) -> None:
@@ -393,7 +396,7 @@ class Runner:
                  runs: int) -> str | None:
         """Measure and commit one run; None when interrupted (nothing is committed then). `runs`:
         consecutive runs of the target (this one included) that use this run's loads."""
-        target, settings = session.target, self.campaign.settings
+        target, settings = session.target, self.campaign.settings_for(cell)
         bench = _bench(cell)
         estimate = bench.estimate_s(settings, cell)
         self.progress(session.spec.name, f"{bench.label(cell)} #{rep + 1}", estimate)
@@ -466,8 +469,9 @@ class Runner:
             attachments = {**measurement.attachments, **attachments}
         placement = session.placement
         settings = StoredSettings.of(
-            self.campaign.settings, probe_cpu=placement.probe_cpu, program_cpus=placement.program_cpus,
-            load_cpus=placement.load_cpus, rt_permitted=session.rt_permitted,
+            self.campaign.settings_for(cell), probe_cpu=placement.probe_cpu,
+            program_cpus=placement.program_cpus, load_cpus=placement.load_cpus,
+            rt_permitted=session.rt_permitted,
             rt_throttling=session.throttle.record() if session.throttle else ThrottleRecord.given(
                 setting=self.campaign.settings.rt_throttling, changed=False,
                 why="the target was not prepared"))

@@ -373,6 +373,12 @@ def image_hints(args: argparse.Namespace, boards, measured: list[str], failed: b
 DRY_RUN_ROWS = 200  # cells listed by --dry-run; the rest are counted
 
 
+def _durations(campaign) -> str:
+    """A run's duration, or the range of them when tables set their own ("1 s to 3 s")."""
+    shortest, longest = campaign.duration_range_ns
+    return duration(shortest) if shortest == longest else f"{duration(shortest)} to {duration(longest)}"
+
+
 def _dry_run(out: Console, campaign) -> int:
     from jitterlab import plugins
     from jitterlab.campaign.cells import names
@@ -380,7 +386,7 @@ def _dry_run(out: Console, campaign) -> int:
 
     table = Table(
         title=f"{escape(campaign.name)}: {counted(len(campaign.cells), 'cell')} x "
-        f"{counted(campaign.repetitions, 'repetition')} of {duration(campaign.settings.duration_ns)}"
+        f"{counted(campaign.repetitions, 'repetition')} of {_durations(campaign)}"
     )
     reps = campaign.repetitions  # a person plans per cell: its runs' time, and one run's
     for name in ("target", "benchmark", "cell", "load", "per run", f"per cell ({counted(reps, 'run')})"):
@@ -389,7 +395,7 @@ def _dry_run(out: Console, campaign) -> int:
     naming = names().among(campaign.cells)
     for i, c in enumerate(campaign.cells):
         bench: plugins.Scheduling = plugins.BENCHMARKS.get(c.benchmark, "matrix.benchmark")
-        seconds = bench.estimate_s(campaign.settings, c)
+        seconds = bench.estimate_s(campaign.settings_for(c), c)
         per_cell_s += seconds
         if i < DRY_RUN_ROWS:  # named as everywhere: defaults left out unless they tell cells apart
             table.add_row(c.target, c.benchmark, naming.params_text(c), c.load, format_duration_s(seconds),
