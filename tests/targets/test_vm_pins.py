@@ -34,10 +34,11 @@ pytestmark = [pytest.mark.vm, pytest.mark.skipif(
     shutil.which("qemu-system-x86_64") is None,
     reason="qemu-system-x86 is not installed (scripts/install-deps test)")]
 
-# 3 s: a slow emulated guest on a busy machine still makes the 3 edges a run needs after its warm-up
-# (bash, forking `sleep` every half period, made 4 in 1.2 s in one run of the suite)
-PERIOD_NS, DURATION_NS, WARMUP_NS = 50_000_000, 3_000_000_000, 100_000_000
-BASH_PERIOD_NS = 200_000_000  # a shell forks `sleep` every half period: slow in an emulated guest
+# 1.5 s at 50 ms: 30 periods, of which a slow emulated guest on a busy machine still makes the 3
+# edges a run needs after its warm-up; bash's table runs 3 s (forking `sleep` every half period, it
+# made 4 edges in 1.2 s in one run of the suite); the kernel's tracers run whole seconds
+PERIOD_NS, DURATION_NS, WARMUP_NS = 50_000_000, 1_500_000_000, 100_000_000
+BASH_PERIOD_NS, BASH_DURATION_NS = 200_000_000, 3_000_000_000  # a shell: slow in an emulated guest
 SYSFS_IMPLS = ["bash", "python", "node", "c-file"]
 GPIOD_IMPLS = ["c-gpiod", "python", "kmod-busy", "kmod-hrtimer", "kmod-rt"]
 LOOPBACK = {("bash", "sysfs"), ("c-file", "sysfs"), ("c-gpiod", "gpiod"), ("kmod-hrtimer", "gpiod")}
@@ -76,6 +77,7 @@ impl = "bash"
 pin = "sysfs"
 period = "{BASH_PERIOD_NS // 1_000_000}ms"
 probe = ["self", "gpio-loopback"]
+duration = "{BASH_DURATION_NS // 1_000_000}ms"
 [[matrix]]
 impl = {GPIOD_IMPLS}
 pin = "gpiod"
@@ -96,9 +98,11 @@ tuning = "{TUNED_TOGETHER}"
 [[matrix]]
 benchmark = "timerlat"
 period = "1ms"
+duration = "1s"
 [[matrix]]
 benchmark = "osnoise"
 runtime = "900ms"
+duration = "1s"
 [pins.sysfs]
 chip = "jl-vgpio"
 line = 0
@@ -146,7 +150,10 @@ def test_every_impl_drives_its_pin_on_both_kernels(results):
         periods = r.metric("n_periods", r.param("probe"))
         assert periods is not None and periods >= 1, (r.target, r.param("impl"), r.param("probe"), periods)
         # periods overlap (one starts at every edge): at most two per nominal period measured
-        assert periods <= 2 * (DURATION_NS - WARMUP_NS) // int(r.param("period")) + 2
+        assert periods <= 2 * (r.settings.duration_ns - WARMUP_NS) // int(r.param("period")) + 2
+    # each table's runs lasted its own duration: bash's 3 s, the others the campaign's
+    assert {(r.param("impl") == "bash", r.settings.duration_ns) for r in runs} == {
+        (True, BASH_DURATION_NS), (False, DURATION_NS)}
 
 
 def test_the_loopback_probe_sees_the_line_the_program_drives(results):
