@@ -61,7 +61,8 @@ class TargetLoads:
                 self._notice(self._target.name, f"{exc.reason}; restarting it")
         self.stop()
         settings = self._campaign.settings
-        per_run_s = (settings.load_warmup_ns + settings.warmup_ns + settings.duration_ns
+        longest_ns = self._campaign.duration_range_ns[1]  # a table may run longer than campaign.duration
+        per_run_s = (settings.load_warmup_ns + settings.warmup_ns + longest_ns
                      + settings.run_timeout_ns) / 1e9
         # the tools bound their own lifetime too, so not even a SIGKILLed runner leaves them forever
         lifetime_s = per_run_s * max(1, runs) + 30

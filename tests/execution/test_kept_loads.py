@@ -143,3 +143,27 @@ def test_a_load_that_cannot_start_leaves_nothing_behind(tmp_path, monkeypatch):
         loads.start(run, runs=2)
     loads.stop()  # nothing to stop: no error
     target.close()
+
+
+def test_a_loads_lifetime_covers_the_longest_table_duration(tmp_path, monkeypatch):
+    """The load tools bound their own lifetime by the runs they serve: a table running longer than
+    campaign.duration must not outlive its load."""
+    lifetimes: list[float] = []
+
+    def record(self, ctx):
+        lifetimes.append(ctx.max_duration_s)
+
+    monkeypatch.setattr(sched.SchedLoad, "start", record)
+    matrix = ('[[matrix]]\nimpl = "c-mmap"\nperiod = "10ms"\nprobe = "self"\n'
+              '[[matrix]]\nimpl = "c-fifo"\nperiod = "10ms"\nprobe = "self"\nduration = "100s"\n')
+    campaign = load_campaign(local_campaign(tmp_path, matrix, name="long", duration="1s", warmup="10ms",
+                                            load_warmup="1s", run_timeout="10s"))
+    target = LocalTarget(workdir=str(tmp_path / "work"))
+    loads = TargetLoads(campaign, target, Placement(None, None), lambda *a: None)
+    try:
+        loads.start(cell("squarewave", target="local", load="sched"), runs=2)
+    finally:
+        loads.stop()
+        target.close()
+    # each of the 2 runs: the load's warm-up, the run's, the longest duration, the timeout; 30 s more
+    assert lifetimes == [pytest.approx(2 * (1 + 0.01 + 100 + 10) + 30)]
