@@ -12,7 +12,7 @@ import pytest
 
 import jitterlab.measure.loads  # noqa: F401  (registers the built-in loads)
 from jitterlab.measure.loads import cpu, idle
-from jitterlab.measure.loads.base import GROUP_SCRIPT, LOADS, LoadContext, ProcGroup, parse_group
+from jitterlab.measure.loads.base import GROUP_SCRIPT, LOADS, LoadContext, ProcGroup, Sustained, parse_group
 from jitterlab.model.errors import RunFailed, UserError
 from jitterlab.targets.base import Completed
 from jitterlab.targets.fake import FakeBehaviour, FakeTarget
@@ -126,6 +126,25 @@ def test_idle_metrics_are_computed_from_proc_deltas():
         "load_ctxt_switches_per_s": 500.0,
         "load_cpu_busy_fraction": 50 / 50,  # cpu0: 50 busy ticks of 50
     }
+
+
+def test_idle_stays_up_between_runs_and_each_reading_is_its_own_runs():
+    """Kept between runs (Sustained): a run's reading spans mark() to snapshot(); what happened
+    between two runs belongs to neither. Exact answers from four readings of /proc."""
+    uptimes_ctxt = [(100.0, 1000), (101.0, 1100), (105.0, 9999), (107.0, 10399)]
+    samples = iter(proc_stat_text(u, c, {"cpu": [0, 0, 0, int(u), 0, 0, 0, 0]}) for u, c in uptimes_ctxt)
+    target = FakeTarget()
+    target.respond(["cat", "/proc/uptime"],
+                   response=lambda argv: Completed(tuple(argv), 0, next(samples), ""))
+    load = idle.IdleLoad()
+    assert isinstance(load, Sustained)
+    load.start(LoadContext(target, target.workdir))
+    first = {m.name: m.value for m in load.snapshot()}
+    load.mark()  # the next run begins after a gap of 4 s and 8899 switches, none of them its own
+    second = {m.name: m.value for m in load.stop()}
+    assert first["load_ctxt_switches_per_s"] == 100.0 and second["load_ctxt_switches_per_s"] == 200.0
+    reads = [c for c in target.calls if c[0] == "cat"]
+    assert len(reads) == 4 and len(target.calls) == 4  # /proc read at each end of each run, nothing else
 
 
 def test_idle_busy_fraction_leaves_out_the_probes_own_cpu():
