@@ -18,6 +18,7 @@ from jitterlab.model.fakes import cell, run_record
 from jitterlab.report.console import SafeConsole
 from jitterlab.store.catalog import RunExists, Store
 from jitterlab.store.locks import CampaignBusy
+from tests.support import local_campaign
 
 
 @pytest.fixture
@@ -319,12 +320,9 @@ def test_help_keeps_an_example_whole_and_names_compares_default_runs(capsys, mon
 
 def test_dry_run_estimates_each_cell_as_a_person_plans_it(tmp_path, capsys):
     """The estimate column was one run's time under a title of 3 repetitions: a cell of 3 runs read 1 s."""
-    path = tmp_path / "c.toml"
-    path.write_text('[campaign]\nname = "three"\nrepetitions = 3\nduration = "2s"\n[[target]]\n'
-                    'name = "local"\nkind = "local"\n[matrix]\nbenchmark = "squarewave"\n'
-                    'impl = ["bash", "c-fifo"]\nperiod = "10ms"\nload = ["idle", "cpu"]\n')
-    assert main(["run", str(path), "--dry-run"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = dry_run_lines(tmp_path, capsys, '[matrix]\nbenchmark = "squarewave"\nimpl = ["bash", "c-fifo"]\n'
+                          'period = "10ms"\nload = ["idle", "cpu"]\n', name="three", repetitions=3,
+                          duration="2s")
     assert lines[0] == "three: 4 cells x 3 repetitions of 2 s"
     assert lines[1].split("  ")[-2:] == ["per run", "per cell (3 runs)"]
     for row in lines[2:6]:
@@ -333,12 +331,14 @@ def test_dry_run_estimates_each_cell_as_a_person_plans_it(tmp_path, capsys):
 
 
 def test_dry_run_gives_each_table_its_own_duration(tmp_path, capsys):
-    path = tmp_path / "c.toml"
-    path.write_text('[campaign]\nname = "two"\nrepetitions = 1\nduration = "1s"\n[[target]]\n'
-                    'name = "local"\nkind = "local"\n[[matrix]]\nimpl = "c-fifo"\nperiod = "10ms"\n'
-                    '[[matrix]]\nimpl = "bash"\nperiod = "100ms"\nduration = "5s"\n')
-    assert main(["run", str(path), "--dry-run"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = dry_run_lines(tmp_path, capsys, '[[matrix]]\nimpl = "c-fifo"\nperiod = "10ms"\n[[matrix]]\n'
+                          'impl = "bash"\nperiod = "100ms"\nduration = "5s"\n', name="two", duration="1s")
     assert lines[0] == "two: 2 cells x 1 repetition of 1 s to 5 s"
     per_run = {row.split()[2]: row.split()[-4] for row in lines[2:4]}
     assert per_run == {"impl=c-fifo": "1", "impl=bash": "5"}
+
+
+def dry_run_lines(tmp_path, capsys, matrix: str, **campaign: object) -> list[str]:
+    """The lines `run --dry-run` prints for a campaign of this machine with these tables."""
+    assert main(["run", str(local_campaign(tmp_path, matrix, **campaign)), "--dry-run"]) == 0
+    return capsys.readouterr().out.splitlines()

@@ -20,7 +20,7 @@ from jitterlab.measure.squarewave.bindings import pins_driven_by
 from jitterlab.store.catalog import Store
 from jitterlab.store.raw import read_raw
 from jitterlab.targets.processes import RUNS_DIR, SHM_DIR, owner_tag
-from tests.support import processes_mentioning, wait_gone
+from tests.support import local_campaign, processes_mentioning, wait_gone
 
 pytestmark = pytest.mark.slow
 
@@ -263,17 +263,7 @@ def test_interrupt_stops_everything_and_keeps_committed_runs(tmp_path, signum):
 def test_a_matrix_table_of_its_own_duration_runs_that_long(tmp_path):
     """A [[matrix]] table's `duration` reaches its runs (stored, and the program stops at it) and
     the other table's runs keep campaign.duration."""
-    path = tmp_path / "tables.toml"
-    path.write_text(f"""
-[campaign]
-name = "tables"
-repetitions = 1
-duration = "600ms"
-warmup = "20ms"
-[[target]]
-name = "local"
-kind = "local"
-workdir = "{tmp_path / "target"}"
+    path = local_campaign(tmp_path, '''
 [[matrix]]
 impl = "c-mmap"
 period = "10ms"
@@ -283,7 +273,7 @@ impl = "c-mmap"
 period = "20ms"
 probe = "self"
 duration = "300ms"
-""")
+''', name="tables", duration="600ms", warmup="20ms")
     results = tmp_path / "results"
     assert main(["run", str(path), "--results", str(results)]) in (0, 1)
     runs = {r.param("period"): r for r in Store(results, create=False).runs()}
