@@ -304,17 +304,14 @@ class Runner:
         for cell, rep in runs:
             self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
                          Measured("failed", f"not run: {session.lost}"))
-            self.progress(session.spec.name, None, self._estimate_s(cell))
+            self.progress(session.spec.name, None, estimate_s(self.campaign, [(cell, rep)]))
         return len(runs)
-
-    def _estimate_s(self, cell: Cell) -> float:
-        return _bench(cell).estimate_s(self.campaign.settings_for(cell), cell)
 
     def _unavailable(self, session: TargetSession, campaign_id: int, cell: Cell, rep: int) -> str:
         """Commit a run the target cannot do (it lacks the cell's tool) as unavailable, with why."""
         self._commit(session, campaign_id, cell, rep, uuid.uuid4().hex[:12], time.time_ns(), 0.0,
                      Measured("unavailable", session.unavailable[cell.key]))
-        self.progress(session.spec.name, None, self._estimate_s(cell))
+        self.progress(session.spec.name, None, estimate_s(self.campaign, [(cell, rep)]))
         return "unavailable"
 
     def _prepare(self, session: TargetSession, campaign_id: int) -> None:

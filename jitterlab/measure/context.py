@@ -4,7 +4,7 @@ receive this one record."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jitterlab.model.records import Cell, RunSettings
@@ -55,3 +55,6 @@ class RunContext:
     # the tunings applied for the cell's runs (model/tuning.py): an impl starts its program through
     # their launchers and gives it their flags
     tunings: tuple[Applied, ...] = ()
+    # what the run's parts read of the target once for all of them (the GPIO chips: the pin and the
+    # probe of one run share one reading, a round trip less on a slow board); fresh for every run
+    read_once: dict[str, object] = field(default_factory=dict, compare=False, repr=False)

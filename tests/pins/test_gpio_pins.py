@@ -85,6 +85,16 @@ def test_chips_as_the_target_lists_them():
         chips.find_chip(target, "gpiochip1", 8, "pins.gpiod")
 
 
+def test_the_parts_of_one_run_read_the_chips_once_and_the_next_run_again():
+    target = FakeTarget()
+    target.respond(["sh", "-c"], CHIPS)
+    run: dict[str, object] = {}
+    assert chips.find_chip(target, "pinctrl-bcm2711", 17, "pins.gpiod", run).name == "gpiochip0"
+    assert chips.find_chip(target, "gpiochip1", 7, "probes.gpio-loopback", run).lines == 8  # the probe
+    assert chips.find_chip(target, "gpiochip1", 7, "pins.gpiod", {}).base == 570  # the next run
+    assert len([c for c in target.calls if c[:2] == ("sh", "-c")]) == 2
+
+
 def context(target, pin: str, options: dict, tmp_path: Path) -> RunContext:
     settings = RunSettings(options={"pins": {pin: options}})
     return RunContext(target, settings, squarewave_cell("c-file", pin=pin, probe="self"), 0, "/s",

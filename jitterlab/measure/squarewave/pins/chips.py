@@ -30,6 +30,9 @@ exit 0
 """
 
 
+_CHIPS = "gpio chips"  # their key in a run's read_once
+
+
 @dataclass(frozen=True)
 class LineOptions(Options):
     """A pin's options that name a line of a chip (pins.gpiod, pins.sysfs)."""
@@ -60,10 +63,16 @@ def parse_chips(text: str) -> list[Chip]:
     return chips
 
 
-def find_chip(target: Target, wanted: ParamValue, line: int, option: str) -> Chip:
+def find_chip(target: Target, wanted: ParamValue, line: int, option: str,
+              read_once: dict[str, object] | None = None) -> Chip:
     """The chip a campaign names (gpiochipN, /dev/gpiochipN or its label) with `line` on it;
-    RunFailed naming what the target has instead."""
-    chips = parse_chips(target.run(["sh", "-c", _LIST], timeout_s=30).stdout)
+    RunFailed naming what the target has instead. `read_once` (a run's RunContext.read_once) keeps
+    the target's list of chips for the other parts of the same run."""
+    chips = read_once.get(_CHIPS) if read_once is not None else None
+    if not isinstance(chips, list):
+        chips = parse_chips(target.run(["sh", "-c", _LIST], timeout_s=30).stdout)
+        if read_once is not None:
+            read_once[_CHIPS] = chips
     name = str(wanted).removeprefix("/dev/")
     found = [c for c in chips if name in (c.name, c.label)]
     if not found:

@@ -37,7 +37,7 @@ class GpiodPin(PinBase):
     def setup(self) -> PinHandle:
         opts = LineOptions.of(self.options())
         line = opts.line
-        chip = find_chip(self.ctx.target, opts.chip, line, "pins.gpiod")
+        chip = find_chip(self.ctx.target, opts.chip, line, "pins.gpiod", self.ctx.read_once)
         done = self.ctx.target.run(["sh", "-c", _CHECK, "sh", chip.device, str(line)])
         if not done.ok:
             raise RunFailed(explain(done.stderr, f"pins.gpiod: {chip.device} line {line}"),

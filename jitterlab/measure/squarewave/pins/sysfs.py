@@ -52,7 +52,7 @@ class SysfsPin(PinBase):
 
     def setup(self) -> PinHandle:
         opts = LineOptions.of(self.options())
-        chip = find_chip(self.ctx.target, opts.chip, opts.line, "pins.sysfs")
+        chip = find_chip(self.ctx.target, opts.chip, opts.line, "pins.sysfs", self.ctx.read_once)
         if chip.base < 0:
             raise RunFailed(f"pins.sysfs: {chip.name} has no sysfs number: the kernel lacks "
                             'CONFIG_GPIO_SYSFS (use pin = "gpiod")', status="unavailable")

@@ -77,7 +77,7 @@ class GpioLoopbackProbe(ProbeBase):
             raise RunFailed("probes.gpio-loopback.chip: the pin does not say its chip; set chip",
                             status="unavailable")
         line = opts.line
-        chip = find_chip(self.ctx.target, chip_name, line, "probes.gpio-loopback")
+        chip = find_chip(self.ctx.target, chip_name, line, "probes.gpio-loopback", self.ctx.read_once)
         if chip.label == wired.chip_label and line == wired.line:
             raise RunFailed("probes.gpio-loopback.line: the input line is the output line itself; wire "
                             "another line to the pin and name it", status="unavailable")
