@@ -71,6 +71,9 @@ def test_keys_and_labels():
         ("timerlat", 'period = "100500ns"', "matrix.period: rtla takes whole microseconds"),
         ("timerlat", 'cpus = "1;2"', 'matrix.cpus: expected a CPU list like "1"'),
         ("osnoise", 'runtime = "2s"', "matrix.runtime: 2s is longer than the period 1s"),
+        ("osnoise", 'duration = "1s"', r"matrix.period: rtla osnoise runs 1 s, fewer than two of its 1s "
+                                       r"periods: .* give a duration of at least 2s \(campaign.duration, "
+                                       r"or the table's duration\)"),
         ("hwlat", 'width = "1s"', "matrix.width: 1s must be shorter than the window 1s"),
     ):
         with pytest.raises(UserError, match=message):
@@ -193,7 +196,8 @@ def test_real_runs_on_this_host(tmp_path):
 benchmark = "timerlat"
 [[matrix]]
 benchmark = "osnoise"
-runtime = "500ms"
+period = "500ms"   # two periods in the 1 s run: rtla reports only the periods that ended
+runtime = "250ms"
 [[matrix]]
 benchmark = "hwlat"
 width = "100ms"

@@ -176,6 +176,12 @@ class Osnoise(_Rtla):
         if p.runtime_ns > p.period_ns:
             raise where.key("runtime").error(f"{format_ns(p.runtime_ns)} is longer than the period "
                                              f"{format_ns(p.period_ns)}; give a runtime <= period")
+        seconds = whole_seconds(settings.duration_ns)
+        if seconds * 10**9 < 2 * p.period_ns:  # its one period ended with rtla: no CPU row, once
+            raise where.key("period").error(
+                f"rtla osnoise runs {seconds} s, fewer than two of its {format_ns(p.period_ns)} periods: it "
+                "reports only the periods that ended before it stopped; give a duration of at least "
+                f"{format_ns(2 * p.period_ns)} (campaign.duration, or the table's duration)")
 
     def label(self, cell) -> str:
         p = OsnoiseCell.of_cell(cell)
