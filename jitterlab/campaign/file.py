@@ -11,6 +11,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from jitterlab import plugins
@@ -86,10 +87,11 @@ class Campaign:
         duration_ns = self.durations.get(cell.with_tuning(NO_TUNING))
         return self.settings if duration_ns is None else replace(self.settings, duration_ns=duration_ns)
 
-    @property
+    @cached_property
     def duration_range_ns(self) -> tuple[int, int]:
-        """The shortest and longest run duration of its cells."""
-        every = [self.settings_for(c).duration_ns for c in self.cells] or [self.settings.duration_ns]
+        """The shortest and longest run duration of its cells (read at each load start: once)."""
+        every = {self.durations.get(c.with_tuning(NO_TUNING), self.settings.duration_ns) for c in self.cells}
+        every = every or {self.settings.duration_ns}
         return min(every), max(every)
 
     @property
