@@ -1,5 +1,6 @@
 # `make demo`: install what the quickstart needs and run it on this machine.
-# `make test`: set everything up and run the test suite (what CI runs).
+# `make test`: set everything up and run the test suite but its emulator lane (`make test-vm`);
+# CI runs both.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HASH := $(shell sha256sum pyproject.toml | cut -c1-12)
@@ -10,7 +11,7 @@ RESULTS ?= results
 # and scipy alone; its own requirements pin numpy==2.2.0 and pull cloud SDKs for its CLI, hence no deps
 OTAVA := apache-otava>=0.8,<0.9
 
-.PHONY: demo test setup demo-setup deps demo-deps bench clean
+.PHONY: demo test test-vm setup demo-setup deps demo-deps bench clean
 
 # the JUnit schema Jenkins' JUnit plugin publishes (junit-10.xsd), as pytest's source distribution
 # carries it: the tests validate jitterlab's JUnit export against it (tests/report/test_engine_formats.py)
@@ -55,12 +56,17 @@ demo: demo-setup
 	$(VENV)/bin/jitterlab run examples/quickstart.toml --results $(RESULTS) || test $$? -eq 1
 	@$(VENV)/bin/jitterlab report --results $(RESULTS) --campaign quickstart -o $(RESULTS)/report.html >/dev/null
 
-# Two workers, each starting with one half of the tests that boot emulators (tests/conftest.py
-# schedules them, one emulator file at a time per worker), then the rest file by file, the longest
-# first; most of the rest waits on real programs, so it overlaps the emulators well.
+# Two lanes, both run by CI (.ci/run): `make test`, everything but the tests that boot an emulator
+# (a qemu guest or an emulated board: the `vm` marker), on two workers file by file, the longest
+# first; `make test-vm`, the emulator lane, two units of about equal length, one on each worker,
+# one emulator file at a time per worker (tests/conftest.py names the units).
 test: setup
 	$(VENV)/bin/ruff check jitterlab tests bench
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --no-loadscope-reorder
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --no-loadscope-reorder -m "not vm"
+	@echo "the emulator lane (qemu guests, emulated boards, LAVA and labgrid jobs; CI runs it too): make test-vm"
+
+test-vm: setup
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --no-loadscope-reorder -m vm
 
 bench: setup
 	$(PY) bench/analysis.py

@@ -60,12 +60,12 @@ def start_sshd(tmp_path):
         yield lambda name: stack.enter_context(running_sshd(tmp_path / name))
 
 
-# `make test` runs two pytest-xdist workers, each taking a unit of work at a time: a file, or one of
-# the units below. The files whose tests boot an emulator (the `vm` marker) are two units of about
-# the same length (by their tests' durations in a suite run on 2 CPUs, warm cache: vm_pins 433 s,
-# vm_tunings 180 s; the LAVA job 190 s, labgrid's image A/B 83-110 s, its README 82-106 s, the arm
-# board 84 s, test_qemu 79 s), started first, one on each worker: as one unit they were a 14-minute
-# chain that set the suite's wall time. Each keeps its files' tests (and their module fixtures: one
+# `make test` (the tests without the `vm` marker) and `make test-vm` (those with it: they boot an
+# emulator) each run two pytest-xdist workers, each taking a unit of work at a time: a file, or one
+# of the units below. The emulator lane is two units of about the same length, one on each worker
+# (by the files' durations in a whole-suite run on 2 CPUs, warm cache: the LAVA job 342 s, vm_pins
+# 306 s, labgrid's farm 298 s, vm_tunings 205 s, the arm board 87 s, labgrid's README 81 s,
+# test_qemu 46 s, the unit board 25 s). Each keeps its files' tests (and their module fixtures: one
 # booted guest, one sshd) on one worker; at most one emulator file runs per worker (test_vm_pins.py
 # boots its two guests at once: beside other emulators, load 13-17 on 2 CPUs, both were up in 83 s
 # of their 120 s boot_timeout; labgrid boards have 240 s). The labgrid files share a unit (labgrid
@@ -75,18 +75,18 @@ def start_sshd(tmp_path):
 # (markers stay in the workers), hence the files are named here; collection refuses a vm test in
 # an unlisted file.
 UNITS = {
-    "emulators-guests": frozenset({  # ~10 min: the x86 guests (2 kernels at once in vm_pins, 6.12)
-        "tests/targets/test_vm_pins.py",
-        "tests/tunings/test_vm_tunings.py",
+    "emulators-guests": frozenset({  # the x86 guests (2 kernels at once in vm_pins, 6.12, the
+        "tests/targets/test_vm_pins.py",  # campaign's guest) and the arm64 board (alone, and
+        "tests/tunings/test_vm_tunings.py",  # beside the real-time unit)
+        "tests/targets/test_qemu.py",
+        "tests/targets/test_arm_board.py",
+        "tests/targets/test_unit_board.py",
     }),
-    "emulators-labs": frozenset({  # ~9 min: the LAVA qemu job (and its bundle), labgrid's boards,
-        "tests/lava/test_qemu_job.py",  # the arm boards, the x86 guest's campaign
+    "emulators-labs": frozenset({  # the LAVA qemu job (and its bundle), labgrid's boards
+        "tests/lava/test_qemu_job.py",
         "tests/targets/test_labgrid_farm.py",
         "tests/targets/test_labgrid_readme.py",
         "tests/targets/test_labgrid_qemu.py",
-        "tests/targets/test_arm_board.py",
-        "tests/targets/test_qemu.py",
-        "tests/targets/test_unit_board.py",
     }),
     "kernel-tracing": frozenset({
         "tests/benchmarks/test_cyclictest.py",  # breaktrace sets the tracer and tracing_on
