@@ -171,6 +171,7 @@ class Tool:
     def await_running(self, workers: int = 0, timeout_s: float = 10.0) -> ProcGroup:
         """Return once the leader and `workers` more processes of its group run; stop it if not."""
         deadline = time.monotonic() + timeout_s
+        pause_s = 0.002  # a tool's workers run within ms here: look often first, then less
         try:
             while True:
                 self.alive_or_fail()
@@ -181,7 +182,8 @@ class Tool:
                 if time.monotonic() > deadline:
                     raise RunFailed(f"{self.label} did not start {workers} workers within "
                                     f"{timeout_s:g}s; {self.log_tail()}")
-                time.sleep(0.02)
+                time.sleep(pause_s)
+                pause_s = min(2 * pause_s, 0.02)
         except BaseException:
             self.proc.stop()
             raise

@@ -136,27 +136,9 @@ class CpuLoad(Sustained):
         self._before: SystemSample = sample_system(ctx.target)
         self._tool = Tool(ctx, f"{self.name} load: stress-ng", stress_ng, "stress-ng.log")
         self._proc, self.pidfile, self.log = self._tool.proc, self._tool.proc.pidfile, self._tool.log
-        try:
-            group = self._await_workers()
-        except BaseException:
-            self._proc.stop()
-            raise
+        # every worker runs before start() returns, so that check() right after it is meaningful
+        group = self._tool.await_running(self.workers, START_TIMEOUT_S)
         self._last = (time.monotonic(), group.cpu_ticks)
-
-    def _await_workers(self) -> _Group:
-        """Return once every worker runs, so that check() right after start() is meaningful."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            self._alive_or_fail()
-            group = self._group()
-            if group is not None and group.workers >= self.workers:
-                return group
-            if time.monotonic() > deadline:
-                raise RunFailed(
-                    f"{self.name} load: stress-ng did not start {self.workers} workers within "
-                    f"{START_TIMEOUT_S:g}s; {self._log_tail()}"
-                )
-            time.sleep(0.02)
 
     def check(self) -> None:
         """Alive, all workers running (not stopped), and burning CPU time since the last check."""
