@@ -9,7 +9,8 @@ what it declares itself and, through it, what the target it wraps has.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -34,6 +35,18 @@ class ControllerMachine(Capability):
     """The target is the machine jitterlab runs on: instruments and clients run on it too."""
 
     does = "run on the controller itself (it is another machine)"
+
+
+class SharesControllerCpus(Capability):
+    """The target's CPUs are those jitterlab itself runs on: its own threads can be kept off a CPU
+    that the target's probe busy-polls (a thread there waits until the scheduler moves it, tens of
+    ms, because a real-time poller never yields)."""
+
+    does = "share its CPUs with jitterlab itself"
+
+    @abstractmethod
+    def controller_kept_off(self, cpus: Collection[int]) -> AbstractContextManager[None]:
+        """jitterlab's threads, and the programs they start, off `cpus` while the block runs."""
 
 
 class CrossBuilt(Capability):

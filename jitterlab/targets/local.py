@@ -12,13 +12,13 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
 from jitterlab.targets.base import CommandTimeout, Completed
-from jitterlab.targets.capabilities import ControllerMachine, WaitsForPath
+from jitterlab.targets.capabilities import ControllerMachine, SharesControllerCpus, WaitsForPath
 
 
 def default_workdir() -> str:
@@ -173,7 +173,7 @@ class LocalProcess:
         return self._popen.returncode
 
 
-class LocalTarget(ControllerMachine, WaitsForPath):
+class LocalTarget(ControllerMachine, SharesControllerCpus, WaitsForPath):
     """Runs commands on this machine with subprocess, one process group per command."""
 
     def __init__(self, name: str = "local", workdir: str | None = None) -> None:
@@ -255,6 +255,9 @@ class LocalTarget(ControllerMachine, WaitsForPath):
         with self._lock:
             return [p.pid for p in self._live if p.poll() is None]
 
+    def controller_kept_off(self, cpus: Collection[int]) -> contextlib.AbstractContextManager[None]:
+        return threads_kept_off(cpus)
+
     def wait_for_path(self, path: str, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -274,3 +277,37 @@ def workdir_only(options: Mapping[str, object], where: str, kind: str) -> str | 
     if workdir is not None and not (isinstance(workdir, str) and workdir.startswith("/")):
         raise UserError(f"{where}.workdir: must be an absolute path, got {shown(workdir)}")
     return workdir
+
+
+def _threads() -> list[int]:
+    return [int(tid) for tid in os.listdir("/proc/self/task")]
+
+
+@contextlib.contextmanager
+def threads_kept_off(cpus: Collection[int]) -> Iterator[None]:
+    """Every thread of this process off `cpus` while the block runs (a thread started meanwhile
+    inherits it from its creator, and so does a program started: the ones jitterlab places say their
+    own CPUs), then each back on the CPUs it had. A thread left with no CPU keeps its own: a
+    machine of one CPU, or a probe's CPU that is all the thread was given."""
+    away = set(cpus)
+    kept: dict[int, set[int]] = {}
+    before = _threads()
+    for tid in before:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            had = os.sched_getaffinity(tid)
+            if had & away and had - away:
+                os.sched_setaffinity(tid, had - away)
+                kept[tid] = had
+    if not kept:
+        yield
+        return
+    # a thread started meanwhile by one kept off has its creator's CPUs: it gets back what was taken
+    given_back = {frozenset(had - away): had for had in kept.values()}
+    try:
+        yield
+    finally:
+        for tid in _threads():
+            with contextlib.suppress(OSError):
+                had = kept.get(tid) if tid in before else given_back.get(frozenset(os.sched_getaffinity(tid)))
+                if had is not None:
+                    os.sched_setaffinity(tid, had)

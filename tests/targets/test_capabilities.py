@@ -14,6 +14,7 @@ from jitterlab.targets.capabilities import (
     CrossBuilt,
     HostKeyStatus,
     ReachedBySSH,
+    SharesControllerCpus,
     WaitsForPath,
     Wrapper,
     capabilities_of,
@@ -104,7 +105,8 @@ def test_a_wrapper_passes_on_the_capabilities_and_the_protocol_of_what_it_wraps(
     assert (tmp_path / "g").read_text() == "x"
     checked = _Checked(wrapped, verified=True)
     assert has(checked, HostKeyStatus) is checked and has(checked, ControllerMachine) is local
-    assert set(capabilities_of(checked)) == {HostKeyStatus, ControllerMachine, WaitsForPath}
+    assert set(capabilities_of(checked)) == {HostKeyStatus, ControllerMachine, SharesControllerCpus,
+                                             WaitsForPath}
 
 
 def test_the_host_key_warning_comes_from_the_target_that_was_not_checked(local):
