@@ -2,7 +2,7 @@
 kernel, an initramfs with jitterlab's init, and system images that are copies of the board's cached
 Debian root. An image is what a lab would flash: its own services start at boot (every executable
 in /etc/board.d/), so two images differ in what they run. `hog` adds a CPU hog service (stress-ng
-taking the board's one CPU in 40 ms bursts at SCHED_FIFO): the image a comparison should find worse
+taking the board's one CPU half of the time at SCHED_FIFO): the image a comparison should find worse
 for a program that does not run real-time.
 
 What boots the board is labgrid's: `env_file` writes a labgrid environment whose QEMUDriver (machine
@@ -36,11 +36,13 @@ FLASHED = "/etc/board.d/cpu-hog"
 # the image's own services, then jitterlab's stage 2 (sshd, then READY on the console)
 BOARD_STAGE2 = ('for s in /etc/board.d/*; do [ -x "$s" ] && "$s" </dev/null >/dev/null 2>&1 & done\n'
                 + STAGE2)
-# a real-time service that takes the CPU in 40 ms bursts, 60 % of the time: what a bad image may run.
-# Bursts of a few ms vanish on an emulated CPU whose host is busy (its own stalls are tens of ms:
-# the median period error there was the same with and without a 5 ms hog); 200 ms bursts stand out
-# of any stall (40 ms ones did not always: a busy host's stalls made --until-decided add rounds, a
-# boot of each image each, where these decide on the first 3 runs of each image).
+# a real-time service that takes the CPU half of the time in slices of 200 ms: what a bad image may
+# run. Bursts of a few ms vanish on an emulated CPU whose host is busy (its own stalls are tens of
+# ms: the median period error there was the same with and without a 5 ms hog); these stand out of
+# any stall (40 ms ones did not always: a busy host's stalls made --until-decided add rounds, a boot
+# of each image each). On the emulated board a program saw them hold its CPU for 0.5 s at a time,
+# about once a second: a run of 1 s whose burst fell in its warm-up (dropped) had no late period,
+# hence runs of 2 s in the farm test's A/B (tests/targets/test_labgrid_farm.py).
 CPU_HOG = ("#!/bin/sh\nexec stress-ng --quiet --cpu 1 --cpu-load 50 --cpu-load-slice 200 --sched fifo "
            "--sched-prio 10 --timeout 0\n")
 
