@@ -279,8 +279,8 @@ def workdir_only(options: Mapping[str, object], where: str, kind: str) -> str | 
     return workdir
 
 
-def _threads() -> list[int]:
-    return [int(tid) for tid in os.listdir("/proc/self/task")]
+def _threads() -> set[int]:
+    return {int(tid) for tid in os.listdir("/proc/self/task")}
 
 
 @contextlib.contextmanager
@@ -298,9 +298,6 @@ def threads_kept_off(cpus: Collection[int]) -> Iterator[None]:
             if had & away and had - away:
                 os.sched_setaffinity(tid, had - away)
                 kept[tid] = had
-    if not kept:
-        yield
-        return
     # a thread started meanwhile by one kept off has its creator's CPUs: it gets back what was taken
     given_back = {frozenset(had - away): had for had in kept.values()}
     try:
