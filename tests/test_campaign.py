@@ -53,11 +53,15 @@ def test_matrix_expands_with_excludes(tmp_path):
     assert len({c.key for c in campaign.cells}) == 12
 
 
-def test_runs_interleave_repetitions(tmp_path):
+def test_runs_interleave_repetitions_every_other_round_reversed(tmp_path):
     campaign = load_campaign(write(tmp_path, GOOD))
     runs = campaign.runs()
-    assert [r for _, r in runs[:12]] == [0] * 12
-    assert runs[0][0] == runs[12][0]
+    assert [r for _, r in runs] == [0] * 12 + [1] * 12
+    assert [c for c, _ in runs[:12]] == list(campaign.cells)
+    assert [c for c, _ in runs[12:]] == list(campaign.cells)[::-1]
+    # each cell's two runs lie at the same mean position: a linear drift shifts every cell alike
+    positions = {c.key: [i for i, (x, _) in enumerate(runs) if x == c] for c in campaign.cells}
+    assert {sum(p) for p in positions.values()} == {23}
 
 
 def test_fingerprint_changes_with_settings(tmp_path):

@@ -117,8 +117,11 @@ class Campaign:
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
     def runs(self) -> list[tuple[Cell, int]]:
-        """(cell, repetition) in execution order: repetitions interleaved so drift spreads evenly."""
-        return [(c, r) for r in range(self.repetitions) for c in self.cells]
+        """(cell, repetition) in execution order: repetitions interleaved, a round of every cell each,
+        every other round in reverse (A B C, C B A, ...): a drift that goes one way (a warming board) puts
+        every cell at the same mean time, and a load of the last cells of a round runs on into the next
+        round's first cells instead of being started and warmed up again."""
+        return [(c, r) for r in range(self.repetitions) for c in (self.cells[::-1] if r % 2 else self.cells)]
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -85,6 +85,14 @@ def test_runs_with_other_loads_in_between_stop_and_start_the_load_again(tmp_path
     nothing_left_running()
 
 
+def test_a_load_that_ends_a_round_runs_on_into_the_next_one_reversed(tmp_path, plan):
+    # rounds: oneshot, fake | fake, oneshot | oneshot, fake: fake is started twice, not three times
+    assert run(campaign(tmp_path, reps=3, load=["fake-oneshot", "fake"])) == 0
+    assert (plan.counts["start fake"], plan.counts["stop fake"]) == (2, 2)
+    assert plan.counts["snapshot fake"] == 1  # the run it ran on into is read apart
+    nothing_left_running()
+
+
 def test_a_load_that_dies_fails_its_run_and_is_restarted_for_the_next(tmp_path, plan):
     plan.load_dies = ("a", 1)
     assert run(campaign(tmp_path, reps=4)) == 1

@@ -104,7 +104,8 @@ def test_a_run_under_a_tuning_has_it_applied_and_stores_what_it_did_then_it_is_p
 
     monkeypatch.setattr(fakes._Measuring, "measure", measuring)
     assert run(_campaign(tmp_path)) == 0
-    assert seen == [("none", "950000\n", ()), ("rt-unthrottled", "-1\n", ("rt-unthrottled",))] * 2
+    plain, tuned = ("none", "950000\n", ()), ("rt-unthrottled", "-1\n", ("rt-unthrottled",))
+    assert seen == [plain, tuned, tuned, plain]  # the second round in reverse
     assert machine.path(SYSCTL).read_bytes() == before and machine.journal() == []
     store = Store(tmp_path / "results", create=False)
     for r in store.runs():
@@ -367,5 +368,6 @@ def test_run_timings_time_applying_and_restoring_a_tuning_inside_its_run(tmp_pat
     tuned = sorted((p for p in lines if p["phase"].startswith("tuning ")), key=lambda p: p["start_s"])
     inside = [[p["phase"] for p in tuned if one["start_s"] <= p["start_s"] and p["end_s"] <= one["end_s"]]
               for one in runs]
-    assert inside == [[], ["tuning apply", "tuning restore"]] * 2  # none, then rt-unthrottled, twice
+    tuned_run = ["tuning apply", "tuning restore"]
+    assert inside == [[], tuned_run, tuned_run, []]  # none, rt-unthrottled; then the round in reverse
     assert machine.journal() == []
