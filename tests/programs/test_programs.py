@@ -35,6 +35,7 @@ C_PROGRAMS = ("observer", "c-file", "c-mmap", "c-fifo", "c-gpiod")
 IMPLS = tuple(e.name for e in plugins.IMPLS if "vpin" in pins_driven_by(e.name))
 PERIOD_NS = 20_000_000
 DURATION_NS = 300_000_000
+PYTHON_FLAGS = plugins.IMPLS.get("python", "impl").command[1:-1]  # as the runner starts it
 NO_NODE = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
@@ -58,7 +59,7 @@ def built(tmp_path_factory) -> Path:
 def impl_argv(built: Path, impl: str) -> list[str]:
     return {
         "bash": ["bash", str(built / "bash" / "squarewave.sh")],
-        "python": [sys.executable, str(built / "python" / "squarewave.py")],
+        "python": [sys.executable, *PYTHON_FLAGS, str(built / "python" / "squarewave.py")],
         "node": ["node", str(built / "node" / "squarewave.js")],
     }.get(impl, [str(built / "c" / impl)])
 
@@ -195,6 +196,56 @@ def test_c_fifo_allow_no_rt_runs_and_warns_at_most_once(built, pin, tmp_path):
         len(lines) == 1 and lines[0].startswith("warning: c-fifo: SCHED_FIFO refused (")
     )
     assert_self_log(log, "c-fifo")
+
+
+_FAKE_GPIOD = """
+LINE_REQ_DIR_OUT = 3
+
+
+class _Line:
+    def __init__(self, path):
+        self.path = path
+
+    def request(self, consumer, type, default_val):
+        self.file = open(self.path, "a")
+
+    def set_value(self, value):
+        self.file.write(str(value))
+        self.file.flush()
+
+    def release(self):
+        self.file.close()
+
+
+class Chip:
+    def __init__(self, path):
+        self.path = path
+
+    def get_line(self, offset):
+        return _Line(self.path)
+"""
+
+
+def test_python_started_without_site_packages_finds_its_gpiod_bindings_there(built, tmp_path):
+    """The runner starts python with -S (a faster start); a gpiod pin adds site-packages, where the
+    bindings are: here a user site holding a gpiod 1.x stand-in that writes each value to the 'chip'."""
+    python = str(Path(sys.base_prefix) / "bin" / "python3")  # a venv's python has no user site
+    env = {**os.environ, "PYTHONUSERBASE": str(tmp_path / "userbase")}
+    env.pop("PYTHONNOUSERSITE", None)
+    where = subprocess.run([python, "-c", "import site; print(site.getusersitepackages())"], env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    Path(where).mkdir(parents=True)
+    (Path(where) / "gpiod.py").write_text(_FAKE_GPIOD)
+    without = subprocess.run([python, *PYTHON_FLAGS, "-c", "import gpiod"], env=env, capture_output=True)
+    assert without.returncode != 0 and b"No module named 'gpiod'" in without.stderr  # -S leaves it out
+    chip, log = tmp_path / "chip", tmp_path / "self.log"
+    done = subprocess.run([python, *PYTHON_FLAGS, str(built / "python" / "squarewave.py"), "--period-ns",
+                           str(PERIOD_NS), "--duration-ns", str(4 * PERIOD_NS), "--chip", str(chip),
+                           "--line", "3", "--log", str(log)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    levels = read_self_log(log).level
+    assert_wave(levels)
+    assert chip.read_text() == "".join(str(v) for v in levels)  # every edge went through the bindings
 
 
 def test_make_clean_removes_the_binaries(built, tmp_path):

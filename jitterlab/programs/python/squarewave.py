@@ -62,7 +62,12 @@ def _file_pin(path):
 
 
 def _gpiod_pin(chip, line):
-    """set(level), close() for a line of a GPIO character device, through the gpiod bindings."""
+    """set(level), close() for a line of a GPIO character device, through the gpiod bindings (in
+    site-packages, which a start with -S leaves out: added here)."""
+    if sys.flags.no_site:
+        import site
+
+        site.main()
     try:
         import gpiod
     except ImportError:

@@ -85,8 +85,10 @@ IMPLS.add(
 IMPLS.add(
     "python",
     "Python loop: os.pwrite on the pin file (gpiod pin: the gpiod bindings), time.sleep (relative)",
-    ProgramImpl(("python3", f"{PYTHON.name}/squarewave.py"), {"python3": "python3"}, needs=(*FILE, ChipLine),
-                resolve=("-c", "import sys; print(sys.executable)")),
+    # -S: started without site-packages, which it needs only for the gpiod bindings (it adds them then):
+    # site's imports cost 5-35 ms at every start on a PC, more on a small board; the loop is the same
+    ProgramImpl(("python3", "-S", f"{PYTHON.name}/squarewave.py"), {"python3": "python3"},
+                needs=(*FILE, ChipLine), resolve=("-c", "import sys; print(sys.executable)")),
 )
 IMPLS.add(
     "node",
