@@ -3,7 +3,6 @@ and CPUs the campaign's cells need there, and decide where program, probe and lo
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import threading
 from dataclasses import dataclass, field, replace
@@ -22,7 +21,6 @@ from jitterlab.system import sysinfo
 from jitterlab.targets.base import CommandTimeout, Target
 from jitterlab.targets.capabilities import (
     CrossBuilt,
-    SharesControllerCpus,
     command_timeout_s,
     has,
     host_key_warning,
@@ -51,19 +49,6 @@ class TargetSession:
     unavailable: dict[str, str] = field(default_factory=dict)
     throttle: ThrottleChange | None = None  # what the campaign did to its RT throttling (runner)
     tuning: RunTuning | None = None  # the tuning of the run measured now (runner), put back on an interrupt
-
-
-def probe_cpus_kept_free(sessions: list[TargetSession]) -> contextlib.ExitStack:
-    """jitterlab's own threads off the CPU each probe polls on the machine jitterlab runs on, while
-    the runs are measured: a thread of the controller that the scheduler left there waits, with the
-    program's end or the probe's start, until it is moved (measured: 40-80 ms of each run under
-    the quickstart's CPU load, bench/campaign_speed.py)."""
-    stack = contextlib.ExitStack()
-    for session in sessions:
-        here = has(session.target, SharesControllerCpus)
-        if here is not None and session.placement.probe_cpu is not None:
-            stack.enter_context(here.controller_kept_off([session.placement.probe_cpu]))
-    return stack
 
 
 def open_targets(campaign: Campaign) -> list[TargetSession]:

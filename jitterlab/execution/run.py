@@ -10,6 +10,8 @@ benchmark set up is undone and the loads are stopped, or kept only for a next ru
 
 from __future__ import annotations
 
+import contextlib
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from jitterlab.execution import traced
@@ -19,7 +21,7 @@ from jitterlab.measure.context import RunContext
 from jitterlab.model.errors import RunFailed, TargetLost
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Target
-from jitterlab.targets.capabilities import command_timeout_s
+from jitterlab.targets.capabilities import SharesControllerCpus, command_timeout_s, has
 from jitterlab.targets.processes import renew_scratch
 
 
@@ -44,13 +46,14 @@ def measure(bench: Phases, ctx: RunContext, loads: TargetLoads, *, keep: bool, r
         # the run before it is removed here too (a round trip less per run)
         renew_scratch(ctx.target, ctx.scratch)
         loads.start(ctx.cell, runs)
-        measuring = bench.prepare(ctx)
-        try:
-            loads.up()
-            with traced.recording(ctx) as trace:  # a cell with trace = "sched": around the measure only
-                raw = measuring.measure()
-        finally:
-            measuring.close()
+        with probe_cpu_kept_free(ctx):
+            measuring = bench.prepare(ctx)
+            try:
+                loads.up()
+                with traced.recording(ctx) as trace:  # a cell with trace = "sched": around the measure only
+                    raw = measuring.measure()
+            finally:
+                measuring.close()
         load_metrics = loads.down(keep)
         try:
             measurement = bench.analyse(ctx, raw)
@@ -77,6 +80,18 @@ def measure(bench: Phases, ctx: RunContext, loads: TargetLoads, *, keep: bool, r
     except BaseException:
         loads.stop()
         raise
+
+
+def probe_cpu_kept_free(ctx: RunContext) -> AbstractContextManager[None]:
+    """jitterlab's own threads off the CPU the run's probe polls on the machine jitterlab runs on, from
+    the probe's start to its end: a controller thread the scheduler left there waits behind the
+    real-time poller until it is moved (40-80 ms at the probe's start and at the program's end, measured
+    under the quickstart's CPU load). Between runs they have that CPU again: the load shares the other
+    CPUs with them then (bench/campaign_speed.py: 40 ms less per run under the quickstart's CPU load)."""
+    here = has(ctx.target, SharesControllerCpus)
+    if here is None or ctx.placement.probe_cpu is None:
+        return contextlib.nullcontext()
+    return here.controller_kept_off([ctx.placement.probe_cpu])
 
 
 def _lost_meanwhile(target: Target) -> TargetLost | None:

@@ -20,7 +20,7 @@ from jitterlab.execution import build_cache, rt_throttle
 from jitterlab.execution.controller import open_controller
 from jitterlab.execution.deploy import deploy
 from jitterlab.execution.loads import TargetLoads, load_key
-from jitterlab.execution.preflight import TargetSession, open_targets, probe_cpus_kept_free, unbuilt
+from jitterlab.execution.preflight import TargetSession, open_targets, unbuilt
 from jitterlab.execution.run import Measured, measure
 from jitterlab.execution.sweep import sweep
 from jitterlab.execution.timings import OFF, TimedLoads, TimedPhases, Timings
@@ -197,10 +197,9 @@ class Runner:
         if any(has(s.target, ControllerMachine) is None for s in sessions):
             self._controller = open_controller()  # where instruments and clients run
         try:
-            with probe_cpus_kept_free(sessions):
-                for thread in threads:
-                    thread.start()
-                tally.outcome.interrupted = self._await(sessions, ended)
+            for thread in threads:
+                thread.start()
+            tally.outcome.interrupted = self._await(sessions, ended)
         finally:
             if self._controller is not None:
                 self._controller.close()

@@ -8,8 +8,11 @@ what it declares itself and, through it, what the target it wraps has.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +50,33 @@ class SharesControllerCpus(Capability):
     @abstractmethod
     def controller_kept_off(self, cpus: Collection[int]) -> AbstractContextManager[None]:
         """jitterlab's threads, and the programs they start, off `cpus` while the block runs."""
+
+
+class SharesControllerFiles(Capability):
+    """The target's files are those of the machine jitterlab runs on: jitterlab reads /proc there and
+    makes and removes its runs' directories itself, where another target starts a command for it (a
+    process started: 1-6 ms each under load, several per run; bench/campaign_speed.py)."""
+
+    does = "share its files with jitterlab itself"
+
+    def read_here(self, paths: Iterable[str]) -> str:
+        """What `cat PATHS 2>/dev/null` prints: the text of each file that can be read, in order."""
+        texts = []
+        for path in paths:
+            # gone meanwhile (a process that ended), unreadable
+            with contextlib.suppress(OSError), open(path, "rb") as file:
+                texts.append(file.read().decode(errors="replace"))
+        return "".join(texts)
+
+    def renew_here(self, directory: str, removed: Iterable[str] = ()) -> None:
+        """What `rm -rf REMOVED; mkdir -p DIRECTORY` does (OSError when the directory cannot be made)."""
+        for path in removed:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+                    os.unlink(path)
+        os.makedirs(directory, exist_ok=True)
 
 
 class CrossBuilt(Capability):

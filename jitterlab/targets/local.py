@@ -18,7 +18,12 @@ from pathlib import Path
 from jitterlab.model.errors import UserError, shown
 from jitterlab.model.registry import did_you_mean
 from jitterlab.targets.base import CommandTimeout, Completed
-from jitterlab.targets.capabilities import ControllerMachine, SharesControllerCpus, WaitsForPath
+from jitterlab.targets.capabilities import (
+    ControllerMachine,
+    SharesControllerCpus,
+    SharesControllerFiles,
+    WaitsForPath,
+)
 
 
 def default_workdir() -> str:
@@ -173,7 +178,7 @@ class LocalProcess:
         return self._popen.returncode
 
 
-class LocalTarget(ControllerMachine, SharesControllerCpus, WaitsForPath):
+class LocalTarget(ControllerMachine, SharesControllerCpus, SharesControllerFiles, WaitsForPath):
     """Runs commands on this machine with subprocess, one process group per command."""
 
     def __init__(self, name: str = "local", workdir: str | None = None) -> None:
@@ -283,13 +288,23 @@ def _threads() -> set[int]:
     return {int(tid) for tid in os.listdir("/proc/self/task")}
 
 
+# one block at a time: a second one (a second local target's run) would take what the first one kept
+# as the CPUs to give back; it waits for the first to end
+_KEEPING = threading.RLock()
+
+
 @contextlib.contextmanager
 def threads_kept_off(cpus: Collection[int]) -> Iterator[None]:
     """Every thread of this process off `cpus` while the block runs (a thread started meanwhile
     inherits it from its creator, and so does a program started: the ones jitterlab places say their
     own CPUs), then each back on the CPUs it had. A thread left with no CPU keeps its own: a
-    machine of one CPU, or a probe's CPU that is all the thread was given."""
-    away = set(cpus)
+    machine of one CPU, or a probe's CPU that is all the thread was given. Blocks of several threads
+    run one after the other."""
+    with _KEEPING:
+        yield from _kept_off(set(cpus))
+
+
+def _kept_off(away: set[int]) -> Iterator[None]:
     kept: dict[int, set[int]] = {}
     before = _threads()
     for tid in before:

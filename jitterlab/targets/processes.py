@@ -20,8 +20,8 @@ import time
 from collections.abc import Sequence
 
 from jitterlab.model.errors import RunFailed
-from jitterlab.targets.base import CommandTimeout, Completed, Process, Target
-from jitterlab.targets.capabilities import WaitsForPath, has
+from jitterlab.targets.base import CommandTimeout, Process, Target
+from jitterlab.targets.capabilities import SharesControllerFiles, WaitsForPath, has
 
 MARKER_VAR = "JITTERLAB_LIVE"
 LIVE_DIR = "live"
@@ -96,10 +96,18 @@ def remove_scratch(target: Target, scratch: str) -> None:
                 *_retired(target)])
 
 
-def renew_scratch(target: Target, scratch: str) -> Completed:
+def renew_scratch(target: Target, scratch: str) -> None:
     """Make a run's directory, and remove what was retired since the last time (the directory of the
-    run before it, among others) in the same round trip."""
-    return target.run(["sh", "-c", _RENEW_SCRATCH, "sh", scratch, *_retired(target)])
+    run before it, among others) in the same round trip (here: without one)."""
+    here = has(target, SharesControllerFiles)
+    if here is None:
+        target.run(["sh", "-c", _RENEW_SCRATCH, "sh", scratch, *_retired(target)])
+        return
+    try:
+        here.renew_here(scratch, _retired(target))
+    except OSError as exc:
+        raise RunFailed(f"cannot make the run's directory {scratch}: {exc.strerror}; give the target a "
+                        "workdir this user may write") from None
 
 
 def remove_records(target: Target) -> None:

@@ -15,6 +15,7 @@ from jitterlab.targets.capabilities import (
     HostKeyStatus,
     ReachedBySSH,
     SharesControllerCpus,
+    SharesControllerFiles,
     WaitsForPath,
     Wrapper,
     capabilities_of,
@@ -106,7 +107,7 @@ def test_a_wrapper_passes_on_the_capabilities_and_the_protocol_of_what_it_wraps(
     checked = _Checked(wrapped, verified=True)
     assert has(checked, HostKeyStatus) is checked and has(checked, ControllerMachine) is local
     assert set(capabilities_of(checked)) == {HostKeyStatus, ControllerMachine, SharesControllerCpus,
-                                             WaitsForPath}
+                                             SharesControllerFiles, WaitsForPath}
 
 
 def test_the_host_key_warning_comes_from_the_target_that_was_not_checked(local):

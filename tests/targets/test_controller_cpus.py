@@ -1,6 +1,6 @@
-"""jitterlab's own threads are kept off the CPU a probe polls on the machine it runs on, while the runs
-are measured, and get their CPUs back after (targets/local.py threads_kept_off, execution/preflight.py
-probe_cpus_kept_free). Exact CPU sets: no timing is asserted."""
+"""jitterlab's own threads are kept off the CPU a probe polls on the machine it runs on, from the probe's
+start to its end in every run, and get their CPUs back after (targets/local.py threads_kept_off,
+execution/run.py probe_cpu_kept_free). Exact CPU sets: no timing is asserted."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import threading
 import pytest
 
 from jitterlab.cli.main import main
+from jitterlab.execution.loads import TargetLoads
 from jitterlab.measure.squarewave.probes import vpin
 from jitterlab.targets.local import threads_kept_off
 from tests.support import local_campaign
@@ -73,18 +74,56 @@ def test_a_thread_given_only_the_probe_cpu_keeps_it():
         os.sched_setaffinity(0, whole)
 
 
+def test_blocks_of_two_threads_run_one_after_the_other():
+    """A second block (a second local target's run) waits for the first: it would otherwise take the
+    CPUs the first one kept as the ones to give back."""
+    whole, probe = set(CPUS), CPUS[-1]
+    inside, release, order = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        with threads_kept_off([probe]):
+            order.append("first in")
+            inside.set()
+            release.wait()
+            order.append("first out")
+
+    def second() -> None:
+        with threads_kept_off([probe]):
+            order.append("second in")
+
+    one = threading.Thread(target=first)
+    one.start()
+    inside.wait()
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(0.2)
+    assert two.is_alive() and order == ["first in"]  # waiting for the first block to end
+    release.set()
+    one.join()
+    two.join()
+    assert order == ["first in", "first out", "second in"]
+    assert _cpus_of(0) == whole
+
+
 def test_a_local_campaign_measures_with_jitterlab_off_its_probe_cpu(tmp_path, monkeypatch):
     """The vpin observer is started by the target's thread: at that moment neither it nor the
-    process' main thread may run on the probe's CPU; after the campaign both have every CPU again."""
+    process' main thread may run on the probe's CPU; between two runs (the load read, the run stored)
+    and after the campaign both have every CPU again."""
     probe = CPUS[-1]
     seen: list[tuple[set[int], set[int]]] = []
-    start = vpin.Observer.start
+    between: list[tuple[set[int], set[int]]] = []
+    start, down = vpin.Observer.start, TargetLoads.down
 
     def recorded(self, *args, **kwargs):
         seen.append((_cpus_of(0), _cpus_of(threading.main_thread().native_id)))
         return start(self, *args, **kwargs)
 
+    def loads_down(self, *args, **kwargs):
+        between.append((_cpus_of(0), _cpus_of(threading.main_thread().native_id)))
+        return down(self, *args, **kwargs)
+
     monkeypatch.setattr(vpin.Observer, "start", recorded)
+    monkeypatch.setattr(TargetLoads, "down", loads_down)
     path = local_campaign(tmp_path, f"""
 [campaign.cpus]
 program = "{CPUS[0]}"
@@ -93,7 +132,9 @@ probe = "{probe}"
 impl = "c-mmap"
 period = "10ms"
 probe = "vpin"
-""", name="off-probe", duration="300ms", warmup="20ms")
+""", name="off-probe", duration="300ms", warmup="20ms", repetitions=2)
     assert main(["run", str(path), "--results", str(tmp_path / "results")]) in (0, 1)
-    assert seen and all(probe not in mine and probe not in main_thread for mine, main_thread in seen), seen
+    assert len(seen) == 2, seen
+    assert all(probe not in mine and probe not in main_thread for mine, main_thread in seen), seen
+    assert between == [(set(CPUS), set(CPUS))] * 2, between
     assert _cpus_of(0) == set(CPUS)

@@ -34,6 +34,7 @@ from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, integer, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Process
+from jitterlab.targets.capabilities import SharesControllerFiles, has
 from jitterlab.targets.processes import LAUNCH, describe_exit, retire
 
 
@@ -130,7 +131,11 @@ class CpuLoad(Sustained):
         self.workers = workers if isinstance(workers, int) else (
             len(ctx.cpus) if ctx.cpus else self._online_cpus())
         self.yaml = f"{ctx.scratch}/stress-ng.yaml"
-        ctx.target.run(["sh", "-c", _FRESH, ctx.scratch, self.yaml])  # no figures of an earlier one read
+        here = has(ctx.target, SharesControllerFiles)  # no figures of an earlier one read
+        if here is not None:
+            here.renew_here(ctx.scratch, [self.yaml])
+        else:
+            ctx.target.run(["sh", "-c", _FRESH, ctx.scratch, self.yaml])
         stress_ng = ["stress-ng", *self._stressor_argv(opts), "--timeout", f"{lifetime_s(ctx)}s"]
         stress_ng += ["--metrics-brief", "--yaml", self.yaml]
         self._before: SystemSample = sample_system(ctx.target)

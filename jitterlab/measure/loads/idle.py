@@ -13,6 +13,7 @@ from jitterlab.model.errors import RunFailed
 from jitterlab.model.params import parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import Target
+from jitterlab.targets.capabilities import SharesControllerFiles, has
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,15 @@ class SystemSample:
 
 
 def sample_system(target: Target) -> SystemSample:
-    """Read /proc/uptime, /proc/loadavg and /proc/stat with one command."""
-    done = target.run(["cat", "/proc/uptime", "/proc/loadavg", "/proc/stat"], timeout_s=10.0)
-    lines = done.stdout.splitlines()
+    """Read /proc/uptime, /proc/loadavg and /proc/stat with one command (here: read them)."""
+    files = ["/proc/uptime", "/proc/loadavg", "/proc/stat"]
+    here = has(target, SharesControllerFiles)
+    if here is not None:
+        text, stderr = here.read_here(files), "unreadable here"
+    else:
+        done = target.run(["cat", *files], timeout_s=10.0)
+        text, stderr = done.stdout, done.stderr.strip()
+    lines = text.splitlines()
     try:
         ticks, ctxt = {}, None
         for line in lines[2:]:
@@ -39,7 +46,7 @@ def sample_system(target: Target) -> SystemSample:
                 ctxt = int(values[0])
         return SystemSample(float(lines[0].split()[0]), float(lines[1].split()[0]), ctxt, ticks)
     except (IndexError, ValueError, TypeError):
-        raise RunFailed(f"could not read /proc on {target.name}: {done.stderr.strip()}") from None
+        raise RunFailed(f"could not read /proc on {target.name}: {stderr}") from None
 
 
 def system_metrics(
