@@ -183,14 +183,27 @@ def test_idle_fails_clearly_when_proc_is_unreadable():
 # --- cpu on the real machine ------------------------------------------------------------------
 
 
+def _fields(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name ([] once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
 @needs_stress_ng
 def test_cpu_load_runs_reports_and_leaves_nothing(tmp_path):
     target = LocalTarget(workdir=str(tmp_path))
     load = cpu.CpuLoad()
     load.start(LoadContext(target, str(tmp_path), cpus=(0,), options={"cpu_load": 50}))
     (proc,) = target._live
-    assert proc.argv[proc.argv.index("taskset") :][:3] == ("taskset", "-c", "0")
+    assert proc.argv[-2:] == ("--taskset", "0") and "taskset" not in proc.argv  # it places itself
     assert "stress-ng-cpu" in group_commands(proc.pid) or "stress-ng" in group_commands(proc.pid)
+    # every process of its group on CPU 0 alone, as the kernel says
+    members = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+               if _fields(pid) and int(_fields(pid)[2]) == proc.pid]
+    assert len(members) == 2 and all(os.sched_getaffinity(pid) == {0} for pid in members), members
     load.check()
     time.sleep(0.7)
     load.check()
@@ -266,9 +279,6 @@ def test_cpu_load_argv_signal_and_metrics_on_a_fake_target(fake, tmp_path):
     assert argv[4:] == (
         "env",
         f"JITTERLAB_LIVE={marker}",
-        "taskset",
-        "-c",
-        "1,2",
         "stress-ng",
         "--cpu",
         "2",
@@ -281,6 +291,8 @@ def test_cpu_load_argv_signal_and_metrics_on_a_fake_target(fake, tmp_path):
         "--metrics-brief",
         "--yaml",
         f"{tmp_path}/stress-ng.yaml",
+        "--taskset",
+        "1,2",
     )
     load.check()
     metrics = {m.name: (m.value, m.unit) for m in load.stop()}

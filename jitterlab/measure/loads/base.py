@@ -152,13 +152,22 @@ def parse_group(text: str) -> ProcGroup | None:
 
 class Tool:
     """One long-running tool of a load: recorded for the leftover sweep, in its own process
-    group, pinned to ctx.cpus, output to `<scratch>/<log_name>`. `label` prefixes every error."""
+    group, pinned to ctx.cpus, output to `<scratch>/<log_name>`. `label` prefixes every error.
+    `placed_by`: the tool's own flags that put it on a CPU list ("0,2"), for a tool that does so once it
+    has started: its start (the dynamic loader, its options) runs where jitterlab does, not on CPUs a
+    load already holds (stress-ng --taskset: its workers ran 8-9 ms sooner beside a running stress-ng,
+    14 ms instead of 22 here), and then it and its workers keep to the list."""
 
-    def __init__(self, ctx: LoadContext, label: str, argv: list[str], log_name: str) -> None:
+    def __init__(self, ctx: LoadContext, label: str, argv: list[str], log_name: str, *,
+                 placed_by: Callable[[str], list[str]] | None = None) -> None:
         self.target = ctx.target
         self.label = label
         self.log = f"{ctx.scratch}/{log_name}"
-        self.proc: RecordedProcess = spawn_recorded(ctx.target, [*pinned(ctx.cpus), *argv], log_path=self.log)
+        if ctx.cpus and placed_by is not None:
+            argv = [*argv, *placed_by(",".join(map(str, ctx.cpus)))]
+        else:
+            argv = [*pinned(ctx.cpus), *argv]
+        self.proc: RecordedProcess = spawn_recorded(ctx.target, argv, log_path=self.log)
         self._last: tuple[float, int] | None = None
 
     def group(self) -> ProcGroup | None:

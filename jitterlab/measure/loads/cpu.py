@@ -139,7 +139,8 @@ class CpuLoad(Sustained):
         stress_ng = ["stress-ng", *self._stressor_argv(opts), "--timeout", f"{lifetime_s(ctx)}s"]
         stress_ng += ["--metrics-brief", "--yaml", self.yaml]
         self._before: SystemSample = sample_system(ctx.target)
-        self._tool = Tool(ctx, f"{self.name} load: stress-ng", stress_ng, "stress-ng.log")
+        self._tool = Tool(ctx, f"{self.name} load: stress-ng", stress_ng, "stress-ng.log",
+                          placed_by=lambda cpus: ["--taskset", cpus])
         self._proc, self.pidfile, self.log = self._tool.proc, self._tool.proc.pidfile, self._tool.log
         # every worker runs before start() returns, so that check() right after it is meaningful
         group = self._tool.await_running(self.workers, START_TIMEOUT_S)
