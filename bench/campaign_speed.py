@@ -4,8 +4,9 @@ and where the rest goes.
     python bench/campaign_speed.py [--campaign examples/quickstart.toml] [--repetitions 1] [--report]
                                    [--baseline DIR] [--rounds N]
 
-Runs `python -m jitterlab run` on a copy of the campaign (the same cells; --repetitions 1 by default
-to keep it short, 0 keeps the file's) as a person would, with `--timings`, and prints the ratio wall
+Runs `python -m jitterlab run` on a copy of the campaign (the same cells and, by default, the file's
+repetitions: the campaign a person runs; --repetitions 1 a shorter look, its start-up and first load
+warm-up spread over fewer runs) as a person would, with `--timings`, and prints the ratio wall
 time / measured time (the sum of the runs' durations; goal <= 1.10) and the breakdown of the rest from
 the phases the run timed itself: interpreter start-up and imports, preflight (targets, sysinfo, tools),
 target preparation (programs built and deployed), each run's phases (load start, probe set-up, load
@@ -110,7 +111,7 @@ def campaign_name(path: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaign", type=Path, default=ROOT / "examples" / "quickstart.toml")
-    parser.add_argument("--repetitions", type=int, default=1, help="runs per cell (0: the file's)")
+    parser.add_argument("--repetitions", type=int, default=0, help="runs per cell (0: the file's)")
     parser.add_argument("--report", action="store_true", help="also time `jitterlab report`")
     parser.add_argument("--baseline", type=Path, help="a source tree to measure first, for comparison")
     parser.add_argument("--rounds", type=int, default=1,
