@@ -11,7 +11,6 @@ benchmark set up is undone and the loads are stopped, or kept only for a next ru
 from __future__ import annotations
 
 import contextlib
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from jitterlab.execution import traced
@@ -82,7 +81,7 @@ def measure(bench: Phases, ctx: RunContext, loads: TargetLoads, *, keep: bool, r
         raise
 
 
-def probe_cpu_kept_free(ctx: RunContext) -> AbstractContextManager[None]:
+def probe_cpu_kept_free(ctx: RunContext) -> contextlib.AbstractContextManager[None]:
     """jitterlab's own threads off the CPU the run's probe polls on the machine jitterlab runs on, from
     the probe's start to its end: a controller thread the scheduler left there waits behind the
     real-time poller until it is moved (40-80 ms at the probe's start and at the program's end, measured

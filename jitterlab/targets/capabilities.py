@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from jitterlab.model.errors import UserError, Where
+from jitterlab.model.errors import RunFailed, UserError, Where
 from jitterlab.model.records import Warning_
 from jitterlab.model.socs import Soc
 from jitterlab.targets.base import Completed, Process, Target
@@ -69,14 +69,19 @@ class SharesControllerFiles(Capability):
         return "".join(texts)
 
     def renew_here(self, directory: str, removed: Iterable[str] = ()) -> None:
-        """What `rm -rf REMOVED; mkdir -p DIRECTORY` does (OSError when the directory cannot be made)."""
+        """What `rm -rf REMOVED; mkdir -p DIRECTORY` does; RunFailed, with the fix, when the directory
+        cannot be made."""
         for path in removed:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
                     os.unlink(path)
-        os.makedirs(directory, exist_ok=True)
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise RunFailed(f"cannot make the run's directory {directory}: {exc.strerror}; give the target "
+                            "a workdir this user may write") from None
 
 
 class CrossBuilt(Capability):

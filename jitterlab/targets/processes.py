@@ -100,14 +100,10 @@ def renew_scratch(target: Target, scratch: str) -> None:
     """Make a run's directory, and remove what was retired since the last time (the directory of the
     run before it, among others) in the same round trip (here: without one)."""
     here = has(target, SharesControllerFiles)
-    if here is None:
-        target.run(["sh", "-c", _RENEW_SCRATCH, "sh", scratch, *_retired(target)])
-        return
-    try:
+    if here is not None:
         here.renew_here(scratch, _retired(target))
-    except OSError as exc:
-        raise RunFailed(f"cannot make the run's directory {scratch}: {exc.strerror}; give the target a "
-                        "workdir this user may write") from None
+    else:
+        target.run(["sh", "-c", _RENEW_SCRATCH, "sh", scratch, *_retired(target)])
 
 
 def remove_records(target: Target) -> None:

@@ -173,7 +173,7 @@ class Tool:
     def group(self) -> ProcGroup | None:
         here = has(self.target, SharesControllerFiles)
         if here is not None:  # what the script prints, read without starting it
-            stats = (f"/proc/{pid}/stat" for pid in sorted(os.listdir("/proc")) if pid.isdigit())
+            stats = (f"/proc/{pid}/stat" for pid in os.listdir("/proc") if pid.isdigit())
             return parse_group(here.read_here([self.proc.pidfile, *stats]))
         return parse_group(self.target.run(["sh", "-c", GROUP_SCRIPT, self.proc.pidfile]).stdout)
 
