@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterlab.measure.fetched import fetched_text
 from jitterlab.measure.loads.base import GROUP_SCRIPT, LoadContext, Tool, parse_group
 from jitterlab.measure.loads.idle import sample_system
 from jitterlab.model.errors import RunFailed
@@ -50,6 +51,19 @@ def local(tmp_path):
 def test_only_the_local_kind_reads_here(local):
     assert has(local, SharesControllerFiles) is local
     assert has(_Elsewhere(local), SharesControllerFiles) is None
+
+
+def test_a_runs_file_reads_the_same_in_place_as_fetched(local, tmp_path, monkeypatch):
+    (tmp_path / "log").write_bytes(b"done\n\xff, not utf-8")
+    elsewhere = _Elsewhere(local)
+    copied = []
+    monkeypatch.setattr(_Elsewhere, "get", lambda self, remote, into: copied.append(remote) or
+                        self._local.get(remote, into))
+    for path in (str(tmp_path / "log"), str(tmp_path / "missing")):
+        assert fetched_text(local, path) == fetched_text(elsewhere, path)
+    assert fetched_text(local, str(tmp_path / "log")) == "done\n\ufffd, not utf-8"
+    assert fetched_text(local, str(tmp_path / "missing")) == ""
+    assert copied == [str(tmp_path / "log"), str(tmp_path / "missing")]  # only the other kind copies
 
 
 def test_read_here_is_what_cat_prints_of_the_files_it_can_read(local, tmp_path):
