@@ -3,11 +3,15 @@
 through the gpiod bindings (--chip/--line; python3-libgpiod 1.x or gpiod 2.x); time.sleep for the
 half period."""
 
-import argparse
 import os
-import signal
 import sys
 import time
+import types
+
+try:  # the C module signal.py wraps: the same calls without its enum classes (~8 ms at every start)
+    import _signal as signal
+except ImportError:
+    import signal
 
 IMPL = "python"
 EXIT_UNAVAILABLE = 69  # the target lacks something this program needs (sysexits EX_UNAVAILABLE)
@@ -29,29 +33,48 @@ class _StopFlag:
             raise _Stop
 
 
-def _parse(argv):
-    def count(s):
-        n = int(s)
-        if n < 0:
-            raise ValueError(s)
-        return n
+USAGE = ("usage: squarewave.py --period-ns N --duration-ns N (--pin PATH | --chip /dev/gpiochipN --line N) "
+         "--log PATH [--prio N] [--allow-no-rt] [--mlock] [--go FIFO]")
+_VALUED = {"--period-ns": "period_ns", "--duration-ns": "duration_ns", "--pin": "pin", "--chip": "chip",
+           "--line": "line", "--log": "log", "--prio": "prio", "--go": "go"}
+_COUNTS = ("period_ns", "duration_ns", "line", "prio")
+_SWITCHES = {"--allow-no-rt": "allow_no_rt", "--mlock": "mlock"}
 
-    p = argparse.ArgumentParser(prog="squarewave.py", allow_abbrev=False)
-    p.add_argument("--period-ns", type=count, required=True)
-    p.add_argument("--duration-ns", type=count, required=True)
-    p.add_argument("--pin", help="a value file: the virtual pin, /sys/class/gpio/gpioN/value")
-    p.add_argument("--chip", help="a GPIO character device, /dev/gpiochipN (with --line)")
-    p.add_argument("--line", type=count, help="the line offset on --chip")
-    p.add_argument("--log", required=True)
-    p.add_argument("--prio", type=count, default=80, help="accepted, ignored")
-    p.add_argument("--allow-no-rt", action="store_true", help="accepted, ignored")
-    p.add_argument("--mlock", action="store_true", help="lock every page in memory before the first edge")
-    args = p.parse_args(argv)
-    if args.period_ns < 2:
-        p.error("--period-ns must be >= 2")
-    if (args.pin is None) == (args.chip is None) or (args.chip is not None and args.line is None):
-        p.error("give --pin PATH, or --chip /dev/gpiochipN and --line OFFSET")
-    return args
+
+def _usage(why):
+    print(f"squarewave.py: {why}\n{USAGE}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _parse(argv):
+    """The flags, read by hand: argparse's imports (re, enum, gettext) cost more at every start than
+    the rest of the program (~18 ms on a PC; a small board's start is what a person waits for)."""
+    args = dict.fromkeys([*_VALUED.values(), *_SWITCHES.values()])
+    args["prio"] = 80  # accepted, ignored
+    argv = sys.argv[1:] if argv is None else argv
+    i = 0
+    while i < len(argv):
+        flag, i = argv[i], i + 1
+        if flag in _SWITCHES:
+            args[_SWITCHES[flag]] = True
+            continue
+        if flag not in _VALUED:
+            _usage(f"unknown flag: {flag}")
+        if i >= len(argv):
+            _usage(f"missing value for {flag}")
+        name, value, i = _VALUED[flag], argv[i], i + 1
+        if name in _COUNTS:
+            if not (value.isascii() and value.isdigit()):
+                _usage(f"bad value for {flag}: {value}")
+            value = int(value)
+        args[name] = value
+    if args["period_ns"] is None or args["period_ns"] < 2:
+        _usage("--period-ns is required and must be >= 2")
+    if args["duration_ns"] is None or args["log"] is None:
+        _usage("--duration-ns and --log are required")
+    if (args["pin"] is None) == (args["chip"] is None) or (args["chip"] is not None and args["line"] is None):
+        _usage("give --pin PATH, or --chip /dev/gpiochipN and --line OFFSET")
+    return types.SimpleNamespace(**args)
 
 
 def _file_pin(path):
@@ -102,6 +125,20 @@ def _lock_memory():
         sys.exit(EXIT_UNAVAILABLE)
 
 
+def _await_go(path, stop):
+    """--go: ready (interpreter up, pin open, memory locked); open the FIFO for reading, which returns
+    once jitterlab opens it for writing: the wave begins then. False when told to stop first."""
+    try:
+        stop.sleeping = True  # a stop signal cuts the open short (PEP 475 would resume it)
+        if not stop.requested:
+            os.close(os.open(path, os.O_RDONLY))
+    except _Stop:
+        pass
+    finally:
+        stop.sleeping = False
+    return not stop.requested
+
+
 def _write_log(path, t_ns, levels):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
@@ -120,6 +157,10 @@ def main(argv=None) -> int:
     set_pin, close_pin = _file_pin(args.pin) if args.pin else _gpiod_pin(args.chip, args.line)
     if args.mlock:
         _lock_memory()
+    if args.go is not None and not _await_go(args.go, stop):
+        close_pin()  # stopped before the wave: no edge
+        _write_log(args.log, [], [])
+        return 0
     t_ns, levels = [], []
 
     def edge(level):
