@@ -10,7 +10,6 @@ name once their owner is gone. Every benchmark, probe, pin and load starts its p
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 import secrets
@@ -163,7 +162,7 @@ class RecordedProcess:
 
     def __init__(self, inner: Process, target: Target, marker: str) -> None:
         self._inner = inner
-        self.target = target
+        self._target = target
         self.marker = marker
         self.pidfile = f"{live_dir(target)}/{marker}.pid"
         self.argv = inner.argv
@@ -187,12 +186,12 @@ class RecordedProcess:
         """Retire the record of a process that has been stopped (idempotent): it is removed with
         the run's directory (remove_scratch) or by remove_records."""
         if not self._forgotten:
-            retire(self.target, self.pidfile)
+            retire(self._target, self.pidfile)
             self._forgotten = True
 
     def pgid(self) -> int | None:
         """The group leader's pid as written by the launcher on the target (None until then)."""
-        text = self.target.run(["cat", self.pidfile]).stdout.strip()
+        text = self._target.run(["cat", self.pidfile]).stdout.strip()
         return int(text) if text.isdigit() else None
 
 
@@ -212,17 +211,11 @@ def run_recorded(target: Target, argv: list[str], log_path: str, *, timeout_s: f
     running after `timeout_s` is stopped and the run fails as "timeout", saying what the time
     was made of (`budget`) and keeping the program's output with the run."""
     proc = spawn_recorded(target, argv, log_path=log_path, marker=marker)
-    return awaited(proc, log_path, timeout_s=timeout_s, name=name, budget=budget)
-
-
-def awaited(proc: RecordedProcess, log_path: str, *, timeout_s: float, name: str, budget: str) -> int:
-    """The exit status of a process spawn_recorded started, as run_recorded gives it: stopped, and the
-    run failed as "timeout" with its output, when it still runs `timeout_s` from now."""
     try:
         return proc.wait(timeout_s)
     except CommandTimeout:
         proc.stop()
-        output = proc.target.run(["cat", log_path]).stdout
+        output = target.run(["cat", log_path]).stdout
         raise RunFailed(
             f"{name} still running {timeout_s:.0f}s after start ({budget}); killed",
             status="timeout",
@@ -231,30 +224,6 @@ def awaited(proc: RecordedProcess, log_path: str, *, timeout_s: float, name: str
     finally:
         with contextlib.suppress(Exception):
             proc.stop()
-
-
-def let_go(fifo: str, proc: RecordedProcess, *, timeout_s: float, name: str, budget: str) -> None:
-    """Start a program that waits on `fifo` (a FIFO on this machine, the program's target sharing
-    its files): opened for writing once the program has opened it for reading, which it does when it
-    is ready (started, its pin open, its memory locked), then closed; the program's open returns and
-    it begins. Returns at once when the program ended before it was ready (its exit status says why);
-    a program not ready after `timeout_s` is stopped and the run fails as "timeout"."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            return
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
-                proc.stop()
-                raise RunFailed(f"cannot start {name} through {fifo}: {exc.strerror}") from None
-        if proc.poll() is not None:
-            return
-        if time.monotonic() >= deadline:
-            proc.stop()
-            raise RunFailed(f"{name} not ready {timeout_s:.0f}s after start ({budget}); killed",
-                            status="timeout")
-        time.sleep(0.0005)  # a syscall a look: the program's start is what this waits for
 
 
 def wait_for_path(target: Target, path: str, timeout_s: float, alive: Process | None = None) -> bool:

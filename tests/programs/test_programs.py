@@ -27,7 +27,6 @@ from jitterlab.measure.squarewave.probes.logs import OBSERVER_STATS_KEYS, read_o
 from jitterlab.model.errors import RunFailed
 from jitterlab.model.tuning import MLOCK_NEVER, Cpus, launcher, program_flags
 from jitterlab.targets.local import LocalTarget
-from jitterlab.targets.processes import let_go
 from jitterlab.tunings.base import TUNINGS
 
 PROGRAMS = Path(jitterlab.programs.__file__).parent
@@ -134,79 +133,6 @@ def test_impl_under_observer(built, pin, tmp_path, impl):
     # The observer can miss edges while blind, never invent them.
     assert len(cap.level) <= len(read_self_log(log).level)
     assert cap.blind.shape == (cap.stats["blind_intervals"] - cap.stats["blind_dropped"], 2)
-
-
-class _Started:
-    """A Popen as let_go sees a started program (poll, stop)."""
-
-    def __init__(self, popen: subprocess.Popen) -> None:
-        self.popen, self.stopped = popen, False
-
-    def poll(self):
-        return self.popen.poll()
-
-    def stop(self):
-        self.stopped = True
-        self.popen.kill()
-        self.popen.wait()
-
-
-def _now_ns(impl: str) -> int:
-    return time.time_ns() if impl == "bash" else time.monotonic_ns()  # the clock of its log
-
-
-@pytest.mark.parametrize("impl", IMPL_PARAMS)
-def test_go_waits_until_let_go_then_makes_the_whole_wave(built, pin, tmp_path, impl):
-    """With --go the program starts up and waits: no edge until jitterlab opens the FIFO for writing,
-    then the same whole wave as without, every edge after that moment."""
-    log, go = tmp_path / "self.log", tmp_path / "go"
-    os.mkfifo(go)
-    flags = [*wave_flags(pin, log), "--go", str(go), *(["--allow-no-rt"] if impl == "c-fifo" else [])]
-    proc = subprocess.Popen([*impl_argv(built, impl), *flags], stderr=subprocess.PIPE)
-    time.sleep(0.2)
-    assert proc.poll() is None, proc.stderr.read()
-    assert pin.read_bytes() == b"0\n" and not log.exists(), "an edge before the go"
-    started = _Started(proc)
-    before_ns = _now_ns(impl)
-    let_go(str(go), started, timeout_s=30, name=impl, budget="test")
-    assert proc.wait(20) == 0, proc.stderr.read()
-    proc.stderr.close()
-    assert not started.stopped
-    assert_self_log(log, impl)
-    assert read_self_log(log).t_ns[0] >= before_ns - (1000 if impl == "bash" else 0)  # bash: whole us
-
-
-@pytest.mark.parametrize("impl", IMPL_PARAMS)
-def test_a_stop_while_waiting_for_the_go_ends_it_without_an_edge(built, pin, tmp_path, impl):
-    log, go = tmp_path / "self.log", tmp_path / "go"
-    os.mkfifo(go)
-    argv = [*impl_argv(built, impl), *wave_flags(pin, log), "--go", str(go), "--allow-no-rt"]
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
-    time.sleep(0.3)  # started up, or still starting: either way no edge comes
-    proc.send_signal(signal.SIGTERM)
-    rc = proc.wait(10)  # not the SIGKILL a stop gives after its grace
-    proc.stderr.close()
-    assert rc in (0, -signal.SIGTERM)
-    assert pin.read_bytes() == b"0\n"
-    if log.exists():  # the C and Python programs say they made no edge
-        assert len(read_self_log(log).t_ns) == 0
-
-
-def test_let_go_returns_when_the_program_ends_before_it_is_ready_and_stops_one_never_ready(tmp_path):
-    go = tmp_path / "go"
-    os.mkfifo(go)
-    ended = _Started(subprocess.Popen(["true"]))
-    ended.popen.wait()
-    let_go(str(go), ended, timeout_s=30, name="true", budget="test")  # its exit status says why
-    assert not ended.stopped
-    never = _Started(subprocess.Popen(["sleep", "30"]))
-    with pytest.raises(RunFailed) as caught:
-        let_go(str(go), never, timeout_s=0.05, name="sleeper", budget="campaign.run_timeout, to start")
-    assert never.stopped and caught.value.status == "timeout"
-    assert "sleeper not ready" in caught.value.reason and "campaign.run_timeout" in caught.value.reason
-    with pytest.raises(RunFailed, match="cannot start sleeper through"):
-        let_go(str(tmp_path / "missing"), _Started(subprocess.Popen(["sleep", "30"])), timeout_s=1,
-               name="sleeper", budget="test")
 
 
 def test_observer_records_an_edge_made_while_it_was_not_running(built, pin, tmp_path):

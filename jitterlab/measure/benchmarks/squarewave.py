@@ -150,11 +150,9 @@ class Squarewave(BenchmarkBase):
         with contextlib.ExitStack() as cleanup:
             cleanup.callback(pin.teardown)
             handle = pin.setup()
-            launched = impl.launch(ctx, handle)  # a program starting up while the probe sets up
-            cleanup.callback(launched.abandon)
             cleanup.callback(probe.close)
             probe.start(handle)
-            return _Wave(ctx, impl, handle, probe, launched, cleanup.pop_all())
+            return _Wave(ctx, impl, handle, probe, cleanup.pop_all())
 
     def analyse(self, ctx: RunContext, measured: object) -> Measurement:
         return _measurement(ctx, *measured)  # type: ignore[misc]
@@ -162,15 +160,13 @@ class Squarewave(BenchmarkBase):
 
 class _Wave:
     """One run's wave: the program makes it, the probe's capture ends with it; close() undoes the
-    probe, a launched program that never went, and the pin (after measure(), or after a failure
-    anywhere once prepared)."""
+    probe and the pin (after measure(), or after a failure anywhere once prepared)."""
 
-    def __init__(self, ctx: RunContext, impl, handle, probe, launched, cleanup: contextlib.ExitStack) -> None:
+    def __init__(self, ctx: RunContext, impl, handle, probe, cleanup: contextlib.ExitStack) -> None:
         self._ctx, self._impl, self._handle, self._probe, self._cleanup = ctx, impl, handle, probe, cleanup
-        self._launched = launched
 
     def measure(self) -> tuple[str, SelfLog, Capture, tuple]:
-        output = self._launched.finish()
+        output = self._impl.run(self._ctx, self._handle)
         own = _own_edges(self._ctx, output)
         capture = self._probe.stop(own)
         return output, own, capture, self._impl.measured(self._ctx, self._handle, output)

@@ -6,18 +6,18 @@ set -u
 
 usage() {
     echo "squarewave.sh: $1" >&2
-    echo "usage: squarewave.sh --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt] [--mlock] [--go FIFO]" >&2
+    echo "usage: squarewave.sh --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt] [--mlock]" >&2
     exit 2
 }
 
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 
-period_ns="" duration_ns="" pin="" log="" go=""
+period_ns="" duration_ns="" pin="" log=""
 while (($# > 0)); do
     case $1 in
         --allow-no-rt) shift; continue ;;
         --mlock) echo "squarewave.sh: --mlock: bash cannot lock its memory (no mlockall)" >&2; exit 69 ;;
-        --period-ns | --duration-ns | --pin | --log | --prio | --go)
+        --period-ns | --duration-ns | --pin | --log | --prio)
             (($# >= 2)) || usage "missing value for $1" ;;
         *) usage "unknown flag: $1" ;;
     esac
@@ -26,7 +26,6 @@ while (($# > 0)); do
         --duration-ns) is_uint "$2" || usage "bad value for $1: $2"; duration_ns=$2 ;;
         --pin) pin=$2 ;;
         --log) log=$2 ;;
-        --go) go=$2 ;;
         --prio) is_uint "$2" || usage "bad value for $1: $2" ;; # accepted, ignored
     esac
     shift 2
@@ -38,12 +37,6 @@ done
 
 half_ns=$((period_ns / 2))
 printf -v half_s '%d.%09d' $((half_ns / 1000000000)) $((half_ns % 1000000000))
-
-# --go: ready; the FIFO's open returns once jitterlab opens it for writing, and the wave begins then
-# (before the trap: a stop signal meanwhile ends the script)
-if [[ -n $go ]]; then
-    : <"$go" || { echo "squarewave.sh: cannot open --go $go" >&2; exit 1; }
-fi
 
 stop=0
 sleeper=""

@@ -22,8 +22,7 @@
 #define SW_USAGE                                                                      \
     "usage: %s --period-ns N --duration-ns N (--pin PATH | --gpiomem DEV --map-base A "  \
     "--map-len N --set-reg OFF --clr-reg OFF --mask M [--dir-reg OFF --dir-clear M "      \
-    "--dir-set M] [--write set-clear|masked|rmw]) --log PATH [--prio N] [--allow-no-rt] [--mlock] "   \
-    "[--go FIFO]\n"
+    "--dir-set M] [--write set-clear|masked|rmw]) --log PATH [--prio N] [--allow-no-rt] [--mlock]\n"
 
 /* 16 M edges * 8 bytes = 128 MiB: a sane ceiling for a buffer we prefault. */
 #define SW_MAX_LOGGED_EDGES (16u * 1024u * 1024u)
@@ -268,7 +267,6 @@ struct sw_args {
     int prio;
     int allow_no_rt;
     int mlock; /* --mlock: lock every page before the first edge (the mlock tuning) */
-    const char *go; /* --go FIFO: ready, wait until it is opened for writing, then begin */
     struct sw_regs regs; /* regs.device != NULL: --gpiomem mode instead of --pin */
 };
 
@@ -410,8 +408,6 @@ static inline struct sw_args sw_parse_args(int argc, char **argv, const char *pr
             a.pin = val;
         } else if (strcmp(flag, "--log") == 0) {
             a.log = val;
-        } else if (strcmp(flag, "--go") == 0) {
-            a.go = val;
         } else if (strcmp(flag, "--period-ns") == 0 && sw_parse_int(val, 0, INT64_MAX, &n) == 0) {
             a.period_ns = n;
         } else if (strcmp(flag, "--duration-ns") == 0 && sw_parse_int(val, 0, INT64_MAX, &n) == 0) {
@@ -505,33 +501,10 @@ static inline void sw_lock_if_asked(const struct sw_args *a)
 /* The square wave: first edge '1' now, toggle every half period until the
  * duration is over (or a stop signal), then leave the pin at '0'. Every edge
  * is timestamped right after its write completed. */
-/* --go: everything is ready (pin open, buffers prefaulted, memory locked, scheduling set); open the
- * FIFO for reading, which returns once jitterlab opens it for writing: the wave begins then, its
- * start-up overlapped with the probe's. Returns nonzero when told to stop first (no SA_RESTART: the
- * open returns EINTR). */
-static inline int sw_await_go(const struct sw_args *a)
-{
-    if (a->go == NULL)
-        return 0;
-    int fd;
-    while ((fd = open(a->go, O_RDONLY)) < 0) {
-        if (errno != EINTR) {
-            fprintf(stderr, "%s: cannot open --go %s: %s\n", a->prog, a->go, strerror(errno));
-            exit(1);
-        }
-        if (sw_stop_requested)
-            return 1;
-    }
-    close(fd);
-    return 0;
-}
-
 static inline void sw_run(const struct sw_args *a, struct sw_log *log,
                           void (*set_pin)(int level), enum sw_sleep_mode mode)
 {
     sw_lock_if_asked(a);
-    if (sw_await_go(a))
-        return; /* stopped before the wave: no edge, the pin untouched */
     const int64_t half_ns = a->period_ns / 2;
     const int64_t start = sw_now_ns();
     int64_t deadline = start;

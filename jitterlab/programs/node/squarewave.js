@@ -8,7 +8,7 @@ const fs = require("fs");
 
 const IMPL = "node";
 const USAGE =
-  "usage: squarewave.js --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt] [--mlock] [--go FIFO]";
+  "usage: squarewave.js --period-ns N --duration-ns N --pin PATH --log PATH [--prio N] [--allow-no-rt] [--mlock]";
 
 function usage(why) {
   process.stderr.write(`squarewave.js: ${why}\n${USAGE}\n`);
@@ -16,7 +16,7 @@ function usage(why) {
 }
 
 function parseArgs(argv) {
-  const a = { periodNs: null, durationNs: null, pin: null, log: null, go: null };
+  const a = { periodNs: null, durationNs: null, pin: null, log: null };
   const count = (flag, v) => {
     if (!/^[0-9]+$/.test(v)) usage(`bad value for ${flag}: ${v}`);
     return BigInt(v);
@@ -28,7 +28,7 @@ function parseArgs(argv) {
       process.stderr.write("squarewave.js: --mlock: Node.js cannot lock its memory (no mlockall)\n");
       process.exit(69); // unavailable (sysexits EX_UNAVAILABLE)
     }
-    if (!["--period-ns", "--duration-ns", "--pin", "--log", "--prio", "--go"].includes(flag))
+    if (!["--period-ns", "--duration-ns", "--pin", "--log", "--prio"].includes(flag))
       usage(`unknown flag: ${flag}`);
     if (i + 1 >= argv.length) usage(`missing value for ${flag}`);
     const v = argv[++i];
@@ -36,7 +36,6 @@ function parseArgs(argv) {
     else if (flag === "--duration-ns") a.durationNs = count(flag, v);
     else if (flag === "--pin") a.pin = v;
     else if (flag === "--log") a.log = v;
-    else if (flag === "--go") a.go = v;
     else count(flag, v); // --prio: accepted, ignored
   }
   if (a.periodNs === null || a.periodNs < 2n) usage("--period-ns is required and must be >= 2");
@@ -74,9 +73,6 @@ function main() {
     fs.renameSync(tmp, args.log);
     process.exit(0);
   };
-  // --go: ready (runtime up, pin open); the FIFO's open returns once jitterlab opens it for writing,
-  // and the wave begins then. Before the stop handlers: a stop signal meanwhile ends the process.
-  if (args.go !== null) fs.closeSync(fs.openSync(args.go, "r"));
   process.on("SIGTERM", finish);
   process.on("SIGINT", finish);
 

@@ -34,9 +34,9 @@ class _StopFlag:
 
 
 USAGE = ("usage: squarewave.py --period-ns N --duration-ns N (--pin PATH | --chip /dev/gpiochipN --line N) "
-         "--log PATH [--prio N] [--allow-no-rt] [--mlock] [--go FIFO]")
+         "--log PATH [--prio N] [--allow-no-rt] [--mlock]")
 _VALUED = {"--period-ns": "period_ns", "--duration-ns": "duration_ns", "--pin": "pin", "--chip": "chip",
-           "--line": "line", "--log": "log", "--prio": "prio", "--go": "go"}
+           "--line": "line", "--log": "log", "--prio": "prio"}
 _COUNTS = ("period_ns", "duration_ns", "line", "prio")
 _SWITCHES = {"--allow-no-rt": "allow_no_rt", "--mlock": "mlock"}
 
@@ -125,20 +125,6 @@ def _lock_memory():
         sys.exit(EXIT_UNAVAILABLE)
 
 
-def _await_go(path, stop):
-    """--go: ready (interpreter up, pin open, memory locked); open the FIFO for reading, which returns
-    once jitterlab opens it for writing: the wave begins then. False when told to stop first."""
-    try:
-        stop.sleeping = True  # a stop signal cuts the open short (PEP 475 would resume it)
-        if not stop.requested:
-            os.close(os.open(path, os.O_RDONLY))
-    except _Stop:
-        pass
-    finally:
-        stop.sleeping = False
-    return not stop.requested
-
-
 def _write_log(path, t_ns, levels):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
@@ -157,10 +143,6 @@ def main(argv=None) -> int:
     set_pin, close_pin = _file_pin(args.pin) if args.pin else _gpiod_pin(args.chip, args.line)
     if args.mlock:
         _lock_memory()
-    if args.go is not None and not _await_go(args.go, stop):
-        close_pin()  # stopped before the wave: no edge
-        _write_log(args.log, [], [])
-        return 0
     t_ns, levels = [], []
 
     def edge(level):

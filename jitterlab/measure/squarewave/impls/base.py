@@ -23,7 +23,7 @@ from jitterlab.model.errors import RunFailed
 from jitterlab.model.records import Metric, Warning_
 from jitterlab.model.registry import Registry
 from jitterlab.model.tuning import ProgramTraits, program_flags
-from jitterlab.targets.processes import RecordedProcess, awaited, let_go, live_dir, new_marker, spawn_recorded
+from jitterlab.targets.processes import live_dir, new_marker, run_recorded
 
 PROGRAM_PRIORITY = 80  # SCHED_FIFO priority of RT impls: below an observer (99), above any load
 SELF_LOG = "self.log"
@@ -69,12 +69,6 @@ class Impl(Protocol):
         return what the program printed. RunFailed when it fails."""
         ...
 
-    def launch(self, ctx: RunContext, pin: PinHandle) -> Launched:
-        """The run made ready before the probe starts (after the pin is set up); its finish() makes the
-        wave as run() does. An impl whose program can start up first and wait starts it here (its
-        start-up then overlaps the probe's set-up); ImplBase's launches nothing (RunLater)."""
-        ...
-
     def measured(self, ctx: RunContext, pin: PinHandle, output: str) -> tuple[list[Metric], list[Warning_]]:
         """What the run tells of the impl itself beyond its edges (after run(); the program's output
         and what it left in the scratch directory): metrics with the probe name "", and warnings."""
@@ -91,83 +85,27 @@ class ImplBase:
     def measured(self, ctx: RunContext, pin: PinHandle, output: str) -> tuple[list[Metric], list[Warning_]]:
         return [], []
 
-    def launch(self, ctx: RunContext, pin: PinHandle) -> Launched:
-        return RunLater(self, ctx, pin)  # type: ignore[arg-type]
-
-
-class Launched(Protocol):
-    """An impl's run, launched before its probe starts (Impl.launch)."""
-
-    def finish(self) -> str:
-        """Make the wave for the run's duration, from now; the program's output (as Impl.run)."""
-        ...
-
-    def abandon(self) -> None:
-        """Undo the launch of a run whose finish() will not come (its probe failed to start)."""
-        ...
-
-
-class RunLater:
-    """The launch of an impl that starts nothing before the wave: finish() is its run()."""
-
-    def __init__(self, impl: Impl, ctx: RunContext, pin: PinHandle) -> None:
-        self._impl, self._ctx, self._pin = impl, ctx, pin
-
-    def finish(self) -> str:
-        return self._impl.run(self._ctx, self._pin)
-
-    def abandon(self) -> None:
-        return None
-
-
-class StartedProgram:
-    """A wave-making program started on the target. Given `go` (a FIFO of a target that shares this
-    machine's files, passed to the program as --go), it starts up (interpreter, imports, pin, memory
-    locked) while the probe is set up and waits on it: finish() lets it go when the probe watches
-    (let_go). Without, it makes its wave from its start, and is started by finish()."""
-
-    def __init__(self, ctx: RunContext, name: str, argv: list[str], go: str | None = None) -> None:
-        self._ctx, self._name, self._go = ctx, name, go
-        self._argv = [*argv, "--go", go] if go is not None else argv
-        self._log = f"{ctx.scratch}/program.log"
-        self._marker = new_marker()
-        self._proc = None if go is None else self._spawn()
-
-    def _spawn(self) -> RecordedProcess:
-        return spawn_recorded(self._ctx.target, self._argv, log_path=self._log, marker=self._marker)
-
-    def finish(self) -> str:
-        """Run it to its end (recorded, bounded by duration + run_timeout from now) and return its
-        output; RunFailed with its last line when it exits non-zero."""
-        settings, target, name = self._ctx.settings, self._ctx.target, self._name
-        proc, self._proc = self._proc or self._spawn(), None
-        budget = "duration + campaign.run_timeout"
-        if self._go is not None:
-            let_go(self._go, proc, timeout_s=settings.run_timeout_ns / 1e9, name=name,
-                   budget="campaign.run_timeout, to start")
-        rc = awaited(proc, self._log, timeout_s=(settings.duration_ns + settings.run_timeout_ns) / 1e9,
-                     name=name, budget=budget)
-        if traced(self._ctx.cell):  # the launcher's pid is the program's (it execs it): its trace's tasks
-            pid = target.run(["cat", f"{live_dir(target)}/{self._marker}.pid"]).stdout
-            (self._ctx.local_dir / PROGRAM_PID).write_text(pid)
-        output = fetched_text(target, self._log).strip()
-        if rc != 0:
-            last = output.splitlines()[-1] if output else "(no output)"
-            if rc == EXIT_UNAVAILABLE:
-                raise RunFailed(last, status="unavailable")
-            raise RunFailed(f"{name} exited with status {rc}: {last}")
-        return output
-
-    def abandon(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            proc.stop()
-
 
 def run_program(ctx: RunContext, name: str, argv: list[str]) -> str:
     """Run a wave-making program to its end (recorded, bounded by duration + run_timeout) and
     return its output; RunFailed with its last line when it exits non-zero."""
-    return StartedProgram(ctx, name, argv).finish()
+    settings, target = ctx.settings, ctx.target
+    log = f"{ctx.scratch}/program.log"
+    marker = new_marker()
+    rc = run_recorded(
+        target, argv, log, timeout_s=(settings.duration_ns + settings.run_timeout_ns) / 1e9,
+        name=name, budget="duration + campaign.run_timeout", marker=marker,
+    )  # fmt: skip
+    if traced(ctx.cell):  # the launcher's pid is the program's (it execs it): its tasks in the trace
+        pid = target.run(["cat", f"{live_dir(target)}/{marker}.pid"]).stdout
+        (ctx.local_dir / PROGRAM_PID).write_text(pid)
+    output = fetched_text(target, log).strip()
+    if rc != 0:
+        last = output.splitlines()[-1] if output else "(no output)"
+        if rc == EXIT_UNAVAILABLE:
+            raise RunFailed(last, status="unavailable")
+        raise RunFailed(f"{name} exited with status {rc}: {last}")
+    return output
 
 
 def bound(ctx: RunContext, needs: Forms, pin: PinHandle) -> Offer:

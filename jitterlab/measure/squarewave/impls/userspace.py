@@ -3,28 +3,17 @@ and three C programs (sources in jitterlab/programs/)."""
 
 from __future__ import annotations
 
-import os
 import weakref
 from dataclasses import dataclass, field
 
 from jitterlab import programs
 from jitterlab.measure.context import RunContext
-from jitterlab.measure.squarewave.impls.base import (
-    IMPLS,
-    ImplBase,
-    Launched,
-    RunLater,
-    StartedProgram,
-    bound,
-    common_flags,
-    run_program,
-)
+from jitterlab.measure.squarewave.impls.base import IMPLS, ImplBase, bound, common_flags, run_program
 from jitterlab.measure.squarewave.pins.base import PinHandle
 from jitterlab.measure.squarewave.pins.offers import ChipLine, Forms, MappedLevel, RegisterBlock, ValueFile
 from jitterlab.model.tuning import MLOCK_ITSELF, MLOCK_NEVER, MLOCK_ON_FLAG, ProgramTraits, launcher
 from jitterlab.programs import ProgramDir
 from jitterlab.targets.base import Target
-from jitterlab.targets.capabilities import SharesControllerFiles, has
 from jitterlab.targets.processes import pinned
 
 FILE = (ValueFile,)  # a value file written with write()/pwrite/echo
@@ -64,19 +53,6 @@ class ProgramImpl(ImplBase):
         return None  # its program was built when the programs were deployed
 
     def run(self, ctx: RunContext, pin: PinHandle) -> str:
-        return run_program(ctx, str(ctx.cell.param("impl")), self._argv(ctx, pin))
-
-    def launch(self, ctx: RunContext, pin: PinHandle) -> Launched:
-        """Its program started before the probe, waiting on a FIFO in the run's directory, where that
-        directory is this machine's (a local target): its start-up (an interpreter's 20-200 ms)
-        overlaps the probe's set-up. Elsewhere it is started when the wave is due, as run() does."""
-        if has(ctx.target, SharesControllerFiles) is None:
-            return RunLater(self, ctx, pin)
-        go = f"{ctx.scratch}/go"
-        os.mkfifo(go, 0o600)
-        return StartedProgram(ctx, str(ctx.cell.param("impl")), self._argv(ctx, pin), go=go)
-
-    def _argv(self, ctx: RunContext, pin: PinHandle) -> list[str]:
         *interpreter, path = self.command
         allow = self.realtime and not ctx.rt_permitted
         form = bound(ctx, self.needs, pin)
@@ -84,8 +60,9 @@ class ProgramImpl(ImplBase):
             interpreter = [resolved(ctx.target, interpreter[0], self.resolve), *interpreter[1:]]
         # the launchers first: the isolated one moves the process into a partition whose CPUs no
         # process outside may be pinned to (taskset there fails with EINVAL, Linux 6.12)
-        return [*launcher(ctx.tunings), *pinned(ctx.placement.program_cpus), *interpreter,
+        argv = [*launcher(ctx.tunings), *pinned(ctx.placement.program_cpus), *interpreter,
                 f"{ctx.bindir}/{path}", *common_flags(ctx, form, allow_no_rt=allow)]
+        return run_program(ctx, str(ctx.cell.param("impl")), argv)
 
 
 def resolved(target: Target, name: str, asks: tuple[str, ...]) -> str:
