@@ -98,12 +98,18 @@ def remove_scratch(target: Target, scratch: str) -> None:
 
 def renew_scratch(target: Target, scratch: str) -> None:
     """Make a run's directory, and remove what was retired since the last time (the directory of the
-    run before it, among others) in the same round trip (here: without one)."""
+    run before it, among others) in the same round trip."""
+    renew_dir(target, scratch, _retired(target))
+
+
+def renew_dir(target: Target, directory: str, removed: Sequence[str] = ()) -> None:
+    """`rm -rf REMOVED; mkdir -p DIRECTORY` on the target in one round trip (where its files are this
+    machine's: done here, without one)."""
     here = has(target, SharesControllerFiles)
     if here is not None:
-        here.renew_here(scratch, _retired(target))
+        here.renew_here(directory, removed)
     else:
-        target.run(["sh", "-c", _RENEW_SCRATCH, "sh", scratch, *_retired(target)])
+        target.run(["sh", "-c", _RENEW_SCRATCH, "sh", directory, *removed])
 
 
 def remove_records(target: Target) -> None:

@@ -34,8 +34,7 @@ from jitterlab.model.options import Options, key
 from jitterlab.model.params import Param, ParamValue, auto, integer, parse_options
 from jitterlab.model.records import Metric
 from jitterlab.targets.base import CommandTimeout, Process
-from jitterlab.targets.capabilities import SharesControllerFiles, has
-from jitterlab.targets.processes import LAUNCH, describe_exit, retire
+from jitterlab.targets.processes import LAUNCH, describe_exit, renew_dir, retire
 
 
 def _stress_method(value: object, where: str) -> ParamValue:
@@ -77,7 +76,6 @@ _describe_exit = describe_exit
 
 # its directory made and an earlier stress-ng's figures there removed (rm only when there are any:
 # a fresh directory has none), in one round trip
-_FRESH = 'mkdir -p -- "$0" && { [ ! -e "$1" ] || rm -f -- "$1"; }'
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
@@ -131,11 +129,7 @@ class CpuLoad(Sustained):
         self.workers = workers if isinstance(workers, int) else (
             len(ctx.cpus) if ctx.cpus else self._online_cpus())
         self.yaml = f"{ctx.scratch}/stress-ng.yaml"
-        here = has(ctx.target, SharesControllerFiles)  # no figures of an earlier one read
-        if here is not None:
-            here.renew_here(ctx.scratch, [self.yaml])
-        else:
-            ctx.target.run(["sh", "-c", _FRESH, ctx.scratch, self.yaml])
+        renew_dir(ctx.target, ctx.scratch, [self.yaml])  # no figures of an earlier one read
         stress_ng = ["stress-ng", *self._stressor_argv(opts), "--timeout", f"{lifetime_s(ctx)}s"]
         stress_ng += ["--metrics-brief", "--yaml", self.yaml]
         self._before: SystemSample = sample_system(ctx.target)
