@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -108,7 +109,9 @@ def test_the_tunings_reach_an_impls_program_through_their_launcher_and_flags(nam
     argv = list(argv[argv.index("env") + 2:])
     assert argv[:13] == ["sh", "-c", "join", "j", "/cg/cgroup.procs", "sh", "-c", "slack", "s", "1",
                          "/proc/self/x", "taskset", "-c"]
-    assert argv[13] == "0" and argv[14:][:len(impl.command) - 1] == list(impl.command[:-1])
+    unset = ["env", *(w for n in impl.unset for w in ("-u", n))] if impl.unset else []
+    assert argv[13] == "0" and argv[14:14 + len(unset)] == unset
+    assert argv[14 + len(unset):][:len(impl.command) - 1] == list(impl.command[:-1])
     assert argv[-1] == "--mlock" and argv.count("--mlock") == 1
     assert impl.program is not None and impl.program.realtime == impl.realtime
 
@@ -128,5 +131,27 @@ def test_an_interpreter_is_asked_once_per_target_which_executable_it_runs(name, 
     for _ in range(2):
         impl.run(ctx, PinHandle("vpin", (ValueFile("/dev/shm/p"),)))
     asked = [c for c in target.calls if c[0] == impl.command[0]]
-    started = [c[c.index("env") + 5] for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
+    started = [c[c.index("env") + 5 + (1 + 2 * len(impl.unset) if impl.unset else 0)]
+               for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
     assert len(asked) == 1 and started == [runs, runs]
+
+
+def test_node_starts_without_the_certificates_it_would_parse_for_nothing(tmp_path, monkeypatch):
+    """NODE_EXTRA_CA_CERTS makes node read and parse every certificate it names before the program's
+    first line (80-160 ms here); the square wave opens no TLS connection: the program starts without
+    it, and everything else of the environment is left as it is."""
+    certs = tmp_path / "ca.pem"
+    certs.write_text("not read by the program\n")
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(certs))
+    monkeypatch.setenv("JITTERLAB_KEPT", "yes")
+    impl = plugins.IMPLS.get("node", "test")
+    assert isinstance(impl, ProgramImpl) and impl.unset == ("NODE_EXTRA_CA_CERTS",)
+    target = FakeTarget(workdir=str(tmp_path))
+    target.behave(["sh", "-c", LAUNCH], FakeBehaviour(duration_s=0.01, log="done\n"))
+    ctx = RunContext(target, RunSettings(duration_ns=10**9), squarewave_cell("node", 2_000_000), 0,
+                     str(tmp_path / "s"), tmp_path, "/b", Placement((0,), 1), rt_permitted=False)
+    impl.run(ctx, PinHandle("vpin", (ValueFile("/dev/shm/p"),)))
+    [argv] = [c for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
+    env = subprocess.run([*argv[argv.index("taskset") + 3:argv.index("node")], "env"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert "JITTERLAB_KEPT=yes" in env and not [v for v in env if v.startswith("NODE_EXTRA_CA_CERTS=")]
