@@ -55,6 +55,18 @@ def test_without_its_targets_facts_the_remedy_names_both_causes():
     assert warning.remedy == f'{OWN_CPU}; and RT throttling off (campaign.rt_throttling = "lift", as root)'
 
 
+def test_blind_intervals_beyond_the_observers_list_are_said_not_excluded():
+    """The observer lists 2**20 blind intervals; the periods in those it had no room for are not
+    excluded, and the warning says so instead of claiming every blind period was."""
+    [full] = _observer_warnings({**BLIND, "blind_dropped": 12}, 1_000_000_000, None)
+    assert full.message == ("the vpin probe was blind 8.0% of the run; periods touching the blind intervals "
+                            "it listed were excluded, not those in the 12 beyond its list's room")
+    [short] = _observer_warnings({"sched": "fifo", "blind_ns": 1_000, "blind_dropped": 3}, 10**12, None)
+    assert short.message == ("the vpin observer could not list 3 of its blind intervals: the periods in "
+                             "them were not excluded")
+    assert _observer_warnings({"sched": "fifo", "blind_ns": 1_000, "blind_dropped": 0}, 10**12, None) == []
+
+
 def test_each_run_gets_its_targets_facts(tmp_path, monkeypatch):
     fakes.register(monkeypatch)
     seen = []

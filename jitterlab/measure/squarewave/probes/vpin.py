@@ -223,13 +223,19 @@ def _observer_warnings(stats: dict, duration_ns: int, throttling: Throttling | N
             )
         )
     blind_fraction = stats.get("blind_ns", 0) / max(duration_ns, 1)
+    dropped = int(stats.get("blind_dropped", 0))
     if blind_fraction > BLIND_WARN_FRACTION:
+        excluded = ("periods touching the blind intervals it listed were excluded, not those in the "
+                    f"{dropped} beyond its list's room" if dropped else
+                    "periods touching blind intervals were excluded")
         warnings.append(
-            Warning_(
-                f"the vpin probe was blind {blind_fraction:.1%} of the run; periods touching blind "
-                "intervals were excluded",
-                blind_remedy(throttling),
-            )
+            Warning_(f"the vpin probe was blind {blind_fraction:.1%} of the run; {excluded}",
+                     blind_remedy(throttling))
+        )
+    elif dropped:  # the list holds 2**20 spans of more than blind_threshold each: seconds of blindness
+        warnings.append(
+            Warning_(f"the vpin observer could not list {dropped} of its blind intervals: the periods "
+                     "in them were not excluded", blind_remedy(throttling))
         )
     if stats.get("overflow_edges", 0):
         warnings.append(
