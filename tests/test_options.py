@@ -70,3 +70,18 @@ def test_a_bad_value_is_still_one_line_naming_its_key_when_the_campaign_is_read(
     text = ('[campaign]\nname = "x"\n[matrix]\nbenchmark = "hwlat"\nwidth = "1s"\nwindow = "1s"\n')
     with pytest.raises(UserError, match=r"^c.toml: matrix.width: 1s must be shorter than the window 1s$"):
         parse_campaign(tomllib.loads(text), Path("c.toml"))
+
+
+@pytest.mark.parametrize(("fields", "said"), [
+    ({"direction": "up"}, "metric m: direction 'up'"),
+    ({"summary": "mean"}, "metric m: summary 'mean'"),
+    ({"scale": "log"}, "metric m: scale 'log'"),
+    ({"stat": "p42"}, "metric m: stat 'p42'"),
+])
+def test_a_metric_declaring_a_word_the_readings_do_not_know_is_refused_naming_its_field(fields, said):
+    from jitterlab.model.records import Metric
+
+    with pytest.raises(ValueError) as refused:
+        Metric("m", 1.0, "ns", **fields)
+    assert str(refused.value) == said
+    assert Metric("m", 1.0, "ns", direction="lower", summary="worst", scale="ratio", stat="p99").stat == "p99"

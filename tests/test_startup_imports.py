@@ -20,10 +20,11 @@ RUN_PATH = ("jitterlab.cli.main", "jitterlab.campaign.file", "jitterlab.plugins"
             "jitterlab.analysis.squarewave", "jitterlab.analysis.groups")
 
 
-def loaded_after(modules: tuple[str, ...]) -> set[str]:
+def loaded_after(modules: tuple[str, ...], whole: bool = False) -> set[str]:
+    """The top-level packages loaded once `modules` are imported (whole: every module's full name)."""
     code = ("import importlib, json, sys\n"
             f"for name in {list(modules)!r}: importlib.import_module(name)\n"
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+            f"print(json.dumps(sorted({{m if {whole} else m.split('.')[0] for m in sys.modules}})))")
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=300, check=True)
     return set(json.loads(done.stdout))
@@ -31,6 +32,14 @@ def loaded_after(modules: tuple[str, ...]) -> set[str]:
 
 def test_the_run_and_its_end_screen_load_no_plotting_statistics_or_compiler():
     assert loaded_after(RUN_PATH) & set(HEAVY) == set()
+
+
+def test_what_only_a_labgrid_board_or_debian_kernels_need_waits_for_them():
+    """asyncio (labgrid's coordinator: 30 ms) and debian.deb822 (apt's lists: 40 ms) load when used."""
+    lazy = {"asyncio", "debian.deb822"}
+    assert loaded_after(RUN_PATH, whole=True) & lazy == set()
+    assert loaded_after(("jitterlab.targets.labgrid.coordinator", "jitterlab.targets.qemu.apt_state"),
+                        whole=True) & lazy == set()
 
 
 def test_the_check_sees_them_where_they_are_needed():

@@ -12,6 +12,7 @@ tests/test_options.py builds every plug-in's record from its Params' examples an
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types as types_
 import typing
 from collections.abc import Mapping
@@ -37,9 +38,9 @@ class Options:
     @classmethod
     def of(cls, values: Mapping[str, ParamValue]) -> Self:
         """The record of validated values (a plug-in's option table, defaults filled in)."""
-        types = typing.get_type_hints(cls)
+        types, keys = _fields(cls)
         made: dict[str, object] = {}
-        for name, option in cls.keys().items():
+        for name, option in keys.items():
             if option not in values:
                 raise TypeError(f"{cls.__name__}.{name}: no value of option {option!r} (has it a Param?)")
             value, hint = values[option], types[name]
@@ -56,3 +57,10 @@ class Options:
     def of_cell(cls, cell: Cell) -> Self:
         """The record of a cell's matrix keys."""
         return cls.of(dict(cell.params))
+
+
+@functools.cache
+def _fields(cls: type[Options]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A record class's field types and option keys, read once per class: typing.get_type_hints
+    evaluates every annotation's text at each call (0.2 ms; a run's end screen reads 700 records)."""
+    return typing.get_type_hints(cls), cls.keys()

@@ -62,9 +62,22 @@ class Reading:
         return self.stat in QUANTILE_OF and QUANTILE_OF[self.stat] > 0.5
 
 
+# each declared field's words, and "" (left to the tables by name): what every Metric is checked against
+DECLARED = {"direction": DIRECTIONS, "summary": SUMMARIES, "scale": SCALES, "stat": STATS}
+_ALLOWED = tuple(frozenset(("", *words)) for words in DECLARED.values())
+
+
+def undeclared(direction: str, summary: str, scale: str, stat: str) -> str | None:
+    """The first field whose value none of its words is, else None (every metric made or read
+    passes here: a set lookup per field)."""
+    for field, value, allowed in zip(DECLARED, (direction, summary, scale, stat), _ALLOWED, strict=True):
+        if value not in allowed:
+            return field
+    return None
+
+
 def check_declared(name: str, direction: str, summary: str, scale: str, stat: str) -> None:
     """ValueError naming the field when a metric declares a value none of these words is."""
-    for field, value, allowed in (("direction", direction, DIRECTIONS), ("summary", summary, SUMMARIES),
-                                  ("scale", scale, SCALES), ("stat", stat, STATS)):
-        if value not in ("", *allowed):
-            raise ValueError(f"metric {name}: {field} {value!r}")
+    values = (direction, summary, scale, stat)
+    if (field := undeclared(*values)) is not None:
+        raise ValueError(f"metric {name}: {field} {values[list(DECLARED).index(field)]!r}")

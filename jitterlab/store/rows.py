@@ -41,12 +41,10 @@ def read_metric(run_id: str, probe: str, name: str, value: object, unit: str, di
     scale or stat is none of the words model.reading knows."""
     what = f"metric {probe}.{name}" if probe else f"metric {name}"
     value = number(value, f"run {run_id}", what)
-    for field, given, allowed in (("direction", direction, reading.DIRECTIONS),
-                                  ("summary", summary, reading.SUMMARIES), ("scale", scale, reading.SCALES),
-                                  ("stat", stat, reading.STATS)):
-        if given not in ("", *allowed):
-            raise RowDamaged(f"run {run_id}", f"{what} has the {field} {given!r:.40}, not "
-                             f"{', '.join(allowed)} or empty")
+    if (field := reading.undeclared(direction, summary, scale, stat)) is not None:
+        given = {"direction": direction, "summary": summary, "scale": scale, "stat": stat}[field]
+        raise RowDamaged(f"run {run_id}", f"{what} has the {field} {given!r:.40}, not "
+                         f"{', '.join(reading.DECLARED[field])} or empty")
     return Metric(name, value, unit, probe, direction, summary, scale, stat)
 
 
