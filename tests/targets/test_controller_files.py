@@ -94,6 +94,27 @@ def test_a_tools_group_read_here_is_the_group_the_script_reads(local, tmp_path):
     assert tool.group() is None  # the leader is gone
 
 
+@pytest.mark.parametrize("lists_children", [True, False])
+def test_a_tools_group_read_here_walks_its_descendants_or_every_process(local, tmp_path, monkeypatch,
+                                                                      lists_children):
+    """Read here, a group is its leader's descendants (grandchildren too), found through the kernel's
+    lists of children; a kernel without them (CONFIG_PROC_CHILDREN) has every process read."""
+    if not lists_children:
+        exists = os.path.exists
+        monkeypatch.setattr(os.path, "exists", lambda p: p != "/proc/thread-self/children" and exists(p))
+    ctx = LoadContext(local, str(tmp_path / "w" / "scratch"))
+    os.makedirs(ctx.scratch)
+    tool = Tool(ctx, "family", ["sh", "-c", "sh -c 'sleep 30 & sleep 30 & wait' & wait"], "family.log")
+    try:
+        group = tool.await_running(3, 10.0)  # the inner shell and its two sleeps
+        scripted = parse_group(local.run(["sh", "-c", GROUP_SCRIPT, tool.proc.pidfile]).stdout)
+        assert scripted is not None and (scripted.workers, scripted.stopped) == (3, 0)
+        assert (group.workers, group.stopped) == (3, 0)
+    finally:
+        tool.proc.stop()
+    assert tool.group() is None
+
+
 def test_the_system_sample_read_here_has_what_the_command_reads(local):
     here, there = sample_system(local), sample_system(_Elsewhere(local))
     assert set(here.cpu_ticks) == set(there.cpu_ticks) and "cpu" in here.cpu_ticks
