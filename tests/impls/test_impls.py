@@ -125,12 +125,13 @@ def test_an_interpreter_is_asked_once_per_target_which_executable_it_runs(name, 
     impl = plugins.IMPLS.get(name, "test")
     target = FakeTarget(workdir=str(tmp_path))
     target.behave(["sh", "-c", LAUNCH], FakeBehaviour(duration_s=0.01, log="done\n"))
-    target.respond([impl.command[0], *impl.resolve], said, rc=0 if said else 1)
+    unset = ["env", *(w for n in impl.unset for w in ("-u", n))] if impl.unset else []
+    target.respond([*unset, impl.command[0], *impl.resolve], said, rc=0 if said else 1)
     ctx = RunContext(target, RunSettings(duration_ns=10**9), squarewave_cell(name, 2_000_000), 0,
                      str(tmp_path / "s"), tmp_path, "/b", Placement((0,), 1), rt_permitted=False)
     for _ in range(2):
         impl.run(ctx, PinHandle("vpin", (ValueFile("/dev/shm/p"),)))
-    asked = [c for c in target.calls if c[0] == impl.command[0]]
+    asked = [c for c in target.calls if c[len(unset)] == impl.command[0] and list(c[:len(unset)]) == unset]
     started = [c[c.index("env") + 5 + (1 + 2 * len(impl.unset) if impl.unset else 0)]
                for c in target.calls if c[:3] == ("sh", "-c", LAUNCH)]
     assert len(asked) == 1 and started == [runs, runs]

@@ -59,22 +59,22 @@ class ProgramImpl(ImplBase):
         *interpreter, path = self.command
         allow = self.realtime and not ctx.rt_permitted
         form = bound(ctx, self.needs, pin)
+        unset = ["env", *(word for name in self.unset for word in ("-u", name))] if self.unset else []
         if interpreter and self.resolve:
-            interpreter = [resolved(ctx.target, interpreter[0], self.resolve), *interpreter[1:]]
+            interpreter = [resolved(ctx.target, interpreter[0], self.resolve, unset), *interpreter[1:]]
         # the launchers first: the isolated one moves the process into a partition whose CPUs no
         # process outside may be pinned to (taskset there fails with EINVAL, Linux 6.12)
-        unset = ["env", *(word for name in self.unset for word in ("-u", name))] if self.unset else []
         argv = [*launcher(ctx.tunings), *pinned(ctx.placement.program_cpus), *unset, *interpreter,
                 f"{ctx.bindir}/{path}", *common_flags(ctx, form, allow_no_rt=allow)]
         return run_program(ctx, str(ctx.cell.param("impl")), argv)
 
 
-def resolved(target: Target, name: str, asks: tuple[str, ...]) -> str:
+def resolved(target: Target, name: str, asks: tuple[str, ...], prefix: list[str] | None = None) -> str:
     """The executable `name` runs on the target, asked once per target (`name` itself when it does not
-    say): the same interpreter, started without the shim in front of it."""
+    say), started after `prefix` as the program is: the same interpreter, without the shim in front."""
     known = _RESOLVED.setdefault(target, {})
     if name not in known:
-        said = target.run([name, *asks], timeout_s=60.0)
+        said = target.run([*(prefix or []), name, *asks], timeout_s=60.0)
         path = said.stdout.strip()
         known[name] = path if said.ok and path.startswith("/") and "\n" not in path else name
     return known[name]
