@@ -78,6 +78,9 @@ _describe_exit = describe_exit
 # a fresh directory has none), in one round trip
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
+# stress-ng stopped within ms of its workers' start reports no figures (their stressor had not begun:
+# "successful run completed in 0.00s" and no metrics row): a stop comes no sooner than this after
+MIN_LIFE_S = 0.05
 _USER_HZ = 100  # /proc/<pid>/stat ticks per second on every Linux ABI jitterlab targets
 
 
@@ -139,6 +142,7 @@ class CpuLoad(Sustained):
         # every worker runs before start() returns, so that check() right after it is meaningful
         group = self._tool.await_running(self.workers, START_TIMEOUT_S)
         self._last = (time.monotonic(), group.cpu_ticks)
+        self._running_since = self._last[0]
 
     def check(self) -> None:
         """Alive, all workers running (not stopped), and burning CPU time since the last check."""
@@ -192,6 +196,7 @@ class CpuLoad(Sustained):
         target = self._ctx.target
         try:
             if self._proc.poll() is None:
+                time.sleep(max(0.0, MIN_LIFE_S - (time.monotonic() - self._running_since)))
                 self._proc.signal(signal.SIGINT)  # stress-ng's "finish and report"
                 with contextlib.suppress(CommandTimeout):  # then stop() below kills it
                     self._proc.wait(STOP_TIMEOUT_S)
