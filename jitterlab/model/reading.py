@@ -67,17 +67,16 @@ DECLARED = {"direction": DIRECTIONS, "summary": SUMMARIES, "scale": SCALES, "sta
 _ALLOWED = tuple(frozenset(("", *words)) for words in DECLARED.values())
 
 
-def undeclared(direction: str, summary: str, scale: str, stat: str) -> str | None:
-    """The first field whose value none of its words is, else None (every metric made or read
-    passes here: a set lookup per field)."""
+def undeclared(direction: str, summary: str, scale: str, stat: str) -> tuple[str, str] | None:
+    """The first field whose value none of its words is, with that value; else None (every metric
+    made or read passes here: a set lookup per field)."""
     for field, value, allowed in zip(DECLARED, (direction, summary, scale, stat), _ALLOWED, strict=True):
         if value not in allowed:
-            return field
+            return field, value
     return None
 
 
 def check_declared(name: str, direction: str, summary: str, scale: str, stat: str) -> None:
     """ValueError naming the field when a metric declares a value none of these words is."""
-    values = (direction, summary, scale, stat)
-    if (field := undeclared(*values)) is not None:
-        raise ValueError(f"metric {name}: {field} {values[list(DECLARED).index(field)]!r}")
+    if (wrong := undeclared(direction, summary, scale, stat)) is not None:
+        raise ValueError(f"metric {name}: {wrong[0]} {wrong[1]!r}")

@@ -41,8 +41,8 @@ def read_metric(run_id: str, probe: str, name: str, value: object, unit: str, di
     scale or stat is none of the words model.reading knows."""
     what = f"metric {probe}.{name}" if probe else f"metric {name}"
     value = number(value, f"run {run_id}", what)
-    if (field := reading.undeclared(direction, summary, scale, stat)) is not None:
-        given = {"direction": direction, "summary": summary, "scale": scale, "stat": stat}[field]
+    if (wrong := reading.undeclared(direction, summary, scale, stat)) is not None:
+        field, given = wrong
         raise RowDamaged(f"run {run_id}", f"{what} has the {field} {given!r:.40}, not "
                          f"{', '.join(reading.DECLARED[field])} or empty")
     return Metric(name, value, unit, probe, direction, summary, scale, stat)

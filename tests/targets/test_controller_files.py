@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jitterlab.measure.fetched import fetched_text
+from jitterlab.measure.loads import base as loads_base
 from jitterlab.measure.loads.base import GROUP_SCRIPT, LoadContext, Tool, parse_group
 from jitterlab.measure.loads.idle import sample_system
 from jitterlab.model.errors import RunFailed
@@ -100,8 +101,7 @@ def test_a_tools_group_read_here_walks_its_descendants_or_every_process(local, t
     """Read here, a group is its leader's descendants (grandchildren too), found through the kernel's
     lists of children; a kernel without them (CONFIG_PROC_CHILDREN) has every process read."""
     if not lists_children:
-        exists = os.path.exists
-        monkeypatch.setattr(os.path, "exists", lambda p: p != "/proc/thread-self/children" and exists(p))
+        monkeypatch.setattr(loads_base, "_lists_children", lambda: False)
     ctx = LoadContext(local, str(tmp_path / "w" / "scratch"))
     os.makedirs(ctx.scratch)
     tool = Tool(ctx, "family", ["sh", "-c", "sh -c 'sleep 30 & sleep 30 & wait' & wait"], "family.log")

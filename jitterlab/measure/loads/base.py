@@ -4,6 +4,7 @@ load that can stay up from one run to the next does besides (Sustained: a readin
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -150,11 +151,17 @@ def parse_group(text: str) -> ProcGroup | None:
     return ProcGroup(len(members) - stopped, stopped, ticks)
 
 
+@functools.cache
+def _lists_children() -> bool:
+    """Whether this machine's kernel lists each task's children (CONFIG_PROC_CHILDREN): asked once."""
+    return os.path.exists("/proc/thread-self/children")
+
+
 def _family_here(leader: int) -> list[int] | None:
     """The leader and its descendants on this machine, from /proc/<pid>/task/<tid>/children; None
     when the kernel keeps no such lists. A member of the leader's group that is not its descendant
     (an orphan taken in by init) is not among them: a tool's workers are its children."""
-    if not os.path.exists("/proc/thread-self/children"):
+    if not _lists_children():
         return None
     family, todo = [], [leader]
     while todo:
