@@ -40,7 +40,9 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("qemu-system-arm") is None, reason="apt install qemu-system-arm"),
     pytest.mark.skipif(shutil.which(TOOLCHAIN[0]) is None, reason=f"apt install {TOOLCHAIN[1]}"),
 ]
-TYPICAL_ERROR = 0.05  # functional: a wrong timer reload is off by factors, not by percent
+# functional, not timing: a wrong timer reload is off by a factor (half or twice the period: 50 % or
+# 100 %); TCG on a loaded 2-CPU VM put the median 7 % off at 10 ms (a CI run at load 2.25)
+TYPICAL_ERROR = 0.3
 
 
 def write_campaign(tmp_path: Path, unit: str, matrix: str, extra: str = "") -> Path:
